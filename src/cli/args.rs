@@ -1,0 +1,132 @@
+//! Flag groups shared by several commands (shared/cli-contract.md, "Common flags").
+//! Each group is flattened into the commands that need it, so a flag has one name,
+//! one default and one help text everywhere.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Where the Triton server is and how to talk to it.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Triton gRPC endpoint, HOST:PORT, with or without http:// or https://.
+    #[arg(long, default_value = "localhost:8001", env = "BERTQA_URL")]
+    pub url: String,
+
+    /// Per-request deadline in milliseconds.
+    #[arg(long, default_value_t = 60_000, value_name = "MS")]
+    pub timeout_ms: u64,
+
+    /// Deadline for establishing the connection, in milliseconds.
+    #[arg(long, default_value_t = 5_000, value_name = "MS")]
+    pub connect_timeout_ms: u64,
+}
+
+/// Which model, and optional overrides of the tensor binding.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BindingArgs {
+    /// Tensor that receives the token ids (default: inferred from the model).
+    #[arg(long, value_name = "NAME")]
+    pub input_ids: Option<String>,
+    /// Tensor that receives the segment (token type) ids.
+    #[arg(long, value_name = "NAME")]
+    pub segment_ids: Option<String>,
+    /// Tensor that receives the attention mask.
+    #[arg(long, value_name = "NAME")]
+    pub input_mask: Option<String>,
+    /// Output tensor holding the start logits (or both, shaped [batch, seq, 2]).
+    #[arg(long, value_name = "NAME")]
+    pub start_logits: Option<String>,
+    /// Output tensor holding the end logits.
+    #[arg(long, value_name = "NAME")]
+    pub end_logits: Option<String>,
+}
+
+/// Vocabulary and casing.
+#[derive(Debug, Clone, Args)]
+pub struct TokenizerArgs {
+    /// WordPiece vocabulary, one token per line.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "vocab/vocab.txt",
+        conflicts_with = "tokenizer"
+    )]
+    pub vocab: PathBuf,
+    /// A Hugging Face tokenizer.json to use instead of --vocab.
+    #[arg(long, value_name = "PATH")]
+    pub tokenizer: Option<PathBuf>,
+    /// Lower-case and strip accents (uncased vocabularies; the default).
+    #[arg(long, overrides_with = "no_lower_case")]
+    pub do_lower_case: bool,
+    /// Keep case and accents (cased vocabularies).
+    #[arg(long, overrides_with = "do_lower_case")]
+    pub no_lower_case: bool,
+}
+
+impl TokenizerArgs {
+    /// The effective casing: lower case unless `--no-lower-case` was given last.
+    pub fn lower_case(&self) -> bool {
+        !self.no_lower_case
+    }
+}
+
+/// Window geometry (spec §4).
+#[derive(Debug, Clone, Args)]
+pub struct WindowArgs {
+    /// Tokens per feature, [CLS] and both [SEP] included.
+    #[arg(long, default_value_t = 384)]
+    pub max_seq_length: usize,
+    /// Step between window starts, in word pieces (the BERT meaning, not an overlap).
+    #[arg(long, default_value_t = 128)]
+    pub doc_stride: usize,
+    /// Question word pieces kept (a prefix).
+    #[arg(long, default_value_t = 64)]
+    pub max_query_length: usize,
+    /// Treat degenerate but valid input (empty question, whitespace-only context) as an
+    /// error instead of a warning.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// Post-processing rule family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Postprocess {
+    /// The Google/NVIDIA run_squad rules (the reference).
+    #[default]
+    Nvidia,
+    /// The transformers 4.x legacy port, to reproduce its numbers exactly.
+    Hf,
+}
+
+/// Span decoding (spec §6).
+#[derive(Debug, Clone, Args)]
+pub struct DecodeArgs {
+    /// Candidates kept per question (and start/end indexes considered per feature).
+    #[arg(long, default_value_t = 20)]
+    pub n_best_size: usize,
+    /// Longest answer, in word pieces.
+    #[arg(long, default_value_t = 30)]
+    pub max_answer_length: usize,
+    /// SQuAD 2.0 rules (no-answer allowed). Auto-on when the file's version starts with
+    /// v2 or any question has is_impossible.
+    #[arg(long)]
+    pub version_2_with_negative: bool,
+    /// v2: predict no answer when null score − best non-null score exceeds this.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub null_score_diff_threshold: f64,
+    /// Post-processing rules: nvidia (reference) or hf (transformers legacy port).
+    #[arg(long, value_enum, default_value_t = Postprocess::Nvidia)]
+    pub postprocess: Postprocess,
+}
+
+/// Output mode.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Machine-readable JSON on stdout (versioned: "schema": 1).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}

@@ -1,0 +1,113 @@
+//! The command line: parses flags once into each command's arguments, calls the
+//! library, renders results, and maps outcomes to exit codes
+//! (shared/cli-contract.md): 0 success, 1 completed but a gate failed, 2 usage, input,
+//! connection, server or model error. A broken pipe on stdout exits 0.
+
+pub mod args;
+mod features;
+mod models;
+mod score;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// How a command that ran to completion ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything passed.
+    Success,
+    /// The run completed but these gates failed (each named, e.g. `--min-f1 90: f1 85.2`).
+    GateFailed(Vec<String>),
+}
+
+/// bertqa: BERT question answering (SQuAD) against NVIDIA Triton Inference Server.
+#[derive(Debug, Parser)]
+#[command(name = "bertqa", version, about, long_about = None)]
+pub struct Cli {
+    /// More detail in error messages.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Server, model repository, and one model's tensors and inferred binding.
+    Models(models::Args),
+    /// Build the features (windows) of a SQuAD file; one JSON line per feature.
+    Features(features::Args),
+    /// Score a predictions file against a SQuAD file (the official evaluators).
+    Score(score::Args),
+}
+
+/// Entry point of the `bertqa` binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let verbose = cli.verbose;
+    let result = match cli.command {
+        Command::Models(a) => models::run(a),
+        Command::Features(a) => features::run(a),
+        Command::Score(a) => score::run(a),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::GateFailed(gates)) => {
+            for g in gates {
+                eprintln!("gate failed: {g}");
+            }
+            ExitCode::from(1)
+        }
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            if verbose {
+                eprintln!("error: {e:?}");
+            } else {
+                // One line: the error and its causes joined.
+                let mut line = e.to_string();
+                for cause in e.chain().skip(1) {
+                    let c = cause.to_string();
+                    if !line.contains(&c) {
+                        line.push_str(": ");
+                        line.push_str(&c);
+                    }
+                }
+                eprintln!("error: {}", line.replace('\n', " "));
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Writes `text` to stdout; a closed pipe is reported as an io error that
+/// [`main`] turns into a clean exit.
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Builds a current-thread-free tokio runtime for commands that talk to a server.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}

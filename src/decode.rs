@@ -1,0 +1,1 @@
+//! (stage module: decode — being written)

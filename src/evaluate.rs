@@ -1,0 +1,1 @@
+//! (stage module: evaluate — being written)

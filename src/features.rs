@@ -1,0 +1,1 @@
+//! (stage module: features — being written)

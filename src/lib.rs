@@ -1,0 +1,25 @@
+//! bertqa: BERT extractive question answering (SQuAD) against NVIDIA Triton Inference
+//! Server.
+//!
+//! The pipeline, one stage per module, data flowing one way:
+//!
+//! ```text
+//! squad (read) → tokenize → features (windows) → backend (Triton gRPC)
+//!       → decode (spans, final text) → evaluate (EM/F1) → report
+//! ```
+//!
+//! Every stage but [`backend`] is plain synchronous Rust over the types of [`types`].
+//! The library never parses flags, prints or exits; the `cli` module does that for the
+//! `bertqa` binary.
+
+pub mod backend;
+pub mod cli;
+pub mod decode;
+pub mod error;
+pub mod evaluate;
+pub mod features;
+pub mod squad;
+pub mod tokenize;
+pub mod types;
+
+pub use error::{Error, Result};

@@ -1,0 +1,5 @@
+//! The `bertqa` binary: only glue. Everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    bertqa::cli::main()
+}

@@ -1,0 +1,1 @@
+//! (stage module: squad — being written)

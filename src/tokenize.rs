@@ -1,0 +1,1 @@
+//! (stage module: tokenize — being written)

@@ -1,0 +1,157 @@
+//! The pipeline's own data types, shared by every stage.
+//!
+//! Data flows one way: `squad` reads a [`Dataset`] of [`Paragraph`]s and [`Example`]s,
+//! `features` cuts examples into [`Feature`] windows, `backend` turns batches of features
+//! into [`Logits`], `decode` turns logits into predictions and `evaluate` scores them.
+//! Only `backend` knows about protobuf or tokio.
+//!
+//! Features keep their token ids **unpadded**: segment ids and the attention mask follow
+//! from the layout of spec §4.4 (`[CLS] q [SEP] doc [SEP]`), and padding is added by
+//! whoever needs a fixed length (the wire encoder pads to the batch's sequence length).
+
+/// One gold answer as written in the SQuAD file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub text: String,
+    /// Code-point offset into the paragraph's context.
+    pub answer_start: usize,
+}
+
+/// A SQuAD paragraph, split into whitespace words once (spec §2.1) and shared by all of
+/// its questions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Paragraph {
+    pub context: String,
+    /// Whitespace-separated words of the context, characters kept exactly.
+    pub doc_tokens: Vec<String>,
+    /// One entry per context code point: the word it belongs to (−1 for leading
+    /// whitespace; whitespace maps to the word before it).
+    pub char_to_word_offset: Vec<i32>,
+}
+
+/// One SQuAD question (a `qa` entry), in file order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    /// Position in the file's question order (0-based); defines output order.
+    pub example_index: usize,
+    pub qas_id: String,
+    pub question_text: String,
+    /// Index into [`Dataset::paragraphs`].
+    pub paragraph_index: usize,
+    /// Gold answers (empty for an impossible v2 question).
+    pub answers: Vec<Answer>,
+    /// v2 `is_impossible` as written in the file (false when absent).
+    pub is_impossible: bool,
+}
+
+/// A whole SQuAD file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dataset {
+    /// The file's `version` string (`"1.1"`, `"v2.0"`, ...), empty when absent.
+    pub version: String,
+    pub paragraphs: Vec<Paragraph>,
+    pub examples: Vec<Example>,
+}
+
+impl Dataset {
+    /// True when the SQuAD 2.0 rules apply: the version starts with `v2` / `2`, or any
+    /// question is marked impossible (cli-contract `--version-2-with-negative` auto).
+    pub fn looks_like_v2(&self) -> bool {
+        let v = self.version.trim_start_matches('v');
+        v.starts_with('2') || self.examples.iter().any(|e| e.is_impossible)
+    }
+
+    /// The paragraph a question belongs to.
+    pub fn paragraph_of(&self, example: &Example) -> &Paragraph {
+        &self.paragraphs[example.paragraph_index]
+    }
+}
+
+/// One window sent to the model (NVIDIA's logs call it a "sentence"), spec §4.4–§4.7.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Feature {
+    /// Global counter over all features, from 1000000000 (§4.7).
+    pub unique_id: u64,
+    pub example_index: usize,
+    /// Window index `k` within the example.
+    pub doc_span_index: usize,
+    /// Unpadded token ids: `[CLS] q [SEP] doc [SEP]`, length `len(q) + L + 3`.
+    pub input_ids: Vec<u32>,
+    /// `len(q)`: question pieces after truncation to `max_query_length`.
+    pub query_len: usize,
+    /// Word index (into the paragraph's `doc_tokens`) of each doc piece; position
+    /// `query_len + 2 + j` of the feature holds doc piece `j`.
+    pub token_to_orig: Vec<u32>,
+    /// `token_is_max_context` for each doc piece, same indexing as `token_to_orig`.
+    pub token_is_max_context: Vec<bool>,
+}
+
+impl Feature {
+    /// Number of real (unpadded) tokens; the attention mask is 1 exactly below it.
+    pub fn len(&self) -> usize {
+        self.input_ids.len()
+    }
+
+    /// True when the feature holds no tokens (never the case for built features).
+    pub fn is_empty(&self) -> bool {
+        self.input_ids.is_empty()
+    }
+
+    /// Position of the first doc piece in the feature.
+    pub fn doc_offset(&self) -> usize {
+        self.query_len + 2
+    }
+
+    /// Number of doc pieces `L` in this window.
+    pub fn doc_len(&self) -> usize {
+        self.token_to_orig.len()
+    }
+
+    /// Segment id of a position (§4.4): 0 for `[CLS] q [SEP]` and for padding, 1 for the
+    /// doc pieces and the final `[SEP]`.
+    pub fn segment_id(&self, position: usize) -> u32 {
+        u32::from(position >= self.doc_offset() && position < self.len())
+    }
+
+    /// Attention mask of a position: 1 for real tokens, 0 for padding.
+    pub fn input_mask(&self, position: usize) -> u32 {
+        u32::from(position < self.len())
+    }
+
+    /// The word index for a feature position, when it is a doc piece (§4.5).
+    pub fn orig_word(&self, position: usize) -> Option<usize> {
+        let j = position.checked_sub(self.doc_offset())?;
+        self.token_to_orig.get(j).map(|&w| w as usize)
+    }
+
+    /// `token_is_max_context` for a feature position; false outside the doc part.
+    pub fn is_max_context(&self, position: usize) -> bool {
+        position
+            .checked_sub(self.doc_offset())
+            .and_then(|j| self.token_is_max_context.get(j).copied())
+            .unwrap_or(false)
+    }
+}
+
+/// The model's answer for one feature: start and end logits, one per position of the
+/// padded sequence the model saw (at least `feature.len()` entries).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logits {
+    pub unique_id: u64,
+    pub start: Vec<f32>,
+    pub end: Vec<f32>,
+}
+
+/// What span decoding needs from the tokenizer: the text of a token id (for the
+/// feature's `tokens`, spec §4.4) and the basic tokenizer with the configured casing
+/// (for `get_final_text`, spec §6.7). Implemented by [`crate::tokenize`]'s tokenizer;
+/// tests may implement it with a fixed table.
+pub trait TokenText {
+    /// The vocabulary entry of `id` (e.g. `"##ing"`, `"[CLS]"`).
+    fn id_to_token(&self, id: u32) -> &str;
+    /// Whether the tokenizer lower-cases (and strips accents).
+    fn lower_case(&self) -> bool;
+    /// The BERT basic tokenizer (§3.3) with this tokenizer's casing: cleaned,
+    /// optionally lower-cased and accent-stripped, split on whitespace and punctuation.
+    fn basic_tokenize(&self, text: &str) -> Vec<String>;
+}
