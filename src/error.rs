@@ -94,7 +94,7 @@ pub enum Error {
 
     /// The model is not in the repository.
     #[error(
-        "model {model:?} not found on {url}; models there: {}",
+        "model {model:?} not found on {url}; ready models there: {}",
         list_or_none(available)
     )]
     ModelNotFound {

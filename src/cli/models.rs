@@ -1,7 +1,332 @@
-//! `bertqa models`.
-use super::Outcome;
+//! `bertqa models`: the server, its model repository, and for `--model M` that model's
+//! tensors, configuration and the binding bertqa infers. Exit 1 when `--model M` exists
+//! but is not ready; 2 when the server cannot be reached or M does not exist.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::args::{BindingArgs, OutputArgs, ServerArgs};
+use super::{print_stdout, runtime, Outcome};
+use crate::backend::client::{ready_models, ModelIndex};
+use crate::backend::proto::model_instance_group::Kind;
+use crate::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
+use crate::backend::{Binding, ClientConfig, TritonClient};
+use crate::Error;
+
 #[derive(Debug, clap::Args)]
-pub struct Args {}
-pub fn run(_args: Args) -> anyhow::Result<Outcome> {
-    Ok(Outcome::Success)
+pub struct Args {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Show this model's tensors, configuration and inferred binding.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Model version (default: the server's choice).
+    #[arg(long, default_value = "")]
+    pub model_version: String,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What `models` found, rendered as text or JSON.
+struct Report {
+    url: String,
+    name: String,
+    version: String,
+    live: bool,
+    ready: bool,
+    extensions: Vec<String>,
+    index: Vec<ModelIndex>,
+    model: Option<ModelReport>,
+}
+
+struct ModelReport {
+    metadata: ModelMetadataResponse,
+    config: ModelConfig,
+    ready: bool,
+    binding: Result<Binding, Error>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    let report = rt.block_on(collect(&args))?;
+    let text = if args.output.json {
+        let mut s = serde_json::to_string_pretty(&to_json(&report))?;
+        s.push('\n');
+        s
+    } else {
+        render_text(&report)
+    };
+    print_stdout(&text)?;
+    Ok(match &report.model {
+        Some(m) if !m.ready => Outcome::GateFailed(vec![format!(
+            "model {:?} is not ready (ready models: {})",
+            m.metadata.name,
+            ready_models(&report.index).join(", ")
+        )]),
+        _ => Outcome::Success,
+    })
+}
+
+async fn collect(args: &Args) -> anyhow::Result<Report> {
+    let config = ClientConfig {
+        url: args.server.url.clone(),
+        connect_timeout: Duration::from_millis(args.server.connect_timeout_ms),
+        request_timeout: Duration::from_millis(args.server.timeout_ms),
+    };
+    let client = TritonClient::connect(&config).await?;
+    let live = client.server_live().await?;
+    let ready = client.server_ready().await?;
+    let meta = client.server_metadata().await?;
+    let index = client.repository_index().await?;
+    let model = match &args.model {
+        None => None,
+        Some(name) => {
+            let version = args.model_version.as_str();
+            if !index.iter().any(|m| &m.name == name) {
+                return Err(Error::ModelNotFound {
+                    url: args.server.url.clone(),
+                    model: name.clone(),
+                    available: ready_models(&index),
+                }
+                .into());
+            }
+            let model_ready = client.model_ready(name, version).await?;
+            if !model_ready {
+                // Metadata is unavailable for a model that is not ready: report what the
+                // repository says.
+                let metadata = ModelMetadataResponse {
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                Some(ModelReport {
+                    metadata,
+                    config: ModelConfig::default(),
+                    ready: false,
+                    binding: Err(Error::Binding {
+                        model: name.clone(),
+                        message: "not ready".into(),
+                    }),
+                })
+            } else {
+                let metadata = client.model_metadata(name, version).await?;
+                let config = client.model_config(name, version).await?;
+                let binding =
+                    Binding::infer(&metadata, Some(&config), version, &overrides(&args.binding));
+                Some(ModelReport {
+                    metadata,
+                    config,
+                    ready: true,
+                    binding,
+                })
+            }
+        }
+    };
+    Ok(Report {
+        url: args.server.url.clone(),
+        name: meta.name,
+        version: meta.version,
+        live,
+        ready,
+        extensions: meta.extensions,
+        index,
+        model,
+    })
+}
+
+pub(crate) fn overrides(b: &BindingArgs) -> crate::backend::BindingOverrides {
+    crate::backend::BindingOverrides {
+        input_ids: b.input_ids.clone(),
+        segment_ids: b.segment_ids.clone(),
+        input_mask: b.input_mask.clone(),
+        start_logits: b.start_logits.clone(),
+        end_logits: b.end_logits.clone(),
+    }
+}
+
+fn kind_name(kind: i32) -> &'static str {
+    Kind::try_from(kind).map_or("KIND_UNKNOWN", |k| k.as_str_name())
+}
+
+fn dynamic_batching(c: &ModelConfig) -> Value {
+    match &c.scheduling_choice {
+        Some(model_config::SchedulingChoice::DynamicBatching(d)) => json!({
+            "preferred_batch_size": d.preferred_batch_size,
+            "max_queue_delay_us": d.max_queue_delay_microseconds,
+            "preserve_ordering": d.preserve_ordering,
+        }),
+        None => Value::Null,
+    }
+}
+
+fn to_json(r: &Report) -> Value {
+    let models: Vec<Value> = r
+        .index
+        .iter()
+        .map(
+            |m| json!({"name": m.name, "version": m.version, "state": m.state, "reason": m.reason}),
+        )
+        .collect();
+    let model = r.model.as_ref().map(|m| {
+        let tensors = |ts: &[crate::backend::proto::model_metadata_response::TensorMetadata]| {
+            ts.iter()
+                .map(|t| json!({"name": t.name, "datatype": t.datatype, "shape": t.shape}))
+                .collect::<Vec<_>>()
+        };
+        json!({
+            "name": m.metadata.name,
+            "ready": m.ready,
+            "versions": m.metadata.versions,
+            "platform": if m.config.backend.is_empty() { m.metadata.platform.clone() } else { m.config.backend.clone() },
+            "max_batch_size": m.config.max_batch_size,
+            "dynamic_batching": dynamic_batching(&m.config),
+            "instance_groups": m.config.instance_group.iter().map(|g| json!({
+                "name": g.name, "kind": kind_name(g.kind), "count": g.count, "gpus": g.gpus,
+            })).collect::<Vec<_>>(),
+            "inputs": tensors(&m.metadata.inputs),
+            "outputs": tensors(&m.metadata.outputs),
+            "binding": match &m.binding {
+                Ok(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+                Err(_) => Value::Null,
+            },
+            "binding_error": match &m.binding {
+                Ok(_) => Value::Null,
+                Err(e) => Value::String(e.to_string()),
+            },
+        })
+    });
+    json!({
+        "schema": 1,
+        "server": {
+            "url": r.url, "name": r.name, "version": r.version, "live": r.live,
+            "ready": r.ready, "extensions": r.extensions,
+        },
+        "models": models,
+        "model": model,
+    })
+}
+
+fn render_text(r: &Report) -> String {
+    let mut s = String::new();
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let _ = writeln!(s, "server   {} {} at {}", r.name, r.version, r.url);
+    let _ = writeln!(s, "live     {}   ready {}", yes(r.live), yes(r.ready));
+    let _ = writeln!(s, "extensions {}", r.extensions.join(" "));
+    let _ = writeln!(s);
+    let w = r
+        .index
+        .iter()
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let _ = writeln!(
+        s,
+        "{:<w$}  {:>7}  {:<11}  REASON",
+        "MODEL", "VERSION", "STATE"
+    );
+    for m in &r.index {
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:>7}  {:<11}  {}",
+            m.name, m.version, m.state, m.reason
+        );
+    }
+    if let Some(m) = &r.model {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "model    {}  (ready: {})", m.metadata.name, yes(m.ready));
+        if !m.ready {
+            return s;
+        }
+        let _ = writeln!(s, "versions {}", m.metadata.versions.join(", "));
+        let _ = writeln!(
+            s,
+            "platform {}",
+            if m.config.backend.is_empty() {
+                &m.metadata.platform
+            } else {
+                &m.config.backend
+            }
+        );
+        let _ = writeln!(s, "max batch size  {}", m.config.max_batch_size);
+        match &m.config.scheduling_choice {
+            Some(model_config::SchedulingChoice::DynamicBatching(d)) => {
+                let _ = writeln!(
+                    s,
+                    "dynamic batching  on (max queue delay {} us, preferred sizes {:?})",
+                    d.max_queue_delay_microseconds, d.preferred_batch_size
+                );
+            }
+            None => {
+                let _ = writeln!(s, "dynamic batching  off");
+            }
+        }
+        for g in &m.config.instance_group {
+            let _ = writeln!(
+                s,
+                "instance group  {} x{} {}",
+                kind_name(g.kind),
+                g.count,
+                g.name
+            );
+        }
+        let _ = writeln!(s);
+        for (kind, ts) in [
+            ("input ", &m.metadata.inputs),
+            ("output", &m.metadata.outputs),
+        ] {
+            for t in ts {
+                let _ = writeln!(s, "{kind}  {:<16} {:<6} {:?}", t.name, t.datatype, t.shape);
+            }
+        }
+        let _ = writeln!(s);
+        match &m.binding {
+            Ok(b) => {
+                let _ = writeln!(s, "binding (sequence length {}):", b.seq_len);
+                for i in &b.inputs {
+                    let _ = writeln!(
+                        s,
+                        "  {:<12} <- {} ({})",
+                        i.role.as_str(),
+                        i.name,
+                        i.datatype.wire()
+                    );
+                }
+                match &b.outputs {
+                    crate::backend::binding::Outputs::Split { start, end } => {
+                        let _ = writeln!(
+                            s,
+                            "  {:<12} -> {} ({})",
+                            "start_logits",
+                            start.name,
+                            start.datatype.wire()
+                        );
+                        let _ = writeln!(
+                            s,
+                            "  {:<12} -> {} ({})",
+                            "end_logits",
+                            end.name,
+                            end.datatype.wire()
+                        );
+                    }
+                    crate::backend::binding::Outputs::Stacked { logits } => {
+                        let _ = writeln!(
+                            s,
+                            "  {:<12} -> {} ({}, [batch, seq, 2]: start = 0, end = 1)",
+                            "logits",
+                            logits.name,
+                            logits.datatype.wire()
+                        );
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(s, "binding: {e}");
+            }
+        }
+    }
+    s
 }

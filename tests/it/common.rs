@@ -1,1 +1,243 @@
-//! Integration tests: common.
+//! Shared helpers: the real local Triton for this test binary, the `bertqa` binary,
+//! and the numpy twin of `tiny-bert`.
+//!
+//! The server is installed by `scripts/setup_triton.sh` (idempotent; cached outside the
+//! clone) and started once per test binary on free loopback ports, from a thread that
+//! lives as long as the process so that `PR_SET_PDEATHSIG` ends the server with the tests.
+//! A server that cannot start fails the tests with its log tail: nothing skips.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The project root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A running tritonserver.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// `127.0.0.1:PORT` (gRPC).
+    pub url: String,
+    pub http_port: u16,
+    pub log: PathBuf,
+    pub pid: u32,
+}
+
+/// The installed Triton's paths (`$BERTQA_CACHE/triton.env`).
+pub fn triton_env() -> &'static HashMap<String, String> {
+    static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("scripts/setup_triton.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/setup_triton.sh");
+        assert!(out.status.success(), "scripts/setup_triton.sh failed");
+        let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    })
+}
+
+/// A free loopback TCP port (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The shared server of this test binary on the project's model repository.
+pub fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| start_server(&root().join("models/repo"), &[]))
+}
+
+/// Starts a tritonserver on `repo` with `extra` flags and waits until it is ready.
+/// The server lives until the test process exits.
+pub fn start_server(repo: &Path, extra: &[String]) -> Server {
+    let env = triton_env().clone();
+    let repo = repo.to_path_buf();
+    let extra = extra.to_vec();
+    let (tx, rx) = mpsc::channel();
+    // The spawning thread must outlive the server: PR_SET_PDEATHSIG fires when the
+    // thread that forked the child exits.
+    std::thread::spawn(move || {
+        let (grpc, http, metrics) = (free_port(), free_port(), free_port());
+        let log =
+            std::env::temp_dir().join(format!("bertqa-triton-{}-{grpc}.log", std::process::id()));
+        let log_file = std::fs::File::create(&log).unwrap();
+        let mut cmd = Command::new(&env["TRITONSERVER"]);
+        cmd.arg(format!("--model-repository={}", repo.display()))
+            .arg(format!("--backend-directory={}", env["TRITON_BACKEND_DIR"]))
+            .arg(format!("--cache-directory={}", env["TRITON_CACHE_DIR"]))
+            .args(["--grpc-port", &grpc.to_string()])
+            .args(["--http-port", &http.to_string()])
+            .args(["--metrics-port", &metrics.to_string()])
+            .arg("--exit-on-error=true")
+            .args(&extra)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    env["TRITON_VENV_BIN"],
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("LD_LIBRARY_PATH", &env["TRITON_LD_LIBRARY_PATH"])
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn tritonserver");
+        let server = Server {
+            url: format!("127.0.0.1:{grpc}"),
+            http_port: http,
+            log: log.clone(),
+            pid: child.id(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                tx.send(Err(format!(
+                    "tritonserver exited during start-up ({status}):\n{}",
+                    log_tail(&log, 40)
+                )))
+                .unwrap();
+                return;
+            }
+            if http_ready(http) {
+                tx.send(Ok(server)).unwrap();
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                tx.send(Err(format!(
+                    "tritonserver not ready after 180 s:\n{}",
+                    log_tail(&log, 40)
+                )))
+                .unwrap();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = child.wait();
+        // Keep this thread alive until the process ends (see above).
+        loop {
+            std::thread::park();
+        }
+    });
+    match rx.recv().expect("server thread") {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn http_ready(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = "GET /v2/health/ready HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200")
+}
+
+/// The last `n` lines of a log file.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Runs the `bertqa` binary.
+pub fn bertqa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bertqa"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bertqa")
+}
+
+/// stdout and stderr of an output, for assertion messages.
+pub fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Logits of `tiny-bert` recomputed by its numpy twin (models/lib/tinybert.py) for
+/// padded `[batch, seq]` inputs.
+pub fn numpy_tiny_bert(
+    ids: &[Vec<i64>],
+    seg: &[Vec<i64>],
+    mask: &[Vec<i64>],
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let env = triton_env();
+    let input = serde_json::json!({"input_ids": ids, "segment_ids": seg, "input_mask": mask});
+    let mut child = Command::new(&env["TRITON_PYTHON"])
+        .arg(root().join("models/lib/tinybert.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run models/lib/tinybert.py");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "tinybert.py failed");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = |k: &str| -> Vec<Vec<f32>> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap() as f32)
+                    .collect()
+            })
+            .collect()
+    };
+    (rows("start"), rows("end"))
+}
+
+/// A tokio runtime for async library calls in tests.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}

@@ -1,0 +1,64 @@
+"""One python-backend model class for every test model of bertqa's model repository.
+
+Each `repo/<name>/1/model.py` imports `TritonPythonModel` from here; the model's
+behaviour comes from its config.pbtxt:
+
+- inputs are bound to roles by name (NVIDIA `input__0/1/2` = token ids, segment ids,
+  mask; Hugging Face `input_ids`, `token_type_ids`, `attention_mask`), any order, any
+  integer dtype;
+- outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
+  or one tensor of dims [-1, 2] or [384, 2] holding both; FP32 or FP16 as configured;
+- parameter `kind`: `null` (all-zero logits) or `tiny-bert` (the seeded numpy BERT of
+  tinybert.py, parameter `seed`).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tinybert  # noqa: E402
+
+ROLES = {
+    "input__0": "ids", "input_ids": "ids",
+    "input__1": "seg", "token_type_ids": "seg", "segment_ids": "seg",
+    "input__2": "mask", "attention_mask": "mask", "input_mask": "mask",
+}
+NP_DTYPES = {"TYPE_FP32": np.float32, "TYPE_FP16": np.float16}
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        cfg = json.loads(args["model_config"])
+        params = {k: v["string_value"] for k, v in cfg.get("parameters", {}).items()}
+        self.kind = params.get("kind", "null")
+        self.inputs = [(i["name"], ROLES[i["name"]]) for i in cfg["input"]]
+        self.outputs = [(o["name"], NP_DTYPES[o["data_type"]], list(o["dims"])) for o in cfg["output"]]
+        self.weights = None
+        if self.kind == "tiny-bert":
+            self.weights = tinybert.make_weights(int(params.get("seed", "20241202")))
+        elif self.kind != "null":
+            raise pb_utils.TritonModelException(f"unknown kind {self.kind!r}")
+
+    def _logits(self, ids, seg, mask):
+        if self.weights is None:
+            z = np.zeros(ids.shape, np.float32)
+            return z, z
+        return tinybert.forward(self.weights, ids, seg, mask)
+
+    def execute(self, requests):
+        responses = []
+        for req in requests:
+            t = {role: pb_utils.get_input_tensor_by_name(req, name).as_numpy()
+                 for name, role in self.inputs}
+            start, end = self._logits(t["ids"], t["seg"], t["mask"])
+            if len(self.outputs) == 1:
+                name, dt, _ = self.outputs[0]
+                tensors = [pb_utils.Tensor(name, np.stack([start, end], axis=-1).astype(dt))]
+            else:
+                tensors = [pb_utils.Tensor(name, arr.astype(dt))
+                           for (name, dt, _), arr in zip(self.outputs, (start, end))]
+            responses.append(pb_utils.InferenceResponse(tensors))
+        return responses

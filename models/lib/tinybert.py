@@ -1,0 +1,106 @@
+"""A small BERT-architecture extractive-QA model in pure numpy, with seeded random
+weights. It is NOT a trained model: its answers are meaningless. It exists so that
+bertqa's tests exercise a real compute-bound transformer (embeddings, self-attention
+with the attention mask, tanh-approximated GELU, layer norm, QA head) whose logits can
+be recomputed independently from the same seed.
+
+Used by the python-backend models in ../repo (tiny-bert, tiny-bert-hf) and by the tests,
+which import this file to recompute expected logits.
+"""
+import numpy as np
+
+VOCAB = 30522
+HIDDEN = 64
+LAYERS = 2
+HEADS = 4
+INTERMEDIATE = 128
+MAX_POSITIONS = 512
+TYPE_VOCAB = 2
+LN_EPS = 1e-12
+
+
+def make_weights(seed=20241202):
+    """Seeded float32 weights (numpy's PCG64 generator, so they are reproducible)."""
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape, std=0.02):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    w = {
+        "word": normal(VOCAB, HIDDEN, std=0.5),
+        "pos": normal(MAX_POSITIONS, HIDDEN, std=0.5),
+        "type": normal(TYPE_VOCAB, HIDDEN, std=0.5),
+        "emb_ln_g": np.ones(HIDDEN, np.float32),
+        "emb_ln_b": np.zeros(HIDDEN, np.float32),
+        "layers": [],
+    }
+    for _ in range(LAYERS):
+        w["layers"].append({
+            "wq": normal(HIDDEN, HIDDEN, std=0.2), "bq": normal(HIDDEN),
+            "wk": normal(HIDDEN, HIDDEN, std=0.2), "bk": normal(HIDDEN),
+            "wv": normal(HIDDEN, HIDDEN, std=0.2), "bv": normal(HIDDEN),
+            "wo": normal(HIDDEN, HIDDEN, std=0.2), "bo": normal(HIDDEN),
+            "ln1_g": np.ones(HIDDEN, np.float32), "ln1_b": np.zeros(HIDDEN, np.float32),
+            "w1": normal(HIDDEN, INTERMEDIATE, std=0.2), "b1": normal(INTERMEDIATE),
+            "w2": normal(INTERMEDIATE, HIDDEN, std=0.2), "b2": normal(HIDDEN),
+            "ln2_g": np.ones(HIDDEN, np.float32), "ln2_b": np.zeros(HIDDEN, np.float32),
+        })
+    w["qa_w"] = normal(HIDDEN, 2, std=1.0)
+    w["qa_b"] = normal(2)
+    return w
+
+
+def _layer_norm(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return ((x - mu) / np.sqrt(var + LN_EPS)) * g + b
+
+
+def _gelu(x):
+    # tanh approximation of GELU (the ONNX twin builds the same formula from Tanh).
+    c = np.float32(np.sqrt(2.0 / np.pi))
+    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(c * (x + np.float32(0.044715) * x ** 3)))
+
+
+def forward(w, input_ids, segment_ids, input_mask):
+    """[batch, seq] integer arrays -> (start_logits, end_logits), each float32 [batch, seq]."""
+    ids = np.asarray(input_ids, dtype=np.int64)
+    seg = np.asarray(segment_ids, dtype=np.int64)
+    mask = np.asarray(input_mask, dtype=np.float32)
+    batch, seq = ids.shape
+    if seq > MAX_POSITIONS:
+        raise ValueError(f"sequence length {seq} exceeds {MAX_POSITIONS}")
+    if ids.min(initial=0) < 0 or ids.max(initial=0) >= VOCAB:
+        raise ValueError("token id outside the vocabulary")
+    x = w["word"][ids] + w["pos"][np.arange(seq)][None, :, :] + w["type"][seg]
+    x = _layer_norm(x, w["emb_ln_g"], w["emb_ln_b"]).astype(np.float32)
+    bias = ((np.float32(1.0) - mask) * np.float32(-10000.0))[:, None, None, :]
+    dh = HIDDEN // HEADS
+    scale = np.float32(1.0 / np.sqrt(dh))
+    for L in w["layers"]:
+        def heads(t):
+            return t.reshape(batch, seq, HEADS, dh).transpose(0, 2, 1, 3)
+        q = heads(x @ L["wq"] + L["bq"])
+        k = heads(x @ L["wk"] + L["bk"])
+        v = heads(x @ L["wv"] + L["bv"])
+        scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+        scores = scores - scores.max(-1, keepdims=True)
+        p = np.exp(scores)
+        p = p / p.sum(-1, keepdims=True)
+        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, HIDDEN)
+        x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"]).astype(np.float32)
+        h = _gelu(x @ L["w1"] + L["b1"])
+        x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"]).astype(np.float32)
+    logits = x @ w["qa_w"] + w["qa_b"]
+    return logits[:, :, 0].astype(np.float32), logits[:, :, 1].astype(np.float32)
+
+
+if __name__ == "__main__":
+    # Used by the Rust tests: reads {"input_ids", "segment_ids", "input_mask", "seed"} as
+    # JSON on stdin, prints {"start": [[...]], "end": [[...]]} with exact float32 values.
+    import json
+    import sys
+    req = json.load(sys.stdin)
+    s, e = forward(make_weights(req.get("seed", 20241202)), req["input_ids"],
+                   req["segment_ids"], req["input_mask"])
+    json.dump({"start": s.astype(float).tolist(), "end": e.astype(float).tolist()}, sys.stdout)

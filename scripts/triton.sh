@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Starts, stops and reports a local Triton server on the project's model repository.
+#
+#   scripts/triton.sh start [--repo DIR] [--grpc-port P] [--http-port P]
+#                           [--metrics-port P] [--name NAME] [-- extra tritonserver flags]
+#   scripts/triton.sh stop   [--name NAME]
+#   scripts/triton.sh status [--name NAME]
+#
+# start installs the server if needed (scripts/setup_triton.sh), launches it in the
+# background, waits until it is ready (or died: then prints its log tail and fails),
+# and prints the gRPC address (127.0.0.1:PORT). State (pid, log) lives in
+# $BERTQA_CACHE/run/NAME.*; starting a running NAME again is a no-op.
+. "$(dirname "$0")/common.sh"
+cmd="${1:-}"; shift || true
+NAME=default REPO="$BERTQA_ROOT/models/repo" GRPC=8001 HTTP=8000 METRICS=8002 EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --repo) REPO="$2"; shift 2;;
+    --grpc-port) GRPC="$2"; shift 2;;
+    --http-port) HTTP="$2"; shift 2;;
+    --metrics-port) METRICS="$2"; shift 2;;
+    --name) NAME="$2"; shift 2;;
+    --) shift; EXTRA=("$@"); break;;
+    *) die "unknown option $1 (see the header of $0)";;
+  esac
+done
+RUN="$BERTQA_CACHE/run"; mkdir -p "$RUN"
+PIDF="$RUN/$NAME.pid" LOGF="$RUN/$NAME.log" ADDRF="$RUN/$NAME.addr"
+running() { [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; }
+ready() { curl -sf -o /dev/null "http://127.0.0.1:$1/v2/health/ready"; }
+
+case "$cmd" in
+  start)
+    if running; then cat "$ADDRF"; exit 0; fi
+    ENV_FILE="$(bash "$BERTQA_ROOT/scripts/setup_triton.sh")"
+    # shellcheck disable=SC1090
+    . "$ENV_FILE"
+    [ -d "$REPO" ] || die "model repository $REPO does not exist"
+    if [ -x "$BERTQA_ROOT/scripts/prepare_models.sh" ]; then bash "$BERTQA_ROOT/scripts/prepare_models.sh"; fi
+    log "starting tritonserver ($NAME) on gRPC :$GRPC, HTTP :$HTTP with $REPO; log $LOGF"
+    PATH="$TRITON_VENV_BIN:$PATH" LD_LIBRARY_PATH="$TRITON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      setsid "$TRITONSERVER" --model-repository="$REPO" --backend-directory="$TRITON_BACKEND_DIR" \
+      --cache-directory="$TRITON_CACHE_DIR" --grpc-port "$GRPC" --http-port "$HTTP" \
+      --metrics-port "$METRICS" --exit-on-error=true "${EXTRA[@]}" > "$LOGF" 2>&1 < /dev/null &
+    echo $! > "$PIDF"
+    for _ in $(seq 1 240); do
+      if ready "$HTTP"; then echo "127.0.0.1:$GRPC" > "$ADDRF"; cat "$ADDRF"; exit 0; fi
+      if ! running; then
+        tail -n 30 "$LOGF" >&2; rm -f "$PIDF"; die "tritonserver ($NAME) exited during start-up (log above)"
+      fi
+      sleep 0.5
+    done
+    tail -n 30 "$LOGF" >&2; die "tritonserver ($NAME) not ready after 120 s (log above)";;
+  stop)
+    if running; then
+      pid="$(cat "$PIDF")"; kill "$pid"
+      for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      kill -9 "$pid" 2>/dev/null || true
+      log "stopped tritonserver ($NAME)"
+    fi
+    rm -f "$PIDF" "$ADDRF";;
+  status)
+    if running; then echo "running: pid $(cat "$PIDF"), gRPC $(cat "$ADDRF" 2>/dev/null)"; else echo "stopped"; exit 3; fi;;
+  *) die "usage: $0 start|stop|status [options]";;
+esac

@@ -1,0 +1,484 @@
+//! Which tensor of a deployed model plays which BERT-QA role (spec §9.2, §9.6).
+//!
+//! A binding is inferred from `ModelMetadata` (+ `ModelConfig` for `max_batch_size` and
+//! batching) by tensor *name*, never by position: the Hugging Face export declares
+//! `input_ids, attention_mask, token_type_ids`, NVIDIA's declares ids, segments, mask,
+//! and swapping mask and segments silently ruins the answers. Explicit overrides (the
+//! `--input-ids` … `--end-logits` flags) win over inference. A layout that cannot be
+//! mapped is an error listing the model's tensors and the flags to map them.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::proto::{model_metadata_response::TensorMetadata, ModelConfig, ModelMetadataResponse};
+use crate::error::{Error, Result};
+
+/// What an input tensor receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputRole {
+    /// WordPiece token ids.
+    InputIds,
+    /// Segment (token type) ids.
+    SegmentIds,
+    /// Attention mask.
+    InputMask,
+    /// The feature's unique id, one per batch row (NVIDIA's TensorFlow export).
+    UniqueIds,
+}
+
+impl InputRole {
+    /// The override flag that maps this role.
+    pub fn flag(self) -> &'static str {
+        match self {
+            InputRole::InputIds => "--input-ids",
+            InputRole::SegmentIds => "--segment-ids",
+            InputRole::InputMask => "--input-mask",
+            InputRole::UniqueIds => "(unique ids: inferred by name only)",
+        }
+    }
+
+    /// The role's name as shown to users (`input_ids`, `segment_ids`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputRole::InputIds => "input_ids",
+            InputRole::SegmentIds => "segment_ids",
+            InputRole::InputMask => "input_mask",
+            InputRole::UniqueIds => "unique_ids",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<InputRole> {
+        Some(match name {
+            "input__0" | "input_ids" | "input_id" | "input_word_ids" => InputRole::InputIds,
+            "input__1" | "token_type_ids" | "segment_ids" | "input_type_ids" => {
+                InputRole::SegmentIds
+            }
+            "input__2" | "attention_mask" | "input_mask" => InputRole::InputMask,
+            "unique_ids" | "unique_id" => InputRole::UniqueIds,
+            _ => return None,
+        })
+    }
+}
+
+/// Integer element type of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum IntType {
+    #[serde(rename = "INT32")]
+    Int32,
+    #[serde(rename = "INT64")]
+    Int64,
+}
+
+impl IntType {
+    /// The wire datatype string.
+    pub fn wire(self) -> &'static str {
+        match self {
+            IntType::Int32 => "INT32",
+            IntType::Int64 => "INT64",
+        }
+    }
+    /// Bytes per element in raw form.
+    pub fn size(self) -> usize {
+        match self {
+            IntType::Int32 => 4,
+            IntType::Int64 => 8,
+        }
+    }
+}
+
+/// Floating-point element type of an output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FloatType {
+    #[serde(rename = "FP32")]
+    Fp32,
+    #[serde(rename = "FP16")]
+    Fp16,
+}
+
+impl FloatType {
+    /// The wire datatype string.
+    pub fn wire(self) -> &'static str {
+        match self {
+            FloatType::Fp32 => "FP32",
+            FloatType::Fp16 => "FP16",
+        }
+    }
+    /// Bytes per element in raw form.
+    pub fn size(self) -> usize {
+        match self {
+            FloatType::Fp32 => 4,
+            FloatType::Fp16 => 2,
+        }
+    }
+}
+
+/// One bound input tensor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputBinding {
+    pub name: String,
+    pub role: InputRole,
+    pub datatype: IntType,
+    /// Shape per batch row as the model declares it (without the batch dimension).
+    pub dims: Vec<i64>,
+}
+
+/// One bound output tensor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputBinding {
+    pub name: String,
+    pub datatype: FloatType,
+    pub dims: Vec<i64>,
+}
+
+/// Where the logits come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "layout", rename_all = "snake_case")]
+pub enum Outputs {
+    /// Two tensors `[batch, seq]`.
+    Split {
+        start: OutputBinding,
+        end: OutputBinding,
+    },
+    /// One tensor `[batch, seq, 2]`: channel 0 start, channel 1 end.
+    Stacked { logits: OutputBinding },
+}
+
+/// Sequence length the model accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeqLen {
+    /// Exactly this many tokens (NVIDIA's export: 384).
+    Fixed(usize),
+    /// Any length (`-1`).
+    Dynamic,
+}
+
+impl fmt::Display for SeqLen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SeqLen::Fixed(n) => write!(f, "fixed {n}"),
+            SeqLen::Dynamic => write!(f, "dynamic"),
+        }
+    }
+}
+
+/// Explicit tensor names that override inference (cli-contract binding flags).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BindingOverrides {
+    pub input_ids: Option<String>,
+    pub segment_ids: Option<String>,
+    pub input_mask: Option<String>,
+    pub start_logits: Option<String>,
+    pub end_logits: Option<String>,
+}
+
+/// How bertqa talks to one model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Binding {
+    pub model: String,
+    /// Version requested (empty: the server's choice).
+    pub version: String,
+    pub platform: String,
+    /// Inputs in the model's declared order (the order they are sent in).
+    pub inputs: Vec<InputBinding>,
+    pub outputs: Outputs,
+    /// 0: the model does not batch (one feature per request, no batch dimension).
+    pub max_batch_size: usize,
+    pub seq_len: SeqLen,
+    pub dynamic_batching: bool,
+}
+
+impl Binding {
+    /// Infers the binding of `metadata` (+ `config`, when the server gave one).
+    pub fn infer(
+        metadata: &ModelMetadataResponse,
+        config: Option<&ModelConfig>,
+        version: &str,
+        overrides: &BindingOverrides,
+    ) -> Result<Binding> {
+        let model = metadata.name.clone();
+        let max_batch_size = config
+            .map(|c| c.max_batch_size.max(0) as usize)
+            .unwrap_or_else(|| {
+                // Without a config, a leading -1 on every tensor means batching.
+                let all = metadata.inputs.iter().chain(&metadata.outputs);
+                if metadata.inputs.iter().all(|t| t.shape.first() == Some(&-1)) && all.count() > 0 {
+                    1
+                } else {
+                    0
+                }
+            });
+        let batched = max_batch_size > 0;
+        let per_row = |t: &TensorMetadata| -> Vec<i64> {
+            if batched {
+                t.shape.iter().skip(1).copied().collect()
+            } else {
+                t.shape.clone()
+            }
+        };
+        let fail = |message: String| Error::Binding {
+            model: model.clone(),
+            message: format!("{message}\n{}", describe_tensors(metadata)),
+        };
+
+        // Inputs: overrides first, then names.
+        let wanted = [
+            (InputRole::InputIds, &overrides.input_ids),
+            (InputRole::SegmentIds, &overrides.segment_ids),
+            (InputRole::InputMask, &overrides.input_mask),
+        ];
+        for (role, name) in wanted {
+            if let Some(name) = name {
+                if !metadata.inputs.iter().any(|t| &t.name == name) {
+                    return Err(fail(format!(
+                        "{} names input {name:?}, which the model does not have",
+                        role.flag()
+                    )));
+                }
+            }
+        }
+        let mut inputs = Vec::new();
+        for t in &metadata.inputs {
+            let overridden = wanted
+                .iter()
+                .find(|(_, n)| n.as_deref() == Some(t.name.as_str()))
+                .map(|(r, _)| *r);
+            let role = overridden.or_else(|| {
+                // A name-inferred role yields to an override that claims the same role.
+                InputRole::from_name(&t.name).filter(|r| {
+                    !wanted
+                        .iter()
+                        .any(|(wr, n)| wr == r && n.is_some() && n.as_deref() != Some(&t.name))
+                })
+            });
+            let Some(role) = role else {
+                return Err(fail(format!(
+                    "cannot tell what input {:?} is for; map the inputs with --input-ids, \
+                     --segment-ids and --input-mask",
+                    t.name
+                )));
+            };
+            if inputs.iter().any(|b: &InputBinding| b.role == role) {
+                return Err(fail(format!(
+                    "two inputs are bound as {}; map them with --input-ids, \
+                     --segment-ids and --input-mask",
+                    role.as_str()
+                )));
+            }
+            let datatype = match t.datatype.as_str() {
+                "INT32" => IntType::Int32,
+                "INT64" => IntType::Int64,
+                other => {
+                    return Err(Error::TensorMismatch {
+                        model: model.clone(),
+                        tensor: t.name.clone(),
+                        expected: "INT32 or INT64".into(),
+                        actual: other.into(),
+                    })
+                }
+            };
+            inputs.push(InputBinding {
+                name: t.name.clone(),
+                role,
+                datatype,
+                dims: per_row(t),
+            });
+        }
+        for role in [
+            InputRole::InputIds,
+            InputRole::SegmentIds,
+            InputRole::InputMask,
+        ] {
+            if !inputs.iter().any(|b| b.role == role) {
+                return Err(fail(format!(
+                    "no input for the {} role; map it with {}",
+                    role.as_str(),
+                    role.flag()
+                )));
+            }
+        }
+
+        // Sequence length: the token inputs must be 1-D per row and agree.
+        let mut seq_len: Option<SeqLen> = None;
+        for b in inputs.iter().filter(|b| b.role != InputRole::UniqueIds) {
+            let this = match b.dims.as_slice() {
+                [-1] => SeqLen::Dynamic,
+                [n] if *n > 0 => SeqLen::Fixed(*n as usize),
+                other => {
+                    return Err(Error::TensorMismatch {
+                        model: model.clone(),
+                        tensor: b.name.clone(),
+                        expected: format!("shape {}[seq]", if batched { "[batch] + " } else { "" }),
+                        actual: format!("per-row dims {other:?}"),
+                    })
+                }
+            };
+            match seq_len {
+                None => seq_len = Some(this),
+                Some(prev) if prev != this => {
+                    return Err(fail(format!(
+                        "inputs disagree on the sequence length ({prev} vs {this} for {:?})",
+                        b.name
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let seq_len = seq_len.expect("three token inputs checked above");
+
+        // Outputs.
+        let out = |name: &str| metadata.outputs.iter().find(|t| t.name == name);
+        let float = |t: &TensorMetadata| -> Result<OutputBinding> {
+            let datatype = match t.datatype.as_str() {
+                "FP32" => FloatType::Fp32,
+                "FP16" => FloatType::Fp16,
+                other => {
+                    return Err(Error::TensorMismatch {
+                        model: model.clone(),
+                        tensor: t.name.clone(),
+                        expected: "FP32 or FP16".into(),
+                        actual: other.into(),
+                    })
+                }
+            };
+            Ok(OutputBinding {
+                name: t.name.clone(),
+                datatype,
+                dims: per_row(t),
+            })
+        };
+        let is_stacked = |t: &TensorMetadata| per_row(t).len() == 2 && per_row(t)[1] == 2;
+        let named = |o: &Option<String>, what: &str| -> Result<Option<&TensorMetadata>> {
+            match o {
+                None => Ok(None),
+                Some(n) => out(n).map(Some).ok_or_else(|| {
+                    fail(format!(
+                        "{what} names output {n:?}, which the model does not have"
+                    ))
+                }),
+            }
+        };
+        let start_o = named(&overrides.start_logits, "--start-logits")?;
+        let end_o = named(&overrides.end_logits, "--end-logits")?;
+        let outputs =
+            match (start_o, end_o) {
+                (Some(s), None) if is_stacked(s) => Outputs::Stacked { logits: float(s)? },
+                (Some(s), Some(e)) => Outputs::Split {
+                    start: float(s)?,
+                    end: float(e)?,
+                },
+                (s, e) => {
+                    let by_name = |pairs: &[(&str, &str)]| {
+                        pairs.iter().find_map(|(a, b)| Some((out(a)?, out(b)?)))
+                    };
+                    let guess = by_name(&[
+                        ("output__0", "output__1"),
+                        ("start_logits", "end_logits"),
+                        ("start_logit", "end_logit"),
+                        ("start_scores", "end_scores"),
+                    ]);
+                    let stacked: Vec<&TensorMetadata> =
+                        metadata.outputs.iter().filter(|t| is_stacked(t)).collect();
+                    match (s.or(guess.map(|g| g.0)), e.or(guess.map(|g| g.1))) {
+                        (Some(s), Some(e)) => Outputs::Split {
+                            start: float(s)?,
+                            end: float(e)?,
+                        },
+                        _ if stacked.len() == 1 && s.is_none() && e.is_none() => Outputs::Stacked {
+                            logits: float(stacked[0])?,
+                        },
+                        _ => return Err(fail(
+                            "cannot tell which outputs hold the start and end logits; map them \
+                             with --start-logits and --end-logits (or --start-logits alone for \
+                             one [batch, seq, 2] output)"
+                                .into(),
+                        )),
+                    }
+                }
+            };
+        let check_seq = |o: &OutputBinding, stacked: bool| -> Result<()> {
+            let want = if stacked { 2 } else { 1 };
+            let ok = o.dims.len() == want
+                && match seq_len {
+                    SeqLen::Fixed(n) => o.dims[0] == n as i64 || o.dims[0] == -1,
+                    SeqLen::Dynamic => true,
+                };
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::TensorMismatch {
+                    model: model.clone(),
+                    tensor: o.name.clone(),
+                    expected: format!(
+                        "per-row dims [{}{}]",
+                        match seq_len {
+                            SeqLen::Fixed(n) => n.to_string(),
+                            SeqLen::Dynamic => "-1".into(),
+                        },
+                        if stacked { ", 2" } else { "" }
+                    ),
+                    actual: format!("{:?}", o.dims),
+                })
+            }
+        };
+        match &outputs {
+            Outputs::Split { start, end } => {
+                check_seq(start, false)?;
+                check_seq(end, false)?;
+            }
+            Outputs::Stacked { logits } => check_seq(logits, true)?,
+        }
+
+        Ok(Binding {
+            model: model.clone(),
+            version: version.to_string(),
+            platform: config
+                .map(|c| {
+                    if c.platform.is_empty() {
+                        c.backend.clone()
+                    } else {
+                        c.platform.clone()
+                    }
+                })
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| metadata.platform.clone()),
+            inputs,
+            outputs,
+            max_batch_size,
+            seq_len,
+            dynamic_batching: config.is_some_and(|c| c.scheduling_choice.is_some()),
+        })
+    }
+
+    /// Largest batch a request may carry (1 for a model that does not batch).
+    pub fn batch_limit(&self) -> usize {
+        self.max_batch_size.max(1)
+    }
+
+    /// Names of the outputs to request, in the order they are decoded.
+    pub fn output_names(&self) -> Vec<&str> {
+        match &self.outputs {
+            Outputs::Split { start, end } => vec![start.name.as_str(), end.name.as_str()],
+            Outputs::Stacked { logits } => vec![logits.name.as_str()],
+        }
+    }
+}
+
+/// One line per tensor, for error messages.
+fn describe_tensors(m: &ModelMetadataResponse) -> String {
+    let line = |kind: &str, t: &TensorMetadata| {
+        format!("  {kind} {} {} {:?}", t.name, t.datatype, t.shape)
+    };
+    let mut s = format!("model {:?} tensors:", m.name);
+    for t in &m.inputs {
+        s.push('\n');
+        s.push_str(&line("input ", t));
+    }
+    for t in &m.outputs {
+        s.push('\n');
+        s.push_str(&line("output", t));
+    }
+    s
+}

@@ -1,0 +1,395 @@
+//! A typed Triton gRPC client over tonic, with `tonic::Status` mapped into [`Error`].
+//!
+//! Inference always carries raw tensor contents (little-endian, row-major); Triton
+//! always answers with raw contents (protocol facts §4). tonic's 4 MiB decode limit is
+//! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
+//! return far more.
+
+use std::time::Duration;
+
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+use super::proto::{
+    ModelConfig, ModelConfigRequest, ModelInferRequest, ModelInferResponse, ModelMetadataRequest,
+    ModelMetadataResponse, ModelReadyRequest, ModelStatistics, ModelStatisticsRequest,
+    RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
+    ServerReadyRequest,
+};
+use crate::error::{Error, Result};
+
+pub use super::proto::repository_index_response::ModelIndex;
+
+/// Largest message bertqa accepts or sends (Triton's own limit is 2 GiB − 1).
+pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+/// How to reach a server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// `HOST:PORT`, with or without `http://`.
+    pub url: String,
+    pub connect_timeout: Duration,
+    /// Deadline of each call.
+    pub request_timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            url: "localhost:8001".into(),
+            connect_timeout: Duration::from_millis(5_000),
+            request_timeout: Duration::from_millis(60_000),
+        }
+    }
+}
+
+/// Turns a user URL into an `http://host:port` URI.
+pub fn normalize_url(url: &str) -> Result<String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let rest = if let Some(r) = trimmed.strip_prefix("http://") {
+        r
+    } else if trimmed.starts_with("https://") {
+        return Err(Error::Config(format!(
+            "{url}: https:// (TLS) endpoints are not supported by this build of bertqa"
+        )));
+    } else if let Some((scheme, _)) = trimmed.split_once("://") {
+        return Err(Error::Config(format!(
+            "{url}: unsupported scheme {scheme:?} (use HOST:PORT or http://HOST:PORT)"
+        )));
+    } else {
+        trimmed
+    };
+    if rest.is_empty() {
+        return Err(Error::Config("empty server URL".into()));
+    }
+    let has_port = rest.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty() && !host.ends_with('[') && port.parse::<u16>().is_ok()
+    });
+    let with_port = if has_port {
+        rest.to_string()
+    } else {
+        format!("{rest}:8001")
+    };
+    Ok(format!("http://{with_port}"))
+}
+
+/// A connected client. Cheap to clone: clones share the HTTP/2 connection.
+#[derive(Debug, Clone)]
+pub struct TritonClient {
+    grpc: GrpcInferenceServiceClient<Channel>,
+    /// The address as the user gave it, for messages.
+    url: String,
+    request_timeout: Duration,
+}
+
+impl TritonClient {
+    /// Connects, bounded by the connect timeout. A server that is not there is
+    /// [`Error::Unavailable`] naming the address.
+    pub async fn connect(config: &ClientConfig) -> Result<TritonClient> {
+        let uri = normalize_url(&config.url)?;
+        let endpoint = Endpoint::from_shared(uri.clone())
+            .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.request_timeout)
+            .tcp_nodelay(true)
+            .http2_adaptive_window(true);
+        let unavailable = |message: String| Error::Unavailable {
+            url: config.url.clone(),
+            message,
+        };
+        let channel = match tokio::time::timeout(config.connect_timeout, endpoint.connect()).await {
+            Ok(Ok(ch)) => ch,
+            Ok(Err(e)) => return Err(unavailable(root_cause(&e))),
+            Err(_) => {
+                return Err(unavailable(format!(
+                    "no connection within {} ms",
+                    config.connect_timeout.as_millis()
+                )))
+            }
+        };
+        let grpc = GrpcInferenceServiceClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(TritonClient {
+            grpc,
+            url: config.url.clone(),
+            request_timeout: config.request_timeout,
+        })
+    }
+
+    /// The address as given by the user.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        r.set_timeout(self.request_timeout);
+        r
+    }
+
+    /// `ServerLive`.
+    pub async fn server_live(&self) -> Result<bool> {
+        let r = self
+            .grpc
+            .clone()
+            .server_live(self.request(ServerLiveRequest {}))
+            .await;
+        Ok(r.map_err(|s| self.status(s, None))?.into_inner().live)
+    }
+
+    /// `ServerReady`.
+    pub async fn server_ready(&self) -> Result<bool> {
+        let r = self
+            .grpc
+            .clone()
+            .server_ready(self.request(ServerReadyRequest {}))
+            .await;
+        Ok(r.map_err(|s| self.status(s, None))?.into_inner().ready)
+    }
+
+    /// `ModelReady` (empty version: the server's choice).
+    pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
+        let req = ModelReadyRequest {
+            name: model.into(),
+            version: version.into(),
+        };
+        let r = self.grpc.clone().model_ready(self.request(req)).await;
+        Ok(r.map_err(|s| self.status(s, None))?.into_inner().ready)
+    }
+
+    /// `ServerMetadata`: name, version, extensions.
+    pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
+        let r = self
+            .grpc
+            .clone()
+            .server_metadata(self.request(ServerMetadataRequest {}))
+            .await;
+        Ok(r.map_err(|s| self.status(s, None))?.into_inner())
+    }
+
+    /// `RepositoryIndex`: every model version and its state.
+    pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
+        let req = RepositoryIndexRequest {
+            repository_name: String::new(),
+            ready: false,
+        };
+        let r = self.grpc.clone().repository_index(self.request(req)).await;
+        Ok(r.map_err(|s| self.status(s, None))?.into_inner().models)
+    }
+
+    /// `ModelMetadata`. An unknown or unready model becomes [`Error::ModelNotFound`] /
+    /// [`Error::ModelNotReady`] listing the models that are ready.
+    pub async fn model_metadata(
+        &self,
+        model: &str,
+        version: &str,
+    ) -> Result<ModelMetadataResponse> {
+        let req = ModelMetadataRequest {
+            name: model.into(),
+            version: version.into(),
+        };
+        match self.grpc.clone().model_metadata(self.request(req)).await {
+            Ok(r) => Ok(r.into_inner()),
+            Err(s) => Err(self.model_error(s, model).await),
+        }
+    }
+
+    /// `ModelConfig`.
+    pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
+        let req = ModelConfigRequest {
+            name: model.into(),
+            version: version.into(),
+        };
+        match self.grpc.clone().model_config(self.request(req)).await {
+            Ok(r) => Ok(r.into_inner().config.unwrap_or_default()),
+            Err(s) => Err(self.model_error(s, model).await),
+        }
+    }
+
+    /// `ModelStatistics` for one model (empty name: all models).
+    pub async fn model_statistics(
+        &self,
+        model: &str,
+        version: &str,
+    ) -> Result<Vec<ModelStatistics>> {
+        let req = ModelStatisticsRequest {
+            name: model.into(),
+            version: version.into(),
+        };
+        match self.grpc.clone().model_statistics(self.request(req)).await {
+            Ok(r) => Ok(r.into_inner().model_stats),
+            Err(s) if model.is_empty() => Err(self.status(s, None)),
+            Err(s) => Err(self.model_error(s, model).await),
+        }
+    }
+
+    /// `ModelInfer` with a prepared request (raw contents; see `tensor`).
+    pub async fn infer(&self, request: ModelInferRequest) -> Result<ModelInferResponse> {
+        let model = request.model_name.clone();
+        match self.grpc.clone().model_infer(self.request(request)).await {
+            Ok(r) => Ok(r.into_inner()),
+            Err(s) => Err(self.status(s, Some(&model))),
+        }
+    }
+
+    /// Maps a status from a model-specific call; for "unknown model" style answers it
+    /// asks the repository which models exist and are ready.
+    async fn model_error(&self, status: Status, model: &str) -> Error {
+        let msg = status.message().to_ascii_lowercase();
+        let about_model = matches!(
+            status.code(),
+            Code::NotFound | Code::InvalidArgument | Code::Unavailable
+        ) && (msg.contains("unknown model")
+            || msg.contains("not found")
+            || msg.contains("is not ready")
+            || msg.contains("no version is available"));
+        if !about_model {
+            return self.status(status, Some(model));
+        }
+        let Ok(index) = self.repository_index().await else {
+            return self.status(status, Some(model));
+        };
+        let ready: Vec<String> = ready_models(&index);
+        match index.iter().find(|m| m.name == model) {
+            Some(m) => Error::ModelNotReady {
+                url: self.url.clone(),
+                model: model.into(),
+                state: if m.reason.is_empty() {
+                    m.state.clone()
+                } else {
+                    format!("{}: {}", m.state, m.reason)
+                },
+                ready,
+            },
+            None => Error::ModelNotFound {
+                url: self.url.clone(),
+                model: model.into(),
+                available: ready,
+            },
+        }
+    }
+
+    /// Maps any gRPC status to the library error.
+    pub fn status(&self, status: Status, model: Option<&str>) -> Error {
+        map_status(&self.url, self.request_timeout, status, model)
+    }
+}
+
+/// Names of ready models, sorted and de-duplicated across versions.
+pub fn ready_models(index: &[ModelIndex]) -> Vec<String> {
+    let mut v: Vec<String> = index
+        .iter()
+        .filter(|m| m.state == "READY")
+        .map(|m| m.name.clone())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// `tonic::Status` → [`Error`].
+pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&str>) -> Error {
+    let message = status.message().to_string();
+    match status.code() {
+        Code::Unavailable if message.to_ascii_lowercase().contains("header") => {
+            Error::PermissionDenied {
+                url: url.into(),
+                message,
+            }
+        }
+        Code::Unavailable | Code::Unknown if is_transport(&status) => Error::Unavailable {
+            url: url.into(),
+            message: transport_message(&status),
+        },
+        Code::Unavailable => Error::Unavailable {
+            url: url.into(),
+            message,
+        },
+        Code::DeadlineExceeded => Error::Timeout {
+            url: url.into(),
+            timeout_ms: timeout.as_millis() as u64,
+        },
+        Code::Cancelled if message.contains("Timeout expired") => Error::Timeout {
+            url: url.into(),
+            timeout_ms: timeout.as_millis() as u64,
+        },
+        Code::Unauthenticated | Code::PermissionDenied => Error::PermissionDenied {
+            url: url.into(),
+            message,
+        },
+        code => Error::Server {
+            url: url.into(),
+            code: match model {
+                Some(m) => format!("{code:?} for model {m:?}"),
+                None => format!("{code:?}"),
+            },
+            message,
+        },
+    }
+}
+
+fn is_transport(status: &Status) -> bool {
+    std::error::Error::source(status).is_some()
+}
+
+fn transport_message(status: &Status) -> String {
+    match std::error::Error::source(status) {
+        Some(src) => root_cause(src),
+        None => status.message().to_string(),
+    }
+}
+
+/// The innermost cause of an error chain, which is the part users can act on
+/// ("Connection refused (os error 111)").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_and_without_scheme() {
+        assert_eq!(
+            normalize_url("localhost:8001").unwrap(),
+            "http://localhost:8001"
+        );
+        assert_eq!(
+            normalize_url("http://10.0.0.1:9").unwrap(),
+            "http://10.0.0.1:9"
+        );
+        assert_eq!(normalize_url("triton").unwrap(), "http://triton:8001");
+        assert_eq!(normalize_url("http://h:1/").unwrap(), "http://h:1");
+        assert_eq!(normalize_url("[::1]:8001").unwrap(), "http://[::1]:8001");
+        assert!(normalize_url("ftp://h:1").is_err());
+        assert!(normalize_url("").is_err());
+    }
+
+    #[test]
+    fn statuses_map_to_meanings() {
+        let t = Duration::from_millis(5);
+        let e = map_status("h:1", t, Status::deadline_exceeded("x"), None);
+        assert!(matches!(e, Error::Timeout { timeout_ms: 5, .. }), "{e}");
+        let e = map_status(
+            "h:1",
+            t,
+            Status::unavailable(
+                "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'",
+            ),
+            None,
+        );
+        assert!(matches!(e, Error::PermissionDenied { .. }), "{e}");
+        let e = map_status("h:1", t, Status::internal("boom"), Some("m"));
+        assert_eq!(
+            e.to_string(),
+            "Triton at h:1 answered Internal for model \"m\": boom"
+        );
+    }
+}
