@@ -1,0 +1,520 @@
+//! Error paths against an in-process fake Triton (our generated server stubs on a
+//! loopback port): answers a real server cannot be made to give on demand. The happy
+//! paths are tested against the real server in `models.rs`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bertqa::backend::proto::grpc_inference_service_server::{
+    GrpcInferenceService, GrpcInferenceServiceServer,
+};
+use bertqa::backend::proto::model_infer_response::InferOutputTensor;
+use bertqa::backend::proto::model_metadata_response::TensorMetadata;
+use bertqa::backend::proto::repository_index_response::ModelIndex;
+use bertqa::backend::proto::*;
+use bertqa::backend::{bind, tensor, BindingOverrides, ClientConfig, TritonClient};
+use bertqa::types::Feature;
+use bertqa::Error;
+use tonic::{Request, Response, Status};
+
+use crate::common::{bertqa, rt, show};
+
+type Infer = dyn Fn(&ModelInferRequest) -> Result<ModelInferResponse, Status> + Send + Sync;
+
+/// One fake model named "m" with the given tensors and inference behaviour.
+#[derive(Clone)]
+struct Fake {
+    inputs: Vec<(&'static str, &'static str, Vec<i64>)>,
+    outputs: Vec<(&'static str, &'static str, Vec<i64>)>,
+    ready: bool,
+    infer: Arc<Infer>,
+}
+
+fn tensors(ts: &[(&str, &str, Vec<i64>)]) -> Vec<TensorMetadata> {
+    ts.iter()
+        .map(|(n, d, s)| TensorMetadata {
+            name: n.to_string(),
+            datatype: d.to_string(),
+            shape: s.clone(),
+        })
+        .collect()
+}
+
+fn unimplemented<T>() -> Result<Response<T>, Status> {
+    Err(Status::unimplemented("not in the fake"))
+}
+
+#[tonic::async_trait]
+impl GrpcInferenceService for Fake {
+    async fn server_live(
+        &self,
+        _: Request<ServerLiveRequest>,
+    ) -> Result<Response<ServerLiveResponse>, Status> {
+        Ok(Response::new(ServerLiveResponse { live: true }))
+    }
+    async fn server_ready(
+        &self,
+        _: Request<ServerReadyRequest>,
+    ) -> Result<Response<ServerReadyResponse>, Status> {
+        Ok(Response::new(ServerReadyResponse { ready: true }))
+    }
+    async fn model_ready(
+        &self,
+        _: Request<ModelReadyRequest>,
+    ) -> Result<Response<ModelReadyResponse>, Status> {
+        Ok(Response::new(ModelReadyResponse { ready: self.ready }))
+    }
+    async fn server_metadata(
+        &self,
+        _: Request<ServerMetadataRequest>,
+    ) -> Result<Response<ServerMetadataResponse>, Status> {
+        Ok(Response::new(ServerMetadataResponse {
+            name: "fake".into(),
+            version: "0".into(),
+            extensions: vec![],
+        }))
+    }
+    async fn model_metadata(
+        &self,
+        r: Request<ModelMetadataRequest>,
+    ) -> Result<Response<ModelMetadataResponse>, Status> {
+        let name = r.into_inner().name;
+        if name != "m" {
+            return Err(Status::not_found(format!(
+                "Request for unknown model: '{name}' is not found"
+            )));
+        }
+        if !self.ready {
+            return Err(Status::unavailable(
+                "Request for unknown model: 'm' has no available versions",
+            ));
+        }
+        Ok(Response::new(ModelMetadataResponse {
+            name,
+            versions: vec!["1".into()],
+            platform: "fake".into(),
+            inputs: tensors(&self.inputs),
+            outputs: tensors(&self.outputs),
+        }))
+    }
+    async fn model_infer(
+        &self,
+        r: Request<ModelInferRequest>,
+    ) -> Result<Response<ModelInferResponse>, Status> {
+        (self.infer)(&r.into_inner()).map(Response::new)
+    }
+    type ModelStreamInferStream = tokio_stream::Empty<Result<ModelStreamInferResponse, Status>>;
+    async fn model_stream_infer(
+        &self,
+        _: Request<tonic::Streaming<ModelInferRequest>>,
+    ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
+        unimplemented()
+    }
+    async fn model_config(
+        &self,
+        _: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        if !self.ready {
+            return Err(Status::unavailable(
+                "Request for unknown model: 'm' has no available versions",
+            ));
+        }
+        Ok(Response::new(ModelConfigResponse {
+            config: Some(ModelConfig {
+                name: "m".into(),
+                max_batch_size: 8,
+                ..Default::default()
+            }),
+        }))
+    }
+    async fn model_statistics(
+        &self,
+        _: Request<ModelStatisticsRequest>,
+    ) -> Result<Response<ModelStatisticsResponse>, Status> {
+        unimplemented()
+    }
+    async fn repository_index(
+        &self,
+        _: Request<RepositoryIndexRequest>,
+    ) -> Result<Response<RepositoryIndexResponse>, Status> {
+        Ok(Response::new(RepositoryIndexResponse {
+            models: vec![
+                ModelIndex {
+                    name: "m".into(),
+                    version: "1".into(),
+                    state: if self.ready { "READY" } else { "UNAVAILABLE" }.into(),
+                    reason: if self.ready { "" } else { "load failed" }.into(),
+                },
+                ModelIndex {
+                    name: "other".into(),
+                    version: "1".into(),
+                    state: "READY".into(),
+                    reason: String::new(),
+                },
+            ],
+        }))
+    }
+    async fn repository_model_load(
+        &self,
+        _: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        unimplemented()
+    }
+    async fn repository_model_unload(
+        &self,
+        _: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        unimplemented()
+    }
+}
+
+fn nvidia() -> Fake {
+    Fake {
+        inputs: vec![
+            ("input__0", "INT64", vec![-1, 384]),
+            ("input__1", "INT64", vec![-1, 384]),
+            ("input__2", "INT64", vec![-1, 384]),
+        ],
+        outputs: vec![
+            ("output__0", "FP32", vec![-1, 384]),
+            ("output__1", "FP32", vec![-1, 384]),
+        ],
+        ready: true,
+        infer: Arc::new(|_| Err(Status::internal("no inference configured"))),
+    }
+}
+
+/// Serves `fake` on a loopback port; returns the runtime (keep it alive) and the URL.
+fn serve(fake: Fake) -> (tokio::runtime::Runtime, String) {
+    let rt = rt();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    rt.spawn(
+        tonic::transport::Server::builder()
+            .add_service(GrpcInferenceServiceServer::new(fake))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    (rt, url)
+}
+
+fn connect(rt: &tokio::runtime::Runtime, url: &str, timeout_ms: u64) -> TritonClient {
+    let c = ClientConfig {
+        url: url.into(),
+        connect_timeout: Duration::from_millis(2000),
+        request_timeout: Duration::from_millis(timeout_ms),
+    };
+    rt.block_on(TritonClient::connect(&c)).unwrap()
+}
+
+fn one_feature() -> Feature {
+    Feature {
+        unique_id: 1_000_000_000,
+        example_index: 0,
+        doc_span_index: 0,
+        input_ids: vec![101, 2054, 102, 1996, 102],
+        query_len: 1,
+        token_to_orig: vec![0],
+        token_is_max_context: vec![true],
+    }
+}
+
+/// Infers through the fake with `respond` building the response outputs.
+fn infer_with(
+    respond: impl Fn() -> (Vec<InferOutputTensor>, Vec<Vec<u8>>) + Send + Sync + 'static,
+) -> Result<Vec<bertqa::types::Logits>, Error> {
+    let mut fake = nvidia();
+    fake.infer = Arc::new(move |req| {
+        assert_eq!(req.raw_input_contents.len(), 3);
+        assert_eq!(req.raw_input_contents[0].len(), 384 * 8);
+        let (outputs, raw) = respond();
+        Ok(ModelInferResponse {
+            model_name: "m".into(),
+            outputs,
+            raw_output_contents: raw.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        })
+    });
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let b = rt.block_on(bind(&c, "m", "", &BindingOverrides::default()))?;
+    let f = one_feature();
+    let resp = rt.block_on(c.infer(tensor::encode_request(&b, &[&f], 384)?))?;
+    tensor::decode_response(&b, &[&f], 384, &resp)
+}
+
+fn out(name: &str, datatype: &str, shape: Vec<i64>) -> InferOutputTensor {
+    InferOutputTensor {
+        name: name.into(),
+        datatype: datatype.into(),
+        shape,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn correct_fake_response_decodes() {
+    let logits = infer_with(|| {
+        let start: Vec<u8> = (0..384).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let end: Vec<u8> = (0..384).flat_map(|i| (-(i as f32)).to_le_bytes()).collect();
+        (
+            vec![
+                out("output__0", "FP32", vec![1, 384]),
+                out("output__1", "FP32", vec![1, 384]),
+            ],
+            vec![start, end],
+        )
+    })
+    .unwrap();
+    assert_eq!(logits[0].start[7], 7.0);
+    assert_eq!(logits[0].end[383], -383.0);
+}
+
+#[test]
+fn wrong_output_shape_names_the_tensor() {
+    let e = infer_with(|| {
+        (
+            vec![
+                out("output__0", "FP32", vec![1, 383]),
+                out("output__1", "FP32", vec![1, 384]),
+            ],
+            vec![vec![0; 383 * 4], vec![0; 384 * 4]],
+        )
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "model \"m\", tensor \"output__0\": expected shape [1, 384], got shape [1, 383]"
+    );
+}
+
+#[test]
+fn wrong_output_dtype_names_the_tensor() {
+    let e = infer_with(|| {
+        (
+            vec![
+                out("output__0", "FP32", vec![1, 384]),
+                out("output__1", "FP64", vec![1, 384]),
+            ],
+            vec![vec![0; 384 * 4], vec![0; 384 * 8]],
+        )
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "model \"m\", tensor \"output__1\": expected FP32, got FP64"
+    );
+}
+
+#[test]
+fn missing_output_and_short_contents_are_errors() {
+    let e = infer_with(|| {
+        (
+            vec![out("output__0", "FP32", vec![1, 384])],
+            vec![vec![0; 384 * 4]],
+        )
+    })
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("tensor \"output__1\": expected an output tensor of that name, got missing"),
+        "{e}"
+    );
+    let e = infer_with(|| {
+        (
+            vec![
+                out("output__0", "FP32", vec![1, 384]),
+                out("output__1", "FP32", vec![1, 384]),
+            ],
+            vec![vec![0; 384 * 4], vec![0; 10]],
+        )
+    })
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("expected 1536 bytes of raw contents, got 10 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn server_errors_are_typed() {
+    let mut fake = nvidia();
+    fake.infer = Arc::new(|_| {
+        Err(Status::unavailable(
+            "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'",
+        ))
+    });
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let b = rt
+        .block_on(bind(&c, "m", "", &BindingOverrides::default()))
+        .unwrap();
+    let f = one_feature();
+    let e = rt
+        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
+        .unwrap_err();
+    assert!(matches!(e, Error::PermissionDenied { .. }), "{e}");
+
+    let mut fake = nvidia();
+    fake.infer = Arc::new(|_| {
+        Err(Status::internal(
+            "Failed to process the request(s) for model 'm'",
+        ))
+    });
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let e = rt
+        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("Triton at {url} answered Internal for model \"m\": Failed to process the request(s) for model 'm'")
+    );
+
+    let mut fake = nvidia();
+    fake.infer = Arc::new(|_| {
+        std::thread::sleep(Duration::from_millis(1500));
+        Err(Status::internal("late"))
+    });
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 300);
+    let t = Instant::now();
+    let e = rt
+        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Timeout {
+                timeout_ms: 300,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(1400),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn unrecognised_layout_lists_tensors_and_flags() {
+    let mut fake = nvidia();
+    fake.inputs = vec![
+        ("tokens", "INT64", vec![-1, 384]),
+        ("types", "INT64", vec![-1, 384]),
+        ("mask", "INT64", vec![-1, 384]),
+    ];
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let e = rt
+        .block_on(bind(&c, "m", "", &BindingOverrides::default()))
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cannot tell what input \"tokens\" is for"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("--input-ids, --segment-ids and --input-mask"),
+        "{msg}"
+    );
+    assert!(msg.contains("input  types INT64 [-1, 384]"), "{msg}");
+    // The flags map it.
+    let o = BindingOverrides {
+        input_ids: Some("tokens".into()),
+        segment_ids: Some("types".into()),
+        input_mask: Some("mask".into()),
+        ..Default::default()
+    };
+    let b = rt.block_on(bind(&c, "m", "", &o)).unwrap();
+    assert_eq!(b.inputs[0].name, "tokens");
+
+    // The CLI shows the failure in the report.
+    let o = bertqa(&["models", "--url", &url, "--model", "m"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("binding: model \"m\": cannot tell"));
+    let o = bertqa(&[
+        "models",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--input-ids",
+        "tokens",
+        "--segment-ids",
+        "types",
+        "--input-mask",
+        "mask",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("input_ids    <- tokens (INT64)"),
+        "{}",
+        show(&o)
+    );
+
+    // Wrong input dtype is named.
+    let mut fake = nvidia();
+    fake.inputs[1].1 = "FP32";
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let e = rt
+        .block_on(bind(&c, "m", "", &BindingOverrides::default()))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "model \"m\", tensor \"input__1\": expected INT32 or INT64, got FP32"
+    );
+}
+
+#[test]
+fn model_not_ready_is_reported_with_ready_models() {
+    let mut fake = nvidia();
+    fake.ready = false;
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let e = rt.block_on(c.model_metadata("m", "")).unwrap_err();
+    match &e {
+        Error::ModelNotReady { state, ready, .. } => {
+            assert_eq!(state, "UNAVAILABLE: load failed");
+            assert_eq!(ready, &vec!["other".to_string()]);
+        }
+        other => panic!("{other}"),
+    }
+    // `models --model m`: the run completes, the readiness gate fails → exit 1.
+    let o = bertqa(&["models", "--url", &url, "--model", "m"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("gate failed: model \"m\" is not ready"));
+}
+
+#[test]
+fn a_server_that_never_answers_is_bounded_by_the_timeout() {
+    // Accepts TCP connections and never speaks HTTP/2.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let t = Instant::now();
+    let o = bertqa(&[
+        "models",
+        "--url",
+        &url,
+        "--connect-timeout-ms",
+        "500",
+        "--timeout-ms",
+        "800",
+    ]);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&url), "{err}");
+}
