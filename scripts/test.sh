@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine or a warm one: installs what the tests need
+# (vocabulary, a real Triton server in the cache), then runs format, lint, tests and
+# docs checks. This is what .ci/run calls.
+. "$(dirname "$0")/common.sh"
+cd "$BERTQA_ROOT"
+command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
+bash scripts/install_vocab.sh
+bash scripts/setup_triton.sh >/dev/null
+log "cargo fmt --check"
+cargo fmt --all -- --check
+log "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --quiet -- -D warnings
+log "cargo test"
+cargo test --all-targets
+cargo test --doc --quiet
+log "cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+log "all checks passed"
