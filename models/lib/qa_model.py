@@ -8,12 +8,16 @@ behaviour comes from its config.pbtxt:
   integer dtype;
 - outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
   or one tensor of dims [-1, 2] or [384, 2] holding both; FP32 or FP16 as configured;
-- parameter `kind`: `null` (all-zero logits) or `tiny-bert` (the seeded numpy BERT of
-  tinybert.py, parameter `seed`).
+- parameter `kind`: `null` (all-zero logits), `tiny-bert` (the seeded numpy BERT of
+  tinybert.py, parameter `seed`) or `oracle` (oracle.py: peaks on gold answers);
+- parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
+  (with several instances, responses then arrive out of order).
 """
 import json
 import os
+import random
 import sys
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -36,13 +40,27 @@ class TritonPythonModel:
         self.kind = params.get("kind", "null")
         self.inputs = [(i["name"], ROLES[i["name"]]) for i in cfg["input"]]
         self.outputs = [(o["name"], NP_DTYPES[o["data_type"]], list(o["dims"])) for o in cfg["output"]]
+        self.jitter_ms = float(params.get("jitter_ms", "0"))
         self.weights = None
+        self.oracle = None
         if self.kind == "tiny-bert":
             self.weights = tinybert.make_weights(int(params.get("seed", "20241202")))
+        elif self.kind == "oracle":
+            import oracle
+            # args["model_repository"] is <root>/models/repo/<model>; the `datasets` and
+            # `vocab` parameters are relative to the project root <root>.
+            base = os.path.abspath(os.path.join(args["model_repository"], "..", "..", ".."))
+            files = oracle.squad_files(params.get("datasets", ""), base)
+            files += oracle.squad_files(os.environ.get("BERTQA_ORACLE_DATA", ""), os.getcwd())
+            vocab = os.environ.get("BERTQA_ORACLE_VOCAB") or os.path.join(base, params.get("vocab", "vocab/vocab.txt"))
+            self.oracle = oracle.Oracle(vocab, files)
         elif self.kind != "null":
             raise pb_utils.TritonModelException(f"unknown kind {self.kind!r}")
 
     def _logits(self, ids, seg, mask):
+        if self.oracle is not None:
+            pairs = [self.oracle.logits(i, m) for i, m in zip(ids, mask)]
+            return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
         if self.weights is None:
             z = np.zeros(ids.shape, np.float32)
             return z, z
@@ -50,6 +68,8 @@ class TritonPythonModel:
 
     def execute(self, requests):
         responses = []
+        if self.jitter_ms > 0:
+            time.sleep(random.random() * self.jitter_ms / 1000.0)
         for req in requests:
             t = {role: pb_utils.get_input_tensor_by_name(req, name).as_numpy()
                  for name, role in self.inputs}

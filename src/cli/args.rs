@@ -74,7 +74,7 @@ impl TokenizerArgs {
 /// Window geometry (spec §4).
 #[derive(Debug, Clone, Args)]
 pub struct WindowArgs {
-    /// Tokens per feature, [CLS] and both [SEP] included.
+    /// Tokens per feature, including the CLS token and both SEP tokens.
     #[arg(long, default_value_t = 384)]
     pub max_seq_length: usize,
     /// Step between window starts, in word pieces (the BERT meaning, not an overlap).

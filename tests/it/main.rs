@@ -5,4 +5,5 @@ mod common;
 mod fake;
 mod features;
 mod models;
+mod pipeline;
 mod score;

@@ -1,0 +1,112 @@
+"""The oracle test model: logits that peak on the gold answer.
+
+NOT a QA model. It validates a client's pipeline: given the features a client sends, it
+recognises each window's question and peaks the start/end logits on a gold answer, so a
+correct client (windows, segment ids, padding, unique-id bookkeeping, span decoding,
+final-text recovery, scoring) scores near 100 EM on any SQuAD file, and every lost
+point is a pipeline defect or a gold answer that is not a whole sequence of word pieces.
+
+Independence: it tokenizes with transformers' slow `BertTokenizer` (4.46.3), never with
+bertqa's tokenizer.
+
+How a window is answered:
+1. The question is recognised by its token ids between [CLS] and the first [SEP] (the
+   64-piece prefix clients keep). Questions that share that prefix have their gold
+   answers merged.
+2. For an answerable question, the first gold answer whose piece sequence occurs in the
+   window's context part (between the first and the last [SEP]) gets start = end =
+   PEAK at its first and last piece. An unanswerable question peaks on [CLS] (position 0).
+3. Everything else is deterministic background noise in [-1, 0) from a hash of the
+   window's ids, so the result does not depend on batching.
+
+Data: every SQuAD JSON file under the directories/files listed in the `datasets` config
+parameter (paths relative to the project root, `:`-separated), plus those in
+the environment variable BERTQA_ORACLE_DATA (same syntax, absolute or relative to the
+current directory), are loaded at start-up.
+"""
+import glob
+import hashlib
+import json
+import os
+
+import numpy as np
+
+PEAK = 10.0
+CLS, SEP = 101, 102
+
+
+def squad_files(spec, base):
+    out = []
+    for part in filter(None, spec.split(":")):
+        p = part if os.path.isabs(part) else os.path.join(base, part)
+        if os.path.isdir(p):
+            out.extend(sorted(glob.glob(os.path.join(p, "**", "*.json"), recursive=True)))
+        elif os.path.isfile(p):
+            out.append(p)
+    return out
+
+
+class Oracle:
+    def __init__(self, vocab_path, files, lower_case=True, max_query_length=64):
+        from transformers import BertTokenizer
+        self.tok = BertTokenizer(vocab_path, do_lower_case=lower_case)
+        self.max_query_length = max_query_length
+        # question prefix (tuple of ids) -> list of answers (tuple of ids); [] = impossible
+        self.answers = {}
+        self.impossible = set()
+        for path in files:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+                articles = data["data"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a SQuAD file
+            for article in articles:
+                for para in article.get("paragraphs", []):
+                    for qa in para.get("qas", []):
+                        self._add(qa)
+
+    def _ids(self, text):
+        return tuple(self.tok.convert_tokens_to_ids(self.tok.tokenize(text)))
+
+    def _add(self, qa):
+        key = self._ids(qa.get("question", ""))[: self.max_query_length]
+        golds = [self._ids(a["text"]) for a in qa.get("answers", []) if a.get("text", "").strip()]
+        if qa.get("is_impossible", False) or not golds:
+            self.impossible.add(key)
+            self.answers.setdefault(key, [])
+            return
+        lst = self.answers.setdefault(key, [])
+        for g in golds:
+            if g and g not in lst:
+                lst.append(g)
+
+    def logits(self, ids, mask):
+        """ids, mask: 1-D int arrays of one window -> (start, end) float32."""
+        seq = len(ids)
+        length = int(np.sum(mask != 0))
+        row = [int(x) for x in ids[:length]]
+        digest = hashlib.sha256(np.asarray(row, dtype=np.int64).tobytes()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        start = -rng.random(seq).astype(np.float32)
+        end = -rng.random(seq).astype(np.float32)
+        try:
+            first_sep = row.index(SEP)
+        except ValueError:
+            return start, end
+        key = tuple(row[1:first_sep])
+        if key not in self.answers:
+            return start, end
+        golds = self.answers[key]
+        if not golds:
+            start[0] = end[0] = PEAK
+            return start, end
+        ctx_lo, ctx_hi = first_sep + 1, length - 1  # context part: [ctx_lo, ctx_hi)
+        for g in golds:
+            n = len(g)
+            for s in range(ctx_lo, ctx_hi - n + 1):
+                if tuple(row[s:s + n]) == g:
+                    start[s] = PEAK
+                    end[s + n - 1] = PEAK
+                    return start, end
+        return start, end

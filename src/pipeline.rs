@@ -1,0 +1,253 @@
+//! Orchestration: features → batches → requests kept in flight → logits, overlapped.
+//!
+//! Contract:
+//! - Features arrive from an iterator run on a blocking thread (feature building is CPU
+//!   work), are packed into batches of at most `batch_size` (never above the model's
+//!   max batch size) and sent with at most `concurrency` requests in flight.
+//! - Each request's latency is measured from the moment it is handed to the transport
+//!   (after encoding) to the moment its response is decoded; time a batch waits for a
+//!   free slot is **not** latency (the seed client's "latency" measured that queue,
+//!   spec §9.4).
+//! - `warmup` extra requests (copies of the first batch) are sent before the measured
+//!   run; their results and timings are discarded.
+//! - Results are handed on with their feature as they arrive, in any order; consumers
+//!   collect by `unique_id`, so output never depends on concurrency or arrival order.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::backend::{tensor, Binding, SeqLen, TritonClient};
+use crate::error::{Error, Result};
+use crate::types::{Feature, Logits};
+
+/// A completed request: its batch, logits, and when it was sent and answered.
+type Answered = (Vec<Arc<Feature>>, Vec<Logits>, Instant, Instant);
+
+/// How to pad a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Padding {
+    /// Every batch padded to this length (a fixed-length model, or `--fixed-seq-len`).
+    Fixed(usize),
+    /// Each batch padded to its longest feature, rounded up to a multiple of this.
+    Longest { multiple: usize },
+}
+
+impl Padding {
+    /// The padding a model needs: its fixed length, or `max_seq_length` for a dynamic
+    /// one unless dynamic padding is allowed.
+    pub fn for_model(binding: &Binding, max_seq_length: usize, dynamic: bool) -> Padding {
+        match binding.seq_len {
+            SeqLen::Fixed(n) => Padding::Fixed(n),
+            SeqLen::Dynamic if dynamic => Padding::Longest { multiple: 8 },
+            SeqLen::Dynamic => Padding::Fixed(max_seq_length),
+        }
+    }
+
+    fn length(self, batch: &[Arc<Feature>]) -> usize {
+        match self {
+            Padding::Fixed(n) => n,
+            Padding::Longest { multiple } => {
+                let longest = batch.iter().map(|f| f.len()).max().unwrap_or(1);
+                longest.div_ceil(multiple.max(1)) * multiple.max(1)
+            }
+        }
+    }
+}
+
+/// Settings of one inference run.
+#[derive(Debug, Clone)]
+pub struct InferConfig {
+    /// Features per request.
+    pub batch_size: usize,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Requests sent (and discarded) before the measured run.
+    pub warmup: usize,
+    pub padding: Padding,
+}
+
+/// What an inference run measured.
+#[derive(Debug, Clone)]
+pub struct InferReport {
+    pub requests: u64,
+    pub features: u64,
+    /// Per-request latency, microseconds.
+    pub latency_us: Histogram<u64>,
+    /// From the first send to the last response.
+    pub wall: Duration,
+    /// Time with at least one request in flight.
+    pub busy: Duration,
+    /// Time the sender waited for features to be built.
+    pub starved: Duration,
+}
+
+impl InferReport {
+    fn new() -> Self {
+        InferReport {
+            requests: 0,
+            features: 0,
+            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            wall: Duration::ZERO,
+            busy: Duration::ZERO,
+            starved: Duration::ZERO,
+        }
+    }
+
+    /// A latency percentile in milliseconds (0 when nothing was measured).
+    pub fn latency_ms(&self, quantile: f64) -> f64 {
+        if self.latency_us.is_empty() {
+            return 0.0;
+        }
+        self.latency_us.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
+/// Checks a batch size against the model and returns the effective one.
+pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
+    let limit = binding.batch_limit();
+    match requested {
+        None => Ok(limit),
+        Some(0) => Err(Error::Config("--batch-size must be at least 1".into())),
+        Some(n) if n > limit => Err(Error::Config(format!(
+            "--batch-size {n} exceeds model {:?}'s max batch size {limit}",
+            binding.model
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
+/// Runs inference over `features`, handing each `(feature, logits)` to `results` as
+/// responses arrive. Returns when every feature has been answered, or at the first
+/// error (requests still in flight are then abandoned).
+pub async fn infer_all(
+    client: &TritonClient,
+    binding: Arc<Binding>,
+    config: &InferConfig,
+    mut features: mpsc::Receiver<Arc<Feature>>,
+    results: mpsc::Sender<(Arc<Feature>, Logits)>,
+) -> Result<InferReport> {
+    if config.batch_size == 0 || config.batch_size > binding.batch_limit() {
+        return Err(Error::Config(format!(
+            "batch size {} outside 1..={} for model {:?}",
+            config.batch_size,
+            binding.batch_limit(),
+            binding.model
+        )));
+    }
+    let concurrency = config.concurrency.max(1);
+    let mut report = InferReport::new();
+    let mut inflight: JoinSet<Result<Answered>> = JoinSet::new();
+    let mut first: Option<Instant> = None;
+    let mut intervals: Vec<(Instant, Instant)> = Vec::new();
+    let mut warmed = config.warmup == 0;
+
+    loop {
+        // Fill a batch; the producer is far faster than any server, so waiting for a
+        // full batch costs nothing but the last one.
+        let mut batch: Vec<Arc<Feature>> = Vec::with_capacity(config.batch_size);
+        let waited = Instant::now();
+        while batch.len() < config.batch_size {
+            match features.recv().await {
+                Some(f) => batch.push(f),
+                None => break,
+            }
+        }
+        if first.is_some() {
+            report.starved += waited.elapsed();
+        }
+        if batch.is_empty() {
+            break;
+        }
+        if !warmed {
+            for _ in 0..config.warmup {
+                send(client, &binding, &batch, config.padding).await?;
+            }
+            warmed = true;
+        }
+        while inflight.len() >= concurrency {
+            let joined = inflight.join_next().await.expect("non-empty");
+            intervals.push(reap(joined, &mut report, &results).await?);
+        }
+        let seq = config.padding.length(&batch);
+        let request = tensor::encode_request(&binding, &as_refs(&batch), seq)?;
+        let c = client.clone();
+        let b = binding.clone();
+        first.get_or_insert_with(Instant::now);
+        inflight.spawn(async move {
+            let sent = Instant::now();
+            let response = c.infer(request).await?;
+            let logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
+            Ok((batch, logits, sent, Instant::now()))
+        });
+    }
+    while let Some(joined) = inflight.join_next().await {
+        intervals.push(reap(joined, &mut report, &results).await?);
+    }
+    report.busy = union_length(&mut intervals);
+    report.wall = first.map(|t| t.elapsed()).unwrap_or_default();
+    Ok(report)
+}
+
+fn as_refs(batch: &[Arc<Feature>]) -> Vec<&Feature> {
+    batch.iter().map(|f| f.as_ref()).collect()
+}
+
+async fn send(
+    client: &TritonClient,
+    binding: &Binding,
+    batch: &[Arc<Feature>],
+    padding: Padding,
+) -> Result<()> {
+    let seq = padding.length(batch);
+    let response = client
+        .infer(tensor::encode_request(binding, &as_refs(batch), seq)?)
+        .await?;
+    tensor::decode_response(binding, &as_refs(batch), seq, &response).map(drop)
+}
+
+type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
+
+async fn reap(
+    joined: Joined,
+    report: &mut InferReport,
+    results: &mpsc::Sender<(Arc<Feature>, Logits)>,
+) -> Result<(Instant, Instant)> {
+    let (batch, logits, sent, received) =
+        joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+    report.requests += 1;
+    report.features += batch.len() as u64;
+    let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
+    report.latency_us.saturating_record(us);
+    for (f, l) in batch.into_iter().zip(logits) {
+        // A dropped receiver means the consumer stopped early; nothing left to do.
+        if results.send((f, l)).await.is_err() {
+            break;
+        }
+    }
+    Ok((sent, received))
+}
+
+/// Total length of the union of time intervals (time with ≥ 1 request in flight).
+fn union_length(intervals: &mut [(Instant, Instant)]) -> Duration {
+    intervals.sort_by_key(|i| i.0);
+    let mut total = Duration::ZERO;
+    let mut current: Option<(Instant, Instant)> = None;
+    for &(s, e) in intervals.iter() {
+        current = match current {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((cs, ce)) = current {
+        total += ce - cs;
+    }
+    total
+}

@@ -1,0 +1,147 @@
+//! The inference pipeline against the real local Triton: batching, requests in flight,
+//! results collected by unique id whatever the arrival order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bertqa::backend::{bind, BindingOverrides, ClientConfig, TritonClient};
+use bertqa::pipeline::{infer_all, InferConfig, InferReport, Padding};
+use bertqa::types::Feature;
+
+use crate::common::{rt, server};
+
+fn features(n: usize) -> Vec<Arc<Feature>> {
+    (0..n)
+        .map(|i| {
+            let q: Vec<u32> = (0..1 + i % 5)
+                .map(|k| 2000 + (i * 7 + k) as u32 % 5000)
+                .collect();
+            let doc: Vec<u32> = (0..3 + i % 40)
+                .map(|k| 1000 + (i * 13 + k * 3) as u32 % 9000)
+                .collect();
+            let mut ids = vec![101];
+            ids.extend(&q);
+            ids.push(102);
+            ids.extend(&doc);
+            ids.push(102);
+            Arc::new(Feature {
+                unique_id: 1_000_000_000 + i as u64,
+                example_index: i,
+                doc_span_index: 0,
+                input_ids: ids,
+                query_len: q.len(),
+                token_to_orig: (0..doc.len() as u32).collect(),
+                token_is_max_context: vec![true; doc.len()],
+            })
+        })
+        .collect()
+}
+
+type ById = BTreeMap<u64, (Vec<f32>, Vec<f32>)>;
+
+/// Runs the pipeline; returns logits by unique id, the arrival order and the report.
+fn run(model: &str, feats: &[Arc<Feature>], config: InferConfig) -> (ById, Vec<u64>, InferReport) {
+    let rt = rt();
+    rt.block_on(async {
+        let client = TritonClient::connect(&ClientConfig {
+            url: server().url.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let binding = Arc::new(
+            bind(&client, model, "", &BindingOverrides::default())
+                .await
+                .unwrap(),
+        );
+        let (ftx, frx) = tokio::sync::mpsc::channel(64);
+        let (rtx, mut rrx) =
+            tokio::sync::mpsc::channel::<(Arc<Feature>, bertqa::types::Logits)>(64);
+        let owned = feats.to_vec();
+        tokio::spawn(async move {
+            for f in owned {
+                ftx.send(f).await.unwrap();
+            }
+        });
+        let collector = tokio::spawn(async move {
+            let mut got = BTreeMap::new();
+            let mut order = Vec::new();
+            while let Some((f, l)) = rrx.recv().await {
+                let f: Arc<Feature> = f;
+                assert_eq!(f.unique_id, l.unique_id);
+                order.push(l.unique_id);
+                let n = f.len();
+                assert!(got
+                    .insert(l.unique_id, (l.start[..n].to_vec(), l.end[..n].to_vec()))
+                    .is_none());
+            }
+            (got, order)
+        });
+        let report = infer_all(&client, binding, &config, frx, rtx)
+            .await
+            .unwrap();
+        let (got, order) = collector.await.unwrap();
+        (got, order, report)
+    })
+}
+
+#[test]
+fn results_do_not_depend_on_concurrency_or_arrival_order() {
+    let feats = features(120);
+    let base = InferConfig {
+        batch_size: 1,
+        concurrency: 1,
+        warmup: 0,
+        padding: Padding::Fixed(64),
+    };
+    let (one, _, r1) = run("tiny-bert-jitter", &feats, base.clone());
+    let (many, order, r16) = run(
+        "tiny-bert-jitter",
+        &feats,
+        InferConfig {
+            concurrency: 16,
+            ..base.clone()
+        },
+    );
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_ne!(order, sorted, "responses should have arrived out of order");
+    assert_eq!(one.len(), 120);
+    assert_eq!(r1.requests, 120);
+    assert_eq!(r16.features, 120);
+    assert_eq!(one, many);
+    // Dynamic padding to the longest feature (multiple of 8) gives the same logits
+    // within float noise at real positions.
+    let (dynamic, _, _) = run(
+        "tiny-bert-hf",
+        &feats,
+        InferConfig {
+            batch_size: 8,
+            concurrency: 4,
+            warmup: 2,
+            padding: Padding::Longest { multiple: 8 },
+        },
+    );
+    let (fixed, _, rf) = run(
+        "tiny-bert-hf",
+        &feats,
+        InferConfig {
+            batch_size: 8,
+            concurrency: 4,
+            warmup: 0,
+            padding: Padding::Fixed(384),
+        },
+    );
+    assert_eq!(rf.requests, 15);
+    assert_eq!(rf.latency_us.len(), 15);
+    for (id, (s, e)) in &fixed {
+        let (ds, de) = &dynamic[id];
+        for i in 0..s.len() {
+            assert!(
+                (s[i] - ds[i]).abs() < 1e-4 && (e[i] - de[i]).abs() < 1e-4,
+                "{id} pos {i}"
+            );
+        }
+    }
+    assert!(rf.busy <= rf.wall && rf.wall.as_nanos() > 0);
+}
