@@ -6,8 +6,9 @@
 # lines the tests and scripts/triton.sh read) and prints its path.
 . "$(dirname "$0")/common.sh"
 VENV="$BERTQA_CACHE/triton-venv"
-# numpy for the test models, transformers (slow BertTokenizer) for the oracle model.
-PKGS=(nvidia-pytriton==0.7.0 numpy==1.26.4 transformers==4.46.3)
+# numpy for the test models, transformers (slow BertTokenizer) for the oracle model,
+# onnx + onnxruntime for the ONNX test model.
+PKGS=(nvidia-pytriton==0.7.0 numpy==1.26.4 transformers==4.46.3 onnx==1.17.0 onnxruntime==1.20.1)
 STAMP="$VENV/.bertqa-packages"
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating $VENV (~400 MB on first run)"
@@ -44,4 +45,6 @@ TRITON_VENV_BIN=$VENV/bin
 TRITON_PYTHON=$VENV/bin/python
 ENV
 mv "$ENV_FILE.tmp" "$ENV_FILE"
+# Generated model files (not committed).
+TRITON_PYTHON="$VENV/bin/python" bash "$BERTQA_ROOT/scripts/prepare_models.sh"
 echo "$ENV_FILE"

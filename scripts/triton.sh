@@ -36,7 +36,6 @@ case "$cmd" in
     # shellcheck disable=SC1090
     . "$ENV_FILE"
     [ -d "$REPO" ] || die "model repository $REPO does not exist"
-    if [ -x "$BERTQA_ROOT/scripts/prepare_models.sh" ]; then bash "$BERTQA_ROOT/scripts/prepare_models.sh"; fi
     log "starting tritonserver ($NAME) on gRPC :$GRPC, HTTP :$HTTP with $REPO; log $LOGF"
     PATH="$TRITON_VENV_BIN:$PATH" LD_LIBRARY_PATH="$TRITON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       setsid "$TRITONSERVER" --model-repository="$REPO" --backend-directory="$TRITON_BACKEND_DIR" \

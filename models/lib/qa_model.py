@@ -9,7 +9,9 @@ behaviour comes from its config.pbtxt:
 - outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
   or one tensor of dims [-1, 2] or [384, 2] holding both; FP32 or FP16 as configured;
 - parameter `kind`: `null` (all-zero logits), `tiny-bert` (the seeded numpy BERT of
-  tinybert.py, parameter `seed`) or `oracle` (oracle.py: peaks on gold answers);
+  tinybert.py, parameter `seed`), `onnx` (an ONNX file run by onnxruntime, parameter
+  `onnx_file` relative to the model directory) or `oracle` (oracle.py: peaks on gold
+  answers);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
   (with several instances, responses then arrive out of order).
 """
@@ -45,6 +47,13 @@ class TritonPythonModel:
         self.oracle = None
         if self.kind == "tiny-bert":
             self.weights = tinybert.make_weights(int(params.get("seed", "20241202")))
+        elif self.kind == "onnx":
+            import onnxruntime
+            path = os.path.join(args["model_repository"], params["onnx_file"])
+            opts = onnxruntime.SessionOptions()
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+            self.session = onnxruntime.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         elif self.kind == "oracle":
             import oracle
             # args["model_repository"] is <root>/models/repo/<model>; the `datasets` and
@@ -58,6 +67,11 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException(f"unknown kind {self.kind!r}")
 
     def _logits(self, ids, seg, mask):
+        if self.kind == "onnx":
+            feeds = {"input_ids": ids.astype(np.int64), "attention_mask": mask.astype(np.int64),
+                     "token_type_ids": seg.astype(np.int64)}
+            start, end = self.session.run(["start_logits", "end_logits"], feeds)
+            return start, end
         if self.oracle is not None:
             pairs = [self.oracle.logits(i, m) for i, m in zip(ids, mask)]
             return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])

@@ -238,6 +238,13 @@ fn inference_round_trip_matches_numpy_twin_hf_int32_dynamic_length() {
 }
 
 #[test]
+fn inference_round_trip_onnx_runtime_matches_numpy_twin() {
+    // A different implementation (onnxruntime) of the same weights: float noise only.
+    round_trip("bert-onnx", 40, 1e-4);
+    round_trip("bert-onnx-fp16", 40, 1.0 / 1024.0);
+}
+
+#[test]
 fn inference_round_trip_fp16_stacked() {
     // FP16 keeps 11 significant bits: relative error below 2^-11.
     round_trip("tiny-bert-stacked-fp16", 32, 1.0 / 1024.0);
