@@ -1,1 +1,343 @@
-//! (stage module: features — being written)
+//! Stage `features`: examples → model windows, exactly as the reference (spec §4, G = N).
+//!
+//! Contract, per example in dataset order:
+//! - the question is tokenized as one string and cut to its first `max_query_length`
+//!   pieces (§4.1);
+//! - the paragraph's words are tokenized one at a time, once per paragraph, giving the
+//!   doc pieces and each piece's word index (§4.2);
+//! - windows start at 0, `doc_stride`, `2·doc_stride`, … and hold up to
+//!   `max_seq_length − len(q) − 3` pieces; the last one ends at the document's end
+//!   (§4.3). A document without pieces has no windows and the example no features;
+//!   that is reported, not hidden (§10.18);
+//! - each window is `[CLS] q [SEP] doc [SEP]` (§4.4), unpadded; per doc piece it keeps
+//!   the word index and the §4.6 max-context flag (strictly greater score wins, ties go
+//!   to the earlier window);
+//! - `unique_id` counts every feature from 1000000000, `example_index` is the example's
+//!   position even when earlier examples had no features (G/N, not H; §4.7).
+//!
+//! [`FeatureBuilder::features`] streams features so inference can start before the
+//! last window is built; [`build`] collects them all.
+
+use std::collections::VecDeque;
+
+use crate::error::{Error, Result};
+use crate::tokenize::{BertTokenizer, Encoder};
+use crate::types::{Dataset, Example, Feature, Paragraph};
+
+/// First `unique_id` (§4.7).
+pub const FIRST_UNIQUE_ID: u64 = 1_000_000_000;
+
+/// Window geometry (spec §0.2, §4). `doc_stride` is the step between window starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureConfig {
+    /// Tokens per feature, `[CLS]` and both `[SEP]` included.
+    pub max_seq_length: usize,
+    /// Step between window starts, in pieces.
+    pub doc_stride: usize,
+    /// Question pieces kept (a prefix).
+    pub max_query_length: usize,
+}
+
+impl Default for FeatureConfig {
+    /// The BERT SQuAD defaults: 384 / 128 / 64.
+    fn default() -> Self {
+        FeatureConfig {
+            max_seq_length: 384,
+            doc_stride: 128,
+            max_query_length: 64,
+        }
+    }
+}
+
+impl FeatureConfig {
+    /// Checks that every question leaves room for at least one doc piece and that
+    /// windows advance.
+    pub fn validate(&self) -> Result<()> {
+        if self.doc_stride == 0 {
+            return Err(Error::Config(
+                "--doc-stride must be at least 1 (it is the step between window starts)"
+                    .to_string(),
+            ));
+        }
+        if self.max_query_length + 3 >= self.max_seq_length {
+            return Err(Error::Config(format!(
+                "--max-seq-length {} leaves no room for the document: it must exceed \
+                 --max-query-length {} + 3 ([CLS] and two [SEP])",
+                self.max_seq_length, self.max_query_length
+            )));
+        }
+        if u32::try_from(self.max_seq_length).is_err() {
+            return Err(Error::Config(format!(
+                "--max-seq-length {} is too large",
+                self.max_seq_length
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A paragraph's word pieces and the word each came from (§4.2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocPieces {
+    pub ids: Vec<u32>,
+    pub tok_to_orig: Vec<u32>,
+}
+
+/// Tokenizes a paragraph's words one at a time (§4.2).
+pub fn doc_pieces(encoder: &mut Encoder<'_>, paragraph: &Paragraph) -> DocPieces {
+    let mut pieces = DocPieces::default();
+    for (word_index, word) in paragraph.doc_tokens.iter().enumerate() {
+        let before = pieces.ids.len();
+        encoder.encode(word, &mut pieces.ids);
+        // Words index a context of under 2^31 characters (checked by the reader).
+        let w = word_index as u32;
+        pieces
+            .tok_to_orig
+            .extend(std::iter::repeat_n(w, pieces.ids.len() - before));
+    }
+    pieces
+}
+
+/// Window `(start, length)` pairs over `n_pieces` doc pieces (§4.3).
+pub fn doc_spans(
+    n_pieces: usize,
+    max_tokens_for_doc: usize,
+    doc_stride: usize,
+) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while start < n_pieces {
+        let length = (n_pieces - start).min(max_tokens_for_doc);
+        spans.push((start, length));
+        if start + length == n_pieces {
+            break;
+        }
+        start += length.min(doc_stride);
+    }
+    spans
+}
+
+/// §4.6: whether window `cur` is the best context for doc piece `pos`. Windows that
+/// contain `pos` form one run of indexes (starts and ends both increase), so only that
+/// run is scored, in index order, keeping the first of equal scores.
+pub fn is_max_context(spans: &[(usize, usize)], cur: usize, pos: usize) -> bool {
+    let contains = |&(s, l): &(usize, usize)| s <= pos && pos < s + l;
+    let mut lo = cur;
+    while lo > 0 && contains(&spans[lo - 1]) {
+        lo -= 1;
+    }
+    let mut best: Option<(f64, usize)> = None;
+    for (i, span) in spans.iter().enumerate().skip(lo) {
+        if !contains(span) {
+            if span.0 > pos {
+                break;
+            }
+            continue;
+        }
+        let (s, l) = *span;
+        let end = s + l - 1;
+        let score = (pos - s).min(end - pos) as f64 + 0.01 * l as f64;
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, i));
+        }
+    }
+    best.is_some_and(|(_, i)| i == cur)
+}
+
+/// Builds features example by example, tokenizing each paragraph once.
+#[derive(Debug)]
+pub struct FeatureBuilder<'t> {
+    encoder: Encoder<'t>,
+    config: FeatureConfig,
+    cls_id: u32,
+    sep_id: u32,
+    /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
+    paragraph: Option<(usize, DocPieces)>,
+    next_unique_id: u64,
+    question: Vec<u32>,
+}
+
+impl<'t> FeatureBuilder<'t> {
+    /// A builder with a validated configuration; unique ids start at 1000000000.
+    pub fn new(tokenizer: &'t BertTokenizer, config: FeatureConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(FeatureBuilder {
+            encoder: tokenizer.encoder(),
+            config,
+            cls_id: tokenizer.cls_id(),
+            sep_id: tokenizer.sep_id(),
+            paragraph: None,
+            next_unique_id: FIRST_UNIQUE_ID,
+            question: Vec::new(),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &FeatureConfig {
+        &self.config
+    }
+
+    /// Appends the features of one example to `out`, numbering them on from the
+    /// previous call's.
+    pub fn push_example(&mut self, dataset: &Dataset, example: &Example, out: &mut Vec<Feature>) {
+        self.question.clear();
+        self.encoder
+            .encode(&example.question_text, &mut self.question);
+        self.question.truncate(self.config.max_query_length);
+        if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
+            let pieces = doc_pieces(&mut self.encoder, dataset.paragraph_of(example));
+            self.paragraph = Some((example.paragraph_index, pieces));
+        }
+        let Some((_, doc)) = &self.paragraph else {
+            return;
+        };
+        let q = &self.question;
+        // `validate` guarantees max_seq_length > max_query_length + 3 >= len(q) + 3.
+        let max_tokens_for_doc = self.config.max_seq_length - q.len() - 3;
+        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, self.config.doc_stride);
+        for (k, &(start, length)) in spans.iter().enumerate() {
+            let mut input_ids = Vec::with_capacity(q.len() + length + 3);
+            input_ids.push(self.cls_id);
+            input_ids.extend_from_slice(q);
+            input_ids.push(self.sep_id);
+            input_ids.extend_from_slice(&doc.ids[start..start + length]);
+            input_ids.push(self.sep_id);
+            let token_is_max_context = (start..start + length)
+                .map(|pos| is_max_context(&spans, k, pos))
+                .collect();
+            out.push(Feature {
+                unique_id: self.next_unique_id,
+                example_index: example.example_index,
+                doc_span_index: k,
+                input_ids,
+                query_len: q.len(),
+                token_to_orig: doc.tok_to_orig[start..start + length].to_vec(),
+                token_is_max_context,
+            });
+            self.next_unique_id += 1;
+        }
+    }
+
+    /// Streams the features of every example of `dataset`, in order.
+    pub fn features<'d>(self, dataset: &'d Dataset) -> Features<'t, 'd> {
+        Features {
+            builder: self,
+            dataset,
+            next_example: 0,
+            pending: VecDeque::new(),
+            scratch: Vec::new(),
+            featureless: Vec::new(),
+        }
+    }
+}
+
+/// Iterator over a dataset's features (see [`FeatureBuilder::features`]).
+#[derive(Debug)]
+pub struct Features<'t, 'd> {
+    builder: FeatureBuilder<'t>,
+    dataset: &'d Dataset,
+    next_example: usize,
+    pending: VecDeque<Feature>,
+    scratch: Vec<Feature>,
+    featureless: Vec<usize>,
+}
+
+impl Features<'_, '_> {
+    /// Indexes of the examples seen so far that produced no feature (a context
+    /// without word pieces, §10.18); they get no answer.
+    pub fn featureless(&self) -> &[usize] {
+        &self.featureless
+    }
+}
+
+impl Iterator for Features<'_, '_> {
+    type Item = Feature;
+
+    fn next(&mut self) -> Option<Feature> {
+        while self.pending.is_empty() {
+            let example = self.dataset.examples.get(self.next_example)?;
+            self.next_example += 1;
+            self.builder
+                .push_example(self.dataset, example, &mut self.scratch);
+            if self.scratch.is_empty() {
+                self.featureless.push(example.example_index);
+            }
+            self.pending.extend(self.scratch.drain(..));
+        }
+        self.pending.pop_front()
+    }
+}
+
+/// All features of a dataset, and the examples that have none.
+pub fn build(
+    tokenizer: &BertTokenizer,
+    config: FeatureConfig,
+    dataset: &Dataset,
+) -> Result<(Vec<Feature>, Vec<usize>)> {
+    let mut it = FeatureBuilder::new(tokenizer, config)?.features(dataset);
+    let features: Vec<Feature> = it.by_ref().collect();
+    Ok((features, it.featureless().to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_of_the_spec_example() {
+        // len(q) = 10, 600 pieces: max_tokens_for_doc = 371 (§4.6 worked example).
+        let spans = doc_spans(600, 371, 128);
+        assert_eq!(spans, [(0, 371), (128, 371), (256, 344)]);
+        let owner = |pos| (0..3).find(|&k| is_max_context(&spans, k, pos)).unwrap();
+        assert_eq!(owner(0), 0);
+        assert_eq!(owner(249), 0); // a tie at 121 + 3.71: the earlier window wins
+        assert_eq!(owner(250), 1);
+        assert_eq!(owner(377), 1); // 124.71 against 124.44
+        assert_eq!(owner(378), 2);
+        assert_eq!(owner(599), 2);
+        for pos in 0..600 {
+            let owners = (0..3).filter(|&k| is_max_context(&spans, k, pos)).count();
+            assert_eq!(owners, 1, "piece {pos}");
+        }
+        // Second check: 300 pieces give (0, 250) and (128, 172), switching at 189.
+        let spans = doc_spans(300, 250, 128);
+        assert_eq!(spans, [(0, 250), (128, 172)]);
+        assert!(is_max_context(&spans, 0, 188));
+        assert!(is_max_context(&spans, 1, 189));
+        assert!(!is_max_context(&spans, 0, 189));
+    }
+
+    #[test]
+    fn window_edge_cases() {
+        assert!(doc_spans(0, 100, 10).is_empty());
+        assert_eq!(doc_spans(5, 100, 10), [(0, 5)]);
+        assert_eq!(doc_spans(10, 10, 3), [(0, 10)]);
+        assert_eq!(doc_spans(11, 10, 3), [(0, 10), (3, 8)]);
+        // A stride above the window length steps by the length (no gap).
+        assert_eq!(doc_spans(7, 3, 5), [(0, 3), (3, 3), (6, 1)]);
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(FeatureConfig::default().validate().is_ok());
+        let bad = |max_seq_length, doc_stride, max_query_length| {
+            FeatureConfig {
+                max_seq_length,
+                doc_stride,
+                max_query_length,
+            }
+            .validate()
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(bad(384, 0, 64).contains("--doc-stride"));
+        assert!(bad(67, 128, 64).contains("--max-seq-length 67"));
+        assert!(FeatureConfig {
+            max_seq_length: 68,
+            doc_stride: 1,
+            max_query_length: 64
+        }
+        .validate()
+        .is_ok());
+    }
+}

@@ -1,14 +1,199 @@
-//! `bertqa features` (being written by the tokenizer/features work).
+//! `bertqa features`: one JSON line per feature on stdout (shared/cli-contract.md), with
+//! the reference's padded tensors, so any difference from the reference shows up in one
+//! `diff`. Keys, in order: `unique_id`, `example_index`, `qas_id`, `doc_span_index`,
+//! `tokens` (unpadded), `input_ids`, `segment_ids`, `input_mask` (all three padded to
+//! `--max-seq-length`), `token_to_orig_map` and `token_is_max_context` (objects keyed by
+//! token position, doc pieces only).
 
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::args::{TokenizerArgs, WindowArgs};
 use super::Outcome;
+use crate::features::{FeatureBuilder, FeatureConfig};
+use crate::squad;
+use crate::tokenize::{self, BertTokenizer};
+use crate::types::{Dataset, Feature, TokenText};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file.
-    #[arg(long)]
-    pub data: std::path::PathBuf,
+    /// SQuAD-format file (v1.1 or v2.0).
+    #[arg(long, value_name = "FILE")]
+    pub data: PathBuf,
+
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// First N questions only.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<Outcome> {
-    anyhow::bail!("bertqa features: not built yet")
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let config = FeatureConfig {
+        max_seq_length: args.window.max_seq_length,
+        doc_stride: args.window.doc_stride,
+        max_query_length: args.window.max_query_length,
+    };
+    config.validate()?;
+    let tokenizer = tokenize::load(
+        &args.tokenizer.vocab,
+        args.tokenizer.tokenizer.as_deref(),
+        args.tokenizer.lower_case(),
+    )?;
+    if let Some(w) = tokenizer.casing_warning() {
+        eprintln!("warning: {w}");
+    }
+    let loaded = squad::load(&args.data)?;
+    let mut dataset = if args.window.strict {
+        loaded.strict()?
+    } else {
+        for w in &loaded.warnings {
+            eprintln!("warning: {w}");
+        }
+        loaded.dataset
+    };
+    if let Some(n) = args.limit {
+        dataset.examples.truncate(n);
+    }
+
+    let renderer = Renderer::new(&tokenizer, config.max_seq_length);
+    let mut features = FeatureBuilder::new(&tokenizer, config)?.features(&dataset);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let mut line = Vec::with_capacity(16 * 1024);
+    for feature in features.by_ref() {
+        line.clear();
+        renderer.render(&mut line, &feature, &dataset);
+        out.write_all(&line).context("writing features to stdout")?;
+    }
+    out.flush().context("writing features to stdout")?;
+
+    for &index in features.featureless() {
+        let example = &dataset.examples[index];
+        if dataset.paragraph_of(example).doc_tokens.is_empty() {
+            continue; // already reported by the reader
+        }
+        let message = format!(
+            "{} (question id {:?}): the context has no word pieces (only characters the \
+             tokenizer removes), so the question gets no features and no answer \
+             (spec §10.18)",
+            args.data.display(),
+            example.qas_id
+        );
+        if args.window.strict {
+            anyhow::bail!(message);
+        }
+        eprintln!("warning: {message}");
+    }
+    Ok(Outcome::Success)
+}
+
+/// Writes features as JSON lines; token texts are escaped once per vocabulary entry.
+pub struct Renderer {
+    /// JSON string literal (quotes included) of every id's token.
+    tokens: Vec<Vec<u8>>,
+    max_seq_length: usize,
+}
+
+impl Renderer {
+    pub fn new(tokenizer: &BertTokenizer, max_seq_length: usize) -> Self {
+        let tokens = (0..tokenizer.vocab_size())
+            .map(|id| json_string(tokenizer.id_to_token(id as u32)))
+            .collect();
+        Renderer {
+            tokens,
+            max_seq_length,
+        }
+    }
+
+    /// One feature as a JSON line (with the newline).
+    pub fn render(&self, out: &mut Vec<u8>, f: &Feature, dataset: &Dataset) {
+        let example = &dataset.examples[f.example_index];
+        let seq = self.max_seq_length.max(f.len());
+        out.extend_from_slice(b"{\"unique_id\":");
+        push_uint(out, f.unique_id);
+        out.extend_from_slice(b",\"example_index\":");
+        push_uint(out, f.example_index as u64);
+        out.extend_from_slice(b",\"qas_id\":");
+        out.extend_from_slice(&json_string(&example.qas_id));
+        out.extend_from_slice(b",\"doc_span_index\":");
+        push_uint(out, f.doc_span_index as u64);
+        out.extend_from_slice(b",\"tokens\":[");
+        for (i, &id) in f.input_ids.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match self.tokens.get(id as usize) {
+                Some(t) => out.extend_from_slice(t),
+                None => out.extend_from_slice(b"\"[UNK]\""),
+            }
+        }
+        out.extend_from_slice(b"],\"input_ids\":[");
+        for pos in 0..seq {
+            if pos > 0 {
+                out.push(b',');
+            }
+            push_uint(out, f.input_ids.get(pos).copied().map_or(0, u64::from));
+        }
+        out.extend_from_slice(b"],\"segment_ids\":[");
+        push_bits(out, (0..seq).map(|pos| f.segment_id(pos) == 1));
+        out.extend_from_slice(b"],\"input_mask\":[");
+        push_bits(out, (0..seq).map(|pos| f.input_mask(pos) == 1));
+        out.extend_from_slice(b"],\"token_to_orig_map\":{");
+        let offset = f.doc_offset();
+        for (j, &word) in f.token_to_orig.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            push_uint(out, (offset + j) as u64);
+            out.extend_from_slice(b"\":");
+            push_uint(out, u64::from(word));
+        }
+        out.extend_from_slice(b"},\"token_is_max_context\":{");
+        for (j, &max) in f.token_is_max_context.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            push_uint(out, (offset + j) as u64);
+            out.extend_from_slice(if max { b"\":true" } else { b"\":false" });
+        }
+        out.extend_from_slice(b"}}\n");
+    }
+}
+
+fn json_string(s: &str) -> Vec<u8> {
+    // Strings always serialize; the fallback can only be reached by an allocator
+    // failure, which aborts first.
+    serde_json::to_vec(s).unwrap_or_else(|_| b"\"\"".to_vec())
+}
+
+fn push_uint(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+fn push_bits(out: &mut Vec<u8>, bits: impl Iterator<Item = bool>) {
+    for (i, b) in bits.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(if b { b'1' } else { b'0' });
+    }
 }
