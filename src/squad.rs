@@ -1,1 +1,396 @@
-//! (stage module: squad — being written)
+//! Stage `squad`: a SQuAD v1.1 / v2.0 file → [`Dataset`] (spec §1, §2).
+//!
+//! Contract:
+//! - Articles → paragraphs → questions are kept in file order; that order is
+//!   `example_index` (§1.5).
+//! - Each context is split into words once, with the reader's five whitespace
+//!   characters (§2.1: U+0020, `\t`, `\r`, `\n`, U+202F) and a `char_to_word_offset` entry
+//!   per code point; all its questions share the [`Paragraph`].
+//! - The file is parsed into typed records (no generic JSON tree), so memory stays a
+//!   small multiple of the file size. Syntax and type errors name the file, line and
+//!   column; semantic errors (missing `question`, duplicate `id`, an `answer_start`
+//!   outside the context) name the question id.
+//! - Degenerate but valid input (§10: an empty question, a context without words) is
+//!   kept, as the reference keeps it, and reported as a [`Warning`]; [`Loaded::strict`]
+//!   turns warnings into errors.
+//! - Answers and `is_impossible` are read as written (prediction mode ignores them,
+//!   §2.2.2; scoring and the v2 auto-detection use them). `plausible_answers` is never
+//!   read.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Location, Result};
+use crate::types::{Answer, Dataset, Example, Paragraph};
+
+/// Degenerate but valid input, reported and otherwise handled as the reference does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub location: Location,
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+impl Warning {
+    /// The same report as an input error (for `--strict`).
+    pub fn into_error(self) -> Error {
+        Error::input(self.location, self.message)
+    }
+}
+
+/// A read dataset and what was odd about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub dataset: Dataset,
+    pub warnings: Vec<Warning>,
+}
+
+impl Loaded {
+    /// The dataset, or the first warning as an error.
+    pub fn strict(self) -> Result<Dataset> {
+        match self.warnings.into_iter().next() {
+            Some(w) => Err(w.into_error()),
+            None => Ok(self.dataset),
+        }
+    }
+}
+
+/// Reads a SQuAD file; warnings are dropped (use [`load`] to see them).
+pub fn read(path: &Path) -> Result<Dataset> {
+    Ok(load(path)?.dataset)
+}
+
+/// Reads a SQuAD file with its warnings.
+pub fn load(path: &Path) -> Result<Loaded> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    from_slice(&bytes, path)
+}
+
+/// Reads SQuAD JSON from a reader; `path` names it in messages.
+pub fn from_reader(mut reader: impl Read, path: &Path) -> Result<Loaded> {
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    from_slice(&bytes, path)
+}
+
+/// Reads SQuAD JSON from bytes; `path` names it in messages.
+pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Loaded> {
+    let raw: RawFile = serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))?;
+    convert(raw, path)
+}
+
+fn json_error(path: &Path, e: &serde_json::Error) -> Error {
+    // serde_json appends " at line L column C"; the location says it already.
+    let text = e.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => text[..i].to_string(),
+        _ => text,
+    };
+    let location = if e.line() > 0 {
+        Location::at(path, e.line(), e.column())
+    } else {
+        Location::file(path)
+    };
+    Error::input(location, message)
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(default)]
+    version: Option<RawVersion>,
+    data: Vec<RawArticle>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawVersion {
+    Text(String),
+    Number(serde_json::Number),
+}
+
+#[derive(Deserialize)]
+struct RawArticle {
+    paragraphs: Vec<RawParagraph>,
+}
+
+#[derive(Deserialize)]
+struct RawParagraph {
+    context: String,
+    qas: Vec<RawQa>,
+}
+
+#[derive(Deserialize)]
+struct RawQa {
+    id: String,
+    #[serde(default)]
+    question: Option<String>,
+    #[serde(default)]
+    answers: Vec<RawAnswer>,
+    #[serde(default)]
+    is_impossible: bool,
+}
+
+#[derive(Deserialize)]
+struct RawAnswer {
+    text: String,
+    answer_start: usize,
+}
+
+/// The reader's whitespace (§2.1.1); nothing else separates words here.
+pub fn is_reader_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{202F}')
+}
+
+/// Splits a context into words and the per-code-point word index (§2.1).
+pub fn split_context(context: &str) -> Paragraph {
+    let mut doc_tokens: Vec<String> = Vec::new();
+    let mut char_to_word_offset = Vec::with_capacity(context.len());
+    let mut prev_ws = true;
+    for c in context.chars() {
+        if is_reader_whitespace(c) {
+            prev_ws = true;
+        } else {
+            match doc_tokens.last_mut() {
+                Some(last) if !prev_ws => last.push(c),
+                _ => doc_tokens.push(c.to_string()),
+            }
+            prev_ws = false;
+        }
+        // At most one word per code point, so this fits whenever the offsets do.
+        char_to_word_offset.push(doc_tokens.len() as i32 - 1);
+    }
+    Paragraph {
+        context: context.to_string(),
+        doc_tokens,
+        char_to_word_offset,
+    }
+}
+
+fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
+    let version = match raw.version {
+        Some(RawVersion::Text(s)) => s,
+        Some(RawVersion::Number(n)) => n.to_string(),
+        None => String::new(),
+    };
+    let mut dataset = Dataset {
+        version,
+        ..Dataset::default()
+    };
+    let mut warnings = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for article in raw.data {
+        for para in article.paragraphs {
+            let context_chars = para.context.chars().count();
+            if i32::try_from(context_chars).is_err() {
+                let id = para.qas.first().map_or("", |q| q.id.as_str());
+                return Err(Error::input(
+                    Location::question(path, id),
+                    "context longer than 2^31 characters",
+                ));
+            }
+            let paragraph = split_context(&para.context);
+            let paragraph_index = dataset.paragraphs.len();
+            if paragraph.doc_tokens.is_empty() && !para.qas.is_empty() {
+                warnings.push(Warning {
+                    location: Location::question(path, &para.qas[0].id),
+                    message: format!(
+                        "the context has no words (only whitespace), so its {} question(s) \
+                         get no features and no answer (spec §10.18)",
+                        para.qas.len()
+                    ),
+                });
+            }
+            for qa in para.qas {
+                if !seen.insert(qa.id.clone()) {
+                    return Err(Error::input(
+                        Location::question(path, &qa.id),
+                        "duplicate question id",
+                    ));
+                }
+                let Some(question_text) = qa.question else {
+                    return Err(Error::input(
+                        Location::question(path, &qa.id),
+                        "missing field `question`",
+                    ));
+                };
+                if question_text.chars().all(char::is_whitespace) {
+                    warnings.push(Warning {
+                        location: Location::question(path, &qa.id),
+                        message: "empty question: features hold no question pieces \
+                                  ([CLS] [SEP] context [SEP])"
+                            .to_string(),
+                    });
+                }
+                let mut answers = Vec::with_capacity(qa.answers.len());
+                for a in qa.answers {
+                    // An empty answer may sit at the very end; any other must start on
+                    // a character of the context.
+                    let outside = a.answer_start > context_chars
+                        || (a.answer_start == context_chars && !a.text.is_empty());
+                    if outside {
+                        return Err(Error::input(
+                            Location::question(path, &qa.id),
+                            format!(
+                                "answer_start {} is outside the context ({} characters)",
+                                a.answer_start, context_chars
+                            ),
+                        ));
+                    }
+                    let end = a.answer_start + a.text.chars().count();
+                    if end > context_chars {
+                        warnings.push(Warning {
+                            location: Location::question(path, &qa.id),
+                            message: format!(
+                                "answer {:?} at {} runs past the end of the context ({} \
+                                 characters)",
+                                a.text, a.answer_start, context_chars
+                            ),
+                        });
+                    }
+                    answers.push(Answer {
+                        text: a.text,
+                        answer_start: a.answer_start,
+                    });
+                }
+                dataset.examples.push(Example {
+                    example_index: dataset.examples.len(),
+                    qas_id: qa.id,
+                    question_text,
+                    paragraph_index,
+                    answers,
+                    is_impossible: qa.is_impossible,
+                });
+            }
+            dataset.paragraphs.push(paragraph);
+        }
+    }
+    Ok(Loaded { dataset, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Loaded> {
+        from_slice(json.as_bytes(), Path::new("t.json"))
+    }
+
+    #[test]
+    fn context_split_of_spec_11() {
+        let p = split_context("  Hi\u{a0}there  you\u{202f}ok ");
+        assert_eq!(p.doc_tokens, ["Hi\u{a0}there", "you", "ok"]);
+        assert_eq!(
+            p.char_to_word_offset,
+            [-1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
+        );
+        assert_eq!(p.char_to_word_offset.len(), p.context.chars().count());
+    }
+
+    #[test]
+    fn only_five_characters_separate_words() {
+        let p = split_context("a\u{3000}b\u{2009}c\u{b}d\u{200b}e\u{2028}f\tg\rh\ni");
+        assert_eq!(
+            p.doc_tokens,
+            ["a\u{3000}b\u{2009}c\u{b}d\u{200b}e\u{2028}f", "g", "h", "i"]
+        );
+        // An astral character is one code point.
+        let p = split_context("😀 x");
+        assert_eq!(p.char_to_word_offset, [0, 0, 1]);
+    }
+
+    #[test]
+    fn reads_v2_in_file_order() {
+        let l = parse(
+            r#"{"version":"v2.0","data":[{"title":"T","paragraphs":[
+              {"context":"a b","qas":[{"id":"q1","question":"x?","answers":[{"text":"b","answer_start":2}]},
+                                       {"id":"q2","question":"y?","answers":[],"is_impossible":true,
+                                        "plausible_answers":[{"text":"a","answer_start":0}]}]},
+              {"context":"c","qas":[{"id":"q3","question":"z?","answers":[]}]}]}]}"#,
+        )
+        .unwrap();
+        assert!(l.warnings.is_empty());
+        let d = l.dataset;
+        assert_eq!(d.version, "v2.0");
+        assert!(d.looks_like_v2());
+        let ids: Vec<_> = d
+            .examples
+            .iter()
+            .map(|e| (e.qas_id.as_str(), e.paragraph_index, e.example_index))
+            .collect();
+        assert_eq!(ids, [("q1", 0, 0), ("q2", 0, 1), ("q3", 1, 2)]);
+        assert!(d.examples[1].is_impossible && d.examples[1].answers.is_empty());
+        assert_eq!(d.examples[0].answers[0].answer_start, 2);
+    }
+
+    #[test]
+    fn syntax_and_type_errors_name_line_and_column() {
+        let err = parse("{\"data\": [\n {\"paragraphs\": [}]}")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("t.json:2:18: "), "{err}");
+        let err = parse("{\"data\": [{\"paragraphs\": [{\"context\": 5, \"qas\": []}]}]}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("t.json:1:") && err.contains("invalid type"),
+            "{err}"
+        );
+        let err = parse("{\"data\": [{\"paragraphs\": [{\"context\": \"x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t.json:1:") && err.contains("EOF"), "{err}");
+        let err = parse(r#"{"data":[{"paragraphs":[{"context":"x","qas":[{"question":"q"}]}]}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing field `id`"), "{err}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_question() {
+        let err = parse(r#"{"data":[{"paragraphs":[{"context":"x","qas":[{"id":"a1"}]}]}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.json (question id \"a1\"): missing field `question`");
+        let err = parse(
+            r#"{"data":[{"paragraphs":[{"context":"x","qas":[{"id":"a","question":"q"},{"id":"a","question":"r"}]}]}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(err, "t.json (question id \"a\"): duplicate question id");
+        let err = parse(
+            r#"{"data":[{"paragraphs":[{"context":"xé","qas":[{"id":"a","question":"q","answers":[{"text":"y","answer_start":2}]}]}]}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("answer_start 2 is outside the context (2 characters)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn degenerate_input_warns_and_strict_refuses() {
+        let l = parse(
+            r#"{"data":[{"paragraphs":[{"context":" \n ","qas":[{"id":"a","question":"q"}]},
+                                      {"context":"x","qas":[{"id":"b","question":"  "}]}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(l.dataset.examples.len(), 2);
+        assert_eq!(l.warnings.len(), 2);
+        assert!(l.warnings[0].to_string().contains("question id \"a\""));
+        assert!(l.warnings[1].message.contains("empty question"));
+        let err = l.strict().unwrap_err().to_string();
+        assert!(err.contains("no words"), "{err}");
+    }
+}

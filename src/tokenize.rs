@@ -1,1 +1,0 @@
-//! (stage module: tokenize — being written)

@@ -1,0 +1,498 @@
+//! Stage `tokenize`: text → WordPiece ids, exactly as the reference's full tokenizer
+//! (spec §3: N's `BasicTokenizer`, then WordPiece on each basic token).
+//!
+//! Contract:
+//! - [`BertTokenizer`] is built from a `vocab.txt` (§3.1: one token per line, id = line
+//!   number, lines stripped of Python whitespace, a duplicate keeps its last id) or from
+//!   a `tokenizer.json` (its WordPiece model and vocabulary). `[UNK]`, `[CLS]` and `[SEP]`
+//!   must be present.
+//! - The basic tokenizer is ours ([`basic`]), not the `tokenizers` crate's
+//!   `BertNormalizer` + `BertPreTokenizer`: those differ from the reference in every
+//!   step that matters for exact ids (§3.7): old category tables instead of the
+//!   reference's 14.0 (Mn and P* differ for newer characters) and unassigned code
+//!   points (Cn) kept instead of removed, accents stripped
+//!   before lower-casing and per-character lower-casing (no final sigma), one CJK range
+//!   starting at U+2B920 instead of U+2B820, and specials either never protected or
+//!   matched inside words. Tests in this module show each difference.
+//! - WordPiece is the `tokenizers` crate's [`WordPiece`] model (greedy longest match,
+//!   `##` continuation, a whole-word `[UNK]` when a word has more than 100 characters or
+//!   no match), which does follow §3.4.
+//! - [`Encoder`] memoizes WordPiece per basic token, so a paragraph's words and
+//!   repeated words across questions cost one hash lookup after the first time.
+//!
+//! All character positions are code points; nothing here slices by bytes it did not find
+//! itself.
+
+mod basic;
+pub mod tables;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use tokenizers::models::wordpiece::WordPiece;
+use tokenizers::{Model, ModelWrapper, NormalizerWrapper};
+
+use crate::error::{Error, Location, Result};
+use crate::types::TokenText;
+
+pub use basic::{
+    basic_tokenize, is_cjk, is_clean_whitespace, is_control, is_punctuation, is_python_whitespace,
+    NEVER_SPLIT,
+};
+
+/// WordPiece's longest word, in code points (N and H; current Google code uses 200).
+pub const MAX_INPUT_CHARS_PER_WORD: usize = 100;
+
+/// Words memoized per [`Encoder`]; past this many distinct words new ones are still
+/// tokenized, just not remembered (bounds memory on huge inputs).
+const MAX_CACHED_WORDS: usize = 1 << 20;
+
+/// Splits a vocabulary file the way Python's text mode reads it (universal newlines:
+/// `\n`, `\r\n`, `\r`) and strips each line of Python whitespace (§3.1, §3.5).
+pub fn vocab_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (line, next) = match rest.find(['\n', '\r']) {
+            Some(i) => {
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                (&rest[..i], &rest[i + skip..])
+            }
+            None => (rest, ""),
+        };
+        lines.push(line.trim_matches(is_python_whitespace));
+        rest = next;
+    }
+    lines
+}
+
+/// The reference tokenizer: our basic tokenizer, then the crate's WordPiece.
+#[derive(Debug, Clone)]
+pub struct BertTokenizer {
+    /// Token text of every id (for a duplicate, each line keeps its own text).
+    tokens: Vec<String>,
+    wordpiece: WordPiece,
+    lower_case: bool,
+    unk_id: u32,
+    cls_id: u32,
+    sep_id: u32,
+    /// Set when the vocabulary looks wrong for the casing (spec §10.15).
+    casing_warning: Option<String>,
+}
+
+impl BertTokenizer {
+    /// Reads a `vocab.txt`. A missing file is an error that says how to get one.
+    pub fn from_vocab_file(path: &Path, lower_case: bool) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            Error::input(
+                Location::file(path),
+                format!(
+                    "cannot read the vocabulary ({e}); run scripts/install_vocab.sh for \
+                     bert-base-uncased's vocab/vocab.txt, or pass --vocab PATH"
+                ),
+            )
+        })?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            Error::input(
+                Location::at(path, line, 1),
+                "the vocabulary is not valid UTF-8",
+            )
+        })?;
+        Self::from_vocab_text(text, lower_case, path)
+    }
+
+    /// Builds a tokenizer from the text of a `vocab.txt`; `origin` names it in errors.
+    pub fn from_vocab_text(text: &str, lower_case: bool, origin: &Path) -> Result<Self> {
+        let tokens: Vec<String> = vocab_lines(text).into_iter().map(str::to_string).collect();
+        if u32::try_from(tokens.len()).is_err() {
+            return Err(Error::input(
+                Location::file(origin),
+                "the vocabulary has over 2^32 lines",
+            ));
+        }
+        // The crate reads one token per `\n`-line (trimming the end, a no-op on lines
+        // already stripped of Python whitespace) and, like the reference's dict, a
+        // duplicate keeps its last id.
+        let mut ids = WordPiece::read_bytes(tokens.join("\n").as_bytes())
+            .map_err(|e| Error::input(Location::file(origin), e.to_string()))?;
+        if tokens.last().is_some_and(String::is_empty) {
+            // `lines()` does not yield an empty last line; the reference does.
+            ids.insert(String::new(), (tokens.len() - 1) as u32);
+        }
+        let wordpiece = WordPiece::builder()
+            .vocab(ids)
+            .unk_token("[UNK]".to_string())
+            .continuing_subword_prefix("##".to_string())
+            .max_input_chars_per_word(MAX_INPUT_CHARS_PER_WORD)
+            .build()
+            .map_err(|e| Error::input(Location::file(origin), e.to_string()))?;
+        Self::assemble(tokens, wordpiece, lower_case, None, origin)
+    }
+
+    /// Loads a Hugging Face `tokenizer.json`: its WordPiece model (vocabulary, unknown
+    /// token, continuation prefix, word-length limit) is used as is; its normalizer and
+    /// pre-tokenizer are replaced by the reference's basic tokenizer. `lower_case` wins
+    /// over the file's `lowercase`, with a warning when they disagree.
+    pub fn from_tokenizer_json(path: &Path, lower_case: bool) -> Result<Self> {
+        let tk = tokenizers::Tokenizer::from_file(path).map_err(|e| {
+            Error::input(
+                Location::file(path),
+                format!("cannot load tokenizer.json: {e}"),
+            )
+        })?;
+        let ModelWrapper::WordPiece(wordpiece) = tk.get_model().clone() else {
+            return Err(Error::input(
+                Location::file(path),
+                "the tokenizer's model is not WordPiece; BERT needs a WordPiece vocabulary",
+            ));
+        };
+        let vocab = wordpiece.get_vocab();
+        let size = vocab.values().max().map_or(0, |&m| m as usize + 1);
+        let mut tokens = vec![String::new(); size];
+        for (token, id) in vocab {
+            tokens[id as usize] = token;
+        }
+        let file_lower = match tk.get_normalizer() {
+            Some(NormalizerWrapper::BertNormalizer(n)) => Some(n.lowercase),
+            _ => None,
+        };
+        let note = match file_lower {
+            Some(l) if l != lower_case => Some(format!(
+                "{} says lowercase={l} but the tokenizer runs with lower case {}",
+                path.display(),
+                if lower_case { "on" } else { "off" }
+            )),
+            _ => None,
+        };
+        Self::assemble(tokens, wordpiece, lower_case, note, path)
+    }
+
+    fn assemble(
+        tokens: Vec<String>,
+        wordpiece: WordPiece,
+        lower_case: bool,
+        note: Option<String>,
+        origin: &Path,
+    ) -> Result<Self> {
+        let need = |name: &str| {
+            wordpiece.token_to_id(name).ok_or_else(|| {
+                Error::input(
+                    Location::file(origin),
+                    format!("the vocabulary has no {name} token"),
+                )
+            })
+        };
+        let unk_token = wordpiece.unk_token.clone();
+        let unk_id = need(&unk_token)?;
+        let cls_id = need("[CLS]")?;
+        let sep_id = need("[SEP]")?;
+        let casing_warning = note.or_else(|| casing_mismatch(&tokens, lower_case, origin));
+        Ok(BertTokenizer {
+            tokens,
+            wordpiece,
+            lower_case,
+            unk_id,
+            cls_id,
+            sep_id,
+            casing_warning,
+        })
+    }
+
+    /// Id of `[CLS]`.
+    pub fn cls_id(&self) -> u32 {
+        self.cls_id
+    }
+
+    /// Id of `[SEP]`.
+    pub fn sep_id(&self) -> u32 {
+        self.sep_id
+    }
+
+    /// Id of the unknown token.
+    pub fn unk_id(&self) -> u32 {
+        self.unk_id
+    }
+
+    /// Number of ids (lines of the vocabulary).
+    pub fn vocab_size(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// The id of a vocabulary entry.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.wordpiece.token_to_id(token)
+    }
+
+    /// A warning when the vocabulary looks wrong for the casing (a cased vocabulary
+    /// lower-cased, or an uncased one used with `--no-lower-case`), spec §10.15.
+    pub fn casing_warning(&self) -> Option<&str> {
+        self.casing_warning.as_deref()
+    }
+
+    /// The full tokenizer on one string (§3.2), without memoization.
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.encoder().encode(text, &mut out);
+        out
+    }
+
+    /// An encoder with its own scratch space and word cache.
+    pub fn encoder(&self) -> Encoder<'_> {
+        Encoder {
+            tokenizer: self,
+            scratch: basic::Scratch::default(),
+            cache: HashMap::new(),
+            arena: Vec::new(),
+        }
+    }
+
+    /// WordPiece of one basic token (§3.4), appended to `out`.
+    fn wordpiece_into(&self, word: &str, out: &mut Vec<u32>) {
+        match self.wordpiece.tokenize(word) {
+            Ok(pieces) => out.extend(pieces.iter().map(|t| t.id)),
+            // Only a missing unknown token makes the model fail, and `assemble`
+            // checked it is there.
+            Err(_) => out.push(self.unk_id),
+        }
+    }
+}
+
+fn casing_mismatch(tokens: &[String], lower_case: bool, origin: &Path) -> Option<String> {
+    let capitalized = tokens
+        .iter()
+        .filter(|t| !(t.starts_with('[') && t.ends_with(']')))
+        .filter(|t| t.chars().any(char::is_uppercase))
+        .count();
+    if lower_case && capitalized * 100 > tokens.len() {
+        Some(format!(
+            "{} has {capitalized} tokens with capitals, so it looks cased, but input is \
+             lower-cased; pass --no-lower-case for a cased vocabulary",
+            origin.display()
+        ))
+    } else if !lower_case && capitalized == 0 && !tokens.is_empty() {
+        Some(format!(
+            "{} has no tokens with capitals, so it looks uncased, but --no-lower-case \
+             keeps capitals: expect many [UNK] pieces",
+            origin.display()
+        ))
+    } else {
+        None
+    }
+}
+
+impl TokenText for BertTokenizer {
+    fn id_to_token(&self, id: u32) -> &str {
+        match self.tokens.get(id as usize) {
+            Some(t) => t,
+            None => &self.tokens[self.unk_id as usize],
+        }
+    }
+
+    fn lower_case(&self) -> bool {
+        self.lower_case
+    }
+
+    fn basic_tokenize(&self, text: &str) -> Vec<String> {
+        basic::basic_tokenize(text, self.lower_case)
+    }
+}
+
+/// Tokenizes many strings with one tokenizer, remembering the WordPiece ids of each
+/// basic token it has seen. Not shared between threads: make one per worker.
+#[derive(Debug)]
+pub struct Encoder<'t> {
+    tokenizer: &'t BertTokenizer,
+    scratch: basic::Scratch,
+    /// Basic token → range of `arena`.
+    cache: HashMap<Box<str>, (u32, u32)>,
+    arena: Vec<u32>,
+}
+
+impl Encoder<'_> {
+    /// The tokenizer this encoder uses.
+    pub fn tokenizer(&self) -> &BertTokenizer {
+        self.tokenizer
+    }
+
+    /// Appends the WordPiece ids of `text` (basic tokenizer, then WordPiece) to `out`.
+    pub fn encode(&mut self, text: &str, out: &mut Vec<u32>) {
+        let Encoder {
+            tokenizer,
+            scratch,
+            cache,
+            arena,
+        } = self;
+        basic::for_each_token(text, tokenizer.lower_case, scratch, |word| {
+            if let Some(&(start, len)) = cache.get(word) {
+                out.extend_from_slice(&arena[start as usize..(start + len) as usize]);
+                return;
+            }
+            let before = out.len();
+            tokenizer.wordpiece_into(word, out);
+            if cache.len() < MAX_CACHED_WORDS {
+                if let (Ok(start), Ok(len)) = (
+                    u32::try_from(arena.len()),
+                    u32::try_from(out.len() - before),
+                ) {
+                    arena.extend_from_slice(&out[before..]);
+                    cache.insert(word.into(), (start, len));
+                }
+            }
+        });
+    }
+}
+
+/// The tokenizer named by the command-line flags: a `tokenizer.json` when given, else
+/// the `vocab.txt`.
+pub fn load(
+    vocab: &Path,
+    tokenizer_json: Option<&Path>,
+    lower_case: bool,
+) -> Result<BertTokenizer> {
+    match tokenizer_json {
+        Some(path) => BertTokenizer::from_tokenizer_json(path, lower_case),
+        None => BertTokenizer::from_vocab_file(vocab, lower_case),
+    }
+}
+
+/// The name used in messages about a vocabulary that is not a file.
+pub fn in_memory() -> PathBuf {
+    PathBuf::from("<vocab>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VOCAB: &str = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nun\n##aff\n##able\nrun\n##ning\n\
+                         ,\n.\nthe\n##s\na\n##b\nrunning\n";
+
+    fn tok(lower: bool) -> BertTokenizer {
+        BertTokenizer::from_vocab_text(VOCAB, lower, &in_memory()).unwrap()
+    }
+
+    fn pieces(t: &BertTokenizer, text: &str) -> Vec<String> {
+        t.tokenize(text)
+            .into_iter()
+            .map(|id| t.id_to_token(id).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn wordpiece_greedy_longest_match() {
+        let t = tok(true);
+        assert_eq!(
+            pieces(&t, "UNaffable running, runs"),
+            ["un", "##aff", "##able", "running", ",", "run", "##s"]
+        );
+        // No full cover: one [UNK] for the whole word, earlier pieces discarded.
+        assert_eq!(pieces(&t, "unaffx"), ["[UNK]"]);
+        assert_eq!(pieces(&t, "[SEP] [MASK]"), ["[SEP]", "[MASK]"]);
+    }
+
+    #[test]
+    fn word_length_limit_is_100_characters() {
+        let t = tok(true);
+        let ok = format!("a{}", "b".repeat(99));
+        assert_eq!(ok.chars().count(), 100);
+        assert_eq!(pieces(&t, &ok).len(), 100);
+        assert_eq!(pieces(&t, &format!("{ok}b")), ["[UNK]"]);
+    }
+
+    #[test]
+    fn vocabulary_rules() {
+        let t = BertTokenizer::from_vocab_text(
+            "[UNK]\r\n[CLS]\r[SEP]\n x \u{a0}\nx\n\n",
+            true,
+            &in_memory(),
+        )
+        .unwrap();
+        // Lines split on \r\n, \r and \n; stripped; "x" twice keeps its last id.
+        assert_eq!(t.vocab_size(), 6);
+        assert_eq!(t.token_to_id("x"), Some(4));
+        assert_eq!(t.id_to_token(3), "x");
+        assert_eq!(t.token_to_id(""), Some(5));
+        let err = BertTokenizer::from_vocab_text("[UNK]\n[CLS]\n", true, &in_memory())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no [SEP] token"), "{err}");
+    }
+
+    #[test]
+    fn missing_vocab_file_says_what_to_do() {
+        let err = BertTokenizer::from_vocab_file(Path::new("/nonexistent/vocab.txt"), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/vocab.txt"), "{err}");
+        assert!(err.contains("scripts/install_vocab.sh"), "{err}");
+    }
+
+    #[test]
+    fn encoder_cache_gives_the_same_ids() {
+        let t = tok(true);
+        let mut enc = t.encoder();
+        let mut a = Vec::new();
+        enc.encode("running unaffable running", &mut a);
+        let mut b = Vec::new();
+        enc.encode("running unaffable running", &mut b);
+        assert_eq!(a, b);
+        assert_eq!(a, t.tokenize("running unaffable running"));
+    }
+
+    #[test]
+    fn casing_warnings() {
+        assert!(tok(true).casing_warning().is_none());
+        assert!(tok(false).casing_warning().is_some());
+    }
+
+    /// The crate's `BertNormalizer` + `BertPreTokenizer` agree with ours on ordinary
+    /// text but not on the §3.7 cases; this is why `basic` replaces them.
+    #[test]
+    fn crate_bert_pipeline_differs_where_the_spec_says() {
+        use tokenizers::normalizers::bert::BertNormalizer;
+        use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+        use tokenizers::{
+            NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
+            PreTokenizer,
+        };
+        let crate_basic = |text: &str| -> Vec<String> {
+            let mut n = NormalizedString::from(text);
+            BertNormalizer::new(true, true, None, true)
+                .normalize(&mut n)
+                .unwrap();
+            let mut p = PreTokenizedString::from(n);
+            BertPreTokenizer.pre_tokenize(&mut p).unwrap();
+            p.get_splits(OffsetReferential::Original, OffsetType::Char)
+                .into_iter()
+                .map(|(s, _, _)| s.to_string())
+                .collect()
+        };
+        for same in [
+            "Hello, World! It's 5.00 $.",
+            "naïve café",
+            "ab中文cd",
+            "a\u{b}b",
+        ] {
+            assert_eq!(crate_basic(same), basic_tokenize(same, true), "{same:?}");
+        }
+        for differs in [
+            "ΟΔΟΣ",        // final sigma
+            "a\u{2B820}b", // CJK range start
+            "[SEP]",       // never-split special
+            "a\u{1F6DC}b", // unassigned (Cn) in Unicode 14: removed; the crate keeps Cn
+            "x\u{D3B}y",   // Mn since Unicode 10.0: stripped
+            "x\u{2E4F}y",  // Po since Unicode 11.0: split
+        ] {
+            assert_ne!(
+                crate_basic(differs),
+                basic_tokenize(differs, true),
+                "{differs:?}"
+            );
+        }
+    }
+}
