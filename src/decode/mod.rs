@@ -83,6 +83,18 @@ pub struct NbestEntry {
     pub probability: f64,
     pub start_logit: f64,
     pub end_logit: f64,
+    /// Where the entry came from: the first span that produced this text, the null
+    /// position (0, 0) of the window with the lowest null score, or `None` for the
+    /// `"empty"` placeholder (not written to the output files).
+    pub span: Option<Span>,
+}
+
+/// A span of one feature: inclusive token positions (both 0 for the null answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub unique_id: u64,
+    pub start: usize,
+    pub end: usize,
 }
 
 /// The decoded result of one question.
@@ -392,7 +404,7 @@ fn decode_checked(
 
     // §6.6: n-best with de-duplication by final text across all windows.
     let mut seen: HashSet<String> = HashSet::new();
-    let mut nbest: Vec<(String, f64, f64)> = Vec::new();
+    let mut nbest: Vec<rules::RawEntry> = Vec::new();
     for p in &prelims {
         if nbest.len() >= config.n_best_size {
             break;
@@ -408,20 +420,36 @@ fn decode_checked(
             seen.insert(String::new());
             String::new()
         };
-        nbest.push((text, p.start_logit, p.end_logit));
+        let span = windows.get(p.window).map(|w| Span {
+            unique_id: w.feature.unique_id,
+            start: p.start,
+            end: p.end,
+        });
+        nbest.push((text, p.start_logit, p.end_logit, span));
     }
-    rules::complete_nbest(config, &mut nbest, seen.contains(""), null_start, null_end);
+    let null_span = windows.get(null_window).map(|w| Span {
+        unique_id: w.feature.unique_id,
+        start: 0,
+        end: 0,
+    });
+    rules::complete_nbest(
+        config,
+        &mut nbest,
+        seen.contains(""),
+        (null_start, null_end, null_span),
+    );
 
-    let scores: Vec<f64> = nbest.iter().map(|(_, s, e)| s + e).collect();
+    let scores: Vec<f64> = nbest.iter().map(|(_, s, e, _)| s + e).collect();
     let probs = softmax(&scores);
     let nbest: Vec<NbestEntry> = nbest
         .into_iter()
         .zip(probs)
-        .map(|((text, start_logit, end_logit), probability)| NbestEntry {
+        .map(|((text, start_logit, end_logit, span), probability)| NbestEntry {
             text,
             probability,
             start_logit,
             end_logit,
+            span,
         })
         .collect();
 

@@ -294,6 +294,7 @@ mod tests {
             probability: 1.0,
             start_logit: 0.5,
             end_logit: -2.0,
+            span: None,
         };
         let preds = vec![
             pred("q1", "x", vec![e], Some(-1.5)),

@@ -13,7 +13,16 @@
 //!
 //! [`TokenText`]: crate::types::TokenText
 
-use super::{py_split_join, DecodeConfig, Postprocess};
+use super::{py_split_join, DecodeConfig, Postprocess, Span};
+
+/// An n-best entry before probabilities: text, start logit, end logit, origin.
+pub(super) type RawEntry = (String, f64, f64, Option<Span>);
+
+/// Whether the two modes detokenize these pieces differently (§6.13.1): the only rule
+/// through which their texts, and so their answers, can differ.
+pub fn detokenize_differs(pieces: &[&str]) -> bool {
+    detokenize(Postprocess::Nvidia, pieces) != detokenize(Postprocess::Hf, pieces)
+}
 
 /// `tok_text` of a span's word pieces, whitespace-collapsed (§6.6 step 2.3 / §6.13.1).
 pub fn detokenize(mode: Postprocess, pieces: &[&str]) -> String {
@@ -30,20 +39,19 @@ pub fn detokenize(mode: Postprocess, pieces: &[&str]) -> String {
 /// crash there, §10.19); a list still empty becomes `["empty"]`.
 pub(super) fn complete_nbest(
     config: &DecodeConfig,
-    nbest: &mut Vec<(String, f64, f64)>,
+    nbest: &mut Vec<RawEntry>,
     seen_null: bool,
-    null_start: f64,
-    null_end: f64,
+    (null_start, null_end, null_span): (f64, f64, Option<Span>),
 ) {
     if config.version_2_with_negative {
         if !seen_null {
-            nbest.push((String::new(), null_start, null_end));
+            nbest.push((String::new(), null_start, null_end, null_span));
         }
         if nbest.len() == 1 {
-            nbest.insert(0, ("empty".to_string(), 0.0, 0.0));
+            nbest.insert(0, ("empty".to_string(), 0.0, 0.0, None));
         }
     }
     if nbest.is_empty() {
-        nbest.push(("empty".to_string(), 0.0, 0.0));
+        nbest.push(("empty".to_string(), 0.0, 0.0, None));
     }
 }
