@@ -79,6 +79,11 @@ pub enum Error {
     #[error("{location}: {message}")]
     Input { location: Location, message: String },
 
+    /// Logits and features that do not fit together while decoding (a feature without
+    /// logits, logits shorter than the feature, a word index outside the paragraph).
+    #[error("feature {unique_id}: {message}")]
+    Decode { unique_id: u64, message: String },
+
     /// Options that cannot work together (e.g. a question longer than the window).
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -1,14 +1,170 @@
-//! `bertqa score` (being written by the decoding/evaluator work).
+//! `bertqa score`: the offline evaluator. Reads a SQuAD file and a predictions file
+//! (and optionally a na-prob file such as `null_odds.json`) and prints the official
+//! SQuAD v1.1 or v2.0 metrics (spec §8), as a text table or, with `--json`, as
+//! `{"schema": 1, "version", "metrics": {official keys}, "questions",
+//! "missing_predictions": {"count", "first_ids"}, "unknown_predictions"}`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
 
 use super::Outcome;
+use crate::decode::py_float_repr;
+use crate::evaluate::{self, MetricValue, ScoreConfig, Scores};
 
+/// How many ids of questions without a prediction are named.
+const FIRST_IDS: usize = 5;
+
+/// Score a predictions file with the official SQuAD evaluators.
+///
+/// v1.1 follows evaluate-v1.1.py, v2.0 evaluate-v2.0.py (chosen automatically from the
+/// data file, or forced with --version-2-with-negative). Stricter than the v2.0 script:
+/// a question without a prediction is scored 0 (not dropped), kept in every total, and
+/// reported with its id.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file.
+    /// SQuAD-format data file (v1.1 or v2.0) with the gold answers.
+    #[arg(long, value_name = "PATH")]
+    pub data: PathBuf,
+    /// Predictions: a JSON object of question id → answer text (predictions.json).
+    #[arg(long, value_name = "PATH")]
+    pub predictions: PathBuf,
+    /// v2.0: JSON object of question id → no-answer score (e.g. null_odds.json). Enables
+    /// the thresholding below and the best_exact/best_f1 threshold search.
+    #[arg(long, value_name = "PATH")]
+    pub na_prob_file: Option<PathBuf>,
+    /// v2.0: a question whose na-prob is strictly above this is scored as no-answer.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
+    pub na_prob_thresh: f64,
+    /// Use the SQuAD 2.0 rules. Auto-on when the data file's version starts with v2 or
+    /// any question has is_impossible.
     #[arg(long)]
-    pub data: std::path::PathBuf,
+    pub version_2_with_negative: bool,
+    /// Machine-readable JSON on stdout (versioned: "schema": 1).
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<Outcome> {
-    anyhow::bail!("bertqa score: not built yet")
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let loaded = crate::squad::load(&args.data)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let dataset = loaded.dataset;
+    let v2 = args.version_2_with_negative || dataset.looks_like_v2();
+    if args.na_prob_file.is_some() && !v2 {
+        anyhow::bail!(
+            "--na-prob-file needs the SQuAD 2.0 rules, but {} looks like SQuAD v1.1 \
+             (pass --version-2-with-negative to force them)",
+            args.data.display()
+        );
+    }
+    if !args.na_prob_thresh.is_finite() {
+        anyhow::bail!("--na-prob-thresh must be a finite number");
+    }
+    let predictions = evaluate::read_predictions(&args.predictions)?;
+    let na_probs = match &args.na_prob_file {
+        Some(p) => Some(evaluate::read_na_probs(p)?),
+        None => None,
+    };
+    let config = ScoreConfig {
+        version_2_with_negative: v2,
+        na_prob_thresh: args.na_prob_thresh,
+    };
+    let scores = evaluate::score(&dataset, &predictions, na_probs.as_ref(), &config)
+        .with_context(|| format!("scoring {}", args.predictions.display()))?;
+    if !scores.missing.is_empty() {
+        eprintln!("warning: {}", missing_line(&scores));
+    }
+    let text = if args.json {
+        render_json(&scores, v2)
+    } else {
+        render_text(&scores, v2)
+    };
+    super::print_stdout(&text)?;
+    Ok(Outcome::Success)
+}
+
+fn version_name(v2: bool) -> &'static str {
+    if v2 {
+        "v2.0"
+    } else {
+        "v1.1"
+    }
+}
+
+fn missing_line(s: &Scores) -> String {
+    let first: Vec<String> = s
+        .missing
+        .iter()
+        .take(FIRST_IDS)
+        .map(|id| format!("{id:?}"))
+        .collect();
+    format!(
+        "{} of {} questions have no prediction and score 0 (first: {}{})",
+        s.missing.len(),
+        s.questions.len(),
+        first.join(", "),
+        if s.missing.len() > FIRST_IDS {
+            ", …"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The `--json` document.
+pub fn render_json(s: &Scores, v2: bool) -> String {
+    let doc = serde_json::json!({
+        "schema": 1,
+        "version": version_name(v2),
+        "metrics": s.metrics.to_json(),
+        "questions": s.questions.len(),
+        "missing_predictions": {
+            "count": s.missing.len(),
+            "first_ids": s.missing.iter().take(FIRST_IDS).collect::<Vec<_>>(),
+        },
+        "unknown_predictions": s.unknown_predictions,
+    });
+    let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+/// The text table: official keys and values as the scripts print them (Python repr).
+pub fn render_text(s: &Scores, v2: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "SQuAD {} (official evaluate-{} rules), {} questions",
+        version_name(v2),
+        version_name(v2),
+        s.questions.len()
+    );
+    let rows = s.metrics.official();
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        let v = match v {
+            MetricValue::Float(x) => py_float_repr(x),
+            MetricValue::Count(n) => n.to_string(),
+        };
+        let _ = writeln!(out, "  {k:<width$}  {v}");
+    }
+    if !s.missing.is_empty() {
+        let _ = writeln!(out, "missing: {}", missing_line(s));
+    }
+    if s.unknown_predictions > 0 {
+        let _ = writeln!(
+            out,
+            "ignored: {} predictions for ids not in the data file",
+            s.unknown_predictions
+        );
+    }
+    out
 }

@@ -1,1 +1,0 @@
-//! (stage module: decode — being written)

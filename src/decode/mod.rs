@@ -1,0 +1,542 @@
+//! Span decoding: start/end logits of every feature → the answer, the n-best list and the
+//! no-answer odds of each question (spec §6), byte-compatible output files (§6.11, §7).
+//!
+//! Contract:
+//! - Input per question: its paragraph's `doc_tokens`, its [`Feature`]s in creation order
+//!   (ascending `unique_id`) each paired with its [`Logits`] (matched by `unique_id` by the
+//!   caller, never by position; logits may be longer than the feature: padded positions
+//!   take part in the top-k as in the reference, §6.2), and a [`TokenText`] for token text
+//!   and the basic tokenizer used by `get_final_text` (§6.7).
+//! - [`decode_example`] decodes one question as soon as all of its features' logits are
+//!   in (the eval pipeline's incremental path); [`decode`] is the whole-dataset
+//!   convenience that matches logits to features by `unique_id`.
+//! - Pure and synchronous. All arithmetic is f64 on the exactly widened f32 logits (§5.2,
+//!   §10.9): sums `start + end`, `diff = (null − start) − end`, a max-shifted softmax
+//!   summed in list order. Every sort is stable (§10.8); NaN logits never panic: they
+//!   order below every number.
+//! - [`Postprocess::Nvidia`] follows the Google/NVIDIA `write_predictions` rules (§6.1–§6.10);
+//!   [`Postprocess::Hf`] the transformers 4.x `compute_predictions_logits` port (§6.13).
+//!   Every difference between the two lives in [`rules`].
+//! - Fallbacks (§6.6 steps 6–7, §6.10 step 5, §10.18–19): a v2 list holding only `""` gets
+//!   `"empty"` in front (H's rule, adopted for both modes where G/N would crash); an empty
+//!   list becomes `["empty"]`. A question without features therefore predicts `"empty"` in
+//!   v1 and `""` in v2 (null odds 1000000.0, the initial `score_null`).
+
+mod final_text;
+mod output;
+pub mod rules;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::{Error, Result};
+use crate::types::{Dataset, Feature, Logits, TokenText};
+
+pub use final_text::get_final_text;
+pub use output::{
+    py_float_repr, render_nbest, render_null_odds, render_predictions, write_atomic, write_outputs,
+};
+
+/// Which post-processing family to reproduce (cli-contract `--postprocess`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Postprocess {
+    /// Google/NVIDIA `write_predictions` (the reference, spec §6.1–§6.10).
+    #[default]
+    Nvidia,
+    /// transformers 4.x `compute_predictions_logits` (spec §6.13).
+    Hf,
+}
+
+/// Decoding options; the defaults are the BERT-SQuAD reference values (spec §0.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeConfig {
+    /// Start and end indexes kept per feature, and n-best entries kept per question.
+    pub n_best_size: usize,
+    /// Longest answer in word pieces (inclusive span length).
+    pub max_answer_length: usize,
+    /// SQuAD 2.0 rules: null tracking, `""` in the n-best, null odds, threshold.
+    pub version_2_with_negative: bool,
+    /// v2: answer `""` when `null − best` is strictly greater than this.
+    pub null_score_diff_threshold: f64,
+    pub postprocess: Postprocess,
+    /// Casing of `get_final_text`; must match the [`TokenText`]'s casing.
+    pub lower_case: bool,
+}
+
+impl Default for DecodeConfig {
+    fn default() -> Self {
+        DecodeConfig {
+            n_best_size: 20,
+            max_answer_length: 30,
+            version_2_with_negative: false,
+            null_score_diff_threshold: 0.0,
+            postprocess: Postprocess::Nvidia,
+            lower_case: true,
+        }
+    }
+}
+
+/// One entry of a question's n-best list (spec §6.9: `text`, `probability`,
+/// `start_logit`, `end_logit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NbestEntry {
+    pub text: String,
+    pub probability: f64,
+    pub start_logit: f64,
+    pub end_logit: f64,
+    /// Where the entry came from: the first span that produced this text, the null
+    /// position (0, 0) of the window with the lowest null score, or `None` for the
+    /// `"empty"` placeholder (not written to the output files).
+    pub span: Option<Span>,
+}
+
+/// A span of one feature: inclusive token positions (both 0 for the null answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub unique_id: u64,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The decoded result of one question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub qas_id: String,
+    /// The final answer (`""` = no answer in v2; `"empty"` is the reference's placeholder).
+    pub answer: String,
+    /// The n-best list in order (up to `n_best_size`, `+ 1` in v2 when `""` is appended).
+    pub nbest: Vec<NbestEntry>,
+    /// v2 only: `(score_null − best.start_logit) − best.end_logit` (a logit difference).
+    pub null_odds: Option<f64>,
+}
+
+/// One window of a question: the feature and the logits the model returned for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    pub feature: &'a Feature,
+    pub logits: &'a Logits,
+}
+
+/// A candidate span (§6.3), or the null candidate when `start == 0` (§6.4).
+#[derive(Debug, Clone, Copy)]
+struct Prelim {
+    window: usize,
+    start: usize,
+    end: usize,
+    start_logit: f64,
+    end_logit: f64,
+}
+
+/// Initial `score_null` of G, N-old and H (§0.2, §6.4).
+const SCORE_NULL_INIT: f64 = 1_000_000.0;
+
+/// Decodes one question from all of its windows (§6.1–§6.10).
+///
+/// `windows` must be in feature creation order (ascending `unique_id`). Errors: a casing
+/// that differs from the tokenizer's, a window whose logits belong to another feature or
+/// are shorter than the feature, a feature that points outside `doc_tokens`.
+pub fn decode_example(
+    config: &DecodeConfig,
+    doc_tokens: &[String],
+    qas_id: &str,
+    windows: &[Window<'_>],
+    tok: &dyn TokenText,
+) -> Result<Prediction> {
+    check_casing(config, tok)?;
+    for w in windows {
+        check_window(w, doc_tokens, qas_id)?;
+    }
+    Ok(decode_checked(config, doc_tokens, qas_id, windows, tok))
+}
+
+/// Decodes every question of `dataset`, in file order. Logits are matched to features
+/// by `unique_id` (a repeated `unique_id`, as in padded batches, keeps its first
+/// result); features are grouped by `example_index` and ordered by `unique_id`.
+///
+/// Errors name the feature (`unique_id`) and question when a feature has no logits, its
+/// logits are too short, or it refers to a question or word that does not exist.
+pub fn decode(
+    config: &DecodeConfig,
+    dataset: &Dataset,
+    features: &[Feature],
+    logits: &[Logits],
+    tok: &dyn TokenText,
+) -> Result<Vec<Prediction>> {
+    check_casing(config, tok)?;
+    let mut by_id: HashMap<u64, &Logits> = HashMap::with_capacity(logits.len());
+    for l in logits {
+        by_id.entry(l.unique_id).or_insert(l);
+    }
+    let mut groups: Vec<Vec<&Feature>> = vec![Vec::new(); dataset.examples.len()];
+    for f in features {
+        let group = groups
+            .get_mut(f.example_index)
+            .ok_or_else(|| Error::Decode {
+                unique_id: f.unique_id,
+                message: format!(
+                    "example_index {} but the dataset has {} questions",
+                    f.example_index,
+                    dataset.examples.len()
+                ),
+            })?;
+        group.push(f);
+    }
+    let mut out = Vec::with_capacity(dataset.examples.len());
+    let mut windows = Vec::new();
+    for (example, group) in dataset.examples.iter().zip(&mut groups) {
+        group.sort_by_key(|f| f.unique_id);
+        windows.clear();
+        for f in group.iter() {
+            let l = by_id.get(&f.unique_id).ok_or_else(|| Error::Decode {
+                unique_id: f.unique_id,
+                message: format!(
+                    "no logits for this feature of question {:?}",
+                    example.qas_id
+                ),
+            })?;
+            windows.push(Window {
+                feature: f,
+                logits: l,
+            });
+        }
+        let paragraph = dataset
+            .paragraphs
+            .get(example.paragraph_index)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "question {:?} refers to paragraph {} of {}",
+                    example.qas_id,
+                    example.paragraph_index,
+                    dataset.paragraphs.len()
+                ))
+            })?;
+        for w in &windows {
+            check_window(w, &paragraph.doc_tokens, &example.qas_id)?;
+        }
+        out.push(decode_checked(
+            config,
+            &paragraph.doc_tokens,
+            &example.qas_id,
+            &windows,
+            tok,
+        ));
+    }
+    Ok(out)
+}
+
+fn check_casing(config: &DecodeConfig, tok: &dyn TokenText) -> Result<()> {
+    if config.lower_case != tok.lower_case() {
+        return Err(Error::Config(format!(
+            "decoding with lower_case = {} but the tokenizer has lower_case = {}",
+            config.lower_case,
+            tok.lower_case()
+        )));
+    }
+    Ok(())
+}
+
+fn check_window(w: &Window<'_>, doc_tokens: &[String], qas_id: &str) -> Result<()> {
+    let f = w.feature;
+    let l = w.logits;
+    let err = |message: String| Error::Decode {
+        unique_id: f.unique_id,
+        message: format!("{message} (question {qas_id:?})"),
+    };
+    if l.unique_id != f.unique_id {
+        return Err(err(format!(
+            "paired with the logits of feature {}",
+            l.unique_id
+        )));
+    }
+    let need = f.len().max(1);
+    if l.start.len() < need || l.end.len() < need {
+        return Err(err(format!(
+            "{} start and {} end logits for a feature of {} tokens",
+            l.start.len(),
+            l.end.len(),
+            f.len()
+        )));
+    }
+    if f.token_is_max_context.len() != f.token_to_orig.len()
+        || f.doc_offset() + f.doc_len() > f.len()
+    {
+        return Err(err("inconsistent feature maps".to_string()));
+    }
+    if let Some(&w) = f
+        .token_to_orig
+        .iter()
+        .find(|&&w| w as usize >= doc_tokens.len())
+    {
+        return Err(err(format!(
+            "word index {w} but the paragraph has {} words",
+            doc_tokens.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Strict "greater than" on logits in an order where NaN sits below every number (and
+/// equals itself), so sorting never panics and ties keep their order.
+fn gt(a: f64, b: f64) -> bool {
+    if a.is_nan() {
+        false
+    } else {
+        b.is_nan() || a > b
+    }
+}
+
+/// The first `n` positions of a stable descending sort of `logits` (§6.2): equal logits
+/// keep ascending position order. Bounded insertion, O(len · n).
+fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
+    out.clear();
+    if n == 0 {
+        return;
+    }
+    for (i, &x) in logits.iter().enumerate() {
+        let x = f64::from(x);
+        if out.len() == n && !gt(x, f64::from(logits[out[n - 1]])) {
+            continue;
+        }
+        let at = out
+            .iter()
+            .position(|&j| gt(x, f64::from(logits[j])))
+            .unwrap_or(out.len());
+        if out.len() == n {
+            out.pop();
+        }
+        out.insert(at, i);
+    }
+}
+
+/// §6.8: max-shifted softmax, max taken as "first, then strictly greater", sum in order.
+fn softmax(scores: &[f64]) -> Vec<f64> {
+    let Some(&first) = scores.first() else {
+        return Vec::new();
+    };
+    let mut max = first;
+    for &s in &scores[1..] {
+        if s > max {
+            max = s;
+        }
+    }
+    let exps: Vec<f64> = scores.iter().map(|&s| (s - max).exp()).collect();
+    let mut total = 0.0;
+    for &e in &exps {
+        total += e;
+    }
+    exps.into_iter().map(|e| e / total).collect()
+}
+
+fn decode_checked(
+    config: &DecodeConfig,
+    doc_tokens: &[String],
+    qas_id: &str,
+    windows: &[Window<'_>],
+    tok: &dyn TokenText,
+) -> Prediction {
+    let v2 = config.version_2_with_negative;
+    let mut prelims: Vec<Prelim> = Vec::new();
+    let mut score_null = SCORE_NULL_INIT;
+    let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
+    let mut starts = Vec::with_capacity(config.n_best_size);
+    let mut ends = Vec::with_capacity(config.n_best_size);
+
+    for (wi, w) in windows.iter().enumerate() {
+        let (f, l) = (w.feature, w.logits);
+        best_indexes(&l.start, config.n_best_size, &mut starts);
+        best_indexes(&l.end, config.n_best_size, &mut ends);
+        if v2 {
+            // §6.4: strict `<`, so equal null scores keep the earlier window.
+            let s0 = f64::from(l.start[0]);
+            let e0 = f64::from(l.end[0]);
+            let z = s0 + e0;
+            if z < score_null {
+                score_null = z;
+                null_window = wi;
+                null_start = s0;
+                null_end = e0;
+            }
+        }
+        // §6.3, in the reference's loop order: start rank, then end rank.
+        for &s in &starts {
+            for &e in &ends {
+                if s >= f.len() || e >= f.len() {
+                    continue;
+                }
+                if f.orig_word(s).is_none() || f.orig_word(e).is_none() {
+                    continue;
+                }
+                if !f.is_max_context(s) {
+                    continue;
+                }
+                if e < s || e - s + 1 > config.max_answer_length {
+                    continue;
+                }
+                prelims.push(Prelim {
+                    window: wi,
+                    start: s,
+                    end: e,
+                    start_logit: f64::from(l.start[s]),
+                    end_logit: f64::from(l.end[e]),
+                });
+            }
+        }
+    }
+    if v2 {
+        prelims.push(Prelim {
+            window: null_window,
+            start: 0,
+            end: 0,
+            start_logit: null_start,
+            end_logit: null_end,
+        });
+    }
+    // §6.5: stable, descending by start + end.
+    prelims.sort_by(|a, b| {
+        let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
+        if gt(y, x) {
+            std::cmp::Ordering::Greater
+        } else if gt(x, y) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+
+    // §6.6: n-best with de-duplication by final text across all windows.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut nbest: Vec<rules::RawEntry> = Vec::new();
+    for p in &prelims {
+        if nbest.len() >= config.n_best_size {
+            break;
+        }
+        let text = if p.start > 0 {
+            let f = windows[p.window].feature;
+            let text = span_text(config, doc_tokens, f, p.start, p.end, tok);
+            if !seen.insert(text.clone()) {
+                continue;
+            }
+            text
+        } else {
+            seen.insert(String::new());
+            String::new()
+        };
+        let span = windows.get(p.window).map(|w| Span {
+            unique_id: w.feature.unique_id,
+            start: p.start,
+            end: p.end,
+        });
+        nbest.push((text, p.start_logit, p.end_logit, span));
+    }
+    let null_span = windows.get(null_window).map(|w| Span {
+        unique_id: w.feature.unique_id,
+        start: 0,
+        end: 0,
+    });
+    rules::complete_nbest(
+        config,
+        &mut nbest,
+        seen.contains(""),
+        (null_start, null_end, null_span),
+    );
+
+    let scores: Vec<f64> = nbest.iter().map(|(_, s, e, _)| s + e).collect();
+    let probs = softmax(&scores);
+    let nbest: Vec<NbestEntry> = nbest
+        .into_iter()
+        .zip(probs)
+        .map(|((text, start_logit, end_logit, span), probability)| NbestEntry {
+            text,
+            probability,
+            start_logit,
+            end_logit,
+            span,
+        })
+        .collect();
+
+    // §6.10.
+    let (answer, null_odds) = if v2 {
+        // complete_nbest guarantees a non-empty text in a v2 list.
+        let best = nbest.iter().find(|e| !e.text.is_empty());
+        let (text, s, e) = best
+            .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
+            .unwrap_or(("empty", 0.0, 0.0));
+        let diff = score_null - s - e;
+        let answer = if diff > config.null_score_diff_threshold {
+            String::new()
+        } else {
+            text.to_string()
+        };
+        (answer, Some(diff))
+    } else {
+        (nbest[0].text.clone(), None)
+    };
+    Prediction {
+        qas_id: qas_id.to_string(),
+        answer,
+        nbest,
+        null_odds,
+    }
+}
+
+/// The final text of a non-null span (§6.6 step 2): word pieces → `tok_text`
+/// (mode-dependent, [`rules::detokenize`]), the original words → `orig_text`, then
+/// [`get_final_text`].
+fn span_text(
+    config: &DecodeConfig,
+    doc_tokens: &[String],
+    f: &Feature,
+    start: usize,
+    end: usize,
+    tok: &dyn TokenText,
+) -> String {
+    let pieces: Vec<&str> = f.input_ids[start..=end]
+        .iter()
+        .map(|&id| tok.id_to_token(id))
+        .collect();
+    let tok_text = rules::detokenize(config.postprocess, &pieces);
+    // Both positions are doc pieces (checked by the §6.3 filter) and every word index
+    // was checked against `doc_tokens` in `check_window`.
+    let (ws, we) = (
+        f.orig_word(start).unwrap_or(0),
+        f.orig_word(end).unwrap_or(0),
+    );
+    let orig_text = if ws <= we {
+        doc_tokens[ws..=we].join(" ")
+    } else {
+        String::new()
+    };
+    get_final_text(&tok_text, &orig_text, tok)
+}
+
+/// Python's `str.split()` whitespace (spec §3.5).
+pub(crate) fn is_py_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'..='\u{d}'
+            | '\u{1c}'..='\u{20}'
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
+}
+
+/// `" ".join(s.split())` with Python's whitespace set.
+pub(crate) fn py_split_join(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for word in s.split(is_py_whitespace).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

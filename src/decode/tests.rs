@@ -1,0 +1,605 @@
+//! Unit tests of the decoding rules with hand-built features and logits.
+
+use super::*;
+use crate::types::{Feature, Logits, TokenText};
+
+/// A fixed vocabulary and a minimal ASCII basic tokenizer (lower-case, split on
+/// whitespace and ASCII punctuation), enough for hand-built cases. The real basic
+/// tokenizer is exercised by the golden tests.
+struct TestTok {
+    tokens: Vec<String>,
+    lower: bool,
+}
+
+impl TokenText for TestTok {
+    fn id_to_token(&self, id: u32) -> &str {
+        &self.tokens[id as usize]
+    }
+    fn lower_case(&self) -> bool {
+        self.lower
+    }
+    fn basic_tokenize(&self, text: &str) -> Vec<String> {
+        let text = if self.lower {
+            text.to_lowercase()
+        } else {
+            text.to_string()
+        };
+        let mut out = Vec::new();
+        for word in text.split_whitespace() {
+            let mut cur = String::new();
+            for c in word.chars() {
+                if c.is_ascii_punctuation() {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                    out.push(c.to_string());
+                } else {
+                    cur.push(c);
+                }
+            }
+            if !cur.is_empty() {
+                out.push(cur);
+            }
+        }
+        out
+    }
+}
+
+/// Builds features over one paragraph, interning token strings as ids.
+struct Fx {
+    tok: TestTok,
+    doc_tokens: Vec<String>,
+}
+
+impl Fx {
+    fn new(context: &str) -> Self {
+        Fx {
+            tok: TestTok {
+                tokens: Vec::new(),
+                lower: true,
+            },
+            doc_tokens: context.split(' ').map(str::to_string).collect(),
+        }
+    }
+
+    fn id(&mut self, t: &str) -> u32 {
+        match self.tok.tokens.iter().position(|x| x == t) {
+            Some(i) => i as u32,
+            None => {
+                self.tok.tokens.push(t.to_string());
+                (self.tok.tokens.len() - 1) as u32
+            }
+        }
+    }
+
+    /// `[CLS] question [SEP] doc [SEP]`; `doc` is (piece, word index, max context).
+    fn feature(&mut self, uid: u64, question: &[&str], doc: &[(&str, u32, bool)]) -> Feature {
+        let mut ids = vec![self.id("[CLS]")];
+        for q in question {
+            ids.push(self.id(q));
+        }
+        ids.push(self.id("[SEP]"));
+        for (p, _, _) in doc {
+            ids.push(self.id(p));
+        }
+        ids.push(self.id("[SEP]"));
+        Feature {
+            unique_id: uid,
+            example_index: 0,
+            doc_span_index: (uid - 1_000_000_000) as usize,
+            input_ids: ids,
+            query_len: question.len(),
+            token_to_orig: doc.iter().map(|d| d.1).collect(),
+            token_is_max_context: doc.iter().map(|d| d.2).collect(),
+        }
+    }
+}
+
+/// Logits of `len` positions, all `base`, with `(position, value)` overrides.
+fn logits(uid: u64, len: usize, starts: &[(usize, f32)], ends: &[(usize, f32)]) -> Logits {
+    let mut start = vec![-10.0f32; len];
+    let mut end = vec![-10.0f32; len];
+    for &(i, v) in starts {
+        start[i] = v;
+    }
+    for &(i, v) in ends {
+        end[i] = v;
+    }
+    Logits {
+        unique_id: uid,
+        start,
+        end,
+    }
+}
+
+fn run(fx: &Fx, config: &DecodeConfig, feats: &[Feature], logs: &[Logits]) -> Prediction {
+    let windows: Vec<Window<'_>> = feats
+        .iter()
+        .zip(logs)
+        .map(|(feature, logits)| Window { feature, logits })
+        .collect();
+    decode_example(config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap()
+}
+
+const UID: u64 = 1_000_000_000;
+
+/// "Who ? [SEP] Steve Smith ' s dog" — positions: 0 [CLS], 1 who, 2 ?, 3 [SEP],
+/// 4 steve, 5 smith, 6 ', 7 s, 8 dog, 9 [SEP].
+fn simple() -> (Fx, Feature) {
+    let mut fx = Fx::new("Steve Smith's dog");
+    let f = fx.feature(
+        UID,
+        &["who", "?"],
+        &[
+            ("steve", 0, true),
+            ("smith", 1, true),
+            ("'", 1, true),
+            ("s", 1, true),
+            ("dog", 2, true),
+        ],
+    );
+    (fx, f)
+}
+
+#[test]
+fn best_span_and_final_text() {
+    let (fx, f) = simple();
+    let l = logits(UID, 384, &[(4, 5.0), (5, 1.0)], &[(5, 4.0), (8, 2.0)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    // "steve smith" projects onto "Steve Smith" inside "Steve Smith's" (§6.7).
+    assert_eq!(p.answer, "Steve Smith");
+    assert_eq!(p.nbest[0].start_logit, 5.0);
+    assert_eq!(p.nbest[0].end_logit, 4.0);
+    assert_eq!(p.null_odds, None);
+    let texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    // Scores: (4,5)=9, (4,8)=7, (5,5)=5 "Smith", (5,8)=3 "Smith's dog"; then the -10
+    // background pairs, ranked by start rank then end rank.
+    assert_eq!(
+        &texts[..4],
+        ["Steve Smith", "Steve Smith's dog", "Smith", "Smith's dog"]
+    );
+    assert!(p.nbest.len() <= 20);
+}
+
+#[test]
+fn span_too_long_is_skipped() {
+    let mut fx = Fx::new(
+        &(0..40)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let doc: Vec<(String, u32, bool)> = (0..40).map(|i| (format!("w{i}"), i, true)).collect();
+    let doc_ref: Vec<(&str, u32, bool)> =
+        doc.iter().map(|(s, w, m)| (s.as_str(), *w, *m)).collect();
+    let f = fx.feature(UID, &["q"], &doc_ref);
+    // doc starts at position 3; span 3..=33 has 31 pieces, 3..=32 has 30.
+    let l = logits(UID, 384, &[(3, 9.0)], &[(33, 9.0), (32, 1.0)]);
+    let p = run(
+        &fx,
+        &DecodeConfig::default(),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert_eq!(
+        p.answer,
+        (0..30)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let cfg = DecodeConfig {
+        max_answer_length: 31,
+        ..DecodeConfig::default()
+    };
+    let p = run(&fx, &cfg, &[f], &[l]);
+    assert_eq!(p.answer.split(' ').count(), 31);
+}
+
+#[test]
+fn end_before_start_is_skipped() {
+    let (fx, f) = simple();
+    let l = logits(UID, 384, &[(8, 9.0), (5, 1.0)], &[(4, 9.0), (8, 0.5)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    // (8,4) is invalid; best valid is (8,8) = 9.5.
+    assert_eq!(p.answer, "dog");
+}
+
+#[test]
+fn start_or_end_outside_the_doc_is_skipped() {
+    let (fx, f) = simple();
+    // Start in the question (1), on [CLS] (0), end on the last [SEP] (9).
+    let l = logits(
+        UID,
+        384,
+        &[(1, 9.0), (0, 8.0), (7, 0.0)],
+        &[(9, 9.0), (2, 8.0), (8, 0.0)],
+    );
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    assert_eq!(p.answer, "s dog");
+}
+
+#[test]
+fn start_must_be_max_context_but_end_need_not() {
+    let mut fx = Fx::new("alpha beta gamma");
+    let f = fx.feature(
+        UID,
+        &["q"],
+        &[("alpha", 0, false), ("beta", 1, true), ("gamma", 2, false)],
+    );
+    // positions: 3 alpha, 4 beta, 5 gamma.
+    let l = logits(UID, 384, &[(3, 9.0), (4, 5.0)], &[(5, 5.0)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    assert_eq!(p.answer, "beta gamma");
+}
+
+#[test]
+fn padding_positions_take_top_k_slots() {
+    let (fx, f) = simple();
+    // 20 padding positions beat every real one: no candidate survives (§6.2, §10.6).
+    let mut l = logits(UID, 384, &[(4, 5.0)], &[(5, 4.0)]);
+    for i in 100..120 {
+        l.start[i] = 50.0;
+    }
+    let p = run(
+        &fx,
+        &DecodeConfig::default(),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert_eq!(p.answer, "empty");
+    assert_eq!(p.nbest.len(), 1);
+    assert_eq!(p.nbest[0].probability, 1.0);
+    // With logits only as long as the feature, the span is found.
+    let short = Logits {
+        unique_id: UID,
+        start: l.start[..f.len()].to_vec(),
+        end: l.end[..f.len()].to_vec(),
+    };
+    assert_eq!(
+        run(&fx, &DecodeConfig::default(), &[f], &[short]).answer,
+        "Steve Smith"
+    );
+}
+
+#[test]
+fn all_equal_logits_keep_position_order() {
+    let (fx, f) = simple();
+    let l = logits(UID, 384, &[], &[]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    // Top-20 are positions 0..19 for both; every valid pair scores −20, so the n-best is
+    // in start-rank then end-rank order: (4,4) (4,5) ... (4,8) (5,5) ...
+    let texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    // All 15 valid pairs; (7,7) "s" projects onto the leftmost "s" of "smith ' s",
+    // the "S" of "Smith" (§10.5).
+    assert_eq!(
+        texts,
+        [
+            "Steve",
+            "Steve Smith",
+            "Steve Smith'",
+            "Steve Smith's",
+            "Steve Smith's dog",
+            "Smith",
+            "Smith'",
+            "Smith's",
+            "Smith's dog",
+            "'",
+            "'s",
+            "'s dog",
+            "S",
+            "s dog",
+            "dog"
+        ]
+    );
+    let probs: Vec<f64> = p.nbest.iter().map(|e| e.probability).collect();
+    assert!(probs.iter().all(|&x| x == probs[0]));
+}
+
+#[test]
+fn best_indexes_is_a_stable_descending_prefix() {
+    let xs = [1.0f32, 3.0, 3.0, f32::NAN, 2.0, 3.0, -1.0, 2.0];
+    let mut out = Vec::new();
+    best_indexes(&xs, 4, &mut out);
+    assert_eq!(out, [1, 2, 5, 4]);
+    best_indexes(&xs, 20, &mut out);
+    assert_eq!(out, [1, 2, 5, 4, 7, 0, 6, 3]);
+    best_indexes(&xs, 0, &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn nbest_shorter_than_n_best_size() {
+    let mut fx = Fx::new("solo");
+    let f = fx.feature(UID, &["q"], &[("solo", 0, true)]);
+    let l = logits(UID, 384, &[(3, 1.0)], &[(3, 1.0)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    assert_eq!(p.nbest.len(), 1);
+    assert_eq!(p.answer, "solo");
+}
+
+#[test]
+fn duplicate_texts_across_windows_are_dropped() {
+    let mut fx = Fx::new("a b c d");
+    // Two windows over the same words; word "c" appears in both.
+    let f0 = fx.feature(
+        UID,
+        &["q"],
+        &[("a", 0, true), ("b", 1, true), ("c", 2, true)],
+    );
+    let f1 = fx.feature(
+        UID + 1,
+        &["q"],
+        &[("b", 1, false), ("c", 2, true), ("d", 3, true)],
+    );
+    let l0 = logits(UID, 384, &[(5, 3.0)], &[(5, 3.0)]);
+    let l1 = logits(UID + 1, 384, &[(4, 2.5)], &[(4, 2.5)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f0, f1], &[l0, l1]);
+    let cs = p.nbest.iter().filter(|e| e.text == "c").count();
+    assert_eq!(cs, 1);
+    assert_eq!(p.nbest[0].text, "c");
+    assert_eq!(p.nbest[0].start_logit, 3.0);
+    let mut texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), p.nbest.len());
+}
+
+#[test]
+fn final_text_that_cannot_be_aligned_is_the_whole_words() {
+    // "U.S." tokenizes to "u . s .", so the piece text "us" is not found (§6.7).
+    let mut fx = Fx::new("the U.S. army");
+    let f = fx.feature(
+        UID,
+        &["q"],
+        &[("the", 0, true), ("us", 1, true), ("army", 2, true)],
+    );
+    let l = logits(UID, 384, &[(4, 5.0)], &[(4, 5.0)]);
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    assert_eq!(p.answer, "U.S.");
+}
+
+#[test]
+fn leading_wordpiece_differs_between_modes() {
+    // §6.13.1: a span starting on "##ning": nvidia removes the "##" and projects "ning"
+    // inside "running"; hf keeps "##ning", which is not found, so the whole word returns.
+    let mut fx = Fx::new("running fast");
+    let f = fx.feature(
+        UID,
+        &["q"],
+        &[("run", 0, true), ("##ning", 0, true), ("fast", 1, true)],
+    );
+    let l = logits(UID, 384, &[(4, 5.0)], &[(4, 5.0)]);
+    let nv = run(
+        &fx,
+        &DecodeConfig::default(),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert_eq!(nv.answer, "ning");
+    let cfg = DecodeConfig {
+        postprocess: Postprocess::Hf,
+        ..DecodeConfig::default()
+    };
+    let hf = run(&fx, &cfg, &[f], &[l]);
+    assert_eq!(hf.answer, "running");
+}
+
+#[test]
+fn detokenize_rules() {
+    // Python's replace: non-overlapping, left to right.
+    let p = ["C", "##", "##s", "x"];
+    assert_eq!(rules::detokenize(Postprocess::Nvidia, &p), "Cs x");
+    assert_eq!(rules::detokenize(Postprocess::Hf, &p), "Cs x");
+    // A literal "##" inside a piece (`C##`) is removed by nvidia only (§10.13).
+    assert_eq!(rules::detokenize(Postprocess::Nvidia, &["C##", "x"]), "C x");
+    assert_eq!(rules::detokenize(Postprocess::Hf, &["C##", "x"]), "C## x");
+    assert_eq!(rules::detokenize(Postprocess::Nvidia, &["##ing"]), "ing");
+    assert_eq!(rules::detokenize(Postprocess::Hf, &["##ing"]), "##ing");
+}
+
+fn v2(threshold: f64) -> DecodeConfig {
+    DecodeConfig {
+        version_2_with_negative: true,
+        null_score_diff_threshold: threshold,
+        ..DecodeConfig::default()
+    }
+}
+
+#[test]
+fn null_wins_or_loses_at_the_threshold() {
+    let (fx, f) = simple();
+    // null = 1.5 + 1.5 = 3; best span (4,5) = 2 + 0.5 = 2.5; diff = 0.5.
+    let l = logits(UID, 384, &[(0, 1.5), (4, 2.0)], &[(0, 1.5), (5, 0.5)]);
+    let p = run(
+        &fx,
+        &v2(0.0),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert_eq!(p.null_odds, Some(0.5));
+    assert_eq!(p.answer, "");
+    assert_eq!(p.nbest[0].text, "");
+    // diff equal to the threshold: not strictly greater, so the span wins.
+    let p = run(
+        &fx,
+        &v2(0.5),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert_eq!(p.answer, "Steve Smith");
+    let p = run(&fx, &v2(0.4999), &[f], &[l]);
+    assert_eq!(p.answer, "");
+}
+
+#[test]
+fn null_is_the_minimum_over_windows_and_appended_when_not_seen() {
+    let mut fx = Fx::new("a b");
+    let f0 = fx.feature(UID, &["q"], &[("a", 0, true), ("b", 1, false)]);
+    let f1 = fx.feature(UID + 1, &["q"], &[("b", 1, true)]);
+    let l0 = logits(UID, 384, &[(0, -1.0), (3, 4.0)], &[(0, -1.0), (3, 4.0)]);
+    let l1 = logits(UID + 1, 384, &[(0, -3.0), (3, 2.0)], &[(0, 0.5), (3, 2.0)]);
+    let cfg = DecodeConfig {
+        n_best_size: 2,
+        ..v2(0.0)
+    };
+    let p = run(&fx, &cfg, &[f0, f1], &[l0, l1]);
+    // null = min(-2, -2.5) = -2.5 from window 1 with (-3, 0.5): not among the top 2
+    // (a=8, b=4), so appended: n_best_size + 1 entries.
+    let texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, ["a", "b", ""]);
+    assert_eq!((p.nbest[2].start_logit, p.nbest[2].end_logit), (-3.0, 0.5));
+    assert_eq!(p.null_odds, Some(-2.5 - 4.0 - 4.0));
+    assert_eq!(p.answer, "a");
+}
+
+#[test]
+fn lone_null_gets_empty_in_front() {
+    let (fx, f) = simple();
+    // Null is the best prelim and n_best_size = 1: the list is [""], so "empty" goes in
+    // front (§6.6 step 6) and is the best non-null entry.
+    let l = logits(UID, 384, &[(0, 9.0), (4, 1.0)], &[(0, 9.0), (4, 1.0)]);
+    let cfg = DecodeConfig {
+        n_best_size: 1,
+        ..v2(100.0)
+    };
+    let p = run(&fx, &cfg, &[f], &[l]);
+    let texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, ["empty", ""]);
+    assert_eq!(p.null_odds, Some(18.0));
+    assert_eq!(p.answer, "empty");
+}
+
+#[test]
+fn question_without_features() {
+    let fx = Fx::new("");
+    let p = run(&fx, &DecodeConfig::default(), &[], &[]);
+    assert_eq!(p.answer, "empty");
+    assert_eq!(p.nbest.len(), 1);
+    let p = run(&fx, &v2(0.0), &[], &[]);
+    assert_eq!(p.answer, "");
+    assert_eq!(p.null_odds, Some(1_000_000.0));
+    let texts: Vec<&str> = p.nbest.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts, ["empty", ""]);
+}
+
+#[test]
+fn softmax_matches_the_spec_vector() {
+    let p = softmax(&[7.5, 6.0, 6.0, -1.0]);
+    assert_eq!(
+        p,
+        [
+            0.6913411921098548,
+            0.1542590709126783,
+            0.1542590709126783,
+            0.0001406660647884666
+        ]
+    );
+    assert!(softmax(&[]).is_empty());
+}
+
+#[test]
+fn non_finite_logits_do_not_panic() {
+    let (fx, f) = simple();
+    let mut l = logits(UID, 384, &[(4, 5.0)], &[(5, 4.0)]);
+    l.start[0] = f32::NAN;
+    l.start[6] = f32::INFINITY;
+    l.end[7] = f32::NEG_INFINITY;
+    l.end[8] = f32::NAN;
+    let p = run(
+        &fx,
+        &v2(0.0),
+        std::slice::from_ref(&f),
+        std::slice::from_ref(&l),
+    );
+    assert!(!p.nbest.is_empty());
+    let p = run(&fx, &DecodeConfig::default(), &[f], &[l]);
+    assert!(!p.answer.is_empty());
+}
+
+#[test]
+fn bad_windows_are_errors() {
+    let (fx, f) = simple();
+    let short = Logits {
+        unique_id: UID,
+        start: vec![0.0; 3],
+        end: vec![0.0; 3],
+    };
+    let w = [Window {
+        feature: &f,
+        logits: &short,
+    }];
+    let err = decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok);
+    assert!(err.unwrap_err().to_string().contains("feature 1000000000"));
+    let other = logits(UID + 7, 384, &[], &[]);
+    let w = [Window {
+        feature: &f,
+        logits: &other,
+    }];
+    assert!(decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok).is_err());
+    let cased = DecodeConfig {
+        lower_case: false,
+        ..DecodeConfig::default()
+    };
+    let l = logits(UID, 384, &[], &[]);
+    let w = [Window {
+        feature: &f,
+        logits: &l,
+    }];
+    assert!(matches!(
+        decode_example(&cased, &fx.doc_tokens, "q", &w, &fx.tok),
+        Err(Error::Config(_))
+    ));
+    // A word index outside the paragraph.
+    assert!(decode_example(
+        &DecodeConfig::default(),
+        &fx.doc_tokens[..1],
+        "q",
+        &w,
+        &fx.tok
+    )
+    .is_err());
+}
+
+#[test]
+fn whole_dataset_matches_logits_by_unique_id() {
+    use crate::types::{Dataset, Example, Paragraph};
+    let (fx, f) = simple();
+    let mut f2 = f.clone();
+    f2.unique_id = UID + 1;
+    f2.example_index = 1;
+    let para = Paragraph {
+        context: "Steve Smith's dog".into(),
+        doc_tokens: fx.doc_tokens.clone(),
+        char_to_word_offset: Vec::new(),
+    };
+    let ex = |i: usize, id: &str| Example {
+        example_index: i,
+        qas_id: id.into(),
+        question_text: "who?".into(),
+        paragraph_index: 0,
+        answers: Vec::new(),
+        is_impossible: false,
+    };
+    let ds = Dataset {
+        version: "1.1".into(),
+        paragraphs: vec![para],
+        examples: vec![ex(0, "x"), ex(1, "y"), ex(2, "z")],
+    };
+    let l0 = logits(UID, 384, &[(4, 5.0)], &[(5, 4.0)]);
+    let l1 = logits(UID + 1, 384, &[(8, 5.0)], &[(8, 4.0)]);
+    // Out of order, with a duplicate of l1 (padded batches repeat the last feature).
+    let all = [l1.clone(), l0, l1];
+    let preds = decode(
+        &DecodeConfig::default(),
+        &ds,
+        &[f.clone(), f2.clone()],
+        &all,
+        &fx.tok,
+    )
+    .unwrap();
+    let answers: Vec<&str> = preds.iter().map(|p| p.answer.as_str()).collect();
+    assert_eq!(answers, ["Steve Smith", "dog", "empty"]);
+    let err = decode(&DecodeConfig::default(), &ds, &[f, f2], &all[..1], &fx.tok).unwrap_err();
+    assert!(err.to_string().contains("no logits"), "{err}");
+}

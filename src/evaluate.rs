@@ -1,1 +1,0 @@
-//! (stage module: evaluate — being written)

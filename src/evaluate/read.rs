@@ -1,0 +1,218 @@
+//! Reading a predictions file (`{qid: text}`) and a na-prob file (`{qid: number}`).
+//!
+//! Parsed as typed JSON objects, so a syntax or type error names the file, line and
+//! column. A repeated key keeps its first position and its last value, as Python's
+//! `json.load` does.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
+
+use crate::decode::Prediction;
+use crate::error::{Error, Location, Result};
+
+/// An ordered `{question id: value}` object read from a file (or built in memory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdMap<V> {
+    /// Where it came from (named in errors); `None` when built in memory.
+    pub path: Option<PathBuf>,
+    entries: Vec<(String, V)>,
+    index: HashMap<String, usize>,
+}
+
+/// A predictions file: question id → answer text.
+pub type Predictions = IdMap<String>;
+/// A na-prob file: question id → no-answer score (BERT's `null_odds.json`).
+pub type NaProbs = IdMap<f64>;
+
+impl<V> Default for IdMap<V> {
+    fn default() -> Self {
+        IdMap {
+            path: None,
+            entries: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl<V> IdMap<V> {
+    /// Builds a map from pairs; a repeated id keeps its first position, last value.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, V)>) -> Self {
+        let mut m = IdMap::default();
+        for (k, v) in pairs {
+            m.insert(k, v);
+        }
+        m
+    }
+
+    fn insert(&mut self, k: String, v: V) {
+        match self.index.get(&k) {
+            Some(&i) => self.entries[i].1 = v,
+            None => {
+                self.index.insert(k.clone(), self.entries.len());
+                self.entries.push((k, v));
+            }
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&V> {
+        self.index.get(id).map(|&i| &self.entries[i].1)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// Entries in file order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The file it was read from, for error locations.
+    pub(crate) fn location(&self, qas_id: &str) -> Location {
+        Location::question(
+            self.path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("(in memory)")),
+            qas_id,
+        )
+    }
+}
+
+impl Predictions {
+    /// The answers of decoded predictions.
+    pub fn from_decoded(preds: &[Prediction]) -> Self {
+        Self::from_pairs(preds.iter().map(|p| (p.qas_id.clone(), p.answer.clone())))
+    }
+}
+
+impl NaProbs {
+    /// The null odds of decoded v2 predictions.
+    pub fn from_decoded(preds: &[Prediction]) -> Self {
+        Self::from_pairs(
+            preds
+                .iter()
+                .filter_map(|p| p.null_odds.map(|o| (p.qas_id.clone(), o))),
+        )
+    }
+}
+
+/// Reads a predictions file: a JSON object of question id → answer string.
+pub fn read_predictions(path: &Path) -> Result<Predictions> {
+    read_map(path, "a JSON object of question id → answer text")
+}
+
+/// Reads a na-prob file: a JSON object of question id → finite number.
+pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
+    let m: NaProbs = read_map(path, "a JSON object of question id → number")?;
+    if let Some((id, v)) = m.iter().find(|(_, v)| !v.is_finite()) {
+        return Err(Error::input(
+            m.location(id),
+            format!("na-prob {v} is not a finite number"),
+        ));
+    }
+    Ok(m)
+}
+
+fn read_map<V: DeserializeOwned>(path: &Path, what: &'static str) -> Result<IdMap<V>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let parsed = de
+        .deserialize_map(MapVisitor::<V> {
+            what,
+            marker: PhantomData,
+        })
+        .and_then(|m| de.end().map(|()| m));
+    let mut m = parsed.map_err(|e| json_error(path, &e))?;
+    m.path = Some(path.to_path_buf());
+    Ok(m)
+}
+
+struct MapVisitor<V> {
+    what: &'static str,
+    marker: PhantomData<V>,
+}
+
+impl<'de, V: DeserializeOwned> Visitor<'de> for MapVisitor<V> {
+    type Value = IdMap<V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.what)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut m = IdMap::default();
+        while let Some((k, v)) = access.next_entry::<String, V>()? {
+            m.insert(k, v);
+        }
+        Ok(m)
+    }
+}
+
+fn json_error(path: &Path, e: &serde_json::Error) -> Error {
+    let text = e.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) if e.line() > 0 => text[..i].to_string(),
+        _ => text,
+    };
+    let location = if e.line() > 0 {
+        Location::at(path, e.line(), e.column())
+    } else {
+        Location::file(path)
+    };
+    Error::input(location, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.json");
+        std::fs::write(&p, text).unwrap();
+        (dir, p)
+    }
+
+    #[test]
+    fn reads_in_order_with_python_duplicate_semantics() {
+        let (_d, p) = write(r#"{"b": "x", "a": "y", "b": "z"}"#);
+        let m = read_predictions(&p).unwrap();
+        let v: Vec<(&str, &String)> = m.iter().collect();
+        assert_eq!(v, [("b", &"z".to_string()), ("a", &"y".to_string())]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let (_d, p) = write("{\n  \"a\": \"x\",\n  \"b\": 3\n}");
+        let e = read_predictions(&p).unwrap_err().to_string();
+        assert!(e.contains("p.json:3:"), "{e}");
+        assert!(e.contains("invalid type"), "{e}");
+        let (_d, p) = write("{\"a\": \"x\"");
+        assert!(read_predictions(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("p.json:1:"));
+        let (_d, p) = write("[1, 2]");
+        let e = read_predictions(&p).unwrap_err().to_string();
+        assert!(e.contains("question id"), "{e}");
+        let (_d, p) = write("{\"a\": \"1\"} x");
+        assert!(read_predictions(&p).is_err());
+        let (_d, p) = write("{\"a\": 1, \"b\": -2.5e0}");
+        let n = read_na_probs(&p).unwrap();
+        assert_eq!(n.get("b"), Some(&-2.5));
+        let (_d, p) = write("{\"a\": \"1\"}");
+        assert!(read_na_probs(&p).is_err());
+    }
+}
