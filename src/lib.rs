@@ -18,6 +18,7 @@ pub mod decode;
 pub mod error;
 pub mod evaluate;
 pub mod features;
+pub mod logits_io;
 pub mod pipeline;
 pub mod squad;
 pub mod tokenize;

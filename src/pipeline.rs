@@ -86,7 +86,8 @@ pub struct InferReport {
 }
 
 impl InferReport {
-    fn new() -> Self {
+    /// A report of no requests.
+    pub fn empty() -> Self {
         InferReport {
             requests: 0,
             features: 0,
@@ -139,7 +140,7 @@ pub async fn infer_all(
         )));
     }
     let concurrency = config.concurrency.max(1);
-    let mut report = InferReport::new();
+    let mut report = InferReport::empty();
     let mut inflight: JoinSet<Result<Answered>> = JoinSet::new();
     let mut first: Option<Instant> = None;
     let mut intervals: Vec<(Instant, Instant)> = Vec::new();
@@ -250,4 +251,217 @@ fn union_length(intervals: &mut [(Instant, Instant)]) -> Duration {
         total += ce - cs;
     }
     total
+}
+
+/// Callbacks for progress display; the library never draws anything itself.
+pub trait Progress: Sync {
+    /// `n` more features were built (the total grows while building).
+    fn built(&self, _n: u64) {}
+    /// `n` more features were answered by the server.
+    fn answered(&self, _n: u64) {}
+}
+
+/// No progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// Everything an end-to-end run needs besides the data and the server.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub features: crate::features::FeatureConfig,
+    pub decode: crate::decode::DecodeConfig,
+    pub infer: InferConfig,
+    /// Keep every feature's logits (unpadded) in the outcome.
+    pub keep_logits: bool,
+}
+
+/// Seconds spent in each stage (stages overlap, so they do not add up to the wall time).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    /// Building features (tokenizing, windows), summed on the producer thread.
+    pub features_s: f64,
+    /// With at least one request in flight.
+    pub inference_s: f64,
+    /// Decoding spans, summed on the decoder thread.
+    pub decode_s: f64,
+}
+
+/// The result of an end-to-end run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// One per question, in file order.
+    pub predictions: Vec<crate::decode::Prediction>,
+    pub features: u64,
+    /// Questions that produced no feature (§10: no answer can be given).
+    pub featureless: Vec<usize>,
+    pub infer: InferReport,
+    pub phases: Phases,
+    /// From the first feature built to the last question decoded.
+    pub wall: Duration,
+    /// With `keep_logits`: every feature's unpadded logits, by ascending unique id.
+    pub logits: Vec<Logits>,
+}
+
+/// A question's windows as they arrive: the expected count once known, and the answers.
+type Gathering = (Option<usize>, Vec<(Arc<Feature>, Logits)>);
+
+enum ToDecoder {
+    /// All features of this example have been built: this many.
+    Expect {
+        example_index: usize,
+        count: usize,
+    },
+    Answer(Arc<Feature>, Logits),
+}
+
+/// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
+/// in flight on the runtime, decodes each question on another thread as soon as all of
+/// its windows are answered. Output is in file order whatever the arrival order.
+pub fn run(
+    runtime: &tokio::runtime::Runtime,
+    client: &TritonClient,
+    binding: Arc<Binding>,
+    dataset: &crate::types::Dataset,
+    tokenizer: &crate::tokenize::BertTokenizer,
+    config: &RunConfig,
+    progress: &dyn Progress,
+) -> Result<RunOutcome> {
+    use std::sync::mpsc as std_mpsc;
+
+    let started = Instant::now();
+    let builder = crate::features::FeatureBuilder::new(tokenizer, config.features)?;
+    let queue = (config.infer.batch_size * config.infer.concurrency * 4).max(256);
+    let (feature_tx, feature_rx) = mpsc::channel::<Arc<Feature>>(queue);
+    let (result_tx, mut result_rx) = mpsc::channel::<(Arc<Feature>, Logits)>(queue);
+    let (decoder_tx, decoder_rx) = std_mpsc::channel::<ToDecoder>();
+
+    std::thread::scope(|scope| -> Result<RunOutcome> {
+        // Producer: features, and per-example feature counts for the decoder.
+        let to_decoder = decoder_tx.clone();
+        let producer = scope.spawn(move || {
+            let mut busy = Duration::ZERO;
+            let mut featureless = Vec::new();
+            let mut total = 0u64;
+            let mut scratch = Vec::new();
+            let mut builder = builder;
+            for example in &dataset.examples {
+                let t = Instant::now();
+                scratch.clear();
+                builder.push_example(dataset, example, &mut scratch);
+                busy += t.elapsed();
+                if scratch.is_empty() {
+                    featureless.push(example.example_index);
+                }
+                let count = scratch.len();
+                total += count as u64;
+                progress.built(count as u64);
+                for f in scratch.drain(..) {
+                    if feature_tx.blocking_send(Arc::new(f)).is_err() {
+                        return (busy, featureless, total); // inference stopped
+                    }
+                }
+                let msg = ToDecoder::Expect {
+                    example_index: example.example_index,
+                    count,
+                };
+                if to_decoder.send(msg).is_err() {
+                    break;
+                }
+            }
+            (busy, featureless, total)
+        });
+
+        // Decoder: one question as soon as all of its windows are answered.
+        let decode_config = config.decode.clone();
+        let keep_logits = config.keep_logits;
+        let decoder = scope.spawn(move || -> Result<(Vec<Option<crate::decode::Prediction>>, Duration, Vec<Logits>)> {
+            let mut predictions: Vec<Option<crate::decode::Prediction>> = vec![None; dataset.examples.len()];
+            let mut pending: std::collections::HashMap<usize, Gathering> =
+                std::collections::HashMap::new();
+            let mut busy = Duration::ZERO;
+            let mut kept = Vec::new();
+            for msg in decoder_rx {
+                let example_index = match &msg {
+                    ToDecoder::Expect { example_index, .. } => *example_index,
+                    ToDecoder::Answer(f, _) => f.example_index,
+                };
+                let entry = pending.entry(example_index).or_default();
+                match msg {
+                    ToDecoder::Expect { count, .. } => entry.0 = Some(count),
+                    ToDecoder::Answer(f, l) => entry.1.push((f, l)),
+                }
+                if entry.0 != Some(entry.1.len()) {
+                    continue;
+                }
+                let (_, mut windows) = pending.remove(&example_index).expect("present");
+                let t = Instant::now();
+                windows.sort_by_key(|(f, _)| f.unique_id);
+                let example = &dataset.examples[example_index];
+                let doc_tokens = &dataset.paragraph_of(example).doc_tokens;
+                let views: Vec<crate::decode::Window<'_>> = windows
+                    .iter()
+                    .map(|(f, l)| crate::decode::Window { feature: f, logits: l })
+                    .collect();
+                let p = crate::decode::decode_example(&decode_config, doc_tokens, &example.qas_id, &views, tokenizer)?;
+                predictions[example_index] = Some(p);
+                busy += t.elapsed();
+                if keep_logits {
+                    kept.extend(windows.into_iter().map(|(f, mut l)| {
+                        l.start.truncate(f.len());
+                        l.end.truncate(f.len());
+                        l
+                    }));
+                }
+            }
+            kept.sort_by_key(|l| l.unique_id);
+            Ok((predictions, busy, kept))
+        });
+
+        // Forward answers to the decoder, counting them for the progress display.
+        let forward_tx = decoder_tx;
+        let inference = runtime.block_on(async {
+            let forward = async move {
+                while let Some((f, l)) = result_rx.recv().await {
+                    progress.answered(1);
+                    if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
+                        break;
+                    }
+                }
+            };
+            let (report, ()) = tokio::join!(
+                infer_all(client, binding, &config.infer, feature_rx, result_tx),
+                forward
+            );
+            report
+        });
+        let (features_busy, featureless, total) = producer.join().expect("producer thread");
+        let report = inference?;
+        let (predictions, decode_busy, logits) = decoder.join().expect("decoder thread")?;
+        let predictions = predictions
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.ok_or_else(|| {
+                    Error::Config(format!(
+                        "question {:?} was not decoded (its windows were not all answered)",
+                        dataset.examples[i].qas_id
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RunOutcome {
+            predictions,
+            features: total,
+            featureless,
+            phases: Phases {
+                features_s: features_busy.as_secs_f64(),
+                inference_s: report.busy.as_secs_f64(),
+                decode_s: decode_busy.as_secs_f64(),
+            },
+            infer: report,
+            wall: started.elapsed(),
+            logits,
+        })
+    })
 }

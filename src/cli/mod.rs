@@ -4,6 +4,8 @@
 //! connection, server or model error. A broken pipe on stdout exits 0.
 
 pub mod args;
+mod common;
+mod eval;
 mod features;
 mod models;
 mod score;
@@ -38,6 +40,8 @@ pub struct Cli {
 pub enum Command {
     /// Server, model repository, and one model's tensors and inferred binding.
     Models(models::Args),
+    /// Evaluate a model on a SQuAD file: EM/F1, throughput, latency, output files.
+    Eval(Box<eval::Args>),
     /// Build the features (windows) of a SQuAD file; one JSON line per feature.
     Features(features::Args),
     /// Score a predictions file against a SQuAD file (the official evaluators).
@@ -57,6 +61,7 @@ pub fn main() -> ExitCode {
     let verbose = cli.verbose;
     let result = match cli.command {
         Command::Models(a) => models::run(a),
+        Command::Eval(a) => eval::run(*a),
         Command::Features(a) => features::run(a),
         Command::Score(a) => score::run(a),
     };

@@ -1,0 +1,614 @@
+//! `bertqa eval`: the whole SQuAD evaluation against Triton (or, with `--from-logits`,
+//! from saved logits without a server). Writes the reference's output files plus
+//! `metrics.json` and `per_question.jsonl`, prints a report (text or `--json`, schema
+//! in `schema/eval.schema.json`), and turns the gates into exit code 1.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::args::{BindingArgs, DecodeArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::common::{connect_and_bind, decode_config, feature_config, load_data, load_tokenizer};
+use super::{print_stdout, runtime, Outcome};
+use crate::backend::Binding;
+use crate::decode::{self, Prediction};
+use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
+use crate::pipeline::{self, InferConfig, InferReport, Padding, Phases, Progress, RunConfig};
+use crate::types::Dataset;
+
+/// How many ids are named when questions are listed in a report.
+const FIRST_IDS: usize = 5;
+
+/// Request flow settings shared by `eval`, `ask`, `compare` and `perf`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// Features per request (default: the model's max batch size; never above it).
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<usize>,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub concurrency: usize,
+    /// Requests sent first (copies of the first batch) and left out of every figure.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub warmup: usize,
+    /// Pad every batch to --max-seq-length even when the model accepts any length
+    /// (by default a dynamic-length model gets each batch padded to its longest
+    /// feature, rounded up to a multiple of 8).
+    #[arg(long)]
+    pub fixed_seq_len: bool,
+}
+
+/// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// SQuAD-format file (v1.1 or v2.0).
+    #[arg(long, value_name = "FILE")]
+    pub data: PathBuf,
+    /// Model to evaluate (not needed with --from-logits).
+    #[arg(long, required_unless_present = "from_logits")]
+    pub model: Option<String>,
+    /// Model version (default: the server's choice).
+    #[arg(long, default_value = "")]
+    pub model_version: String,
+    /// Where predictions.json, nbest_predictions.json, null_odds.json (v2),
+    /// metrics.json and per_question.jsonl are written.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// First N questions only.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Also write every feature's raw logits to DIR/logits.bin, so answers can be
+    /// decoded again with --from-logits (e.g. at best_f1_thresh) without the server.
+    #[arg(long)]
+    pub save_logits: bool,
+    /// Decode logits saved by --save-logits instead of asking a server (same --data
+    /// and window flags as the run that saved them).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub from_logits: Option<PathBuf>,
+    /// v2: a question whose null odds are strictly above this is scored as no-answer
+    /// (the official script's --na-prob-thresh).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
+    pub na_prob_thresh: f64,
+    /// Gate: fail (exit 1) when exact match (percent) is below X.
+    #[arg(long, value_name = "X")]
+    pub min_exact: Option<f64>,
+    /// Gate: fail (exit 1) when F1 (percent) is below X.
+    #[arg(long, value_name = "X")]
+    pub min_f1: Option<f64>,
+    /// Gate: fail (exit 1) when the p99 request latency is above X milliseconds.
+    #[arg(long, value_name = "X")]
+    pub max_p99_ms: Option<f64>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// One gate and how it went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// The flag, e.g. `--min-f1`.
+    pub flag: &'static str,
+    pub threshold: f64,
+    pub value: f64,
+    pub passed: bool,
+}
+
+impl Gate {
+    fn describe(&self) -> String {
+        format!(
+            "{} {}: measured {:.3}",
+            self.flag, self.threshold, self.value
+        )
+    }
+}
+
+/// Everything a finished evaluation reports.
+#[derive(Debug)]
+pub struct EvalReport {
+    pub data: PathBuf,
+    pub url: Option<String>,
+    pub binding: Option<Binding>,
+    pub version_2: bool,
+    pub postprocess: &'static str,
+    pub batch_size: usize,
+    pub concurrency: usize,
+    pub questions: usize,
+    pub features: u64,
+    pub featureless: Vec<String>,
+    pub scores: Scores,
+    pub infer: Option<InferReport>,
+    pub phases: Phases,
+    pub wall: Duration,
+    pub gates: Vec<Gate>,
+    pub output_dir: PathBuf,
+    pub files: Vec<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let version_2 = args.decode.version_2_with_negative || dataset.looks_like_v2();
+    let decode = decode_config(
+        &args.decode,
+        version_2,
+        crate::types::TokenText::lower_case(&tokenizer),
+    );
+    let features = feature_config(&args.window)?;
+    std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
+
+    let (outcome, url, binding, batch_size) = match &args.from_logits {
+        Some(path) => {
+            let logits = crate::logits_io::load(path)?;
+            let t = Instant::now();
+            let (feats, featureless) = crate::features::build(&tokenizer, features, &dataset)?;
+            let features_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let predictions = decode::decode(&decode, &dataset, &feats, &logits, &tokenizer)?;
+            let outcome = pipeline::RunOutcome {
+                predictions,
+                features: feats.len() as u64,
+                featureless,
+                infer: InferReport::empty(),
+                phases: Phases {
+                    features_s,
+                    inference_s: 0.0,
+                    decode_s: t.elapsed().as_secs_f64(),
+                },
+                wall: started.elapsed(),
+                logits: if args.save_logits { logits } else { Vec::new() },
+            };
+            (outcome, None, None, 0)
+        }
+        None => {
+            let model = args.model.as_deref().expect("clap requires --model");
+            let rt = runtime()?;
+            let (client, binding) = rt.block_on(connect_and_bind(
+                &args.server,
+                model,
+                &args.model_version,
+                &args.binding,
+            ))?;
+            let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+            let padding =
+                Padding::for_model(&binding, features.max_seq_length, !args.load.fixed_seq_len);
+            check_padding(padding, features.max_seq_length, &binding)?;
+            let config = RunConfig {
+                features,
+                decode: decode.clone(),
+                infer: InferConfig {
+                    batch_size,
+                    concurrency: args.load.concurrency.max(1),
+                    warmup: args.load.warmup,
+                    padding,
+                },
+                keep_logits: args.save_logits,
+            };
+            let bar = Bar::new(args.output.quiet || args.output.json);
+            let binding = Arc::new(binding);
+            let outcome = pipeline::run(
+                &rt,
+                &client,
+                binding.clone(),
+                &dataset,
+                &tokenizer,
+                &config,
+                &bar,
+            );
+            bar.finish();
+            let outcome = outcome?;
+            (
+                outcome,
+                Some(args.server.url.clone()),
+                Some((*binding).clone()),
+                batch_size,
+            )
+        }
+    };
+
+    let scores = score_predictions(
+        &dataset,
+        &outcome.predictions,
+        version_2,
+        args.na_prob_thresh,
+    )?;
+    let mut files = write_outputs(&args.output_dir, &outcome.predictions, version_2, &scores)?;
+    if args.save_logits {
+        crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
+        files.push("logits.bin".into());
+    }
+    let mut report = EvalReport {
+        data: args.data.clone(),
+        url,
+        binding,
+        version_2,
+        postprocess: match args.decode.postprocess {
+            super::args::Postprocess::Nvidia => "nvidia",
+            super::args::Postprocess::Hf => "hf",
+        },
+        batch_size,
+        concurrency: args.load.concurrency.max(1),
+        questions: dataset.examples.len(),
+        features: outcome.features,
+        featureless: outcome
+            .featureless
+            .iter()
+            .map(|&i| dataset.examples[i].qas_id.clone())
+            .collect(),
+        scores,
+        infer: if args.from_logits.is_some() {
+            None
+        } else {
+            Some(outcome.infer)
+        },
+        phases: outcome.phases,
+        wall: outcome.wall,
+        gates: Vec::new(),
+        output_dir: args.output_dir.clone(),
+        files,
+    };
+    report.gates = gates(&args, &report);
+    let json = render_json(&report);
+    let metrics_path = args.output_dir.join("metrics.json");
+    decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    report.files.push("metrics.json".into());
+    if args.output.json {
+        print_stdout(&format!("{json:#}\n"))?;
+    } else {
+        print_stdout(&render_text(&report))?;
+    }
+    let failed: Vec<String> = report
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .map(Gate::describe)
+        .collect();
+    Ok(if failed.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed(failed)
+    })
+}
+
+/// A dynamic-length model still cannot take more than --max-seq-length tokens from us,
+/// and a fixed-length model must match the window length.
+fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> anyhow::Result<()> {
+    if let Padding::Fixed(n) = padding {
+        if n < max_seq_length {
+            anyhow::bail!(
+                "model {:?} takes sequences of {n} tokens but --max-seq-length is {max_seq_length}; \
+                 pass --max-seq-length {n}",
+                binding.model
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Scores decoded predictions as the official scripts score predictions.json (with
+/// null_odds.json as the na-prob file for v2).
+pub fn score_predictions(
+    dataset: &Dataset,
+    predictions: &[Prediction],
+    version_2: bool,
+    na_prob_thresh: f64,
+) -> crate::Result<Scores> {
+    let preds = Predictions::from_decoded(predictions);
+    let na = version_2.then(|| NaProbs::from_decoded(predictions));
+    evaluate::score(
+        dataset,
+        &preds,
+        na.as_ref(),
+        &ScoreConfig {
+            version_2_with_negative: version_2,
+            na_prob_thresh,
+        },
+    )
+}
+
+/// Writes the reference's files and per_question.jsonl; returns the file names.
+pub fn write_outputs(
+    dir: &Path,
+    predictions: &[Prediction],
+    version_2: bool,
+    scores: &Scores,
+) -> crate::Result<Vec<String>> {
+    decode::write_outputs(dir, predictions, version_2)?;
+    let mut files = vec![
+        "predictions.json".to_string(),
+        "nbest_predictions.json".to_string(),
+    ];
+    if version_2 {
+        files.push("null_odds.json".into());
+    }
+    let mut lines = String::new();
+    for (p, q) in predictions.iter().zip(&scores.questions) {
+        let line = json!({
+            "id": q.qas_id,
+            "prediction": p.answer,
+            "exact": q.exact,
+            "f1": q.f1,
+            "has_answer": q.has_answer,
+        });
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    decode::write_atomic(&dir.join("per_question.jsonl"), lines.as_bytes())?;
+    files.push("per_question.jsonl".into());
+    Ok(files)
+}
+
+fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
+    let mut g = Vec::new();
+    if let Some(t) = args.min_exact {
+        let v = r.scores.metrics.exact();
+        g.push(Gate {
+            flag: "--min-exact",
+            threshold: t,
+            value: v,
+            passed: v >= t,
+        });
+    }
+    if let Some(t) = args.min_f1 {
+        let v = r.scores.metrics.f1();
+        g.push(Gate {
+            flag: "--min-f1",
+            threshold: t,
+            value: v,
+            passed: v >= t,
+        });
+    }
+    if let Some(t) = args.max_p99_ms {
+        let v = r.infer.as_ref().map_or(0.0, |i| i.latency_ms(0.99));
+        g.push(Gate {
+            flag: "--max-p99-ms",
+            threshold: t,
+            value: v,
+            passed: v <= t,
+        });
+    }
+    g
+}
+
+fn rate(n: f64, wall: Duration) -> f64 {
+    let s = wall.as_secs_f64();
+    if s > 0.0 {
+        n / s
+    } else {
+        0.0
+    }
+}
+
+/// Rounds for the report (JSON keeps 6 decimals: microsecond-level time).
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The `--json` document (also written as metrics.json); described by
+/// `schema/eval.schema.json`.
+pub fn render_json(r: &EvalReport) -> Value {
+    let latency = match &r.infer {
+        Some(i) if i.requests > 0 => json!({
+            "p50": r6(i.latency_ms(0.50)),
+            "p90": r6(i.latency_ms(0.90)),
+            "p95": r6(i.latency_ms(0.95)),
+            "p99": r6(i.latency_ms(0.99)),
+            "max": r6(i.latency_us.max() as f64 / 1000.0),
+            "mean": r6(i.latency_us.mean() / 1000.0),
+        }),
+        _ => Value::Null,
+    };
+    let model = match &r.binding {
+        Some(b) => json!({
+            "name": b.model,
+            "version": b.version,
+            "url": r.url,
+            "platform": b.platform,
+            "max_batch_size": b.max_batch_size,
+            "binding": serde_json::to_value(b).unwrap_or(Value::Null),
+        }),
+        None => Value::Null,
+    };
+    json!({
+        "schema": 1,
+        "data": r.data.display().to_string(),
+        "version_2_with_negative": r.version_2,
+        "postprocess": r.postprocess,
+        "metrics": r.scores.metrics.to_json(),
+        "questions": r.questions,
+        "features": r.features,
+        "requests": r.infer.as_ref().map_or(0, |i| i.requests),
+        "batch_size": r.batch_size,
+        "concurrency": r.concurrency,
+        "wall_s": r6(r.wall.as_secs_f64()),
+        "throughput": {
+            "features_per_s": r6(rate(r.features as f64, r.wall)),
+            "questions_per_s": r6(rate(r.questions as f64, r.wall)),
+        },
+        "latency_ms": latency,
+        "phases_s": {
+            "features": r6(r.phases.features_s),
+            "inference": r6(r.phases.inference_s),
+            "decode": r6(r.phases.decode_s),
+        },
+        "retries": {"total": 0},
+        "missing_predictions": {
+            "count": r.scores.missing.len(),
+            "first_ids": r.scores.missing.iter().take(FIRST_IDS).collect::<Vec<_>>(),
+        },
+        "featureless_questions": {
+            "count": r.featureless.len(),
+            "first_ids": r.featureless.iter().take(FIRST_IDS).collect::<Vec<_>>(),
+        },
+        "model": model,
+        "gates": r.gates.iter().map(|g| json!({
+            "flag": g.flag, "threshold": g.threshold, "value": r6(g.value), "passed": g.passed,
+        })).collect::<Vec<_>>(),
+        "output_dir": r.output_dir.display().to_string(),
+        "files": r.files,
+    })
+}
+
+/// The human report.
+pub fn render_text(r: &EvalReport) -> String {
+    let mut s = String::new();
+    let rules = if r.version_2 {
+        "SQuAD 2.0 rules"
+    } else {
+        "SQuAD 1.1 rules"
+    };
+    match (&r.binding, &r.url) {
+        (Some(b), Some(url)) => {
+            let _ = writeln!(
+                s,
+                "model        {} at {} ({}, batch {}, concurrency {})",
+                b.model, url, b.platform, r.batch_size, r.concurrency
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "model        (decoded from saved logits)");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "data         {} ({rules}, postprocess {}): {} questions, {} features",
+        r.data.display(),
+        r.postprocess,
+        r.questions,
+        r.features
+    );
+    let _ = writeln!(s);
+    for (k, v) in r.scores.metrics.official() {
+        match v {
+            evaluate::MetricValue::Float(x) => {
+                let _ = writeln!(s, "{k:<18} {x:>10.3}");
+            }
+            evaluate::MetricValue::Count(n) => {
+                let _ = writeln!(s, "{k:<18} {n:>10}");
+            }
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "wall time    {:.3} s   throughput {:.1} features/s, {:.1} questions/s",
+        r.wall.as_secs_f64(),
+        rate(r.features as f64, r.wall),
+        rate(r.questions as f64, r.wall)
+    );
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(
+            s,
+            "latency      p50 {:.2}  p90 {:.2}  p95 {:.2}  p99 {:.2}  max {:.2}  mean {:.2} ms \
+             ({} requests, each timed from send to response)",
+            i.latency_ms(0.5),
+            i.latency_ms(0.9),
+            i.latency_ms(0.95),
+            i.latency_ms(0.99),
+            i.latency_us.max() as f64 / 1000.0,
+            i.latency_us.mean() / 1000.0,
+            i.requests
+        );
+    }
+    let _ = writeln!(
+        s,
+        "phases       features {:.3} s, inference {:.3} s, decode {:.3} s (overlapped)",
+        r.phases.features_s, r.phases.inference_s, r.phases.decode_s
+    );
+    if !r.scores.missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "missing      {} questions without a prediction (scored 0): {}",
+            r.scores.missing.len(),
+            r.scores
+                .missing
+                .iter()
+                .take(FIRST_IDS)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !r.featureless.is_empty() {
+        let _ = writeln!(
+            s,
+            "no features  {} questions whose context has no word pieces: {}",
+            r.featureless.len(),
+            r.featureless
+                .iter()
+                .take(FIRST_IDS)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "outputs      {}/{{{}}}",
+        r.output_dir.display(),
+        r.files.join(",")
+    );
+    for g in &r.gates {
+        let _ = writeln!(
+            s,
+            "gate         {} {}",
+            g.describe(),
+            if g.passed { "passed" } else { "FAILED" }
+        );
+    }
+    s
+}
+
+/// The indicatif progress bar on stderr: hidden off a TTY and with --quiet.
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Bar(indicatif::ProgressBar::hidden());
+        }
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} features answered \
+                 ({per_sec}, eta {eta})",
+            )
+            .expect("valid template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Bar(bar)
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl Progress for Bar {
+    fn built(&self, n: u64) {
+        self.0.inc_length(n);
+    }
+    fn answered(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
