@@ -274,6 +274,8 @@ pub struct RunConfig {
     pub infer: InferConfig,
     /// Keep every feature's logits (unpadded) in the outcome.
     pub keep_logits: bool,
+    /// Keep every feature in the outcome (to map answers back to the context).
+    pub keep_features: bool,
 }
 
 /// Seconds spent in each stage (stages overlap, so they do not add up to the wall time).
@@ -301,7 +303,18 @@ pub struct RunOutcome {
     pub wall: Duration,
     /// With `keep_logits`: every feature's unpadded logits, by ascending unique id.
     pub logits: Vec<Logits>,
+    /// With `keep_features`: every feature, by ascending unique id.
+    pub kept_features: Vec<Arc<Feature>>,
 }
+
+/// What the decoder thread hands back: predictions by example, decoding time, and the
+/// logits and features it was asked to keep.
+type Decoded = (
+    Vec<Option<crate::decode::Prediction>>,
+    Duration,
+    Vec<Logits>,
+    Vec<Arc<Feature>>,
+);
 
 /// A question's windows as they arrive: the expected count once known, and the answers.
 type Gathering = (Option<usize>, Vec<(Arc<Feature>, Logits)>);
@@ -375,12 +388,15 @@ pub fn run(
         // Decoder: one question as soon as all of its windows are answered.
         let decode_config = config.decode.clone();
         let keep_logits = config.keep_logits;
-        let decoder = scope.spawn(move || -> Result<(Vec<Option<crate::decode::Prediction>>, Duration, Vec<Logits>)> {
-            let mut predictions: Vec<Option<crate::decode::Prediction>> = vec![None; dataset.examples.len()];
+        let keep_features = config.keep_features;
+        let decoder = scope.spawn(move || -> Result<Decoded> {
+            let mut predictions: Vec<Option<crate::decode::Prediction>> =
+                vec![None; dataset.examples.len()];
             let mut pending: std::collections::HashMap<usize, Gathering> =
                 std::collections::HashMap::new();
             let mut busy = Duration::ZERO;
             let mut kept = Vec::new();
+            let mut kept_features = Vec::new();
             for msg in decoder_rx {
                 let example_index = match &msg {
                     ToDecoder::Expect { example_index, .. } => *example_index,
@@ -401,11 +417,23 @@ pub fn run(
                 let doc_tokens = &dataset.paragraph_of(example).doc_tokens;
                 let views: Vec<crate::decode::Window<'_>> = windows
                     .iter()
-                    .map(|(f, l)| crate::decode::Window { feature: f, logits: l })
+                    .map(|(f, l)| crate::decode::Window {
+                        feature: f,
+                        logits: l,
+                    })
                     .collect();
-                let p = crate::decode::decode_example(&decode_config, doc_tokens, &example.qas_id, &views, tokenizer)?;
+                let p = crate::decode::decode_example(
+                    &decode_config,
+                    doc_tokens,
+                    &example.qas_id,
+                    &views,
+                    tokenizer,
+                )?;
                 predictions[example_index] = Some(p);
                 busy += t.elapsed();
+                if keep_features {
+                    kept_features.extend(windows.iter().map(|(f, _)| f.clone()));
+                }
                 if keep_logits {
                     kept.extend(windows.into_iter().map(|(f, mut l)| {
                         l.start.truncate(f.len());
@@ -415,7 +443,8 @@ pub fn run(
                 }
             }
             kept.sort_by_key(|l| l.unique_id);
-            Ok((predictions, busy, kept))
+            kept_features.sort_by_key(|f| f.unique_id);
+            Ok((predictions, busy, kept, kept_features))
         });
 
         // Forward answers to the decoder, counting them for the progress display.
@@ -437,7 +466,8 @@ pub fn run(
         });
         let (features_busy, featureless, total) = producer.join().expect("producer thread");
         let report = inference?;
-        let (predictions, decode_busy, logits) = decoder.join().expect("decoder thread")?;
+        let (predictions, decode_busy, logits, kept_features) =
+            decoder.join().expect("decoder thread")?;
         let predictions = predictions
             .into_iter()
             .enumerate()
@@ -462,6 +492,7 @@ pub fn run(
             infer: report,
             wall: started.elapsed(),
             logits,
+            kept_features,
         })
     })
 }

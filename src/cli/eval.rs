@@ -177,6 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 },
                 wall: started.elapsed(),
                 logits: if args.save_logits { logits } else { Vec::new() },
+                kept_features: Vec::new(),
             };
             (outcome, None, None, 0)
         }
@@ -203,6 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     padding,
                 },
                 keep_logits: args.save_logits,
+                keep_features: false,
             };
             let bar = Bar::new(args.output.quiet || args.output.json);
             let binding = Arc::new(binding);

@@ -4,6 +4,7 @@
 //! connection, server or model error. A broken pipe on stdout exits 0.
 
 pub mod args;
+mod ask;
 mod common;
 mod eval;
 mod features;
@@ -40,6 +41,8 @@ pub struct Cli {
 pub enum Command {
     /// Server, model repository, and one model's tensors and inferred binding.
     Models(models::Args),
+    /// Ask questions about a context: answer, score, probability, character span.
+    Ask(Box<ask::Args>),
     /// Evaluate a model on a SQuAD file: EM/F1, throughput, latency, output files.
     Eval(Box<eval::Args>),
     /// Build the features (windows) of a SQuAD file; one JSON line per feature.
@@ -61,6 +64,7 @@ pub fn main() -> ExitCode {
     let verbose = cli.verbose;
     let result = match cli.command {
         Command::Models(a) => models::run(a),
+        Command::Ask(a) => ask::run(*a),
         Command::Eval(a) => eval::run(*a),
         Command::Features(a) => features::run(a),
         Command::Score(a) => score::run(a),
@@ -115,4 +119,14 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

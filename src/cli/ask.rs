@@ -1,0 +1,318 @@
+//! `bertqa ask`: one or more questions about one context, through the full pipeline
+//! (several windows for a long context): the answer, its score and probability, and
+//! the character span in the original context.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::args::{BindingArgs, DecodeArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::common::{connect_and_bind, decode_config, feature_config, load_tokenizer};
+use super::eval::LoadArgs;
+use super::{print_stdout, runtime, Outcome};
+use crate::decode::Prediction;
+use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
+use crate::types::{Dataset, Example, Paragraph};
+
+/// Ask questions about a context.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A question (repeat for several questions about the same context).
+    #[arg(long, required = true)]
+    pub question: Vec<String>,
+    /// The context text; `-` reads it from stdin.
+    #[arg(
+        long,
+        conflicts_with = "context_file",
+        required_unless_present = "context_file"
+    )]
+    pub context: Option<String>,
+    /// Read the context from a file (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub context_file: Option<PathBuf>,
+    /// Model to ask.
+    #[arg(long)]
+    pub model: String,
+    /// Model version (default: the server's choice).
+    #[arg(long, default_value = "")]
+    pub model_version: String,
+    /// Show this many n-best candidates per question (they are computed with
+    /// --n-best-size).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub n_best: usize,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn read_context(args: &Args) -> anyhow::Result<String> {
+    let from_stdin = || -> anyhow::Result<String> {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        Ok(s)
+    };
+    match (&args.context, &args.context_file) {
+        (Some(c), _) if c == "-" => from_stdin(),
+        (Some(c), _) => Ok(c.clone()),
+        (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
+        (None, Some(p)) => std::fs::read_to_string(p).map_err(|e| crate::Error::io(p, e).into()),
+        (None, None) => anyhow::bail!("give a context with --context or --context-file"),
+    }
+}
+
+/// The in-memory dataset of one context and its questions (ids `q1`, `q2`, …).
+pub fn dataset_of(context: &str, questions: &[String]) -> Dataset {
+    let paragraph: Paragraph = crate::squad::split_context(context);
+    let examples = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| Example {
+            example_index: i,
+            qas_id: format!("q{}", i + 1),
+            question_text: q.clone(),
+            paragraph_index: 0,
+            answers: Vec::new(),
+            is_impossible: false,
+        })
+        .collect();
+    Dataset {
+        version: String::new(),
+        paragraphs: vec![paragraph],
+        examples,
+    }
+}
+
+/// The character span `[start, end)` (code points) of `text` in the context, found
+/// through the words the answer came from. `None` when the text cannot be located.
+pub fn char_span(
+    paragraph: &Paragraph,
+    first_word: usize,
+    last_word: usize,
+    text: &str,
+) -> Option<(usize, usize)> {
+    if text.is_empty() || first_word > last_word || last_word >= paragraph.doc_tokens.len() {
+        return None;
+    }
+    // Code-point offset of each word's first character.
+    let mut word_start = vec![usize::MAX; paragraph.doc_tokens.len()];
+    let mut prev = -1i32;
+    for (i, &w) in paragraph.char_to_word_offset.iter().enumerate() {
+        if w != prev && w >= 0 {
+            word_start[w as usize] = i;
+            prev = w;
+        }
+    }
+    // The reference's orig_text: the words joined by single spaces; the final text is
+    // a substring of it.
+    let mut joined: Vec<(char, usize)> = Vec::new();
+    for w in first_word..=last_word {
+        if w > first_word {
+            joined.push((' ', usize::MAX));
+        }
+        for (k, c) in paragraph.doc_tokens[w].chars().enumerate() {
+            joined.push((c, word_start[w] + k));
+        }
+    }
+    let target: Vec<char> = text.chars().collect();
+    let at = joined
+        .windows(target.len())
+        .position(|win| win.iter().map(|(c, _)| *c).eq(target.iter().copied()))?;
+    let start = joined[at].1;
+    let end = joined[at + target.len() - 1].1;
+    (start != usize::MAX && end != usize::MAX).then_some((start, end + 1))
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let context = read_context(&args)?;
+    let dataset = dataset_of(&context, &args.question);
+    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let version_2 = args.decode.version_2_with_negative;
+    let decode = decode_config(
+        &args.decode,
+        version_2,
+        crate::types::TokenText::lower_case(&tokenizer),
+    );
+    let features = feature_config(&args.window)?;
+    let rt = runtime()?;
+    let (client, binding) = rt.block_on(connect_and_bind(
+        &args.server,
+        &args.model,
+        &args.model_version,
+        &args.binding,
+    ))?;
+    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+    let config = RunConfig {
+        features,
+        decode,
+        infer: InferConfig {
+            batch_size,
+            concurrency: args.load.concurrency.max(1),
+            warmup: args.load.warmup,
+            padding: Padding::for_model(
+                &binding,
+                features.max_seq_length,
+                !args.load.fixed_seq_len,
+            ),
+        },
+        keep_logits: false,
+        keep_features: true,
+    };
+    let outcome = pipeline::run(
+        &rt,
+        &client,
+        Arc::new(binding.clone()),
+        &dataset,
+        &tokenizer,
+        &config,
+        &NoProgress,
+    )?;
+    let answers: Vec<Value> = outcome
+        .predictions
+        .iter()
+        .zip(&args.question)
+        .map(|(p, q)| answer_json(&dataset, p, q, args.n_best, &outcome))
+        .collect();
+    let doc = json!({
+        "schema": 1,
+        "model": binding.model,
+        "url": args.server.url,
+        "features": outcome.features,
+        "latency_ms": {
+            "max": outcome.infer.latency_us.max() as f64 / 1000.0,
+            "mean": outcome.infer.latency_us.mean() / 1000.0,
+        },
+        "answers": answers,
+    });
+    if args.output.json {
+        print_stdout(&format!("{doc:#}\n"))?;
+    } else {
+        print_stdout(&render_text(&doc))?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn answer_json(
+    dataset: &Dataset,
+    p: &Prediction,
+    question: &str,
+    k: usize,
+    outcome: &pipeline::RunOutcome,
+) -> Value {
+    let best = p.nbest.iter().find(|e| e.text == p.answer);
+    let span = best.and_then(|e| e.span).and_then(|s| {
+        // Token positions → words, through the feature the span came from.
+        let f = outcome_feature(outcome, s.unique_id)?;
+        let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
+        char_span(&dataset.paragraphs[0], a, b, &p.answer)
+    });
+    let no_answer = p.answer.is_empty();
+    json!({
+        "question": question,
+        "answer": p.answer,
+        "no_answer": no_answer,
+        "score": best.map(|e| e.start_logit + e.end_logit),
+        "probability": best.map(|e| e.probability),
+        "start_char": span.map(|s| s.0),
+        "end_char": span.map(|s| s.1),
+        "null_odds": p.null_odds,
+        "nbest": p.nbest.iter().filter(|e| e.span.is_some() || !e.text.is_empty()).take(k).map(|e| json!({
+            "text": e.text,
+            "probability": e.probability,
+            "start_logit": e.start_logit,
+            "end_logit": e.end_logit,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn outcome_feature(
+    outcome: &pipeline::RunOutcome,
+    unique_id: u64,
+) -> Option<&crate::types::Feature> {
+    let i = outcome
+        .kept_features
+        .binary_search_by_key(&unique_id, |f| f.unique_id)
+        .ok()?;
+    Some(&outcome.kept_features[i])
+}
+
+fn render_text(doc: &Value) -> String {
+    let mut s = String::new();
+    let answers = doc["answers"].as_array().cloned().unwrap_or_default();
+    for (i, a) in answers.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "Q: {}", a["question"].as_str().unwrap_or(""));
+        if a["no_answer"].as_bool() == Some(true) {
+            let _ = writeln!(
+                s,
+                "A: (no answer)   null odds {:.3}",
+                a["null_odds"].as_f64().unwrap_or(0.0)
+            );
+        } else {
+            let span = match (a["start_char"].as_u64(), a["end_char"].as_u64()) {
+                (Some(x), Some(y)) => format!(", characters {x}..{y}"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "A: {}   (score {:.3}, probability {:.3}{span})",
+                a["answer"].as_str().unwrap_or(""),
+                a["score"].as_f64().unwrap_or(0.0),
+                a["probability"].as_f64().unwrap_or(0.0),
+            );
+        }
+        let nbest = a["nbest"].as_array().cloned().unwrap_or_default();
+        if nbest.len() > 1 {
+            for (r, e) in nbest.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "   {:>2}. {:<40} p={:.4}  start {:.3}  end {:.3}",
+                    r + 1,
+                    format!("{:?}", e["text"].as_str().unwrap_or("")),
+                    e["probability"].as_f64().unwrap_or(0.0),
+                    e["start_logit"].as_f64().unwrap_or(0.0),
+                    e["end_logit"].as_f64().unwrap_or(0.0)
+                );
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn char_spans_map_back_to_the_context() {
+        let ctx = "  The  cat\tsat on\nthe mat.";
+        let p = crate::squad::split_context(ctx);
+        // words: The cat sat on the mat.
+        let chars: Vec<char> = ctx.chars().collect();
+        let text = |s: (usize, usize)| chars[s.0..s.1].iter().collect::<String>();
+        assert_eq!(text(char_span(&p, 1, 1, "cat").unwrap()), "cat");
+        assert_eq!(char_span(&p, 3, 5, "on the mat").unwrap(), (15, 25));
+        assert_eq!(text(char_span(&p, 5, 5, "mat").unwrap()), "mat");
+        assert_eq!(
+            text(char_span(&p, 0, 2, "The cat sat").unwrap()),
+            "The  cat\tsat"
+        );
+        assert_eq!(char_span(&p, 0, 0, "dog"), None);
+        assert_eq!(char_span(&p, 0, 9, "The"), None);
+    }
+}
