@@ -119,12 +119,13 @@ pub fn char_span(
     // The reference's orig_text: the words joined by single spaces; the final text is
     // a substring of it.
     let mut joined: Vec<(char, usize)> = Vec::new();
-    for w in first_word..=last_word {
-        if w > first_word {
+    let words = paragraph.doc_tokens[first_word..=last_word].iter();
+    for (i, (word, &start)) in words.zip(&word_start[first_word..=last_word]).enumerate() {
+        if i > 0 {
             joined.push((' ', usize::MAX));
         }
-        for (k, c) in paragraph.doc_tokens[w].chars().enumerate() {
-            joined.push((c, word_start[w] + k));
+        for (k, c) in word.chars().enumerate() {
+            joined.push((c, start + k));
         }
     }
     let target: Vec<char> = text.chars().collect();
