@@ -3,7 +3,8 @@
 //!
 //! Format (little-endian): the 8 bytes `BQLOGIT1`, then per feature in ascending
 //! `unique_id`: `u64 unique_id`, `u32 n`, `n` × f32 start logits, `n` × f32 end logits,
-//! where `n` is the feature's unpadded length (padding positions are never decoded).
+//! where `n` is the sequence length the model saw (padded positions included: the
+//! reference ranks the top start/end indexes over the whole padded sequence, §6.2).
 //! The values are the exact f32s the server returned (FP16 widened exactly).
 
 use std::io::{BufReader, BufWriter, Read, Write};

@@ -272,7 +272,7 @@ pub struct RunConfig {
     pub features: crate::features::FeatureConfig,
     pub decode: crate::decode::DecodeConfig,
     pub infer: InferConfig,
-    /// Keep every feature's logits (unpadded) in the outcome.
+    /// Keep every feature's logits in the outcome.
     pub keep_logits: bool,
     /// Keep every feature in the outcome (to map answers back to the context).
     pub keep_features: bool,
@@ -301,7 +301,8 @@ pub struct RunOutcome {
     pub phases: Phases,
     /// From the first feature built to the last question decoded.
     pub wall: Duration,
-    /// With `keep_logits`: every feature's unpadded logits, by ascending unique id.
+    /// With `keep_logits`: every feature's logits as the model returned them (padded
+    /// positions included), by ascending unique id.
     pub logits: Vec<Logits>,
     /// With `keep_features`: every feature, by ascending unique id.
     pub kept_features: Vec<Arc<Feature>>,
@@ -435,11 +436,9 @@ pub fn run(
                     kept_features.extend(windows.iter().map(|(f, _)| f.clone()));
                 }
                 if keep_logits {
-                    kept.extend(windows.into_iter().map(|(f, mut l)| {
-                        l.start.truncate(f.len());
-                        l.end.truncate(f.len());
-                        l
-                    }));
+                    // Padded positions included: the reference ranks start/end
+                    // indexes over the whole padded sequence (spec §6.2).
+                    kept.extend(windows.into_iter().map(|(_, l)| l));
                 }
             }
             kept.sort_by_key(|l| l.unique_id);

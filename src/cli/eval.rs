@@ -228,17 +228,27 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     };
 
+    // The answers are written before scoring, so nothing computed is lost if the gold
+    // answers cannot be scored.
+    let mut files = write_predictions(&args.output_dir, &outcome.predictions, version_2)?;
+    if args.save_logits {
+        crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
+        files.push("logits.bin".into());
+    }
     let scores = score_predictions(
         &dataset,
         &outcome.predictions,
         version_2,
         args.na_prob_thresh,
-    )?;
-    let mut files = write_outputs(&args.output_dir, &outcome.predictions, version_2, &scores)?;
-    if args.save_logits {
-        crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
-        files.push("logits.bin".into());
-    }
+    )
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (the predictions were written to {})",
+            args.output_dir.display()
+        )
+    })?;
+    write_per_question(&args.output_dir, &outcome.predictions, &scores)?;
+    files.push("per_question.jsonl".into());
     let mut report = EvalReport {
         data: args.data.clone(),
         url,
@@ -328,12 +338,11 @@ pub fn score_predictions(
     )
 }
 
-/// Writes the reference's files and per_question.jsonl; returns the file names.
-pub fn write_outputs(
+/// Writes the reference's files; returns their names.
+pub fn write_predictions(
     dir: &Path,
     predictions: &[Prediction],
     version_2: bool,
-    scores: &Scores,
 ) -> crate::Result<Vec<String>> {
     decode::write_outputs(dir, predictions, version_2)?;
     let mut files = vec![
@@ -343,6 +352,15 @@ pub fn write_outputs(
     if version_2 {
         files.push("null_odds.json".into());
     }
+    Ok(files)
+}
+
+/// Writes per_question.jsonl: id, prediction, exact, f1, has_answer per question.
+pub fn write_per_question(
+    dir: &Path,
+    predictions: &[Prediction],
+    scores: &Scores,
+) -> crate::Result<()> {
     let mut lines = String::new();
     for (p, q) in predictions.iter().zip(&scores.questions) {
         let line = json!({
@@ -355,9 +373,7 @@ pub fn write_outputs(
         lines.push_str(&line.to_string());
         lines.push('\n');
     }
-    decode::write_atomic(&dir.join("per_question.jsonl"), lines.as_bytes())?;
-    files.push("per_question.jsonl".into());
-    Ok(files)
+    decode::write_atomic(&dir.join("per_question.jsonl"), lines.as_bytes())
 }
 
 fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
