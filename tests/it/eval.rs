@@ -335,3 +335,68 @@ fn eval_errors_name_the_problem() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("--batch-size 9 exceeds model \"tiny-bert\"'s max batch size 8"));
 }
+
+/// Compares two nbest/null-odds JSON documents: same keys, texts and order; numbers
+/// within `tol`.
+fn assert_close(want: &Value, got: &Value, tol: f64, at: &str) {
+    match (want, got) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= tol, "{at}: {a} vs {b}");
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            assert_eq!(
+                a.keys().collect::<Vec<_>>(),
+                b.keys().collect::<Vec<_>>(),
+                "{at}"
+            );
+            for (k, v) in a {
+                assert_close(v, &b[k], tol, &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            assert_eq!(a.len(), b.len(), "{at}");
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert_close(x, y, tol, &format!("{at}[{i}]"));
+            }
+        }
+        (a, b) => assert_eq!(a, b, "{at}"),
+    }
+}
+
+#[test]
+fn postprocess_hf_reproduces_transformers_on_tiny_bert() {
+    // Goldens: scripts/golden_eval.sh (transformers 4.46.3's own SQuAD pipeline against
+    // the same tiny-bert model on Triton).
+    let tmp = tempfile::tempdir().unwrap();
+    for (golden, data) in [
+        ("v1-long", fixture("v1-long.json")),
+        ("v2-long", fixture("v2-long.json")),
+        (
+            "sample-v2",
+            root()
+                .join("data/sample-squad-v2.json")
+                .display()
+                .to_string(),
+        ),
+    ] {
+        let out = tmp.path().join(golden);
+        let o = eval(&data, "tiny-bert", &out, &["--postprocess", "hf"]);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        let dir = root().join("tests/golden/eval").join(golden);
+        assert_eq!(
+            read(out.join("predictions.json")),
+            read(dir.join("predictions.json")),
+            "{golden}"
+        );
+        let mut files = vec!["nbest_predictions.json"];
+        if golden != "v1-long" {
+            files.push("null_odds.json");
+        }
+        for f in files {
+            let want: Value = serde_json::from_str(&read(dir.join(f))).unwrap();
+            let got: Value = serde_json::from_str(&read(out.join(f))).unwrap();
+            assert_close(&want, &got, 1e-6, &format!("{golden}/{f}"));
+        }
+    }
+}
