@@ -259,6 +259,7 @@ mod tests {
     use crate::decode::{NbestEntry, Prediction};
 
     #[test]
+    #[allow(clippy::excessive_precision)] // exact f32 values written out in full
     fn float_repr_matches_python() {
         let cases: [(f64, &str); 29] = [
             (0.0, "0.0"),
