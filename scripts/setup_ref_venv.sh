@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Creates (once) the Python venv used only by the golden-data scripts: transformers
-# 4.46.3 under Python 3.11 (Unicode 14.0 tables), whose slow BertTokenizer, SQuAD
-# processors and squad_metrics are the "H" reference of the spec. No torch needed.
+# Creates (once) the Python venv of the reference tools, used only by the golden-data
+# and benchmark scripts: transformers 4.46.3 under Python 3.11 (Unicode 14.0 tables),
+# whose slow BertTokenizer, SQuAD processors and squad_metrics are the "H" reference of
+# the spec, and tritonclient's gRPC client for the Python reference client. No torch.
 # Prints the venv's python path on stdout. Not needed to build or test bertqa.
 . "$(dirname "$0")/common.sh"
 VENV="$BERTQA_CACHE/ref-venv"
-STAMP="$VENV/.bertqa-ref-1"
-if [ ! -f "$STAMP" ]; then
-  log "creating $VENV (transformers==4.46.3, numpy==1.26.4)"
+PKGS=(transformers==4.46.3 numpy==1.26.4 "tritonclient[grpc]==2.73.0")
+STAMP="$VENV/.bertqa-packages"
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
   rm -rf "$VENV"
   "$BERTQA_PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet transformers==4.46.3 numpy==1.26.4 \
-    || die "pip install transformers==4.46.3 failed"
-  touch "$STAMP"
+fi
+if [ "$(cat "$STAMP" 2>/dev/null)" != "${PKGS[*]}" ]; then
+  log "installing ${PKGS[*]} into $VENV"
+  "$VENV/bin/pip" install --quiet "${PKGS[@]}" || die "pip install ${PKGS[*]} failed"
+  echo "${PKGS[*]}" > "$STAMP"
 fi
 echo "$VENV/bin/python"

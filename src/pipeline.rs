@@ -341,6 +341,47 @@ pub fn run(
     config: &RunConfig,
     progress: &dyn Progress,
 ) -> Result<RunOutcome> {
+    run_features(
+        runtime, client, binding, dataset, tokenizer, None, config, progress,
+    )
+}
+
+/// [`run`] with features built beforehand (all of the dataset's, in unique-id order),
+/// so that several models can be run on the same features (`compare`).
+#[allow(clippy::too_many_arguments)]
+pub fn run_prebuilt(
+    runtime: &tokio::runtime::Runtime,
+    client: &TritonClient,
+    binding: Arc<Binding>,
+    dataset: &crate::types::Dataset,
+    tokenizer: &crate::tokenize::BertTokenizer,
+    features: &[Arc<Feature>],
+    config: &RunConfig,
+    progress: &dyn Progress,
+) -> Result<RunOutcome> {
+    run_features(
+        runtime,
+        client,
+        binding,
+        dataset,
+        tokenizer,
+        Some(features),
+        config,
+        progress,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_features(
+    runtime: &tokio::runtime::Runtime,
+    client: &TritonClient,
+    binding: Arc<Binding>,
+    dataset: &crate::types::Dataset,
+    tokenizer: &crate::tokenize::BertTokenizer,
+    prebuilt: Option<&[Arc<Feature>]>,
+    config: &RunConfig,
+    progress: &dyn Progress,
+) -> Result<RunOutcome> {
     use std::sync::mpsc as std_mpsc;
 
     let started = Instant::now();
@@ -357,12 +398,26 @@ pub fn run(
             let mut busy = Duration::ZERO;
             let mut featureless = Vec::new();
             let mut total = 0u64;
-            let mut scratch = Vec::new();
+            let mut scratch: Vec<Arc<Feature>> = Vec::new();
+            let mut built = Vec::new();
             let mut builder = builder;
+            let mut next = 0usize;
             for example in &dataset.examples {
                 let t = Instant::now();
                 scratch.clear();
-                builder.push_example(dataset, example, &mut scratch);
+                match prebuilt {
+                    None => {
+                        built.clear();
+                        builder.push_example(dataset, example, &mut built);
+                        scratch.extend(built.drain(..).map(Arc::new));
+                    }
+                    Some(all) => {
+                        while next < all.len() && all[next].example_index == example.example_index {
+                            scratch.push(all[next].clone());
+                            next += 1;
+                        }
+                    }
+                }
                 busy += t.elapsed();
                 if scratch.is_empty() {
                     featureless.push(example.example_index);
@@ -371,7 +426,7 @@ pub fn run(
                 total += count as u64;
                 progress.built(count as u64);
                 for f in scratch.drain(..) {
-                    if feature_tx.blocking_send(Arc::new(f)).is_err() {
+                    if feature_tx.blocking_send(f).is_err() {
                         return (busy, featureless, total); // inference stopped
                     }
                 }
