@@ -6,6 +6,7 @@
 pub mod args;
 mod ask;
 mod common;
+mod compare;
 mod eval;
 mod features;
 mod models;
@@ -43,6 +44,9 @@ pub enum Command {
     Models(models::Args),
     /// Ask questions about a context: answer, score, probability, character span.
     Ask(Box<ask::Args>),
+    /// Compare deployments (e.g. TorchScript vs ONNX): metrics, speed, agreement,
+    /// logit differences.
+    Compare(Box<compare::Args>),
     /// Evaluate a model on a SQuAD file: EM/F1, throughput, latency, output files.
     Eval(Box<eval::Args>),
     /// Build the features (windows) of a SQuAD file; one JSON line per feature.
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Models(a) => models::run(a),
         Command::Ask(a) => ask::run(*a),
+        Command::Compare(a) => compare::run(*a),
         Command::Eval(a) => eval::run(*a),
         Command::Features(a) => features::run(a),
         Command::Score(a) => score::run(a),

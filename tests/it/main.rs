@@ -2,6 +2,7 @@
 //! Triton themselves (free ports, one server per test binary) and never skip.
 
 mod common;
+mod compare;
 mod eval;
 mod fake;
 mod features;
