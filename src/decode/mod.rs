@@ -444,13 +444,15 @@ fn decode_checked(
     let nbest: Vec<NbestEntry> = nbest
         .into_iter()
         .zip(probs)
-        .map(|((text, start_logit, end_logit, span), probability)| NbestEntry {
-            text,
-            probability,
-            start_logit,
-            end_logit,
-            span,
-        })
+        .map(
+            |((text, start_logit, end_logit, span), probability)| NbestEntry {
+                text,
+                probability,
+                start_logit,
+                end_logit,
+                span,
+            },
+        )
         .collect();
 
     // §6.10.

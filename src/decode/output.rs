@@ -188,8 +188,21 @@ pub fn py_float_repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-5", "1e16", "0e0".
-    let sci = format!("{x:e}");
+    // Rust's `{:e}` gives the shortest round-trip digits ("-1.2345e-5", "1e16", "0e0"),
+    // but when two shortest candidates are equally close it rounds the tie up, where
+    // Python's dtoa rounds half to even (9.2206573486328125 → …812). The exact,
+    // half-even rounding to the same number of digits is Python's answer whenever it
+    // still round-trips.
+    let shortest = format!("{x:e}");
+    let digits = shortest
+        .split_once('e')
+        .map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+    let even = format!("{x:.prec$e}", prec = digits.saturating_sub(1));
+    let sci = if even.parse::<f64>() == Ok(x) {
+        even
+    } else {
+        shortest
+    };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (neg, mantissa) = match mantissa.strip_prefix('-') {
@@ -242,7 +255,7 @@ mod tests {
 
     #[test]
     fn float_repr_matches_python() {
-        let cases: [(f64, &str); 22] = [
+        let cases: [(f64, &str); 23] = [
             (0.0, "0.0"),
             (-0.0, "-0.0"),
             (1.0, "1.0"),
@@ -260,6 +273,7 @@ mod tests {
             (7.123456478118896, "7.123456478118896"),
             (0.0001406660647884666, "0.0001406660647884666"),
             (0.6913411921098548, "0.6913411921098548"),
+            (f64::from(9.220_657_f32), "9.220657348632812"),
             (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
             (5e-324, "5e-324"),
             (f64::MAX, "1.7976931348623157e+308"),

@@ -2,6 +2,7 @@
 //! Triton themselves (free ports, one server per test binary) and never skip.
 
 mod common;
+mod decode;
 mod features;
 mod models;
 mod score;
