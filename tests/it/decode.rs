@@ -295,3 +295,21 @@ fn per_example_equals_whole_dataset() {
         assert_eq!(&p, want);
     }
 }
+
+/// Python `repr` of ~3,000 doubles (golden script), including widened f32 logits whose
+/// two shortest candidates are equally close.
+#[test]
+fn float_repr_matches_python() {
+    let cases = read_json(&root().join("tests/golden/decode/float_repr.json"));
+    let cases = cases.as_array().unwrap();
+    assert!(cases.len() > 2500);
+    for c in cases {
+        let bits = u64::from_str_radix(c[0].as_str().unwrap(), 16).unwrap();
+        let x = f64::from_bits(bits);
+        assert_eq!(
+            decode::py_float_repr(x),
+            c[1].as_str().unwrap(),
+            "bits {bits:016x}"
+        );
+    }
+}
