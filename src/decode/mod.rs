@@ -13,7 +13,8 @@
 //! - Pure and synchronous. All arithmetic is f64 on the exactly widened f32 logits (§5.2,
 //!   §10.9): sums `start + end`, `diff = (null − start) − end`, a max-shifted softmax
 //!   summed in list order. Every sort is stable (§10.8); NaN logits never panic: they
-//!   order below every number.
+//!   rank as −∞ in the top-k and below every number when candidates are sorted (the
+//!   reference's order is undefined there).
 //! - [`Postprocess::Nvidia`] follows the Google/NVIDIA `write_predictions` rules (§6.1–§6.10);
 //!   [`Postprocess::Hf`] the transformers 4.x `compute_predictions_logits` port (§6.13).
 //!   Every difference between the two lives in [`rules`].
