@@ -17,5 +17,8 @@ ref, ours = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print(f"input: {ours['questions']} questions, {ours['features']} features")
 print(f"transformers compute_predictions_logits post_s: {ref['post_s']:.3f} s")
 print(f"bertqa decode {ours['decode_s']:.3f} s + score {ours['score_s']:.3f} s = {ours['total_s']:.3f} s")
-print(f"speed-up: {ref['post_s'] / ours['total_s']:.0f}x; predictions equal to transformers': {ours['predictions_equal_transformers']}")
+print(f"bertqa thread CPU time: decode {ours['cpu_decode_s']:.3f} s + score {ours['cpu_score_s']:.3f} s = {ours['cpu_total_s']:.3f} s")
+print(f"speed-up: {ref['post_s'] / ours['total_s']:.0f}x wall, {ref['post_s'] / ours['cpu_total_s']:.0f}x CPU; "
+      f"predictions equal to transformers': {ours['predictions_equal_transformers']}")
+print(f"load average during the run: {open('/proc/loadavg').read().split()[0]} (timings are only meaningful on an idle machine)")
 PYEOF
