@@ -395,6 +395,25 @@ def perturb(dataset, seed):
 # ---------------------------------------------------------------- main
 
 
+def float_repr_cases(path, seed):
+    """Python repr of doubles that stress the shortest-digit rules: widened f32 logits
+    (where shortest-digit ties occur), random bit patterns, decimal-exponent edges."""
+    import struct
+
+    rng = np.random.default_rng(seed)
+    xs = [float(x) for x in rng.normal(0, 5, 1500).astype(np.float32)]
+    xs += [float(x) for x in (rng.normal(0, 1, 500) * 10.0 ** rng.integers(-30, 30, 500))]
+    xs += [struct.unpack("<d", struct.pack("<Q", int(b)))[0] for b in rng.integers(0, 2**63 - 1, 500, dtype=np.int64)]
+    xs += [float(x) for x in (np.arange(1, 200, dtype=np.float32) / np.float32(3.0))]
+    for e in range(-8, 20):
+        xs += [10.0**e, -(10.0**e), 1.5 * 10.0**e, 10.0**e - 10.0 ** (e - 17)]
+    xs = [x for x in xs if math.isfinite(x)]
+    cases = [["%016x" % struct.unpack("<Q", struct.pack("<d", x))[0], repr(x)] for x in xs]
+    with open(path, "w") as f:
+        json.dump(cases, f, indent=0)
+        f.write("\n")
+
+
 class Feat:
     """What decoding reads from a transformers SquadFeatures."""
 
@@ -419,7 +438,10 @@ def main():
     ap.add_argument("--n-best-size", type=int, default=20)
     ap.add_argument("--max-answer-length", type=int, default=30)
     ap.add_argument("--null-score-diff-threshold", type=float, default=0.0)
+    ap.add_argument("--float-repr", help="also write Python float repr cases to this file")
     args = ap.parse_args()
+    if args.float_repr:
+        float_repr_cases(args.float_repr, args.seed)
 
     with open(args.data, encoding="utf-8") as f:
         raw = json.load(f)

@@ -8,5 +8,5 @@ PY="$(bash "$BERTQA_ROOT/scripts/setup_ref_venv.sh")"
 cd "$BERTQA_ROOT"
 for v in v1 v2; do
   "$PY" scripts/golden_decode.py --data "tests/fixtures/decode/squad_$v.json" \
-    --out "tests/golden/decode/$v" "$@"
+    --out "tests/golden/decode/$v" --float-repr tests/golden/decode/float_repr.json "$@"
 done

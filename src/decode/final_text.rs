@@ -13,44 +13,56 @@ pub fn get_final_text(pred: &str, orig: &str, tok: &dyn TokenText) -> String {
     project(pred, orig, &tok.basic_tokenize(orig).join(" ")).unwrap_or_else(|| orig.to_string())
 }
 
-/// Steps 2–7, given `tok_text = " ".join(basic_tokenize(orig))`; `None` means "return
-/// `orig`".
-fn project(pred: &str, orig: &str, tok_text: &str) -> Option<String> {
-    let byte_start = tok_text.find(pred)?;
-    // Code-point index of the match, and of its last character (−1 for an empty `pred`,
-    // which never maps).
-    let start = tok_text[..byte_start].chars().count();
-    let end = (start + pred.chars().count()).checked_sub(1)?;
-
-    let orig_chars: Vec<char> = orig.chars().collect();
-    let orig_ns_to_s: Vec<usize> = non_space_positions(&orig_chars);
-    let tok_chars: Vec<char> = tok_text.chars().collect();
-    let tok_ns_to_s: Vec<usize> = non_space_positions(&tok_chars);
-    if orig_ns_to_s.len() != tok_ns_to_s.len() {
-        return None;
-    }
-    // tok_s_to_ns: the inverse of tok_ns_to_s; positions are increasing, so a binary
-    // search finds the ns index of a non-space position.
-    let to_orig = |s: usize| -> Option<usize> {
-        let ns = tok_ns_to_s.binary_search(&s).ok()?;
-        orig_ns_to_s.get(ns).copied()
-    };
-    let orig_start = to_orig(start)?;
-    let orig_end = to_orig(end)?;
-    if orig_end < orig_start {
-        return Some(String::new());
-    }
-    Some(orig_chars[orig_start..=orig_end].iter().collect())
+/// Steps 2–7 with `tok_text` already computed; `orig` when the projection fails.
+pub(super) fn project_or_orig(pred: &str, orig: &str, tok_text: &str) -> String {
+    project(pred, orig, tok_text).unwrap_or_else(|| orig.to_string())
 }
 
-/// Positions of the characters that are not U+0020.
-fn non_space_positions(chars: &[char]) -> Vec<usize> {
-    chars
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c != ' ')
-        .map(|(i, _)| i)
-        .collect()
+/// Steps 2–7, given `tok_text = " ".join(basic_tokenize(orig))`; `None` means "return
+/// `orig`". One pass over each string, no allocation but the result: a non-space
+/// character's "ns index" is its rank among the non-space characters.
+fn project(pred: &str, orig: &str, tok_text: &str) -> Option<String> {
+    let byte_start = tok_text.find(pred)?;
+    // The last character of the match (an empty `pred` gives q = p − 1, which never
+    // maps).
+    let last_len = pred.chars().next_back()?.len_utf8();
+    let byte_last = byte_start + pred.len() - last_len;
+
+    // ns indexes of the match's first and last characters in tok_text, and the total
+    // number of non-space characters of each string.
+    let (mut ns_start, mut ns_end, mut tok_ns) = (None, None, 0usize);
+    for (b, c) in tok_text.char_indices() {
+        if b == byte_start && c != ' ' {
+            ns_start = Some(tok_ns);
+        }
+        if b == byte_last && c != ' ' {
+            ns_end = Some(tok_ns);
+        }
+        if c != ' ' {
+            tok_ns += 1;
+        }
+    }
+    let orig_ns = orig.chars().filter(|&c| c != ' ').count();
+    if orig_ns != tok_ns {
+        return None;
+    }
+    let (ns_start, ns_end) = (ns_start?, ns_end?);
+    let (mut from, mut to, mut k) = (None, None, 0usize);
+    for (b, c) in orig.char_indices() {
+        if c == ' ' {
+            continue;
+        }
+        if k == ns_start {
+            from = Some(b);
+        }
+        if k == ns_end {
+            to = Some(b + c.len_utf8());
+            break;
+        }
+        k += 1;
+    }
+    let (from, to) = (from?, to?);
+    Some(orig.get(from..to).unwrap_or_default().to_string())
 }
 
 #[cfg(test)]

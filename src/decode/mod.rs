@@ -13,7 +13,8 @@
 //! - Pure and synchronous. All arithmetic is f64 on the exactly widened f32 logits (§5.2,
 //!   §10.9): sums `start + end`, `diff = (null − start) − end`, a max-shifted softmax
 //!   summed in list order. Every sort is stable (§10.8); NaN logits never panic: they
-//!   order below every number.
+//!   rank as −∞ in the top-k and below every number when candidates are sorted (the
+//!   reference's order is undefined there).
 //! - [`Postprocess::Nvidia`] follows the Google/NVIDIA `write_predictions` rules (§6.1–§6.10);
 //!   [`Postprocess::Hf`] the transformers 4.x `compute_predictions_logits` port (§6.13).
 //!   Every difference between the two lives in [`rules`].
@@ -26,7 +27,7 @@ mod final_text;
 mod output;
 pub mod rules;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::types::{Dataset, Feature, Logits, TokenText};
@@ -285,25 +286,32 @@ fn gt(a: f64, b: f64) -> bool {
 }
 
 /// The first `n` positions of a stable descending sort of `logits` (§6.2): equal logits
-/// keep ascending position order. Bounded insertion, O(len · n).
+/// keep ascending position order. NaN ranks as −∞. Bounded insertion: after the list
+/// is full, a value enters only when strictly above the current last one.
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
         return;
     }
+    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+    let mut floor = f32::NEG_INFINITY;
     for (i, &x) in logits.iter().enumerate() {
-        let x = f64::from(x);
-        if out.len() == n && !gt(x, f64::from(logits[out[n - 1]])) {
+        let k = key(x);
+        let full = out.len() == n;
+        if full && k <= floor {
             continue;
         }
         let at = out
             .iter()
-            .position(|&j| gt(x, f64::from(logits[j])))
+            .position(|&j| k > key(logits[j]))
             .unwrap_or(out.len());
-        if out.len() == n {
+        if full {
             out.pop();
         }
         out.insert(at, i);
+        if out.len() == n {
+            floor = key(logits[out[n - 1]]);
+        }
     }
 }
 
@@ -403,7 +411,9 @@ fn decode_checked(
     });
 
     // §6.6: n-best with de-duplication by final text across all windows.
-    let mut seen: HashSet<String> = HashSet::new();
+    // At most n_best_size + 1 texts: a linear scan beats hashing.
+    let mut seen: Vec<String> = Vec::new();
+    let mut words = WordCache::default();
     let mut nbest: Vec<rules::RawEntry> = Vec::new();
     for p in &prelims {
         if nbest.len() >= config.n_best_size {
@@ -411,13 +421,16 @@ fn decode_checked(
         }
         let text = if p.start > 0 {
             let f = windows[p.window].feature;
-            let text = span_text(config, doc_tokens, f, p.start, p.end, tok);
-            if !seen.insert(text.clone()) {
+            let text = span_text(config, doc_tokens, &mut words, f, p.start, p.end, tok);
+            if seen.contains(&text) {
                 continue;
             }
+            seen.push(text.clone());
             text
         } else {
-            seen.insert(String::new());
+            if !seen.iter().any(String::is_empty) {
+                seen.push(String::new());
+            }
             String::new()
         };
         let span = windows.get(p.window).map(|w| Span {
@@ -435,7 +448,7 @@ fn decode_checked(
     rules::complete_nbest(
         config,
         &mut nbest,
-        seen.contains(""),
+        seen.iter().any(String::is_empty),
         (null_start, null_end, null_span),
     );
 
@@ -486,6 +499,7 @@ fn decode_checked(
 fn span_text(
     config: &DecodeConfig,
     doc_tokens: &[String],
+    words: &mut WordCache,
     f: &Feature,
     start: usize,
     end: usize,
@@ -502,12 +516,49 @@ fn span_text(
         f.orig_word(start).unwrap_or(0),
         f.orig_word(end).unwrap_or(0),
     );
-    let orig_text = if ws <= we {
-        doc_tokens[ws..=we].join(" ")
-    } else {
-        String::new()
-    };
-    get_final_text(&tok_text, &orig_text, tok)
+    if ws > we {
+        return final_text::project_or_orig(&tok_text, "", "");
+    }
+    let orig_text = doc_tokens[ws..=we].join(" ");
+    let basic = words.basic_text(doc_tokens, ws, we, tok);
+    final_text::project_or_orig(&tok_text, &orig_text, &basic)
+}
+
+/// Basic tokens of each word, computed once per question: `get_final_text` tokenizes
+/// `" ".join(words)`, which equals the words' tokens concatenated, because the basic
+/// tokenizer splits on U+0020 and looks at nothing across a whitespace boundary
+/// (§3.3, §10.20).
+#[derive(Default)]
+struct WordCache {
+    /// `" ".join(basic_tokenize(word))` per word index, filled on first use.
+    words: Vec<Option<String>>,
+}
+
+impl WordCache {
+    /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`.
+    fn basic_text(
+        &mut self,
+        doc_tokens: &[String],
+        ws: usize,
+        we: usize,
+        tok: &dyn TokenText,
+    ) -> String {
+        if self.words.len() < doc_tokens.len() {
+            self.words.resize(doc_tokens.len(), None);
+        }
+        let mut out = String::new();
+        for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
+            let text = slot.get_or_insert_with(|| tok.basic_tokenize(word).join(" "));
+            if text.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(text);
+        }
+        out
+    }
 }
 
 /// Python's `str.split()` whitespace (spec §3.5).

@@ -26,12 +26,41 @@ pub fn detokenize_differs(pieces: &[&str]) -> bool {
 
 /// `tok_text` of a span's word pieces, whitespace-collapsed (§6.6 step 2.3 / §6.13.1).
 pub fn detokenize(mode: Postprocess, pieces: &[&str]) -> String {
+    if let Some(text) = detokenize_plain(mode, pieces) {
+        return text;
+    }
     let joined = pieces.join(" ").replace(" ##", "");
     let joined = match mode {
         Postprocess::Nvidia => joined.replace("##", ""),
         Postprocess::Hf => joined,
     };
     py_split_join(&joined)
+}
+
+/// The common case in one pass: every piece non-empty, without whitespace, and without
+/// `#` except one leading `##` before a non-`#` character. Then `" ##"` removal glues
+/// each continuation to the previous piece, and only a leading `##` on the first piece
+/// remains (removed by nvidia, kept by hf). `None` for anything else.
+fn detokenize_plain(mode: Postprocess, pieces: &[&str]) -> Option<String> {
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len() + 1).sum());
+    for (i, p) in pieces.iter().enumerate() {
+        let (cont, body) = match p.strip_prefix("##") {
+            Some(rest) => (true, rest),
+            None => (false, *p),
+        };
+        if body.is_empty() || body.contains('#') || body.chars().any(super::is_py_whitespace) {
+            return None;
+        }
+        if i == 0 {
+            if cont && mode == Postprocess::Hf {
+                out.push_str("##");
+            }
+        } else if !cont {
+            out.push(' ');
+        }
+        out.push_str(body);
+    }
+    Some(out)
 }
 
 /// §6.6 steps 5–7 after the n-best loop: v2 appends the null entry when `""` was not

@@ -603,3 +603,27 @@ fn whole_dataset_matches_logits_by_unique_id() {
     let err = decode(&DecodeConfig::default(), &ds, &[f, f2], &all[..1], &fx.tok).unwrap_err();
     assert!(err.to_string().contains("no logits"), "{err}");
 }
+
+/// The one-pass detokenizer equals the Python-style replace chain on any pieces.
+#[test]
+fn detokenize_fast_path_equals_replace_chain() {
+    use proptest::prelude::*;
+    let piece = proptest::sample::select(vec![
+        "a", "bc", "##d", "##ef", "#", "##", "###", "g#", "##h#", "x y", "\u{a0}", "",
+    ]);
+    let mut runner = proptest::test_runner::TestRunner::default();
+    runner
+        .run(&proptest::collection::vec(piece, 0..8), |pieces| {
+            for mode in [Postprocess::Nvidia, Postprocess::Hf] {
+                let joined = pieces.join(" ").replace(" ##", "");
+                let joined = match mode {
+                    Postprocess::Nvidia => joined.replace("##", ""),
+                    Postprocess::Hf => joined,
+                };
+                let want = joined.split_whitespace().collect::<Vec<_>>().join(" ");
+                prop_assert_eq!(rules::detokenize(mode, &pieces), want);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

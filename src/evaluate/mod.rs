@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::types::Dataset;
 
 pub use normalize::{exact, f1_v1, f1_v2, normalize_answer};
+use normalize::{f1_v1_normalized, f1_v2_normalized, Normalized};
 pub use read::{read_na_probs, read_predictions, IdMap, NaProbs, Predictions};
 
 /// Scoring options.
@@ -249,8 +250,8 @@ pub fn score(
     })
 }
 
-fn max_over<'a>(golds: impl Iterator<Item = &'a str>, f: impl Fn(&str) -> f64) -> f64 {
-    // Python `max`: the first of the largest (values only matter here).
+/// Python `max` over the gold answers (values only matter; 0 for none).
+fn max_over(golds: &[Normalized], f: impl Fn(&Normalized) -> f64) -> f64 {
     let mut best: Option<f64> = None;
     for g in golds {
         let v = f(g);
@@ -263,14 +264,18 @@ fn max_over<'a>(golds: impl Iterator<Item = &'a str>, f: impl Fn(&str) -> f64) -
 
 fn score_v1<'a>(
     qas_id: &str,
-    golds: impl Iterator<Item = &'a str> + Clone,
+    golds: impl Iterator<Item = &'a str>,
     pred: Option<&String>,
 ) -> QuestionScore {
     let (exact_s, f1_s) = match pred {
-        Some(p) => (
-            max_over(golds.clone(), |g| f64::from(u8::from(exact(p, g)))),
-            max_over(golds, |g| f1_v1(p, g)),
-        ),
+        Some(p) => {
+            let p = Normalized::new(p);
+            let golds: Vec<Normalized> = golds.map(Normalized::new).collect();
+            (
+                max_over(&golds, |g| f64::from(u8::from(p.text == g.text))),
+                max_over(&golds, |g| f1_v1_normalized(&p, g)),
+            )
+        }
         None => (0.0, 0.0),
     };
     QuestionScore {
@@ -284,21 +289,29 @@ fn score_v1<'a>(
 
 fn score_v2<'a>(
     qas_id: &str,
-    answers: impl Iterator<Item = &'a str> + Clone,
+    answers: impl Iterator<Item = &'a str>,
     pred: Option<&String>,
 ) -> QuestionScore {
-    let has_answer = answers.clone().next().is_some();
-    let mut golds: Vec<&str> = answers
-        .filter(|a| !normalize_answer(a).is_empty())
-        .collect();
+    let mut has_answer = false;
+    let mut golds: Vec<Normalized> = Vec::new();
+    for a in answers {
+        has_answer = true;
+        let n = Normalized::new(a);
+        if !n.text.is_empty() {
+            golds.push(n);
+        }
+    }
     if golds.is_empty() {
-        golds.push("");
+        golds.push(Normalized::new(""));
     }
     let (exact_s, f1_s) = match pred {
-        Some(p) => (
-            max_over(golds.iter().copied(), |g| f64::from(u8::from(exact(p, g)))),
-            max_over(golds.iter().copied(), |g| f1_v2(p, g)),
-        ),
+        Some(p) => {
+            let p = Normalized::new(p);
+            (
+                max_over(&golds, |g| f64::from(u8::from(p.text == g.text))),
+                max_over(&golds, |g| f1_v2_normalized(&p, g)),
+            )
+        }
         None => (0.0, 0.0),
     };
     QuestionScore {

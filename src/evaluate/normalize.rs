@@ -54,11 +54,49 @@ pub fn normalize_answer(s: &str) -> String {
 
 /// `normalize_answer(s).split()`.
 fn tokens(s: &str) -> Vec<String> {
-    normalize_answer(s)
+    split(&normalize_answer(s))
+}
+
+/// `.split()` of an already normalized answer.
+fn split(normalized: &str) -> Vec<String> {
+    normalized
         .split(is_py_whitespace)
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// An answer normalized once, for scoring against several others.
+#[derive(Debug, Clone)]
+pub(crate) struct Normalized {
+    pub text: String,
+    pub tokens: Vec<String>,
+}
+
+impl Normalized {
+    pub fn new(s: &str) -> Self {
+        let text = normalize_answer(s);
+        let tokens = split(&text);
+        Normalized { text, tokens }
+    }
+}
+
+/// v1.1 F1 of two normalized answers.
+pub(crate) fn f1_v1_normalized(p: &Normalized, g: &Normalized) -> f64 {
+    let same = num_same(&p.tokens, &g.tokens);
+    if same == 0 {
+        return 0.0;
+    }
+    f1_from(&p.tokens, &g.tokens, same)
+}
+
+/// v2.0 F1 of two normalized answers (`get_tokens` of an empty raw string is `[]`,
+/// the same as the tokens of its normalization).
+pub(crate) fn f1_v2_normalized(p: &Normalized, g: &Normalized) -> f64 {
+    if p.tokens.is_empty() || g.tokens.is_empty() {
+        return f64::from(u8::from(p.tokens == g.tokens));
+    }
+    f1_v1_normalized(p, g)
 }
 
 /// Size of the multiset intersection (`Counter & Counter`).

@@ -3,6 +3,7 @@
 
 mod common;
 mod compare;
+mod decode;
 mod eval;
 mod fake;
 mod features;
