@@ -9,3 +9,20 @@ command -v "$BERTQA_PYTHON" >/dev/null 2>&1 || BERTQA_PYTHON=python3
 mkdir -p "$BERTQA_CACHE"
 log() { printf '[bertqa] %s\n' "$*" >&2; }
 die() { printf '[bertqa] error: %s\n' "$*" >&2; exit 1; }
+
+# ensure_venv DIR PKG...: a venv at DIR holding exactly these pinned packages; created
+# once, re-installed only when the list changes.
+ensure_venv() {
+  local venv="$1"; shift
+  local stamp="$venv/.bertqa-packages"
+  if [ ! -x "$venv/bin/python" ]; then
+    log "creating $venv"
+    rm -rf "$venv"
+    "$BERTQA_PYTHON" -m venv "$venv"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
+    log "installing $* into $venv"
+    "$venv/bin/pip" install --quiet "$@" || die "pip install $* failed"
+    echo "$*" > "$stamp"
+  fi
+}

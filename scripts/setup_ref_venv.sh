@@ -7,15 +7,5 @@
 . "$(dirname "$0")/common.sh"
 VENV="$BERTQA_CACHE/ref-venv"
 PKGS=(transformers==4.46.3 numpy==1.26.4 "tritonclient[grpc]==2.73.0")
-STAMP="$VENV/.bertqa-packages"
-if [ ! -x "$VENV/bin/python" ]; then
-  log "creating $VENV"
-  rm -rf "$VENV"
-  "$BERTQA_PYTHON" -m venv "$VENV"
-fi
-if [ "$(cat "$STAMP" 2>/dev/null)" != "${PKGS[*]}" ]; then
-  log "installing ${PKGS[*]} into $VENV"
-  "$VENV/bin/pip" install --quiet "${PKGS[@]}" || die "pip install ${PKGS[*]} failed"
-  echo "${PKGS[*]}" > "$STAMP"
-fi
+ensure_venv "$VENV" "${PKGS[@]}"
 echo "$VENV/bin/python"

@@ -9,17 +9,7 @@ VENV="$BERTQA_CACHE/triton-venv"
 # numpy for the test models, transformers (slow BertTokenizer) for the oracle model,
 # onnx + onnxruntime for the ONNX test model.
 PKGS=(nvidia-pytriton==0.7.0 numpy==1.26.4 transformers==4.46.3 onnx==1.17.0 onnxruntime==1.20.1)
-STAMP="$VENV/.bertqa-packages"
-if [ ! -x "$VENV/bin/python" ]; then
-  log "creating $VENV (~400 MB on first run)"
-  rm -rf "$VENV"
-  "$BERTQA_PYTHON" -m venv "$VENV"
-fi
-if [ "$(cat "$STAMP" 2>/dev/null)" != "${PKGS[*]}" ]; then
-  log "installing ${PKGS[*]} into $VENV"
-  "$VENV/bin/pip" install --quiet "${PKGS[@]}" || die "pip install ${PKGS[*]} failed"
-  echo "${PKGS[*]}" > "$STAMP"
-fi
+ensure_venv "$VENV" "${PKGS[@]}"
 PYVER="$("$VENV/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 TS="$SITE/pytriton/tritonserver"

@@ -130,3 +130,42 @@ pub struct OutputArgs {
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+/// Request flow settings shared by `eval`, `ask`, `compare` and `perf`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Features per request (default: the model's max batch size; never above it).
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<usize>,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub concurrency: usize,
+    /// Requests sent first (copies of the first batch) and left out of every figure.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub warmup: usize,
+    /// Pad every batch to --max-seq-length even when the model accepts any length
+    /// (by default a dynamic-length model gets each batch padded to its longest
+    /// feature, rounded up to a multiple of 8).
+    #[arg(long)]
+    pub fixed_seq_len: bool,
+}
+
+/// Everything a command that runs the pipeline against a server takes: request flow,
+/// server, binding overrides, tokenizer, windows, decoding and output mode.
+#[derive(Debug, Clone, Args)]
+pub struct PipelineArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    #[command(flatten)]
+    pub decode: DecodeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, DecodeArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::args::PipelineArgs;
 use super::common::{connect_and_bind, decode_config, feature_config, load_tokenizer};
-use super::eval::LoadArgs;
 use super::{print_stdout, runtime, Outcome};
 use crate::decode::Prediction;
 use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
@@ -44,19 +43,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub n_best: usize,
     #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
-    #[command(flatten)]
-    pub tokenizer: TokenizerArgs,
-    #[command(flatten)]
-    pub window: WindowArgs,
-    #[command(flatten)]
-    pub decode: DecodeArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
+    pub run: PipelineArgs,
 }
 
 fn read_context(args: &Args) -> anyhow::Result<String> {
@@ -140,33 +127,33 @@ pub fn char_span(
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let context = read_context(&args)?;
     let dataset = dataset_of(&context, &args.question);
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
-    let version_2 = args.decode.version_2_with_negative;
+    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    let version_2 = args.run.decode.version_2_with_negative;
     let decode = decode_config(
-        &args.decode,
+        &args.run.decode,
         version_2,
         crate::types::TokenText::lower_case(&tokenizer),
     );
-    let features = feature_config(&args.window)?;
+    let features = feature_config(&args.run.window)?;
     let rt = runtime()?;
     let (client, binding) = rt.block_on(connect_and_bind(
-        &args.server,
+        &args.run.server,
         &args.model,
         &args.model_version,
-        &args.binding,
+        &args.run.binding,
     ))?;
-    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+    let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
     let config = RunConfig {
         features,
         decode,
         infer: InferConfig {
             batch_size,
-            concurrency: args.load.concurrency.max(1),
-            warmup: args.load.warmup,
+            concurrency: args.run.load.concurrency.max(1),
+            warmup: args.run.load.warmup,
             padding: Padding::for_model(
                 &binding,
                 features.max_seq_length,
-                !args.load.fixed_seq_len,
+                !args.run.load.fixed_seq_len,
             ),
         },
         keep_logits: false,
@@ -190,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let doc = json!({
         "schema": 1,
         "model": binding.model,
-        "url": args.server.url,
+        "url": args.run.server.url,
         "features": outcome.features,
         "latency_ms": {
             "max": outcome.infer.latency_us.max() as f64 / 1000.0,
@@ -198,7 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         },
         "answers": answers,
     });
-    if args.output.json {
+    if args.run.output.json {
         print_stdout(&format!("{doc:#}\n"))?;
     } else {
         print_stdout(&render_text(&doc))?;

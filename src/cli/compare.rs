@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, DecodeArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::args::{PipelineArgs, ServerArgs};
 use super::common::{connect_and_bind, decode_config, feature_config, load_data, load_tokenizer};
-use super::eval::{score_predictions, write_per_question, write_predictions, LoadArgs};
+use super::eval::{score_predictions, write_per_question, write_predictions};
 use super::{print_stdout, runtime, Outcome};
 use crate::backend::{Binding, SeqLen};
 use crate::evaluate::Scores;
@@ -65,19 +65,7 @@ pub struct Args {
     )]
     pub na_prob_thresh: f64,
     #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
-    #[command(flatten)]
-    pub tokenizer: TokenizerArgs,
-    #[command(flatten)]
-    pub window: WindowArgs,
-    #[command(flatten)]
-    pub decode: DecodeArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
+    pub run: PipelineArgs,
 }
 
 /// One model's run.
@@ -150,15 +138,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.models.len()
         );
     }
-    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
-    let version_2 = args.decode.version_2_with_negative || dataset.looks_like_v2();
+    let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
     let decode = decode_config(
-        &args.decode,
+        &args.run.decode,
         version_2,
         crate::types::TokenText::lower_case(&tokenizer),
     );
-    let features_config = feature_config(&args.window)?;
+    let features_config = feature_config(&args.run.window)?;
     let (built, _) = crate::features::build(&tokenizer, features_config, &dataset)?;
     let features: Vec<Arc<Feature>> = built.into_iter().map(Arc::new).collect();
     let rt = runtime()?;
@@ -166,18 +154,19 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // Connect and bind every model first: a wrong name fails before any run.
     let mut targets = Vec::new();
     for spec in &args.models {
-        let (name, url) = split_model(spec, &args.server.url);
+        let (name, url) = split_model(spec, &args.run.server.url);
         let server = ServerArgs {
             url: url.clone(),
-            ..args.server.clone()
+            ..args.run.server.clone()
         };
-        let (client, binding) = rt.block_on(connect_and_bind(&server, &name, "", &args.binding))?;
+        let (client, binding) =
+            rt.block_on(connect_and_bind(&server, &name, "", &args.run.binding))?;
         targets.push((name, url, client, binding));
     }
     // The same padding for all, so logits are comparable: each batch padded to its
     // longest feature only when every model takes any length.
     let all_dynamic = targets.iter().all(|t| t.3.seq_len == SeqLen::Dynamic);
-    let padding = if all_dynamic && !args.load.fixed_seq_len {
+    let padding = if all_dynamic && !args.run.load.fixed_seq_len {
         Padding::Longest { multiple: 8 }
     } else {
         Padding::Fixed(features_config.max_seq_length)
@@ -195,7 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut dir_names: Vec<String> = Vec::new();
     let mut jobs = Vec::new();
     for (name, url, client, binding) in targets {
-        let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+        let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
         let mut dir_name = name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);
@@ -206,8 +195,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             decode: decode.clone(),
             infer: InferConfig {
                 batch_size,
-                concurrency: args.load.concurrency.max(1),
-                warmup: args.load.warmup,
+                concurrency: args.run.load.concurrency.max(1),
+                warmup: args.run.load.warmup,
                 padding,
             },
             keep_logits: true,
@@ -277,7 +266,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.output_dir.join("compare.json"),
         format!("{doc:#}\n").as_bytes(),
     )?;
-    if args.output.json {
+    if args.run.output.json {
         print_stdout(&format!("{doc:#}\n"))?;
     } else {
         print_stdout(&render_text(&doc))?;

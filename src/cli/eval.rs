@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, DecodeArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::args::PipelineArgs;
 use super::common::{connect_and_bind, decode_config, feature_config, load_data, load_tokenizer};
 use super::{print_stdout, runtime, Outcome};
 use crate::backend::Binding;
@@ -22,25 +22,6 @@ use crate::types::Dataset;
 
 /// How many ids are named when questions are listed in a report.
 const FIRST_IDS: usize = 5;
-
-/// Request flow settings shared by `eval`, `ask`, `compare` and `perf`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadArgs {
-    /// Features per request (default: the model's max batch size; never above it).
-    #[arg(long, value_name = "N")]
-    pub batch_size: Option<usize>,
-    /// Requests in flight.
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    pub concurrency: usize,
-    /// Requests sent first (copies of the first batch) and left out of every figure.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub warmup: usize,
-    /// Pad every batch to --max-seq-length even when the model accepts any length
-    /// (by default a dynamic-length model gets each batch padded to its longest
-    /// feature, rounded up to a multiple of 8).
-    #[arg(long)]
-    pub fixed_seq_len: bool,
-}
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
@@ -88,19 +69,7 @@ pub struct Args {
     #[arg(long, value_name = "X")]
     pub max_p99_ms: Option<f64>,
     #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
-    #[command(flatten)]
-    pub tokenizer: TokenizerArgs,
-    #[command(flatten)]
-    pub window: WindowArgs,
-    #[command(flatten)]
-    pub decode: DecodeArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
+    pub run: PipelineArgs,
 }
 
 /// One gate and how it went.
@@ -146,15 +115,15 @@ pub struct EvalReport {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
-    let version_2 = args.decode.version_2_with_negative || dataset.looks_like_v2();
+    let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
     let decode = decode_config(
-        &args.decode,
+        &args.run.decode,
         version_2,
         crate::types::TokenText::lower_case(&tokenizer),
     );
-    let features = feature_config(&args.window)?;
+    let features = feature_config(&args.run.window)?;
     std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
 
     let (outcome, url, binding, batch_size) = match &args.from_logits {
@@ -185,28 +154,31 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let model = args.model.as_deref().expect("clap requires --model");
             let rt = runtime()?;
             let (client, binding) = rt.block_on(connect_and_bind(
-                &args.server,
+                &args.run.server,
                 model,
                 &args.model_version,
-                &args.binding,
+                &args.run.binding,
             ))?;
-            let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
-            let padding =
-                Padding::for_model(&binding, features.max_seq_length, !args.load.fixed_seq_len);
+            let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
+            let padding = Padding::for_model(
+                &binding,
+                features.max_seq_length,
+                !args.run.load.fixed_seq_len,
+            );
             check_padding(padding, features.max_seq_length, &binding)?;
             let config = RunConfig {
                 features,
                 decode: decode.clone(),
                 infer: InferConfig {
                     batch_size,
-                    concurrency: args.load.concurrency.max(1),
-                    warmup: args.load.warmup,
+                    concurrency: args.run.load.concurrency.max(1),
+                    warmup: args.run.load.warmup,
                     padding,
                 },
                 keep_logits: args.save_logits,
                 keep_features: false,
             };
-            let bar = Bar::new(args.output.quiet || args.output.json);
+            let bar = Bar::new(args.run.output.quiet || args.run.output.json);
             let binding = Arc::new(binding);
             let outcome = pipeline::run(
                 &rt,
@@ -221,7 +193,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let outcome = outcome?;
             (
                 outcome,
-                Some(args.server.url.clone()),
+                Some(args.run.server.url.clone()),
                 Some((*binding).clone()),
                 batch_size,
             )
@@ -254,12 +226,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         url,
         binding,
         version_2,
-        postprocess: match args.decode.postprocess {
+        postprocess: match args.run.decode.postprocess {
             super::args::Postprocess::Nvidia => "nvidia",
             super::args::Postprocess::Hf => "hf",
         },
         batch_size,
-        concurrency: args.load.concurrency.max(1),
+        concurrency: args.run.load.concurrency.max(1),
         questions: dataset.examples.len(),
         features: outcome.features,
         featureless: outcome
@@ -284,7 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let metrics_path = args.output_dir.join("metrics.json");
     decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
     report.files.push("metrics.json".into());
-    if args.output.json {
+    if args.run.output.json {
         print_stdout(&format!("{json:#}\n"))?;
     } else {
         print_stdout(&render_text(&report))?;
