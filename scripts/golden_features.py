@@ -3,6 +3,7 @@
 
 Run it with the reference venv (transformers 4.46.3, Python 3.11 = Unicode 14.0):
     bash scripts/golden_features.sh          # sets up the venv and vocab, then runs this
+    bash scripts/golden_features.sh --data FILE > ref.jsonl   # any file, to diff
 
 It calls transformers' slow BertTokenizer and squad_convert_examples_to_features
 (is_training=False) on our fixtures (tests/fixtures/squad/) and writes, per fixture,
@@ -91,12 +92,13 @@ def dumps(obj):
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def feature_lines(fixture, vocab, lower, seq, stride, query):
+def feature_lines(path, vocab, lower, seq, stride, query):
     tok = make_tokenizer(vocab, lower)
-    data = json.load(open(os.path.join(FIX, fixture), encoding="utf-8"))
+    data = json.load(open(path, encoding="utf-8"))
     v2 = str(data.get("version", "")).startswith("v2")
     proc = SquadV2Processor() if v2 else SquadV1Processor()
-    examples = proc.get_dev_examples(FIX, filename=fixture)
+    examples = proc.get_dev_examples(os.path.dirname(os.path.abspath(path)),
+                                     filename=os.path.basename(path))
     feats = squad_convert_examples_to_features(
         examples, tok, max_seq_length=seq, doc_stride=stride, max_query_length=query,
         is_training=False, return_dataset=False, threads=1, tqdm_enabled=False)
@@ -212,6 +214,14 @@ def write(name, lines):
 
 
 def main():
+    if len(sys.argv) > 1:
+        # Any SQuAD file: the reference features on stdout, to diff against
+        # `bertqa features --data FILE` (uncased vocab/vocab.txt, 384/128/64).
+        if len(sys.argv) != 3 or sys.argv[1] != "--data":
+            sys.exit("usage: golden_features.py [--data FILE]")
+        for line in feature_lines(sys.argv[2], UNCASED, True, *DEFAULT):
+            sys.stdout.write(line + "\n")
+        return
     if not os.path.exists(UNCASED):
         sys.exit("vocab/vocab.txt missing: run scripts/install_vocab.sh")
     os.makedirs(OUT, exist_ok=True)
@@ -219,7 +229,7 @@ def main():
         print(f"features: {fixture} {casing} {geometry}", file=sys.stderr)
         vocab, lower = (UNCASED, True) if casing == "uncased" else (CASED, False)
         write(golden_name(fixture, casing, geometry),
-              feature_lines(fixture, vocab, lower, *geometry))
+              feature_lines(os.path.join(FIX, fixture), vocab, lower, *geometry))
     write("tokenize.jsonl", tokenize_lines())
     write("unicode-sweep.tsv", sweep_lines())
 

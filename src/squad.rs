@@ -52,6 +52,9 @@ impl Warning {
 pub struct Loaded {
     pub dataset: Dataset,
     pub warnings: Vec<Warning>,
+    /// Answers whose `answer_start` is `null` or absent (some public files); they are
+    /// kept with offset 0. Not a warning: prediction and scoring never read offsets.
+    pub answers_without_start: usize,
 }
 
 impl Loaded {
@@ -72,7 +75,9 @@ pub fn read(path: &Path) -> Result<Dataset> {
 /// Reads a SQuAD file with its warnings.
 pub fn load(path: &Path) -> Result<Loaded> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    from_slice(&bytes, path)
+    let raw = parse(&bytes, path)?;
+    drop(bytes); // the typed records own their text; keep the peak low
+    convert(raw, path)
 }
 
 /// Reads SQuAD JSON from a reader; `path` names it in messages.
@@ -86,8 +91,11 @@ pub fn from_reader(mut reader: impl Read, path: &Path) -> Result<Loaded> {
 
 /// Reads SQuAD JSON from bytes; `path` names it in messages.
 pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Loaded> {
-    let raw: RawFile = serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))?;
-    convert(raw, path)
+    convert(parse(bytes, path)?, path)
+}
+
+fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
+    serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))
 }
 
 fn json_error(path: &Path, e: &serde_json::Error) -> Error {
@@ -144,7 +152,9 @@ struct RawQa {
 #[derive(Deserialize)]
 struct RawAnswer {
     text: String,
-    answer_start: usize,
+    /// Some public files write `null`; prediction and scoring never read the offset.
+    #[serde(default)]
+    answer_start: Option<usize>,
 }
 
 /// The reader's whitespace (§2.1.1); nothing else separates words here.
@@ -154,6 +164,10 @@ pub fn is_reader_whitespace(c: char) -> bool {
 
 /// Splits a context into words and the per-code-point word index (§2.1).
 pub fn split_context(context: &str) -> Paragraph {
+    split_owned_context(context.to_string())
+}
+
+fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens: Vec<String> = Vec::new();
     let mut char_to_word_offset = Vec::with_capacity(context.len());
     let mut prev_ws = true;
@@ -171,7 +185,7 @@ pub fn split_context(context: &str) -> Paragraph {
         char_to_word_offset.push(doc_tokens.len() as i32 - 1);
     }
     Paragraph {
-        context: context.to_string(),
+        context,
         doc_tokens,
         char_to_word_offset,
     }
@@ -189,6 +203,7 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
     };
     let mut warnings = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
+    let mut unknown_starts = 0;
     for article in raw.data {
         for para in article.paragraphs {
             let context_chars = para.context.chars().count();
@@ -199,7 +214,7 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
                     "context longer than 2^31 characters",
                 ));
             }
-            let paragraph = split_context(&para.context);
+            let paragraph = split_owned_context(para.context);
             let paragraph_index = dataset.paragraphs.len();
             if paragraph.doc_tokens.is_empty() && !para.qas.is_empty() {
                 warnings.push(Warning {
@@ -234,33 +249,43 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
                 }
                 let mut answers = Vec::with_capacity(qa.answers.len());
                 for a in qa.answers {
+                    let Some(answer_start) = a.answer_start else {
+                        unknown_starts += 1;
+                        // The offset is unknown; nothing downstream reads it (§2.2.2:
+                        // prediction mode ignores answers, §8 scores texts only).
+                        answers.push(Answer {
+                            text: a.text,
+                            answer_start: 0,
+                        });
+                        continue;
+                    };
                     // An empty answer may sit at the very end; any other must start on
                     // a character of the context.
-                    let outside = a.answer_start > context_chars
-                        || (a.answer_start == context_chars && !a.text.is_empty());
+                    let outside = answer_start > context_chars
+                        || (answer_start == context_chars && !a.text.is_empty());
                     if outside {
                         return Err(Error::input(
                             Location::question(path, &qa.id),
                             format!(
-                                "answer_start {} is outside the context ({} characters)",
-                                a.answer_start, context_chars
+                                "answer_start {answer_start} is outside the context \
+                                 ({context_chars} characters)"
                             ),
                         ));
                     }
-                    let end = a.answer_start + a.text.chars().count();
+                    let end = answer_start + a.text.chars().count();
                     if end > context_chars {
                         warnings.push(Warning {
                             location: Location::question(path, &qa.id),
                             message: format!(
-                                "answer {:?} at {} runs past the end of the context ({} \
-                                 characters)",
-                                a.text, a.answer_start, context_chars
+                                "answer {:?} at {answer_start} runs past the end of the \
+                                 context ({context_chars} characters)",
+                                a.text
                             ),
                         });
                     }
                     answers.push(Answer {
                         text: a.text,
-                        answer_start: a.answer_start,
+                        answer_start,
                     });
                 }
                 dataset.examples.push(Example {
@@ -275,7 +300,11 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
             dataset.paragraphs.push(paragraph);
         }
     }
-    Ok(Loaded { dataset, warnings })
+    Ok(Loaded {
+        dataset,
+        warnings,
+        answers_without_start: unknown_starts,
+    })
 }
 
 #[cfg(test)]
@@ -377,6 +406,18 @@ mod tests {
             err.contains("answer_start 2 is outside the context (2 characters)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn null_answer_start_is_accepted() {
+        let l = parse(
+            r#"{"data":[{"paragraphs":[{"context":"a b","qas":[{"id":"q","question":"x",
+                "answers":[{"text":"b","answer_start":null},{"text":"a"}]}]}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(l.answers_without_start, 2);
+        assert!(l.warnings.is_empty());
+        assert_eq!(l.dataset.examples[0].answers[0].text, "b");
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //!    rule), NFD, and drop Mn; then split every punctuation character off;
 //! 5. drop empty pieces (the reference's join-and-resplit).
 //!
-//! Every step is local to one whitespace token, so tokenizing a whole context equals
-//! tokenizing its words one at a time (the reader's five separators are all cleaned to
-//! spaces); [`super::Encoder`] relies on that only through per-word calls anyway.
+//! Every step is local to one whitespace token (and the reader's five separators are
+//! all cleaned to spaces), so a context's basic tokens are its words' basic tokens in
+//! order. Features still tokenize word by word, as the reference does, because each
+//! piece must know its word.
 
 use super::tables;
 

@@ -6,7 +6,7 @@
 //!   number, lines stripped of Python whitespace, a duplicate keeps its last id) or from
 //!   a `tokenizer.json` (its WordPiece model and vocabulary). `[UNK]`, `[CLS]` and `[SEP]`
 //!   must be present.
-//! - The basic tokenizer is ours ([`basic`]), not the `tokenizers` crate's
+//! - The basic tokenizer is ours (module `basic`), not the `tokenizers` crate's
 //!   `BertNormalizer` + `BertPreTokenizer`: those differ from the reference in every
 //!   step that matters for exact ids (§3.7): old category tables instead of the
 //!   reference's 14.0 (Mn and P* differ for newer characters) and unassigned code
