@@ -16,7 +16,7 @@ REF="${BERTQA_REF_CLIENT:-$BERTQA_ROOT/../shared/reference/ref_client.py}"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 PY="$(bash scripts/setup_ref_venv.sh)"
-OUT="${BERTQA_PARITY_OUT:-$(mktemp -d)}"
+OUT="${BERTQA_PARITY_OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
 URL="$(bash scripts/triton.sh start --name parity --grpc-port 18501 --http-port 18500 --metrics-port 18502)"
 trap 'bash scripts/triton.sh stop --name parity' EXIT
 V2=""; python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if str(d.get('version','')).startswith(('v2','2')) else 1)" "$DATA" && V2="--v2"

@@ -31,7 +31,10 @@ ready() { curl -sf -o /dev/null "http://127.0.0.1:$1/v2/health/ready"; }
 
 case "$cmd" in
   start)
-    if running; then cat "$ADDRF"; exit 0; fi
+    if running && [ -f "$ADDRF" ]; then cat "$ADDRF"; exit 0; fi
+    if running; then  # a start that never finished: start afresh
+      kill "$(cat "$PIDF")" 2>/dev/null || true; sleep 1
+    fi
     ENV_FILE="$(bash "$BERTQA_ROOT/scripts/setup_triton.sh")"
     # shellcheck disable=SC1090
     . "$ENV_FILE"
