@@ -163,6 +163,22 @@ impl Error {
         }
     }
 
+    /// A serde_json error in `path`, located at its line and column (serde_json's own
+    /// " at line L column C" suffix is dropped: the location says it).
+    pub fn json(path: &std::path::Path, e: &serde_json::Error) -> Self {
+        let text = e.to_string();
+        let message = match text.rfind(" at line ") {
+            Some(i) if e.line() > 0 => text[..i].to_string(),
+            _ => text,
+        };
+        let location = if e.line() > 0 {
+            Location::at(path, e.line(), e.column())
+        } else {
+            Location::file(path)
+        };
+        Error::input(location, message)
+    }
+
     /// An I/O error on a path.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

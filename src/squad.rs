@@ -99,18 +99,7 @@ fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
 }
 
 fn json_error(path: &Path, e: &serde_json::Error) -> Error {
-    // serde_json appends " at line L column C"; the location says it already.
-    let text = e.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(i) if e.line() > 0 => text[..i].to_string(),
-        _ => text,
-    };
-    let location = if e.line() > 0 {
-        Location::at(path, e.line(), e.column())
-    } else {
-        Location::file(path)
-    };
-    Error::input(location, message)
+    Error::json(path, e)
 }
 
 #[derive(Deserialize)]

@@ -562,22 +562,7 @@ impl WordCache {
 }
 
 /// Python's `str.split()` whitespace (spec §3.5).
-pub(crate) fn is_py_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | '\u{1c}'..='\u{20}'
-            | '\u{85}'
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-    )
-}
+pub(crate) use crate::tokenize::is_python_whitespace as is_py_whitespace;
 
 /// `" ".join(s.split())` with Python's whitespace set.
 pub(crate) fn py_split_join(s: &str) -> String {

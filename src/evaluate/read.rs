@@ -161,17 +161,7 @@ impl<'de, V: DeserializeOwned> Visitor<'de> for MapVisitor<V> {
 }
 
 fn json_error(path: &Path, e: &serde_json::Error) -> Error {
-    let text = e.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(i) if e.line() > 0 => text[..i].to_string(),
-        _ => text,
-    };
-    let location = if e.line() > 0 {
-        Location::at(path, e.line(), e.column())
-    } else {
-        Location::file(path)
-    };
-    Error::input(location, message)
+    Error::json(path, e)
 }
 
 #[cfg(test)]
