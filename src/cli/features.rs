@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::args::{TokenizerArgs, WindowArgs};
+use super::common::{feature_config, load_data, load_tokenizer};
 use super::Outcome;
-use crate::features::{FeatureBuilder, FeatureConfig};
-use crate::squad;
-use crate::tokenize::{self, BertTokenizer};
+use crate::features::FeatureBuilder;
+use crate::tokenize::BertTokenizer;
 use crate::types::{Dataset, Feature, TokenText};
 
 #[derive(Debug, clap::Args)]
@@ -35,32 +35,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let config = FeatureConfig {
-        max_seq_length: args.window.max_seq_length,
-        doc_stride: args.window.doc_stride,
-        max_query_length: args.window.max_query_length,
-    };
-    config.validate()?;
-    let tokenizer = tokenize::load(
-        &args.tokenizer.vocab,
-        args.tokenizer.tokenizer.as_deref(),
-        args.tokenizer.lower_case(),
-    )?;
-    if let Some(w) = tokenizer.casing_warning() {
-        eprintln!("warning: {w}");
-    }
-    let loaded = squad::load(&args.data)?;
-    let mut dataset = if args.window.strict {
-        loaded.strict()?
-    } else {
-        for w in &loaded.warnings {
-            eprintln!("warning: {w}");
-        }
-        loaded.dataset
-    };
-    if let Some(n) = args.limit {
-        dataset.examples.truncate(n);
-    }
+    let config = feature_config(&args.window)?;
+    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
 
     let renderer = Renderer::new(&tokenizer, config.max_seq_length);
     let mut features = FeatureBuilder::new(&tokenizer, config)?.features(&dataset);
