@@ -115,14 +115,13 @@ impl BertTokenizer {
                 "the vocabulary has over 2^32 lines",
             ));
         }
-        // The crate reads one token per `\n`-line (trimming the end, a no-op on lines
-        // already stripped of Python whitespace) and, like the reference's dict, a
-        // duplicate keeps its last id.
-        let mut ids = WordPiece::read_bytes(tokens.join("\n").as_bytes())
+        // Like the reference's dict, a duplicate keeps its last id (later inserts win).
+        // An empty map of the crate's own type, filled directly (no join and re-split).
+        let mut ids = WordPiece::read_bytes(b"")
             .map_err(|e| Error::input(Location::file(origin), e.to_string()))?;
-        if tokens.last().is_some_and(String::is_empty) {
-            // `lines()` does not yield an empty last line; the reference does.
-            ids.insert(String::new(), (tokens.len() - 1) as u32);
+        ids.reserve(tokens.len());
+        for (i, t) in tokens.iter().enumerate() {
+            ids.insert(t.clone(), i as u32);
         }
         let wordpiece = WordPiece::builder()
             .vocab(ids)
