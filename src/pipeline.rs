@@ -83,6 +83,8 @@ pub struct InferReport {
     pub busy: Duration,
     /// Time the sender waited for features to be built.
     pub starved: Duration,
+    /// Time spent on the warm-up requests (not part of any other figure).
+    pub warmup: Duration,
 }
 
 impl InferReport {
@@ -95,6 +97,7 @@ impl InferReport {
             wall: Duration::ZERO,
             busy: Duration::ZERO,
             starved: Duration::ZERO,
+            warmup: Duration::ZERO,
         }
     }
 
@@ -164,9 +167,11 @@ pub async fn infer_all(
             break;
         }
         if !warmed {
+            let t = Instant::now();
             for _ in 0..config.warmup {
                 send(client, &binding, &batch, config.padding).await?;
             }
+            report.warmup = t.elapsed();
             warmed = true;
         }
         while inflight.len() >= concurrency {
@@ -299,7 +304,7 @@ pub struct RunOutcome {
     pub featureless: Vec<usize>,
     pub infer: InferReport,
     pub phases: Phases,
-    /// From the first feature built to the last question decoded.
+    /// From the first feature built to the last question decoded, warm-up excluded.
     pub wall: Duration,
     /// With `keep_logits`: every feature's logits as the model returned them (padded
     /// positions included), by ascending unique id.
@@ -520,6 +525,7 @@ fn run_features(
         });
         let (features_busy, featureless, total) = producer.join().expect("producer thread");
         let report = inference?;
+        let wall = started.elapsed().saturating_sub(report.warmup);
         let (predictions, decode_busy, logits, kept_features) =
             decoder.join().expect("decoder thread")?;
         let predictions = predictions
@@ -544,7 +550,7 @@ fn run_features(
                 decode_s: decode_busy.as_secs_f64(),
             },
             infer: report,
-            wall: started.elapsed(),
+            wall,
             logits,
             kept_features,
         })

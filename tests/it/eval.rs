@@ -155,6 +155,8 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
         tmp.path(),
         &[
             "--json",
+            "--warmup",
+            "2",
             "--min-exact",
             "99",
             "--min-f1",
@@ -171,6 +173,12 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
     assert_eq!(v["gates"].as_array().unwrap().len(), 3);
+    // The two warm-up requests are in no figure: requests = ceil(features / batch).
+    let (features, batch) = (
+        v["features"].as_u64().unwrap(),
+        v["batch_size"].as_u64().unwrap(),
+    );
+    assert_eq!(v["requests"].as_u64().unwrap(), features.div_ceil(batch));
     // metrics.json is the same document.
     let m: Value = serde_json::from_str(&read(tmp.path().join("metrics.json"))).unwrap();
     assert!(validator.is_valid(&m));
