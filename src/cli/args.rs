@@ -169,3 +169,17 @@ pub struct PipelineArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 }
+
+/// How v2 predictions are scored (the official evaluate-v2.0.py option).
+#[derive(Debug, Clone, Args)]
+pub struct ScoringArgs {
+    /// v2: a question whose na-prob (null odds) is strictly above this is scored as
+    /// no-answer (the official script's --na-prob-thresh).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
+    pub na_prob_thresh: f64,
+}

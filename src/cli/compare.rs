@@ -56,14 +56,8 @@ pub struct Args {
     /// Gate: fail (exit 1) when a model's F1 is more than X points below the first's.
     #[arg(long, value_name = "X")]
     pub max_f1_drop: Option<f64>,
-    /// v2: the official script's --na-prob-thresh, for each model's metrics.
-    #[arg(
-        long,
-        default_value_t = 1.0,
-        value_name = "X",
-        allow_negative_numbers = true
-    )]
-    pub na_prob_thresh: f64,
+    #[command(flatten)]
+    pub scoring: super::args::ScoringArgs,
     #[command(flatten)]
     pub run: PipelineArgs,
 }
@@ -232,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             &dataset,
             &outcome.predictions,
             version_2,
-            args.na_prob_thresh,
+            args.scoring.na_prob_thresh,
         )?;
         write_per_question(&dir, &outcome.predictions, &scores)?;
         Ok(ModelRun {

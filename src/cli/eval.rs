@@ -50,15 +50,8 @@ pub struct Args {
     /// and window flags as the run that saved them).
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     pub from_logits: Option<PathBuf>,
-    /// v2: a question whose null odds are strictly above this is scored as no-answer
-    /// (the official script's --na-prob-thresh).
-    #[arg(
-        long,
-        default_value_t = 1.0,
-        value_name = "X",
-        allow_negative_numbers = true
-    )]
-    pub na_prob_thresh: f64,
+    #[command(flatten)]
+    pub scoring: super::args::ScoringArgs,
     /// Gate: fail (exit 1) when exact match (percent) is below X.
     #[arg(long, value_name = "X")]
     pub min_exact: Option<f64>,
@@ -211,7 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &dataset,
         &outcome.predictions,
         version_2,
-        args.na_prob_thresh,
+        args.scoring.na_prob_thresh,
     )
     .map_err(|e| {
         anyhow::anyhow!(

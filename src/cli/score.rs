@@ -34,14 +34,8 @@ pub struct Args {
     /// the thresholding below and the best_exact/best_f1 threshold search.
     #[arg(long, value_name = "PATH")]
     pub na_prob_file: Option<PathBuf>,
-    /// v2.0: a question whose na-prob is strictly above this is scored as no-answer.
-    #[arg(
-        long,
-        default_value_t = 1.0,
-        value_name = "X",
-        allow_negative_numbers = true
-    )]
-    pub na_prob_thresh: f64,
+    #[command(flatten)]
+    pub scoring: super::args::ScoringArgs,
     /// Use the SQuAD 2.0 rules. Auto-on when the data file's version starts with v2 or
     /// any question has is_impossible.
     #[arg(long)]
@@ -65,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.data.display()
         );
     }
-    if !args.na_prob_thresh.is_finite() {
+    if !args.scoring.na_prob_thresh.is_finite() {
         anyhow::bail!("--na-prob-thresh must be a finite number");
     }
     let predictions = evaluate::read_predictions(&args.predictions)?;
@@ -75,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let config = ScoreConfig {
         version_2_with_negative: v2,
-        na_prob_thresh: args.na_prob_thresh,
+        na_prob_thresh: args.scoring.na_prob_thresh,
     };
     let scores = evaluate::score(&dataset, &predictions, na_probs.as_ref(), &config)
         .with_context(|| format!("scoring {}", args.predictions.display()))?;
