@@ -408,3 +408,53 @@ fn postprocess_hf_reproduces_transformers_on_tiny_bert() {
         }
     }
 }
+
+#[test]
+fn dynamic_length_padding_gives_the_fixed_length_answers() {
+    // bert-onnx takes any sequence length: by default each batch is padded to its
+    // longest feature (multiple of 8); --fixed-seq-len pads to 384 like the reference.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    let (dynamic, fixed) = (tmp.path().join("dynamic"), tmp.path().join("fixed"));
+    // One feature per request, so the shorter last windows get shorter padding.
+    let common = ["--save-logits", "--batch-size", "1"];
+    for (out, fixed_len) in [(&dynamic, false), (&fixed, true)] {
+        let mut extra = common.to_vec();
+        if fixed_len {
+            extra.push("--fixed-seq-len");
+        }
+        let o = eval(&data, "bert-onnx", out, &extra);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    }
+    // The answers are the same. The n-best lists may not be: the reference ranks its top
+    // 20 start/end indexes over the whole padded sequence (§6.2), so with fewer padded
+    // positions other candidates can enter the tail of a list.
+    assert_eq!(
+        read(dynamic.join("predictions.json")),
+        read(fixed.join("predictions.json"))
+    );
+    let a = bertqa::logits_io::load(&dynamic.join("logits.bin")).unwrap();
+    let b = bertqa::logits_io::load(&fixed.join("logits.bin")).unwrap();
+    assert_eq!(a.len(), b.len());
+    let mut shorter = 0;
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.unique_id, y.unique_id);
+        assert_eq!(y.start.len(), 384);
+        assert_eq!(x.start.len() % 8, 0);
+        shorter += usize::from(x.start.len() < 384);
+        // Every real (mask-1) position is inside the shorter padding; padding only
+        // adds float noise there.
+        for p in 0..x.start.len() {
+            let (ds, de) = ((x.start[p] - y.start[p]).abs(), (x.end[p] - y.end[p]).abs());
+            assert!(
+                ds <= 1e-5 && de <= 1e-5,
+                "feature {} pos {p}: {ds} {de}",
+                x.unique_id
+            );
+        }
+    }
+    assert!(
+        shorter > 0,
+        "some batches should have been padded to less than 384"
+    );
+}
