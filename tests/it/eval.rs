@@ -216,6 +216,21 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
     }
 }
 
+/// `bertqa eval --from-logits`: decodes saved logits, no server.
+fn from_logits(data: &str, logits: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "eval",
+        "--data",
+        data,
+        "--from-logits",
+        logits.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
+
 #[test]
 fn saved_logits_decode_again_without_the_server() {
     let tmp = tempfile::tempdir().unwrap();
@@ -226,17 +241,7 @@ fn saved_logits_decode_again_without_the_server() {
     // Same threshold: the same files, no server involved (a dead URL is given).
     let again = tmp.path().join("again");
     let logits = first.join("logits.bin");
-    let o = bertqa(&[
-        "eval",
-        "--data",
-        &data,
-        "--from-logits",
-        logits.to_str().unwrap(),
-        "--output-dir",
-        again.to_str().unwrap(),
-        "--url",
-        "127.0.0.1:1",
-    ]);
+    let o = from_logits(&data, &logits, &again, &["--url", "127.0.0.1:1"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     for f in [
         "predictions.json",
@@ -247,17 +252,12 @@ fn saved_logits_decode_again_without_the_server() {
     }
     // At another threshold the answers move towards "no answer".
     let high = tmp.path().join("high");
-    let o = bertqa(&[
-        "eval",
-        "--data",
+    let o = from_logits(
         &data,
-        "--from-logits",
-        logits.to_str().unwrap(),
-        "--output-dir",
-        high.to_str().unwrap(),
-        "--null-score-diff-threshold",
-        "-1000",
-    ]);
+        &logits,
+        &high,
+        &["--null-score-diff-threshold", "-1000"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let p: Value = serde_json::from_str(&read(high.join("predictions.json"))).unwrap();
     assert!(p.as_object().unwrap().values().all(|a| a == ""), "{p}");

@@ -61,6 +61,14 @@ fn health_and_server_metadata() {
     assert!(rt.block_on(c.model_ready("tiny-bert", "")).unwrap());
 }
 
+/// (name, role, dtype) of each bound input, in the model's order.
+fn input_roles(b: &bertqa::backend::Binding) -> Vec<(&str, InputRole, IntType)> {
+    b.inputs
+        .iter()
+        .map(|i| (i.name.as_str(), i.role, i.datatype))
+        .collect()
+}
+
 #[test]
 fn binding_nvidia_convention() {
     let rt = rt();
@@ -68,11 +76,7 @@ fn binding_nvidia_convention() {
     let b = rt
         .block_on(bind(&c, "tiny-bert", "", &BindingOverrides::default()))
         .unwrap();
-    let roles: Vec<(&str, InputRole, IntType)> = b
-        .inputs
-        .iter()
-        .map(|i| (i.name.as_str(), i.role, i.datatype))
-        .collect();
+    let roles = input_roles(&b);
     assert_eq!(
         roles,
         vec![
@@ -106,11 +110,7 @@ fn binding_hugging_face_convention_binds_by_name_not_position() {
     let b = rt
         .block_on(bind(&c, "tiny-bert-hf", "", &BindingOverrides::default()))
         .unwrap();
-    let roles: Vec<(&str, InputRole, IntType)> = b
-        .inputs
-        .iter()
-        .map(|i| (i.name.as_str(), i.role, i.datatype))
-        .collect();
+    let roles = input_roles(&b);
     // Declared order ids, mask, type: the mask is the second input.
     assert_eq!(
         roles,
