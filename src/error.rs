@@ -144,6 +144,16 @@ pub enum Error {
         code: String,
         message: String,
     },
+
+    /// A request kept failing with transient errors until the retry budget was spent.
+    #[error("a request failed {attempts} times ({summary}; --retries {retries} spent); last error: {last}")]
+    RetriesExhausted {
+        attempts: u32,
+        retries: u32,
+        /// The failed attempts' codes with counts, e.g. `UNAVAILABLE ×4`.
+        summary: String,
+        last: Box<Error>,
+    },
 }
 
 fn list_or_none(names: &[String]) -> String {

@@ -20,12 +20,19 @@ use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::backend::{tensor, Binding, SeqLen, TritonClient};
+use crate::backend::{tensor, Binding, Infer, SeqLen};
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
 
-/// A completed request: its batch, logits, and when it was sent and answered.
-type Answered = (Vec<Arc<Feature>>, Vec<Logits>, Instant, Instant);
+/// A completed request: its batch, logits, when it was sent and answered, and the
+/// non-finite logits it held (replaced by −∞).
+type Answered = (
+    Vec<Arc<Feature>>,
+    Vec<Logits>,
+    Instant,
+    Instant,
+    crate::decode::non_finite::NonFinite,
+);
 
 /// How to pad a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +92,8 @@ pub struct InferReport {
     pub starved: Duration,
     /// Time spent on the warm-up requests (not part of any other figure).
     pub warmup: Duration,
+    /// NaN or infinite logits the model returned (decoded as −∞).
+    pub non_finite: crate::decode::non_finite::NonFinite,
 }
 
 impl InferReport {
@@ -98,6 +107,7 @@ impl InferReport {
             busy: Duration::ZERO,
             starved: Duration::ZERO,
             warmup: Duration::ZERO,
+            non_finite: Default::default(),
         }
     }
 
@@ -127,8 +137,8 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
 /// Runs inference over `features`, handing each `(feature, logits)` to `results` as
 /// responses arrive. Returns when every feature has been answered, or at the first
 /// error (requests still in flight are then abandoned).
-pub async fn infer_all(
-    client: &TritonClient,
+pub async fn infer_all<B: Infer>(
+    client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,
     mut features: mpsc::Receiver<Arc<Feature>>,
@@ -183,11 +193,13 @@ pub async fn infer_all(
         let c = client.clone();
         let b = binding.clone();
         first.get_or_insert_with(Instant::now);
+        let rows = batch.len();
         inflight.spawn(async move {
-            let sent = Instant::now();
-            let response = c.infer(request).await?;
-            let logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
-            Ok((batch, logits, sent, Instant::now()))
+            let (response, sent) = c.infer_timed(request, rows).await?;
+            let received = Instant::now();
+            let mut logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
+            let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
+            Ok((batch, logits, sent, received, non_finite))
         });
     }
     while let Some(joined) = inflight.join_next().await {
@@ -202,15 +214,18 @@ fn as_refs(batch: &[Arc<Feature>]) -> Vec<&Feature> {
     batch.iter().map(|f| f.as_ref()).collect()
 }
 
-async fn send(
-    client: &TritonClient,
+async fn send<B: Infer>(
+    client: &B,
     binding: &Binding,
     batch: &[Arc<Feature>],
     padding: Padding,
 ) -> Result<()> {
     let seq = padding.length(batch);
-    let response = client
-        .infer(tensor::encode_request(binding, &as_refs(batch), seq)?)
+    let (response, _) = client
+        .infer_timed(
+            tensor::encode_request(binding, &as_refs(batch), seq)?,
+            batch.len(),
+        )
         .await?;
     tensor::decode_response(binding, &as_refs(batch), seq, &response).map(drop)
 }
@@ -222,8 +237,9 @@ async fn reap(
     report: &mut InferReport,
     results: &mpsc::Sender<(Arc<Feature>, Logits)>,
 ) -> Result<(Instant, Instant)> {
-    let (batch, logits, sent, received) =
+    let (batch, logits, sent, received, non_finite) =
         joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+    report.non_finite.add(&non_finite);
     report.requests += 1;
     report.features += batch.len() as u64;
     let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
@@ -337,9 +353,9 @@ enum ToDecoder {
 /// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
 /// in flight on the runtime, decodes each question on another thread as soon as all of
 /// its windows are answered. Output is in file order whatever the arrival order.
-pub fn run(
+pub fn run<B: Infer>(
     runtime: &tokio::runtime::Runtime,
-    client: &TritonClient,
+    client: &B,
     binding: Arc<Binding>,
     dataset: &crate::types::Dataset,
     tokenizer: &crate::tokenize::BertTokenizer,
@@ -354,9 +370,9 @@ pub fn run(
 /// [`run`] with features built beforehand (all of the dataset's, in unique-id order),
 /// so that several models can be run on the same features (`compare`).
 #[allow(clippy::too_many_arguments)]
-pub fn run_prebuilt(
+pub fn run_prebuilt<B: Infer>(
     runtime: &tokio::runtime::Runtime,
-    client: &TritonClient,
+    client: &B,
     binding: Arc<Binding>,
     dataset: &crate::types::Dataset,
     tokenizer: &crate::tokenize::BertTokenizer,
@@ -377,9 +393,9 @@ pub fn run_prebuilt(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_features(
+fn run_features<B: Infer>(
     runtime: &tokio::runtime::Runtime,
-    client: &TritonClient,
+    client: &B,
     binding: Arc<Binding>,
     dataset: &crate::types::Dataset,
     tokenizer: &crate::tokenize::BertTokenizer,

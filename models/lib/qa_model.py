@@ -13,7 +13,16 @@ behaviour comes from its config.pbtxt:
   `onnx_file` relative to the model directory) or `oracle` (oracle.py: peaks on gold
   answers);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
-  (with several instances, responses then arrive out of order).
+  (with several instances, responses then arrive out of order);
+- parameter `delay_ms`: sleep exactly delay_ms per execution (a slow server, so that
+  tests can act while a run is under way);
+- parameter `fault` (fault injection, for bertqa's reliability tests):
+  `unavailable-every-10` fails every 10th request of each instance (counter, so a retry
+  succeeds and answers stay identical) with UNAVAILABLE; `internal` fails every request
+  with a plain TritonError (INTERNAL); `wrong-shape` drops the last position of each
+  output; `wrong-dtype` returns FP64 where FP32 is declared; `missing-output` returns only
+  the first output; `non-finite` puts +inf, NaN and -inf into each row's logits at
+  positions that would change the answer if +inf were taken at face value.
 """
 import json
 import os
@@ -33,6 +42,8 @@ ROLES = {
     "input__2": "mask", "attention_mask": "mask", "input_mask": "mask",
 }
 NP_DTYPES = {"TYPE_FP32": np.float32, "TYPE_FP16": np.float16}
+FAULTS = ("", "unavailable-every-10", "internal", "wrong-shape", "wrong-dtype",
+          "missing-output", "non-finite")
 
 
 class TritonPythonModel:
@@ -43,6 +54,11 @@ class TritonPythonModel:
         self.inputs = [(i["name"], ROLES[i["name"]]) for i in cfg["input"]]
         self.outputs = [(o["name"], NP_DTYPES[o["data_type"]], list(o["dims"])) for o in cfg["output"]]
         self.jitter_ms = float(params.get("jitter_ms", "0"))
+        self.delay_ms = float(params.get("delay_ms", "0"))
+        self.fault = params.get("fault", "")
+        if self.fault not in FAULTS:
+            raise pb_utils.TritonModelException(f"unknown fault {self.fault!r}")
+        self.calls = 0
         self.weights = None
         self.oracle = None
         if self.kind == "tiny-bert":
@@ -80,14 +96,54 @@ class TritonPythonModel:
             return z, z
         return tinybert.forward(self.weights, ids, seg, mask)
 
+    def _inject(self, start, end, mask):
+        if self.fault == "wrong-shape":
+            return start[:, :-1], end[:, :-1]
+        if self.fault != "non-finite":
+            return start, end
+        start, end = start.copy(), end.copy()
+        for row in range(start.shape[0]):
+            length = int(np.sum(mask[row] != 0))
+            s = int(np.argmax(start[row]))
+            # Right after the best start (or on the last context piece when the best is
+            # [CLS]): +inf there would start a span that beats the true answer.
+            p = s + 1 if s > 0 else length - 2
+            if 0 < p < length:
+                start[row, p] = np.inf
+            end[row, length - 1] = np.nan
+            start[row, length - 1] = -np.inf
+        return start, end
+
     def execute(self, requests):
         responses = []
         if self.jitter_ms > 0:
             time.sleep(random.random() * self.jitter_ms / 1000.0)
+        if self.delay_ms > 0:
+            time.sleep(self.delay_ms / 1000.0)
         for req in requests:
+            self.calls += 1
+            if self.fault == "unavailable-every-10" and self.calls % 10 == 3:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(
+                    f"injected fault: request {self.calls} refused",
+                    pb_utils.TritonError.UNAVAILABLE)))
+                continue
+            if self.fault == "internal":
+                responses.append(pb_utils.InferenceResponse(
+                    error=pb_utils.TritonError("injected fault: model exploded")))
+                continue
             t = {role: pb_utils.get_input_tensor_by_name(req, name).as_numpy()
                  for name, role in self.inputs}
             start, end = self._logits(t["ids"], t["seg"], t["mask"])
+            start, end = self._inject(start, end, t["mask"])
+            if self.fault == "wrong-dtype":
+                responses.append(pb_utils.InferenceResponse(
+                    [pb_utils.Tensor(name, arr.astype(np.float64))
+                     for (name, _, _), arr in zip(self.outputs, (start, end))]))
+                continue
+            if self.fault == "missing-output":
+                name, dt, _ = self.outputs[0]
+                responses.append(pb_utils.InferenceResponse([pb_utils.Tensor(name, start.astype(dt))]))
+                continue
             if len(self.outputs) == 1:
                 name, dt, _ = self.outputs[0]
                 tensors = [pb_utils.Tensor(name, np.stack([start, end], axis=-1).astype(dt))]

@@ -1,14 +1,19 @@
 //! The only stage that speaks gRPC: Triton's KServe v2 protocol (our own `proto/`),
 //! a typed client, the BERT-QA tensor binding inferred from model metadata, and the
-//! translation between our [`Feature`](crate::types::Feature) batches and raw tensors.
+//! translation between our [`Feature`](crate::types::Feature) batches and raw tensors;
+//! an endpoint pool with health checks and the retry policy of the inference path.
 
 pub mod binding;
 pub mod client;
+pub mod pool;
 pub mod proto;
+pub mod retry;
 pub mod tensor;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, TritonClient};
+pub use pool::{Infer, Pool, PoolConfig};
+pub use retry::{RetryPolicy, RetryStats};
 
 /// Connects and infers the binding of `model` in one step (metadata + config).
 pub async fn bind(

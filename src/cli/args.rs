@@ -9,9 +9,18 @@ use clap::{Args, ValueEnum};
 /// Where the Triton server is and how to talk to it.
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
-    /// Triton gRPC endpoint, HOST:PORT, with or without http:// or https://.
-    #[arg(long, default_value = "localhost:8001", env = "BERTQA_URL")]
-    pub url: String,
+    /// Triton gRPC endpoint, HOST:PORT, with or without http:// or https://. Repeat it
+    /// (or give a comma list) to spread requests over several servers (eval, ask,
+    /// compare; other commands use the first).
+    #[arg(
+        long,
+        default_value = "localhost:8001",
+        env = "BERTQA_URL",
+        value_delimiter = ',',
+        action = clap::ArgAction::Append,
+        value_name = "HOST:PORT"
+    )]
+    pub url: Vec<String>,
 
     /// Per-request deadline in milliseconds.
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
@@ -20,6 +29,37 @@ pub struct ServerArgs {
     /// Deadline for establishing the connection, in milliseconds.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     pub connect_timeout_ms: u64,
+}
+
+impl ServerArgs {
+    /// The first endpoint (commands that talk to one server).
+    pub fn first_url(&self) -> &str {
+        self.url.first().map_or("localhost:8001", String::as_str)
+    }
+}
+
+/// Endpoint pool and retries of the inference path (src/backend/pool.rs, retry.rs).
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    /// Retries of a request after a transient error (UNAVAILABLE, RESOURCE_EXHAUSTED,
+    /// DEADLINE_EXCEEDED, connection refused or reset), with exponential backoff and
+    /// jitter; then the command fails (exit 2) with a summary.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retries: u32,
+    /// Upper bound of the backoff between retries, in milliseconds (starts at 100 ms,
+    /// doubles per retry).
+    #[arg(long, default_value_t = 2_000, value_name = "MS")]
+    pub retry_max_backoff_ms: u64,
+    /// Retry INTERNAL and other model errors too (normally deterministic: no retry).
+    #[arg(long)]
+    pub retry_model_errors: bool,
+    /// Before starting, wait up to this many seconds for every server and the model to
+    /// be ready (0: do not wait).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub wait_ready: f64,
+    /// HTTP/2 connections per endpoint.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub connections: u32,
 }
 
 /// Which model, and optional overrides of the tensor binding.
@@ -158,6 +198,8 @@ pub struct PipelineArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub server: ServerArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
     #[command(flatten)]
     pub binding: BindingArgs,
     #[command(flatten)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::args::PipelineArgs;
-use super::common::{connect_and_bind, decode_config, feature_config, load_tokenizer};
+use super::common::{connect_pool_and_bind, decode_config, feature_config, load_tokenizer};
 use super::{print_stdout, runtime, Outcome};
 use crate::decode::Prediction;
 use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
@@ -136,8 +136,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     );
     let features = feature_config(&args.run.window)?;
     let rt = runtime()?;
-    let (client, binding) = rt.block_on(connect_and_bind(
+    let (client, binding) = rt.block_on(connect_pool_and_bind(
         &args.run.server,
+        &args.run.net,
         &args.model,
         &args.model_version,
         &args.run.binding,
@@ -177,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let doc = json!({
         "schema": 1,
         "model": binding.model,
-        "url": args.run.server.url,
+        "url": args.run.server.url.join(","),
         "features": outcome.features,
         "latency_ms": {
             "max": outcome.infer.latency_us.max() as f64 / 1000.0,

@@ -4,8 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::args::{BindingArgs, DecodeArgs, Postprocess, ServerArgs, TokenizerArgs, WindowArgs};
-use crate::backend::{bind, Binding, ClientConfig, TritonClient};
+use super::args::{
+    BindingArgs, DecodeArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs, WindowArgs,
+};
+use crate::backend::{bind, Binding, ClientConfig, Pool, PoolConfig, RetryPolicy};
 use crate::decode::DecodeConfig;
 use crate::features::FeatureConfig;
 use crate::tokenize::{self, BertTokenizer};
@@ -66,26 +68,61 @@ pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> De
 /// The client configuration of the server flags.
 pub fn client_config(args: &ServerArgs) -> ClientConfig {
     ClientConfig {
-        url: args.url.clone(),
+        url: args.first_url().to_string(),
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
         request_timeout: Duration::from_millis(args.timeout_ms),
     }
 }
 
-/// Connects and infers the model's binding (with the override flags).
-pub async fn connect_and_bind(
+/// The pool configuration of the server and network flags.
+pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> crate::Result<PoolConfig> {
+    if !(net.wait_ready.is_finite() && net.wait_ready >= 0.0) {
+        return Err(crate::Error::Config(format!(
+            "--wait-ready {} must be a number of seconds, 0 or more",
+            net.wait_ready
+        )));
+    }
+    let mut urls: Vec<String> = Vec::new();
+    for u in server
+        .url
+        .iter()
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+    {
+        if !urls.iter().any(|v| v == u) {
+            urls.push(u.to_string());
+        }
+    }
+    Ok(PoolConfig {
+        urls,
+        connections: net.connections.max(1) as usize,
+        client: client_config(server),
+        retry: RetryPolicy {
+            retries: net.retries,
+            max_backoff: Duration::from_millis(net.retry_max_backoff_ms.max(1)),
+            retry_model_errors: net.retry_model_errors,
+            ..RetryPolicy::default()
+        },
+        wait_ready: Duration::from_secs_f64(net.wait_ready),
+    })
+}
+
+/// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and
+/// infers the model's binding from the first.
+pub async fn connect_pool_and_bind(
     server: &ServerArgs,
+    net: &NetArgs,
     model: &str,
     version: &str,
     overrides: &BindingArgs,
-) -> crate::Result<(TritonClient, Binding)> {
-    let client = TritonClient::connect(&client_config(server)).await?;
+) -> crate::Result<(Pool, Binding)> {
+    let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
     let binding = bind(
-        &client,
+        pool.first_client(),
         model,
         version,
         &super::models::overrides(overrides),
     )
     .await?;
-    Ok((client, binding))
+    Ok((pool, binding))
 }

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::args::{PipelineArgs, ServerArgs};
-use super::common::{connect_and_bind, decode_config, feature_config, load_data, load_tokenizer};
+use super::common::{
+    connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
+};
 use super::eval::{score_predictions, write_per_question, write_predictions};
 use super::{print_stdout, runtime, Outcome};
 use crate::backend::{Binding, SeqLen};
@@ -148,13 +150,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     // Connect and bind every model first: a wrong name fails before any run.
     let mut targets = Vec::new();
     for spec in &args.models {
-        let (name, url) = split_model(spec, &args.run.server.url);
+        let (name, url) = split_model(spec, args.run.server.first_url());
         let server = ServerArgs {
-            url: url.clone(),
+            url: vec![url.clone()],
             ..args.run.server.clone()
         };
-        let (client, binding) =
-            rt.block_on(connect_and_bind(&server, &name, "", &args.run.binding))?;
+        let (client, binding) = rt.block_on(connect_pool_and_bind(
+            &server,
+            &args.run.net,
+            &name,
+            "",
+            &args.run.binding,
+        ))?;
         targets.push((name, url, client, binding));
     }
     // The same padding for all, so logits are comparable: each batch padded to its
@@ -203,7 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         String,
         String,
         String,
-        crate::backend::TritonClient,
+        crate::backend::Pool,
         Binding,
         RunConfig,
     )|

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::args::PipelineArgs;
-use super::common::{connect_and_bind, decode_config, feature_config, load_data, load_tokenizer};
+use super::common::{
+    connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
+};
 use super::{print_stdout, runtime, Outcome};
 use crate::backend::Binding;
 use crate::decode::{self, Prediction};
@@ -104,6 +106,12 @@ pub struct EvalReport {
     pub gates: Vec<Gate>,
     pub output_dir: PathBuf,
     pub files: Vec<String>,
+    /// Retries and failures by code (`None` without a server).
+    pub retries: Option<crate::backend::RetryStats>,
+    /// Each endpoint's figures (empty without a server).
+    pub endpoints: Vec<crate::backend::pool::EndpointReport>,
+    /// NaN or infinite logits (decoded as −∞).
+    pub non_finite: crate::decode::non_finite::NonFinite,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -119,9 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let features = feature_config(&args.run.window)?;
     std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
 
+    let mut net: Option<crate::backend::Pool> = None;
     let (outcome, url, binding, batch_size) = match &args.from_logits {
         Some(path) => {
-            let logits = crate::logits_io::load(path)?;
+            let mut logits = crate::logits_io::load(path)?;
+            let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
             let t = Instant::now();
             let (feats, featureless) = crate::features::build(&tokenizer, features, &dataset)?;
             let features_s = t.elapsed().as_secs_f64();
@@ -131,7 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 predictions,
                 features: feats.len() as u64,
                 featureless,
-                infer: InferReport::empty(),
+                infer: InferReport {
+                    non_finite,
+                    ..InferReport::empty()
+                },
                 phases: Phases {
                     features_s,
                     inference_s: 0.0,
@@ -146,8 +159,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         None => {
             let model = args.model.as_deref().expect("clap requires --model");
             let rt = runtime()?;
-            let (client, binding) = rt.block_on(connect_and_bind(
+            let (client, binding) = rt.block_on(connect_pool_and_bind(
                 &args.run.server,
+                &args.run.net,
                 model,
                 &args.model_version,
                 &args.run.binding,
@@ -183,10 +197,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 &bar,
             );
             bar.finish();
-            let outcome = outcome?;
+            let outcome = outcome.map_err(|e| stopped(e, &client))?;
+            net = Some(client);
             (
                 outcome,
-                Some(args.run.server.url.clone()),
+                Some(args.run.server.url.join(",")),
                 Some((*binding).clone()),
                 batch_size,
             )
@@ -214,6 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     })?;
     write_per_question(&args.output_dir, &outcome.predictions, &scores)?;
     files.push("per_question.jsonl".into());
+    let non_finite = outcome.infer.non_finite;
     let mut report = EvalReport {
         data: args.data.clone(),
         url,
@@ -243,7 +259,26 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         gates: Vec::new(),
         output_dir: args.output_dir.clone(),
         files,
+        retries: net.as_ref().map(|p| p.retry_stats()),
+        endpoints: net
+            .as_ref()
+            .map(|p| p.endpoint_reports())
+            .unwrap_or_default(),
+        non_finite,
     };
+    let nf = non_finite;
+    if nf.values > 0 {
+        eprintln!(
+            "warning: {} NaN or infinite logits in {} features{} (treated as -inf for span choice)",
+            nf.values,
+            nf.features,
+            report
+                .binding
+                .as_ref()
+                .map(|b| format!(" from model {:?}", b.model))
+                .unwrap_or_default()
+        );
+    }
     report.gates = gates(&args, &report);
     let json = render_json(&report);
     let metrics_path = args.output_dir.join("metrics.json");
@@ -434,7 +469,12 @@ pub fn render_json(r: &EvalReport) -> Value {
             "inference": r6(r.phases.inference_s),
             "decode": r6(r.phases.decode_s),
         },
-        "retries": {"total": 0},
+        "retries": retries_json(r.retries.as_ref()),
+        "non_finite_logits": {
+            "values": r.non_finite.values,
+            "features": r.non_finite.features,
+        },
+        "endpoints": r.endpoints.iter().map(|e| endpoint_json(e, r.wall)).collect::<Vec<_>>(),
         "missing_predictions": {
             "count": r.scores.missing.len(),
             "first_ids": r.scores.missing.iter().take(FIRST_IDS).collect::<Vec<_>>(),
@@ -450,6 +490,63 @@ pub fn render_json(r: &EvalReport) -> Value {
         "output_dir": r.output_dir.display().to_string(),
         "files": r.files,
     })
+}
+
+fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {
+    let default = crate::backend::RetryStats::default();
+    let s = stats.unwrap_or(&default);
+    json!({
+        "total": s.total_retries(),
+        "by_code": s.retries,
+        "failed_requests": s.total_failures(),
+        "failures_by_code": s.failures,
+    })
+}
+
+fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Value {
+    let q = |x: f64| {
+        if e.latency_us.is_empty() {
+            0.0
+        } else {
+            r6(e.latency_us.value_at_quantile(x) as f64 / 1000.0)
+        }
+    };
+    json!({
+        "url": e.url,
+        "connections": e.connections,
+        "requests": e.requests,
+        "features": e.features,
+        "features_per_s": r6(rate(e.features as f64, wall)),
+        "latency_ms": {
+            "p50": q(0.5),
+            "p99": q(0.99),
+            "mean": r6(if e.latency_us.is_empty() { 0.0 } else { e.latency_us.mean() / 1000.0 }),
+        },
+        "errors": {
+            "total": e.errors.values().sum::<u64>(),
+            "by_code": e.errors,
+        },
+        "taken_out": e.taken_out,
+        "healthy_at_end": e.healthy,
+    })
+}
+
+/// Adds the run's retry counts (when there were any) to the error that stopped it.
+fn stopped(e: crate::Error, pool: &crate::backend::Pool) -> anyhow::Error {
+    let s = pool.retry_stats();
+    if s.retries.is_empty() {
+        return e.into();
+    }
+    let by_code = s
+        .retries
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    anyhow::Error::new(e).context(format!(
+        "evaluation stopped after {} retries in this run ({by_code})",
+        s.total_retries()
+    ))
 }
 
 /// The human report.
@@ -518,6 +615,56 @@ pub fn render_text(r: &EvalReport) -> String {
         "phases       features {:.3} s, inference {:.3} s, decode {:.3} s (overlapped)",
         r.phases.features_s, r.phases.inference_s, r.phases.decode_s
     );
+    if let Some(rs) = &r.retries {
+        if rs.total_retries() + rs.total_failures() > 0 {
+            let by = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(c, n)| format!("{c} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                s,
+                "retries      {} ({}); failed requests {}{}",
+                rs.total_retries(),
+                by(&rs.retries),
+                rs.total_failures(),
+                if rs.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", by(&rs.failures))
+                }
+            );
+        }
+    }
+    if r.endpoints.len() > 1 || r.endpoints.iter().any(|e| !e.errors.is_empty()) {
+        for e in &r.endpoints {
+            let _ = writeln!(
+                s,
+                "endpoint     {}: {} requests, {} features, {:.1} features/s, p50 {:.2} ms, \
+                 {} errors, taken out {} times, {} connection(s)",
+                e.url,
+                e.requests,
+                e.features,
+                rate(e.features as f64, r.wall),
+                if e.latency_us.is_empty() {
+                    0.0
+                } else {
+                    e.latency_us.value_at_quantile(0.5) as f64 / 1000.0
+                },
+                e.errors.values().sum::<u64>(),
+                e.taken_out,
+                e.connections
+            );
+        }
+    }
+    if r.non_finite.values > 0 {
+        let _ = writeln!(
+            s,
+            "non-finite   {} NaN or infinite logits in {} features (treated as -inf)",
+            r.non_finite.values, r.non_finite.features
+        );
+    }
     if !r.scores.missing.is_empty() {
         let _ = writeln!(
             s,

@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
 async fn collect(args: &Args) -> anyhow::Result<Report> {
     let config = ClientConfig {
-        url: args.server.url.clone(),
+        url: args.server.first_url().to_string(),
         connect_timeout: Duration::from_millis(args.server.connect_timeout_ms),
         request_timeout: Duration::from_millis(args.server.timeout_ms),
     };
@@ -88,7 +88,7 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
             let version = args.model_version.as_str();
             if !index.iter().any(|m| &m.name == name) {
                 return Err(Error::ModelNotFound {
-                    url: args.server.url.clone(),
+                    url: args.server.first_url().to_string(),
                     model: name.clone(),
                     available: ready_models(&index),
                 }
@@ -126,7 +126,7 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
         }
     };
     Ok(Report {
-        url: args.server.url.clone(),
+        url: args.server.first_url().to_string(),
         name: meta.name,
         version: meta.version,
         live,

@@ -24,6 +24,7 @@
 //!   v1 and `""` in v2 (null odds 1000000.0, the initial `score_null`).
 
 mod final_text;
+pub mod non_finite;
 mod output;
 pub mod rules;
 
