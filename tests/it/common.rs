@@ -70,6 +70,12 @@ pub fn server() -> &'static Server {
 /// Starts a tritonserver on `repo` with `extra` flags and waits until it is ready.
 /// The server lives until the test process exits.
 pub fn start_server(repo: &Path, extra: &[String]) -> Server {
+    start_server_on(repo, extra, None)
+}
+
+/// [`start_server`] on the given (gRPC, HTTP, metrics) ports, or free ones: a test can
+/// start a server again where a killed one was.
+pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u16)>) -> Server {
     let env = triton_env().clone();
     let repo = repo.to_path_buf();
     let extra = extra.to_vec();
@@ -77,7 +83,8 @@ pub fn start_server(repo: &Path, extra: &[String]) -> Server {
     // The spawning thread must outlive the server: PR_SET_PDEATHSIG fires when the
     // thread that forked the child exits.
     std::thread::spawn(move || {
-        let (grpc, http, metrics) = (free_port(), free_port(), free_port());
+        let (grpc, http, metrics) =
+            ports.unwrap_or_else(|| (free_port(), free_port(), free_port()));
         let log =
             std::env::temp_dir().join(format!("bertqa-triton-{}-{grpc}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).unwrap();

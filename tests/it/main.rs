@@ -8,5 +8,6 @@ mod eval;
 mod fake;
 mod features;
 mod models;
+mod net;
 mod pipeline;
 mod score;

@@ -1,0 +1,399 @@
+//! Reliability and scale-out on the real local Triton (issues #8 items 1 and 3, #9 item 1):
+//! retries of transient errors, the fault-injecting models of `models/repo/fault-*`,
+//! servers killed (and restarted) under a running evaluation, and the endpoint pool over
+//! three servers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{bertqa, free_port, log_tail, root, server, show, start_server_on, Server};
+
+fn sample() -> String {
+    root()
+        .join("data/sample-squad-v2.json")
+        .display()
+        .to_string()
+}
+
+fn eval_args(data: &str, model: &str, urls: &str, out: &Path) -> Vec<String> {
+    [
+        "eval",
+        "--data",
+        data,
+        "--model",
+        model,
+        "--url",
+        urls,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run(args: &[String]) -> std::process::Output {
+    bertqa(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn json_of(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
+}
+
+fn read(p: PathBuf) -> String {
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn validate(v: &Value) {
+    let schema: Value =
+        serde_json::from_str(&read(root().join("schema/eval.schema.json"))).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "schema violations: {errors:?}\n{v:#}");
+}
+
+/// The three answer files of two runs are byte-identical.
+fn assert_same_outputs(a: &Path, b: &Path) {
+    for f in [
+        "predictions.json",
+        "nbest_predictions.json",
+        "null_odds.json",
+    ] {
+        assert_eq!(
+            read(a.join(f)),
+            read(b.join(f)),
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+/// The clean reference run: `oracle` on the shared server.
+fn clean_oracle_run(tmp: &Path) -> PathBuf {
+    let out = tmp.join("clean");
+    let o = run(&eval_args(&sample(), "oracle", &server().url, &out));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    out
+}
+
+#[test]
+fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = clean_oracle_run(tmp.path());
+    let out = tmp.path().join("faulty");
+    let mut args = eval_args(&sample(), "fault-unavailable-10pct", &server().url, &out);
+    // One feature per request: 52 requests, so at least five are refused.
+    args.extend(["--batch-size", "1"].map(String::from));
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_of(&o);
+    validate(&v);
+    let retries = v["retries"]["total"].as_u64().unwrap();
+    assert!(retries >= 5, "{}", v["retries"]);
+    assert_eq!(v["retries"]["by_code"]["UNAVAILABLE"], retries);
+    assert_eq!(v["retries"]["failed_requests"], 0);
+    assert_eq!(v["requests"], 52);
+    let ep = &v["endpoints"][0];
+    assert_eq!(ep["errors"]["by_code"]["UNAVAILABLE"], retries);
+    assert_eq!(ep["requests"], 52);
+    assert_same_outputs(&clean, &out);
+    let metrics: Value = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
+    assert_eq!(metrics["retries"], v["retries"]);
+}
+
+#[test]
+fn a_model_error_is_not_retried_unless_asked_and_names_model_and_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = eval_args(
+        &sample(),
+        "fault-internal",
+        &server().url,
+        &tmp.path().join("a"),
+    );
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Internal for model \"fault-internal\": injected fault: model exploded"),
+        "{err}"
+    );
+    assert!(!err.contains("retries"), "not retried: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+
+    let mut args = eval_args(
+        &sample(),
+        "fault-internal",
+        &server().url,
+        &tmp.path().join("b"),
+    );
+    args.extend(["--retry-model-errors", "--retries", "2"].map(String::from));
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("failed 3 times (INTERNAL ×3; --retries 2 spent)"),
+        "{err}"
+    );
+    assert!(err.contains("fault-internal"), "{err}");
+}
+
+#[test]
+fn malformed_responses_fail_at_once_naming_model_tensor_expected_and_actual() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (model, expected) in [
+        (
+            "fault-wrong-shape",
+            "tensor \"output__0\": expected shape [52, 384], got shape [52, 383]",
+        ),
+        (
+            "fault-wrong-dtype",
+            "tensor \"output__0\": expected FP32, got FP64",
+        ),
+        (
+            "fault-missing-output",
+            "tensor \"output__1\": expected an output tensor of that name, got missing \
+             (response has [\"output__0\"])",
+        ),
+    ] {
+        let mut args = eval_args(&sample(), model, &server().url, &tmp.path().join(model));
+        args.extend(["--fixed-seq-len", "--retries", "5"].map(String::from));
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{model}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("model \"{model}\", {expected}")),
+            "{model}: {err}"
+        );
+        assert!(!err.contains("retries"), "{model}: not retried: {err}");
+    }
+}
+
+#[test]
+fn non_finite_logits_are_decoded_as_negative_infinity_counted_and_warned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = clean_oracle_run(tmp.path());
+    let out = tmp.path().join("nan");
+    let o = run(&eval_args(
+        &sample(),
+        "fault-non-finite-logits",
+        &server().url,
+        &out,
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_of(&o);
+    validate(&v);
+    // Every one of the 52 windows holds +inf, NaN and -inf (three values each).
+    assert_eq!(v["non_finite_logits"]["features"], 52, "{v:#}");
+    assert_eq!(v["non_finite_logits"]["values"], 52 * 3);
+    // +inf taken at face value would start a winning span next to each true answer.
+    assert_eq!(
+        read(clean.join("predictions.json")),
+        read(out.join("predictions.json"))
+    );
+    assert_eq!(v["metrics"]["exact"], 100.0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: 156 NaN or infinite logits in 52 features from model \"fault-non-finite-logits\""),
+        "{err}"
+    );
+}
+
+/// A server of its own with only `oracle-slow` (40 ms per execution) loaded.
+fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
+    start_server_on(
+        &root().join("models/repo"),
+        &[
+            "--model-control-mode=explicit".to_string(),
+            "--load-model=oracle-slow".to_string(),
+        ],
+        ports,
+    )
+}
+
+/// Successful inferences of `model` so far (HTTP statistics; 0 when unreachable).
+fn served(http_port: u16, model: &str) -> u64 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", http_port)) else {
+        return 0;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!(
+        "GET /v2/models/{model}/stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    );
+    if s.write_all(req.as_bytes()).is_err() {
+        return 0;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    let Some((_, body)) = buf.split_once("\r\n\r\n") else {
+        return 0;
+    };
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["model_stats"][0]["inference_stats"]["success"]["count"].as_u64())
+        .unwrap_or(0)
+}
+
+fn spawn_bertqa(args: &[String]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_bertqa"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bertqa")
+}
+
+/// Waits until `server` has answered `n` requests of oracle-slow, then SIGKILLs it; the
+/// evaluation must still be running at that moment (so the kill is mid-run).
+fn kill_after(server: &Server, n: u64, eval: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while served(server.http_port, "oracle-slow") < n {
+        assert!(
+            eval.try_wait().unwrap().is_none(),
+            "the evaluation ended before {n} requests reached {}",
+            server.url
+        );
+        assert!(Instant::now() < deadline, "no progress on {}", server.url);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        eval.try_wait().unwrap().is_none(),
+        "evaluation already over"
+    );
+    // SAFETY: kill(2) on the pid of a server this test started.
+    unsafe {
+        libc::kill(server.pid as i32, libc::SIGKILL);
+    }
+}
+
+/// One feature per request (52 requests), `concurrency` in flight.
+fn slow_args(urls: &str, out: &Path, concurrency: usize, extra: &[&str]) -> Vec<String> {
+    let mut args = eval_args(&sample(), "oracle-slow", urls, out);
+    args.extend(["--batch-size", "1", "--concurrency"].map(String::from));
+    args.push(concurrency.to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = clean_oracle_run(tmp.path());
+    let ports = (free_port(), free_port(), free_port());
+    let first = slow_server(Some(ports));
+    let out = tmp.path().join("restarted");
+    // 100 retries with backoff capped at 1 s outlast a restart of several seconds.
+    let args = slow_args(
+        &first.url,
+        &out,
+        2,
+        &["--retries", "100", "--retry-max-backoff-ms", "1000"],
+    );
+    let mut eval = spawn_bertqa(&args);
+    kill_after(&first, 8, &mut eval);
+    std::thread::sleep(Duration::from_secs(1));
+    let second = slow_server(Some(ports));
+    assert_eq!(second.url, first.url);
+    let o = eval.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n--- server log\n{}",
+        show(&o),
+        log_tail(&second.log, 20)
+    );
+    let v = json_of(&o);
+    assert!(
+        v["retries"]["total"].as_u64().unwrap() >= 1,
+        "{}",
+        v["retries"]
+    );
+    assert_eq!(v["retries"]["failed_requests"], 0);
+    assert_eq!(v["requests"], 52);
+    assert_same_outputs(&clean, &out);
+    // The restarted server answered the rest (its counter starts from zero).
+    assert!(served(second.http_port, "oracle-slow") < 52);
+}
+
+#[test]
+fn a_server_gone_for_good_exits_2_with_a_summary_after_the_retry_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = slow_server(None);
+    let out = tmp.path().join("gone");
+    let args = slow_args(&gone.url, &out, 2, &["--retries", "3"]);
+    let mut eval = spawn_bertqa(&args);
+    kill_after(&gone, 4, &mut eval);
+    let o = eval.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: evaluation stopped after "), "{err}");
+    assert!(
+        err.contains("failed 4 times (UNAVAILABLE ×4; --retries 3 spent)"),
+        "{err}"
+    );
+    assert!(err.contains(&gone.url), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn three_endpoints_share_the_load_and_survive_losing_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = clean_oracle_run(tmp.path());
+    let servers: Vec<Server> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3).map(|_| s.spawn(|| slow_server(None))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let urls = servers
+        .iter()
+        .map(|s| s.url.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+
+    // All three healthy: every endpoint answers and is reported.
+    let out = tmp.path().join("three");
+    let o = run(&slow_args(&urls, &out, 6, &[]));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_of(&o);
+    validate(&v);
+    let eps = v["endpoints"].as_array().unwrap();
+    assert_eq!(eps.len(), 3);
+    let mut total = 0;
+    for (e, s) in eps.iter().zip(&servers) {
+        assert_eq!(e["url"], s.url);
+        assert!(e["requests"].as_u64().unwrap() > 0, "{e}");
+        assert!(e["features_per_s"].as_f64().unwrap() > 0.0, "{e}");
+        assert!(e["latency_ms"]["p50"].as_f64().unwrap() > 0.0, "{e}");
+        total += e["features"].as_u64().unwrap();
+    }
+    assert_eq!(total, 52);
+    assert_same_outputs(&clean, &out);
+
+    // One killed mid-run: its requests go to the other two; same answers.
+    let out = tmp.path().join("two-left");
+    let mut eval = spawn_bertqa(&slow_args(&urls, &out, 6, &["--retries", "2"]));
+    let base = served(servers[2].http_port, "oracle-slow");
+    kill_after(&servers[2], base + 3, &mut eval);
+    let o = eval.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v = json_of(&o);
+    validate(&v);
+    let dead = &v["endpoints"][2];
+    assert!(dead["taken_out"].as_u64().unwrap() >= 1, "{dead}");
+    assert_eq!(dead["healthy_at_end"], false, "{dead}");
+    let features: u64 = v["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["features"].as_u64().unwrap())
+        .sum();
+    assert_eq!(features, 52);
+    assert_same_outputs(&clean, &out);
+}
