@@ -2,6 +2,7 @@
 //! loopback port): answers a real server cannot be made to give on demand. The happy
 //! paths are tested against the real server in `models.rs`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,9 @@ use bertqa::backend::proto::model_infer_response::InferOutputTensor;
 use bertqa::backend::proto::model_metadata_response::TensorMetadata;
 use bertqa::backend::proto::repository_index_response::ModelIndex;
 use bertqa::backend::proto::*;
-use bertqa::backend::{bind, tensor, BindingOverrides, ClientConfig, TritonClient};
+use bertqa::backend::{
+    bind, tensor, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, TritonClient,
+};
 use bertqa::types::Feature;
 use bertqa::Error;
 use tonic::{Request, Response, Status};
@@ -517,4 +520,140 @@ fn a_server_that_never_answers_is_bounded_by_the_timeout() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(&url), "{err}");
+}
+
+/// A pool over `urls` with a fast backoff.
+fn pool(rt: &tokio::runtime::Runtime, urls: &[&str], retries: u32) -> Pool {
+    let config = PoolConfig {
+        urls: urls.iter().map(|u| u.to_string()).collect(),
+        connections: 2,
+        client: ClientConfig {
+            url: String::new(),
+            connect_timeout: Duration::from_millis(2000),
+            request_timeout: Duration::from_millis(5000),
+        },
+        retry: RetryPolicy {
+            retries,
+            base_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+            retry_model_errors: false,
+        },
+        wait_ready: Duration::ZERO,
+    };
+    rt.block_on(Pool::connect(&config, "m", "")).unwrap()
+}
+
+/// A correct answer for one feature.
+fn one_answer() -> ModelInferResponse {
+    ModelInferResponse {
+        model_name: "m".into(),
+        outputs: vec![
+            out("output__0", "FP32", vec![1, 384]),
+            out("output__1", "FP32", vec![1, 384]),
+        ],
+        raw_output_contents: vec![vec![0u8; 384 * 4].into(), vec![0u8; 384 * 4].into()],
+        ..Default::default()
+    }
+}
+
+/// A fake that answers the statuses of `script` in turn (by call), then correctly.
+fn scripted(script: Vec<Status>) -> Fake {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut fake = nvidia();
+    fake.infer = Arc::new(
+        move |_| match script.get(calls.fetch_add(1, Ordering::SeqCst)) {
+            Some(s) => Err(s.clone()),
+            None => Ok(one_answer()),
+        },
+    );
+    fake
+}
+
+#[test]
+fn resource_exhausted_and_deadline_exceeded_are_retried_then_counted_or_exhausted() {
+    let script = || {
+        vec![
+            Status::resource_exhausted("queue full"),
+            Status::deadline_exceeded("too slow"),
+        ]
+    };
+    let (rt, url) = serve(scripted(script()));
+    let p = pool(&rt, &[&url], 3);
+    let b = rt
+        .block_on(bind(
+            p.first_client(),
+            "m",
+            "",
+            &BindingOverrides::default(),
+        ))
+        .unwrap();
+    let f = one_feature();
+    let request = || tensor::encode_request(&b, &[&f], 384).unwrap();
+    rt.block_on(p.infer(request(), 1)).unwrap();
+    let stats = p.retry_stats();
+    assert_eq!(stats.retries.get("RESOURCE_EXHAUSTED"), Some(&1));
+    assert_eq!(stats.retries.get("DEADLINE_EXCEEDED"), Some(&1));
+    assert_eq!(stats.total_failures(), 0);
+    let ep = &p.endpoint_reports()[0];
+    assert_eq!((ep.requests, ep.features), (1, 1));
+    assert_eq!(ep.errors.values().sum::<u64>(), 2);
+
+    // One retry only: the budget is spent on the second failure.
+    let (rt2, url) = serve(scripted(script()));
+    let p = pool(&rt2, &[&url], 1);
+    let e = rt2.block_on(p.infer(request(), 1)).unwrap_err();
+    assert!(
+        matches!(e, Error::RetriesExhausted { attempts: 2, .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with(
+            "a request failed 2 times (DEADLINE_EXCEEDED ×1, RESOURCE_EXHAUSTED ×1; \
+             --retries 1 spent); last error: request to "
+        ),
+        "{e}"
+    );
+    assert_eq!(p.retry_stats().failures.get("DEADLINE_EXCEEDED"), Some(&1));
+    drop(rt);
+}
+
+#[test]
+fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
+    // Endpoint A refuses its first request (a restart, say), then recovers; B answers.
+    let (rt_a, a) = serve(scripted(vec![Status::unavailable("restarting")]));
+    let (rt_b, b_url) = serve(scripted(vec![]));
+    let rt = rt();
+    let p = pool(&rt, &[&a, &b_url], 1);
+    let b = rt
+        .block_on(bind(
+            p.first_client(),
+            "m",
+            "",
+            &BindingOverrides::default(),
+        ))
+        .unwrap();
+    let f = one_feature();
+    let request = || tensor::encode_request(&b, &[&f], 384).unwrap();
+    // The first pick is A; it fails, A is taken out, and B answers the retry at once.
+    rt.block_on(p.infer(request(), 1)).unwrap();
+    let eps = p.endpoint_reports();
+    assert_eq!(eps[0].taken_out, 1, "{eps:?}");
+    assert_eq!(eps[0].errors.get("UNAVAILABLE"), Some(&1), "{eps:?}");
+    assert_eq!((eps[0].requests, eps[1].requests), (0, 1), "{eps:?}");
+    assert_eq!(p.retry_stats().retries.get("UNAVAILABLE"), Some(&1));
+    // The health check (ServerReady + ModelReady) lets A rejoin.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !p.endpoint_reports()[0].healthy {
+        assert!(Instant::now() < deadline, "A never rejoined");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Back in the pool, it shares the work again.
+    for _ in 0..6 {
+        rt.block_on(p.infer(request(), 1)).unwrap();
+    }
+    let eps = p.endpoint_reports();
+    assert!(eps[0].requests >= 1, "{eps:?}");
+    assert_eq!(eps[0].requests + eps[1].requests, 7);
+    assert_eq!(p.retry_stats().total_failures(), 0);
+    drop((rt_a, rt_b));
 }

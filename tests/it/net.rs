@@ -287,16 +287,24 @@ fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = clean_oracle_run(tmp.path());
     let ports = (free_port(), free_port(), free_port());
-    let first = slow_server(Some(ports));
     let out = tmp.path().join("restarted");
-    // 100 retries with backoff capped at 1 s outlast a restart of several seconds.
+    // Started before the server: --wait-ready waits for it. Then 100 retries with
+    // backoff capped at 1 s outlast a restart of several seconds.
     let args = slow_args(
-        &first.url,
+        &format!("127.0.0.1:{}", ports.0),
         &out,
         2,
-        &["--retries", "100", "--retry-max-backoff-ms", "1000"],
+        &[
+            "--wait-ready",
+            "300",
+            "--retries",
+            "100",
+            "--retry-max-backoff-ms",
+            "1000",
+        ],
     );
     let mut eval = spawn_bertqa(&args);
+    let first = slow_server(Some(ports));
     kill_after(&first, 8, &mut eval);
     std::thread::sleep(Duration::from_secs(1));
     let second = slow_server(Some(ports));
@@ -396,4 +404,22 @@ fn three_endpoints_share_the_load_and_survive_losing_one() {
         .sum();
     assert_eq!(features, 52);
     assert_same_outputs(&clean, &out);
+}
+
+#[test]
+fn wait_ready_gives_up_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("127.0.0.1:{}", free_port());
+    let mut args = eval_args(&sample(), "oracle", &url, tmp.path());
+    args.extend(["--wait-ready", "0.5"].map(String::from));
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "error: cannot reach Triton at {url}: not ready within --wait-ready 0.5 s: "
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
