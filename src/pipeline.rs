@@ -12,6 +12,10 @@
 //!   run; their results and timings are discarded.
 //! - Results are handed on with their feature as they arrive, in any order; consumers
 //!   collect by `unique_id`, so output never depends on concurrency or arrival order.
+//! - Requests go through an [`Infer`] backend: one [`TritonClient`](crate::backend::TritonClient),
+//!   or a [`Pool`](crate::backend::Pool) of endpoints that retries transient errors;
+//!   latency is that of the attempt that succeeded. NaN and infinite logits are replaced
+//!   by −∞ as responses arrive and counted in [`InferReport::non_finite`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
