@@ -105,6 +105,31 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
     assert_same_outputs(&clean, &out);
     let metrics: Value = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
     assert_eq!(metrics["retries"], v["retries"]);
+
+    // The text report says so too, with the endpoint's line.
+    let text_out = tmp.path().join("text");
+    let mut args = eval_args(
+        &sample(),
+        "fault-unavailable-10pct",
+        &server().url,
+        &text_out,
+    );
+    args.retain(|a| a != "--json");
+    args.extend(["--batch-size", "1"].map(String::from));
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("retries "))
+        .unwrap_or_else(|| panic!("no retries line:\n{text}"));
+    assert!(
+        line.contains("(UNAVAILABLE ") && line.ends_with("failed requests 0"),
+        "{line}"
+    );
+    let endpoint = format!("endpoint     {}: 52 requests, 52 features", server().url);
+    assert!(text.contains(&endpoint), "{text}");
+    assert_same_outputs(&clean, &text_out);
 }
 
 #[test]
