@@ -17,6 +17,7 @@
 //!   latency is that of the attempt that succeeded. NaN and infinite logits are replaced
 //!   by −∞ as responses arrive and counted in [`InferReport::non_finite`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -407,22 +408,172 @@ fn run_features<B: Infer>(
     config: &RunConfig,
     progress: &dyn Progress,
 ) -> Result<RunOutcome> {
+    let partial = run_inner(
+        runtime,
+        client,
+        binding,
+        dataset,
+        tokenizer,
+        prebuilt,
+        config,
+        progress,
+        Control::default(),
+    );
+    partial.complete(dataset)
+}
+
+/// Receives each newly answered feature's logits (e.g. appends them to a journal).
+pub type Recorder<'a> = dyn FnMut(&Logits) -> Result<()> + 'a;
+
+/// Steers an interruptible, journaled run ([`run_controlled`]).
+#[derive(Default)]
+pub struct Control<'a> {
+    /// Logits already known (a journal's) by unique id: these features are not sent.
+    pub known: HashMap<u64, Logits>,
+    /// Called with each feature's logits as the server returns them, before decoding
+    /// (the journal). An error stops the run like a server error.
+    pub record: Option<&'a mut Recorder<'a>>,
+    /// When this becomes `true`, no further request is sent; requests in flight are
+    /// drained (their logits recorded and decoded) and the run returns, stopped.
+    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// What a controlled run got done, complete or not.
+#[derive(Debug)]
+pub struct PartialOutcome {
+    /// One per question, in file order; `None` for questions not fully answered.
+    pub predictions: Vec<Option<crate::decode::Prediction>>,
+    /// Features built (all of them unless the run stopped early).
+    pub features: u64,
+    /// Features answered: taken from `Control::known` plus answered by the server.
+    pub answered: u64,
+    /// Features taken from `Control::known` (not sent).
+    pub known: u64,
+    pub featureless: Vec<usize>,
+    /// Empty when the run failed.
+    pub infer: InferReport,
+    pub phases: Phases,
+    pub wall: Duration,
+    pub logits: Vec<Logits>,
+    pub kept_features: Vec<Arc<Feature>>,
+    /// The run was stopped through `Control::stop`.
+    pub stopped: bool,
+    /// The error that ended the run early.
+    pub error: Option<Error>,
+}
+
+impl PartialOutcome {
+    /// Questions fully answered.
+    pub fn done(&self) -> usize {
+        self.predictions.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// The outcome of a run that finished: the error that ended it, or every question
+    /// decoded.
+    pub fn complete(self, dataset: &crate::types::Dataset) -> Result<RunOutcome> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let predictions = self
+            .predictions
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.ok_or_else(|| {
+                    Error::Config(format!(
+                        "question {:?} was not decoded (its windows were not all answered)",
+                        dataset.examples[i].qas_id
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RunOutcome {
+            predictions,
+            features: self.features,
+            featureless: self.featureless,
+            infer: self.infer,
+            phases: self.phases,
+            wall: self.wall,
+            logits: self.logits,
+            kept_features: self.kept_features,
+        })
+    }
+}
+
+/// [`run`] that can be stopped, skips features whose logits are already known, and
+/// hands every new feature's logits to a recorder (`eval`'s journal, `--resume`,
+/// Ctrl-C). Never fails as a whole: what was done is returned with the error that
+/// ended it, so partial results can be written.
+#[allow(clippy::too_many_arguments)]
+pub fn run_controlled<B: Infer>(
+    runtime: &tokio::runtime::Runtime,
+    client: &B,
+    binding: Arc<Binding>,
+    dataset: &crate::types::Dataset,
+    tokenizer: &crate::tokenize::BertTokenizer,
+    config: &RunConfig,
+    progress: &dyn Progress,
+    control: Control<'_>,
+) -> PartialOutcome {
+    run_inner(
+        runtime, client, binding, dataset, tokenizer, None, config, progress, control,
+    )
+}
+
+/// Waits until `stop` turns true; forever if it never can.
+async fn stopped(stop: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match stop {
+        Some(rx) => {
+            if rx.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_inner<B: Infer>(
+    runtime: &tokio::runtime::Runtime,
+    client: &B,
+    binding: Arc<Binding>,
+    dataset: &crate::types::Dataset,
+    tokenizer: &crate::tokenize::BertTokenizer,
+    prebuilt: Option<&[Arc<Feature>]>,
+    config: &RunConfig,
+    progress: &dyn Progress,
+    control: Control<'_>,
+) -> PartialOutcome {
     use std::sync::mpsc as std_mpsc;
 
     let started = Instant::now();
-    let builder = crate::features::FeatureBuilder::new(tokenizer, config.features)?;
+    let Control {
+        mut known,
+        mut record,
+        mut stop,
+    } = control;
+    let builder = match crate::features::FeatureBuilder::new(tokenizer, config.features) {
+        Ok(b) => b,
+        Err(e) => return PartialOutcome::failed(dataset, e),
+    };
     let queue = (config.infer.batch_size * config.infer.concurrency * 4).max(256);
-    let (feature_tx, feature_rx) = mpsc::channel::<Arc<Feature>>(queue);
+    let (feature_tx, mut feature_rx) = mpsc::channel::<Arc<Feature>>(queue);
+    // Between the producer and the sender, a gate that closes on a stop: few features
+    // wait behind it, so little is sent after a stop.
+    let (gated_tx, gated_rx) = mpsc::channel::<Arc<Feature>>(config.infer.batch_size.max(1));
+    let (abort_tx, abort_rx) = tokio::sync::watch::channel(false);
     let (result_tx, mut result_rx) = mpsc::channel::<(Arc<Feature>, Logits)>(queue);
     let (decoder_tx, decoder_rx) = std_mpsc::channel::<ToDecoder>();
 
-    std::thread::scope(|scope| -> Result<RunOutcome> {
-        // Producer: features, and per-example feature counts for the decoder.
+    std::thread::scope(|scope| -> PartialOutcome {
+        // Producer: features, and per-example feature counts for the decoder. A feature
+        // whose logits are known goes straight to the decoder.
         let to_decoder = decoder_tx.clone();
         let producer = scope.spawn(move || {
             let mut busy = Duration::ZERO;
             let mut featureless = Vec::new();
             let mut total = 0u64;
+            let mut reused = 0u64;
             let mut scratch: Vec<Arc<Feature>> = Vec::new();
             let mut built = Vec::new();
             let mut builder = builder;
@@ -451,8 +602,14 @@ fn run_features<B: Infer>(
                 total += count as u64;
                 progress.built(count as u64);
                 for f in scratch.drain(..) {
-                    if feature_tx.blocking_send(f).is_err() {
-                        return (busy, featureless, total); // inference stopped
+                    if let Some(l) = known.remove(&f.unique_id) {
+                        reused += 1;
+                        progress.answered(1);
+                        if to_decoder.send(ToDecoder::Answer(f, l)).is_err() {
+                            return (busy, featureless, total, reused);
+                        }
+                    } else if feature_tx.blocking_send(f).is_err() {
+                        return (busy, featureless, total, reused); // inference stopped
                     }
                 }
                 let msg = ToDecoder::Expect {
@@ -463,7 +620,7 @@ fn run_features<B: Infer>(
                     break;
                 }
             }
-            (busy, featureless, total)
+            (busy, featureless, total, reused)
         });
 
         // Decoder: one question as soon as all of its windows are answered.
@@ -526,43 +683,85 @@ fn run_features<B: Infer>(
             Ok((predictions, busy, kept, kept_features))
         });
 
-        // Forward answers to the decoder, counting them for the progress display.
+        // Forward answers to the recorder and the decoder, counting them for the
+        // progress display.
         let forward_tx = decoder_tx;
+        let mut answered = 0u64;
+        let mut record_error = None;
+        let mut was_stopped = false;
         let inference = runtime.block_on(async {
-            let forward = async move {
+            let forward = async {
                 while let Some((f, l)) = result_rx.recv().await {
+                    if let Some(record) = record.as_mut() {
+                        if let Err(e) = record(&l) {
+                            record_error = Some(e);
+                            let _ = abort_tx.send(true);
+                            break;
+                        }
+                    }
+                    answered += 1;
                     progress.answered(1);
                     if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
                         break;
                     }
                 }
+                drop(forward_tx);
             };
-            let (report, ()) = tokio::join!(
-                infer_all(client, binding, &config.infer, feature_rx, result_tx),
-                forward
+            let gate = async {
+                let mut abort = Some(abort_rx);
+                loop {
+                    let next = tokio::select! {
+                        biased;
+                        _ = stopped(&mut stop) => { was_stopped = true; None }
+                        _ = stopped(&mut abort) => None,
+                        f = feature_rx.recv() => f,
+                    };
+                    let Some(f) = next else { break };
+                    let sent = tokio::select! {
+                        biased;
+                        _ = stopped(&mut stop) => { was_stopped = true; false }
+                        _ = stopped(&mut abort) => false,
+                        r = gated_tx.send(f) => r.is_ok(),
+                    };
+                    if !sent {
+                        break;
+                    }
+                }
+                // Closing both ends: the producer stops building, the sender drains.
+                drop(feature_rx);
+                drop(gated_tx);
+            };
+            let (report, (), ()) = tokio::join!(
+                infer_all(client, binding, &config.infer, gated_rx, result_tx),
+                forward,
+                gate
             );
             report
         });
-        let (features_busy, featureless, total) = producer.join().expect("producer thread");
-        let report = inference?;
+        let (features_busy, featureless, total, reused) = producer.join().expect("producer thread");
+        let (report, mut error) = match inference {
+            Ok(r) => (r, record_error),
+            Err(e) => (InferReport::empty(), Some(e)),
+        };
         let wall = started.elapsed().saturating_sub(report.warmup);
         let (predictions, decode_busy, logits, kept_features) =
-            decoder.join().expect("decoder thread")?;
-        let predictions = predictions
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                p.ok_or_else(|| {
-                    Error::Config(format!(
-                        "question {:?} was not decoded (its windows were not all answered)",
-                        dataset.examples[i].qas_id
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(RunOutcome {
+            match decoder.join().expect("decoder thread") {
+                Ok(d) => d,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    (
+                        vec![None; dataset.examples.len()],
+                        Duration::ZERO,
+                        Vec::new(),
+                        Vec::new(),
+                    )
+                }
+            };
+        PartialOutcome {
             predictions,
             features: total,
+            answered: answered + reused,
+            known: reused,
             featureless,
             phases: Phases {
                 features_s: features_busy.as_secs_f64(),
@@ -573,6 +772,27 @@ fn run_features<B: Infer>(
             wall,
             logits,
             kept_features,
-        })
+            stopped: was_stopped,
+            error,
+        }
     })
+}
+
+impl PartialOutcome {
+    fn failed(dataset: &crate::types::Dataset, e: Error) -> Self {
+        PartialOutcome {
+            predictions: vec![None; dataset.examples.len()],
+            features: 0,
+            answered: 0,
+            known: 0,
+            featureless: Vec::new(),
+            infer: InferReport::empty(),
+            phases: Phases::default(),
+            wall: Duration::ZERO,
+            logits: Vec::new(),
+            kept_features: Vec::new(),
+            stopped: false,
+            error: Some(e),
+        }
+    }
 }

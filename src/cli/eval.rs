@@ -63,6 +63,14 @@ pub struct Args {
     /// Gate: fail (exit 1) when the p99 request latency is above X milliseconds.
     #[arg(long, value_name = "X")]
     pub max_p99_ms: Option<f64>,
+    /// Continue an interrupted run from the journal in --output-dir: journaled features
+    /// are not sent again (without a journal: start from the beginning).
+    #[arg(long, conflicts_with = "from_logits")]
+    pub resume: bool,
+    /// Evaluate only the I-th of N contiguous, balanced slices of the questions
+    /// (1-based, e.g. 2/3); `bertqa merge` combines the shards' output directories.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::Shard>,
     #[command(flatten)]
     pub run: PipelineArgs,
 }
@@ -112,20 +120,39 @@ pub struct EvalReport {
     pub endpoints: Vec<crate::backend::pool::EndpointReport>,
     /// NaN or infinite logits (decoded as −∞).
     pub non_finite: crate::decode::non_finite::NonFinite,
+    /// The run's fingerprint (data digest, settings, model): what `merge` checks.
+    pub fingerprint: Value,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
+    let mut dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    // The whole file decides the v2 rules, so every shard uses the same ones.
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
-    let decode = decode_config(
-        &args.run.decode,
-        version_2,
-        crate::types::TokenText::lower_case(&tokenizer),
-    );
+    if let Some(shard) = args.shard {
+        shard.apply(&mut dataset);
+        if dataset.examples.is_empty() {
+            anyhow::bail!(
+                "--shard {shard}: {} has too few questions for {} shards",
+                args.data.display(),
+                shard.count
+            );
+        }
+    }
+    let lower_case = crate::types::TokenText::lower_case(&tokenizer);
+    let decode = decode_config(&args.run.decode, version_2, lower_case);
     let features = feature_config(&args.run.window)?;
     std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
+    let mut fingerprint = super::resume::base_fingerprint(
+        &args.data,
+        args.limit,
+        args.shard,
+        dataset.examples.len(),
+        &args.run,
+        version_2,
+        lower_case,
+    )?;
 
     let mut net: Option<crate::backend::Pool> = None;
     let (outcome, url, binding, batch_size) = match &args.from_logits {
@@ -185,9 +212,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 keep_logits: args.save_logits,
                 keep_features: false,
             };
+            fingerprint = super::resume::model_fingerprint(fingerprint, &binding, padding);
+            let (mut journal, journaled) =
+                super::resume::open(&args.output_dir, args.resume, &fingerprint)?;
+            let mut record = |l: &crate::types::Logits| journal.append(l);
+            let control = pipeline::Control {
+                known: journaled.logits,
+                record: Some(&mut record),
+                stop: Some(super::resume::stop_on_signals(&rt)),
+            };
             let bar = Bar::new(args.run.output.quiet || args.run.output.json);
             let binding = Arc::new(binding);
-            let outcome = pipeline::run(
+            let outcome = pipeline::run_controlled(
                 &rt,
                 &client,
                 binding.clone(),
@@ -195,9 +231,29 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 &tokenizer,
                 &config,
                 &bar,
+                control,
             );
             bar.finish();
-            let outcome = outcome.map_err(|e| stopped(e, &client))?;
+            let outcome = if outcome.error.is_none() && outcome.done() == dataset.examples.len() {
+                outcome.complete(&dataset)?
+            } else {
+                let _ = journal.sync();
+                let mut outcome = outcome;
+                let error = outcome
+                    .error
+                    .take()
+                    .map(|e| format!("{:#}", stopped(e, &client)));
+                let partial = super::resume::Partial {
+                    dir: &args.output_dir,
+                    data: &args.data,
+                    dataset: &dataset,
+                    version_2,
+                    na_prob_thresh: args.scoring.na_prob_thresh,
+                    fingerprint: &fingerprint,
+                    journaled: journal.records(),
+                };
+                anyhow::bail!(super::resume::write_partial(&partial, outcome, error)?);
+            };
             net = Some(client);
             (
                 outcome,
@@ -265,6 +321,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             .map(|p| p.endpoint_reports())
             .unwrap_or_default(),
         non_finite,
+        fingerprint: fingerprint.to_json(),
     };
     let nf = non_finite;
     if nf.values > 0 {
@@ -284,6 +341,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let metrics_path = args.output_dir.join("metrics.json");
     decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
     report.files.push("metrics.json".into());
+    if args.from_logits.is_none() {
+        super::resume::finish(&args.output_dir)?;
+    }
     if args.run.output.json {
         print_stdout(&format!("{json:#}\n"))?;
     } else {
@@ -489,6 +549,7 @@ pub fn render_json(r: &EvalReport) -> Value {
         })).collect::<Vec<_>>(),
         "output_dir": r.output_dir.display().to_string(),
         "files": r.files,
+        "run": r.fingerprint,
     })
 }
 

@@ -9,7 +9,9 @@ mod common;
 mod compare;
 mod eval;
 mod features;
+mod merge;
 mod models;
+mod resume;
 mod score;
 
 use std::io::Write;
@@ -51,6 +53,9 @@ pub enum Command {
     Eval(Box<eval::Args>),
     /// Build the features (windows) of a SQuAD file; one JSON line per feature.
     Features(features::Args),
+    /// Combine the output directories of `eval --shard I/N` runs into one run's files
+    /// and metrics.
+    Merge(merge::Args),
     /// Score a predictions file against a SQuAD file (the official evaluators).
     Score(score::Args),
 }
@@ -72,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Compare(a) => compare::run(*a),
         Command::Eval(a) => eval::run(*a),
         Command::Features(a) => features::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Score(a) => score::run(a),
     };
     match result {

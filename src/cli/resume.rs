@@ -1,0 +1,235 @@
+//! Nothing lost: `eval`'s journal, `--resume`, Ctrl-C / SIGTERM and partial results.
+//!
+//! - Every answered feature's logits are appended to `D/journal.bqj` (see
+//!   [`crate::journal`]) under a fingerprint of everything that determines the answers.
+//! - `--resume` rebuilds the features, takes the journaled ones' logits from the journal
+//!   (they are not sent again), sends the rest, and decodes from both: the output files
+//!   are byte-identical to an uninterrupted run's. A journal written with other settings
+//!   is refused, naming what differs. `--resume` without a journal starts fresh (said on
+//!   stderr), so a batch job can always pass it.
+//! - The first Ctrl-C (or SIGTERM) stops sending, lets the requests in flight finish
+//!   (journaling them), writes the partial results and exits 2 with a summary; a second
+//!   one quits at once (the journal still holds everything answered).
+//! - A run that fails (server gone, model error) also keeps the journal and writes the
+//!   partial results before exiting 2.
+//! - After a complete run the journal is removed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::journal::{self, Fingerprint, Journal};
+use crate::pipeline::PartialOutcome;
+use crate::types::Dataset;
+
+/// The journal's path in an output directory.
+pub fn journal_path(dir: &Path) -> PathBuf {
+    dir.join(journal::FILE_NAME)
+}
+
+/// Opens the journal for a run: continues it with `--resume` (checking the
+/// fingerprint), otherwise starts a new one. Returns it with the journaled logits.
+pub fn open(
+    dir: &Path,
+    resume: bool,
+    fingerprint: &Fingerprint,
+) -> anyhow::Result<(Journal, journal::Contents)> {
+    let path = journal_path(dir);
+    let exists = path.exists();
+    if resume && exists {
+        let (j, contents) = Journal::resume(&path, fingerprint)?;
+        let torn = if contents.torn_bytes > 0 {
+            format!(
+                "; a torn record at the end ({} bytes) was dropped",
+                contents.torn_bytes
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "resuming from {}: {} features already answered{torn}",
+            path.display(),
+            contents.logits.len()
+        );
+        return Ok((j, contents));
+    }
+    if resume {
+        eprintln!(
+            "note: --resume: no journal in {}; starting from the beginning",
+            dir.display()
+        );
+    } else if exists {
+        eprintln!(
+            "note: replacing the journal of an earlier interrupted run in {} (pass --resume to continue it)",
+            dir.display()
+        );
+    }
+    Ok((Journal::create(&path, fingerprint)?, Default::default()))
+}
+
+/// Removes the journal after a complete run.
+pub fn finish(dir: &Path) -> anyhow::Result<()> {
+    let path = journal_path(dir);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(crate::Error::io(&path, e).into()),
+    }
+}
+
+/// A receiver that turns `true` at the first SIGINT or SIGTERM; the second one exits
+/// the process at once (code 2). Must be called inside the runtime.
+pub fn stop_on_signals(rt: &tokio::runtime::Runtime) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    rt.spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        any_signal(&mut term).await;
+        eprintln!(
+            "\nstopping: no new requests; waiting for those in flight (interrupt again to quit at once)"
+        );
+        let _ = tx.send(true);
+        any_signal(&mut term).await;
+        eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
+        std::process::exit(2);
+    });
+    rx
+}
+
+async fn any_signal(term: &mut Option<tokio::signal::unix::Signal>) {
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
+/// What a run that did not complete reports and writes.
+pub struct Partial<'a> {
+    pub dir: &'a Path,
+    pub data: &'a Path,
+    pub dataset: &'a Dataset,
+    pub version_2: bool,
+    pub na_prob_thresh: f64,
+    pub fingerprint: &'a Fingerprint,
+    pub journaled: u64,
+}
+
+/// Writes the partial results of an interrupted or failed run (predictions, n-best,
+/// null odds and per-question lines for the questions fully answered, and a
+/// `metrics.json` marked `"partial": true`; schema/partial.schema.json) and returns
+/// the one-line summary to exit with. `error` is what ended the run (none: a stop).
+pub fn write_partial(
+    p: &Partial<'_>,
+    outcome: PartialOutcome,
+    error: Option<String>,
+) -> anyhow::Result<String> {
+    let total = p.dataset.examples.len();
+    let done = outcome.done();
+    let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
+    let mut files = super::eval::write_predictions(p.dir, &answered, p.version_2)?;
+    let mut metrics = Value::Null;
+    if !answered.is_empty() {
+        let mut subset = p.dataset.clone();
+        let ids: std::collections::HashSet<&str> =
+            answered.iter().map(|a| a.qas_id.as_str()).collect();
+        subset.examples.retain(|e| ids.contains(e.qas_id.as_str()));
+        let scores =
+            super::eval::score_predictions(&subset, &answered, p.version_2, p.na_prob_thresh)?;
+        super::eval::write_per_question(p.dir, &answered, &scores)?;
+        files.push("per_question.jsonl".into());
+        metrics = scores.metrics.to_json();
+    }
+    let reason = match &error {
+        Some(e) => format!("error: {e}"),
+        None => "interrupted".to_string(),
+    };
+    files.push(journal::FILE_NAME.into());
+    files.push("metrics.json".into());
+    let doc = json!({
+        "schema": 1,
+        "partial": true,
+        "reason": reason,
+        "data": p.data.display().to_string(),
+        "version_2_with_negative": p.version_2,
+        "questions": {"done": done, "total": total},
+        "features": {
+            "answered": outcome.answered,
+            "journaled": p.journaled,
+            "built": outcome.features,
+        },
+        "metrics_of_done": metrics,
+        "run": p.fingerprint.to_json(),
+        "output_dir": p.dir.display().to_string(),
+        "files": files,
+        "resume": "rerun the same command with --resume",
+    });
+    crate::decode::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
+    let what = error.unwrap_or_else(|| "interrupted".to_string());
+    Ok(format!(
+        "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
+         partial results written to {}; rerun the same command with --resume to continue",
+        outcome.answered,
+        p.journaled,
+        p.dir.display()
+    ))
+}
+
+/// The fingerprint of the settings every run has (data, questions, tokenizer, windows,
+/// decoding); a server run adds the model, its binding and the padding.
+pub fn base_fingerprint(
+    data: &Path,
+    limit: Option<usize>,
+    shard: Option<crate::shard::Shard>,
+    questions: usize,
+    run: &super::args::PipelineArgs,
+    version_2: bool,
+    lower_case: bool,
+) -> anyhow::Result<Fingerprint> {
+    let vocab = run
+        .tokenizer
+        .tokenizer
+        .as_deref()
+        .unwrap_or(&run.tokenizer.vocab);
+    let d = &run.decode;
+    Ok(Fingerprint::default()
+        .with("data_sha256", crate::sha256::of_file(data)?)
+        .with("limit", limit.map_or("all".to_string(), |n| n.to_string()))
+        .with("shard", shard.map_or("all".to_string(), |s| s.to_string()))
+        .with("questions", questions)
+        .with("tokenizer_sha256", crate::sha256::of_file(vocab)?)
+        .with("lower_case", lower_case)
+        .with("max_seq_length", run.window.max_seq_length)
+        .with("doc_stride", run.window.doc_stride)
+        .with("max_query_length", run.window.max_query_length)
+        .with("n_best_size", d.n_best_size)
+        .with("max_answer_length", d.max_answer_length)
+        .with("version_2_with_negative", version_2)
+        .with("null_score_diff_threshold", d.null_score_diff_threshold)
+        .with(
+            "postprocess",
+            match d.postprocess {
+                super::args::Postprocess::Nvidia => "nvidia",
+                super::args::Postprocess::Hf => "hf",
+            },
+        ))
+}
+
+/// Adds the model, its binding and the padding to a fingerprint.
+pub fn model_fingerprint(
+    base: Fingerprint,
+    binding: &crate::backend::Binding,
+    padding: crate::pipeline::Padding,
+) -> Fingerprint {
+    base.with("model", &binding.model)
+        .with("model_version", &binding.version)
+        .with(
+            "binding",
+            serde_json::to_string(binding).unwrap_or_default(),
+        )
+        .with("padding", format!("{padding:?}"))
+}

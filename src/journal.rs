@@ -1,0 +1,342 @@
+//! The eval journal: every answered feature's logits, appended as they arrive, so an
+//! interrupted `eval` (SIGKILL, Ctrl-C, a dead server) continues with `--resume`
+//! without sending any journaled feature again.
+//!
+//! Format (little-endian), append-only:
+//! - the 8 bytes `BQJRNL01`, `u32 len`, `len` bytes of header JSON (the [`Fingerprint`]:
+//!   an object of strings), `u64` FNV-1a checksum of those bytes;
+//! - then one record per feature: `u32 len`, `u64` FNV-1a checksum of the payload, and
+//!   the payload `u64 unique_id`, `u32 n`, `n` × f32 start logits, `n` × f32 end logits
+//!   (the exact values the server returned, padded positions included, as in
+//!   [`crate::logits_io`]).
+//!
+//! Each record is written with one `write` call, so a killed process leaves at most one
+//! torn record at the end; reading stops at the first incomplete or mis-checksummed
+//! record and [`Journal::resume`] cuts the file back to the last good one. Records are
+//! not fsync'd one by one: the kernel keeps them when the process dies; a machine crash
+//! may lose the tail, which is then simply sent again.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Location, Result};
+use crate::types::Logits;
+
+/// The journal's file name inside the output directory.
+pub const FILE_NAME: &str = "journal.bqj";
+
+const MAGIC: &[u8; 8] = b"BQJRNL01";
+
+/// Everything that determines a run's logits and answers, as named strings (data file
+/// digest, model, vocabulary digest, window, decoding and padding settings, …). Two
+/// runs may share a journal only when their fingerprints are equal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Fingerprint(pub Vec<(String, String)>);
+
+impl Fingerprint {
+    /// Adds one named setting.
+    pub fn with(mut self, key: &str, value: impl ToString) -> Self {
+        self.0.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The value of a setting.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// As a JSON object (keys in order).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        )
+    }
+
+    /// From a JSON object of strings.
+    pub fn from_json(v: &serde_json::Value) -> Option<Self> {
+        let map = v.as_object()?;
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            out.push((k.clone(), v.as_str()?.to_string()));
+        }
+        Some(Fingerprint(out))
+    }
+
+    /// The settings that differ, described as `key: "old" in the journal, "new" now`.
+    pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
+        let mut out = Vec::new();
+        for (k, v) in &now.0 {
+            match self.get(k) {
+                Some(old) if old == v => {}
+                Some(old) => out.push(format!("{k}: {old:?} in the journal, {v:?} now")),
+                None => out.push(format!("{k}: not in the journal, {v:?} now")),
+            }
+        }
+        for (k, v) in &self.0 {
+            if now.get(k).is_none() {
+                out.push(format!("{k}: {v:?} in the journal, not set now"));
+            }
+        }
+        out
+    }
+}
+
+/// What a journal held.
+#[derive(Debug, Default)]
+pub struct Contents {
+    /// Logits by unique id.
+    pub logits: HashMap<u64, Logits>,
+    /// Bytes after the last good record (a torn or corrupt tail), dropped.
+    pub torn_bytes: u64,
+    /// Length of the good part of the file.
+    pub good_len: u64,
+}
+
+/// An open journal, appending.
+#[derive(Debug)]
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    records: u64,
+}
+
+impl Journal {
+    /// Starts a new journal at `path` (replacing any file there).
+    pub fn create(path: &Path, fingerprint: &Fingerprint) -> Result<Journal> {
+        let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
+        let header = fingerprint.to_json().to_string().into_bytes();
+        let mut bytes = Vec::with_capacity(header.len() + 20);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&header);
+        bytes.extend_from_slice(&fnv1a(&header).to_le_bytes());
+        file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+            records: 0,
+        })
+    }
+
+    /// Opens an existing journal to continue it: checks that it was written for the same
+    /// `fingerprint` (an error naming every difference otherwise), drops a torn tail, and
+    /// returns the journaled logits.
+    pub fn resume(path: &Path, fingerprint: &Fingerprint) -> Result<(Journal, Contents)> {
+        let (recorded, contents) = read(path)?;
+        let diffs = recorded.differences(fingerprint);
+        if !diffs.is_empty() {
+            return Err(Error::input(
+                Location::file(path),
+                format!(
+                    "the journal was written by a different run ({}); rerun with the same \
+                     settings, or without --resume to start over",
+                    diffs.join("; ")
+                ),
+            ));
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        file.set_len(contents.good_len)
+            .map_err(|e| Error::io(path, e))?;
+        let mut journal = Journal {
+            file,
+            path: path.to_path_buf(),
+            records: contents.logits.len() as u64,
+        };
+        use std::io::Seek;
+        journal
+            .file
+            .seek(std::io::SeekFrom::End(0))
+            .map_err(|e| Error::io(path, e))?;
+        Ok((journal, contents))
+    }
+
+    /// Appends one feature's logits (one `write` call).
+    pub fn append(&mut self, logits: &Logits) -> Result<()> {
+        let n = logits.start.len().min(logits.end.len());
+        let mut payload = Vec::with_capacity(12 + n * 8);
+        payload.extend_from_slice(&logits.unique_id.to_le_bytes());
+        payload.extend_from_slice(&(n as u32).to_le_bytes());
+        for v in logits.start[..n].iter().chain(&logits.end[..n]) {
+            payload.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut record = Vec::with_capacity(payload.len() + 12);
+        record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        record.extend_from_slice(&fnv1a(&payload).to_le_bytes());
+        record.extend_from_slice(&payload);
+        self.file
+            .write_all(&record)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Records in the journal (journaled before plus appended).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Flushes the journal to disk (at the end of an interrupted run).
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads a journal: its fingerprint and the good records.
+pub fn read(path: &Path) -> Result<(Fingerprint, Contents)> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| Error::io(path, e))?;
+    parse(&bytes, path)
+}
+
+/// Parses journal bytes; `path` names the file in errors.
+pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
+    let bad = |what: &str| {
+        Error::input(
+            Location::file(path),
+            format!("not a usable bertqa journal: {what}"),
+        )
+    };
+    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        return Err(bad("bad magic"));
+    }
+    let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+    let end = 12 + len;
+    if bytes.len() < end + 8 {
+        return Err(bad("truncated header"));
+    }
+    let header = &bytes[12..end];
+    let sum = u64::from_le_bytes(bytes[end..end + 8].try_into().expect("8 bytes"));
+    if sum != fnv1a(header) {
+        return Err(bad("header checksum mismatch"));
+    }
+    let fingerprint = serde_json::from_slice::<serde_json::Value>(header)
+        .ok()
+        .and_then(|v| Fingerprint::from_json(&v))
+        .ok_or_else(|| bad("header is not an object of strings"))?;
+    let mut contents = Contents::default();
+    let mut at = end + 8;
+    while let Some(logits) = record_at(bytes, at) {
+        let (l, next) = logits;
+        contents.logits.insert(l.unique_id, l);
+        at = next;
+    }
+    contents.good_len = at as u64;
+    contents.torn_bytes = (bytes.len() - at) as u64;
+    Ok((fingerprint, contents))
+}
+
+/// The record at `at` and the offset after it, or `None` at the end or a bad record.
+fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, usize)> {
+    let head = bytes.get(at..at + 12)?;
+    let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
+    let sum = u64::from_le_bytes(head[4..12].try_into().ok()?);
+    let payload = bytes.get(at + 12..at + 12 + len)?;
+    if fnv1a(payload) != sum || len < 12 {
+        return None;
+    }
+    let unique_id = u64::from_le_bytes(payload[..8].try_into().ok()?);
+    let n = u32::from_le_bytes(payload[8..12].try_into().ok()?) as usize;
+    if len != 12 + n * 8 {
+        return None;
+    }
+    let floats = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    let values = &payload[12..];
+    Some((
+        Logits {
+            unique_id,
+            start: floats(&values[..n * 4]),
+            end: floats(&values[n * 4..]),
+        },
+        at + 12 + len,
+    ))
+}
+
+/// 64-bit FNV-1a: detects torn and corrupted records (not an adversary).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logits(id: u64, n: usize) -> Logits {
+        Logits {
+            unique_id: id,
+            start: (0..n).map(|i| i as f32 * 0.5 - 1.0).collect(),
+            end: (0..n).map(|i| -(i as f32) * 0.25).collect(),
+        }
+    }
+
+    #[test]
+    fn round_trip_torn_tail_and_fingerprint_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let fp = Fingerprint::default()
+            .with("model", "m")
+            .with("doc_stride", 128);
+        let mut j = Journal::create(&path, &fp).unwrap();
+        for id in 0..3 {
+            j.append(&logits(1_000_000_000 + id, 7)).unwrap();
+        }
+        drop(j);
+        let full = std::fs::read(&path).unwrap();
+        // Tear the last record in the middle.
+        std::fs::write(&path, &full[..full.len() - 5]).unwrap();
+        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
+        assert_eq!(c.logits.len(), 2);
+        assert_eq!(c.torn_bytes, (12 + 12 + 7 * 8 - 5) as u64);
+        assert_eq!(
+            c.logits[&1_000_000_001].start,
+            logits(1_000_000_001, 7).start
+        );
+        j.append(&logits(1_000_000_002, 7)).unwrap();
+        drop(j);
+        // The torn bytes were cut away, so the re-appended record reads back.
+        assert_eq!(std::fs::read(&path).unwrap(), full);
+        // A flipped bit in a record drops it and everything after it.
+        let mut corrupt = full.clone();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 1;
+        let (_, c) = parse(&corrupt, &path).unwrap();
+        assert_eq!(c.logits.len(), 2);
+
+        let other = Fingerprint::default()
+            .with("model", "m2")
+            .with("doc_stride", 128);
+        let e = Journal::resume(&path, &other).unwrap_err().to_string();
+        assert!(
+            e.contains("model: \"m\" in the journal, \"m2\" now") && !e.contains("doc_stride"),
+            "{e}"
+        );
+        let e = parse(b"garbage!garbage", &path).unwrap_err().to_string();
+        assert!(e.contains("bad magic"), "{e}");
+    }
+}
