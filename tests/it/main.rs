@@ -10,4 +10,5 @@ mod features;
 mod models;
 mod net;
 mod pipeline;
+mod resume;
 mod score;

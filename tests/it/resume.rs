@@ -1,0 +1,298 @@
+//! Nothing lost (issue 8, item 2): the eval journal, `--resume` after SIGKILL, after the
+//! server died, and after Ctrl-C; torn journals and journals of other settings. Runs use
+//! `oracle-slow` (the oracle sleeping up to 60 ms a request) with one feature per
+//! request, so a run lasts a few seconds and is stopped once its journal holds a number
+//! of features (never after a fixed time).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{bertqa, root, server, show, start_server, Server};
+
+const FILES: [&str; 4] = [
+    "predictions.json",
+    "nbest_predictions.json",
+    "null_odds.json",
+    "per_question.jsonl",
+];
+
+/// Relative to the project root, where bertqa runs.
+const DATA: &str = "tests/fixtures/squad/v2-long.json";
+
+/// eval arguments: 192 features of 384 tokens over 8 questions (doc stride 16), one
+/// feature per request.
+fn args<'a>(url: &'a str, model: &'a str, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "eval",
+        "--data",
+        DATA,
+        "--model",
+        model,
+        "--url",
+        url,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--doc-stride",
+        "16",
+        "--batch-size",
+        "1",
+        "--concurrency",
+        "2",
+        "--quiet",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_bertqa"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bertqa")
+}
+
+fn journal(dir: &Path) -> PathBuf {
+    dir.join("journal.bqj")
+}
+
+/// Features in a journal (0 while it does not exist yet).
+fn journaled(dir: &Path) -> usize {
+    match bertqa::journal::read(&journal(dir)) {
+        Ok((_, c)) => c.logits.len(),
+        Err(_) => 0,
+    }
+}
+
+/// Waits until the run's journal holds at least `n` features.
+fn wait_for_journal(child: &mut Child, dir: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journaled(dir) < n {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("bertqa ended before journaling {n} features: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {n} journaled features in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read(p: PathBuf) -> Vec<u8> {
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn assert_same_files(a: &Path, b: &Path) {
+    for f in FILES {
+        assert!(read(a.join(f)) == read(b.join(f)), "{f} differs");
+    }
+}
+
+fn metrics(dir: &Path) -> Value {
+    serde_json::from_slice(&read(dir.join("metrics.json"))).unwrap()
+}
+
+/// Features the server has run through `model` so far.
+fn inference_count(url: &str, model: &str) -> u64 {
+    crate::common::rt().block_on(async {
+        let client = bertqa::backend::TritonClient::connect(&bertqa::backend::ClientConfig {
+            url: url.to_string(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let stats = client.model_statistics(model, "").await.unwrap();
+        stats.iter().map(|s| s.inference_count).sum()
+    })
+}
+
+fn slow_server() -> Server {
+    start_server(
+        &root().join("models/repo"),
+        &[
+            "--model-control-mode=explicit".to_string(),
+            "--load-model=oracle-slow".to_string(),
+        ],
+    )
+}
+
+fn ok(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", show(o));
+}
+
+#[test]
+fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() {
+    let s = slow_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+    ok(&bertqa(&args(&s.url, "oracle-slow", &reference, &[])));
+    let total = metrics(&reference)["features"].as_u64().unwrap();
+    assert_eq!(total, 192);
+    assert!(
+        !journal(&reference).exists(),
+        "journal removed after a complete run"
+    );
+
+    let mut child = spawn(&args(&s.url, "oracle-slow", &out, &[]));
+    wait_for_journal(&mut child, &out, 30);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let kept = journaled(&out) as u64;
+    assert!((30..total).contains(&kept), "{kept} journaled");
+
+    let before = inference_count(&s.url, "oracle-slow");
+    let o = bertqa(&args(&s.url, "oracle-slow", &out, &["--resume"]));
+    ok(&o);
+    let sent = inference_count(&s.url, "oracle-slow") - before;
+    // Exactly the features not in the journal were sent: none journaled went again.
+    assert_eq!(sent, total - kept, "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!("{kept} features already answered")),
+        "{stderr}"
+    );
+    assert_same_files(&reference, &out);
+    assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
+    assert!(!journal(&out).exists());
+}
+
+#[test]
+fn server_killed_mid_run_keeps_the_journal_and_resume_finishes_on_the_restarted_server() {
+    let first = slow_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+
+    let mut child = spawn(&args(&first.url, "oracle-slow", &out, &[]));
+    wait_for_journal(&mut child, &out, 30);
+    // SAFETY: plain kill(2) of the server this test started.
+    unsafe {
+        libc::kill(first.pid as i32, libc::SIGKILL);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("--resume") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let kept = journaled(&out);
+    assert!(kept >= 30);
+    let m = metrics(&out);
+    assert_eq!(m["partial"], true);
+    assert!(
+        m["reason"].as_str().unwrap().starts_with("error: "),
+        "{m:#}"
+    );
+    assert_eq!(m["features"]["journaled"], kept as u64);
+
+    let second = slow_server();
+    let o = bertqa(&args(&second.url, "oracle-slow", &out, &["--resume"]));
+    ok(&o);
+    ok(&bertqa(&args(&second.url, "oracle-slow", &reference, &[])));
+    assert_same_files(&reference, &out);
+    assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
+    assert!(metrics(&out).get("partial").is_none());
+}
+
+#[test]
+fn sigint_writes_partial_results_and_resume_drops_a_torn_tail_and_refuses_other_settings() {
+    let url = &server().url;
+    let tmp = tempfile::tempdir().unwrap();
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+    // The oracle without the sleep answers the same logits.
+    ok(&bertqa(&args(url, "oracle", &reference, &[])));
+
+    let mut child = spawn(&args(url, "oracle-slow", &out, &[]));
+    wait_for_journal(&mut child, &out, 30);
+    // SAFETY: plain kill(2) of the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("stopping: no new requests")
+            && stderr.contains("error: interrupted; ")
+            && stderr.contains("questions done")
+            && stderr.contains("--resume"),
+        "{stderr}"
+    );
+    assert!(o.stdout.is_empty(), "stdout carries results only");
+
+    // Partial results: the questions fully answered, metrics marked partial.
+    let m = metrics(&out);
+    let schema: Value =
+        serde_json::from_slice(&read(root().join("schema/partial.schema.json"))).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{m:#}");
+    assert_eq!(m["reason"], "interrupted");
+    let kept = journaled(&out);
+    // Requests in flight were drained into the journal: all answered are journaled.
+    assert_eq!(m["features"]["journaled"], kept as u64);
+    assert_eq!(m["features"]["answered"], kept as u64);
+    assert!(kept < 192, "stopped before the end");
+    let preds: serde_json::Map<String, Value> =
+        serde_json::from_slice(&read(out.join("predictions.json"))).unwrap();
+    assert_eq!(m["questions"]["done"], preds.len() as u64);
+    assert_eq!(m["questions"]["total"], 8);
+    let full: serde_json::Map<String, Value> =
+        serde_json::from_slice(&read(reference.join("predictions.json"))).unwrap();
+    for (id, answer) in &preds {
+        assert_eq!(&full[id], answer, "partial answers are final answers");
+    }
+
+    // Other settings: refused, naming what differs; the journal is left alone.
+    let before = read(journal(&out));
+    let mut other = args(url, "oracle-slow", &out, &["--resume"]);
+    let stride = other.iter().position(|a| *a == "16").unwrap();
+    other[stride] = "17";
+    let o = bertqa(&other);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("doc_stride: \"16\" in the journal, \"17\" now")
+            && stderr.contains("journal.bqj")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(read(journal(&out)) == before);
+
+    // A torn record at the end (a write cut short by SIGKILL) is dropped.
+    let mut torn = before.clone();
+    torn.extend_from_slice(&[200, 12, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    std::fs::write(journal(&out), &torn).unwrap();
+    let o = bertqa(&args(url, "oracle-slow", &out, &["--resume"]));
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!("{kept} features already answered"))
+            && stderr.contains("a torn record at the end (14 bytes) was dropped"),
+        "{stderr}"
+    );
+    assert_same_files(&reference, &out);
+    assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
+    assert!(!journal(&out).exists());
+}
+
+#[test]
+fn resume_without_a_journal_starts_from_the_beginning() {
+    let url = &server().url;
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bertqa(&args(url, "oracle", tmp.path(), &["--resume"]));
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("no journal in") && stderr.contains("starting from the beginning"),
+        "{stderr}"
+    );
+    assert_eq!(metrics(tmp.path())["metrics"]["exact"], 100.0);
+    assert!(!journal(tmp.path()).exists());
+}
