@@ -7,6 +7,7 @@ mod decode;
 mod eval;
 mod fake;
 mod features;
+mod merge;
 mod models;
 mod net;
 mod pipeline;
