@@ -192,6 +192,11 @@ pub async fn infer_all<B: Infer>(
         while inflight.len() >= concurrency {
             let joined = inflight.join_next().await.expect("non-empty");
             intervals.push(reap(joined, &mut report, &results).await?);
+            // Memory stays flat however long the run: merged, the intervals of a busy
+            // pipeline collapse to a handful.
+            if intervals.len() >= COMPACT_INTERVALS {
+                compact(&mut intervals);
+            }
         }
         let seq = config.padding.length(&batch);
         let request = tensor::encode_request(&binding, &as_refs(&batch), seq)?;
@@ -256,6 +261,22 @@ async fn reap(
         }
     }
     Ok((sent, received))
+}
+
+/// Request intervals kept before they are merged ([`compact`]).
+const COMPACT_INTERVALS: usize = 4096;
+
+/// Replaces `intervals` by their union as disjoint intervals (same [`union_length`]).
+fn compact(intervals: &mut Vec<(Instant, Instant)>) {
+    intervals.sort_by_key(|i| i.0);
+    let mut merged: Vec<(Instant, Instant)> = Vec::with_capacity(16);
+    for &(s, e) in intervals.iter() {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    *intervals = merged;
 }
 
 /// Total length of the union of time intervals (time with ≥ 1 request in flight).
@@ -794,5 +815,38 @@ impl PartialOutcome {
             stopped: false,
             error: Some(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compacting_intervals_keeps_their_union() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // Overlapping, nested, touching and disjoint intervals, out of order.
+        let raw = [
+            (5, 9),
+            (0, 3),
+            (2, 4),
+            (20, 25),
+            (9, 10),
+            (6, 7),
+            (30, 31),
+            (21, 22),
+        ];
+        let mut intervals: Vec<_> = raw.iter().map(|&(s, e)| (ms(s), ms(e))).collect();
+        let expected = union_length(&mut intervals.clone());
+        assert_eq!(expected, Duration::from_millis(4 + 5 + 5 + 1));
+        compact(&mut intervals);
+        assert_eq!(intervals.len(), 4);
+        assert_eq!(union_length(&mut intervals), expected);
+        // Compacting in pieces, as infer_all does, gives the same.
+        let mut pieces: Vec<_> = raw[..4].iter().map(|&(s, e)| (ms(s), ms(e))).collect();
+        compact(&mut pieces);
+        pieces.extend(raw[4..].iter().map(|&(s, e)| (ms(s), ms(e))));
+        assert_eq!(union_length(&mut pieces), expected);
     }
 }
