@@ -112,6 +112,25 @@ fn inference_count(url: &str, model: &str) -> u64 {
     })
 }
 
+/// The inference count once it has stopped changing for a second (requests a killed
+/// client left in flight take at most 60 ms each here).
+fn settled_count(url: &str, model: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = inference_count(url, model);
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = inference_count(url, model);
+        if now == last {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server kept running requests"
+        );
+        last = now;
+    }
+}
+
 fn slow_server() -> Server {
     start_server(
         &root().join("models/repo"),
@@ -146,7 +165,9 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
     let kept = journaled(&out) as u64;
     assert!((30..total).contains(&kept), "{kept} journaled");
 
-    let before = inference_count(&s.url, "oracle-slow");
+    // The killed client's requests still in flight finish on the server: wait until
+    // its count settles before taking it.
+    let before = settled_count(&s.url, "oracle-slow");
     let o = bertqa(&args(&s.url, "oracle-slow", &out, &["--resume"]));
     ok(&o);
     let sent = inference_count(&s.url, "oracle-slow") - before;
