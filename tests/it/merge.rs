@@ -157,3 +157,26 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
     ));
     assert!(read(t.join("moved/predictions.json")) == read(t.join("v2-single/predictions.json")));
 }
+
+#[test]
+fn a_shard_outside_one_to_n_is_a_usage_error() {
+    for bad in ["0/3", "4/3", "2", "x/y"] {
+        let o = bertqa(&[
+            "eval",
+            "--data",
+            "d.json",
+            "--model",
+            "m",
+            "--output-dir",
+            "o",
+            "--shard",
+            bad,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains("is not a shard I/N with 1 <= I <= N"),
+            "{stderr}"
+        );
+    }
+}

@@ -319,3 +319,22 @@ fn resume_without_a_journal_starts_from_the_beginning() {
     assert_eq!(metrics(tmp.path())["metrics"]["exact"], 100.0);
     assert!(!journal(tmp.path()).exists());
 }
+
+#[test]
+fn sigterm_stops_like_ctrl_c() {
+    let url = &server().url;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = spawn(&args(url, "oracle-slow", tmp.path(), &[]));
+    wait_for_journal(&mut child, tmp.path(), 10);
+    // SAFETY: plain kill(2) of the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("error: interrupted; "), "{stderr}");
+    let m = metrics(tmp.path());
+    assert_eq!(m["partial"], true);
+    assert_eq!(m["features"]["journaled"], journaled(tmp.path()) as u64);
+}
