@@ -1,6 +1,6 @@
 //! Nothing lost (issue 8, item 2): the eval journal, `--resume` after SIGKILL, after the
 //! server died, and after Ctrl-C; torn journals and journals of other settings. Runs use
-//! `oracle-slow` (the oracle sleeping up to 60 ms a request) with one feature per
+//! `oracle-slow` (the oracle sleeping 40 ms per execution) with one feature per
 //! request, so a run lasts a few seconds and is stopped once its journal holds a number
 //! of features (never after a fixed time).
 
@@ -113,7 +113,7 @@ fn inference_count(url: &str, model: &str) -> u64 {
 }
 
 /// The inference count once it has stopped changing for a second (requests a killed
-/// client left in flight take at most 60 ms each here).
+/// client left in flight take 40 ms each here).
 fn settled_count(url: &str, model: &str) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last = inference_count(url, model);
