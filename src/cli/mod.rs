@@ -11,6 +11,7 @@ mod eval;
 mod features;
 mod merge;
 mod models;
+mod perf;
 mod resume;
 mod score;
 
@@ -56,6 +57,9 @@ pub enum Command {
     /// Combine the output directories of `eval --shard I/N` runs into one run's files
     /// and metrics.
     Merge(merge::Args),
+    /// Load sweep in the manner of perf_analyzer with real features: throughput,
+    /// latency percentiles, server-side breakdown, CSV/JSON/SVG exports.
+    Perf(Box<perf::Args>),
     /// Score a predictions file against a SQuAD file (the official evaluators).
     Score(score::Args),
 }
@@ -78,6 +82,7 @@ pub fn main() -> ExitCode {
         Command::Eval(a) => eval::run(*a),
         Command::Features(a) => features::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Perf(a) => perf::run(*a),
         Command::Score(a) => score::run(a),
     };
     match result {

@@ -10,6 +10,7 @@ mod features;
 mod merge;
 mod models;
 mod net;
+mod perf;
 mod pipeline;
 mod resume;
 mod score;

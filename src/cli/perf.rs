@@ -1,0 +1,249 @@
+//! `bertqa perf`: the load sweep of `crate::perf` with real features from a SQuAD
+//! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
+//! warnings on stderr, `--csv` (perf_analyzer's columns) and `--svg` files.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use super::args::{BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
+use super::common::{connect_and_bind, feature_config, load_data, load_tokenizer};
+use super::{print_stdout, runtime, Outcome};
+use crate::perf::{
+    self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
+};
+use crate::pipeline::{self, Padding};
+
+/// How sends are spaced in request-rate mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DistributionArg {
+    /// Evenly, 1/rate apart.
+    Constant,
+    /// Exponential gaps (a Poisson process), seeded by --seed.
+    Poisson,
+}
+
+/// Load sweep in the manner of perf_analyzer, with real features from a SQuAD file.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// SQuAD-format file whose features (windows) are sent, cycled as needed.
+    #[arg(long, value_name = "FILE")]
+    pub data: PathBuf,
+    /// Model to load.
+    #[arg(long)]
+    pub model: String,
+    /// Model version (default: the server's choice).
+    #[arg(long, default_value = "")]
+    pub model_version: String,
+    /// First N questions only.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Closed loop: requests in flight, START[:END[:STEP]] (default: --concurrency).
+    #[arg(
+        long,
+        value_name = "START:END:STEP",
+        conflicts_with = "request_rate_range"
+    )]
+    pub concurrency_range: Option<String>,
+    /// Open loop: requests sent per second, START[:END[:STEP]], whatever the answers do.
+    #[arg(long, value_name = "START:END:STEP")]
+    pub request_rate_range: Option<String>,
+    /// Spacing of sends in request-rate mode.
+    #[arg(long, value_enum, default_value_t = DistributionArg::Constant)]
+    pub request_distribution: DistributionArg,
+    /// Seed of the Poisson arrivals (each level uses seed + its index).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Time windows of this many milliseconds (the default mode; 5000).
+    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count")]
+    pub measurement_interval_ms: Option<u64>,
+    /// Count windows: each window lasts until this many requests are answered.
+    #[arg(long, value_name = "N")]
+    pub measurement_request_count: Option<u64>,
+    /// A level is stable when its last 3 windows' throughput and average latency lie
+    /// within this percentage of their mean.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub stability_percentage: f64,
+    /// Most windows per level; an unstable level is reported as such.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub max_trials: usize,
+    /// Request-rate mode: most requests in flight (later sends wait, and count as late).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub max_inflight: usize,
+    /// Write perf_analyzer's CSV (microseconds, rows by increasing throughput) here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write an SVG chart of latency (p50, p99) against throughput here.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Validates the sweep flags (before any data is read or server contacted).
+fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
+    let load = match (&args.request_rate_range, &args.concurrency_range) {
+        (Some(text), _) => Load::RequestRate {
+            rates: Range::parse("--request-rate-range", text, false)?.values(),
+            distribution: match args.request_distribution {
+                DistributionArg::Constant => Distribution::Constant,
+                DistributionArg::Poisson => Distribution::Poisson,
+            },
+            seed: args.seed,
+        },
+        (None, Some(text)) => Load::Concurrency(
+            Range::parse("--concurrency-range", text, true)?
+                .values()
+                .into_iter()
+                .map(|x| x as usize)
+                .collect(),
+        ),
+        (None, None) => {
+            if args.load.concurrency == 0 {
+                anyhow::bail!("--concurrency must be at least 1");
+            }
+            Load::Concurrency(vec![args.load.concurrency])
+        }
+    };
+    let window = match (args.measurement_request_count, args.measurement_interval_ms) {
+        (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
+        (Some(n), _) => Window::Count(n),
+        (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
+        (None, ms) => Window::Time(Duration::from_millis(ms.unwrap_or(5000))),
+    };
+    if !(args.stability_percentage > 0.0 && args.stability_percentage.is_finite()) {
+        anyhow::bail!(
+            "--stability-percentage {} must be above 0",
+            args.stability_percentage
+        );
+    }
+    if args.max_trials < 3 {
+        anyhow::bail!(
+            "--max-trials {} is below 3 (the stability rule compares the last 3 windows)",
+            args.max_trials
+        );
+    }
+    Ok(PerfConfig {
+        load,
+        window,
+        stability_percent: args.stability_percentage,
+        max_trials: args.max_trials,
+        warmup: args.load.warmup,
+        max_inflight: args.max_inflight.max(1),
+    })
+}
+
+/// Progress lines on stderr, one per window.
+struct Lines {
+    quiet: bool,
+    batch_size: usize,
+}
+
+impl PerfProgress for Lines {
+    fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
+        if !self.quiet {
+            eprintln!(
+                "{level}: window {trial}: {:.1} infer/s, avg latency {:.3} ms",
+                requests_per_s * self.batch_size as f64,
+                avg_latency_us / 1000.0
+            );
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    let config = perf_config(&args)?;
+    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let features_config = feature_config(&args.window)?;
+    let (features, _) = crate::features::build(&tokenizer, features_config, &dataset)?;
+    if features.is_empty() {
+        anyhow::bail!(
+            "{}: no features to send (no question has a context with word pieces)",
+            args.data.display()
+        );
+    }
+    let rt = runtime()?;
+    let (client, binding) = rt.block_on(connect_and_bind(
+        &args.server,
+        &args.model,
+        &args.model_version,
+        &args.binding,
+    ))?;
+    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+    let padding = Padding::for_model(
+        &binding,
+        features_config.max_seq_length,
+        !args.load.fixed_seq_len,
+    );
+    let padding_words = match padding {
+        Padding::Fixed(n) => {
+            if n < features_config.max_seq_length {
+                anyhow::bail!(
+                    "model {:?} takes sequences of {n} tokens but --max-seq-length is {}; \
+                     pass --max-seq-length {n}",
+                    binding.model,
+                    features_config.max_seq_length
+                );
+            }
+            format!("fixed {n}")
+        }
+        Padding::Longest { multiple } => format!("longest feature, multiple of {multiple}"),
+    };
+    let batches = perf::make_batches(&features, batch_size, padding);
+    let progress = Lines {
+        quiet: args.output.quiet,
+        batch_size,
+    };
+    let binding = Arc::new(binding);
+    let levels = rt.block_on(perf::sweep(
+        &client,
+        binding.clone(),
+        batches,
+        &config,
+        &progress,
+    ))?;
+    let report = export::Report {
+        model: binding.model.clone(),
+        version: binding.version.clone(),
+        platform: binding.platform.clone(),
+        url: args.server.url.clone(),
+        max_batch_size: binding.max_batch_size,
+        data: args.data.display().to_string(),
+        features: features.len(),
+        batch_size,
+        padding: padding_words,
+        load: config.load.clone(),
+        window: config.window,
+        stability_percent: config.stability_percent,
+        max_trials: config.max_trials,
+        levels,
+    };
+    if let Some(path) = &args.csv {
+        crate::decode::write_atomic(path, &export::csv::render(&report))?;
+    }
+    if let Some(path) = &args.svg {
+        crate::decode::write_atomic(path, &export::svg::render(&report))?;
+    }
+    for w in report.levels.iter().flat_map(|l| &l.warnings) {
+        eprintln!("warning: {w}");
+    }
+    if args.output.json {
+        print_stdout(&format!("{:#}\n", export::json::render(&report)))?;
+    } else {
+        print_stdout(&export::text::render(&report))?;
+    }
+    Ok(Outcome::Success)
+}

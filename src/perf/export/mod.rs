@@ -1,0 +1,158 @@
+//! Renderers of a finished sweep. Each is pure: a [`Report`] in, bytes out (the
+//! hyperfine way), so each is unit tested without a server.
+//!
+//! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
+//!   increasing throughput), so existing spreadsheets and scripts read it.
+//! - [`json`]: `--json` (`"schema": 1`, described by `schema/perf.schema.json`).
+//! - [`svg`]: client latency (p50, p99) against throughput.
+//! - [`text`]: the human report.
+
+pub mod csv;
+pub mod json;
+pub mod svg;
+pub mod text;
+
+use super::{LevelResult, Load, Window};
+
+/// Everything a sweep reports: its setting and one result per level.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub model: String,
+    /// Requested version (empty: the server's choice).
+    pub version: String,
+    pub platform: String,
+    pub url: String,
+    pub max_batch_size: usize,
+    /// The SQuAD file the features came from.
+    pub data: String,
+    /// Distinct features built from the file (cycled during the sweep).
+    pub features: usize,
+    pub batch_size: usize,
+    /// How batches are padded, in words (`fixed 384`, `longest feature, multiple of 8`).
+    pub padding: String,
+    pub load: Load,
+    pub window: Window,
+    pub stability_percent: f64,
+    pub max_trials: usize,
+    pub levels: Vec<LevelResult>,
+}
+
+impl Report {
+    /// The load's levels in words, e.g. `concurrency 1, 2, 4`.
+    pub fn load_words(&self) -> String {
+        let values: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| fmt_num(l.level.value()))
+            .collect();
+        match &self.load {
+            Load::Concurrency(_) => format!("concurrency {}", values.join(", ")),
+            Load::RequestRate {
+                distribution, seed, ..
+            } => format!(
+                "request rate {} /s ({} arrivals, seed {seed})",
+                values.join(", "),
+                distribution.as_str()
+            ),
+        }
+    }
+
+    /// The measurement window in words.
+    pub fn window_words(&self) -> String {
+        match self.window {
+            Window::Time(d) => format!("windows of {} ms", d.as_millis()),
+            Window::Count(n) => format!("windows of {n} requests"),
+        }
+    }
+}
+
+/// A number without a useless fraction (`4`, `12.5`).
+pub fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod sample {
+    //! A fixed two-level report for the renderers' tests.
+    use std::time::Duration;
+
+    use super::super::{ClientBreakdown, Latency, Level, LevelResult, ServerBreakdown};
+    use super::*;
+
+    pub fn level(level: Level, infer_per_s: f64, p50_ms: f64, p99_ms: f64) -> LevelResult {
+        LevelResult {
+            level,
+            stable: true,
+            trials: 3,
+            window_s: 1.5,
+            requests: 150,
+            features: 300,
+            requests_per_s: infer_per_s / 2.0,
+            features_per_s: infer_per_s,
+            latency: Latency {
+                p50_us: p50_ms * 1000.0,
+                p90_us: p50_ms * 1200.0,
+                p95_us: p50_ms * 1300.0,
+                p99_us: p99_ms * 1000.0,
+                avg_us: p50_ms * 1050.0,
+                max_us: p99_ms * 1100.0,
+            },
+            client: ClientBreakdown {
+                send_us: 40.4,
+                recv_us: 20.6,
+                response_wait_us: p50_ms * 1050.0 - 61.0,
+                network_us: 300.0,
+            },
+            server: ServerBreakdown {
+                requests: 150,
+                inferences: 300,
+                executions: 100,
+                request_us: p50_ms * 1050.0 - 361.0,
+                queue_us: 100.0,
+                compute_input_us: 10.0,
+                compute_infer_us: p50_ms * 1050.0 - 500.0,
+                compute_output_us: 9.0,
+                other_us: 20.0,
+                compute_per_execution_us: 900.0,
+                busy_us: 90_000.0,
+            },
+            client_cpu_s: 0.3,
+            client_cpu_fraction: 0.1,
+            sent_per_s: infer_per_s / 2.0,
+            send_delay_us: 0.0,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn report() -> Report {
+        let mut second = level(Level::Concurrency(2), 180.0, 9.5, 14.25);
+        second.stable = false;
+        second.trials = 10;
+        second.warnings = vec!["concurrency 2: not stable".into()];
+        Report {
+            model: "tiny-bert".into(),
+            version: String::new(),
+            platform: "python".into(),
+            url: "127.0.0.1:8001".into(),
+            max_batch_size: 8,
+            data: "data/sample.json".into(),
+            features: 52,
+            batch_size: 2,
+            padding: "fixed 384".into(),
+            load: Load::Concurrency(vec![1, 2]),
+            window: Window::Count(50),
+            stability_percent: 10.0,
+            max_trials: 10,
+            levels: vec![level(Level::Concurrency(1), 200.0, 5.0, 7.5), second],
+        }
+    }
+
+    #[allow(dead_code)]
+    pub fn timed() -> Window {
+        Window::Time(Duration::from_millis(500))
+    }
+}

@@ -1,0 +1,197 @@
+//! The human report of a sweep: the setting, each level's figures with every part of
+//! the latency shown, and a summary table.
+
+use std::fmt::Write as _;
+
+use super::{fmt_num, Report};
+use crate::perf::{LevelResult, Load};
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1000.0)
+}
+
+/// The latency the measured parts account for, microseconds: client send, network,
+/// server queue and compute (input, infer, output), client recv. It leaves out only
+/// the server's "other" request time, which the server reports itself; how close this
+/// comes to the measured average latency is the check that the parts explain it.
+pub fn accounted_us(l: &LevelResult) -> f64 {
+    l.client.send_us
+        + l.client.network_us
+        + l.server.queue_us
+        + l.server.compute_input_us
+        + l.server.compute_infer_us
+        + l.server.compute_output_us
+        + l.client.recv_us
+}
+
+/// The report's text.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let version = if r.version.is_empty() {
+        String::new()
+    } else {
+        format!(" version {}", r.version)
+    };
+    let _ = writeln!(
+        s,
+        "model        {}{version} at {} ({}, max batch {})",
+        r.model, r.url, r.platform, r.max_batch_size
+    );
+    let _ = writeln!(
+        s,
+        "data         {}: {} features, batches of {} (padding {}), cycled",
+        r.data, r.features, r.batch_size, r.padding
+    );
+    let _ = writeln!(
+        s,
+        "load         {}; {}, stable when the last 3 agree within {}% (at most {} windows)",
+        r.load_words(),
+        r.window_words(),
+        fmt_num(r.stability_percent),
+        r.max_trials
+    );
+    for l in &r.levels {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{}: {} after {} windows; {} requests in {:.2} s",
+            l.level,
+            if l.stable { "stable" } else { "NOT STABLE" },
+            l.trials,
+            l.requests,
+            l.window_s
+        );
+        let _ = writeln!(
+            s,
+            "  throughput   {:.1} infer/s ({:.1} requests/s of {} features)",
+            l.features_per_s, l.requests_per_s, r.batch_size
+        );
+        let lat = &l.latency;
+        let _ = writeln!(
+            s,
+            "  latency      p50 {}  p90 {}  p95 {}  p99 {}  avg {} ms",
+            ms(lat.p50_us),
+            ms(lat.p90_us),
+            ms(lat.p95_us),
+            ms(lat.p99_us),
+            ms(lat.avg_us)
+        );
+        let (c, v) = (&l.client, &l.server);
+        let _ = writeln!(
+            s,
+            "  client       send {} + recv {} ms (encoding, decoding); response wait {} ms",
+            ms(c.send_us),
+            ms(c.recv_us),
+            ms(c.response_wait_us)
+        );
+        let _ = writeln!(
+            s,
+            "  network      {} ms (response wait − server request {} ms)",
+            ms(c.network_us),
+            ms(v.request_us)
+        );
+        let _ = writeln!(
+            s,
+            "  server       queue {} + compute input {} + infer {} + output {} + other {} ms",
+            ms(v.queue_us),
+            ms(v.compute_input_us),
+            ms(v.compute_infer_us),
+            ms(v.compute_output_us),
+            ms(v.other_us)
+        );
+        let _ = writeln!(
+            s,
+            "  accounted    {} ms of the average latency {} ms by send + network + queue + \
+             compute + recv",
+            ms(accounted_us(l)),
+            ms(lat.avg_us)
+        );
+        let busy = if l.window_s > 0.0 {
+            v.busy_us / 1e6 / l.window_s * 100.0
+        } else {
+            0.0
+        };
+        let per_exec = if v.executions > 0 {
+            v.inferences as f64 / v.executions as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "  server busy  {busy:.0}% of the time: {} executions of {per_exec:.1} inferences, {} ms each",
+            v.executions,
+            ms(v.compute_per_execution_us)
+        );
+        let _ = writeln!(
+            s,
+            "  bertqa CPU   {:.3} s, {:.0}% of all CPUs{}",
+            l.client_cpu_s,
+            l.client_cpu_fraction * 100.0,
+            match l.level {
+                crate::perf::Level::RequestRate(_) => format!(
+                    "; sent {:.1} requests/s, {} ms behind schedule on average",
+                    l.sent_per_s,
+                    ms(l.send_delay_us)
+                ),
+                crate::perf::Level::Concurrency(_) => String::new(),
+            }
+        );
+    }
+    let _ = writeln!(s);
+    let head = match r.load {
+        Load::Concurrency(_) => "concurrency",
+        Load::RequestRate { .. } => "rate /s",
+    };
+    let _ = writeln!(
+        s,
+        "{head:>12} {:>10} {:>10} {:>10} {:>10} {:>10}  stable",
+        "infer/s", "p50 ms", "p90 ms", "p99 ms", "avg ms"
+    );
+    for l in &r.levels {
+        let _ = writeln!(
+            s,
+            "{:>12} {:>10.1} {:>10} {:>10} {:>10} {:>10}  {}",
+            fmt_num(l.level.value()),
+            l.features_per_s,
+            ms(l.latency.p50_us),
+            ms(l.latency.p90_us),
+            ms(l.latency.p99_us),
+            ms(l.latency.avg_us),
+            if l.stable { "yes" } else { "NO" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sample;
+    use super::*;
+
+    #[test]
+    fn every_part_is_shown_and_adds_up() {
+        let r = sample::report();
+        let text = render(&r);
+        assert!(text.contains("concurrency 1: stable after 3 windows; 150 requests in 1.50 s"));
+        assert!(text.contains("concurrency 2: NOT STABLE after 10 windows"));
+        assert!(text.contains(
+            "  server       queue 0.100 + compute input 0.010 + infer 4.750 + output 0.009 + other 0.020 ms"
+        ));
+        assert!(text.contains("  accounted    5.230 ms of the average latency 5.250 ms by send"));
+        assert!(text.contains(
+            "  server busy  6% of the time: 100 executions of 3.0 inferences, 0.900 ms each"
+        ));
+        let table: Vec<&str> = text.lines().rev().take(3).collect();
+        assert_eq!(
+            table[2],
+            " concurrency    infer/s     p50 ms     p90 ms     p99 ms     avg ms  stable"
+        );
+        assert_eq!(
+            table[1],
+            "           1      200.0      5.000      6.000      7.500      5.250  yes"
+        );
+        assert!(table[0].ends_with("  NO"));
+        let l = &r.levels[0];
+        assert!((accounted_us(l) + l.server.other_us - l.latency.avg_us).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,488 @@
+//! The numbers of a load sweep: sweep ranges, the seeded arrival process, the server's
+//! cumulative `ModelStatistics` turned into per-window deltas, the stability rule, and
+//! the process's own CPU time.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::backend::proto::{InferBatchStatistics, ModelStatistics, StatisticDuration};
+use crate::error::{Error, Result};
+
+/// `start:end:step` of `--concurrency-range` / `--request-rate-range` (perf_analyzer's
+/// syntax: `start`, `start:end` with step 1, or `start:end:step`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    pub start: f64,
+    pub end: f64,
+    pub step: f64,
+}
+
+impl Range {
+    /// Parses a range; `integer` ranges (concurrency) take whole numbers ≥ 1.
+    pub fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
+        let bad = |why: String| Error::Config(format!("{flag} {text}: {why}"));
+        let parts: Vec<&str> = text.split(':').collect();
+        if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.trim().is_empty()) {
+            return Err(bad("expected START, START:END or START:END:STEP".into()));
+        }
+        let mut v = [0.0f64; 3];
+        for (i, p) in parts.iter().enumerate() {
+            let x: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("{p:?} is not a number")))?;
+            if !x.is_finite() || x <= 0.0 {
+                return Err(bad(format!("{p} must be above 0")));
+            }
+            if integer && x.fract() != 0.0 {
+                return Err(bad(format!("{p} must be a whole number")));
+            }
+            v[i] = x;
+        }
+        let start = v[0];
+        let end = if parts.len() >= 2 { v[1] } else { start };
+        let step = if parts.len() == 3 { v[2] } else { 1.0 };
+        if end < start {
+            return Err(bad(format!("end {end} is below start {start}")));
+        }
+        let r = Range { start, end, step };
+        if r.values().len() > MAX_LEVELS {
+            return Err(bad(format!(
+                "{} levels; at most {MAX_LEVELS} per sweep",
+                r.values().len()
+            )));
+        }
+        Ok(r)
+    }
+
+    /// The levels: start, start + step, … up to end (inclusive, with float slack).
+    pub fn values(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        let mut i = 0u32;
+        loop {
+            let x = self.start + f64::from(i) * self.step;
+            if x > self.end * (1.0 + 1e-9) || out.len() > MAX_LEVELS {
+                break;
+            }
+            out.push(x);
+            i += 1;
+        }
+        out
+    }
+}
+
+/// Most levels a sweep may have.
+pub const MAX_LEVELS: usize = 1000;
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.start, self.end, self.step)
+    }
+}
+
+/// A small seeded generator (SplitMix64) for reproducible Poisson arrivals; quality is
+/// ample for inter-arrival gaps and it needs no dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1]: never 0, so `ln` is finite.
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// An exponential gap with mean `1 / rate` seconds (Poisson arrivals).
+    pub fn exponential_s(&mut self, rate_per_s: f64) -> f64 {
+        -self.unit().ln() / rate_per_s
+    }
+}
+
+/// How requests are spaced in request-rate mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Evenly, `1 / rate` apart.
+    Constant,
+    /// Exponential gaps (a Poisson process), seeded.
+    Poisson,
+}
+
+impl Distribution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distribution::Constant => "constant",
+            Distribution::Poisson => "poisson",
+        }
+    }
+}
+
+/// Gaps between sends, in seconds.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    distribution: Distribution,
+    rate_per_s: f64,
+    rng: Rng,
+}
+
+impl Arrivals {
+    pub fn new(distribution: Distribution, rate_per_s: f64, seed: u64) -> Arrivals {
+        Arrivals {
+            distribution,
+            rate_per_s,
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// The gap before the next send.
+    pub fn next_gap_s(&mut self) -> f64 {
+        match self.distribution {
+            Distribution::Constant => 1.0 / self.rate_per_s,
+            Distribution::Poisson => self.rng.exponential_s(self.rate_per_s),
+        }
+    }
+}
+
+/// One model's cumulative statistics, summed over the versions the server reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Successful requests and their total server-side time (receipt to response).
+    pub success: (u64, u64),
+    /// Per-request times, counted once per request even when requests share a batched
+    /// execution (so their sum overstates the server's busy time).
+    pub queue_ns: u64,
+    pub compute_input_ns: u64,
+    pub compute_infer_ns: u64,
+    pub compute_output_ns: u64,
+    /// Features (batch rows) inferred, and model executions.
+    pub inference_count: u64,
+    pub execution_count: u64,
+    /// Time the model instances executed, from `batch_stats` (once per execution).
+    pub busy_ns: u64,
+}
+
+fn ns(d: &Option<StatisticDuration>) -> u64 {
+    d.as_ref().map_or(0, |d| d.ns)
+}
+
+fn batch_ns(b: &InferBatchStatistics) -> u64 {
+    ns(&b.compute_input) + ns(&b.compute_infer) + ns(&b.compute_output)
+}
+
+impl ServerCounters {
+    /// Sums the entries of a `ModelStatistics` answer.
+    pub fn from_stats(stats: &[ModelStatistics]) -> ServerCounters {
+        let mut c = ServerCounters::default();
+        for s in stats {
+            if let Some(i) = &s.inference_stats {
+                let success = i.success.unwrap_or_default();
+                c.success.0 += success.count;
+                c.success.1 += success.ns;
+                c.queue_ns += ns(&i.queue);
+                c.compute_input_ns += ns(&i.compute_input);
+                c.compute_infer_ns += ns(&i.compute_infer);
+                c.compute_output_ns += ns(&i.compute_output);
+            }
+            c.inference_count += s.inference_count;
+            c.execution_count += s.execution_count;
+            c.busy_ns += s.batch_stats.iter().map(batch_ns).sum::<u64>();
+        }
+        c
+    }
+
+    /// The sum of two windows' deltas.
+    pub fn plus(&self, b: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            success: (self.success.0 + b.success.0, self.success.1 + b.success.1),
+            queue_ns: self.queue_ns + b.queue_ns,
+            compute_input_ns: self.compute_input_ns + b.compute_input_ns,
+            compute_infer_ns: self.compute_infer_ns + b.compute_infer_ns,
+            compute_output_ns: self.compute_output_ns + b.compute_output_ns,
+            inference_count: self.inference_count + b.inference_count,
+            execution_count: self.execution_count + b.execution_count,
+            busy_ns: self.busy_ns + b.busy_ns,
+        }
+    }
+
+    /// `self − earlier` (counters only grow; a restarted server gives zeros).
+    pub fn since(&self, earlier: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            success: (
+                self.success.0.saturating_sub(earlier.success.0),
+                self.success.1.saturating_sub(earlier.success.1),
+            ),
+            queue_ns: self.queue_ns.saturating_sub(earlier.queue_ns),
+            compute_input_ns: self
+                .compute_input_ns
+                .saturating_sub(earlier.compute_input_ns),
+            compute_infer_ns: self
+                .compute_infer_ns
+                .saturating_sub(earlier.compute_infer_ns),
+            compute_output_ns: self
+                .compute_output_ns
+                .saturating_sub(earlier.compute_output_ns),
+            inference_count: self.inference_count.saturating_sub(earlier.inference_count),
+            execution_count: self.execution_count.saturating_sub(earlier.execution_count),
+            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
+        }
+    }
+}
+
+/// Server-side time per request over a window, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerBreakdown {
+    pub requests: u64,
+    pub inferences: u64,
+    pub executions: u64,
+    /// Receipt to response, averaged per request (`inference_stats.success`).
+    pub request_us: f64,
+    pub queue_us: f64,
+    pub compute_input_us: f64,
+    pub compute_infer_us: f64,
+    pub compute_output_us: f64,
+    /// Request time not in the queue or compute (scheduling, response assembly).
+    pub other_us: f64,
+    /// Execution time per model execution (`batch_stats`), a batched execution once.
+    pub compute_per_execution_us: f64,
+    /// Total execution time over the window (`batch_stats`).
+    pub busy_us: f64,
+}
+
+impl ServerBreakdown {
+    /// Averages a window's counter delta per request.
+    pub fn from_delta(d: &ServerCounters) -> ServerBreakdown {
+        let per = |ns: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                ns as f64 / n as f64 / 1000.0
+            }
+        };
+        let n = d.success.0;
+        let request_us = per(d.success.1, n);
+        let queue_us = per(d.queue_ns, n);
+        let compute_input_us = per(d.compute_input_ns, n);
+        let compute_infer_us = per(d.compute_infer_ns, n);
+        let compute_output_us = per(d.compute_output_ns, n);
+        ServerBreakdown {
+            requests: n,
+            inferences: d.inference_count,
+            executions: d.execution_count,
+            request_us,
+            queue_us,
+            compute_input_us,
+            compute_infer_us,
+            compute_output_us,
+            other_us: request_us
+                - queue_us
+                - compute_input_us
+                - compute_infer_us
+                - compute_output_us,
+            compute_per_execution_us: per(d.busy_ns, d.execution_count),
+            busy_us: d.busy_ns as f64 / 1000.0,
+        }
+    }
+}
+
+/// perf_analyzer's stability rule: each of the last three windows' throughput and
+/// latency lies within `percent` % of the three windows' mean.
+pub fn is_stable(windows: &[(f64, f64)], percent: f64) -> bool {
+    if windows.len() < 3 {
+        return false;
+    }
+    let last = &windows[windows.len() - 3..];
+    let within = |values: [f64; 3]| {
+        let mean = values.iter().sum::<f64>() / 3.0;
+        // A window without answers is never stable.
+        if values.iter().any(|&v| v <= 0.0) {
+            return false;
+        }
+        values
+            .iter()
+            .all(|&v| (v - mean).abs() <= mean * percent / 100.0)
+    };
+    within([last[0].0, last[1].0, last[2].0]) && within([last[0].1, last[1].1, last[2].1])
+}
+
+/// User + system CPU time of this whole process so far.
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::proto::InferStatistics;
+
+    #[test]
+    fn ranges_parse_like_perf_analyzer() {
+        let r = Range::parse("--concurrency-range", "1:8:1", true).unwrap();
+        assert_eq!(r.values(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        let r = Range::parse("--concurrency-range", "2:8:3", true).unwrap();
+        assert_eq!(r.values(), [2.0, 5.0, 8.0]);
+        let r = Range::parse("--concurrency-range", "4", true).unwrap();
+        assert_eq!(r.values(), [4.0]);
+        let r = Range::parse("--concurrency-range", "1:3", true).unwrap();
+        assert_eq!(r.values(), [1.0, 2.0, 3.0]);
+        let r = Range::parse("--request-rate-range", "10:20:2.5", false).unwrap();
+        assert_eq!(r.values(), [10.0, 12.5, 15.0, 17.5, 20.0]);
+        let r = Range::parse("--request-rate-range", "0.1:0.3:0.1", false).unwrap();
+        assert_eq!(r.values().len(), 3);
+    }
+
+    #[test]
+    fn bad_ranges_say_why() {
+        let e = |t: &str, int: bool| {
+            Range::parse("--concurrency-range", t, int)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            e("8:1", true).contains("end 1 is below start 8"),
+            "{}",
+            e("8:1", true)
+        );
+        assert!(e("0:4", true).contains("must be above 0"));
+        assert!(e("1:4:0", true).contains("must be above 0"));
+        assert!(e("1.5:4", true).contains("whole number"));
+        assert!(e("a:4", true).contains("\"a\" is not a number"));
+        assert!(e("1:2:3:4", true).contains("START:END:STEP"));
+        assert!(e("1::2", true).contains("START:END:STEP"));
+        assert!(e("1:100000", true).contains("at most"));
+        assert!(e("-1:4", false).contains("above 0"));
+    }
+
+    #[test]
+    fn poisson_gaps_are_seeded_and_have_the_right_mean() {
+        let mut a = Arrivals::new(Distribution::Poisson, 200.0, 7);
+        let mut b = Arrivals::new(Distribution::Poisson, 200.0, 7);
+        let xs: Vec<f64> = (0..20_000).map(|_| a.next_gap_s()).collect();
+        let ys: Vec<f64> = (0..20_000).map(|_| b.next_gap_s()).collect();
+        assert_eq!(xs, ys);
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!((mean - 0.005).abs() < 0.0002, "mean gap {mean}");
+        // Exponential: the standard deviation equals the mean.
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.05,
+            "cv {}",
+            var.sqrt() / mean
+        );
+        let mut c = Arrivals::new(Distribution::Poisson, 200.0, 8);
+        assert_ne!(c.next_gap_s(), xs[0]);
+        let mut k = Arrivals::new(Distribution::Constant, 250.0, 0);
+        assert_eq!(k.next_gap_s(), 0.004);
+    }
+
+    #[test]
+    fn stability_needs_three_close_windows() {
+        assert!(!is_stable(&[(100.0, 5.0), (100.0, 5.0)], 10.0));
+        assert!(is_stable(
+            &[(50.0, 9.0), (100.0, 5.0), (104.0, 5.2), (97.0, 4.9)],
+            10.0
+        ));
+        assert!(!is_stable(
+            &[(100.0, 5.0), (130.0, 5.0), (100.0, 5.0)],
+            10.0
+        ));
+        assert!(!is_stable(
+            &[(100.0, 5.0), (100.0, 7.0), (100.0, 5.0)],
+            10.0
+        ));
+        assert!(is_stable(&[(100.0, 5.0), (130.0, 5.0), (100.0, 5.0)], 30.0));
+        assert!(!is_stable(&[(0.0, 0.0), (0.0, 0.0), (0.0, 0.0)], 10.0));
+    }
+
+    fn sd(count: u64, ns: u64) -> Option<StatisticDuration> {
+        Some(StatisticDuration { count, ns })
+    }
+
+    fn stats(n: u64, scale: u64) -> ModelStatistics {
+        ModelStatistics {
+            name: "m".into(),
+            inference_count: 2 * n,
+            execution_count: n / 2,
+            inference_stats: Some(InferStatistics {
+                success: sd(n, 1000 * scale),
+                queue: sd(n, 100 * scale),
+                compute_input: sd(n, 50 * scale),
+                compute_infer: sd(n, 700 * scale),
+                compute_output: sd(n, 50 * scale),
+                ..Default::default()
+            }),
+            batch_stats: vec![
+                InferBatchStatistics {
+                    batch_size: 2,
+                    compute_input: sd(n / 4, 20 * scale),
+                    compute_infer: sd(n / 4, 300 * scale),
+                    compute_output: sd(n / 4, 30 * scale),
+                },
+                InferBatchStatistics {
+                    batch_size: 4,
+                    compute_input: sd(n / 4, 0),
+                    compute_infer: sd(n / 4, 50 * scale),
+                    compute_output: sd(n / 4, 0),
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn server_deltas_average_per_request_and_busy_time_per_execution() {
+        let before = ServerCounters::from_stats(&[stats(10, 10)]);
+        let after = ServerCounters::from_stats(&[stats(30, 30)]);
+        let d = after.since(&before);
+        assert_eq!(d.success, (20, 20_000));
+        let b = ServerBreakdown::from_delta(&d);
+        assert_eq!(b.requests, 20);
+        assert_eq!(b.inferences, 40);
+        assert_eq!(b.executions, 10);
+        assert!((b.request_us - 1.0).abs() < 1e-12);
+        assert!((b.queue_us - 0.1).abs() < 1e-12);
+        assert!((b.compute_infer_us - 0.7).abs() < 1e-12);
+        assert!((b.other_us - 0.1).abs() < 1e-9);
+        // batch_stats: (20 + 300 + 30 + 50) × 20 ns over 10 executions.
+        assert!((b.busy_us - 8.0).abs() < 1e-12);
+        assert!((b.compute_per_execution_us - 0.8).abs() < 1e-12);
+        // Two versions are summed; an empty window averages to zero.
+        let two = ServerCounters::from_stats(&[stats(10, 10), stats(10, 10)]);
+        assert_eq!(two.success.0, 20);
+        let zero = ServerBreakdown::from_delta(&before.since(&before));
+        assert_eq!(zero.request_us, 0.0);
+        assert_eq!(zero.compute_per_execution_us, 0.0);
+        // A restarted server (counters went down) gives zeros, not a wrap-around.
+        assert_eq!(before.since(&after).success, (0, 0));
+    }
+
+    #[test]
+    fn process_cpu_advances_with_work() {
+        let a = process_cpu();
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        assert!(process_cpu() > a);
+    }
+}

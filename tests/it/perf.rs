@@ -1,0 +1,361 @@
+//! `bertqa perf` on the real local Triton: a 1:8 concurrency sweep with its three
+//! exports, the tiny-bert latency breakdown, an open-loop request-rate sweep, and the
+//! usage errors.
+//!
+//! The sweeps run against a server of their own that loads only `null` and
+//! `tiny-bert`, so the ModelStatistics deltas they read see no other test's requests.
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::common::{bertqa, root, show, start_server, Server};
+
+fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        start_server(
+            &root().join("models/repo"),
+            &[
+                "--model-control-mode=explicit".into(),
+                "--load-model=null".into(),
+                "--load-model=tiny-bert".into(),
+            ],
+        )
+    })
+}
+
+const DATA: &str = "data/sample-squad-v2.json";
+
+fn perf(model: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "perf",
+        "--model",
+        model,
+        "--data",
+        DATA,
+        "--url",
+        &server().url,
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
+
+fn json_of(o: &Output) -> Value {
+    assert_eq!(o.status.code(), Some(0), "{}", show(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
+}
+
+fn assert_schema(v: &Value) {
+    let text = std::fs::read_to_string(root().join("schema/perf.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("perf.csv");
+    let svg = tmp.path().join("perf.svg");
+    let o = perf(
+        "null",
+        &[
+            "--concurrency-range",
+            "1:8",
+            "--batch-size",
+            "4",
+            "--measurement-request-count",
+            "10",
+            "--stability-percentage",
+            "50",
+            "--max-trials",
+            "4",
+            "--json",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+    );
+    let v = json_of(&o);
+    assert_schema(&v);
+    assert_eq!(v["mode"], "concurrency");
+    assert_eq!(v["batch_size"], 4);
+    assert_eq!(v["features"], 52, "every window of the sample file");
+    let levels = v["levels"].as_array().unwrap();
+    let concurrency: Vec<u64> = levels
+        .iter()
+        .map(|l| l["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(concurrency, (1..=8).collect::<Vec<_>>());
+    for l in levels {
+        let requests = l["requests"].as_u64().unwrap();
+        assert!(requests > 0, "{l}");
+        assert_eq!(
+            l["features"].as_u64().unwrap(),
+            4 * requests,
+            "full batches"
+        );
+        let (rps, fps) = (
+            f(&l["throughput"]["requests_per_s"]),
+            f(&l["throughput"]["features_per_s"]),
+        );
+        assert!((fps - 4.0 * rps).abs() < 1e-3 * fps.max(1.0), "{l}");
+        let lat = &l["latency_ms"];
+        let p = ["p50", "p90", "p95", "p99", "max"].map(|k| f(&lat[k]));
+        assert!(p.windows(2).all(|w| w[0] <= w[1]) && p[0] > 0.0, "{lat}");
+        assert!((3..=4).contains(&l["trials"].as_u64().unwrap()), "{l}");
+        // The server saw this level's requests, 4 inferences each (its counters are
+        // read while requests are in flight, so a boundary request may count in one
+        // counter and not yet in the other).
+        let c = l["concurrency"].as_i64().unwrap();
+        let inferences = l["server"]["inferences"].as_i64().unwrap();
+        let seen = l["server"]["requests"].as_i64().unwrap();
+        assert!((inferences - 4 * seen).abs() <= 4 * 2 * c, "{l:#}");
+        assert!((seen - requests as i64).abs() <= 2 * c + 1, "{l:#}");
+    }
+    // Progress went to stderr, one line per window; stdout held only the JSON.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("concurrency 8: window 3: "), "{stderr}");
+
+    // CSV: perf_analyzer's header, one row per level, by increasing throughput.
+    let text = read(&csv);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,\
+         Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,\
+         p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,\
+         response wait"
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 8);
+    assert!(rows.windows(2).all(|w| w[0][1] <= w[1][1]), "{text}");
+    let mut first: Vec<u64> = rows.iter().map(|r| r[0] as u64).collect();
+    first.sort();
+    assert_eq!(first, (1..=8).collect::<Vec<_>>());
+    for r in &rows {
+        assert_eq!(r.len(), 16);
+        // The same level in the JSON, in microseconds.
+        let l = levels
+            .iter()
+            .find(|l| l["concurrency"].as_u64() == Some(r[0] as u64))
+            .unwrap();
+        assert!(
+            (r[9] - 1000.0 * f(&l["latency_ms"]["p50"])).abs() <= 1.0,
+            "{r:?}"
+        );
+        assert!((r[15] - 1000.0 * f(&l["client_ms"]["response_wait"])).abs() <= 1.0);
+    }
+
+    // SVG: p50 and p99 lines through the 8 levels.
+    let chart = read(&svg);
+    assert!(chart.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(chart.trim_end().ends_with("</svg>"));
+    assert_eq!(chart.matches("<polyline").count(), 2);
+    assert_eq!(chart.matches("<circle").count(), 16);
+    for line in chart.lines().filter(|l| l.starts_with("<polyline")) {
+        let points = line.split("points=\"").nth(1).unwrap();
+        assert_eq!(points.split(' ').count(), 8, "{line}");
+    }
+}
+
+#[test]
+fn tiny_bert_breakdown_accounts_for_the_client_latency() {
+    // Few, small requests: tiny-bert is slow. At concurrency 2 the server may run two
+    // requests as one batched execution; each request still waits for all of it.
+    let o = perf(
+        "tiny-bert",
+        &[
+            "--concurrency-range",
+            "1:2",
+            "--batch-size",
+            "2",
+            "--measurement-request-count",
+            "4",
+            "--stability-percentage",
+            "50",
+            "--max-trials",
+            "3",
+            "--json",
+            "--quiet",
+        ],
+    );
+    let v = json_of(&o);
+    assert_schema(&v);
+    assert_eq!(v["padding"], "fixed 384");
+    for l in v["levels"].as_array().unwrap() {
+        let c = l["concurrency"].as_u64().unwrap();
+        let avg = f(&l["latency_ms"]["avg"]);
+        let client = &l["client_ms"];
+        let server = &l["server_ms"];
+        let queue_and_compute: f64 = ["queue", "compute_input", "compute_infer", "compute_output"]
+            .iter()
+            .map(|k| f(&server[k]))
+            .sum();
+        let accounted =
+            f(&client["send"]) + f(&client["network"]) + queue_and_compute + f(&client["recv"]);
+        // Generous: the parts come from two clocks and two sources (client records,
+        // server statistics) over nearly the same requests.
+        let tolerance = (0.15 * avg).max(5.0);
+        assert!(
+            (accounted - avg).abs() <= tolerance,
+            "concurrency {c}: parts {accounted} ms against the average latency {avg} ms\n{l:#}"
+        );
+        // The model's compute is the bulk of it, and it is not hidden in the network
+        // part: the server's request time is within the client's response wait.
+        assert!(f(&server["compute_infer"]) >= 0.3 * avg, "{l:#}");
+        assert!(f(&client["network"]) >= -tolerance, "{l:#}");
+        assert!(
+            f(&client["send"]) > 0.0 && f(&client["recv"]) > 0.0,
+            "{l:#}"
+        );
+        // Both sides counted (nearly) the same requests; 2 inferences each.
+        let requests = l["requests"].as_i64().unwrap();
+        let seen = l["server"]["requests"].as_i64().unwrap();
+        assert!(
+            (requests - seen).abs() <= 2 * c as i64 + 1,
+            "{requests} vs {seen}\n{l:#}"
+        );
+        let inferences = l["server"]["inferences"].as_i64().unwrap();
+        assert!((inferences - 2 * seen).abs() <= 2 * 2 * c as i64, "{l:#}");
+        assert!(l["server"]["executions"].as_i64().unwrap() <= seen);
+    }
+}
+
+#[test]
+fn request_rate_sweep_sends_at_the_requested_rates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("rate.csv");
+    let o = perf(
+        "null",
+        &[
+            "--request-rate-range",
+            "20:40:20",
+            "--batch-size",
+            "2",
+            "--measurement-request-count",
+            "10",
+            "--stability-percentage",
+            "50",
+            "--max-trials",
+            "3",
+            "--json",
+            "--quiet",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let v = json_of(&o);
+    assert_schema(&v);
+    assert_eq!(v["mode"], "request_rate");
+    assert_eq!(v["request_distribution"], "constant");
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    for (l, rate) in levels.iter().zip([20.0, 40.0]) {
+        assert_eq!(f(&l["request_rate_per_s"]), rate);
+        assert_eq!(l["concurrency"], Value::Null);
+        // Open loop: bertqa sent at the rate (generous bounds on a shared machine).
+        let sent = f(&l["sent_per_s"]);
+        assert!(sent > 0.5 * rate && sent < 1.5 * rate, "{l:#}");
+    }
+    assert!(read(&csv).starts_with("Request Rate,Inferences/Second,"));
+
+    // Poisson arrivals are seeded; the seed is reported.
+    let o = perf(
+        "null",
+        &[
+            "--request-rate-range",
+            "30",
+            "--request-distribution",
+            "poisson",
+            "--seed",
+            "7",
+            "--measurement-request-count",
+            "10",
+            "--max-trials",
+            "3",
+            "--json",
+            "--quiet",
+        ],
+    );
+    let v = json_of(&o);
+    assert_schema(&v);
+    assert_eq!(v["request_distribution"], "poisson");
+    assert_eq!(v["seed"], 7);
+    assert_eq!(v["levels"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn bad_ranges_and_settings_are_usage_errors() {
+    // Checked before the data is read or a server is contacted.
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--concurrency-range", "8:1"],
+            "--concurrency-range 8:1: end 1 is below start 8",
+        ),
+        (&["--concurrency-range", "0:4"], "0 must be above 0"),
+        (&["--concurrency-range", "1.5"], "must be a whole number"),
+        (
+            &["--request-rate-range", "fast"],
+            "--request-rate-range fast: \"fast\" is not a number",
+        ),
+        (&["--max-trials", "2"], "--max-trials 2 is below 3"),
+        (
+            &["--measurement-request-count", "0"],
+            "--measurement-request-count must be at least 1",
+        ),
+    ];
+    for (extra, message) in cases {
+        let mut args = vec![
+            "perf",
+            "--model",
+            "null",
+            "--data",
+            "no-such-file.json",
+            "--url",
+            "127.0.0.1:9",
+        ];
+        args.extend_from_slice(extra);
+        let o = bertqa(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}\n{}", show(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(message),
+            "{stderr}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+    // Both load modes at once: clap's usage error, exit 2.
+    let o = bertqa(&[
+        "perf",
+        "--model",
+        "null",
+        "--data",
+        DATA,
+        "--concurrency-range",
+        "1:2",
+        "--request-rate-range",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+}
