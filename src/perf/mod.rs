@@ -468,6 +468,9 @@ fn start_load(
                     let now = Instant::now();
                     if due > now {
                         tokio::time::sleep_until(due.into()).await;
+                    } else {
+                        // Behind schedule: send at once, but let other tasks run.
+                        tokio::task::yield_now().await;
                     }
                     while inflight.try_join_next().is_some() {}
                     while inflight.len() >= max_inflight {
@@ -642,6 +645,7 @@ fn summarize(
     };
     let features: u64 = records.iter().map(|r| u64::from(r.features)).sum();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // Stored as a fraction of all CPUs: the tokio runtime uses every core.
     let client_cpu_s = cpu.as_secs_f64();
     let client_cpu_fraction = rate(client_cpu_s, duration) / cores;
     let sent_per_s = rate(sent as f64, duration);
@@ -652,36 +656,7 @@ fn summarize(
     };
     let requests_per_s = rate(n, duration);
 
-    let mut warnings = Vec::new();
-    if !stable {
-        warnings.push(format!(
-            "{level}: not stable after {trials} windows (the last 3 differ by more than {}% \
-             in throughput or latency); figures are of the last 3",
-            config.stability_percent
-        ));
-    }
-    if client_cpu_fraction >= CPU_LIMIT_FRACTION {
-        warnings.push(format!(
-            "{level}: bertqa used {:.0}% of the {cores} CPUs: the client, not the server, \
-             may be the limit",
-            client_cpu_fraction * 100.0
-        ));
-    }
-    if let Level::RequestRate(r) = level {
-        if sent_per_s < r * RATE_KEPT_FRACTION {
-            warnings.push(format!(
-                "{level}: bertqa sent only {sent_per_s:.1} requests/s of the {r} requested \
-                 (mean send delay {:.0} us): the client could not keep the rate",
-                send_delay_us
-            ));
-        } else if requests_per_s < r * RATE_KEPT_FRACTION {
-            warnings.push(format!(
-                "{level}: the server answered {requests_per_s:.1} requests/s of the {r} sent: \
-                 requests are queueing"
-            ));
-        }
-    }
-    LevelResult {
+    let mut result = LevelResult {
         level,
         stable,
         trials,
@@ -697,11 +672,121 @@ fn summarize(
         client_cpu_fraction,
         sent_per_s,
         send_delay_us,
-        warnings,
+        warnings: Vec::new(),
+    };
+    result.warnings = warnings(&result, config.stability_percent, cores as usize);
+    result
+}
+
+/// The honest notes on a level: not stable; bertqa's own CPU near its limit; in
+/// request-rate mode, a rate bertqa could not keep, or one the server could not.
+pub fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) -> Vec<String> {
+    let level = l.level;
+    let mut out = Vec::new();
+    if !l.stable {
+        out.push(format!(
+            "{level}: not stable after {} windows (the last 3 differ by more than {}% \
+             in throughput or latency); figures are of the last 3",
+            l.trials, stability_percent
+        ));
     }
+    if l.client_cpu_fraction >= CPU_LIMIT_FRACTION {
+        out.push(format!(
+            "{level}: bertqa used {:.0}% of the {cores} CPUs: the client, not the server, \
+             may be the limit",
+            l.client_cpu_fraction * 100.0
+        ));
+    }
+    if let Level::RequestRate(r) = level {
+        if l.sent_per_s < r * RATE_KEPT_FRACTION {
+            out.push(format!(
+                "{level}: bertqa sent only {:.1} requests/s of the {r} requested (mean send \
+                 delay {:.0} us): the client could not keep the rate (its CPU, or all \
+                 --max-inflight slots busy)",
+                l.sent_per_s, l.send_delay_us
+            ));
+        } else if l.requests_per_s < r * RATE_KEPT_FRACTION {
+            out.push(format!(
+                "{level}: the server answered {:.1} requests/s of the {r} sent: requests are \
+                 queueing",
+                l.requests_per_s
+            ));
+        }
+    }
+    out
 }
 
 /// Above this share of all CPUs, bertqa itself is reported as a possible limit.
 pub const CPU_LIMIT_FRACTION: f64 = 0.8;
 /// Below this share of the requested rate, a rate counts as not kept.
 pub const RATE_KEPT_FRACTION: f64 = 0.95;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_name_the_limit() {
+        let mut l = export::sample::level(Level::Concurrency(4), 100.0, 5.0, 9.0);
+        assert!(warnings(&l, 10.0, 2).is_empty());
+        l.stable = false;
+        l.trials = 10;
+        l.client_cpu_fraction = 0.85;
+        let w = warnings(&l, 10.0, 2);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("concurrency 4: not stable after 10 windows"),
+            "{w:?}"
+        );
+        assert!(w[1].contains("bertqa used 85% of the 2 CPUs"), "{w:?}");
+
+        let mut r = export::sample::level(Level::RequestRate(200.0), 100.0, 5.0, 9.0);
+        r.sent_per_s = 120.0;
+        r.requests_per_s = 120.0;
+        let w = warnings(&r, 10.0, 2);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("sent only 120.0 requests/s of the 200 requested"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("could not keep the rate"));
+        r.sent_per_s = 199.0;
+        let w = warnings(&r, 10.0, 2);
+        assert!(
+            w[0].contains("the server answered 120.0 requests/s of the 200 sent"),
+            "{w:?}"
+        );
+        r.requests_per_s = 198.0;
+        assert!(warnings(&r, 10.0, 2).is_empty());
+    }
+
+    #[test]
+    fn batches_are_full_and_padded_like_the_pipeline() {
+        let feature = |id: u64, len: usize| Feature {
+            unique_id: id,
+            example_index: 0,
+            doc_span_index: 0,
+            input_ids: vec![101; len],
+            query_len: 2,
+            token_to_orig: Vec::new(),
+            token_is_max_context: Vec::new(),
+        };
+        let features: Vec<Feature> = (0..5).map(|i| feature(i, 10 + 10 * i as usize)).collect();
+        let b = make_batches(&features, 2, Padding::Longest { multiple: 8 });
+        let ids: Vec<Vec<u64>> = b
+            .iter()
+            .map(|b| b.features.iter().map(|f| f.unique_id).collect())
+            .collect();
+        // The last batch wraps around to the first feature.
+        assert_eq!(ids, [vec![0, 1], vec![2, 3], vec![4, 0]]);
+        assert_eq!(
+            b.iter().map(|b| b.seq_len).collect::<Vec<_>>(),
+            [24, 40, 56]
+        );
+        let b = make_batches(&features, 8, Padding::Fixed(384));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].features.len(), 8);
+        assert_eq!(b[0].seq_len, 384);
+        assert!(make_batches(&[], 8, Padding::Fixed(384)).is_empty());
+    }
+}

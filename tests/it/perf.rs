@@ -301,6 +301,43 @@ fn request_rate_sweep_sends_at_the_requested_rates() {
     assert_eq!(v["request_distribution"], "poisson");
     assert_eq!(v["seed"], 7);
     assert_eq!(v["levels"].as_array().unwrap().len(), 1);
+
+    // A rate bertqa cannot keep (one request in flight at most) is said so, on stderr
+    // and in the JSON.
+    let o = perf(
+        "null",
+        &[
+            "--request-rate-range",
+            "100000",
+            "--max-inflight",
+            "1",
+            "--measurement-request-count",
+            "10",
+            "--max-trials",
+            "3",
+            "--json",
+            "--quiet",
+        ],
+    );
+    let v = json_of(&o);
+    assert_schema(&v);
+    let l = &v["levels"][0];
+    assert!(f(&l["sent_per_s"]) < 95_000.0, "{l:#}");
+    let warning = l["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| {
+            w.as_str()
+                .unwrap()
+                .contains("the client could not keep the rate")
+        })
+        .unwrap_or_else(|| panic!("{l:#}"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!("warning: {}", warning.as_str().unwrap())),
+        "{stderr}"
+    );
 }
 
 #[test]
