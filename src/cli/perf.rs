@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use super::args::{BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
-use super::common::{connect_and_bind, feature_config, load_data, load_tokenizer};
+use super::common::{client_config, feature_config, load_data, load_tokenizer};
 use super::{print_stdout, runtime, Outcome};
 use crate::perf::{
     self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
@@ -176,12 +176,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         );
     }
     let rt = runtime()?;
-    let (client, binding) = rt.block_on(connect_and_bind(
-        &args.server,
-        &args.model,
-        &args.model_version,
-        &args.binding,
-    ))?;
+    // One endpoint (the first --url): the server statistics are that server's.
+    let (client, binding) = rt.block_on(async {
+        let client = crate::backend::TritonClient::connect(&client_config(&args.server)).await?;
+        let binding = crate::backend::bind(
+            &client,
+            &args.model,
+            &args.model_version,
+            &super::models::overrides(&args.binding),
+        )
+        .await?;
+        Ok::<_, crate::Error>((client, binding))
+    })?;
     let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
     let padding = Padding::for_model(
         &binding,
@@ -219,7 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         model: binding.model.clone(),
         version: binding.version.clone(),
         platform: binding.platform.clone(),
-        url: args.server.url.clone(),
+        url: args.server.first_url().to_string(),
         max_batch_size: binding.max_batch_size,
         data: args.data.display().to_string(),
         features: features.len(),

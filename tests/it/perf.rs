@@ -3,7 +3,8 @@
 //! usage errors.
 //!
 //! The sweeps run against a server of their own that loads only `null` and
-//! `tiny-bert`, so the ModelStatistics deltas they read see no other test's requests.
+//! `tiny-bert`, and take turns on `null`, so the ModelStatistics deltas they read see
+//! no other test's requests.
 
 use std::path::Path;
 use std::process::Output;
@@ -28,6 +29,13 @@ fn server() -> &'static Server {
 }
 
 const DATA: &str = "data/sample-squad-v2.json";
+
+/// Held by the tests that load `null`: one test's requests must not show in another's
+/// server statistics.
+fn null_model() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn perf(model: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -69,6 +77,7 @@ fn read(p: &Path) -> String {
 
 #[test]
 fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
+    let _null = null_model();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("perf.csv");
     let svg = tmp.path().join("perf.svg");
@@ -242,6 +251,7 @@ fn tiny_bert_breakdown_accounts_for_the_client_latency() {
 
 #[test]
 fn request_rate_sweep_sends_at_the_requested_rates() {
+    let _null = null_model();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("rate.csv");
     let o = perf(
