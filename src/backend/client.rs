@@ -5,6 +5,7 @@
 //! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
 //! return far more.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint};
@@ -17,6 +18,7 @@ use super::proto::{
     RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest,
 };
+use super::security::{self, Header, Security, TlsConfig};
 use crate::error::{Error, Result};
 
 pub use super::proto::repository_index_response::ModelIndex;
@@ -32,6 +34,8 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Deadline of each call.
     pub request_timeout: Duration,
+    /// TLS and the metadata (headers) sent with every call.
+    pub security: Security,
 }
 
 impl Default for ClientConfig {
@@ -40,19 +44,21 @@ impl Default for ClientConfig {
             url: "localhost:8001".into(),
             connect_timeout: Duration::from_millis(5_000),
             request_timeout: Duration::from_millis(60_000),
+            security: Security::default(),
         }
     }
 }
 
-/// Turns a user URL into an `http://host:port` URI.
+/// Turns a user URL into an `http://host:port` URI, or `https://host:port` for an
+/// `https://` URL (which turns TLS on).
 pub fn normalize_url(url: &str) -> Result<String> {
     let trimmed = url.trim().trim_end_matches('/');
+    let mut scheme = "http";
     let rest = if let Some(r) = trimmed.strip_prefix("http://") {
         r
-    } else if trimmed.starts_with("https://") {
-        return Err(Error::Config(format!(
-            "{url}: https:// (TLS) endpoints are not supported by this build of bertqa"
-        )));
+    } else if let Some(r) = trimmed.strip_prefix("https://") {
+        scheme = "https";
+        r
     } else if let Some((scheme, _)) = trimmed.split_once("://") {
         return Err(Error::Config(format!(
             "{url}: unsupported scheme {scheme:?} (use HOST:PORT or http://HOST:PORT)"
@@ -71,7 +77,7 @@ pub fn normalize_url(url: &str) -> Result<String> {
     } else {
         format!("{rest}:8001")
     };
-    Ok(format!("http://{with_port}"))
+    Ok(format!("{scheme}://{with_port}"))
 }
 
 /// A connected client. Cheap to clone: clones share the HTTP/2 connection.
@@ -81,26 +87,47 @@ pub struct TritonClient {
     /// The address as the user gave it, for messages.
     url: String,
     request_timeout: Duration,
+    /// Metadata sent with every call (values are secrets).
+    headers: Arc<[Header]>,
+    /// Whether the channel uses TLS (for the hints in connection errors).
+    tls: bool,
 }
 
 impl TritonClient {
     /// Connects, bounded by the connect timeout. A server that is not there is
-    /// [`Error::Unavailable`] naming the address.
+    /// [`Error::Unavailable`] naming the address. TLS is on with `security.tls` or an
+    /// `https://` URL (see [`security`]).
     pub async fn connect(config: &ClientConfig) -> Result<TritonClient> {
-        let uri = normalize_url(&config.url)?;
-        let endpoint = Endpoint::from_shared(uri.clone())
+        let mut uri = normalize_url(&config.url)?;
+        let tls = match (&config.security.tls, uri.starts_with("https://")) {
+            (Some(tls), _) => Some(tls.clone()),
+            (None, true) => Some(TlsConfig::default()),
+            (None, false) => None,
+        };
+        if tls.is_some() && !uri.starts_with("https://") {
+            uri = uri.replacen("http://", "https://", 1);
+        }
+        let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
             .tcp_nodelay(true)
             .http2_adaptive_window(true);
+        if let Some(tls) = &tls {
+            endpoint = security::tls_endpoint(endpoint, tls)?;
+        }
         let unavailable = |message: String| Error::Unavailable {
             url: config.url.clone(),
             message,
         };
         let channel = match tokio::time::timeout(config.connect_timeout, endpoint.connect()).await {
             Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => return Err(unavailable(root_cause(&e))),
+            Ok(Err(e)) => {
+                return Err(unavailable(security::explain(
+                    &root_cause(&e),
+                    tls.is_some(),
+                )))
+            }
             Err(_) => {
                 return Err(unavailable(format!(
                     "no connection within {} ms",
@@ -115,6 +142,8 @@ impl TritonClient {
             grpc,
             url: config.url.clone(),
             request_timeout: config.request_timeout,
+            headers: config.security.headers.clone().into(),
+            tls: tls.is_some(),
         })
     }
 
@@ -126,6 +155,7 @@ impl TritonClient {
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(msg);
         r.set_timeout(self.request_timeout);
+        security::apply(&self.headers, r.metadata_mut());
         r
     }
 
@@ -272,8 +302,22 @@ impl TritonClient {
     }
 
     /// Maps any gRPC status to the library error.
+    /// A call cancelled by the transport means the server closed the connection (a
+    /// TLS server closes a plain-text one); with the TLS and header hints of
+    /// [`security::annotate`].
     pub fn status(&self, status: Status, model: Option<&str>) -> Error {
-        map_status(&self.url, self.request_timeout, status, model)
+        let closed = status.code() == Code::Cancelled
+            && is_transport(&status)
+            && !status.message().contains("Timeout expired");
+        let error = if closed {
+            Error::Unavailable {
+                url: self.url.clone(),
+                message: format!("connection closed by the server ({})", status.message()),
+            }
+        } else {
+            map_status(&self.url, self.request_timeout, status, model)
+        };
+        security::annotate(error, &self.headers, self.tls)
     }
 }
 
@@ -368,6 +412,11 @@ mod tests {
         assert_eq!(normalize_url("triton").unwrap(), "http://triton:8001");
         assert_eq!(normalize_url("http://h:1/").unwrap(), "http://h:1");
         assert_eq!(normalize_url("[::1]:8001").unwrap(), "http://[::1]:8001");
+        assert_eq!(
+            normalize_url("https://triton.example:443").unwrap(),
+            "https://triton.example:443"
+        );
+        assert_eq!(normalize_url("https://h").unwrap(), "https://h:8001");
         assert!(normalize_url("ftp://h:1").is_err());
         assert!(normalize_url("").is_err());
     }

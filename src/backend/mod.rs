@@ -8,12 +8,14 @@ pub mod client;
 pub mod pool;
 pub mod proto;
 pub mod retry;
+pub mod security;
 pub mod tensor;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, TritonClient};
 pub use pool::{Infer, Pool, PoolConfig};
 pub use retry::{RetryPolicy, RetryStats};
+pub use security::{Header, Secret, Security, TlsConfig};
 
 /// Connects and infers the binding of `model` in one step (metadata + config).
 pub async fn bind(

@@ -29,6 +29,10 @@ pub struct ServerArgs {
     /// Deadline for establishing the connection, in milliseconds.
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     pub connect_timeout_ms: u64,
+
+    /// TLS and headers (credentials).
+    #[command(flatten)]
+    pub security: super::security::SecurityArgs,
 }
 
 impl ServerArgs {

@@ -65,13 +65,15 @@ pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> De
     }
 }
 
-/// The client configuration of the server flags.
-pub fn client_config(args: &ServerArgs) -> ClientConfig {
-    ClientConfig {
+/// The client configuration of the server flags (reads `--header-env` variables and
+/// `--header-file` files).
+pub fn client_config(args: &ServerArgs) -> crate::Result<ClientConfig> {
+    Ok(ClientConfig {
         url: args.first_url().to_string(),
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
         request_timeout: Duration::from_millis(args.timeout_ms),
-    }
+        security: super::security::security(&args.security)?,
+    })
 }
 
 /// The pool configuration of the server and network flags.
@@ -96,7 +98,7 @@ pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> crate::Result<PoolConf
     Ok(PoolConfig {
         urls,
         connections: net.connections.max(1) as usize,
-        client: client_config(server),
+        client: client_config(server)?,
         retry: RetryPolicy {
             retries: net.retries,
             max_backoff: Duration::from_millis(net.retry_max_backoff_ms.max(1)),

@@ -14,6 +14,7 @@ mod models;
 mod perf;
 mod resume;
 mod score;
+pub mod security;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Server, model repository, and one model's tensors and inferred binding.
-    Models(models::Args),
+    Models(Box<models::Args>),
     /// Ask questions about a context: answer, score, probability, character span.
     Ask(Box<ask::Args>),
     /// Compare deployments (e.g. TorchScript vs ONNX): metrics, speed, agreement,
@@ -76,7 +77,7 @@ pub fn main() -> ExitCode {
     };
     let verbose = cli.verbose;
     let result = match cli.command {
-        Command::Models(a) => models::run(a),
+        Command::Models(a) => models::run(*a),
         Command::Ask(a) => ask::run(*a),
         Command::Compare(a) => compare::run(*a),
         Command::Eval(a) => eval::run(*a),

@@ -3,7 +3,6 @@
 //! but is not ready; 2 when the server cannot be reached or M does not exist.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -12,7 +11,7 @@ use super::{print_stdout, runtime, Outcome};
 use crate::backend::client::{ready_models, ModelIndex};
 use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
-use crate::backend::{Binding, ClientConfig, TritonClient};
+use crate::backend::{Binding, TritonClient};
 use crate::Error;
 
 #[derive(Debug, clap::Args)]
@@ -72,11 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 async fn collect(args: &Args) -> anyhow::Result<Report> {
-    let config = ClientConfig {
-        url: args.server.first_url().to_string(),
-        connect_timeout: Duration::from_millis(args.server.connect_timeout_ms),
-        request_timeout: Duration::from_millis(args.server.timeout_ms),
-    };
+    let config = super::common::client_config(&args.server)?;
     let client = TritonClient::connect(&config).await?;
     let live = client.server_live().await?;
     let ready = client.server_ready().await?;

@@ -178,7 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     // One endpoint (the first --url): the server statistics are that server's.
     let (client, binding) = rt.block_on(async {
-        let client = crate::backend::TritonClient::connect(&client_config(&args.server)).await?;
+        let client = crate::backend::TritonClient::connect(&client_config(&args.server)?).await?;
         let binding = crate::backend::bind(
             &client,
             &args.model,

@@ -213,6 +213,7 @@ fn connect(rt: &tokio::runtime::Runtime, url: &str, timeout_ms: u64) -> TritonCl
         url: url.into(),
         connect_timeout: Duration::from_millis(2000),
         request_timeout: Duration::from_millis(timeout_ms),
+        ..Default::default()
     };
     rt.block_on(TritonClient::connect(&c)).unwrap()
 }
@@ -531,6 +532,7 @@ fn pool(rt: &tokio::runtime::Runtime, urls: &[&str], retries: u32) -> Pool {
             url: String::new(),
             connect_timeout: Duration::from_millis(2000),
             request_timeout: Duration::from_millis(5000),
+            ..Default::default()
         },
         retry: RetryPolicy {
             retries,

@@ -14,3 +14,4 @@ mod perf;
 mod pipeline;
 mod resume;
 mod score;
+mod security;

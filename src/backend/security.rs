@@ -1,0 +1,363 @@
+//! Transport security and credentials: TLS (and mutual TLS) for the channel, and gRPC
+//! metadata (headers) sent with every call.
+//!
+//! Header values are secrets (API keys, Triton's `triton-grpc-protocol-infer-key`):
+//! they live in [`Secret`], whose `Debug` and `Display` print `<redacted>`, and are put
+//! on the wire as *sensitive* metadata values. No error of this module quotes a value
+//! or the contents of a key file; they name the header, the flag or the path.
+//!
+//! TLS uses rustls (ring) through tonic. Trust comes from `--ssl-root-cert` when
+//! given, else from the system's CA store. The name checked in the server certificate
+//! is the URL's host (a DNS name or an IP address) unless `target_name` overrides it
+//! (ingress, or a certificate issued for a name while connecting by address).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+use crate::error::{Error, Result};
+
+/// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// One gRPC metadata entry sent with every call. Its value is a secret.
+#[derive(Clone)]
+pub struct Header {
+    name: AsciiMetadataKey,
+    value: AsciiMetadataValue,
+}
+
+impl Header {
+    /// Validates a header. The name is lower-cased (gRPC metadata keys are lower case);
+    /// names ending in `-bin` (binary metadata) and gRPC's reserved `grpc-` names are
+    /// refused. The value must be printable ASCII; errors never quote it.
+    pub fn new(name: &str, value: &Secret) -> Result<Header> {
+        let lower = name.trim().to_ascii_lowercase();
+        if lower.is_empty() {
+            return Err(Error::Config("a header needs a name (KEY:VALUE)".into()));
+        }
+        if lower.ends_with("-bin") || lower.starts_with("grpc-") {
+            return Err(Error::Config(format!(
+                "header {lower:?}: binary (-bin) and reserved grpc- headers cannot be set"
+            )));
+        }
+        let key = AsciiMetadataKey::from_bytes(lower.as_bytes()).map_err(|_| {
+            Error::Config(format!(
+                "header name {lower:?} is not a valid gRPC metadata key \
+                 (letters, digits, '-', '_' and '.')"
+            ))
+        })?;
+        let raw = value.expose();
+        if raw.is_empty() {
+            return Err(Error::Config(format!("header {lower:?}: empty value")));
+        }
+        if !raw.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return Err(Error::Config(format!(
+                "header {lower:?}: the value must be printable ASCII (value not shown)"
+            )));
+        }
+        let mut value = AsciiMetadataValue::try_from(raw).map_err(|_| {
+            Error::Config(format!("header {lower:?}: invalid value (value not shown)"))
+        })?;
+        value.set_sensitive(true);
+        Ok(Header { name: key, value })
+    }
+
+    /// The header's name (lower case).
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+}
+
+impl fmt::Debug for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Header({}: <redacted>)", self.name.as_str())
+    }
+}
+
+/// Puts `headers` into a request's metadata (a later header of the same name wins).
+pub(crate) fn apply(headers: &[Header], metadata: &mut MetadataMap) {
+    for h in headers {
+        metadata.insert(h.name.clone(), h.value.clone());
+    }
+}
+
+/// TLS settings. Either both or neither of `client_cert` and `client_key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// PEM file with the CA certificate(s) to trust (default: the system's CAs).
+    pub root_cert: Option<PathBuf>,
+    /// PEM client certificate chain, for mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// The name to check in the server certificate instead of the URL's host.
+    pub target_name: Option<String>,
+}
+
+/// Everything about who bertqa is and how it is protected on the wire.
+#[derive(Debug, Clone, Default)]
+pub struct Security {
+    /// TLS, or `None` for plain HTTP/2 (an `https://` URL turns TLS on regardless).
+    pub tls: Option<TlsConfig>,
+    /// Metadata sent with every call.
+    pub headers: Vec<Header>,
+}
+
+/// Configures TLS on an `https://` endpoint. File problems are [`Error::Io`] or
+/// [`Error::Config`] naming the file and flag.
+pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoint> {
+    let mut config = ClientTlsConfig::new();
+    match &tls.root_cert {
+        Some(path) => {
+            let pem = read_pem(path, "CERTIFICATE", "--ssl-root-cert")?;
+            config = config.ca_certificate(Certificate::from_pem(pem));
+        }
+        None => config = config.with_native_roots(),
+    }
+    match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => {
+            let cert = read_pem(cert, "CERTIFICATE", "--ssl-client-cert")?;
+            let key = read_pem(key, "PRIVATE KEY", "--ssl-client-key")?;
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        (None, None) => {}
+        _ => {
+            return Err(Error::Config(
+                "mutual TLS needs both --ssl-client-cert and --ssl-client-key".into(),
+            ))
+        }
+    }
+    if let Some(name) = &tls.target_name {
+        config = config.domain_name(name.clone());
+    }
+    endpoint.tls_config(config).map_err(|e| {
+        let cause = root_cause(&e);
+        let hint = if tls.root_cert.is_none() && cause.contains("native certs") {
+            " (no CA certificates found on this system: pass --ssl-root-cert FILE)"
+        } else {
+            ""
+        };
+        Error::Config(format!("TLS configuration: {cause}{hint}"))
+    })
+}
+
+/// Reads a PEM file and checks that it holds a block of the expected kind (`CERTIFICATE`,
+/// or any `... PRIVATE KEY`); never quotes the contents.
+fn read_pem(path: &Path, kind: &str, flag: &str) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let found = text.lines().any(|l| {
+        l.trim()
+            .strip_prefix("-----BEGIN ")
+            .is_some_and(|rest| rest.trim_end_matches('-').ends_with(kind))
+    });
+    if !found {
+        return Err(Error::Config(format!(
+            "{flag} {}: no PEM {kind} block in the file",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Adds what a user can act on to a client error: the names (never the values) of the
+/// headers sent to a server that denied permission, and the TLS hints of [`explain`]
+/// to a connection failure.
+pub(crate) fn annotate(error: Error, headers: &[Header], tls: bool) -> Error {
+    match error {
+        Error::PermissionDenied { url, mut message } if !headers.is_empty() => {
+            let names: Vec<&str> = headers.iter().map(Header::name).collect();
+            message.push_str(&format!(
+                " (bertqa sent header(s) {}; their values are not shown)",
+                names.join(", ")
+            ));
+            Error::PermissionDenied { url, message }
+        }
+        Error::Unavailable { url, message } => Error::Unavailable {
+            message: explain(&message, tls),
+            url,
+        },
+        e => e,
+    }
+}
+
+/// Adds what a user can do to a connection failure's message, given whether TLS was
+/// on. The message is the innermost cause from the transport.
+pub(crate) fn explain(message: &str, tls: bool) -> String {
+    let lower = message.to_ascii_lowercase();
+    let hint = if tls {
+        if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+            "the server's certificate is not signed by a trusted CA (check --ssl-root-cert)"
+        } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+            "the server's certificate is not issued for this host name \
+             (use the name in the certificate, or --ssl-target-name NAME)"
+        } else if lower.contains("certificaterequired") || lower.contains("certificate required") {
+            "the server requires a client certificate (mutual TLS: \
+             --ssl-client-cert FILE --ssl-client-key FILE)"
+        } else if lower.contains("badcertificate")
+            || lower.contains("bad certificate")
+            || lower.contains("unknownca")
+            || lower.contains("unknown ca")
+        {
+            "the server rejected the client certificate (mutual TLS)"
+        } else if lower.contains("close_notify")
+            || lower.contains("unexpected eof")
+            || closed_connection(&lower)
+        {
+            "the server closed the TLS connection during or right after the handshake: \
+             it may require a client certificate (--ssl-client-cert FILE --ssl-client-key \
+             FILE) or not accept the one sent"
+        } else if lower.contains("corrupt message")
+            || lower.contains("invalidcontenttype")
+            || lower.contains("invalid content type")
+            || lower.contains("http/2 was not negotiated")
+        {
+            "the server does not seem to speak TLS (try without --ssl / https://)"
+        } else {
+            ""
+        }
+    } else if closed_connection(&lower)
+        || lower.contains("frame with invalid size")
+        || lower.contains("protocol error")
+    {
+        "the server closed the plain-text connection; if it requires TLS, use --ssl \
+         (with --ssl-root-cert FILE) or an https:// URL"
+    } else {
+        ""
+    };
+    if hint.is_empty() {
+        message.to_string()
+    } else {
+        format!("{message} ({hint})")
+    }
+}
+
+/// The ways a server's closing of the connection shows up (which one depends on
+/// timing).
+fn closed_connection(lower: &str) -> bool {
+    lower.contains("connection closed by the server")
+        || lower.contains("broken pipe")
+        || lower.contains("connection reset")
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_in_debug_and_display() {
+        let s = Secret::new("hunter2-secret");
+        assert_eq!(format!("{s:?}"), "<redacted>");
+        assert_eq!(format!("{s}"), "<redacted>");
+        let h = Header::new("Triton-GRPC-Protocol-Infer-Key", &s).unwrap();
+        assert_eq!(h.name(), "triton-grpc-protocol-infer-key");
+        let shown = format!("{h:?} {:?}", vec![h.clone()]);
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("triton-grpc-protocol-infer-key"), "{shown}");
+        let sec = Security {
+            tls: None,
+            headers: vec![h.clone()],
+        };
+        assert!(!format!("{sec:?} {sec:#?}").contains("hunter2"));
+        // The metadata map marks it sensitive, so its Debug hides it too.
+        let mut md = MetadataMap::new();
+        apply(&[h], &mut md);
+        assert!(!format!("{md:?}").contains("hunter2"), "{md:?}");
+        assert_eq!(
+            md.get("triton-grpc-protocol-infer-key").unwrap(),
+            "hunter2-secret"
+        );
+    }
+
+    #[test]
+    fn bad_headers_are_refused_without_quoting_the_value() {
+        for (name, value) in [
+            ("", "hunter2"),
+            ("bad name", "hunter2"),
+            ("key-bin", "hunter2"),
+            ("grpc-timeout", "hunter2"),
+            ("key", "hunter2\n"),
+            ("key", "hünter2"),
+            ("key", ""),
+        ] {
+            let e = Header::new(name, &Secret::new(value)).unwrap_err();
+            let text = e.to_string();
+            assert!(matches!(e, Error::Config(_)), "{text}");
+            assert!(
+                !text.contains("hunter2") && !text.contains("hünter2"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn pem_files_are_checked_without_quoting_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.pem");
+        std::fs::write(&key, "not a pem: hunter2").unwrap();
+        let e = read_pem(&key, "CERTIFICATE", "--ssl-root-cert").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("--ssl-root-cert") && text.contains("key.pem"),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+        std::fs::write(&key, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n").unwrap();
+        assert!(read_pem(&key, "PRIVATE KEY", "--ssl-client-key").is_ok());
+        let e = read_pem(&dir.path().join("missing.pem"), "CERTIFICATE", "x").unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+    }
+
+    #[test]
+    fn connection_failures_get_a_hint() {
+        assert!(
+            explain("invalid peer certificate: UnknownIssuer", true).contains("--ssl-root-cert")
+        );
+        assert!(explain("connection closed by the server (x)", false).contains("--ssl"));
+        assert!(explain(
+            "peer closed connection without sending TLS close_notify",
+            true
+        )
+        .contains("--ssl-client-cert"));
+        assert_eq!(
+            explain("Connection refused (os error 111)", false),
+            "Connection refused (os error 111)"
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! TLS, mutual TLS and Triton's restricted protocol (an inference key in a header), on
+//! real tritonservers started here with certificates generated here (rcgen): each
+//! server loads only `oracle` and listens on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+
+use crate::common::{bertqa, root, show, start_server, Server};
+
+/// A CA and certificates it issued, as PEM files in a directory kept for the process.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+}
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("bertqa test CA {name}"));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn leaf(
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    names: &[&str],
+    usage: ExtendedKeyUsagePurpose,
+    dir: &Path,
+    stem: &str,
+) {
+    let key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, names[0].to_string());
+    params.extended_key_usages = vec![usage];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let cert = params.signed_by(&key, issuer).unwrap();
+    std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).unwrap();
+    std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).unwrap();
+}
+
+/// `ca.pem` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
+/// issued for `localhost` and `triton.test` only (not for 127.0.0.1, so that connecting
+/// by address needs --ssl-target-name), `client.pem`/`.key` for mutual TLS.
+fn pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("bertqa-pki-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let authority = ca("A");
+        std::fs::write(dir.join("ca.pem"), authority.pem()).unwrap();
+        std::fs::write(dir.join("other-ca.pem"), ca("B").pem()).unwrap();
+        leaf(
+            &authority,
+            &["localhost", "triton.test"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &dir,
+            "server",
+        );
+        leaf(
+            &authority,
+            &["bertqa-client"],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &dir,
+            "client",
+        );
+        Pki { dir }
+    })
+}
+
+/// A server with only `oracle` loaded, on loopback, with `extra` flags.
+fn secure_server(extra: &[String]) -> Server {
+    let mut args = vec![
+        "--grpc-address=127.0.0.1".to_string(),
+        "--http-address=127.0.0.1".to_string(),
+        "--model-control-mode=explicit".to_string(),
+        "--load-model=oracle".to_string(),
+    ];
+    args.extend_from_slice(extra);
+    start_server(&root().join("models/repo"), &args)
+}
+
+fn tls_flags(mutual: bool) -> Vec<String> {
+    let p = pki();
+    vec![
+        "--grpc-use-ssl=true".into(),
+        format!("--grpc-use-ssl-mutual={mutual}"),
+        format!("--grpc-server-cert={}", p.path("server.pem")),
+        format!("--grpc-server-key={}", p.path("server.key")),
+        format!("--grpc-root-cert={}", p.path("ca.pem")),
+    ]
+}
+
+const CONTEXT: &str = "The lighthouse at Varne Point was built in 1874 by the engineer Miriam \
+                       Holt, who designed its tower of granite blocks.";
+
+/// `bertqa ask` on the oracle (its question comes from data/sample-squad-v2.json).
+fn ask(url: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "ask",
+        "--url",
+        url,
+        "--model",
+        "oracle",
+        "--json",
+        "--question",
+        "Who designed the lighthouse at Varne Point?",
+        "--context",
+        CONTEXT,
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
+
+fn assert_answered(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", show(o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["answers"][0]["answer"], "Miriam Holt", "{}", show(o));
+}
+
+/// Exit 2 with one `error:` line containing every piece of `want`.
+fn assert_fails_with(o: &Output, want: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "{}", show(o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.stdout.is_empty(), "{}", show(o));
+    for w in want {
+        assert!(err.contains(w), "missing {w:?}\n{}", show(o));
+    }
+}
+
+fn port(server: &Server) -> &str {
+    server.url.rsplit_once(':').unwrap().1
+}
+
+#[test]
+fn tls_server_refuses_plain_text_and_checks_the_ca_and_the_name() {
+    let p = pki();
+    let server = secure_server(&tls_flags(false));
+    let by_name = format!("localhost:{}", port(&server));
+    let ca = p.path("ca.pem");
+
+    // Plain HTTP/2 against a TLS port: a clear refusal that points at --ssl.
+    let o = bertqa(&["models", "--url", &by_name]);
+    assert_fails_with(&o, &["error: cannot reach Triton at", "--ssl"]);
+
+    // The right CA: a whole evaluation over TLS.
+    let out = tempfile::tempdir().unwrap();
+    let data = root().join("data/sample-squad-v2.json");
+    let o = bertqa(&[
+        "eval",
+        "--url",
+        &by_name,
+        "--ssl",
+        "--ssl-root-cert",
+        &ca,
+        "--model",
+        "oracle",
+        "--data",
+        data.to_str().unwrap(),
+        "--output-dir",
+        out.path().to_str().unwrap(),
+        "--quiet",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["metrics"]["exact"], 100.0, "{}", show(&o));
+
+    // https:// implies TLS.
+    let o = bertqa(&[
+        "models",
+        "--url",
+        &format!("https://{by_name}"),
+        "--ssl-root-cert",
+        &ca,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+
+    // A CA that did not issue the server's certificate.
+    let o = ask(
+        &by_name,
+        &["--ssl", "--ssl-root-cert", &p.path("other-ca.pem")],
+    );
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            "UnknownIssuer",
+            "--ssl-root-cert",
+        ],
+    );
+
+    // By address: the certificate names no IP, so the name check fails ...
+    let o = ask(&server.url, &["--ssl-root-cert", &ca]);
+    assert_fails_with(&o, &["error: cannot reach Triton at", "--ssl-target-name"]);
+    // ... unless the name to check is given.
+    let o = ask(
+        &server.url,
+        &["--ssl-root-cert", &ca, "--ssl-target-name", "triton.test"],
+    );
+    assert_answered(&o);
+}
+
+#[test]
+fn mutual_tls_is_required_and_satisfied() {
+    let p = pki();
+    let server = secure_server(&tls_flags(true));
+    let url = format!("localhost:{}", port(&server));
+    let ca = p.path("ca.pem");
+
+    let o = ask(&url, &["--ssl-root-cert", &ca]);
+    assert_fails_with(&o, &["error: ", "client certificate"]);
+
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &p.path("client.pem"),
+            "--ssl-client-key",
+            &p.path("client.key"),
+        ],
+    );
+    assert_answered(&o);
+}
+
+#[test]
+fn an_inference_key_is_sent_from_flag_env_or_file_and_never_shown() {
+    const KEY: &str = "k3y-Zq81-never-printed";
+    const WRONG: &str = "wr0ng-Xk27-never-printed";
+    let server = secure_server(&[format!(
+        "--grpc-restricted-protocol=inference:infer-key={KEY}"
+    )]);
+    let header = "triton-grpc-protocol-infer-key";
+    let no_secret = |o: &Output| {
+        let all = format!("{}{}", show(o), String::from_utf8_lossy(&o.stdout));
+        assert!(
+            !all.contains(KEY) && !all.contains(WRONG),
+            "a key was printed:\n{all}"
+        );
+    };
+
+    // No key: permission denied naming the header.
+    let o = ask(&server.url, &[]);
+    assert_fails_with(&o, &["error: permission denied by", header]);
+    no_secret(&o);
+
+    // A wrong key, even with -v: denied, the header named, the value not shown.
+    let wrong = format!("{header}:{WRONG}");
+    let o = ask(&server.url, &["-v", "--header", &wrong]);
+    assert_fails_with(&o, &["permission denied", header, "values are not shown"]);
+    no_secret(&o);
+
+    // The right key on the command line.
+    let right = format!("{header}:{KEY}");
+    let o = ask(&server.url, &["--header", &right]);
+    assert_answered(&o);
+    no_secret(&o);
+
+    // From a file.
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("infer-key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    let o = ask(
+        &server.url,
+        &["--header-file", &format!("{header}={}", key_file.display())],
+    );
+    assert_answered(&o);
+    no_secret(&o);
+
+    // From the environment, for a whole evaluation: nothing it writes holds the key.
+    let out = dir.path().join("eval");
+    let data = root().join("data/sample-squad-v2.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bertqa"))
+        .args([
+            "-v",
+            "eval",
+            "--url",
+            &server.url,
+            "--model",
+            "oracle",
+            "--data",
+            data.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--json",
+            "--quiet",
+            "--save-logits",
+            "--header-env",
+            &format!("{header}=BERTQA_TEST_INFER_KEY"),
+        ])
+        .env("BERTQA_TEST_INFER_KEY", KEY)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    no_secret(&o);
+    let mut files = 0;
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        files += 1;
+        for secret in [KEY, WRONG] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "key in an output file"
+            );
+        }
+    }
+    assert!(
+        files >= 4 && out.join("metrics.json").exists(),
+        "{files} files"
+    );
+}
