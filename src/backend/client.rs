@@ -301,10 +301,9 @@ impl TritonClient {
         }
     }
 
-    /// Maps any gRPC status to the library error.
-    /// A call cancelled by the transport means the server closed the connection (a
-    /// TLS server closes a plain-text one); with the TLS and header hints of
-    /// [`security::annotate`].
+    /// Maps any gRPC status to the library error. A call cancelled by the transport
+    /// means the server closed the connection (a TLS server closes a plain-text one);
+    /// TLS and header hints are added by `security::annotate`.
     pub fn status(&self, status: Status, model: Option<&str>) -> Error {
         let closed = status.code() == Code::Cancelled
             && is_transport(&status)

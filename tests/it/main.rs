@@ -7,6 +7,7 @@ mod decode;
 mod eval;
 mod fake;
 mod features;
+mod fuzz;
 mod merge;
 mod models;
 mod net;

@@ -1,0 +1,7 @@
+//! Fuzz target `decode` (see fuzz/harness.rs).
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::decode(data));
