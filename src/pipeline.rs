@@ -99,6 +99,9 @@ pub struct InferReport {
     pub warmup: Duration,
     /// NaN or infinite logits the model returned (decoded as −∞).
     pub non_finite: crate::decode::non_finite::NonFinite,
+    /// Time from the last response to the last question decoded: decoding that could
+    /// not keep up with the server (set by [`run`]; zero from [`infer_all`] alone).
+    pub decode_lag: Duration,
 }
 
 impl InferReport {
@@ -113,7 +116,34 @@ impl InferReport {
             starved: Duration::ZERO,
             warmup: Duration::ZERO,
             non_finite: Default::default(),
+            decode_lag: Duration::ZERO,
         }
+    }
+
+    /// Time bertqa's own work held the run back: the sender waiting for features to be
+    /// built, plus decoding left over after the last response.
+    pub fn client_limited(&self) -> Duration {
+        self.starved + self.decode_lag
+    }
+
+    /// A warning when bertqa's own CPU, not the server, limited this run: the client-
+    /// limited time is over a quarter of a wall time of at least half a second (shorter
+    /// runs are dominated by start-up). Against the `null` model this is expected: it
+    /// measures the client.
+    pub fn client_bound_warning(&self) -> Option<String> {
+        let wall = self.wall.as_secs_f64();
+        let limited = self.client_limited().as_secs_f64();
+        if wall < 0.5 || limited <= 0.25 * wall {
+            return None;
+        }
+        Some(format!(
+            "bertqa's own CPU was the limit for {:.0}% of the run ({limited:.2} s of \
+             {wall:.2} s: the sender waited {:.2} s for features, decoding finished {:.2} s \
+             after the last response); the server could go faster than these figures",
+            100.0 * limited / wall,
+            self.starved.as_secs_f64(),
+            self.decode_lag.as_secs_f64()
+        ))
     }
 
     /// A latency percentile in milliseconds (0 when nothing was measured).
@@ -362,6 +392,7 @@ type Decoded = (
     Duration,
     Vec<Logits>,
     Vec<Arc<Feature>>,
+    Instant,
 );
 
 /// A question's windows as they arrive: the expected count once known, and the answers.
@@ -699,9 +730,10 @@ fn run_inner<B: Infer>(
                     kept.extend(windows.into_iter().map(|(_, l)| l));
                 }
             }
+            let finished = Instant::now();
             kept.sort_by_key(|l| l.unique_id);
             kept_features.sort_by_key(|f| f.unique_id);
-            Ok((predictions, busy, kept, kept_features))
+            Ok((predictions, busy, kept, kept_features, finished))
         });
 
         // Forward answers to the recorder and the decoder, counting them for the
@@ -759,13 +791,14 @@ fn run_inner<B: Infer>(
             );
             report
         });
+        let responses_done = Instant::now();
         let (features_busy, featureless, total, reused) = producer.join().expect("producer thread");
-        let (report, mut error) = match inference {
+        let (mut report, mut error) = match inference {
             Ok(r) => (r, record_error),
             Err(e) => (InferReport::empty(), Some(e)),
         };
         let wall = started.elapsed().saturating_sub(report.warmup);
-        let (predictions, decode_busy, logits, kept_features) =
+        let (predictions, decode_busy, logits, kept_features, decoded) =
             match decoder.join().expect("decoder thread") {
                 Ok(d) => d,
                 Err(e) => {
@@ -775,9 +808,11 @@ fn run_inner<B: Infer>(
                         Duration::ZERO,
                         Vec::new(),
                         Vec::new(),
+                        responses_done,
                     )
                 }
             };
+        report.decode_lag = decoded.saturating_duration_since(responses_done);
         PartialOutcome {
             predictions,
             features: total,
@@ -848,5 +883,34 @@ mod tests {
         compact(&mut pieces);
         pieces.extend(raw[4..].iter().map(|&(s, e)| (ms(s), ms(e))));
         assert_eq!(union_length(&mut pieces), expected);
+    }
+
+    fn report(wall_ms: u64, starved_ms: u64, lag_ms: u64) -> InferReport {
+        let mut r = InferReport::empty();
+        r.wall = Duration::from_millis(wall_ms);
+        r.starved = Duration::from_millis(starved_ms);
+        r.decode_lag = Duration::from_millis(lag_ms);
+        r
+    }
+
+    #[test]
+    fn client_bound_warning_names_both_parts() {
+        let w = report(2000, 400, 300)
+            .client_bound_warning()
+            .expect("35% is over a quarter");
+        assert!(w.contains("35%"), "{w}");
+        assert!(w.contains("0.40 s for features"), "{w}");
+        assert!(w.contains("0.30 s"), "{w}");
+        assert_eq!(
+            report(2000, 400, 300).client_limited(),
+            Duration::from_millis(700)
+        );
+    }
+
+    #[test]
+    fn no_client_bound_warning_when_the_server_is_the_limit_or_the_run_is_short() {
+        assert!(report(2000, 250, 200).client_bound_warning().is_none());
+        assert!(report(400, 400, 0).client_bound_warning().is_none());
+        assert!(report(0, 0, 0).client_bound_warning().is_none());
     }
 }

@@ -254,6 +254,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 };
                 anyhow::bail!(super::resume::write_partial(&partial, outcome, error)?);
             };
+            if let Some(w) = outcome.infer.client_bound_warning() {
+                eprintln!("warning: {w}");
+            }
             net = Some(client);
             (
                 outcome,
@@ -529,6 +532,15 @@ pub fn render_json(r: &EvalReport) -> Value {
             "inference": r6(r.phases.inference_s),
             "decode": r6(r.phases.decode_s),
         },
+        "client": match &r.infer {
+            Some(i) => json!({
+                "starved_s": r6(i.starved.as_secs_f64()),
+                "decode_lag_s": r6(i.decode_lag.as_secs_f64()),
+                "limited_s": r6(i.client_limited().as_secs_f64()),
+                "cpu_limited": i.client_bound_warning().is_some(),
+            }),
+            None => Value::Null,
+        },
         "retries": retries_json(r.retries.as_ref()),
         "non_finite_logits": {
             "values": r.non_finite.values,
@@ -724,6 +736,21 @@ pub fn render_text(r: &EvalReport) -> String {
             s,
             "non-finite   {} NaN or infinite logits in {} features (treated as -inf)",
             r.non_finite.values, r.non_finite.features
+        );
+    }
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(
+            s,
+            "client       limited the run {:.3} s (sender waited {:.3} s for features, decoding \
+             ended {:.3} s after the last response){}",
+            i.client_limited().as_secs_f64(),
+            i.starved.as_secs_f64(),
+            i.decode_lag.as_secs_f64(),
+            if i.client_bound_warning().is_some() {
+                ": bertqa's CPU was the limit"
+            } else {
+                ""
+            }
         );
     }
     if !r.scores.missing.is_empty() {

@@ -22,7 +22,7 @@ pub(super) fn project_or_orig(pred: &str, orig: &str, tok_text: &str) -> String 
 /// `orig`". One pass over each string, no allocation but the result: a non-space
 /// character's "ns index" is its rank among the non-space characters.
 fn project(pred: &str, orig: &str, tok_text: &str) -> Option<String> {
-    let byte_start = tok_text.find(pred)?;
+    let byte_start = find(tok_text.as_bytes(), pred.as_bytes())?;
     // The last character of the match (an empty `pred` gives q = p − 1, which never
     // maps).
     let last_len = pred.chars().next_back()?.len_utf8();
@@ -65,9 +65,37 @@ fn project(pred: &str, orig: &str, tok_text: &str) -> Option<String> {
     Some(orig.get(from..to).unwrap_or_default().to_string())
 }
 
+/// Leftmost occurrence of `needle` in `haystack` (`str::find` on these short strings,
+/// without building a Two-Way searcher each time). A match of valid UTF-8 in valid UTF-8
+/// starts on a character boundary, so the byte offset is `str::find`'s.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, rest)) = needle.split_first() else {
+        return Some(0);
+    };
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    (0..=last_start).find(|&i| haystack[i] == first && &haystack[i + 1..i + needle.len()] == rest)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::project;
+    use super::{find, project};
+
+    #[test]
+    fn find_is_str_find() {
+        for (h, n) in [
+            ("abcabc", "cab"),
+            ("abc", ""),
+            ("", ""),
+            ("", "a"),
+            ("ab", "abc"),
+            ("aaab", "aab"),
+            ("x ☃ y ☃", "☃ y"),
+            ("abc", "c"),
+            ("abc", "d"),
+        ] {
+            assert_eq!(find(h.as_bytes(), n.as_bytes()), h.find(n), "{h:?} {n:?}");
+        }
+    }
 
     /// §6.7 worked examples with the lower-cased basic tokenization written out.
     #[test]

@@ -36,7 +36,8 @@ use crate::types::{Dataset, Feature, Logits, TokenText};
 pub use final_text::get_final_text;
 pub(crate) use output::push_str;
 pub use output::{
-    py_float_repr, render_nbest, render_null_odds, render_predictions, write_atomic, write_outputs,
+    push_float, py_float_repr, render_nbest, render_null_odds, render_predictions, write_atomic,
+    write_outputs,
 };
 
 /// Which post-processing family to reproduce (cli-contract `--postprocess`).
@@ -412,27 +413,33 @@ fn decode_checked(
         }
     });
 
-    // §6.6: n-best with de-duplication by final text across all windows.
-    // At most n_best_size + 1 texts: a linear scan beats hashing.
-    let mut seen: Vec<String> = Vec::new();
+    // §6.6: n-best with de-duplication by final text across all windows. The texts seen
+    // are exactly those of the entries kept so far (the null entry's is ""), at most
+    // n_best_size + 1 of them: a linear scan beats hashing.
     let mut words = WordCache::default();
-    let mut nbest: Vec<rules::RawEntry> = Vec::new();
+    let mut scratch = SpanScratch::default();
+    let mut nbest: Vec<rules::RawEntry> = Vec::with_capacity(config.n_best_size + 2);
     for p in &prelims {
         if nbest.len() >= config.n_best_size {
             break;
         }
         let text = if p.start > 0 {
             let f = windows[p.window].feature;
-            let text = span_text(config, doc_tokens, &mut words, f, p.start, p.end, tok);
-            if seen.contains(&text) {
+            let text = span_text(
+                config,
+                doc_tokens,
+                &mut words,
+                &mut scratch,
+                f,
+                p.start,
+                p.end,
+                tok,
+            );
+            if nbest.iter().any(|e| e.0 == text) {
                 continue;
             }
-            seen.push(text.clone());
             text
         } else {
-            if !seen.iter().any(String::is_empty) {
-                seen.push(String::new());
-            }
             String::new()
         };
         let span = windows.get(p.window).map(|w| Span {
@@ -442,6 +449,7 @@ fn decode_checked(
         });
         nbest.push((text, p.start_logit, p.end_logit, span));
     }
+    let seen_null = nbest.iter().any(|e| e.0.is_empty());
     let null_span = windows.get(null_window).map(|w| Span {
         unique_id: w.feature.unique_id,
         start: 0,
@@ -450,7 +458,7 @@ fn decode_checked(
     rules::complete_nbest(
         config,
         &mut nbest,
-        seen.iter().any(String::is_empty),
+        seen_null,
         (null_start, null_end, null_span),
     );
 
@@ -495,23 +503,35 @@ fn decode_checked(
     }
 }
 
+/// Buffers reused across the spans of one question.
+#[derive(Default)]
+struct SpanScratch<'a> {
+    pieces: Vec<&'a str>,
+    orig: String,
+    basic: String,
+}
+
 /// The final text of a non-null span (§6.6 step 2): word pieces → `tok_text`
 /// (mode-dependent, [`rules::detokenize`]), the original words → `orig_text`, then
 /// [`get_final_text`].
-fn span_text(
+#[allow(clippy::too_many_arguments)]
+fn span_text<'a>(
     config: &DecodeConfig,
     doc_tokens: &[String],
     words: &mut WordCache,
+    scratch: &mut SpanScratch<'a>,
     f: &Feature,
     start: usize,
     end: usize,
-    tok: &dyn TokenText,
+    tok: &'a dyn TokenText,
 ) -> String {
-    let pieces: Vec<&str> = f.input_ids[start..=end]
-        .iter()
-        .map(|&id| tok.id_to_token(id))
-        .collect();
-    let tok_text = rules::detokenize(config.postprocess, &pieces);
+    scratch.pieces.clear();
+    scratch.pieces.extend(
+        f.input_ids[start..=end]
+            .iter()
+            .map(|&id| tok.id_to_token(id)),
+    );
+    let tok_text = rules::detokenize(config.postprocess, &scratch.pieces);
     // Both positions are doc pieces (checked by the §6.3 filter) and every word index
     // was checked against `doc_tokens` in `check_window`.
     let (ws, we) = (
@@ -521,9 +541,16 @@ fn span_text(
     if ws > we {
         return final_text::project_or_orig(&tok_text, "", "");
     }
-    let orig_text = doc_tokens[ws..=we].join(" ");
-    let basic = words.basic_text(doc_tokens, ws, we, tok);
-    final_text::project_or_orig(&tok_text, &orig_text, &basic)
+    let orig = &mut scratch.orig;
+    orig.clear();
+    for (i, w) in doc_tokens[ws..=we].iter().enumerate() {
+        if i > 0 {
+            orig.push(' ');
+        }
+        orig.push_str(w);
+    }
+    words.basic_text(doc_tokens, ws, we, tok, &mut scratch.basic);
+    final_text::project_or_orig(&tok_text, orig, &scratch.basic)
 }
 
 /// Basic tokens of each word, computed once per question: `get_final_text` tokenizes
@@ -537,18 +564,19 @@ struct WordCache {
 }
 
 impl WordCache {
-    /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`.
+    /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`, into `out`.
     fn basic_text(
         &mut self,
         doc_tokens: &[String],
         ws: usize,
         we: usize,
         tok: &dyn TokenText,
-    ) -> String {
+        out: &mut String,
+    ) {
         if self.words.len() < doc_tokens.len() {
             self.words.resize(doc_tokens.len(), None);
         }
-        let mut out = String::new();
+        out.clear();
         for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
             let text = slot.get_or_insert_with(|| tok.basic_tokenize(word).join(" "));
             if text.is_empty() {
@@ -559,7 +587,6 @@ impl WordCache {
             }
             out.push_str(text);
         }
-        out
     }
 }
 

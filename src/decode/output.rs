@@ -15,57 +15,55 @@ use crate::error::{Error, Result};
 
 /// `predictions.json`: `{qid: answer}`.
 pub fn render_predictions(preds: &[Prediction]) -> Vec<u8> {
-    render_object(preds, |p, out, _| {
-        push_str(out, &p.answer);
-        Some(())
-    })
+    render_object(preds, |_| true, |p, out, _| push_str(out, &p.answer))
 }
 
 /// `nbest_predictions.json`: `{qid: [{text, probability, start_logit, end_logit}, …]}`.
 pub fn render_nbest(preds: &[Prediction]) -> Vec<u8> {
-    render_object(preds, |p, out, indent| {
-        if p.nbest.is_empty() {
-            out.push_str("[]");
-            return Some(());
+    render_object(preds, |_| true, nbest_value)
+}
+
+fn nbest_value(p: &Prediction, out: &mut String, indent: usize) {
+    if p.nbest.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (i, e) in p.nbest.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
         }
-        out.push('[');
-        for (i, e) in p.nbest.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            newline(out, indent + 1);
-            out.push('{');
-            let fields = [
-                ("probability", e.probability),
-                ("start_logit", e.start_logit),
-                ("end_logit", e.end_logit),
-            ];
+        newline(out, indent + 1);
+        out.push('{');
+        let fields = [
+            ("probability", e.probability),
+            ("start_logit", e.start_logit),
+            ("end_logit", e.end_logit),
+        ];
+        newline(out, indent + 2);
+        out.push_str("\"text\": ");
+        push_str(out, &e.text);
+        for (key, value) in fields {
+            out.push(',');
             newline(out, indent + 2);
-            out.push_str("\"text\": ");
-            push_str(out, &e.text);
-            for (key, value) in fields {
-                out.push(',');
-                newline(out, indent + 2);
-                push_str(out, key);
-                out.push_str(": ");
-                out.push_str(&py_float_repr(value));
-            }
-            newline(out, indent + 1);
-            out.push('}');
+            push_str(out, key);
+            out.push_str(": ");
+            push_float(out, value);
         }
-        newline(out, indent);
-        out.push(']');
-        Some(())
-    })
+        newline(out, indent + 1);
+        out.push('}');
+    }
+    newline(out, indent);
+    out.push(']');
 }
 
 /// `null_odds.json` (v2): `{qid: diff}` for the questions that have null odds.
 pub fn render_null_odds(preds: &[Prediction]) -> Vec<u8> {
-    render_object(preds, |p, out, _| {
-        let odds = p.null_odds?;
-        out.push_str(&py_float_repr(odds));
-        Some(())
-    })
+    render_object(
+        preds,
+        |p| p.null_odds.is_some(),
+        |p, out, _| push_float(out, p.null_odds.unwrap_or(f64::NAN)),
+    )
 }
 
 /// Writes `predictions.json`, `nbest_predictions.json` and, for v2, `null_odds.json`
@@ -73,7 +71,10 @@ pub fn render_null_odds(preds: &[Prediction]) -> Vec<u8> {
 pub fn write_outputs(dir: &Path, preds: &[Prediction], version_2: bool) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     write_atomic(&dir.join("predictions.json"), &render_predictions(preds))?;
-    write_atomic(&dir.join("nbest_predictions.json"), &render_nbest(preds))?;
+    // The largest file (about 30 MB for SQuAD dev) is streamed, never held whole.
+    write_atomic_with(&dir.join("nbest_predictions.json"), |w| {
+        render_object_to(preds, |_| true, nbest_value, w)
+    })?;
     if version_2 {
         write_atomic(&dir.join("null_odds.json"), &render_null_odds(preds))?;
     }
@@ -83,14 +84,23 @@ pub fn write_outputs(dir: &Path, preds: &[Prediction], version_2: bool) -> Resul
 /// Writes `bytes` to a temporary file next to `path`, syncs it, and renames it over
 /// `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the contents written by `write` (buffered).
+fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".to_string());
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut f = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        write(&mut f)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -102,46 +112,61 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// A top-level object keyed by question id (Python dict semantics for repeated ids),
 /// one value per prediction rendered by `value` at nesting depth 1; `None` leaves the
-/// question out.
+/// question out. Rendered straight into one buffer: a repeated id (rare) is rendered
+/// once, from its last prediction that has a value, at its first position.
 fn render_object(
     preds: &[Prediction],
-    value: impl Fn(&Prediction, &mut String, usize) -> Option<()>,
+    has_value: impl Fn(&Prediction) -> bool,
+    value: impl Fn(&Prediction, &mut String, usize),
 ) -> Vec<u8> {
+    let mut out = Vec::new();
+    render_object_to(preds, has_value, value, &mut out).expect("writing to memory");
+    out
+}
+
+/// [`render_object`] into `w`, in chunks of about 64 KiB.
+fn render_object_to(
+    preds: &[Prediction],
+    has_value: impl Fn(&Prediction) -> bool,
+    value: impl Fn(&Prediction, &mut String, usize),
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
+    const CHUNK: usize = 1 << 16;
     // Python dict: first position, last value.
-    let mut order: Vec<(&str, String)> = Vec::with_capacity(preds.len());
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(preds.len());
-    for p in preds {
-        let mut v = String::new();
-        if value(p, &mut v, 1).is_none() {
-            continue;
-        }
-        match index.get(p.qas_id.as_str()) {
-            Some(&i) => order[i].1 = v,
-            None => {
-                index.insert(&p.qas_id, order.len());
-                order.push((&p.qas_id, v));
-            }
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(preds.len());
+    for (i, p) in preds.iter().enumerate() {
+        if has_value(p) {
+            last.insert(&p.qas_id, i);
         }
     }
-    let mut out = String::with_capacity(order.iter().map(|(k, v)| k.len() + v.len() + 12).sum());
-    if order.is_empty() {
-        out.push_str("{}");
-    } else {
-        out.push('{');
-        for (i, (k, v)) in order.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            newline(&mut out, 1);
-            push_str(&mut out, k);
-            out.push_str(": ");
-            out.push_str(v);
+    let mut out = String::with_capacity(2 * CHUNK);
+    let mut written = 0usize;
+    out.push('{');
+    for p in preds.iter().filter(|p| has_value(p)) {
+        let Some(i) = last.remove(p.qas_id.as_str()) else {
+            continue; // an id already written
+        };
+        if written > 0 {
+            out.push(',');
         }
+        newline(&mut out, 1);
+        push_str(&mut out, &p.qas_id);
+        out.push_str(": ");
+        value(&preds[i], &mut out, 1);
+        written += 1;
+        if out.len() >= CHUNK {
+            w.write_all(out.as_bytes())?;
+            out.clear();
+        }
+    }
+    if written == 0 {
+        out.push('}');
+    } else {
         newline(&mut out, 0);
         out.push('}');
     }
     out.push('\n');
-    out.into_bytes()
+    w.write_all(out.as_bytes())
 }
 
 fn newline(out: &mut String, depth: usize) {
@@ -157,7 +182,19 @@ fn newline(out: &mut String, depth: usize) {
 pub(crate) fn push_str(out: &mut String, s: &str) {
     use std::fmt::Write as _;
     out.push('"');
-    for c in s.chars() {
+    let mut rest = s;
+    loop {
+        // The longest prefix that is written as is: printable ASCII but `"` and `\\`.
+        let plain = rest
+            .bytes()
+            .position(|b| !(b' '..=b'~').contains(&b) || b == b'"' || b == b'\\')
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..plain]);
+        rest = &rest[plain..];
+        let Some(c) = rest.chars().next() else {
+            break;
+        };
+        rest = &rest[c.len_utf8()..];
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -166,7 +203,6 @@ pub(crate) fn push_str(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
             _ => {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
@@ -182,35 +218,75 @@ pub(crate) fn push_str(out: &mut String, s: &str) {
 /// decimal exponent is in −4..16 (with `.0` for integral values), otherwise
 /// `d.ddde±XX`; `NaN`, `Infinity`, `-Infinity` as `json.dumps` writes them.
 pub fn py_float_repr(x: f64) -> String {
+    let mut out = String::with_capacity(24);
+    push_float(&mut out, x);
+    out
+}
+
+/// [`py_float_repr`] appended to `out` (no allocation of its own).
+///
+/// The digits come from Ryū: the shortest digit string that round-trips and, among
+/// those, the closest to `x`, an exact tie rounded half to even, which is what Python's
+/// `dtoa` mode 0 answers (Rust's own `{:e}` rounds such ties up: 9.2206573486328125
+/// gives …813 there, …812 in Python). Only the layout is Python's own.
+pub fn push_float(out: &mut String, x: f64) {
     if x.is_nan() {
-        return "NaN".to_string();
+        out.push_str("NaN");
+        return;
     }
     if x.is_infinite() {
-        return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+        out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
+        return;
     }
-    // Rust's `{:e}` gives the shortest round-trip digits ("-1.2345e-5", "1e16", "0e0"),
-    // but when two shortest candidates are equally close it rounds the tie up, where
-    // Python's dtoa rounds half to even (9.2206573486328125 → …812). The exact,
-    // half-even rounding to the same number of digits is Python's answer whenever it
-    // still round-trips.
-    let shortest = format!("{x:e}");
-    let digits = shortest
-        .split_once('e')
-        .map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
-    let even = format!("{x:.prec$e}", prec = digits.saturating_sub(1));
-    let sci = if even.parse::<f64>() == Ok(x) {
-        even
-    } else {
-        shortest
+    let mut buffer = ryu::Buffer::new();
+    let text = buffer.format_finite(x).as_bytes();
+    let (neg, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
     };
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
+    // Ryū writes "d.ddde±X", "ddd.ddd", "ddd.0" or "0.000ddd": collect the significant
+    // digits and the decimal exponent of the first one.
+    let (mantissa, exp_part) = match text.iter().position(|&b| b == b'e') {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (text, None),
     };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let mut out = String::with_capacity(digits.len() + 8);
+    let mut digits = [0u8; 24];
+    let mut n = 0usize;
+    let mut point: Option<usize> = None;
+    let mut leading = 0i32; // zeros before the first significant digit, after the point
+    for &b in mantissa {
+        if b == b'.' {
+            point = Some(n);
+        } else if n == 0 && b == b'0' {
+            if point.is_some() {
+                leading += 1;
+            }
+        } else {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    let exp: i32 = match exp_part {
+        Some(e) => std::str::from_utf8(e)
+            .ok()
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(0),
+        None if n == 0 => 0,
+        None => match point {
+            // Digits before the point: the exponent is their count − 1.
+            Some(p) if p > 0 => p as i32 - 1,
+            // "0.00ddd": −(zeros after the point + 1).
+            _ => -(leading + 1),
+        },
+    };
+    if n == 0 {
+        digits[0] = b'0';
+        n = 1;
+    }
+    let digits = std::str::from_utf8(&digits[..n]).unwrap_or("0");
     if neg {
         out.push('-');
     }
@@ -220,11 +296,11 @@ pub fn py_float_repr(x: f64) -> String {
             for _ in 0..(-exp - 1) {
                 out.push('0');
             }
-            out.push_str(&digits);
+            out.push_str(digits);
         } else {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
-                out.push_str(&digits);
+                out.push_str(digits);
                 for _ in digits.len()..int_len {
                     out.push('0');
                 }
@@ -243,9 +319,12 @@ pub fn py_float_repr(x: f64) -> String {
         }
         out.push('e');
         out.push(if exp < 0 { '-' } else { '+' });
-        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{:02}", exp.abs()));
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            out.push('0');
+        }
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{e}"));
     }
-    out
 }
 
 #[cfg(test)]
@@ -282,6 +361,100 @@ mod tests {
         ];
         for (x, want) in cases {
             assert_eq!(py_float_repr(x), want, "{x:e}");
+        }
+    }
+
+    /// The previous implementation (Rust's shortest digits, re-rounded half to even when
+    /// that still round-trips), checked against Python on the cases above: the oracle
+    /// for the Ryū-based one.
+    fn slow_repr(x: f64) -> String {
+        if !x.is_finite() {
+            return py_float_repr(x);
+        }
+        let shortest = format!("{x:e}");
+        let digits = shortest
+            .split_once('e')
+            .map_or(0, |(m, _)| m.chars().filter(char::is_ascii_digit).count());
+        let even = format!("{x:.prec$e}", prec = digits.saturating_sub(1));
+        let sci = if even.parse::<f64>() == Ok(x) {
+            even
+        } else {
+            shortest
+        };
+        let (mantissa, exp) = sci.split_once('e').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let (neg, mantissa) = match mantissa.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, mantissa),
+        };
+        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+        let mut out = String::new();
+        if neg {
+            out.push('-');
+        }
+        if (-4..16).contains(&exp) {
+            if exp < 0 {
+                out.push_str("0.");
+                out.push_str(&"0".repeat((-exp - 1) as usize));
+                out.push_str(&digits);
+            } else {
+                let int_len = exp as usize + 1;
+                if digits.len() <= int_len {
+                    out.push_str(&digits);
+                    out.push_str(&"0".repeat(int_len - digits.len()));
+                    out.push_str(".0");
+                } else {
+                    out.push_str(&digits[..int_len]);
+                    out.push('.');
+                    out.push_str(&digits[int_len..]);
+                }
+            }
+        } else {
+            out.push_str(&digits[..1]);
+            if digits.len() > 1 {
+                out.push('.');
+                out.push_str(&digits[1..]);
+            }
+            out.push_str(&format!(
+                "e{}{:02}",
+                if exp < 0 { '-' } else { '+' },
+                exp.abs()
+            ));
+        }
+        out
+    }
+
+    /// Random doubles, widened f32 logits (whose exact decimal expansions are short, so
+    /// rounding ties occur) and their sums and differences, as the outputs hold them.
+    #[test]
+    fn float_repr_equals_the_slow_oracle() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let bits = next();
+            let candidates = [
+                f64::from_bits(bits),
+                f64::from(f32::from_bits(bits as u32)),
+                f64::from(f32::from_bits(bits as u32))
+                    + f64::from(f32::from_bits((bits >> 32) as u32)),
+                f64::from((bits % 2_000_000) as f32 / 1000.0 - 1000.0),
+                (bits % 1_000_000) as f64 / 1e6,
+            ];
+            for x in candidates {
+                assert_eq!(py_float_repr(x), slow_repr(x), "{x:e} ({:#x})", x.to_bits());
+            }
+        }
+        for e in -330..330 {
+            for m in [1.0, 1.5, 9.999_999_999_999_99, 5.0, 2.5] {
+                let x: f64 = format!("{m}e{e}").parse().unwrap();
+                assert_eq!(py_float_repr(x), slow_repr(x), "{x:e}");
+                assert_eq!(py_float_repr(-x), slow_repr(-x), "{x:e}");
+            }
         }
     }
 

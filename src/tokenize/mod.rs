@@ -245,7 +245,7 @@ impl BertTokenizer {
         Encoder {
             tokenizer: self,
             scratch: basic::Scratch::default(),
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             arena: Vec::new(),
         }
     }
@@ -301,6 +301,60 @@ impl TokenText for BertTokenizer {
     }
 }
 
+/// The word cache's hasher: FxHash's multiply-rotate over 8-byte chunks. Keys are our
+/// own input's words (no adversary to defend against), and SipHash was a visible part of
+/// feature building.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WordHash;
+
+impl std::hash::BuildHasher for WordHash {
+    type Hasher = FxHasher;
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+
+/// See [`WordHash`].
+#[derive(Debug)]
+pub struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Tokenizes many strings with one tokenizer, remembering the WordPiece ids of each
 /// basic token it has seen. Not shared between threads: make one per worker.
 #[derive(Debug)]
@@ -308,7 +362,7 @@ pub struct Encoder<'t> {
     tokenizer: &'t BertTokenizer,
     scratch: basic::Scratch,
     /// Basic token → range of `arena`.
-    cache: HashMap<Box<str>, (u32, u32)>,
+    cache: HashMap<Box<str>, (u32, u32), WordHash>,
     arena: Vec<u32>,
 }
 
