@@ -153,7 +153,9 @@ def busy(path):
 (a, ea), (b, eb) = busy(sys.argv[1]), busy(sys.argv[2])
 print(json.dumps({"kind": "server", "name": "tiny-bert server busy", "busy_s": (b - a) / 1e9, "executions": eb - ea}))
 PY
-bertqa_eval decode "bertqa decode (--from-logits)" "$WORK/subset.json" "$WORK/subset.json" "$WORK/tiny-re" --model tiny-bert --from-logits "$WORK/tiny/logits.bin"
+log "decoding the saved tiny-bert logits again (--from-logits)"
+measure decode "bertqa decode (--from-logits)" "$WORK/subset.json" "$WORK/tiny-re" "$BQ" eval --data "$WORK/subset.json" \
+  --output-dir "$WORK/tiny-re" --quiet --from-logits "$WORK/tiny/logits.bin"
 cmp -s "$WORK/tiny/predictions.json" "$WORK/tiny-re/predictions.json" || die "re-decoded predictions differ"
 reference decode "reference tiny-bert" "$WORK/subset.json" tiny-bert
 
