@@ -117,8 +117,8 @@ reference() {
       "$REFPY" "$REF" "$data" "$model" "$WORK/ref" --url "$URL" --batch 8 --vocab vocab/vocab.txt $v2
     cp "$WORK/one.jsonl" "$cache"
   fi
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['kind']=sys.argv[2]; r['name']=sys.argv[3]; print(json.dumps(r))" \
-    "$cache" "$kind" "$name" >> "$RESULTS"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); r['kind']=sys.argv[2]; r['name']=sys.argv[3]; r['data']=sys.argv[4]; print(json.dumps(r))" \
+    "$cache" "$kind" "$name" "$data" >> "$RESULTS"
 }
 
 bertqa_eval() { # KIND NAME LABEL FILE OUTDIR args... (LABEL: the data file the row belongs to)
@@ -170,6 +170,8 @@ if [ "${BENCH_DECODE:-1}" != 0 ] && [ -n "$REF" ]; then
   bash scripts/bench_decode.sh "$BENCH_DIR/decode" > "$WORK/decode.txt"
 fi
 
+cp "$RESULTS" "$BENCH_DIR/last-results.jsonl"
+[ -f "$WORK/decode.txt" ] && cp "$WORK/decode.txt" "$BENCH_DIR/last-decode.txt"
 python3 - "$RESULTS" "$SUBSET" "$ONNX_SUBSET" "$WORK/decode.txt" <<'PY'
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -195,6 +197,8 @@ for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
     print("  (wall s: the whole process, reading and writing included; µs CPU/feat: user+sys of the process minus a one-question run of the same client, per feature; the reference's is not net of start-up)")
     for name in ("bertqa --batch-size 8", "bertqa (defaults)"):
         r = get("e2e", name, data)
+        if not r:
+            continue
         c = r.get("client") or {}
         if c:
             print(f"  {name}: client limited {c.get('limited_s', 0):.3f} s of {r['pipeline_wall_s']:.3f} s (sender starved {c.get('starved_s', 0):.3f} s, decoder lag {c.get('decoder_lag_s', 0):.3f} s)")
