@@ -577,8 +577,21 @@ impl WordCache {
             self.words.resize(doc_tokens.len(), None);
         }
         out.clear();
+        let lower = tok.lower_case();
         for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
-            let text = slot.get_or_insert_with(|| tok.basic_tokenize(word).join(" "));
+            // A word of ASCII digits and letters already in the output's case is its own
+            // basic tokenization: nothing to clean, split, lower-case or strip.
+            let plain = !word.is_empty()
+                && word.bytes().all(|b| {
+                    b.is_ascii_digit()
+                        || b.is_ascii_lowercase()
+                        || (!lower && b.is_ascii_uppercase())
+                });
+            let text: &str = if plain {
+                word
+            } else {
+                slot.get_or_insert_with(|| tok.basic_tokenize(word).join(" "))
+            };
             if text.is_empty() {
                 continue;
             }
