@@ -300,18 +300,21 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     let mut floor = f32::NEG_INFINITY;
     for (i, &x) in logits.iter().enumerate() {
         let k = key(x);
-        let full = out.len() == n;
-        if full && k <= floor {
-            continue;
-        }
-        let at = out
-            .iter()
-            .position(|&j| k > key(logits[j]))
-            .unwrap_or(out.len());
-        if full {
+        if out.len() == n {
+            if k <= floor {
+                continue;
+            }
             out.pop();
         }
-        out.insert(at, i);
+        // Insertion from the back: shift while strictly smaller, so an equal value
+        // stays behind the earlier positions.
+        let mut at = out.len();
+        out.push(i);
+        while at > 0 && k > key(logits[out[at - 1]]) {
+            out[at] = out[at - 1];
+            at -= 1;
+        }
+        out[at] = i;
         if out.len() == n {
             floor = key(logits[out[n - 1]]);
         }
@@ -367,18 +370,12 @@ fn decode_checked(
                 null_end = e0;
             }
         }
-        // §6.3, in the reference's loop order: start rank, then end rank.
+        // §6.3, in the reference's loop order: start rank, then end rank. The filters
+        // on one position alone are applied once per position, before the pairs.
+        starts.retain(|&s| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
+        ends.retain(|&e| e < f.len() && f.orig_word(e).is_some());
         for &s in &starts {
             for &e in &ends {
-                if s >= f.len() || e >= f.len() {
-                    continue;
-                }
-                if f.orig_word(s).is_none() || f.orig_word(e).is_none() {
-                    continue;
-                }
-                if !f.is_max_context(s) {
-                    continue;
-                }
                 if e < s || e - s + 1 > config.max_answer_length {
                     continue;
                 }

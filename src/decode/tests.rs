@@ -308,6 +308,31 @@ fn best_indexes_is_a_stable_descending_prefix() {
     assert!(out.is_empty());
 }
 
+use proptest::strategy::Strategy as _;
+
+proptest::proptest! {
+    /// The bounded insertion equals a full stable sort cut to `n`, ties and NaN included.
+    #[test]
+    fn best_indexes_equals_a_stable_sort(
+        xs in proptest::collection::vec(
+            proptest::prop_oneof![
+                (-3i8..3).prop_map(f32::from),
+                proptest::num::f32::ANY,
+            ],
+            0..80,
+        ),
+        n in 0usize..30,
+    ) {
+        let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+        let mut want: Vec<usize> = (0..xs.len()).collect();
+        want.sort_by(|&a, &b| key(xs[b]).partial_cmp(&key(xs[a])).unwrap());
+        want.truncate(n);
+        let mut out = Vec::new();
+        best_indexes(&xs, n, &mut out);
+        proptest::prop_assert_eq!(out, want);
+    }
+}
+
 #[test]
 fn nbest_shorter_than_n_best_size() {
     let mut fx = Fx::new("solo");
