@@ -14,6 +14,11 @@ use bertqa::evaluate::{self, Predictions, ScoreConfig};
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::{Feature, Logits};
 
+/// The allocator of the `bertqa` binary (src/main.rs), so that this measures what the
+/// binary's decoder thread does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().unwrap_or_else(|| "target/bench-decode".into()));

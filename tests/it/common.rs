@@ -175,6 +175,30 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
     }
 }
 
+/// SIGKILLs a server this test started, and its python backend stubs with it: a killed
+/// tritonserver cannot stop them, and orphaned stubs would outlive the tests.
+pub fn kill_server(server: &Server) {
+    let mut stubs = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", server.pid)) {
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            stubs.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    // SAFETY: kill(2) of processes this test started (the server and its children).
+    unsafe {
+        libc::kill(server.pid as i32, libc::SIGKILL);
+        for pid in stubs {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
 /// A start-up failure of the python backend that another start does not repeat.
 fn transient_start_failure(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default();

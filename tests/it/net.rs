@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bertqa, free_port, log_tail, root, server, show, start_server_on, Server};
+use crate::common::{
+    bertqa, free_port, kill_server, log_tail, root, server, show, start_server_on, Server,
+};
 
 fn sample() -> String {
     root()
@@ -292,10 +294,7 @@ fn kill_after(server: &Server, n: u64, eval: &mut Child) {
         eval.try_wait().unwrap().is_none(),
         "evaluation already over"
     );
-    // SAFETY: kill(2) on the pid of a server this test started.
-    unsafe {
-        libc::kill(server.pid as i32, libc::SIGKILL);
-    }
+    kill_server(server);
 }
 
 /// One feature per request (52 requests), `concurrency` in flight.

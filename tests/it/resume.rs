@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bertqa, root, server, show, start_server, Server};
+use crate::common::{bertqa, kill_server, root, server, show, start_server, Server};
 
 const FILES: [&str; 4] = [
     "predictions.json",
@@ -191,10 +191,7 @@ fn server_killed_mid_run_keeps_the_journal_and_resume_finishes_on_the_restarted_
 
     let mut child = spawn(&args(&first.url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut child, &out, 30);
-    // SAFETY: plain kill(2) of the server this test started.
-    unsafe {
-        libc::kill(first.pid as i32, libc::SIGKILL);
-    }
+    kill_server(&first);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     // The last line is the error (retry notices may come before it).
