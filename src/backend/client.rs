@@ -386,7 +386,7 @@ fn transport_message(status: &Status) -> String {
 
 /// The innermost cause of an error chain, which is the part users can act on
 /// ("Connection refused (os error 111)").
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
+use super::client::root_cause;
 use crate::error::{Error, Result};
 
 /// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.
@@ -266,14 +267,6 @@ fn closed_connection(lower: &str) -> bool {
     lower.contains("connection closed by the server")
         || lower.contains("broken pipe")
         || lower.contains("connection reset")
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 #[cfg(test)]

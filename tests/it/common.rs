@@ -175,6 +175,18 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
     }
 }
 
+/// Starts `bertqa` with `args` in the project root, stdout and stderr piped, without
+/// waiting for it (for tests that signal or kill it, or its server, mid-run).
+pub fn spawn_bertqa<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_bertqa"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bertqa")
+}
+
 /// SIGKILLs a server this test started, and its python backend stubs with it: a killed
 /// tritonserver cannot stop them, and orphaned stubs would outlive the tests.
 pub fn kill_server(server: &Server) {

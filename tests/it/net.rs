@@ -4,13 +4,14 @@
 //! three servers.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{
-    bertqa, free_port, kill_server, log_tail, root, server, show, start_server_on, Server,
+    bertqa, free_port, kill_server, log_tail, root, server, show, spawn_bertqa, start_server_on,
+    Server,
 };
 
 fn sample() -> String {
@@ -265,16 +266,6 @@ fn served(http_port: u16, model: &str) -> u64 {
         .ok()
         .and_then(|v| v["model_stats"][0]["inference_stats"]["success"]["count"].as_u64())
         .unwrap_or(0)
-}
-
-fn spawn_bertqa(args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bertqa")
 }
 
 /// Waits until `server` has answered `n` requests of oracle-slow, then SIGKILLs it; the

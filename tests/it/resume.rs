@@ -5,12 +5,12 @@
 //! of features (never after a fixed time).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bertqa, kill_server, root, server, show, start_server, Server};
+use crate::common::{bertqa, kill_server, root, server, show, spawn_bertqa, start_server, Server};
 
 const FILES: [&str; 4] = [
     "predictions.json",
@@ -48,13 +48,7 @@ fn args<'a>(url: &'a str, model: &'a str, out: &'a Path, extra: &[&'a str]) -> V
 }
 
 fn spawn(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bertqa")
+    spawn_bertqa(args)
 }
 
 fn journal(dir: &Path) -> PathBuf {
