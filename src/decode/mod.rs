@@ -289,36 +289,48 @@ fn gt(a: f64, b: f64) -> bool {
 }
 
 /// The first `n` positions of a stable descending sort of `logits` (§6.2): equal logits
-/// keep ascending position order. NaN ranks as −∞. Bounded insertion: after the list
-/// is full, a value enters only when strictly above the current last one.
+/// keep ascending position order. NaN ranks as −∞.
+///
+/// Without sorting everything: the `n`-th largest of the maxima of blocks of 8 is a
+/// floor that at least `n` values reach, so every value of the top `n` is at or above
+/// it. The values at or above it (about 25 of 384 for random logits) are taken in
+/// position order and stably sorted; their first `n` are the answer, because they are
+/// a prefix of the full stable sort.
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
         return;
     }
+    const BLOCK: usize = 8;
     let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
-    let mut floor = f32::NEG_INFINITY;
-    for (i, &x) in logits.iter().enumerate() {
-        let k = key(x);
-        if out.len() == n {
-            if k <= floor {
-                continue;
-            }
-            out.pop();
-        }
-        // Insertion from the back: shift while strictly smaller, so an equal value
-        // stays behind the earlier positions.
-        let mut at = out.len();
-        out.push(i);
-        while at > 0 && k > key(logits[out[at - 1]]) {
-            out[at] = out[at - 1];
-            at -= 1;
-        }
-        out[at] = i;
-        if out.len() == n {
-            floor = key(logits[out[n - 1]]);
-        }
-    }
+    let mut maxima: Vec<f32> = logits
+        .chunks(BLOCK)
+        // NaN never compares greater, so it never becomes a maximum.
+        .map(|c| {
+            c.iter()
+                .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+        })
+        .collect();
+    let floor = if maxima.len() >= n {
+        // Descending in the total order; maxima hold no NaN. At least `n` maxima are
+        // >= the selected one in that order, hence also numerically.
+        *maxima
+            .select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a))
+            .1
+    } else {
+        f32::NEG_INFINITY
+    };
+    let mut candidates: Vec<(f32, usize)> = logits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &x)| {
+            let k = key(x);
+            (k >= floor).then_some((k, i))
+        })
+        .collect();
+    // Stable and numeric (−0.0 equals 0.0, as in the reference's sort).
+    candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    out.extend(candidates.iter().take(n).map(|&(_, i)| i));
 }
 
 /// §6.8: max-shifted softmax, max taken as "first, then strictly greater", sum in order.
@@ -522,6 +534,25 @@ fn span_text<'a>(
     end: usize,
     tok: &'a dyn TokenText,
 ) -> String {
+    if let Some(text) = words.whole_words(doc_tokens, f, start, end, tok) {
+        return text;
+    }
+    span_text_general(config, doc_tokens, words, scratch, f, start, end, tok)
+}
+
+/// [`span_text`] without the whole-word shortcut: the rules of §6.6 step 2 and §6.7 as
+/// written.
+#[allow(clippy::too_many_arguments)]
+fn span_text_general<'a>(
+    config: &DecodeConfig,
+    doc_tokens: &[String],
+    words: &mut WordCache,
+    scratch: &mut SpanScratch<'a>,
+    f: &Feature,
+    start: usize,
+    end: usize,
+    tok: &'a dyn TokenText,
+) -> String {
     scratch.pieces.clear();
     scratch.pieces.extend(
         f.input_ids[start..=end]
@@ -556,11 +587,125 @@ fn span_text<'a>(
 /// (§3.3, §10.20).
 #[derive(Default)]
 struct WordCache {
-    /// `" ".join(basic_tokenize(word))` per word index, filled on first use.
-    words: Vec<Option<String>>,
+    /// What the basic tokenizer makes of each word index, filled on first use.
+    words: Vec<WordInfo>,
+}
+
+/// The basic tokenization of one word.
+#[derive(Default, Clone)]
+enum WordInfo {
+    #[default]
+    Unknown,
+    /// ASCII digits and letters already in the output's case: the word is its own
+    /// single token (nothing to clean, split, lower-case or strip).
+    Plain,
+    /// `" ".join(tokens)` otherwise (empty when nothing is left).
+    Tokens(String),
 }
 
 impl WordCache {
+    fn fill(&mut self, doc_tokens: &[String]) {
+        if self.words.len() < doc_tokens.len() {
+            self.words.resize(doc_tokens.len(), WordInfo::Unknown);
+        }
+    }
+
+    /// `" ".join(basic_tokenize(word))`.
+    fn basic<'w>(slot: &'w mut WordInfo, word: &'w str, tok: &dyn TokenText) -> &'w str {
+        if let WordInfo::Unknown = slot {
+            let lower = tok.lower_case();
+            let plain = !word.is_empty()
+                && word.bytes().all(|b| {
+                    b.is_ascii_digit()
+                        || b.is_ascii_lowercase()
+                        || (!lower && b.is_ascii_uppercase())
+                });
+            *slot = if plain {
+                WordInfo::Plain
+            } else {
+                WordInfo::Tokens(tok.basic_tokenize(word).join(" "))
+            };
+        }
+        match slot {
+            WordInfo::Plain | WordInfo::Unknown => word,
+            WordInfo::Tokens(text) => text,
+        }
+    }
+
+    /// The final text of a span made of whole words whose word pieces spell their basic
+    /// tokens exactly (no `[UNK]`, no `#` or space in a piece): then `tok_text` (in both
+    /// modes: no leading `##` is left to keep or delete) equals
+    /// `" ".join(basic_tokenize(orig_text))`, `get_final_text` finds it at offset 0 and
+    /// returns all of `orig_text`, so the answer is the words joined by spaces. `None`
+    /// (use the general path) for anything else: a span that starts or ends inside a
+    /// word, a piece that differs from its token's text, a word without pieces inside
+    /// the span.
+    fn whole_words(
+        &mut self,
+        doc_tokens: &[String],
+        f: &Feature,
+        start: usize,
+        end: usize,
+        tok: &dyn TokenText,
+    ) -> Option<String> {
+        self.fill(doc_tokens);
+        let ws = f.orig_word(start)?;
+        let we = f.orig_word(end)?;
+        if ws > we || we >= doc_tokens.len() {
+            return None;
+        }
+        let mut word = ws;
+        let mut basic = Self::basic(&mut self.words[ws], &doc_tokens[ws], tok);
+        // Bytes of `basic` spelled so far.
+        let mut covered = 0usize;
+        for p in start..=end {
+            let w = f.orig_word(p)?;
+            let piece = tok.id_to_token(*f.input_ids.get(p)?);
+            let (cont, body) = match piece.strip_prefix("##") {
+                Some(rest) => (true, rest),
+                None => (false, piece),
+            };
+            if body.is_empty() || body.bytes().any(|b| b == b'#' || b == b' ') {
+                return None;
+            }
+            if w != word {
+                // The previous word must be complete, and the next one start here.
+                if w != word + 1 || covered != basic.len() || cont {
+                    return None;
+                }
+                word = w;
+                covered = 0;
+                basic = Self::basic(&mut self.words[w], &doc_tokens[w], tok);
+            } else if p == start {
+                if cont {
+                    return None;
+                }
+            } else if !cont {
+                // A new basic token of the same word: `" ".join` put a space before it.
+                if basic.as_bytes().get(covered) != Some(&b' ') {
+                    return None;
+                }
+                covered += 1;
+            }
+            if !basic[covered..].starts_with(body) {
+                return None;
+            }
+            covered += body.len();
+        }
+        if covered != basic.len() {
+            return None;
+        }
+        let words = &doc_tokens[ws..=we];
+        let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
+        for (i, w) in words.iter().enumerate() {
+            if i > 0 {
+                text.push(' ');
+            }
+            text.push_str(w);
+        }
+        Some(text)
+    }
+
     /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`, into `out`.
     fn basic_text(
         &mut self,
@@ -570,25 +715,10 @@ impl WordCache {
         tok: &dyn TokenText,
         out: &mut String,
     ) {
-        if self.words.len() < doc_tokens.len() {
-            self.words.resize(doc_tokens.len(), None);
-        }
+        self.fill(doc_tokens);
         out.clear();
-        let lower = tok.lower_case();
         for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
-            // A word of ASCII digits and letters already in the output's case is its own
-            // basic tokenization: nothing to clean, split, lower-case or strip.
-            let plain = !word.is_empty()
-                && word.bytes().all(|b| {
-                    b.is_ascii_digit()
-                        || b.is_ascii_lowercase()
-                        || (!lower && b.is_ascii_uppercase())
-                });
-            let text: &str = if plain {
-                word
-            } else {
-                slot.get_or_insert_with(|| tok.basic_tokenize(word).join(" "))
-            };
+            let text = Self::basic(slot, word, tok);
             if text.is_empty() {
                 continue;
             }

@@ -48,7 +48,7 @@ fn detokenize_plain(mode: Postprocess, pieces: &[&str]) -> Option<String> {
             Some(rest) => (true, rest),
             None => (false, *p),
         };
-        if body.is_empty() || body.contains('#') || body.chars().any(super::is_py_whitespace) {
+        if body.is_empty() || body.contains('#') || has_py_whitespace(body) {
             return None;
         }
         if i == 0 {
@@ -61,6 +61,16 @@ fn detokenize_plain(mode: Postprocess, pieces: &[&str]) -> Option<String> {
         out.push_str(body);
     }
     Some(out)
+}
+
+/// Whether `s` holds a character of Python's `str.split()` whitespace; byte-wise for
+/// ASCII text (the usual vocabulary piece).
+fn has_py_whitespace(s: &str) -> bool {
+    if s.is_ascii() {
+        s.bytes().any(|b| matches!(b, 0x09..=0x0d | 0x1c..=0x20))
+    } else {
+        s.chars().any(super::is_py_whitespace)
+    }
 }
 
 /// §6.6 steps 5–7 after the n-best loop: v2 appends the null entry when `""` was not

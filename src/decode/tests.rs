@@ -652,3 +652,107 @@ fn detokenize_fast_path_equals_replace_chain() {
         })
         .unwrap();
 }
+
+/// The whole-word shortcut of `span_text` gives the general path's text on every span of
+/// random paragraphs (real basic tokenizer and WordPiece; words that split, strip accents,
+/// vanish or go to `[UNK]`), in both modes and casings, and it is taken on some of them.
+#[test]
+fn whole_word_shortcut_equals_the_general_path() {
+    use crate::tokenize::BertTokenizer;
+    use proptest::prelude::*;
+    let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nThe\ncafe\nCaf\n##é\nrun\n##ning\n\
+                 ##s\nu\nU\n.\ns\nS\n,\n'\ndon\nt\n(\n)\n1895\n-\n1943\n##9\n1\n#\na\n##b\n\
+                 ab\nx\n##y\n##z\nna\n##ive\nRUN\n";
+    let word = proptest::sample::select(vec![
+        "the",
+        "The",
+        "Café",
+        "café",
+        "running",
+        "runs",
+        "U.S.",
+        "don't",
+        "(1895-1943).",
+        "☃",
+        "naïve",
+        "Cafe\u{301}",
+        "#1",
+        "a##b",
+        "ab",
+        "xy",
+        "xyz",
+        "[UNK]",
+        "19",
+        "1895,",
+        "\u{200b}ab",
+        "\u{200b}",
+        "RUN",
+        "x",
+    ]);
+    let taken = std::cell::Cell::new(0usize);
+    let taken_multi = std::cell::Cell::new(0usize);
+    for lower in [true, false] {
+        let tok =
+            BertTokenizer::from_vocab_text(vocab, lower, &crate::tokenize::in_memory()).unwrap();
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(&proptest::collection::vec(word.clone(), 1..10), |words| {
+                let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+                let mut encoder = tok.encoder();
+                let mut ids = vec![tok.cls_id(), tok.sep_id()];
+                let mut map = Vec::new();
+                for (i, w) in doc_tokens.iter().enumerate() {
+                    let before = ids.len();
+                    encoder.encode(w, &mut ids);
+                    map.extend(std::iter::repeat_n(i as u32, ids.len() - before));
+                }
+                ids.push(tok.sep_id());
+                let n = map.len();
+                let f = Feature {
+                    unique_id: 1,
+                    example_index: 0,
+                    doc_span_index: 0,
+                    input_ids: ids,
+                    query_len: 0,
+                    token_is_max_context: vec![true; n],
+                    token_to_orig: map,
+                };
+                for mode in [Postprocess::Nvidia, Postprocess::Hf] {
+                    let config = DecodeConfig {
+                        postprocess: mode,
+                        lower_case: lower,
+                        ..DecodeConfig::default()
+                    };
+                    let (mut w1, mut s1) = (WordCache::default(), SpanScratch::default());
+                    let (mut w2, mut s2) = (WordCache::default(), SpanScratch::default());
+                    for s in 2..2 + n {
+                        for e in s..2 + n {
+                            let fast =
+                                WordCache::default().whole_words(&doc_tokens, &f, s, e, &tok);
+                            taken.set(taken.get() + usize::from(fast.is_some()));
+                            let multi = f.orig_word(s) != f.orig_word(e);
+                            taken_multi
+                                .set(taken_multi.get() + usize::from(fast.is_some() && multi));
+                            let got =
+                                span_text(&config, &doc_tokens, &mut w1, &mut s1, &f, s, e, &tok);
+                            let want = span_text_general(
+                                &config,
+                                &doc_tokens,
+                                &mut w2,
+                                &mut s2,
+                                &f,
+                                s,
+                                e,
+                                &tok,
+                            );
+                            prop_assert_eq!(&got, &want, "span {}..={} of {:?}", s, e, words);
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert!(taken.get() > 0, "the shortcut was never taken");
+    assert!(taken_multi.get() > 0, "the shortcut never joined words");
+}
