@@ -3,16 +3,20 @@
 //! without sending any journaled feature again.
 //!
 //! Format (little-endian), append-only:
-//! - the 8 bytes `BQJRNL01`, `u32 len`, `len` bytes of header JSON (the [`Fingerprint`]:
-//!   an object of strings), `u64` FNV-1a checksum of those bytes;
-//! - then one record per feature: `u32 len`, `u64` FNV-1a checksum of the payload, and
+//! - the 8 bytes `BQJRNL02`, `u32 len`, `len` bytes of header JSON (the [`Fingerprint`]:
+//!   an object of strings), `u64` checksum of those bytes (CRC-32, zero-extended);
+//! - then one record per feature: `u32 len`, `u64` checksum of the payload, and
 //!   the payload `u64 unique_id`, `u32 n`, `n` × f32 start logits, `n` × f32 end logits
 //!   (the exact values the server returned, padded positions included, as in
 //!   [`crate::logits_io`]).
 //!
 //! Each record is written with one `write` call, so a killed process leaves at most one
 //! torn record at the end; reading stops at the first incomplete or mis-checksummed
-//! record and [`Journal::resume`] cuts the file back to the last good one. Records are
+//! record and [`Journal::resume`] cuts the file back to the last good one.
+//!
+//! Journals of the first format (`BQJRNL01`: the same layout with 64-bit FNV-1a
+//! checksums, which cost more CPU than the rest of journaling) are still read and
+//! continued in their own format. Records are
 //! not fsync'd one by one: the kernel keeps them when the process dies; a machine crash
 //! may lose the tail, which is then simply sent again.
 
@@ -27,7 +31,37 @@ use crate::types::Logits;
 /// The journal's file name inside the output directory.
 pub const FILE_NAME: &str = "journal.bqj";
 
-const MAGIC: &[u8; 8] = b"BQJRNL01";
+/// The checksum of a journal's header and records, fixed by its magic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checksum {
+    /// `BQJRNL01`: 64-bit FNV-1a.
+    Fnv1a,
+    /// `BQJRNL02`: CRC-32 (IEEE), zero-extended to 64 bits.
+    #[default]
+    Crc32,
+}
+
+impl Checksum {
+    fn magic(self) -> &'static [u8; 8] {
+        match self {
+            Checksum::Fnv1a => b"BQJRNL01",
+            Checksum::Crc32 => b"BQJRNL02",
+        }
+    }
+
+    fn from_magic(magic: &[u8]) -> Option<Checksum> {
+        [Checksum::Crc32, Checksum::Fnv1a]
+            .into_iter()
+            .find(|c| c.magic().as_slice() == magic)
+    }
+
+    fn of(self, bytes: &[u8]) -> u64 {
+        match self {
+            Checksum::Fnv1a => fnv1a(bytes),
+            Checksum::Crc32 => u64::from(crc32fast::hash(bytes)),
+        }
+    }
+}
 
 /// Everything that determines a run's logits and answers, as named strings (data file
 /// digest, model, vocabulary digest, window, decoding and padding settings, …). Two
@@ -98,6 +132,8 @@ pub struct Contents {
     pub torn_bytes: u64,
     /// Length of the good part of the file.
     pub good_len: u64,
+    /// The file's checksum (format).
+    pub checksum: Checksum,
 }
 
 /// An open journal, appending.
@@ -106,6 +142,9 @@ pub struct Journal {
     file: File,
     path: PathBuf,
     records: u64,
+    checksum: Checksum,
+    /// The record being written, reused.
+    buffer: Vec<u8>,
 }
 
 impl Journal {
@@ -113,16 +152,19 @@ impl Journal {
     pub fn create(path: &Path, fingerprint: &Fingerprint) -> Result<Journal> {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         let header = fingerprint.to_json().to_string().into_bytes();
+        let checksum = Checksum::default();
         let mut bytes = Vec::with_capacity(header.len() + 20);
-        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(checksum.magic());
         bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&fnv1a(&header).to_le_bytes());
+        bytes.extend_from_slice(&checksum.of(&header).to_le_bytes());
         file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
         Ok(Journal {
             file,
             path: path.to_path_buf(),
             records: 0,
+            checksum,
+            buffer: Vec::new(),
         })
     }
 
@@ -152,6 +194,8 @@ impl Journal {
             file,
             path: path.to_path_buf(),
             records: contents.logits.len() as u64,
+            checksum: contents.checksum,
+            buffer: Vec::new(),
         };
         use std::io::Seek;
         journal
@@ -164,18 +208,21 @@ impl Journal {
     /// Appends one feature's logits (one `write` call).
     pub fn append(&mut self, logits: &Logits) -> Result<()> {
         let n = logits.start.len().min(logits.end.len());
-        let mut payload = Vec::with_capacity(12 + n * 8);
-        payload.extend_from_slice(&logits.unique_id.to_le_bytes());
-        payload.extend_from_slice(&(n as u32).to_le_bytes());
+        let record = &mut self.buffer;
+        record.clear();
+        // Length and checksum first, filled in once the payload is there.
+        record.resize(12, 0);
+        record.extend_from_slice(&logits.unique_id.to_le_bytes());
+        record.extend_from_slice(&(n as u32).to_le_bytes());
         for v in logits.start[..n].iter().chain(&logits.end[..n]) {
-            payload.extend_from_slice(&v.to_le_bytes());
+            record.extend_from_slice(&v.to_le_bytes());
         }
-        let mut record = Vec::with_capacity(payload.len() + 12);
-        record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        record.extend_from_slice(&fnv1a(&payload).to_le_bytes());
-        record.extend_from_slice(&payload);
+        let len = (record.len() - 12) as u32;
+        let sum = self.checksum.of(&record[12..]);
+        record[..4].copy_from_slice(&len.to_le_bytes());
+        record[4..12].copy_from_slice(&sum.to_le_bytes());
         self.file
-            .write_all(&record)
+            .write_all(record)
             .map_err(|e| Error::io(&self.path, e))?;
         self.records += 1;
         Ok(())
@@ -214,8 +261,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
             format!("not a usable bertqa journal: {what}"),
         )
     };
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+    let Some(checksum) = bytes.get(..8).and_then(Checksum::from_magic) else {
         return Err(bad("bad magic"));
+    };
+    if bytes.len() < 12 {
+        return Err(bad("truncated header"));
     }
     let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
     let end = 12 + len;
@@ -224,16 +274,19 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
     }
     let header = &bytes[12..end];
     let sum = u64::from_le_bytes(bytes[end..end + 8].try_into().expect("8 bytes"));
-    if sum != fnv1a(header) {
+    if sum != checksum.of(header) {
         return Err(bad("header checksum mismatch"));
     }
     let fingerprint = serde_json::from_slice::<serde_json::Value>(header)
         .ok()
         .and_then(|v| Fingerprint::from_json(&v))
         .ok_or_else(|| bad("header is not an object of strings"))?;
-    let mut contents = Contents::default();
+    let mut contents = Contents {
+        checksum,
+        ..Contents::default()
+    };
     let mut at = end + 8;
-    while let Some(logits) = record_at(bytes, at) {
+    while let Some(logits) = record_at(bytes, at, checksum) {
         let (l, next) = logits;
         contents.logits.insert(l.unique_id, l);
         at = next;
@@ -244,12 +297,12 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
 }
 
 /// The record at `at` and the offset after it, or `None` at the end or a bad record.
-fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, usize)> {
+fn record_at(bytes: &[u8], at: usize, checksum: Checksum) -> Option<(Logits, usize)> {
     let head = bytes.get(at..at + 12)?;
     let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
     let sum = u64::from_le_bytes(head[4..12].try_into().ok()?);
     let payload = bytes.get(at + 12..at + 12 + len)?;
-    if fnv1a(payload) != sum || len < 12 {
+    if checksum.of(payload) != sum || len < 12 {
         return None;
     }
     let unique_id = u64::from_le_bytes(payload[..8].try_into().ok()?);
@@ -338,5 +391,45 @@ mod tests {
         );
         let e = parse(b"garbage!garbage", &path).unwrap_err().to_string();
         assert!(e.contains("bad magic"), "{e}");
+    }
+
+    /// A journal of the first format (FNV-1a checksums) is read, resumed and continued in
+    /// its own format; a new journal uses CRC-32.
+    #[test]
+    fn first_format_journals_are_continued_in_their_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let fp = Fingerprint::default().with("model", "m");
+        // A BQJRNL01 file written by hand: header, then one record.
+        let header = fp.to_json().to_string().into_bytes();
+        let mut bytes = b"BQJRNL01".to_vec();
+        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&header);
+        bytes.extend_from_slice(&fnv1a(&header).to_le_bytes());
+        let l = logits(1_000_000_000, 5);
+        let mut payload = l.unique_id.to_le_bytes().to_vec();
+        payload.extend_from_slice(&5u32.to_le_bytes());
+        for v in l.start.iter().chain(&l.end) {
+            payload.extend_from_slice(&v.to_le_bytes());
+        }
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&fnv1a(&payload).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        std::fs::write(&path, &bytes).unwrap();
+
+        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
+        assert_eq!(c.checksum, Checksum::Fnv1a);
+        assert_eq!(c.logits[&1_000_000_000].end, l.end);
+        j.append(&logits(1_000_000_001, 5)).unwrap();
+        drop(j);
+        let (_, c) = read(&path).unwrap();
+        assert_eq!(c.checksum, Checksum::Fnv1a);
+        assert_eq!(c.logits.len(), 2);
+        assert_eq!(c.torn_bytes, 0);
+
+        let fresh = dir.path().join("new.bqj");
+        Journal::create(&fresh, &fp).unwrap();
+        assert_eq!(&std::fs::read(&fresh).unwrap()[..8], b"BQJRNL02");
+        assert_eq!(read(&fresh).unwrap().1.checksum, Checksum::Crc32);
     }
 }
