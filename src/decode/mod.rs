@@ -293,9 +293,9 @@ fn gt(a: f64, b: f64) -> bool {
 ///
 /// Without sorting everything: the `n`-th largest of the maxima of blocks of 8 is a
 /// floor that at least `n` values reach, so every value of the top `n` is at or above
-/// it. The values at or above it (about 25 of 384 for random logits) are taken in
-/// position order and stably sorted; their first `n` are the answer, because they are
-/// a prefix of the full stable sort.
+/// it. The values above it (about 25 of 384 for random logits), and the first of those
+/// equal to it, are taken in position order and stably sorted; their first `n` are the
+/// answer, because they are a prefix of the full stable sort.
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
@@ -320,14 +320,20 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     } else {
         f32::NEG_INFINITY
     };
-    let mut candidates: Vec<(f32, usize)> = logits
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &x)| {
-            let k = key(x);
-            (k >= floor).then_some((k, i))
-        })
-        .collect();
+    // Values equal to the floor enter in position order, only as many as the values
+    // above it leave room for (all-equal logits would otherwise all be sorted).
+    let above = logits.iter().filter(|&&x| x > floor).count();
+    let mut room = n.saturating_sub(above);
+    let mut candidates: Vec<(f32, usize)> = Vec::with_capacity(above + room);
+    for (i, &x) in logits.iter().enumerate() {
+        let k = key(x);
+        if k > floor {
+            candidates.push((k, i));
+        } else if k == floor && room > 0 {
+            candidates.push((k, i));
+            room -= 1;
+        }
+    }
     // Stable and numeric (−0.0 equals 0.0, as in the reference's sort).
     candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
     out.extend(candidates.iter().take(n).map(|&(_, i)| i));
@@ -604,9 +610,11 @@ enum WordInfo {
 }
 
 impl WordCache {
-    fn fill(&mut self, doc_tokens: &[String]) {
-        if self.words.len() < doc_tokens.len() {
-            self.words.resize(doc_tokens.len(), WordInfo::Unknown);
+    /// Makes room for word indexes up to `last` (only as far as spans reach: contexts
+    /// can be long).
+    fn fill(&mut self, last: usize) {
+        if self.words.len() <= last {
+            self.words.resize(last + 1, WordInfo::Unknown);
         }
     }
 
@@ -648,12 +656,12 @@ impl WordCache {
         end: usize,
         tok: &dyn TokenText,
     ) -> Option<String> {
-        self.fill(doc_tokens);
         let ws = f.orig_word(start)?;
         let we = f.orig_word(end)?;
         if ws > we || we >= doc_tokens.len() {
             return None;
         }
+        self.fill(we);
         let mut word = ws;
         let mut basic = Self::basic(&mut self.words[ws], &doc_tokens[ws], tok);
         // Bytes of `basic` spelled so far.
@@ -715,7 +723,7 @@ impl WordCache {
         tok: &dyn TokenText,
         out: &mut String,
     ) {
-        self.fill(doc_tokens);
+        self.fill(we);
         out.clear();
         for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
             let text = Self::basic(slot, word, tok);

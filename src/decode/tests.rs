@@ -311,7 +311,7 @@ fn best_indexes_is_a_stable_descending_prefix() {
 use proptest::strategy::Strategy as _;
 
 proptest::proptest! {
-    /// The bounded insertion equals a full stable sort cut to `n`, ties and NaN included.
+    /// The block-floor selection equals a full stable sort cut to `n`, ties and NaN included.
     #[test]
     fn best_indexes_equals_a_stable_sort(
         xs in proptest::collection::vec(
