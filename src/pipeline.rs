@@ -29,15 +29,18 @@ use crate::backend::{tensor, Binding, Infer, SeqLen};
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
 
-/// A completed request: its batch, logits, when it was sent and answered, and the
-/// non-finite logits it held (replaced by −∞).
-type Answered = (
-    Vec<Arc<Feature>>,
-    Vec<Logits>,
-    Instant,
-    Instant,
-    crate::decode::non_finite::NonFinite,
-);
+/// A completed request.
+struct Answered {
+    batch: Vec<Arc<Feature>>,
+    logits: Vec<Logits>,
+    sent: Instant,
+    received: Instant,
+    /// The non-finite logits it held (replaced by −∞).
+    non_finite: crate::decode::non_finite::NonFinite,
+    /// Features whose padding pushed real positions out of the top n-best (counted for
+    /// dynamically padded requests when there is a [`PaddingGuard`]).
+    displaced: u64,
+}
 
 /// How to pad a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,106 @@ impl Padding {
     }
 }
 
+/// The guard on dynamic padding. The reference ranks its top `n_best` start and end
+/// positions over the whole padded sequence (spec §6.2), so a model whose padding
+/// positions score high pushes real positions out of the top, and padding less then
+/// changes the answers. Under a guard with `probe` the first requests, up to
+/// [`PROBE_FEATURES`] features, are padded to `full_len` as a probe: when, for any of
+/// their features, padding only to the feature's own length (rounded up) would keep
+/// other real positions in a top `n_best` than `full_len` does, the whole run pads to
+/// `full_len` (the probe's answers are the reference's either way). Later dynamically padded requests count the features whose padding
+/// still pushed real positions out ([`PaddingReport::displaced`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaddingGuard {
+    /// The decoder's `n_best_size` (its top-k).
+    pub n_best: usize,
+    /// The reference's padded length (`--max-seq-length`).
+    pub full_len: usize,
+    /// Send the probe (false: only count displaced features, `--dynamic-seq-len`).
+    pub probe: bool,
+}
+
+/// How a run padded its requests, and what its [`PaddingGuard`] saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PaddingReport {
+    /// After the probe, batches were padded to their longest feature; otherwise to
+    /// `fixed_len`.
+    pub dynamic: bool,
+    /// The length of fixed-length requests (`None` when dynamic).
+    pub fixed_len: Option<usize>,
+    /// Features of the probe request (0: no probe).
+    pub probe_features: u64,
+    /// Probe features whose answers could change under shorter padding; any makes the
+    /// run pad to the full length.
+    pub probe_unsafe: u64,
+    /// Dynamically padded features in which padding positions pushed real ones out of
+    /// the top n-best: evidence that their answers may differ from
+    /// padding to the full length.
+    pub displaced: u64,
+}
+
+impl PaddingReport {
+    /// `fixed`, `dynamic`, or `fixed_after_probe` (the guard's probe found padding
+    /// ranked high, so the run padded to the full length).
+    pub fn mode(&self) -> &'static str {
+        match (self.dynamic, self.probe_unsafe) {
+            (true, _) => "dynamic",
+            (false, 0) => "fixed",
+            (false, _) => "fixed_after_probe",
+        }
+    }
+
+    /// A note for stderr when the guard changed the padding or saw answers at risk.
+    pub fn note(&self, model: &str) -> Option<String> {
+        if self.probe_unsafe > 0 {
+            return Some(format!(
+                "note: model {model:?} ranks padding positions among its top start/end \
+                 logits ({} of the {} probe features), so padding less would change answers \
+                 (spec §6.2): every batch was padded to {} as the reference does \
+                 (--dynamic-seq-len pads to each batch's longest feature anyway)",
+                self.probe_unsafe,
+                self.probe_features,
+                self.fixed_len.unwrap_or_default()
+            ));
+        }
+        (self.displaced > 0).then(|| {
+            format!(
+                "warning: in {} features padding positions pushed real ones out of the top \
+                 start/end logits of model {model:?}: with dynamic sequence length their \
+                 answers may differ from padding to the full length (spec §6.2; \
+                 --fixed-seq-len gives the reference's)",
+                self.displaced
+            )
+        })
+    }
+}
+
+/// True when padding `logits` (of a feature with `real` real positions) only to `real`
+/// rounded up to `multiple` keeps the same real positions in the top `n` as the full
+/// padding does, for start and end. Shorter padding can only keep more of them, so any
+/// length in between keeps the same ones too.
+fn shorter_padding_is_safe(l: &Logits, real: usize, multiple: usize, n: usize) -> bool {
+    let len = l.start.len().min(l.end.len());
+    let shortest = real.div_ceil(multiple.max(1)) * multiple.max(1);
+    let shortest = shortest.min(len);
+    [&l.start[..len], &l.end[..len]].iter().all(|x| {
+        crate::decode::real_in_top(&x[..shortest], real, n)
+            == crate::decode::real_in_top(x, real, n)
+    })
+}
+
+/// True when padding positions of `l` push real positions out of the top `n`.
+fn padding_displaces(l: &Logits, real: usize, n: usize) -> bool {
+    let want = n.min(real);
+    [&l.start, &l.end]
+        .iter()
+        .any(|x| x.len() > real && crate::decode::real_in_top(x, real, n) < want)
+}
+
+/// Features the padding probe covers at least (its requests are sent one at a time,
+/// padded to the full length, before any other).
+pub const PROBE_FEATURES: u64 = 16;
+
 /// Settings of one inference run.
 #[derive(Debug, Clone)]
 pub struct InferConfig {
@@ -80,6 +183,8 @@ pub struct InferConfig {
     /// Requests sent (and discarded) before the measured run.
     pub warmup: usize,
     pub padding: Padding,
+    /// Guards dynamic padding against changing answers (ignored for fixed padding).
+    pub guard: Option<PaddingGuard>,
 }
 
 /// What an inference run measured.
@@ -102,6 +207,8 @@ pub struct InferReport {
     /// Time from the last response to the last question decoded: decoding that could
     /// not keep up with the server (set by [`run`]; zero from [`infer_all`] alone).
     pub decode_lag: Duration,
+    /// How requests were padded.
+    pub padding: PaddingReport,
 }
 
 impl InferReport {
@@ -117,6 +224,7 @@ impl InferReport {
             warmup: Duration::ZERO,
             non_finite: Default::default(),
             decode_lag: Duration::ZERO,
+            padding: PaddingReport::default(),
         }
     }
 
@@ -193,6 +301,15 @@ pub async fn infer_all<B: Infer>(
     let mut first: Option<Instant> = None;
     let mut intervals: Vec<(Instant, Instant)> = Vec::new();
     let mut warmed = config.warmup == 0;
+    let mut padding = config.padding;
+    let guard = config
+        .guard
+        .filter(|_| matches!(padding, Padding::Longest { .. }));
+    let mut probing = guard.is_some_and(|g| g.probe);
+    report.padding.dynamic = matches!(padding, Padding::Longest { .. });
+    if let Padding::Fixed(n) = padding {
+        report.padding.fixed_len = Some(n);
+    }
 
     loop {
         // Fill a batch; the producer is far faster than any server, so waiting for a
@@ -228,7 +345,15 @@ pub async fn infer_all<B: Infer>(
                 compact(&mut intervals);
             }
         }
-        let seq = config.padding.length(&batch);
+        let seq = match guard {
+            Some(g) if probing => g.full_len,
+            _ => padding.length(&batch),
+        };
+        // Under a guard, dynamically padded features are checked for padding that
+        // displaces real positions (n-best size).
+        let check = guard
+            .filter(|_| !probing && matches!(padding, Padding::Longest { .. }))
+            .map(|g| g.n_best);
         let request = tensor::encode_request(&binding, &as_refs(&batch), seq)?;
         let c = client.clone();
         let b = binding.clone();
@@ -239,8 +364,43 @@ pub async fn infer_all<B: Infer>(
             let received = Instant::now();
             let mut logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
-            Ok((batch, logits, sent, received, non_finite))
+            let displaced = check.map_or(0, |n| {
+                logits
+                    .iter()
+                    .zip(&batch)
+                    .filter(|(l, f)| padding_displaces(l, f.len(), n))
+                    .count() as u64
+            });
+            Ok(Answered {
+                batch,
+                logits,
+                sent,
+                received,
+                non_finite,
+                displaced,
+            })
         });
+        if let (true, Some(g), Padding::Longest { multiple }) = (probing, guard, padding) {
+            // The probe: its answers decide the padding of every later request.
+            let joined = inflight.join_next().await.expect("just spawned");
+            let answered =
+                joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+            let unsafe_features = answered
+                .logits
+                .iter()
+                .zip(&answered.batch)
+                .filter(|(l, f)| !shorter_padding_is_safe(l, f.len(), multiple, g.n_best))
+                .count() as u64;
+            report.padding.probe_features += answered.batch.len() as u64;
+            report.padding.probe_unsafe += unsafe_features;
+            probing = unsafe_features == 0 && report.padding.probe_features < PROBE_FEATURES;
+            if unsafe_features > 0 {
+                padding = Padding::Fixed(g.full_len);
+                report.padding.dynamic = false;
+                report.padding.fixed_len = Some(g.full_len);
+            }
+            intervals.push(deliver(answered, &mut report, &results).await?);
+        }
     }
     while let Some(joined) = inflight.join_next().await {
         intervals.push(reap(joined, &mut report, &results).await?);
@@ -277,9 +437,26 @@ async fn reap(
     report: &mut InferReport,
     results: &mpsc::Sender<(Arc<Feature>, Logits)>,
 ) -> Result<(Instant, Instant)> {
-    let (batch, logits, sent, received, non_finite) =
-        joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+    let answered = joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+    deliver(answered, report, results).await
+}
+
+/// Counts a completed request and hands its results on.
+async fn deliver(
+    answered: Answered,
+    report: &mut InferReport,
+    results: &mpsc::Sender<(Arc<Feature>, Logits)>,
+) -> Result<(Instant, Instant)> {
+    let Answered {
+        batch,
+        logits,
+        sent,
+        received,
+        non_finite,
+        displaced,
+    } = answered;
     report.non_finite.add(&non_finite);
+    report.padding.displaced += displaced;
     report.requests += 1;
     report.features += batch.len() as u64;
     let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
@@ -891,6 +1068,92 @@ mod tests {
         r.starved = Duration::from_millis(starved_ms);
         r.decode_lag = Duration::from_millis(lag_ms);
         r
+    }
+
+    fn logits(start: Vec<f32>, end: Vec<f32>) -> Logits {
+        Logits {
+            unique_id: 1,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn shorter_padding_is_safe_only_when_no_padding_enters_the_top_n() {
+        // 5 real positions, padded to 16; top 3.
+        let real = [5.0, 4.0, 3.0, 2.0, 1.0];
+        let mut low = real.to_vec();
+        low.resize(16, -9.0);
+        let l = logits(low.clone(), low.clone());
+        assert!(shorter_padding_is_safe(&l, 5, 8, 3));
+        assert!(!padding_displaces(&l, 5, 3));
+        // A high padding logit beyond the shortest padding (8) pushes a real position
+        // out of the top 3 at full length only.
+        let mut high = low.clone();
+        high[12] = 3.5;
+        let l = logits(low.clone(), high.clone());
+        assert!(!shorter_padding_is_safe(&l, 5, 8, 3));
+        assert!(padding_displaces(&l, 5, 3));
+        // Inside the shortest padding it is there either way: safe, but seen.
+        let mut near = low.clone();
+        near[6] = 3.5;
+        let l = logits(near.clone(), low.clone());
+        assert!(shorter_padding_is_safe(&l, 5, 8, 3));
+        assert!(padding_displaces(&l, 5, 3));
+        // Ties go to the lower position, so padding tied with a real value never wins.
+        let mut tied = low.clone();
+        tied[12] = 3.0;
+        let l = logits(tied, low.clone());
+        assert!(shorter_padding_is_safe(&l, 5, 8, 3));
+        assert!(!padding_displaces(&l, 5, 3));
+        // High padding everywhere: the shortest padding already pushes both real
+        // positions out, so longer padding changes nothing, but it is seen.
+        let mut all = vec![1.0, 2.0];
+        all.resize(16, 9.0);
+        let l = logits(all.clone(), all);
+        assert!(shorter_padding_is_safe(&l, 2, 8, 3));
+        assert!(padding_displaces(&l, 2, 3));
+        // No more positions than n: all are in the top n however high padding is.
+        let l = logits(vec![1.0, 2.0, 9.0], vec![1.0, 2.0, 9.0]);
+        assert!(shorter_padding_is_safe(&l, 2, 8, 3));
+        assert!(!padding_displaces(&l, 2, 3));
+        // Unpadded logits have nothing to displace.
+        let l = logits(real.to_vec(), real.to_vec());
+        assert!(shorter_padding_is_safe(&l, 5, 8, 3));
+        assert!(!padding_displaces(&l, 5, 3));
+    }
+
+    #[test]
+    fn padding_report_modes_and_notes() {
+        let fixed = PaddingReport {
+            fixed_len: Some(384),
+            ..Default::default()
+        };
+        assert_eq!(fixed.mode(), "fixed");
+        assert_eq!(fixed.note("m"), None);
+        let fell_back = PaddingReport {
+            probe_features: 16,
+            probe_unsafe: 3,
+            ..fixed
+        };
+        assert_eq!(fell_back.mode(), "fixed_after_probe");
+        let note = fell_back.note("m").unwrap();
+        assert!(note.contains("(3 of the 16 probe features)") && note.contains("padded to 384"));
+        let dynamic = PaddingReport {
+            dynamic: true,
+            probe_features: 16,
+            ..Default::default()
+        };
+        assert_eq!(dynamic.mode(), "dynamic");
+        assert_eq!(dynamic.note("m"), None);
+        let risky = PaddingReport {
+            displaced: 7,
+            ..dynamic
+        };
+        assert!(risky
+            .note("m")
+            .unwrap()
+            .starts_with("warning: in 7 features"));
     }
 
     #[test]

@@ -14,6 +14,9 @@ behaviour comes from its config.pbtxt:
   answers);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
   (with several instances, responses then arrive out of order);
+- parameter `padding_logit`: the start and end logits of padding positions (mask 0) are
+  set to this value, as a QA head that masks padding gives them (and as a fine-tuned
+  model's padding logits tend to be: far below every real position's);
 - parameter `delay_ms`: sleep exactly delay_ms per execution (a slow server, so that
   tests can act while a run is under way);
 - parameter `fault` (fault injection, for bertqa's reliability tests):
@@ -55,6 +58,7 @@ class TritonPythonModel:
         self.outputs = [(o["name"], NP_DTYPES[o["data_type"]], list(o["dims"])) for o in cfg["output"]]
         self.jitter_ms = float(params.get("jitter_ms", "0"))
         self.delay_ms = float(params.get("delay_ms", "0"))
+        self.padding_logit = float(params["padding_logit"]) if "padding_logit" in params else None
         self.fault = params.get("fault", "")
         if self.fault not in FAULTS:
             raise pb_utils.TritonModelException(f"unknown fault {self.fault!r}")
@@ -134,6 +138,9 @@ class TritonPythonModel:
             t = {role: pb_utils.get_input_tensor_by_name(req, name).as_numpy()
                  for name, role in self.inputs}
             start, end = self._logits(t["ids"], t["seg"], t["mask"])
+            if self.padding_logit is not None:
+                pad = t["mask"] == 0
+                start, end = np.where(pad, self.padding_logit, start), np.where(pad, self.padding_logit, end)
             start, end = self._inject(start, end, t["mask"])
             if self.fault == "wrong-dtype":
                 responses.append(pb_utils.InferenceResponse(

@@ -144,6 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.run.binding,
     ))?;
     let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
+    let n_best = decode.n_best_size;
     let config = RunConfig {
         features,
         decode,
@@ -156,6 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 features.max_seq_length,
                 !args.run.load.fixed_seq_len,
             ),
+            guard: args.run.load.padding_guard(n_best, features.max_seq_length),
         },
         keep_logits: false,
         keep_features: true,
@@ -169,6 +171,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &config,
         &NoProgress,
     )?;
+    if let Some(note) = outcome.infer.padding.note(&binding.model) {
+        eprintln!("{note}");
+    }
     let answers: Vec<Value> = outcome
         .predictions
         .iter()

@@ -199,6 +199,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 concurrency: args.run.load.concurrency.max(1),
                 warmup: args.run.load.warmup,
                 padding,
+                guard: args
+                    .run
+                    .load
+                    .padding_guard(decode.n_best_size, features_config.max_seq_length),
             },
             keep_logits: true,
             keep_features: false,
@@ -226,6 +230,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             &NoProgress,
         )
         .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
+        if let Some(note) = outcome.infer.padding.note(&name) {
+            eprintln!("{note}");
+        }
         let dir = args.output_dir.join(&dir_name);
         std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io(&dir, e))?;
         write_predictions(&dir, &outcome.predictions, version_2)?;
@@ -321,6 +328,7 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
                     "p95": num(i.latency_ms(0.95)),
                     "p99": num(i.latency_ms(0.99)),
                 },
+                "padding": super::eval::padding_json(&i.padding),
             })
         })
         .collect();

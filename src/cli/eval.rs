@@ -208,6 +208,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     concurrency: args.run.load.concurrency.max(1),
                     warmup: args.run.load.warmup,
                     padding,
+                    guard: args
+                        .run
+                        .load
+                        .padding_guard(decode.n_best_size, features.max_seq_length),
                 },
                 keep_logits: args.save_logits,
                 keep_features: false,
@@ -256,6 +260,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             };
             if let Some(w) = outcome.infer.client_bound_warning() {
                 eprintln!("warning: {w}");
+            }
+            if let Some(note) = outcome.infer.padding.note(model) {
+                eprintln!("{note}");
             }
             net = Some(client);
             (
@@ -541,6 +548,10 @@ pub fn render_json(r: &EvalReport) -> Value {
             }),
             None => Value::Null,
         },
+        "padding": match &r.infer {
+            Some(i) => padding_json(&i.padding),
+            None => Value::Null,
+        },
         "retries": retries_json(r.retries.as_ref()),
         "non_finite_logits": {
             "values": r.non_finite.values,
@@ -563,6 +574,41 @@ pub fn render_json(r: &EvalReport) -> Value {
         "files": r.files,
         "run": r.fingerprint,
     })
+}
+
+/// The `padding` object of metrics.json (also used by `compare`).
+pub(crate) fn padding_json(p: &crate::pipeline::PaddingReport) -> Value {
+    json!({
+        "mode": p.mode(),
+        "seq_len": p.fixed_len,
+        "probe_features": p.probe_features,
+        "probe_unsafe_features": p.probe_unsafe,
+        "displaced_features": p.displaced,
+    })
+}
+
+/// The text report's padding line.
+fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
+    let probe = match (p.probe_features, p.probe_unsafe) {
+        (0, _) => String::new(),
+        (n, 0) => format!("; probe of {n} features: shorter padding keeps every answer"),
+        (n, u) => format!("; probe of {n} features: shorter padding would change {u}"),
+    };
+    let displaced = if p.displaced > 0 {
+        format!(
+            "; {} features had real positions pushed out of the top n-best by padding",
+            p.displaced
+        )
+    } else {
+        String::new()
+    };
+    match p.fixed_len {
+        Some(n) => format!("{} to {n}{probe}{displaced}", p.mode()),
+        None => format!(
+            "{} (each batch to its longest feature){probe}{displaced}",
+            p.mode()
+        ),
+    }
 }
 
 fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {
@@ -730,6 +776,9 @@ pub fn render_text(r: &EvalReport) -> String {
                 e.connections
             );
         }
+    }
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
     }
     if r.non_finite.values > 0 {
         let _ = writeln!(

@@ -339,6 +339,17 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.extend(candidates.iter().take(n).map(|&(_, i)| i));
 }
 
+/// How many real positions (those below `real`) are among the first `n` of the
+/// stable descending order of `logits` (§6.2). They are always the first ones of the
+/// real positions' own order, so two prefixes of the same logits hold the same real
+/// candidates exactly when the counts are equal: padding after `real` can only push real
+/// positions out of the top `n`, never change their order.
+pub fn real_in_top(logits: &[f32], real: usize, n: usize) -> usize {
+    let mut top = Vec::with_capacity(n);
+    best_indexes(logits, n, &mut top);
+    top.iter().filter(|&&i| i < real).count()
+}
+
 /// §6.8: max-shifted softmax, max taken as "first, then strictly greater", sum in order.
 fn softmax(scores: &[f64]) -> Vec<f64> {
     let Some(&first) = scores.first() else {

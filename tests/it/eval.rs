@@ -409,30 +409,30 @@ fn postprocess_hf_reproduces_transformers_on_tiny_bert() {
     }
 }
 
-#[test]
-fn dynamic_length_padding_gives_the_fixed_length_answers() {
-    // bert-onnx takes any sequence length: by default each batch is padded to its
-    // longest feature (multiple of 8); --fixed-seq-len pads to 384 like the reference.
-    let tmp = tempfile::tempdir().unwrap();
-    let data = fixture("v2-long.json");
-    let (dynamic, fixed) = (tmp.path().join("dynamic"), tmp.path().join("fixed"));
-    // One feature per request, so the shorter last windows get shorter padding.
-    let common = ["--save-logits", "--batch-size", "1"];
-    for (out, fixed_len) in [(&dynamic, false), (&fixed, true)] {
-        let mut extra = common.to_vec();
-        if fixed_len {
-            extra.push("--fixed-seq-len");
-        }
-        let o = eval(&data, "bert-onnx", out, &extra);
-        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+/// Runs `model` on `data` with `extra` flags into `out`; returns stderr and metrics.json.
+fn eval_ok(data: &str, model: &str, out: &Path, extra: &[&str]) -> (String, Value) {
+    let mut args = vec!["--save-logits", "--batch-size", "1"];
+    args.extend_from_slice(extra);
+    let o = eval(data, model, out, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let metrics = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
+    (String::from_utf8_lossy(&o.stderr).into_owned(), metrics)
+}
+
+/// The three answer files of two output directories are byte-identical.
+fn assert_same_answers(a: &Path, b: &Path) {
+    for f in [
+        "predictions.json",
+        "nbest_predictions.json",
+        "null_odds.json",
+    ] {
+        assert_eq!(read(a.join(f)), read(b.join(f)), "{f}");
     }
-    // The answers are the same. The n-best lists may not be: the reference ranks its top
-    // 20 start/end indexes over the whole padded sequence (§6.2), so with fewer padded
-    // positions other candidates can enter the tail of a list.
-    assert_eq!(
-        read(dynamic.join("predictions.json")),
-        read(fixed.join("predictions.json"))
-    );
+}
+
+/// Logits at every real (mask-1) position within 1e-5 of the fixed-length ones; returns
+/// how many features were padded to less than 384.
+fn assert_logits_close(dynamic: &Path, fixed: &Path) -> usize {
     let a = bertqa::logits_io::load(&dynamic.join("logits.bin")).unwrap();
     let b = bertqa::logits_io::load(&fixed.join("logits.bin")).unwrap();
     assert_eq!(a.len(), b.len());
@@ -442,8 +442,8 @@ fn dynamic_length_padding_gives_the_fixed_length_answers() {
         assert_eq!(y.start.len(), 384);
         assert_eq!(x.start.len() % 8, 0);
         shorter += usize::from(x.start.len() < 384);
-        // Every real (mask-1) position is inside the shorter padding; padding only
-        // adds float noise there.
+        // Every real position is inside the shorter padding; padding only adds float
+        // noise there.
         for p in 0..x.start.len() {
             let (ds, de) = ((x.start[p] - y.start[p]).abs(), (x.end[p] - y.end[p]).abs());
             assert!(
@@ -453,8 +453,74 @@ fn dynamic_length_padding_gives_the_fixed_length_answers() {
             );
         }
     }
+    shorter
+}
+
+#[test]
+fn dynamic_length_padding_gives_the_fixed_length_answers() {
+    // A dynamic-length model gets each batch padded to its longest feature (multiple of
+    // 8); --fixed-seq-len pads to 384 like the reference. bert-onnx-padmasked is
+    // bert-onnx with padding logits at -10000 (a QA head that masks padding), so the
+    // padding probe keeps dynamic length, and every answer file is byte-identical.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    let dir = |n: &str| tmp.path().join(n);
+    let (_, fixed) = eval_ok(
+        &data,
+        "bert-onnx-padmasked",
+        &dir("pm-fixed"),
+        &["--fixed-seq-len"],
+    );
+    assert_eq!(fixed["padding"]["mode"], "fixed");
+    assert_eq!(fixed["padding"]["seq_len"], 384);
+    let (err, dynamic) = eval_ok(&data, "bert-onnx-padmasked", &dir("pm-dynamic"), &[]);
+    assert_eq!(dynamic["padding"]["mode"], "dynamic", "{err}");
+    assert_eq!(dynamic["padding"]["probe_features"], 16);
+    assert_eq!(dynamic["padding"]["probe_unsafe_features"], 0);
+    assert_eq!(dynamic["padding"]["displaced_features"], 0);
+    assert!(!err.contains("padding"), "{err}");
+    assert_same_answers(&dir("pm-dynamic"), &dir("pm-fixed"));
+    let shorter = assert_logits_close(&dir("pm-dynamic"), &dir("pm-fixed"));
     assert!(
         shorter > 0,
-        "some batches should have been padded to less than 384"
+        "some requests should have been padded to less than 384"
     );
+}
+
+#[test]
+fn the_padding_probe_keeps_the_reference_answers_when_padding_ranks_high() {
+    // bert-onnx (seeded random weights) ranks padding positions among its top 20 start
+    // and end logits, so padding less would change answers (the reference ranks padding
+    // too, spec §6.2): the probe makes the run pad to 384, byte-identical to
+    // --fixed-seq-len. --dynamic-seq-len pads less anyway and warns.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    let dir = |n: &str| tmp.path().join(n);
+    eval_ok(&data, "bert-onnx", &dir("fixed"), &["--fixed-seq-len"]);
+    let (err, guarded) = eval_ok(&data, "bert-onnx", &dir("guarded"), &[]);
+    assert_eq!(guarded["padding"]["mode"], "fixed_after_probe", "{err}");
+    assert_eq!(guarded["padding"]["seq_len"], 384);
+    assert!(
+        guarded["padding"]["probe_unsafe_features"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        err.contains("ranks padding positions among its top"),
+        "{err}"
+    );
+    assert_same_answers(&dir("guarded"), &dir("fixed"));
+    let (err, forced) = eval_ok(&data, "bert-onnx", &dir("forced"), &["--dynamic-seq-len"]);
+    assert_eq!(forced["padding"]["mode"], "dynamic");
+    assert_eq!(forced["padding"]["probe_features"], 0);
+    let displaced = forced["padding"]["displaced_features"].as_u64().unwrap();
+    assert!(displaced > 0, "{forced}");
+    assert!(
+        err.contains(&format!(
+            "in {displaced} features padding positions pushed real ones out"
+        )),
+        "{err}"
+    );
+    assert!(assert_logits_close(&dir("forced"), &dir("fixed")) > 0);
 }

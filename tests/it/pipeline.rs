@@ -93,6 +93,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         concurrency: 1,
         warmup: 0,
         padding: Padding::Fixed(64),
+        guard: None,
     };
     let (one, _, r1) = run("tiny-bert-jitter", &feats, base.clone());
     let (many, order, r16) = run(
@@ -120,6 +121,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
             concurrency: 4,
             warmup: 2,
             padding: Padding::Longest { multiple: 8 },
+            guard: None,
         },
     );
     let (fixed, _, rf) = run(
@@ -130,6 +132,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
             concurrency: 4,
             warmup: 0,
             padding: Padding::Fixed(384),
+            guard: None,
         },
     );
     assert_eq!(rf.requests, 15);
