@@ -10,9 +10,12 @@
 //!   (the exact values the server returned, padded positions included, as in
 //!   [`crate::logits_io`]).
 //!
-//! Each record is written with one `write` call, so a killed process leaves at most one
-//! torn record at the end; reading stops at the first incomplete or mis-checksummed
-//! record and [`Journal::resume`] cuts the file back to the last good one.
+//! Records are gathered and written [`WRITE_BYTES`] at a time with one `write` call
+//! (fewer system calls than one per record), so a killed process leaves at most one torn
+//! record at the end and loses at most the records not yet written, which a resumed run
+//! simply sends again; reading stops at the first incomplete or mis-checksummed record
+//! and [`Journal::resume`] cuts the file back to the last good one. Records left are
+//! written by [`Journal::flush`], [`Journal::sync`] and on drop.
 //!
 //! Journals of the first format (`BQJRNL01`: the same layout with 64-bit FNV-1a
 //! checksums, which cost more CPU than the rest of journaling) are still read and
@@ -27,6 +30,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
+
+/// Records gathered before they are written (one `write` call).
+pub const WRITE_BYTES: usize = 64 * 1024;
 
 /// The journal's file name inside the output directory.
 pub const FILE_NAME: &str = "journal.bqj";
@@ -143,7 +149,7 @@ pub struct Journal {
     path: PathBuf,
     records: u64,
     checksum: Checksum,
-    /// The record being written, reused.
+    /// Records not yet written, reused.
     buffer: Vec<u8>,
 }
 
@@ -205,26 +211,37 @@ impl Journal {
         Ok((journal, contents))
     }
 
-    /// Appends one feature's logits (one `write` call).
+    /// Appends one feature's logits (written once [`WRITE_BYTES`] have gathered).
     pub fn append(&mut self, logits: &Logits) -> Result<()> {
         let n = logits.start.len().min(logits.end.len());
         let record = &mut self.buffer;
-        record.clear();
+        let at = record.len();
         // Length and checksum first, filled in once the payload is there.
-        record.resize(12, 0);
+        record.resize(at + 12, 0);
         record.extend_from_slice(&logits.unique_id.to_le_bytes());
         record.extend_from_slice(&(n as u32).to_le_bytes());
         for v in logits.start[..n].iter().chain(&logits.end[..n]) {
             record.extend_from_slice(&v.to_le_bytes());
         }
-        let len = (record.len() - 12) as u32;
-        let sum = self.checksum.of(&record[12..]);
-        record[..4].copy_from_slice(&len.to_le_bytes());
-        record[4..12].copy_from_slice(&sum.to_le_bytes());
-        self.file
-            .write_all(record)
-            .map_err(|e| Error::io(&self.path, e))?;
+        let len = (record.len() - at - 12) as u32;
+        let sum = self.checksum.of(&record[at + 12..]);
+        record[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        record[at + 4..at + 12].copy_from_slice(&sum.to_le_bytes());
         self.records += 1;
+        if record.len() >= WRITE_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered records (one `write` call).
+    pub fn flush(&mut self) -> Result<()> {
+        if !self.buffer.is_empty() {
+            self.file
+                .write_all(&self.buffer)
+                .map_err(|e| Error::io(&self.path, e))?;
+            self.buffer.clear();
+        }
         Ok(())
     }
 
@@ -233,14 +250,23 @@ impl Journal {
         self.records
     }
 
-    /// Flushes the journal to disk (at the end of an interrupted run).
-    pub fn sync(&self) -> Result<()> {
+    /// Writes the gathered records and flushes the journal to disk (at the end of an
+    /// interrupted run).
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
         self.file.sync_data().map_err(|e| Error::io(&self.path, e))
     }
 
     /// The journal's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // Best effort: a record not written is sent again by a resumed run.
+        let _ = self.flush();
     }
 }
 
@@ -346,6 +372,42 @@ mod tests {
             start: (0..n).map(|i| i as f32 * 0.5 - 1.0).collect(),
             end: (0..n).map(|i| -(i as f32) * 0.25).collect(),
         }
+    }
+
+    #[test]
+    fn records_are_written_in_groups_and_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let fp = Fingerprint::default().with("model", "m");
+        let mut j = Journal::create(&path, &fp).unwrap();
+        let header = std::fs::metadata(&path).unwrap().len();
+        let record = (12 + 12 + 384 * 8) as u64;
+        j.append(&logits(1_000_000_000, 384)).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            header,
+            "gathered, not written"
+        );
+        let group = WRITE_BYTES.div_ceil(record as usize) as u64;
+        for id in 1..group + 1 {
+            j.append(&logits(1_000_000_000 + id, 384)).unwrap();
+        }
+        // The first `group` records reached WRITE_BYTES and were written in one go.
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            header + group * record
+        );
+        assert_eq!(j.records(), group + 1);
+        j.flush().unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            header + (group + 1) * record
+        );
+        j.append(&logits(1_000_000_999, 384)).unwrap();
+        j.sync().unwrap();
+        let (_, c) = read(&path).unwrap();
+        assert_eq!(c.logits.len() as u64, group + 2);
+        assert_eq!(c.logits[&1_000_000_999].end, logits(1_000_000_999, 384).end);
     }
 
     #[test]

@@ -216,14 +216,28 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 keep_logits: args.save_logits,
                 keep_features: false,
             };
-            fingerprint = super::resume::model_fingerprint(fingerprint, &binding, padding);
-            let (mut journal, journaled) =
+            fingerprint = super::resume::model_fingerprint(
+                fingerprint,
+                &binding,
+                padding,
+                args.run.load.dynamic_seq_len,
+            );
+            let (journal, journaled) =
                 super::resume::open(&args.output_dir, args.resume, &fingerprint)?;
-            let mut record = |l: &crate::types::Logits| journal.append(l);
+            // Shared with the signal handler, which writes the gathered records before
+            // a second interrupt quits at once.
+            let journal = std::sync::Arc::new(std::sync::Mutex::new(journal));
+            let mut record = |l: &crate::types::Logits| super::resume::lock(&journal).append(l);
+            let on_quit = {
+                let journal = journal.clone();
+                move || {
+                    let _ = super::resume::lock(&journal).flush();
+                }
+            };
             let control = pipeline::Control {
                 known: journaled.logits,
                 record: Some(&mut record),
-                stop: Some(super::resume::stop_on_signals(&rt)),
+                stop: Some(super::resume::stop_on_signals(&rt, on_quit)),
             };
             let bar = Bar::new(args.run.output.quiet || args.run.output.json);
             let binding = Arc::new(binding);
@@ -241,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let outcome = if outcome.error.is_none() && outcome.done() == dataset.examples.len() {
                 outcome.complete(&dataset)?
             } else {
-                let _ = journal.sync();
+                let _ = super::resume::lock(&journal).sync();
                 let mut outcome = outcome;
                 let error = outcome
                     .error
@@ -254,7 +268,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     version_2,
                     na_prob_thresh: args.scoring.na_prob_thresh,
                     fingerprint: &fingerprint,
-                    journaled: journal.records(),
+                    journaled: super::resume::lock(&journal).records(),
                 };
                 anyhow::bail!(super::resume::write_partial(&partial, outcome, error)?);
             };

@@ -67,6 +67,14 @@ pub fn open(
     Ok((Journal::create(&path, fingerprint)?, Default::default()))
 }
 
+/// The journal behind a lock shared with the signal handler (a panic elsewhere does
+/// not stop it from being written).
+pub fn lock(journal: &std::sync::Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
+    journal
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Removes the journal after a complete run.
 pub fn finish(dir: &Path) -> anyhow::Result<()> {
     let path = journal_path(dir);
@@ -79,7 +87,10 @@ pub fn finish(dir: &Path) -> anyhow::Result<()> {
 
 /// A receiver that turns `true` at the first SIGINT or SIGTERM; the second one exits
 /// the process at once (code 2). Must be called inside the runtime.
-pub fn stop_on_signals(rt: &tokio::runtime::Runtime) -> tokio::sync::watch::Receiver<bool> {
+pub fn stop_on_signals(
+    rt: &tokio::runtime::Runtime,
+    on_quit: impl FnOnce() + Send + 'static,
+) -> tokio::sync::watch::Receiver<bool> {
     let (tx, rx) = tokio::sync::watch::channel(false);
     rt.spawn(async move {
         let mut term =
@@ -90,6 +101,7 @@ pub fn stop_on_signals(rt: &tokio::runtime::Runtime) -> tokio::sync::watch::Rece
         );
         let _ = tx.send(true);
         any_signal(&mut term).await;
+        on_quit();
         eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
         std::process::exit(2);
     });
@@ -219,17 +231,23 @@ pub fn base_fingerprint(
         ))
 }
 
-/// Adds the model, its binding and the padding to a fingerprint.
+/// Adds the model, its binding and the padding to a fingerprint. Padding without the
+/// probe (`--dynamic-seq-len`, which can change answers) is a setting of its own.
 pub fn model_fingerprint(
     base: Fingerprint,
     binding: &crate::backend::Binding,
     padding: crate::pipeline::Padding,
+    unprobed: bool,
 ) -> Fingerprint {
+    let padding = match padding {
+        crate::pipeline::Padding::Longest { .. } if unprobed => format!("{padding:?} unprobed"),
+        _ => format!("{padding:?}"),
+    };
     base.with("model", &binding.model)
         .with("model_version", &binding.version)
         .with(
             "binding",
             serde_json::to_string(binding).unwrap_or_default(),
         )
-        .with("padding", format!("{padding:?}"))
+        .with("padding", padding)
 }
