@@ -293,50 +293,77 @@ fn gt(a: f64, b: f64) -> bool {
 ///
 /// Without sorting everything: the `n`-th largest of the maxima of blocks of 8 is a
 /// floor that at least `n` values reach, so every value of the top `n` is at or above
-/// it. The values above it (about 25 of 384 for random logits), and the first of those
-/// equal to it, are taken in position order and stably sorted; their first `n` are the
-/// answer, because they are a prefix of the full stable sort.
+/// it. Only blocks whose maximum reaches the floor are scanned; the values above it
+/// (about 25 of 384 for random logits) are stably sorted, and the first of those equal
+/// to it follow in position order (they sort below every value above it); their first
+/// `n` are the answer, because they are a prefix of the full stable sort.
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
         return;
     }
     const BLOCK: usize = 8;
-    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
-    let mut maxima: Vec<f32> = logits
-        .chunks(BLOCK)
-        // NaN never compares greater, so it never becomes a maximum.
-        .map(|c| {
-            c.iter()
-                .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
-        })
-        .collect();
-    let floor = if maxima.len() >= n {
-        // Descending in the total order; maxima hold no NaN. At least `n` maxima are
-        // >= the selected one in that order, hence also numerically.
-        *maxima
-            .select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a))
-            .1
-    } else {
-        f32::NEG_INFINITY
-    };
-    // Values equal to the floor enter in position order, only as many as the values
-    // above it leave room for (all-equal logits would otherwise all be sorted).
-    let above = logits.iter().filter(|&&x| x > floor).count();
-    let mut room = n.saturating_sub(above);
-    let mut candidates: Vec<(f32, usize)> = Vec::with_capacity(above + room);
-    for (i, &x) in logits.iter().enumerate() {
-        let k = key(x);
-        if k > floor {
-            candidates.push((k, i));
-        } else if k == floor && room > 0 {
-            candidates.push((k, i));
-            room -= 1;
+    TOP_SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (maxima, sorted, above, equal) = &mut *scratch;
+        maxima.clear();
+        above.clear();
+        equal.clear();
+        // `f32::max` ignores NaN, so NaN never becomes a maximum (an all-NaN block's is
+        // −∞, where its NaNs rank).
+        maxima.extend(
+            logits
+                .chunks(BLOCK)
+                .map(|c| c.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x))),
+        );
+        let floor = if maxima.len() >= n {
+            // Descending in the total order; maxima hold no NaN. At least `n` maxima are
+            // >= the selected one in that order, hence also numerically. The selection
+            // reorders a copy: the blocks are scanned in order below.
+            sorted.clear();
+            sorted.extend_from_slice(maxima);
+            *sorted
+                .select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a))
+                .1
+        } else {
+            f32::NEG_INFINITY
+        };
+        for (b, &m) in maxima.iter().enumerate() {
+            if m < floor {
+                continue; // nothing in this block reaches the floor
+            }
+            let first = b * BLOCK;
+            for (j, &x) in logits[first..(first + BLOCK).min(logits.len())]
+                .iter()
+                .enumerate()
+            {
+                let k = if x.is_nan() { f32::NEG_INFINITY } else { x };
+                if k > floor {
+                    above.push((k, first + j));
+                } else if k == floor && equal.len() < n {
+                    equal.push(first + j);
+                }
+            }
         }
-    }
-    // Stable and numeric (−0.0 equals 0.0, as in the reference's sort).
-    candidates.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
-    out.extend(candidates.iter().take(n).map(|&(_, i)| i));
+        // Stable and numeric (−0.0 equals 0.0, as in the reference's sort).
+        above.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        out.extend(
+            above
+                .iter()
+                .map(|&(_, i)| i)
+                .chain(equal.iter().copied())
+                .take(n),
+        );
+    });
+}
+
+type TopScratch = (Vec<f32>, Vec<f32>, Vec<(f32, usize)>, Vec<usize>);
+
+thread_local! {
+    /// [`best_indexes`]'s buffers, reused across calls on a thread.
+    static TOP_SCRATCH: std::cell::RefCell<TopScratch> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()))
+    };
 }
 
 /// How many real positions (those below `real`) are among the first `n` of the
