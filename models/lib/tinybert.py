@@ -6,6 +6,13 @@ be recomputed independently from the same seed.
 
 Used by the python-backend models in ../repo (tiny-bert, tiny-bert-hf) and by the tests,
 which import this file to recompute expected logits.
+
+The weights are float32 (the ONNX twin's), but the forward pass runs in float64 and only
+its logits are rounded to float32: float32 arithmetic differed between CPUs by up to
+1e-5 (numpy's AVX-512 or AVX2 kernels for tanh/exp, OpenBLAS's per-CPU GEMM kernels),
+while float64 differences of ~1e-16 practically never change the rounded float32 logit.
+So the model gives the same logits on every x86-64 machine, and goldens made from it
+on one machine hold on another.
 """
 import numpy as np
 
@@ -58,25 +65,37 @@ def _layer_norm(x, g, b):
 
 def _gelu(x):
     # tanh approximation of GELU (the ONNX twin builds the same formula from Tanh).
-    c = np.float32(np.sqrt(2.0 / np.pi))
-    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(c * (x + np.float32(0.044715) * x ** 3)))
+    c = np.sqrt(2.0 / np.pi)
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
+
+
+def _float64(w):
+    """The weights as float64, made once per weights dict."""
+    if "_f64" not in w:
+        w["_f64"] = {
+            k: ([{n: a.astype(np.float64) for n, a in L.items()} for L in v] if k == "layers"
+                else v.astype(np.float64))
+            for k, v in w.items() if k != "_f64"
+        }
+    return w["_f64"]
 
 
 def forward(w, input_ids, segment_ids, input_mask):
     """[batch, seq] integer arrays -> (start_logits, end_logits), each float32 [batch, seq]."""
+    w = _float64(w)
     ids = np.asarray(input_ids, dtype=np.int64)
     seg = np.asarray(segment_ids, dtype=np.int64)
-    mask = np.asarray(input_mask, dtype=np.float32)
+    mask = np.asarray(input_mask, dtype=np.float64)
     batch, seq = ids.shape
     if seq > MAX_POSITIONS:
         raise ValueError(f"sequence length {seq} exceeds {MAX_POSITIONS}")
     if ids.min(initial=0) < 0 or ids.max(initial=0) >= VOCAB:
         raise ValueError("token id outside the vocabulary")
     x = w["word"][ids] + w["pos"][np.arange(seq)][None, :, :] + w["type"][seg]
-    x = _layer_norm(x, w["emb_ln_g"], w["emb_ln_b"]).astype(np.float32)
-    bias = ((np.float32(1.0) - mask) * np.float32(-10000.0))[:, None, None, :]
+    x = _layer_norm(x, w["emb_ln_g"], w["emb_ln_b"])
+    bias = ((1.0 - mask) * -10000.0)[:, None, None, :]
     dh = HIDDEN // HEADS
-    scale = np.float32(1.0 / np.sqrt(dh))
+    scale = 1.0 / np.sqrt(dh)
     for L in w["layers"]:
         def heads(t):
             return t.reshape(batch, seq, HEADS, dh).transpose(0, 2, 1, 3)
@@ -88,9 +107,9 @@ def forward(w, input_ids, segment_ids, input_mask):
         p = np.exp(scores)
         p = p / p.sum(-1, keepdims=True)
         ctx = (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, HIDDEN)
-        x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"]).astype(np.float32)
+        x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"])
         h = _gelu(x @ L["w1"] + L["b1"])
-        x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"]).astype(np.float32)
+        x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"])
     logits = x @ w["qa_w"] + w["qa_b"]
     return logits[:, :, 0].astype(np.float32), logits[:, :, 1].astype(np.float32)
 
