@@ -11,16 +11,17 @@
 //!   once per paragraph.
 //!
 //! Prints µs per feature for both (thread CPU time, which a busy machine inflates much
-//! less than wall time, and wall time), and a digest of every feature's fields, so that
-//! two builds (before and after a change) can be run back to back on the same file and
-//! their outputs compared.
+//! less than wall time, and wall time), what the encoder's caches saved (paragraphs,
+//! segments and basic tokens tokenized against asked for), and a digest of every
+//! feature's fields, so that two builds (before and after a change) can be run back to
+//! back on the same file and their outputs compared.
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use bertqa::features::{FeatureBuilder, FeatureConfig};
-use bertqa::tokenize::BertTokenizer;
+use bertqa::tokenize::{BertTokenizer, EncoderStats};
 use bertqa::types::Feature;
 
 /// The allocator of the `bertqa` binary (src/main.rs), so that this measures what the
@@ -42,6 +43,7 @@ fn main() -> anyhow::Result<()> {
     let mut build = Best::default();
     let mut digest = None;
     let mut count = 0usize;
+    let mut tokenized = (0usize, Default::default());
     let mut features: Vec<Feature> = Vec::new();
     for _ in 0..repeats.max(1) {
         features.clear();
@@ -52,6 +54,7 @@ fn main() -> anyhow::Result<()> {
         }
         build.update(timer.stop());
         count = features.len();
+        tokenized = (builder.paragraphs_tokenized(), builder.encoder_stats());
         let d = digest_of(&features);
         anyhow::ensure!(
             *digest.get_or_insert(d) == d,
@@ -73,6 +76,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     let per = |s: f64| s * 1e6 / count.max(1) as f64;
+    let (paragraphs_tokenized, stats): (usize, EncoderStats) = tokenized;
     println!(
         "{}",
         serde_json::json!({
@@ -81,6 +85,11 @@ fn main() -> anyhow::Result<()> {
             "paragraphs": dataset.paragraphs.len(),
             "words": words,
             "features": count,
+            "paragraphs_tokenized": paragraphs_tokenized,
+            "segments": stats.segments,
+            "segments_tokenized": stats.segments_tokenized,
+            "basic_tokens": stats.words,
+            "basic_tokens_tokenized": stats.words_tokenized,
             "repeats": repeats.max(1),
             "build_cpu_us_per_feature": per(build.cpu_s),
             "build_wall_us_per_feature": per(build.wall_s),
