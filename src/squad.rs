@@ -157,41 +157,51 @@ pub fn split_context(context: &str) -> Paragraph {
 }
 
 /// §2.1's scan, with each word copied once as a slice of the context rather than grown
-/// character by character; ASCII contexts (nearly all of SQuAD) go byte by byte, without
-/// decoding UTF-8.
+/// character by character. ASCII contexts (nearly all of SQuAD) go run by run over the
+/// bytes, without decoding UTF-8, each run's word index written in one fill.
 fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens: Vec<String> = Vec::new();
     let mut char_to_word_offset = Vec::with_capacity(context.len());
-    // Byte index where the current word started, if inside one.
-    let mut word_start: Option<usize> = None;
-    // At most one word per code point, so this fits whenever the offsets do.
+    // Words so far; at most one per code point, so this fits whenever the offsets do.
     let mut words: i32 = 0;
-    let mut step = |i: usize, whitespace: bool, doc_tokens: &mut Vec<String>| {
-        if whitespace {
-            if let Some(s) = word_start.take() {
-                doc_tokens.push(context[s..i].to_string());
-            }
-        } else if word_start.is_none() {
-            word_start = Some(i);
-            words += 1;
-        }
-        char_to_word_offset.push(words - 1);
-    };
     if context.is_ascii() {
-        for (i, &b) in context.as_bytes().iter().enumerate() {
-            step(
-                i,
-                matches!(b, b' ' | b'\t' | b'\r' | b'\n'),
-                &mut doc_tokens,
-            );
+        let bytes = context.as_bytes();
+        let separates = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        let mut i = 0;
+        while i < bytes.len() {
+            let run = i;
+            while i < bytes.len() && separates(bytes[i]) {
+                i += 1;
+            }
+            char_to_word_offset.extend(std::iter::repeat_n(words - 1, i - run));
+            if i == bytes.len() {
+                break;
+            }
+            let word = i;
+            while i < bytes.len() && !separates(bytes[i]) {
+                i += 1;
+            }
+            doc_tokens.push(context[word..i].to_string());
+            words += 1;
+            char_to_word_offset.extend(std::iter::repeat_n(words - 1, i - word));
         }
     } else {
+        // Byte index where the current word started, if inside one.
+        let mut word_start: Option<usize> = None;
         for (i, c) in context.char_indices() {
-            step(i, is_reader_whitespace(c), &mut doc_tokens);
+            if is_reader_whitespace(c) {
+                if let Some(s) = word_start.take() {
+                    doc_tokens.push(context[s..i].to_string());
+                }
+            } else if word_start.is_none() {
+                word_start = Some(i);
+                words += 1;
+            }
+            char_to_word_offset.push(words - 1);
         }
-    }
-    if let Some(s) = word_start {
-        doc_tokens.push(context[s..].to_string());
+        if let Some(s) = word_start {
+            doc_tokens.push(context[s..].to_string());
+        }
     }
     Paragraph {
         context,

@@ -29,6 +29,7 @@
 //! itself.
 
 mod basic;
+mod cache;
 pub mod tables;
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ use tokenizers::{Model, ModelWrapper, NormalizerWrapper};
 
 use crate::error::{Error, Location, Result};
 use crate::types::TokenText;
+use cache::IdCache;
 
 pub use basic::{
     basic_tokenize, is_cjk, is_clean_whitespace, is_control, is_punctuation, is_python_whitespace,
@@ -270,9 +272,8 @@ impl BertTokenizer {
         Encoder {
             tokenizer: self,
             scratch: basic::Scratch::default(),
-            cache: HashMap::default(),
-            segments: HashMap::default(),
-            arena: Vec::new(),
+            cache: IdCache::default(),
+            segments: IdCache::default(),
             stats: EncoderStats::default(),
         }
     }
@@ -501,11 +502,10 @@ fn floor_char_boundary(s: &str, i: usize) -> usize {
 pub struct Encoder<'t> {
     tokenizer: &'t BertTokenizer,
     scratch: basic::Scratch,
-    /// Basic token → range of `arena`.
-    cache: HashMap<Box<str>, (u32, u32), WordHash>,
-    /// Whole segment given to [`Encoder::encode_segment`] → range of `arena`.
-    segments: HashMap<Box<str>, (u32, u32), WordHash>,
-    arena: Vec<u32>,
+    /// Basic token → its WordPiece ids.
+    cache: IdCache,
+    /// Whole segment given to [`Encoder::encode_segment`] → its ids.
+    segments: IdCache,
     stats: EncoderStats,
 }
 
@@ -519,23 +519,10 @@ pub struct EncoderStats {
     pub words_tokenized: u64,
 }
 
-/// Remembers `out[before..]` as the ids of `key`, unless the cache is full.
-fn remember(
-    cache: &mut HashMap<Box<str>, (u32, u32), WordHash>,
-    arena: &mut Vec<u32>,
-    key: &str,
-    out: &[u32],
-    before: usize,
-) {
-    if cache.len() >= MAX_CACHED_WORDS {
-        return;
-    }
-    if let (Ok(start), Ok(len)) = (
-        u32::try_from(arena.len()),
-        u32::try_from(out.len() - before),
-    ) {
-        arena.extend_from_slice(&out[before..]);
-        cache.insert(key.into(), (start, len));
+/// Remembers `ids` as those of `key`, unless the cache is full.
+fn remember(cache: &mut IdCache, key: &str, ids: &[u32]) {
+    if cache.len() < MAX_CACHED_WORDS {
+        cache.insert(key, ids);
     }
 }
 
@@ -556,20 +543,19 @@ impl Encoder<'_> {
             tokenizer,
             scratch,
             cache,
-            arena,
             stats,
             ..
         } = self;
         basic::for_each_token(text, tokenizer.lower_case, scratch, |word| {
             stats.words += 1;
-            if let Some(&(start, len)) = cache.get(word) {
-                out.extend_from_slice(&arena[start as usize..(start + len) as usize]);
+            if let Some(ids) = cache.get(word) {
+                out.extend_from_slice(ids);
                 return;
             }
             stats.words_tokenized += 1;
             let before = out.len();
             tokenizer.wordpiece_into(word, out);
-            remember(cache, arena, word, out, before);
+            remember(cache, word, &out[before..]);
         });
     }
 
@@ -578,14 +564,14 @@ impl Encoder<'_> {
     /// recur, such as a context's whitespace words (§4.2), not for whole questions.
     pub fn encode_segment(&mut self, segment: &str, out: &mut Vec<u32>) {
         self.stats.segments += 1;
-        if let Some(&(start, len)) = self.segments.get(segment) {
-            out.extend_from_slice(&self.arena[start as usize..(start + len) as usize]);
+        if let Some(ids) = self.segments.get(segment) {
+            out.extend_from_slice(ids);
             return;
         }
         self.stats.segments_tokenized += 1;
         let before = out.len();
         self.encode(segment, out);
-        remember(&mut self.segments, &mut self.arena, segment, out, before);
+        remember(&mut self.segments, segment, &out[before..]);
     }
 }
 
