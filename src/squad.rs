@@ -169,21 +169,21 @@ fn split_owned_context(context: String) -> Paragraph {
         let separates = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
         let mut i = 0;
         while i < bytes.len() {
-            let run = i;
-            while i < bytes.len() && separates(bytes[i]) {
-                i += 1;
-            }
-            char_to_word_offset.extend(std::iter::repeat_n(words - 1, i - run));
-            if i == bytes.len() {
+            let word = bytes[i..]
+                .iter()
+                .position(|&b| !separates(b))
+                .map_or(bytes.len(), |n| i + n);
+            char_to_word_offset.resize(word, words - 1);
+            if word == bytes.len() {
                 break;
             }
-            let word = i;
-            while i < bytes.len() && !separates(bytes[i]) {
-                i += 1;
-            }
+            i = bytes[word..]
+                .iter()
+                .position(|&b| separates(b))
+                .map_or(bytes.len(), |n| word + n);
             doc_tokens.push(context[word..i].to_string());
             words += 1;
-            char_to_word_offset.extend(std::iter::repeat_n(words - 1, i - word));
+            char_to_word_offset.resize(i, words - 1);
         }
     } else {
         // Byte index where the current word started, if inside one.
