@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 
 use crate::error::{Error, Result};
-use crate::tokenize::{BertTokenizer, Encoder};
+use crate::tokenize::{BertTokenizer, Encoder, EncoderStats};
 use crate::types::{Dataset, Example, Feature, Paragraph};
 
 /// First `unique_id` (§4.7).
@@ -83,12 +83,14 @@ pub struct DocPieces {
     pub tok_to_orig: Vec<u32>,
 }
 
-/// Tokenizes a paragraph's words one at a time (§4.2).
+/// Tokenizes a paragraph's words one at a time (§4.2). Each word is a segment of the
+/// encoder's segment cache, so a word seen in any earlier paragraph is not tokenized
+/// again.
 pub fn doc_pieces(encoder: &mut Encoder<'_>, paragraph: &Paragraph) -> DocPieces {
     let mut pieces = DocPieces::default();
     for (word_index, word) in paragraph.doc_tokens.iter().enumerate() {
         let before = pieces.ids.len();
-        encoder.encode(word, &mut pieces.ids);
+        encoder.encode_segment(word, &mut pieces.ids);
         // Words index a context of under 2^31 characters (checked by the reader).
         let w = word_index as u32;
         pieces
@@ -144,6 +146,52 @@ pub fn is_max_context(spans: &[(usize, usize)], cur: usize, pos: usize) -> bool 
     best.is_some_and(|(_, i)| i == cur)
 }
 
+/// [`is_max_context`] for every doc piece of window `cur`, in one pass per overlapping
+/// window instead of a search per piece.
+///
+/// Window `cur` is the best for a piece exactly when it scores strictly more than every
+/// earlier window holding the piece and at least as much as every later one (the first
+/// of equal scores wins). Starts and ends both increase, so the windows that overlap
+/// `cur` are the neighbours on either side until the first that does not; only their
+/// overlap with `cur` is scored, with the same f64 expression as the reference.
+pub fn max_context_flags(spans: &[(usize, usize)], cur: usize) -> Vec<bool> {
+    let (s, l) = spans[cur];
+    let mut flags = vec![true; l];
+    if l == 0 {
+        return flags;
+    }
+    let score = |(s, l): (usize, usize), pos: usize| {
+        (pos - s).min(s + l - 1 - pos) as f64 + 0.01 * l as f64
+    };
+    let mut lose_to = |other: usize, earlier: bool| {
+        let (os, ol) = spans[other];
+        let from = os.max(s);
+        let to = (os + ol).min(s + l);
+        for pos in from..to {
+            let (mine, theirs) = (score((s, l), pos), score((os, ol), pos));
+            if if earlier {
+                theirs >= mine
+            } else {
+                theirs > mine
+            } {
+                flags[pos - s] = false;
+            }
+        }
+        from < to
+    };
+    for other in (0..cur).rev() {
+        if !lose_to(other, true) {
+            break;
+        }
+    }
+    for other in cur + 1..spans.len() {
+        if !lose_to(other, false) {
+            break;
+        }
+    }
+    flags
+}
+
 /// Builds features example by example, tokenizing each paragraph once.
 #[derive(Debug)]
 pub struct FeatureBuilder<'t> {
@@ -153,6 +201,7 @@ pub struct FeatureBuilder<'t> {
     sep_id: u32,
     /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
     paragraph: Option<(usize, DocPieces)>,
+    paragraphs_tokenized: usize,
     next_unique_id: u64,
     question: Vec<u32>,
 }
@@ -167,6 +216,7 @@ impl<'t> FeatureBuilder<'t> {
             cls_id: tokenizer.cls_id(),
             sep_id: tokenizer.sep_id(),
             paragraph: None,
+            paragraphs_tokenized: 0,
             next_unique_id: FIRST_UNIQUE_ID,
             question: Vec::new(),
         })
@@ -175,6 +225,17 @@ impl<'t> FeatureBuilder<'t> {
     /// The configuration in use.
     pub fn config(&self) -> &FeatureConfig {
         &self.config
+    }
+
+    /// How many times a paragraph's words were tokenized: once per paragraph when its
+    /// questions come one after another, as the reader gives them.
+    pub fn paragraphs_tokenized(&self) -> usize {
+        self.paragraphs_tokenized
+    }
+
+    /// What the encoder did (segments and basic tokens asked for and tokenized).
+    pub fn encoder_stats(&self) -> EncoderStats {
+        self.encoder.stats()
     }
 
     /// Appends the features of one example to `out`, numbering them on from the
@@ -187,6 +248,7 @@ impl<'t> FeatureBuilder<'t> {
         if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
             let pieces = doc_pieces(&mut self.encoder, dataset.paragraph_of(example));
             self.paragraph = Some((example.paragraph_index, pieces));
+            self.paragraphs_tokenized += 1;
         }
         let Some((_, doc)) = &self.paragraph else {
             return;
@@ -202,9 +264,7 @@ impl<'t> FeatureBuilder<'t> {
             input_ids.push(self.sep_id);
             input_ids.extend_from_slice(&doc.ids[start..start + length]);
             input_ids.push(self.sep_id);
-            let token_is_max_context = (start..start + length)
-                .map(|pos| is_max_context(&spans, k, pos))
-                .collect();
+            let token_is_max_context = max_context_flags(&spans, k);
             out.push(Feature {
                 unique_id: self.next_unique_id,
                 example_index: example.example_index,
@@ -305,6 +365,94 @@ mod tests {
         assert!(is_max_context(&spans, 0, 188));
         assert!(is_max_context(&spans, 1, 189));
         assert!(!is_max_context(&spans, 0, 189));
+    }
+
+    proptest::proptest! {
+        /// The one-pass flags equal the reference rule piece by piece, for any window
+        /// geometry (overlapping, touching, strides above the window length).
+        #[test]
+        fn max_context_flags_equal_the_reference_rule(
+            n_pieces in 1usize..700,
+            max_tokens_for_doc in 1usize..400,
+            doc_stride in 1usize..200,
+        ) {
+            let spans = doc_spans(n_pieces, max_tokens_for_doc, doc_stride);
+            for (k, &(s, l)) in spans.iter().enumerate() {
+                let want: Vec<bool> = (s..s + l).map(|pos| is_max_context(&spans, k, pos)).collect();
+                proptest::prop_assert_eq!(max_context_flags(&spans, k), want, "window {}", k);
+            }
+        }
+    }
+
+    #[test]
+    fn max_context_flags_of_the_spec_example() {
+        let spans = doc_spans(600, 371, 128);
+        let owned = |k: usize| {
+            let (s, _) = spans[k];
+            let f = max_context_flags(&spans, k);
+            let first = f.iter().position(|&x| x).unwrap();
+            let last = f.iter().rposition(|&x| x).unwrap();
+            assert!(f[first..=last].iter().all(|&x| x));
+            (s + first, s + last)
+        };
+        assert_eq!(owned(0), (0, 249));
+        assert_eq!(owned(1), (250, 377));
+        assert_eq!(owned(2), (378, 599));
+    }
+
+    fn tiny_tokenizer() -> BertTokenizer {
+        let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\nsat\non\nmat\n##s\n.\nwho\n?\n";
+        BertTokenizer::from_vocab_text(vocab, true, &crate::tokenize::in_memory()).unwrap()
+    }
+
+    fn dataset(paragraphs: &[(&str, usize)]) -> Dataset {
+        let mut d = Dataset::default();
+        for (p, &(context, questions)) in paragraphs.iter().enumerate() {
+            d.paragraphs.push(crate::squad::split_context(context));
+            for _ in 0..questions {
+                d.examples.push(Example {
+                    example_index: d.examples.len(),
+                    qas_id: format!("q{}", d.examples.len()),
+                    question_text: "Who sat?".to_string(),
+                    paragraph_index: p,
+                    answers: Vec::new(),
+                    is_impossible: false,
+                });
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn each_paragraph_is_tokenized_once_and_each_word_once() {
+        let tok = tiny_tokenizer();
+        let d = dataset(&[
+            ("The cat sat on the mat.", 3),
+            ("The cats sat.", 2),
+            ("the mat", 1),
+        ]);
+        let mut b = FeatureBuilder::new(&tok, FeatureConfig::default()).unwrap();
+        let mut out = Vec::new();
+        for e in &d.examples {
+            b.push_example(&d, e, &mut out);
+        }
+        assert_eq!(out.len(), 6);
+        assert_eq!(b.paragraphs_tokenized(), 3);
+        let stats = b.encoder_stats();
+        // 6 + 3 + 2 context words, 9 distinct segments ("The" and "the", "mat." and
+        // "mat" differ).
+        assert_eq!((stats.segments, stats.segments_tokenized), (11, 9));
+        // Basic tokens: the new segments give the cat sat on the mat . / cats sat . /
+        // mat (11), the questions "who sat ?" (6 × 3): 29 asked for, 9 distinct
+        // (the cat sat on mat . cats who ?).
+        assert_eq!((stats.words, stats.words_tokenized), (29, 9));
+        // The same ids as tokenizing each word alone, without any cache.
+        let again: Vec<u32> = d.paragraphs[1]
+            .doc_tokens
+            .iter()
+            .flat_map(|w| tok.tokenize(w))
+            .collect();
+        assert_eq!(out[3].input_ids[5..out[3].input_ids.len() - 1], again[..]);
     }
 
     #[test]

@@ -156,22 +156,52 @@ pub fn split_context(context: &str) -> Paragraph {
     split_owned_context(context.to_string())
 }
 
+/// §2.1's scan, with each word copied once as a slice of the context rather than grown
+/// character by character. ASCII contexts (nearly all of SQuAD) go run by run over the
+/// bytes, without decoding UTF-8, each run's word index written in one fill.
 fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens: Vec<String> = Vec::new();
     let mut char_to_word_offset = Vec::with_capacity(context.len());
-    let mut prev_ws = true;
-    for c in context.chars() {
-        if is_reader_whitespace(c) {
-            prev_ws = true;
-        } else {
-            match doc_tokens.last_mut() {
-                Some(last) if !prev_ws => last.push(c),
-                _ => doc_tokens.push(c.to_string()),
+    // Words so far; at most one per code point, so this fits whenever the offsets do.
+    let mut words: i32 = 0;
+    if context.is_ascii() {
+        let bytes = context.as_bytes();
+        let separates = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        let mut i = 0;
+        while i < bytes.len() {
+            let word = bytes[i..]
+                .iter()
+                .position(|&b| !separates(b))
+                .map_or(bytes.len(), |n| i + n);
+            char_to_word_offset.resize(word, words - 1);
+            if word == bytes.len() {
+                break;
             }
-            prev_ws = false;
+            i = bytes[word..]
+                .iter()
+                .position(|&b| separates(b))
+                .map_or(bytes.len(), |n| word + n);
+            doc_tokens.push(context[word..i].to_string());
+            words += 1;
+            char_to_word_offset.resize(i, words - 1);
         }
-        // At most one word per code point, so this fits whenever the offsets do.
-        char_to_word_offset.push(doc_tokens.len() as i32 - 1);
+    } else {
+        // Byte index where the current word started, if inside one.
+        let mut word_start: Option<usize> = None;
+        for (i, c) in context.char_indices() {
+            if is_reader_whitespace(c) {
+                if let Some(s) = word_start.take() {
+                    doc_tokens.push(context[s..i].to_string());
+                }
+            } else if word_start.is_none() {
+                word_start = Some(i);
+                words += 1;
+            }
+            char_to_word_offset.push(words - 1);
+        }
+        if let Some(s) = word_start {
+            doc_tokens.push(context[s..].to_string());
+        }
     }
     Paragraph {
         context,
@@ -313,6 +343,51 @@ mod tests {
             [-1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
         );
         assert_eq!(p.char_to_word_offset.len(), p.context.chars().count());
+    }
+
+    /// §2.1 exactly as written: one character at a time, each appended to the last word.
+    fn split_like_the_reference(context: &str) -> (Vec<String>, Vec<i32>) {
+        let mut doc_tokens: Vec<String> = Vec::new();
+        let mut offsets = Vec::new();
+        let mut prev_ws = true;
+        for c in context.chars() {
+            if is_reader_whitespace(c) {
+                prev_ws = true;
+            } else {
+                match doc_tokens.last_mut() {
+                    Some(last) if !prev_ws => last.push(c),
+                    _ => doc_tokens.push(c.to_string()),
+                }
+                prev_ws = false;
+            }
+            offsets.push(doc_tokens.len() as i32 - 1);
+        }
+        (doc_tokens, offsets)
+    }
+
+    proptest::proptest! {
+        /// The slicing split (byte-wise on ASCII) equals the reference's scan.
+        #[test]
+        fn context_split_equals_the_reference_scan(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "a", "Bc", ".", " ", "  ", "\t", "\r\n", "\u{b}", "\u{a0}", "\u{202f}",
+                    "é", "中", "😀", "\u{3000}", "\u{2028}",
+                ]),
+                0..40,
+            ),
+            ascii_only in proptest::bool::ANY,
+        ) {
+            let mut context = parts.concat();
+            if ascii_only {
+                context.retain(|c| c.is_ascii());
+            }
+            let p = split_context(&context);
+            let (words, offsets) = split_like_the_reference(&context);
+            proptest::prop_assert_eq!(&p.doc_tokens, &words);
+            proptest::prop_assert_eq!(&p.char_to_word_offset, &offsets);
+            proptest::prop_assert_eq!(p.context, context);
+        }
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! all cleaned to spaces), so a context's basic tokens are its words' basic tokens in
 //! order. Features still tokenize word by word, as the reference does, because each
 //! piece must know its word.
+//!
+//! ASCII text, nearly all of SQuAD, takes a byte-wise path: there, clean is dropping
+//! the ASCII controls, the only separators are space, `\t`, `\n` and `\r` (the other
+//! ASCII Python whitespace characters are controls, removed first), nothing is CJK,
+//! lower-casing is byte-wise, NFD changes nothing and there are no marks. Words run
+//! straight from the text unless a control has to be removed. An ASCII word of
+//! non-ASCII text takes the same step 4. A property test holds both to the general path.
 
 use super::tables;
 
@@ -228,37 +235,125 @@ pub fn lower_strip_accents(word: &str, chars: &mut Vec<char>, out: &mut String) 
 }
 
 /// Runs the basic tokenizer over `text`, calling `emit` with each basic token in order.
-pub fn for_each_token(text: &str, lower: bool, scratch: &mut Scratch, mut emit: impl FnMut(&str)) {
+pub fn for_each_token(text: &str, lower: bool, scratch: &mut Scratch, emit: impl FnMut(&str)) {
+    if text.is_ascii() {
+        for_each_token_ascii(text, lower, scratch, emit);
+    } else {
+        for_each_token_general(text, lower, scratch, true, emit);
+    }
+}
+
+/// The general path, character by character; `ascii_words` sends each ASCII word's
+/// step 4 to the byte-wise one (off only to test that against this).
+fn for_each_token_general(
+    text: &str,
+    lower: bool,
+    scratch: &mut Scratch,
+    ascii_words: bool,
+    mut emit: impl FnMut(&str),
+) {
     let Scratch {
         word,
         chars,
         folded,
     } = scratch;
     word.clear();
+    let mut finish = |word: &mut String, emit: &mut dyn FnMut(&str)| {
+        if ascii_words && word.is_ascii() {
+            finish_ascii_word(word, lower, folded, emit);
+            word.clear();
+        } else {
+            finish_word(word, lower, chars, folded, emit);
+        }
+    };
     for c in text.chars() {
         if c == '\0' || c == '\u{FFFD}' || is_control(c) {
             continue;
         }
         if is_clean_whitespace(c) || is_python_whitespace(c) {
-            finish_word(word, lower, chars, folded, &mut emit);
+            finish(word, &mut emit);
         } else if is_cjk(c) {
-            finish_word(word, lower, chars, folded, &mut emit);
+            finish(word, &mut emit);
             word.push(c);
-            finish_word(word, lower, chars, folded, &mut emit);
+            finish(word, &mut emit);
         } else {
             word.push(c);
         }
     }
-    finish_word(word, lower, chars, folded, &mut emit);
+    finish(word, &mut emit);
+}
+
+/// An ASCII control character: removed by the clean step.
+fn is_ascii_control_byte(b: u8) -> bool {
+    matches!(b, 0..=8 | 0x0b | 0x0c | 0x0e..=0x1f | 0x7f)
+}
+
+/// [`for_each_token`] on ASCII text, byte by byte.
+fn for_each_token_ascii(
+    text: &str,
+    lower: bool,
+    scratch: &mut Scratch,
+    mut emit: impl FnMut(&str),
+) {
+    let Scratch { word, folded, .. } = scratch;
+    for run in text.split([' ', '\t', '\n', '\r']) {
+        if run.bytes().any(is_ascii_control_byte) {
+            word.clear();
+            word.extend(run.chars().filter(|&c| !is_ascii_control_byte(c as u8)));
+            finish_ascii_word(word, lower, folded, &mut emit);
+        } else {
+            finish_ascii_word(run, lower, folded, &mut emit);
+        }
+    }
+}
+
+/// Step 4 for one cleaned ASCII whitespace token: never-split specials as they are,
+/// else byte-wise lower-casing (NFD and accent stripping change nothing in ASCII), then
+/// each punctuation byte on its own.
+fn finish_ascii_word<F: FnMut(&str) + ?Sized>(
+    word: &str,
+    lower: bool,
+    folded: &mut String,
+    emit: &mut F,
+) {
+    if word.is_empty() {
+        return;
+    }
+    if word.starts_with('[') && NEVER_SPLIT.contains(&word) {
+        emit(word);
+        return;
+    }
+    let token: &str = if lower && word.bytes().any(|b| b.is_ascii_uppercase()) {
+        folded.clear();
+        folded.push_str(word);
+        folded.make_ascii_lowercase();
+        folded
+    } else {
+        word
+    };
+    // Lower-cased, a special is no longer one (they are upper case), so no second check.
+    let mut run_start = 0;
+    for (i, b) in token.bytes().enumerate() {
+        if b.is_ascii_punctuation() {
+            if run_start < i {
+                emit(&token[run_start..i]);
+            }
+            emit(&token[i..i + 1]);
+            run_start = i + 1;
+        }
+    }
+    if run_start < token.len() {
+        emit(&token[run_start..]);
+    }
 }
 
 /// Step 4 for one whitespace token; clears `word`.
-fn finish_word(
+fn finish_word<F: FnMut(&str) + ?Sized>(
     word: &mut String,
     lower: bool,
     chars: &mut Vec<char>,
     folded: &mut String,
-    emit: &mut impl FnMut(&str),
+    emit: &mut F,
 ) {
     if word.is_empty() {
         return;
@@ -284,7 +379,7 @@ fn finish_word(
 
 /// Each punctuation character is its own piece; runs of other characters are pieces.
 /// Python whitespace (which steps 4.2 cannot produce, but step 5 would remove) splits.
-fn split_punctuation(token: &str, emit: &mut impl FnMut(&str)) {
+fn split_punctuation<F: FnMut(&str) + ?Sized>(token: &str, emit: &mut F) {
     let mut run_start = 0;
     for (i, c) in token.char_indices() {
         let punct = is_punctuation(c);
@@ -408,6 +503,67 @@ mod tests {
         // Hangul decomposes to conjoining jamo, which are kept.
         assert_eq!(bt("한"), "\u{1112}\u{1161}\u{11AB}");
         assert_eq!(bt_cased("한"), "한");
+    }
+
+    fn tokens_of(text: &str, lower: bool, general_only: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut scratch = Scratch::default();
+        let emit = |t: &str| out.push(t.to_string());
+        if general_only {
+            for_each_token_general(text, lower, &mut scratch, false, emit);
+        } else {
+            for_each_token(text, lower, &mut scratch, emit);
+        }
+        out
+    }
+
+    /// Pieces of text: ASCII of every class (letters of both cases, digits,
+    /// punctuation, the four separators, the controls that are removed, a special),
+    /// and non-ASCII that the general path must handle (accents, precomposed and not,
+    /// CJK, Zs and Zl spaces, Cf, final sigma, İ, Hangul).
+    const ASCII_PARTS: &[&str] = &[
+        "a", "Z", "q", "Word", "UNK", "7", ".", ",", "'", "$", "[", "]", "#", "~", " ", "  ", "\t",
+        "\n", "\r", "\0", "\u{b}", "\u{c}", "\u{1c}", "\u{1f}", "\u{7f}", "[SEP]", "[MASK]",
+        "[sep]",
+    ];
+    const OTHER_PARTS: &[&str] = &[
+        "é", "e\u{301}", "İ", "ΟΣ", "中", "\u{a0}", "\u{2028}", "\u{200b}", "\u{3000}", "한",
+        "\u{fffd}", "\u{85}", "«", "€",
+    ];
+
+    proptest::proptest! {
+        /// The byte-wise path gives the general path's tokens on ASCII text, and the
+        /// ASCII-word step 4 inside non-ASCII text does too.
+        #[test]
+        fn ascii_fast_paths_equal_the_general_path(
+            ascii in proptest::collection::vec(proptest::sample::select(ASCII_PARTS), 0..30),
+            other in proptest::collection::vec(
+                proptest::sample::select([ASCII_PARTS, OTHER_PARTS].concat()),
+                0..30,
+            ),
+            lower in proptest::bool::ANY,
+        ) {
+            let ascii = ascii.concat();
+            proptest::prop_assert!(ascii.is_ascii());
+            proptest::prop_assert_eq!(
+                tokens_of(&ascii, lower, false),
+                tokens_of(&ascii, lower, true),
+                "{:?}", ascii
+            );
+            let other = other.concat();
+            proptest::prop_assert_eq!(
+                tokens_of(&other, lower, false),
+                tokens_of(&other, lower, true),
+                "{:?}", other
+            );
+        }
+    }
+
+    #[test]
+    fn ascii_path_removes_controls_and_keeps_specials() {
+        assert_eq!(bt("a\u{b}b\0c [SEP] x[SEP]\u{7f}"), "abc [SEP] x [ sep ]");
+        assert_eq!(bt_cased("[S\u{1f}EP] [UNK]"), "[SEP] [UNK]");
+        assert_eq!(bt("\u{1c}\u{1f} \t"), "");
     }
 
     #[test]
