@@ -25,7 +25,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::backend::{tensor, Binding, Infer, SeqLen};
+use crate::backend::{prepare_request, tensor, Binding, Infer, SeqLen};
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
 
@@ -196,13 +196,14 @@ pub async fn infer_all<B: Infer>(
 
     loop {
         // Fill a batch; the producer is far faster than any server, so waiting for a
-        // full batch costs nothing but the last one.
+        // full batch costs nothing but the last one. Features are taken as many at a
+        // time as are queued, not one per wake-up.
         let mut batch: Vec<Arc<Feature>> = Vec::with_capacity(config.batch_size);
         let waited = Instant::now();
         while batch.len() < config.batch_size {
-            match features.recv().await {
-                Some(f) => batch.push(f),
-                None => break,
+            let room = config.batch_size - batch.len();
+            if features.recv_many(&mut batch, room).await == 0 {
+                break;
             }
         }
         if first.is_some() {
@@ -229,17 +230,15 @@ pub async fn infer_all<B: Infer>(
             }
         }
         let seq = config.padding.length(&batch);
-        let request = tensor::encode_request(&binding, &as_refs(&batch), seq)?;
+        let request = prepare_request(&binding, batch, seq)?;
         let c = client.clone();
-        let b = binding.clone();
         first.get_or_insert_with(Instant::now);
-        let rows = batch.len();
         inflight.spawn(async move {
-            let (response, sent) = c.infer_timed(request, rows).await?;
+            let (response, sent) = c.infer_timed(request.clone()).await?;
             let received = Instant::now();
-            let mut logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
+            let mut logits = tensor::decode_response(&request, &response)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
-            Ok((batch, logits, sent, received, non_finite))
+            Ok((request.into_features(), logits, sent, received, non_finite))
         });
     }
     while let Some(joined) = inflight.join_next().await {
@@ -250,24 +249,15 @@ pub async fn infer_all<B: Infer>(
     Ok(report)
 }
 
-fn as_refs(batch: &[Arc<Feature>]) -> Vec<&Feature> {
-    batch.iter().map(|f| f.as_ref()).collect()
-}
-
 async fn send<B: Infer>(
     client: &B,
-    binding: &Binding,
+    binding: &Arc<Binding>,
     batch: &[Arc<Feature>],
     padding: Padding,
 ) -> Result<()> {
-    let seq = padding.length(batch);
-    let (response, _) = client
-        .infer_timed(
-            tensor::encode_request(binding, &as_refs(batch), seq)?,
-            batch.len(),
-        )
-        .await?;
-    tensor::decode_response(binding, &as_refs(batch), seq, &response).map(drop)
+    let request = prepare_request(binding, batch.to_vec(), padding.length(batch))?;
+    let (response, _) = client.infer_timed(request.clone()).await?;
+    tensor::decode_response(&request, &response).map(drop)
 }
 
 type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
@@ -284,14 +274,25 @@ async fn reap(
     report.features += batch.len() as u64;
     let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
     report.latency_us.saturating_record(us);
-    for (f, l) in batch.into_iter().zip(logits) {
+    // Room for as many results as the channel takes at once, then one send each.
+    let mut left = batch.len().min(logits.len());
+    let mut answers = batch.into_iter().zip(logits);
+    while left > 0 {
+        let n = left.min(results.max_capacity());
         // A dropped receiver means the consumer stopped early; nothing left to do.
-        if results.send((f, l)).await.is_err() {
+        let Ok(permits) = results.reserve_many(n).await else {
             break;
+        };
+        for (permit, answer) in permits.zip(&mut answers) {
+            permit.send(answer);
         }
+        left -= n;
     }
     Ok((sent, received))
 }
+
+/// Answers the forwarder takes from its channel at a time.
+const FORWARD_CHUNK: usize = 256;
 
 /// Request intervals kept before they are merged ([`compact`]).
 const COMPACT_INTERVALS: usize = 4096;
@@ -744,40 +745,50 @@ fn run_inner<B: Infer>(
         let mut was_stopped = false;
         let inference = runtime.block_on(async {
             let forward = async {
-                while let Some((f, l)) = result_rx.recv().await {
-                    if let Some(record) = record.as_mut() {
-                        if let Err(e) = record(&l) {
-                            record_error = Some(e);
-                            let _ = abort_tx.send(true);
-                            break;
+                let mut answers = Vec::with_capacity(FORWARD_CHUNK);
+                'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
+                    for (f, l) in answers.drain(..) {
+                        if let Some(record) = record.as_mut() {
+                            if let Err(e) = record(&l) {
+                                record_error = Some(e);
+                                let _ = abort_tx.send(true);
+                                break 'recv;
+                            }
                         }
-                    }
-                    answered += 1;
-                    progress.answered(1);
-                    if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
-                        break;
+                        answered += 1;
+                        progress.answered(1);
+                        if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
+                            break 'recv;
+                        }
                     }
                 }
                 drop(forward_tx);
             };
             let gate = async {
                 let mut abort = Some(abort_rx);
+                // At most what the gated channel holds, so that room for all of them
+                // can be asked for at once.
+                let chunk = gated_tx.max_capacity();
+                let mut waiting = Vec::with_capacity(chunk);
                 loop {
-                    let next = tokio::select! {
+                    let got = tokio::select! {
+                        biased;
+                        _ = stopped(&mut stop) => { was_stopped = true; 0 }
+                        _ = stopped(&mut abort) => 0,
+                        n = feature_rx.recv_many(&mut waiting, chunk) => n,
+                    };
+                    if got == 0 {
+                        break;
+                    }
+                    let permits = tokio::select! {
                         biased;
                         _ = stopped(&mut stop) => { was_stopped = true; None }
                         _ = stopped(&mut abort) => None,
-                        f = feature_rx.recv() => f,
+                        r = gated_tx.reserve_many(waiting.len()) => r.ok(),
                     };
-                    let Some(f) = next else { break };
-                    let sent = tokio::select! {
-                        biased;
-                        _ = stopped(&mut stop) => { was_stopped = true; false }
-                        _ = stopped(&mut abort) => false,
-                        r = gated_tx.send(f) => r.is_ok(),
-                    };
-                    if !sent {
-                        break;
+                    let Some(permits) = permits else { break };
+                    for (permit, f) in permits.zip(waiting.drain(..)) {
+                        permit.send(f);
                     }
                 }
                 // Closing both ends: the producer stops building, the sender drains.
