@@ -868,6 +868,157 @@ impl PartialOutcome {
 mod tests {
     use super::*;
 
+    /// An in-process model: start logit = token id, end logit = segment id, read back
+    /// from the request's prost form; records every request's row count.
+    #[derive(Clone, Default)]
+    struct Echo {
+        rows: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl Infer for Echo {
+        async fn infer_timed(
+            &self,
+            request: crate::backend::InferRequest,
+        ) -> Result<(crate::backend::proto::ModelInferResponse, Instant)> {
+            use crate::backend::proto::model_infer_response::InferOutputTensor;
+            let sent = Instant::now();
+            self.rows.lock().unwrap().push(request.rows());
+            let m = request.to_proto();
+            let as_f32 = |raw: &[u8]| -> bytes::Bytes {
+                raw.chunks_exact(8)
+                    .flat_map(|c| (i64::from_le_bytes(c.try_into().unwrap()) as f32).to_le_bytes())
+                    .collect::<Vec<u8>>()
+                    .into()
+            };
+            let shape = m.inputs[0].shape.clone();
+            let tensor = |name: &str| InferOutputTensor {
+                name: name.into(),
+                datatype: "FP32".into(),
+                shape: shape.clone(),
+                ..Default::default()
+            };
+            tokio::task::yield_now().await;
+            Ok((
+                crate::backend::proto::ModelInferResponse {
+                    outputs: vec![tensor("start"), tensor("end")],
+                    raw_output_contents: vec![
+                        as_f32(&m.raw_input_contents[0]),
+                        as_f32(&m.raw_input_contents[1]),
+                    ],
+                    ..Default::default()
+                },
+                sent,
+            ))
+        }
+    }
+
+    fn echo_binding() -> Binding {
+        use crate::backend::binding::{
+            FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
+        };
+        let input = |name: &str, role| InputBinding {
+            name: name.into(),
+            role,
+            datatype: IntType::Int64,
+            dims: vec![-1],
+        };
+        let output = |name: &str| OutputBinding {
+            name: name.into(),
+            datatype: FloatType::Fp32,
+            dims: vec![-1],
+        };
+        Binding {
+            model: "echo".into(),
+            version: String::new(),
+            platform: "test".into(),
+            inputs: vec![
+                input("ids", InputRole::InputIds),
+                input("seg", InputRole::SegmentIds),
+                input("mask", InputRole::InputMask),
+            ],
+            outputs: Outputs::Split {
+                start: output("start"),
+                end: output("end"),
+            },
+            max_batch_size: 8,
+            seq_len: SeqLen::Dynamic,
+            dynamic_batching: false,
+        }
+    }
+
+    #[test]
+    fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let n = 45;
+        let features: Vec<Arc<Feature>> = (0..n)
+            .map(|i| {
+                let q = 1 + i % 3;
+                let doc = 2 + i % 7;
+                let mut ids = vec![101];
+                ids.extend((0..q).map(|k| 2000 + (i * 10 + k) as u32));
+                ids.push(102);
+                ids.extend((0..doc).map(|k| 5000 + (i * 10 + k) as u32));
+                ids.push(102);
+                Arc::new(Feature {
+                    unique_id: 1_000_000_000 + i as u64,
+                    example_index: i,
+                    doc_span_index: 0,
+                    input_ids: ids,
+                    query_len: q,
+                    token_to_orig: (0..doc as u32).collect(),
+                    token_is_max_context: vec![true; doc],
+                })
+            })
+            .collect();
+        let echo = Echo::default();
+        let config = InferConfig {
+            batch_size: 8,
+            concurrency: 3,
+            warmup: 1,
+            padding: Padding::Longest { multiple: 8 },
+        };
+        let (report, answers) = rt.block_on(async {
+            let (ftx, frx) = mpsc::channel(16);
+            // A results channel smaller than a batch: results go out in several rounds.
+            let (rtx, mut rrx) = mpsc::channel(5);
+            let sent = features.clone();
+            tokio::spawn(async move {
+                for f in sent {
+                    ftx.send(f).await.unwrap();
+                }
+            });
+            let collect = tokio::spawn(async move {
+                let mut got = Vec::new();
+                while let Some(a) = rrx.recv().await {
+                    got.push(a);
+                }
+                got
+            });
+            let report = infer_all(&echo, Arc::new(echo_binding()), &config, frx, rtx)
+                .await
+                .unwrap();
+            (report, collect.await.unwrap())
+        });
+        assert_eq!((report.requests, report.features), (6, n as u64));
+        // One warm-up copy of the first batch, then full batches and the remainder.
+        assert_eq!(*echo.rows.lock().unwrap(), [8, 8, 8, 8, 8, 8, 5]);
+        assert_eq!(answers.len(), n);
+        let mut seen = std::collections::BTreeSet::new();
+        for (f, l) in &answers {
+            assert_eq!(f.unique_id, l.unique_id);
+            assert!(seen.insert(f.unique_id));
+            assert_eq!(l.start.len() % 8, 0);
+            for (p, (&s, &e)) in l.start.iter().zip(&l.end).enumerate() {
+                assert_eq!(s, f.input_ids.get(p).map_or(0.0, |&id| id as f32));
+                assert_eq!(e, f.segment_id(p) as f32);
+            }
+        }
+    }
+
     #[test]
     fn compacting_intervals_keeps_their_union() {
         let t0 = Instant::now();
