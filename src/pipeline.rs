@@ -5,9 +5,12 @@
 //!   work), are packed into batches of at most `batch_size` (never above the model's
 //!   max batch size) and sent with at most `concurrency` requests in flight.
 //! - Each request's latency is measured from the moment it is handed to the transport
-//!   (after encoding) to the moment its response is decoded; time a batch waits for a
-//!   free slot is **not** latency (the seed client's "latency" measured that queue,
-//!   spec §9.4).
+//!   to the moment its response arrives; the tensors are written into the send buffer
+//!   by the transport ([`InferCodec`](crate::backend::InferCodec)), so that serialization
+//!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
+//!   "latency" measured that queue, spec §9.4).
+//! - Channels are drained as many messages at a time as are queued (`recv_many`, and
+//!   room for a whole batch of results reserved at once), not one per wake-up.
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured
 //!   run; their results and timings are discarded.
 //! - Results are handed on with their feature as they arrive, in any order; consumers

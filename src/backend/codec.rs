@@ -9,7 +9,7 @@
 //! sliced from the receive buffer (see `build.rs`), with nothing left to save.
 
 use bytes::BufMut;
-use tonic::codec::{BufferSettings, Codec, EncodeBuf, Encoder};
+use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::Status;
 use tonic_prost::ProstDecoder;
 
@@ -53,9 +53,5 @@ impl Encoder for InferEncoder {
         item.encode(buf);
         debug_assert_eq!(before - buf.remaining_mut(), len, "encoded length");
         Ok(())
-    }
-
-    fn buffer_settings(&self) -> BufferSettings {
-        BufferSettings::default()
     }
 }
