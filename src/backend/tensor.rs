@@ -1,6 +1,6 @@
 //! Translation between Triton's raw output tensors and our logits.
 //!
-//! Requests are written by [`InferRequest`](super::request::InferRequest) and its codec.
+//! Requests are written by [`InferRequest`] and its codec.
 //! A response is checked against the binding and the request's shape once
 //! ([`check_batch`]: name, dtype, shape, byte length of every output) before a single
 //! value is read; then each row is converted by index in one pass (FP16 widened to f32
