@@ -5,9 +5,12 @@
 //!   work), are packed into batches of at most `batch_size` (never above the model's
 //!   max batch size) and sent with at most `concurrency` requests in flight.
 //! - Each request's latency is measured from the moment it is handed to the transport
-//!   (after encoding) to the moment its response is decoded; time a batch waits for a
-//!   free slot is **not** latency (the seed client's "latency" measured that queue,
-//!   spec §9.4).
+//!   to the moment its response arrives; the tensors are written into the send buffer
+//!   by the transport ([`InferCodec`](crate::backend::InferCodec)), so that serialization
+//!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
+//!   "latency" measured that queue, spec §9.4).
+//! - Channels are drained as many messages at a time as are queued (`recv_many`, and
+//!   room for a whole batch of results reserved at once), not one per wake-up.
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured
 //!   run; their results and timings are discarded.
 //! - Results are handed on with their feature as they arrive, in any order; consumers
@@ -25,7 +28,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::backend::{tensor, Binding, Infer, SeqLen};
+use crate::backend::{prepare_request, tensor, Binding, Infer, SeqLen};
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
 
@@ -313,13 +316,14 @@ pub async fn infer_all<B: Infer>(
 
     loop {
         // Fill a batch; the producer is far faster than any server, so waiting for a
-        // full batch costs nothing but the last one.
+        // full batch costs nothing but the last one. Features are taken as many at a
+        // time as are queued, not one per wake-up.
         let mut batch: Vec<Arc<Feature>> = Vec::with_capacity(config.batch_size);
         let waited = Instant::now();
         while batch.len() < config.batch_size {
-            match features.recv().await {
-                Some(f) => batch.push(f),
-                None => break,
+            let room = config.batch_size - batch.len();
+            if features.recv_many(&mut batch, room).await == 0 {
+                break;
             }
         }
         if first.is_some() {
@@ -354,16 +358,15 @@ pub async fn infer_all<B: Infer>(
         let check = guard
             .filter(|_| !probing && matches!(padding, Padding::Longest { .. }))
             .map(|g| g.n_best);
-        let request = tensor::encode_request(&binding, &as_refs(&batch), seq)?;
+        let request = prepare_request(&binding, batch, seq)?;
         let c = client.clone();
-        let b = binding.clone();
         first.get_or_insert_with(Instant::now);
-        let rows = batch.len();
         inflight.spawn(async move {
-            let (response, sent) = c.infer_timed(request, rows).await?;
+            let (response, sent) = c.infer_timed(request.clone()).await?;
             let received = Instant::now();
-            let mut logits = tensor::decode_response(&b, &as_refs(&batch), seq, &response)?;
+            let mut logits = tensor::decode_response(&request, &response)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
+            let batch = request.into_features();
             let displaced = check.map_or(0, |n| {
                 logits
                     .iter()
@@ -410,24 +413,15 @@ pub async fn infer_all<B: Infer>(
     Ok(report)
 }
 
-fn as_refs(batch: &[Arc<Feature>]) -> Vec<&Feature> {
-    batch.iter().map(|f| f.as_ref()).collect()
-}
-
 async fn send<B: Infer>(
     client: &B,
-    binding: &Binding,
+    binding: &Arc<Binding>,
     batch: &[Arc<Feature>],
     padding: Padding,
 ) -> Result<()> {
-    let seq = padding.length(batch);
-    let (response, _) = client
-        .infer_timed(
-            tensor::encode_request(binding, &as_refs(batch), seq)?,
-            batch.len(),
-        )
-        .await?;
-    tensor::decode_response(binding, &as_refs(batch), seq, &response).map(drop)
+    let request = prepare_request(binding, batch.to_vec(), padding.length(batch))?;
+    let (response, _) = client.infer_timed(request.clone()).await?;
+    tensor::decode_response(&request, &response).map(drop)
 }
 
 type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
@@ -461,14 +455,25 @@ async fn deliver(
     report.features += batch.len() as u64;
     let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
     report.latency_us.saturating_record(us);
-    for (f, l) in batch.into_iter().zip(logits) {
+    // Room for as many results as the channel takes at once, then one send each.
+    let mut left = batch.len().min(logits.len());
+    let mut answers = batch.into_iter().zip(logits);
+    while left > 0 {
+        let n = left.min(results.max_capacity());
         // A dropped receiver means the consumer stopped early; nothing left to do.
-        if results.send((f, l)).await.is_err() {
+        let Ok(permits) = results.reserve_many(n).await else {
             break;
+        };
+        for (permit, answer) in permits.zip(&mut answers) {
+            permit.send(answer);
         }
+        left -= n;
     }
     Ok((sent, received))
 }
+
+/// Answers the forwarder takes from its channel at a time.
+const FORWARD_CHUNK: usize = 256;
 
 /// Request intervals kept before they are merged ([`compact`]).
 const COMPACT_INTERVALS: usize = 4096;
@@ -921,40 +926,50 @@ fn run_inner<B: Infer>(
         let mut was_stopped = false;
         let inference = runtime.block_on(async {
             let forward = async {
-                while let Some((f, l)) = result_rx.recv().await {
-                    if let Some(record) = record.as_mut() {
-                        if let Err(e) = record(&l) {
-                            record_error = Some(e);
-                            let _ = abort_tx.send(true);
-                            break;
+                let mut answers = Vec::with_capacity(FORWARD_CHUNK);
+                'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
+                    for (f, l) in answers.drain(..) {
+                        if let Some(record) = record.as_mut() {
+                            if let Err(e) = record(&l) {
+                                record_error = Some(e);
+                                let _ = abort_tx.send(true);
+                                break 'recv;
+                            }
                         }
-                    }
-                    answered += 1;
-                    progress.answered(1);
-                    if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
-                        break;
+                        answered += 1;
+                        progress.answered(1);
+                        if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
+                            break 'recv;
+                        }
                     }
                 }
                 drop(forward_tx);
             };
             let gate = async {
                 let mut abort = Some(abort_rx);
+                // At most what the gated channel holds, so that room for all of them
+                // can be asked for at once.
+                let chunk = gated_tx.max_capacity();
+                let mut waiting = Vec::with_capacity(chunk);
                 loop {
-                    let next = tokio::select! {
+                    let got = tokio::select! {
+                        biased;
+                        _ = stopped(&mut stop) => { was_stopped = true; 0 }
+                        _ = stopped(&mut abort) => 0,
+                        n = feature_rx.recv_many(&mut waiting, chunk) => n,
+                    };
+                    if got == 0 {
+                        break;
+                    }
+                    let permits = tokio::select! {
                         biased;
                         _ = stopped(&mut stop) => { was_stopped = true; None }
                         _ = stopped(&mut abort) => None,
-                        f = feature_rx.recv() => f,
+                        r = gated_tx.reserve_many(waiting.len()) => r.ok(),
                     };
-                    let Some(f) = next else { break };
-                    let sent = tokio::select! {
-                        biased;
-                        _ = stopped(&mut stop) => { was_stopped = true; false }
-                        _ = stopped(&mut abort) => false,
-                        r = gated_tx.send(f) => r.is_ok(),
-                    };
-                    if !sent {
-                        break;
+                    let Some(permits) = permits else { break };
+                    for (permit, f) in permits.zip(waiting.drain(..)) {
+                        permit.send(f);
                     }
                 }
                 // Closing both ends: the producer stops building, the sender drains.
@@ -1033,6 +1048,212 @@ impl PartialOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An in-process model: start logit = token id, end logit = segment id, read back
+    /// from the request's prost form; records every request's row count.
+    #[derive(Clone, Default)]
+    struct Echo {
+        rows: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl Infer for Echo {
+        async fn infer_timed(
+            &self,
+            request: crate::backend::InferRequest,
+        ) -> Result<(crate::backend::proto::ModelInferResponse, Instant)> {
+            use crate::backend::proto::model_infer_response::InferOutputTensor;
+            let sent = Instant::now();
+            self.rows.lock().unwrap().push(request.rows());
+            let m = request.to_proto();
+            let as_f32 = |raw: &[u8]| -> bytes::Bytes {
+                raw.chunks_exact(8)
+                    .flat_map(|c| (i64::from_le_bytes(c.try_into().unwrap()) as f32).to_le_bytes())
+                    .collect::<Vec<u8>>()
+                    .into()
+            };
+            let shape = m.inputs[0].shape.clone();
+            let tensor = |name: &str| InferOutputTensor {
+                name: name.into(),
+                datatype: "FP32".into(),
+                shape: shape.clone(),
+                ..Default::default()
+            };
+            tokio::task::yield_now().await;
+            Ok((
+                crate::backend::proto::ModelInferResponse {
+                    outputs: vec![tensor("start"), tensor("end")],
+                    raw_output_contents: vec![
+                        as_f32(&m.raw_input_contents[0]),
+                        as_f32(&m.raw_input_contents[1]),
+                    ],
+                    ..Default::default()
+                },
+                sent,
+            ))
+        }
+    }
+
+    fn echo_binding() -> Binding {
+        use crate::backend::binding::{
+            FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
+        };
+        let input = |name: &str, role| InputBinding {
+            name: name.into(),
+            role,
+            datatype: IntType::Int64,
+            dims: vec![-1],
+        };
+        let output = |name: &str| OutputBinding {
+            name: name.into(),
+            datatype: FloatType::Fp32,
+            dims: vec![-1],
+        };
+        Binding {
+            model: "echo".into(),
+            version: String::new(),
+            platform: "test".into(),
+            inputs: vec![
+                input("ids", InputRole::InputIds),
+                input("seg", InputRole::SegmentIds),
+                input("mask", InputRole::InputMask),
+            ],
+            outputs: Outputs::Split {
+                start: output("start"),
+                end: output("end"),
+            },
+            max_batch_size: 8,
+            seq_len: SeqLen::Dynamic,
+            dynamic_batching: false,
+        }
+    }
+
+    /// `n` short features: `[CLS]`, 1–3 question ids, `[SEP]`, 2–8 doc ids, `[SEP]`.
+    fn echo_features(n: usize) -> Vec<Arc<Feature>> {
+        (0..n)
+            .map(|i| {
+                let q = 1 + i % 3;
+                let doc = 2 + i % 7;
+                let mut ids = vec![101];
+                ids.extend((0..q).map(|k| 2000 + (i * 10 + k) as u32));
+                ids.push(102);
+                ids.extend((0..doc).map(|k| 5000 + (i * 10 + k) as u32));
+                ids.push(102);
+                Arc::new(Feature {
+                    unique_id: 1_000_000_000 + i as u64,
+                    example_index: i,
+                    doc_span_index: 0,
+                    input_ids: ids,
+                    query_len: q,
+                    token_to_orig: (0..doc as u32).collect(),
+                    token_is_max_context: vec![true; doc],
+                })
+            })
+            .collect()
+    }
+
+    /// Runs `infer_all` against [`Echo`]: the report, the answers and each request's rows.
+    fn run_echo(
+        config: &InferConfig,
+        features: &[Arc<Feature>],
+    ) -> (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let echo = Echo::default();
+        let (report, answers) = rt.block_on(async {
+            let (ftx, frx) = mpsc::channel(16);
+            // A results channel smaller than a batch: results go out in several rounds.
+            let (rtx, mut rrx) = mpsc::channel(5);
+            let sent = features.to_vec();
+            tokio::spawn(async move {
+                for f in sent {
+                    ftx.send(f).await.unwrap();
+                }
+            });
+            let collect = tokio::spawn(async move {
+                let mut got = Vec::new();
+                while let Some(a) = rrx.recv().await {
+                    got.push(a);
+                }
+                got
+            });
+            let report = infer_all(&echo, Arc::new(echo_binding()), config, frx, rtx)
+                .await
+                .unwrap();
+            (report, collect.await.unwrap())
+        });
+        let rows = echo.rows.lock().unwrap().clone();
+        (report, answers, rows)
+    }
+
+    /// Every feature answered once, with logits echoing its own ids (start) and segment
+    /// ids (end), padding included.
+    fn check_echoed(answers: &[(Arc<Feature>, Logits)], n: usize) {
+        assert_eq!(answers.len(), n);
+        let mut seen = std::collections::BTreeSet::new();
+        for (f, l) in answers {
+            assert_eq!(f.unique_id, l.unique_id);
+            assert!(seen.insert(f.unique_id));
+            assert_eq!(l.start.len() % 8, 0);
+            for (p, (&s, &e)) in l.start.iter().zip(&l.end).enumerate() {
+                assert_eq!(s, f.input_ids.get(p).map_or(0.0, |&id| id as f32));
+                assert_eq!(e, f.segment_id(p) as f32);
+            }
+        }
+    }
+
+    #[test]
+    fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
+        let n = 45;
+        let config = InferConfig {
+            batch_size: 8,
+            concurrency: 3,
+            warmup: 1,
+            padding: Padding::Longest { multiple: 8 },
+            guard: None,
+        };
+        let (report, answers, rows) = run_echo(&config, &echo_features(n));
+        assert_eq!((report.requests, report.features), (6, n as u64));
+        // One warm-up copy of the first batch, then full batches and the remainder.
+        assert_eq!(rows, [8, 8, 8, 8, 8, 8, 5]);
+        check_echoed(&answers, n);
+        assert_eq!(report.padding.mode(), "dynamic");
+        assert_eq!(report.padding.probe_features, 0);
+    }
+
+    #[test]
+    fn the_padding_probe_pads_its_first_features_fully_then_keeps_dynamic_length() {
+        // Echoed logits rank padding (id 0, segment 0) below every real position, so
+        // the probe finds shorter padding safe.
+        let n = 45;
+        let config = InferConfig {
+            batch_size: 8,
+            concurrency: 3,
+            warmup: 0,
+            padding: Padding::Longest { multiple: 8 },
+            guard: Some(PaddingGuard {
+                n_best: 3,
+                full_len: 64,
+                probe: true,
+            }),
+        };
+        let (report, answers, rows) = run_echo(&config, &echo_features(n));
+        assert_eq!(rows, [8, 8, 8, 8, 8, 5]);
+        check_echoed(&answers, n);
+        let p = report.padding;
+        assert_eq!(
+            (p.mode(), p.probe_features, p.probe_unsafe),
+            ("dynamic", 16, 0)
+        );
+        assert_eq!(p.displaced, 0);
+        // The two probe requests were padded to 64, the rest to their longest (16).
+        for (f, l) in &answers {
+            let want = if f.unique_id < 1_000_000_016 { 64 } else { 16 };
+            assert_eq!(l.start.len(), want, "{}", f.unique_id);
+        }
+    }
 
     #[test]
     fn compacting_intervals_keeps_their_union() {

@@ -8,16 +8,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
+use tonic::{Code, GrpcMethod, Status};
 
+use super::codec::InferCodec;
 use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::{
-    ModelConfig, ModelConfigRequest, ModelInferRequest, ModelInferResponse, ModelMetadataRequest,
+    ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
     ModelMetadataResponse, ModelReadyRequest, ModelStatistics, ModelStatisticsRequest,
     RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest,
 };
+use super::request::InferRequest;
 use super::security::{self, Header, Security, TlsConfig};
 use crate::error::{Error, Result};
 
@@ -84,6 +87,8 @@ pub fn normalize_url(url: &str) -> Result<String> {
 #[derive(Debug, Clone)]
 pub struct TritonClient {
     grpc: GrpcInferenceServiceClient<Channel>,
+    /// The same channel for `ModelInfer` with our own codec ([`InferCodec`]).
+    infer: tonic::client::Grpc<Channel>,
     /// The address as the user gave it, for messages.
     url: String,
     request_timeout: Duration,
@@ -135,11 +140,15 @@ impl TritonClient {
                 )))
             }
         };
+        let infer = tonic::client::Grpc::new(channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let grpc = GrpcInferenceServiceClient::new(channel)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         Ok(TritonClient {
             grpc,
+            infer,
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
@@ -255,13 +264,27 @@ impl TritonClient {
         }
     }
 
-    /// `ModelInfer` with a prepared request (raw contents; see `tensor`).
-    pub async fn infer(&self, request: ModelInferRequest) -> Result<ModelInferResponse> {
-        let model = request.model_name.clone();
-        match self.grpc.clone().model_infer(self.request(request)).await {
-            Ok(r) => Ok(r.into_inner()),
-            Err(s) => Err(self.status(s, Some(&model))),
-        }
+    /// `ModelInfer` with a prepared request, its tensors written by [`InferCodec`]
+    /// straight into the send buffer.
+    pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        let binding = request.binding().clone();
+        let mut grpc = self.infer.clone();
+        let result = match grpc.ready().await {
+            Ok(()) => {
+                let mut req = self.request(request);
+                req.extensions_mut().insert(GrpcMethod::new(
+                    "inference.GRPCInferenceService",
+                    "ModelInfer",
+                ));
+                let path = PathAndQuery::from_static("/inference.GRPCInferenceService/ModelInfer");
+                grpc.unary(req, path, InferCodec).await
+            }
+            // As the generated client words it.
+            Err(e) => Err(Status::unknown(format!("Service was not ready: {e}"))),
+        };
+        result
+            .map(tonic::Response::into_inner)
+            .map_err(|s| self.status(s, Some(&binding.model)))
     }
 
     /// Maps a status from a model-specific call; for "unknown model" style answers it

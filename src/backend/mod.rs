@@ -5,15 +5,19 @@
 
 pub mod binding;
 pub mod client;
+pub mod codec;
 pub mod pool;
 pub mod proto;
+pub mod request;
 pub mod retry;
 pub mod security;
 pub mod tensor;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, TritonClient};
+pub use codec::InferCodec;
 pub use pool::{Infer, Pool, PoolConfig};
+pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 

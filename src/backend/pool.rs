@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::client::{ClientConfig, TritonClient};
-use super::proto::{ModelInferRequest, ModelInferResponse};
+use super::proto::ModelInferResponse;
+use super::request::InferRequest;
 use super::retry::{summarize, RetryPolicy, RetryStats};
 use crate::error::{Error, Result};
 
@@ -33,22 +34,18 @@ use crate::error::{Error, Result};
 pub const HEALTH_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Something that can run one inference request: a plain [`TritonClient`] (no retries),
-/// or a [`Pool`]. Returns the response and when the successful attempt was sent.
+/// or a [`Pool`], or an in-process fake in tests. Returns the response and when the
+/// successful attempt was sent.
 pub trait Infer: Clone + Send + Sync + 'static {
-    /// Sends `request` carrying `rows` features.
+    /// Sends `request` (encoded on the way out, see [`InferRequest`]).
     fn infer_timed(
         &self,
-        request: ModelInferRequest,
-        rows: usize,
+        request: InferRequest,
     ) -> impl Future<Output = Result<(ModelInferResponse, Instant)>> + Send;
 }
 
 impl Infer for TritonClient {
-    async fn infer_timed(
-        &self,
-        request: ModelInferRequest,
-        _rows: usize,
-    ) -> Result<(ModelInferResponse, Instant)> {
+    async fn infer_timed(&self, request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
         let sent = Instant::now();
         Ok((self.infer(request).await?, sent))
     }
@@ -272,12 +269,9 @@ impl Pool {
         });
     }
 
-    /// Sends `request` (carrying `rows` features) with retries; see the module header.
-    pub async fn infer(
-        &self,
-        request: ModelInferRequest,
-        rows: usize,
-    ) -> Result<(ModelInferResponse, Instant)> {
+    /// Sends `request` with retries; see the module header.
+    pub async fn infer(&self, request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
+        let rows = request.rows();
         let policy = &self.inner.retry;
         let mut codes: BTreeMap<&'static str, u32> = BTreeMap::new();
         let mut attempt: u32 = 0;
@@ -353,10 +347,9 @@ impl Pool {
 impl Infer for Pool {
     fn infer_timed(
         &self,
-        request: ModelInferRequest,
-        rows: usize,
+        request: InferRequest,
     ) -> impl Future<Output = Result<(ModelInferResponse, Instant)>> + Send {
-        self.infer(request, rows)
+        self.infer(request)
     }
 }
 

@@ -1,159 +1,69 @@
-//! Translation between our feature batches / logits and Triton's raw tensors.
+//! Translation between Triton's raw output tensors and our logits.
 //!
-//! Raw contents are little-endian and row-major (protocol facts §4). Inputs are written
-//! straight from the unpadded [`Feature`]s into one byte buffer per input, padded to
-//! the batch's sequence length (§4.4: pad id 0, segment 0, mask 0). Outputs are
-//! checked against the binding (name, dtype, shape) before a single value is read;
-//! FP16 values are widened to f32 exactly.
+//! Requests are written by [`InferRequest`] and its codec.
+//! A response is checked against the binding and the request's shape once
+//! ([`check_batch`]: name, dtype, shape, byte length of every output) before a single
+//! value is read; then each row is converted by index in one pass (FP16 widened to f32
+//! exactly), the two channels of a stacked `[batch, seq, 2]` output split in the same
+//! pass.
 
-use super::binding::{Binding, FloatType, InputRole, IntType, OutputBinding, Outputs};
-use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
-use super::proto::{ModelInferRequest, ModelInferResponse};
+use super::binding::{Binding, FloatType, OutputBinding, Outputs};
+use super::proto::ModelInferResponse;
+use super::request::InferRequest;
 use crate::error::{Error, Result};
-use crate::types::{Feature, Logits};
+use crate::types::Logits;
 
-/// Builds the inference request for `features` padded to `seq_len` tokens.
-///
-/// `seq_len` must be at least the longest feature; for a fixed-length model it is the
-/// model's length.
-pub fn encode_request(
-    binding: &Binding,
-    features: &[&Feature],
+/// The logits outputs of one response, checked against the binding and the batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    rows: usize,
     seq_len: usize,
-) -> Result<ModelInferRequest> {
-    let rows = features.len();
-    if rows == 0 {
-        return Err(Error::Config(
-            "an inference request needs at least one feature".into(),
-        ));
-    }
-    if rows > binding.batch_limit() {
-        return Err(Error::Config(format!(
-            "batch of {rows} features exceeds model {:?}'s max batch size {}",
-            binding.model,
-            binding.batch_limit()
-        )));
-    }
-    if let Some(f) = features.iter().find(|f| f.len() > seq_len) {
-        return Err(Error::Config(format!(
-            "feature {} has {} tokens, more than the sequence length {seq_len}",
-            f.unique_id,
-            f.len()
-        )));
-    }
-    let batched = binding.max_batch_size > 0;
-    let mut inputs = Vec::with_capacity(binding.inputs.len());
-    let mut raw = Vec::with_capacity(binding.inputs.len());
-    for input in &binding.inputs {
-        let (per_row, bytes) = match input.role {
-            InputRole::UniqueIds => {
-                let width = input.dims.iter().product::<i64>().max(1) as usize;
-                let mut buf = Vec::with_capacity(rows * width * input.datatype.size());
-                for f in features {
-                    for _ in 0..width {
-                        push_int(&mut buf, input.datatype, f.unique_id as i64);
-                    }
-                }
-                (
-                    input.dims.iter().map(|&d| d.max(1)).collect::<Vec<_>>(),
-                    buf,
-                )
-            }
-            role => (
-                vec![seq_len as i64],
-                encode_tokens(role, input.datatype, features, seq_len),
-            ),
-        };
-        let mut shape = Vec::with_capacity(per_row.len() + 1);
-        if batched {
-            shape.push(rows as i64);
-        }
-        shape.extend(per_row);
-        inputs.push(InferInputTensor {
-            name: input.name.clone(),
-            datatype: input.datatype.wire().into(),
-            shape,
-            ..Default::default()
-        });
-        raw.push(bytes::Bytes::from(bytes));
-    }
-    let outputs = binding
-        .output_names()
-        .into_iter()
-        .map(|name| InferRequestedOutputTensor {
-            name: name.into(),
-            ..Default::default()
-        })
-        .collect();
-    Ok(ModelInferRequest {
-        model_name: binding.model.clone(),
-        model_version: binding.version.clone(),
-        inputs,
-        outputs,
-        raw_input_contents: raw,
-        ..Default::default()
-    })
+    layout: Layout<'a>,
 }
 
-fn push_int(buf: &mut Vec<u8>, t: IntType, v: i64) {
-    match t {
-        IntType::Int32 => buf.extend_from_slice(&(v as i32).to_le_bytes()),
-        IntType::Int64 => buf.extend_from_slice(&v.to_le_bytes()),
-    }
+/// Raw bytes of the checked outputs (`rows × seq_len` values each, or × 2 stacked).
+#[derive(Debug, Clone, Copy)]
+enum Layout<'a> {
+    Split {
+        start: (&'a [u8], FloatType),
+        end: (&'a [u8], FloatType),
+    },
+    Stacked {
+        logits: (&'a [u8], FloatType),
+    },
 }
 
-/// One token input (ids, segments or mask) for all rows, padded to `seq_len`.
-fn encode_tokens(role: InputRole, t: IntType, features: &[&Feature], seq_len: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; features.len() * seq_len * t.size()];
-    let size = t.size();
-    for (row, f) in features.iter().enumerate() {
-        let base = row * seq_len * size;
-        let len = f.len();
-        let write = |buf: &mut [u8], pos: usize, v: u32| {
-            let at = base + pos * size;
-            match t {
-                IntType::Int32 => buf[at..at + 4].copy_from_slice(&v.to_le_bytes()),
-                IntType::Int64 => buf[at..at + 8].copy_from_slice(&u64::from(v).to_le_bytes()),
-            }
-        };
-        match role {
-            InputRole::InputIds => {
-                for (pos, &id) in f.input_ids.iter().enumerate() {
-                    write(&mut buf, pos, id);
-                }
-            }
-            InputRole::SegmentIds => {
-                for pos in f.doc_offset()..len {
-                    write(&mut buf, pos, 1);
-                }
-            }
-            InputRole::InputMask => {
-                for pos in 0..len {
-                    write(&mut buf, pos, 1);
-                }
-            }
-            InputRole::UniqueIds => unreachable!("unique ids are encoded by the caller"),
-        }
-    }
-    buf
-}
-
-/// Reads the logits of `features` (same order as the request) from a response.
-pub fn decode_response(
+/// Checks once that `response` holds the binding's outputs with the dtype, shape
+/// (`[rows, seq_len]`, `[rows, seq_len, 2]` stacked, no batch dim for a model that
+/// does not batch) and byte length a batch of `rows` needs.
+pub fn check_batch<'a>(
     binding: &Binding,
-    features: &[&Feature],
+    rows: usize,
     seq_len: usize,
-    response: &ModelInferResponse,
-) -> Result<Vec<Logits>> {
-    let rows = features.len();
+    response: &'a ModelInferResponse,
+) -> Result<Checked<'a>> {
     let batched = binding.max_batch_size > 0;
-    let find = |o: &OutputBinding| -> Result<&[u8]> {
+    let stacked = matches!(binding.outputs, Outputs::Stacked { .. });
+    let mut want: Vec<i64> = Vec::with_capacity(3);
+    if batched {
+        want.push(rows as i64);
+    }
+    want.push(seq_len as i64);
+    if stacked {
+        want.push(2);
+    }
+    let values = rows * seq_len * if stacked { 2 } else { 1 };
+    let find = |o: &OutputBinding| -> Result<(&'a [u8], FloatType)> {
+        let mismatch = |expected: String, actual: String| Error::TensorMismatch {
+            model: binding.model.clone(),
+            tensor: o.name.clone(),
+            expected,
+            actual,
+        };
         let Some(i) = response.outputs.iter().position(|t| t.name == o.name) else {
-            return Err(Error::TensorMismatch {
-                model: binding.model.clone(),
-                tensor: o.name.clone(),
-                expected: "an output tensor of that name".into(),
-                actual: format!(
+            return Err(mismatch(
+                "an output tensor of that name".into(),
+                format!(
                     "missing (response has {:?})",
                     response
                         .outputs
@@ -161,26 +71,11 @@ pub fn decode_response(
                         .map(|t| t.name.as_str())
                         .collect::<Vec<_>>()
                 ),
-            });
+            ));
         };
         let t = &response.outputs[i];
-        let mismatch = |expected: String, actual: String| Error::TensorMismatch {
-            model: binding.model.clone(),
-            tensor: o.name.clone(),
-            expected,
-            actual,
-        };
         if t.datatype != o.datatype.wire() {
             return Err(mismatch(o.datatype.wire().into(), t.datatype.clone()));
-        }
-        let stacked = matches!(binding.outputs, Outputs::Stacked { .. });
-        let mut want: Vec<i64> = Vec::new();
-        if batched {
-            want.push(rows as i64);
-        }
-        want.push(seq_len as i64);
-        if stacked {
-            want.push(2);
         }
         if t.shape != want {
             return Err(mismatch(
@@ -193,60 +88,283 @@ pub fn decode_response(
             .get(i)
             .map(|b| &b[..])
             .unwrap_or(&[]);
-        let need = want.iter().product::<i64>() as usize * o.datatype.size();
+        let need = values * o.datatype.size();
         if bytes.len() != need {
             return Err(mismatch(
                 format!("{need} bytes of raw contents"),
                 format!("{} bytes", bytes.len()),
             ));
         }
-        Ok(bytes)
+        Ok((bytes, o.datatype))
     };
-    let mut out = Vec::with_capacity(rows);
-    match &binding.outputs {
-        Outputs::Split { start, end } => {
-            let s = find(start)?;
-            let e = find(end)?;
-            let row_bytes_s = seq_len * start.datatype.size();
-            let row_bytes_e = seq_len * end.datatype.size();
-            for (row, f) in features.iter().enumerate() {
-                out.push(Logits {
-                    unique_id: f.unique_id,
-                    start: floats(
-                        start.datatype,
-                        &s[row * row_bytes_s..(row + 1) * row_bytes_s],
-                    ),
-                    end: floats(end.datatype, &e[row * row_bytes_e..(row + 1) * row_bytes_e]),
-                });
+    let layout = match &binding.outputs {
+        Outputs::Split { start, end } => Layout::Split {
+            start: find(start)?,
+            end: find(end)?,
+        },
+        Outputs::Stacked { logits } => Layout::Stacked {
+            logits: find(logits)?,
+        },
+    };
+    Ok(Checked {
+        rows,
+        seq_len,
+        layout,
+    })
+}
+
+impl Checked<'_> {
+    /// Batch rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Replaces the contents of `start` and `end` by row `row`'s start and end logits
+    /// (`seq_len` values each): buffers can be reused from row to row, and fresh ones
+    /// are filled without being zeroed first.
+    ///
+    /// # Panics
+    /// When `row` is not below [`rows`](Self::rows).
+    pub fn row_into(&self, row: usize, start: &mut Vec<f32>, end: &mut Vec<f32>) {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        let n = self.seq_len;
+        start.clear();
+        end.clear();
+        match self.layout {
+            Layout::Split {
+                start: (s, st),
+                end: (e, et),
+            } => {
+                widen(st, row_bytes(s, st, row, n), start);
+                widen(et, row_bytes(e, et, row, n), end);
             }
-        }
-        Outputs::Stacked { logits } => {
-            let b = find(logits)?;
-            let row_bytes = seq_len * 2 * logits.datatype.size();
-            for (row, f) in features.iter().enumerate() {
-                let both = floats(logits.datatype, &b[row * row_bytes..(row + 1) * row_bytes]);
-                let (start, end) = both.chunks_exact(2).map(|p| (p[0], p[1])).unzip();
-                out.push(Logits {
-                    unique_id: f.unique_id,
-                    start,
-                    end,
-                });
+            Layout::Stacked { logits: (b, t) } => {
+                start.resize(n, 0.0);
+                end.resize(n, 0.0);
+                widen_pairs(t, row_bytes(b, t, row, 2 * n), start, end);
             }
         }
     }
-    Ok(out)
+
+    /// Every row's logits, tagged with the unique ids of the batch's features in order.
+    pub fn logits(&self, unique_ids: impl IntoIterator<Item = u64>) -> Vec<Logits> {
+        let mut out = Vec::with_capacity(self.rows);
+        for (row, unique_id) in unique_ids.into_iter().take(self.rows).enumerate() {
+            let mut l = Logits {
+                unique_id,
+                start: Vec::with_capacity(self.seq_len),
+                end: Vec::with_capacity(self.seq_len),
+            };
+            self.row_into(row, &mut l.start, &mut l.end);
+            out.push(l);
+        }
+        out
+    }
 }
 
-/// Little-endian FP32/FP16 bytes → f32 (FP16 widened exactly).
-pub fn floats(t: FloatType, bytes: &[u8]) -> Vec<f32> {
+/// Row `row` of a tensor of `per_row` values per row.
+fn row_bytes(bytes: &[u8], t: FloatType, row: usize, per_row: usize) -> &[u8] {
+    let w = per_row * t.size();
+    &bytes[row * w..(row + 1) * w]
+}
+
+/// Reads the logits of `request`'s features (one per row, same order) from its
+/// response.
+pub fn decode_response(
+    request: &InferRequest,
+    response: &ModelInferResponse,
+) -> Result<Vec<Logits>> {
+    let checked = check_batch(
+        request.binding(),
+        request.rows(),
+        request.seq_len(),
+        response,
+    )?;
+    Ok(checked.logits(request.features().iter().map(|f| f.unique_id)))
+}
+
+fn fp32(b: [u8; 4]) -> f32 {
+    f32::from_le_bytes(b)
+}
+
+fn fp16(b: [u8; 2]) -> f32 {
+    half::f16::from_le_bytes(b).to_f32()
+}
+
+/// Little-endian FP32/FP16 values appended to `out` (FP16 widened exactly): one
+/// exact-size pass over fixed-width words, which the compiler turns into a plain copy
+/// for FP32.
+fn widen(t: FloatType, src: &[u8], out: &mut Vec<f32>) {
     match t {
-        FloatType::Fp32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        FloatType::Fp16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
+        FloatType::Fp32 => out.extend(src.chunks_exact(4).map(|c| fp32([c[0], c[1], c[2], c[3]]))),
+        FloatType::Fp16 => out.extend(src.chunks_exact(2).map(|c| fp16([c[0], c[1]]))),
+    }
+}
+
+/// Interleaved `(start, end)` pairs → the two buffers, in one pass.
+#[allow(clippy::needless_range_loop)]
+fn widen_pairs(t: FloatType, src: &[u8], start: &mut [f32], end: &mut [f32]) {
+    let n = start.len().min(end.len());
+    match t {
+        FloatType::Fp32 => {
+            let src = &src[..8 * n];
+            for i in 0..n {
+                let at = 8 * i;
+                start[i] = fp32([src[at], src[at + 1], src[at + 2], src[at + 3]]);
+                end[i] = fp32([src[at + 4], src[at + 5], src[at + 6], src[at + 7]]);
+            }
+        }
+        FloatType::Fp16 => {
+            let src = &src[..4 * n];
+            for i in 0..n {
+                let at = 4 * i;
+                start[i] = fp16([src[at], src[at + 1]]);
+                end[i] = fp16([src[at + 2], src[at + 3]]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::binding::SeqLen;
+    use crate::backend::proto::model_infer_response::InferOutputTensor;
+
+    fn out(name: &str, datatype: FloatType, dims: Vec<i64>) -> OutputBinding {
+        OutputBinding {
+            name: name.into(),
+            datatype,
+            dims,
+        }
+    }
+
+    fn binding(outputs: Outputs, max_batch_size: usize) -> Binding {
+        Binding {
+            model: "m".into(),
+            version: String::new(),
+            platform: "test".into(),
+            inputs: vec![],
+            outputs,
+            max_batch_size,
+            seq_len: SeqLen::Dynamic,
+            dynamic_batching: false,
+        }
+    }
+
+    fn response(tensors: Vec<(&str, &str, Vec<i64>, Vec<u8>)>) -> ModelInferResponse {
+        let (outputs, raw) = tensors
+            .into_iter()
+            .map(|(name, datatype, shape, bytes)| {
+                (
+                    InferOutputTensor {
+                        name: name.into(),
+                        datatype: datatype.into(),
+                        shape,
+                        ..Default::default()
+                    },
+                    bytes::Bytes::from(bytes),
+                )
+            })
+            .unzip();
+        ModelInferResponse {
+            outputs,
+            raw_output_contents: raw,
+            ..Default::default()
+        }
+    }
+
+    fn le32(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn le16(v: &[f32]) -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+            .collect()
+    }
+
+    fn split() -> Outputs {
+        Outputs::Split {
+            start: out("s", FloatType::Fp32, vec![-1]),
+            end: out("e", FloatType::Fp16, vec![-1]),
+        }
+    }
+
+    #[test]
+    fn split_rows_are_read_by_row_and_fp16_is_widened_exactly() {
+        let b = binding(split(), 4);
+        // Values exact in FP16, among them the smallest subnormal and the largest.
+        let start = [1.5, -2.25, 3.0, 0.125, 7.0, -0.5];
+        let end = [65504.0, 5.960_464_5e-8, -1.0, 2.0, 0.0, -65504.0];
+        let r = response(vec![
+            ("e", "FP16", vec![2, 3], le16(&end)),
+            ("s", "FP32", vec![2, 3], le32(&start)),
+        ]);
+        let logits = check_batch(&b, 2, 3, &r).unwrap().logits([10, 11]);
+        assert_eq!(logits.len(), 2);
+        assert_eq!(logits[0].unique_id, 10);
+        assert_eq!(logits[0].start, start[..3]);
+        assert_eq!(logits[1].start, start[3..]);
+        assert_eq!(logits[0].end, end[..3]);
+        assert_eq!(logits[1].end, end[3..]);
+    }
+
+    #[test]
+    fn stacked_channels_are_split_in_one_pass_into_reused_buffers() {
+        for t in [FloatType::Fp32, FloatType::Fp16] {
+            let b = binding(
+                Outputs::Stacked {
+                    logits: out("l", t, vec![-1, 2]),
+                },
+                0,
+            );
+            // No batch dimension for a model that does not batch.
+            let pairs = [1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 8.0, -8.0];
+            let bytes = match t {
+                FloatType::Fp32 => le32(&pairs),
+                FloatType::Fp16 => le16(&pairs),
+            };
+            let r = response(vec![("l", t.wire(), vec![4, 2], bytes)]);
+            let c = check_batch(&b, 1, 4, &r).unwrap();
+            // Reused buffers: whatever they held is replaced.
+            let (mut s, mut e) = (vec![9.0; 7], vec![9.0; 1]);
+            c.row_into(0, &mut s, &mut e);
+            assert_eq!(
+                (s.as_slice(), e.as_slice()),
+                (&[1.0, 2.0, 4.0, 8.0][..], &[-1.0, -2.0, -4.0, -8.0][..])
+            );
+        }
+    }
+
+    #[test]
+    fn responses_that_do_not_fit_the_batch_are_refused_before_reading() {
+        let b = binding(split(), 4);
+        let good_s = ("s", "FP32", vec![2, 3], le32(&[0.0; 6]));
+        let good_e = ("e", "FP16", vec![2, 3], le16(&[0.0; 6]));
+        assert!(check_batch(&b, 2, 3, &response(vec![good_s.clone(), good_e.clone()])).is_ok());
+        let cases = [
+            (vec![good_s.clone()], "missing"),
+            (
+                vec![good_s.clone(), ("e", "FP32", vec![2, 3], le32(&[0.0; 6]))],
+                "FP16",
+            ),
+            (
+                vec![good_s.clone(), ("e", "FP16", vec![3, 2], le16(&[0.0; 6]))],
+                "shape [2, 3]",
+            ),
+            (
+                vec![good_s.clone(), ("e", "FP16", vec![2, 3], le16(&[0.0; 5]))],
+                "12 bytes",
+            ),
+        ];
+        for (tensors, why) in cases {
+            let e = check_batch(&b, 2, 3, &response(tensors)).unwrap_err();
+            assert!(e.to_string().contains(why), "{e} lacks {why:?}");
+        }
+        // The batch, not the response, says how many rows there must be.
+        let r = response(vec![good_s, good_e]);
+        assert!(check_batch(&b, 3, 3, &r).is_err());
+        assert!(check_batch(&b, 2, 2, &r).is_err());
     }
 }

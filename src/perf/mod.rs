@@ -35,7 +35,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::backend::{tensor, Binding, TritonClient};
+use crate::backend::{prepare_request, tensor, Binding, TritonClient};
 use crate::error::{Error, Result};
 use crate::pipeline::Padding;
 use crate::types::Feature;
@@ -105,7 +105,7 @@ impl Default for PerfConfig {
 /// One request's worth of features, padded to `seq_len`.
 #[derive(Debug, Clone)]
 pub struct Batch {
-    pub features: Vec<Feature>,
+    pub features: Vec<Arc<Feature>>,
     pub seq_len: usize,
 }
 
@@ -116,17 +116,18 @@ pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -
     if n == 0 || batch_size == 0 {
         return Vec::new();
     }
+    let shared: Vec<Arc<Feature>> = features.iter().cloned().map(Arc::new).collect();
     (0..n.div_ceil(batch_size))
         .map(|k| {
-            let features: Vec<Feature> = (0..batch_size)
-                .map(|j| features[(k * batch_size + j) % n].clone())
+            let features: Vec<Arc<Feature>> = (0..batch_size)
+                .map(|j| shared[(k * batch_size + j) % n].clone())
                 .collect();
             let seq_len = match padding {
                 Padding::Fixed(len) => len,
                 // The same rule as the pipeline: the longest feature, rounded up.
                 Padding::Longest { multiple } => {
                     let m = multiple.max(1);
-                    let longest = features.iter().map(Feature::len).max().unwrap_or(1);
+                    let longest = features.iter().map(|f| f.len()).max().unwrap_or(1);
                     longest.div_ceil(m) * m
                 }
             };
@@ -175,7 +176,8 @@ pub struct Latency {
 /// Client-side parts of the latency, averaged per request, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ClientBreakdown {
-    /// Encoding the request (perf_analyzer's "Client Send").
+    /// Preparing the request (perf_analyzer's "Client Send"); the tensors themselves are
+    /// serialized into the send buffer by the transport, inside the response wait.
     pub send_us: f64,
     /// Decoding the response into logits ("Client Recv").
     pub recv_us: f64,
@@ -274,18 +276,19 @@ impl Shared {
         self.error.lock().expect("error lock").take()
     }
 
-    /// Encodes, sends and decodes one batch, recording the three times.
+    /// Prepares, sends and decodes one batch, recording the three times. The tensors
+    /// are serialized by the transport as the request is sent, so that time counts in
+    /// the response wait, not in the preparation.
     async fn one_request(&self) -> Result<()> {
         let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.batches.len();
         let batch = &self.batches[i];
         let t0 = Instant::now();
-        let refs: Vec<&Feature> = batch.features.iter().collect();
-        let request = tensor::encode_request(&self.binding, &refs, batch.seq_len)?;
+        let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
         let t1 = Instant::now();
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let response = self.client.infer(request).await?;
+        let response = self.client.infer(request.clone()).await?;
         let t2 = Instant::now();
-        let logits = tensor::decode_response(&self.binding, &refs, batch.seq_len, &response)?;
+        let logits = tensor::decode_response(&request, &response)?;
         drop(std::hint::black_box(logits));
         let t3 = Instant::now();
         let record = Record {

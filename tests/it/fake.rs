@@ -14,7 +14,8 @@ use bertqa::backend::proto::model_metadata_response::TensorMetadata;
 use bertqa::backend::proto::repository_index_response::ModelIndex;
 use bertqa::backend::proto::*;
 use bertqa::backend::{
-    bind, tensor, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, TritonClient,
+    bind, prepare_request, tensor, Binding, BindingOverrides, ClientConfig, InferRequest, Pool,
+    PoolConfig, RetryPolicy, TritonClient,
 };
 use bertqa::types::Feature;
 use bertqa::Error;
@@ -250,8 +251,14 @@ fn infer_with(
     let c = connect(&rt, &url, 5000);
     let b = rt.block_on(bind(&c, "m", "", &BindingOverrides::default()))?;
     let f = one_feature();
-    let resp = rt.block_on(c.infer(tensor::encode_request(&b, &[&f], 384)?))?;
-    tensor::decode_response(&b, &[&f], 384, &resp)
+    let req = prepare_request(&Arc::new(b), vec![Arc::new(f)], 384)?;
+    let resp = rt.block_on(c.infer(req.clone()))?;
+    tensor::decode_response(&req, &resp)
+}
+
+/// A request of one feature padded to 384 tokens.
+fn one_request(b: &Binding, f: &Feature) -> InferRequest {
+    prepare_request(&Arc::new(b.clone()), vec![Arc::new(f.clone())], 384).unwrap()
 }
 
 fn out(name: &str, datatype: &str, shape: Vec<i64>) -> InferOutputTensor {
@@ -362,9 +369,7 @@ fn server_errors_are_typed() {
         .block_on(bind(&c, "m", "", &BindingOverrides::default()))
         .unwrap();
     let f = one_feature();
-    let e = rt
-        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
-        .unwrap_err();
+    let e = rt.block_on(c.infer(one_request(&b, &f))).unwrap_err();
     assert!(matches!(e, Error::PermissionDenied { .. }), "{e}");
 
     let mut fake = nvidia();
@@ -375,9 +380,7 @@ fn server_errors_are_typed() {
     });
     let (rt, url) = serve(fake);
     let c = connect(&rt, &url, 5000);
-    let e = rt
-        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
-        .unwrap_err();
+    let e = rt.block_on(c.infer(one_request(&b, &f))).unwrap_err();
     assert_eq!(
         e.to_string(),
         format!("Triton at {url} answered Internal for model \"m\": Failed to process the request(s) for model 'm'")
@@ -389,9 +392,7 @@ fn server_errors_are_typed() {
     let (rt, url) = serve(fake);
     let c = connect(&rt, &url, 300);
     let t = Instant::now();
-    let e = rt
-        .block_on(c.infer(tensor::encode_request(&b, &[&f], 384).unwrap()))
-        .unwrap_err();
+    let e = rt.block_on(c.infer(one_request(&b, &f))).unwrap_err();
     assert!(
         matches!(
             e,
@@ -590,8 +591,8 @@ fn resource_exhausted_and_deadline_exceeded_are_retried_then_counted_or_exhauste
         ))
         .unwrap();
     let f = one_feature();
-    let request = || tensor::encode_request(&b, &[&f], 384).unwrap();
-    rt.block_on(p.infer(request(), 1)).unwrap();
+    let request = || one_request(&b, &f);
+    rt.block_on(p.infer(request())).unwrap();
     let stats = p.retry_stats();
     assert_eq!(stats.retries.get("RESOURCE_EXHAUSTED"), Some(&1));
     assert_eq!(stats.retries.get("DEADLINE_EXCEEDED"), Some(&1));
@@ -603,7 +604,7 @@ fn resource_exhausted_and_deadline_exceeded_are_retried_then_counted_or_exhauste
     // One retry only: the budget is spent on the second failure.
     let (rt2, url) = serve(scripted(script()));
     let p = pool(&rt2, &[&url], 1);
-    let e = rt2.block_on(p.infer(request(), 1)).unwrap_err();
+    let e = rt2.block_on(p.infer(request())).unwrap_err();
     assert!(
         matches!(e, Error::RetriesExhausted { attempts: 2, .. }),
         "{e}"
@@ -635,9 +636,9 @@ fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
         ))
         .unwrap();
     let f = one_feature();
-    let request = || tensor::encode_request(&b, &[&f], 384).unwrap();
+    let request = || one_request(&b, &f);
     // The first pick is A; it fails, A is taken out, and B answers the retry at once.
-    rt.block_on(p.infer(request(), 1)).unwrap();
+    rt.block_on(p.infer(request())).unwrap();
     let eps = p.endpoint_reports();
     assert_eq!(eps[0].taken_out, 1, "{eps:?}");
     assert_eq!(eps[0].errors.get("UNAVAILABLE"), Some(&1), "{eps:?}");
@@ -651,7 +652,7 @@ fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
     }
     // Back in the pool, it shares the work again.
     for _ in 0..6 {
-        rt.block_on(p.infer(request(), 1)).unwrap();
+        rt.block_on(p.infer(request())).unwrap();
     }
     let eps = p.endpoint_reports();
     assert!(eps[0].requests >= 1, "{eps:?}");

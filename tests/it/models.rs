@@ -1,9 +1,12 @@
 //! The Triton client, binding and `bertqa models` against the real local Triton.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bertqa::backend::binding::{FloatType, InputRole, IntType, Outputs};
-use bertqa::backend::{bind, tensor, BindingOverrides, ClientConfig, SeqLen, TritonClient};
+use bertqa::backend::{
+    bind, prepare_request, tensor, BindingOverrides, ClientConfig, SeqLen, TritonClient,
+};
 use bertqa::types::Feature;
 use bertqa::Error;
 
@@ -163,6 +166,11 @@ fn binding_stacked_fp16_output_and_overrides() {
 
 type Rows = Vec<Vec<i64>>;
 
+/// The batch as the pipeline holds it.
+fn shared(features: &[&Feature]) -> Vec<Arc<Feature>> {
+    features.iter().map(|&f| Arc::new(f.clone())).collect()
+}
+
 /// Padded ids, segments and mask rows, as the model sees them.
 fn padded(features: &[&Feature], seq: usize) -> (Rows, Rows, Rows) {
     let row = |_f: &Feature, g: &dyn Fn(usize) -> i64| (0..seq).map(g).collect::<Vec<_>>();
@@ -198,9 +206,9 @@ fn round_trip(model: &str, seq: usize, tolerance: f32) {
         &[7592, 2088, 999, 2023, 2003, 1037, 3231, 1012, 2009, 2573],
     );
     let batch = [&f1, &f2];
-    let req = tensor::encode_request(&b, &batch, seq).unwrap();
-    let resp = rt.block_on(c.infer(req)).unwrap();
-    let logits = tensor::decode_response(&b, &batch, seq, &resp).unwrap();
+    let req = prepare_request(&Arc::new(b), shared(&batch), seq).unwrap();
+    let resp = rt.block_on(c.infer(req.clone())).unwrap();
+    let logits = tensor::decode_response(&req, &resp).unwrap();
     let (ids, seg, mask) = padded(&batch, seq);
     let (want_s, want_e) = numpy_tiny_bert(&ids, &seg, &mask);
     for (row, l) in logits.iter().enumerate() {
@@ -262,10 +270,10 @@ fn null_model_takes_a_batch_of_64() {
         .map(|i| feature(1_000_000_000 + i, &[2054], &[1996, 4937]))
         .collect();
     let batch: Vec<&Feature> = feats.iter().collect();
-    let resp = rt
-        .block_on(c.infer(tensor::encode_request(&b, &batch, 384).unwrap()))
-        .unwrap();
-    let logits = tensor::decode_response(&b, &batch, 384, &resp).unwrap();
+    let b = Arc::new(b);
+    let req = prepare_request(&b, shared(&batch), 384).unwrap();
+    let resp = rt.block_on(c.infer(req.clone())).unwrap();
+    let logits = tensor::decode_response(&req, &resp).unwrap();
     assert_eq!(logits.len(), 64);
     assert!(logits
         .iter()
@@ -273,7 +281,7 @@ fn null_model_takes_a_batch_of_64() {
     // Above the max batch size is refused before anything is sent.
     let many: Vec<Feature> = (0..65).map(|i| feature(i, &[1], &[2])).collect();
     let refs: Vec<&Feature> = many.iter().collect();
-    assert!(tensor::encode_request(&b, &refs, 384).is_err());
+    assert!(prepare_request(&b, shared(&refs), 384).is_err());
 }
 
 #[test]
