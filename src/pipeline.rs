@@ -1151,11 +1151,10 @@ mod tests {
             .collect()
     }
 
+    type Echoed = (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>);
+
     /// Runs `infer_all` against [`Echo`]: the report, the answers and each request's rows.
-    fn run_echo(
-        config: &InferConfig,
-        features: &[Arc<Feature>],
-    ) -> (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>) {
+    fn run_echo(config: &InferConfig, features: &[Arc<Feature>]) -> Echoed {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
