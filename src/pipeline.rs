@@ -587,6 +587,8 @@ enum ToDecoder {
         count: usize,
     },
     Answer(Arc<Feature>, Logits),
+    /// Several answers at once (one message per chunk drained from the responses).
+    Answers(Vec<(Arc<Feature>, Logits)>),
 }
 
 /// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
@@ -864,25 +866,33 @@ fn run_inner<B: Infer>(
         let decoder = scope.spawn(move || -> Result<Decoded> {
             let mut predictions: Vec<Option<crate::decode::Prediction>> =
                 vec![None; dataset.examples.len()];
-            let mut pending: std::collections::HashMap<usize, Gathering> =
-                std::collections::HashMap::new();
+            // Indexed by example: no hashing on the way.
+            let mut pending: Vec<Gathering> = vec![(None, Vec::new()); dataset.examples.len()];
             let mut busy = Duration::ZERO;
             let mut kept = Vec::new();
             let mut kept_features = Vec::new();
-            for msg in decoder_rx {
-                let example_index = match &msg {
-                    ToDecoder::Expect { example_index, .. } => *example_index,
-                    ToDecoder::Answer(f, _) => f.example_index,
+            let mut one = |msg: ToDecoder| -> Result<()> {
+                let example_index = match msg {
+                    ToDecoder::Expect {
+                        example_index,
+                        count,
+                    } => {
+                        pending[example_index].0 = Some(count);
+                        example_index
+                    }
+                    ToDecoder::Answer(f, l) => {
+                        let i = f.example_index;
+                        pending[i].1.push((f, l));
+                        i
+                    }
+                    ToDecoder::Answers(_) => unreachable!("split by the caller"),
                 };
-                let entry = pending.entry(example_index).or_default();
-                match msg {
-                    ToDecoder::Expect { count, .. } => entry.0 = Some(count),
-                    ToDecoder::Answer(f, l) => entry.1.push((f, l)),
-                }
+                let entry = &mut pending[example_index];
                 if entry.0 != Some(entry.1.len()) {
-                    continue;
+                    return Ok(());
                 }
-                let (_, mut windows) = pending.remove(&example_index).expect("present");
+                let mut windows = std::mem::take(&mut entry.1);
+                entry.0 = None;
                 let t = Instant::now();
                 windows.sort_by_key(|(f, _)| f.unique_id);
                 let example = &dataset.examples[example_index];
@@ -901,6 +911,7 @@ fn run_inner<B: Infer>(
                     &views,
                     tokenizer,
                 )?;
+                drop(views);
                 predictions[example_index] = Some(p);
                 busy += t.elapsed();
                 if keep_features {
@@ -910,6 +921,17 @@ fn run_inner<B: Infer>(
                     // Padded positions included: the reference ranks start/end
                     // indexes over the whole padded sequence (spec §6.2).
                     kept.extend(windows.into_iter().map(|(_, l)| l));
+                }
+                Ok(())
+            };
+            for msg in decoder_rx {
+                match msg {
+                    ToDecoder::Answers(answers) => {
+                        for (f, l) in answers {
+                            one(ToDecoder::Answer(f, l))?;
+                        }
+                    }
+                    msg => one(msg)?,
                 }
             }
             let finished = Instant::now();
@@ -928,19 +950,23 @@ fn run_inner<B: Infer>(
             let forward = async {
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
                 'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
-                    for (f, l) in answers.drain(..) {
-                        if let Some(record) = record.as_mut() {
-                            if let Err(e) = record(&l) {
+                    if let Some(record) = record.as_mut() {
+                        for (i, (_, l)) in answers.iter().enumerate() {
+                            if let Err(e) = record(l) {
                                 record_error = Some(e);
                                 let _ = abort_tx.send(true);
-                                break 'recv;
+                                // Those journaled before the failure are decoded.
+                                answers.truncate(i);
+                                break;
                             }
                         }
-                        answered += 1;
-                        progress.answered(1);
-                        if forward_tx.send(ToDecoder::Answer(f, l)).is_err() {
-                            break 'recv;
-                        }
+                    }
+                    answered += answers.len() as u64;
+                    progress.answered(answers.len() as u64);
+                    let chunk = std::mem::replace(&mut answers, Vec::with_capacity(FORWARD_CHUNK));
+                    let failed = record_error.is_some();
+                    if forward_tx.send(ToDecoder::Answers(chunk)).is_err() || failed {
+                        break 'recv;
                     }
                 }
                 drop(forward_tx);
