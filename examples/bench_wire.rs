@@ -59,21 +59,11 @@ fn main() {
     // Windows of SQuAD-dev-like length: a 12-piece question, 150 to 370 tokens.
     let features: Vec<Arc<Feature>> = (0..batch)
         .map(|i| {
-            let doc = 135 + (i * 37) % 220;
-            let mut ids = vec![101];
-            ids.extend((0..12).map(|k| 2000 + k as u32));
-            ids.push(102);
-            ids.extend((0..doc).map(|k| 1000 + ((i + k) * 7 % 28000) as u32));
-            ids.push(102);
-            Arc::new(Feature {
-                unique_id: 1_000_000_000 + i as u64,
-                example_index: i,
-                doc_span_index: 0,
-                input_ids: ids,
-                query_len: 12,
-                token_to_orig: (0..doc as u32).collect(),
-                token_is_max_context: vec![true; doc],
-            })
+            let q: Vec<u32> = (0..12).map(|k| 2000 + k as u32).collect();
+            let doc: Vec<u32> = (0..135 + (i * 37) % 220)
+                .map(|k| 1000 + ((i + k) * 7 % 28000) as u32)
+                .collect();
+            Arc::new(Feature::from_pieces(1_000_000_000 + i as u64, i, &q, &doc))
         })
         .collect();
     let per_feature_us = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / (rounds * batch) as f64;

@@ -1157,22 +1157,9 @@ mod tests {
     fn echo_features(n: usize) -> Vec<Arc<Feature>> {
         (0..n)
             .map(|i| {
-                let q = 1 + i % 3;
-                let doc = 2 + i % 7;
-                let mut ids = vec![101];
-                ids.extend((0..q).map(|k| 2000 + (i * 10 + k) as u32));
-                ids.push(102);
-                ids.extend((0..doc).map(|k| 5000 + (i * 10 + k) as u32));
-                ids.push(102);
-                Arc::new(Feature {
-                    unique_id: 1_000_000_000 + i as u64,
-                    example_index: i,
-                    doc_span_index: 0,
-                    input_ids: ids,
-                    query_len: q,
-                    token_to_orig: (0..doc as u32).collect(),
-                    token_is_max_context: vec![true; doc],
-                })
+                let q: Vec<u32> = (0..1 + i % 3).map(|k| 2000 + (i * 10 + k) as u32).collect();
+                let doc: Vec<u32> = (0..2 + i % 7).map(|k| 5000 + (i * 10 + k) as u32).collect();
+                Arc::new(Feature::from_pieces(1_000_000_000 + i as u64, i, &q, &doc))
             })
             .collect()
     }
@@ -1229,16 +1216,21 @@ mod tests {
         }
     }
 
+    /// Batches of 8, 3 in flight, dynamic padding.
+    fn echo_config(warmup: usize, guard: Option<PaddingGuard>) -> InferConfig {
+        InferConfig {
+            batch_size: 8,
+            concurrency: 3,
+            warmup,
+            padding: Padding::Longest { multiple: 8 },
+            guard,
+        }
+    }
+
     #[test]
     fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
         let n = 45;
-        let config = InferConfig {
-            batch_size: 8,
-            concurrency: 3,
-            warmup: 1,
-            padding: Padding::Longest { multiple: 8 },
-            guard: None,
-        };
+        let config = echo_config(1, None);
         let (report, answers, rows) = run_echo(&config, &echo_features(n));
         assert_eq!((report.requests, report.features), (6, n as u64));
         // One warm-up copy of the first batch, then full batches and the remainder.
@@ -1253,17 +1245,12 @@ mod tests {
         // Echoed logits rank padding (id 0, segment 0) below every real position, so
         // the probe finds shorter padding safe.
         let n = 45;
-        let config = InferConfig {
-            batch_size: 8,
-            concurrency: 3,
-            warmup: 0,
-            padding: Padding::Longest { multiple: 8 },
-            guard: Some(PaddingGuard {
-                n_best: 3,
-                full_len: 64,
-                probe: true,
-            }),
+        let guard = PaddingGuard {
+            n_best: 3,
+            full_len: 64,
+            probe: true,
         };
+        let config = echo_config(0, Some(guard));
         let (report, answers, rows) = run_echo(&config, &echo_features(n));
         assert_eq!(rows, [8, 8, 8, 8, 8, 5]);
         check_echoed(&answers, n);

@@ -87,6 +87,27 @@ pub struct Feature {
 }
 
 impl Feature {
+    /// A feature laid out as §4.4 from question and doc piece ids (`[CLS] q [SEP] doc
+    /// [SEP]`), each doc piece its own word and in its max context: for tests and
+    /// benchmarks that need features without a tokenizer.
+    pub fn from_pieces(unique_id: u64, example_index: usize, q: &[u32], doc: &[u32]) -> Feature {
+        let mut input_ids = Vec::with_capacity(q.len() + doc.len() + 3);
+        input_ids.push(101);
+        input_ids.extend_from_slice(q);
+        input_ids.push(102);
+        input_ids.extend_from_slice(doc);
+        input_ids.push(102);
+        Feature {
+            unique_id,
+            example_index,
+            doc_span_index: 0,
+            input_ids,
+            query_len: q.len(),
+            token_to_orig: (0..doc.len() as u32).collect(),
+            token_is_max_context: vec![true; doc.len()],
+        }
+    }
+
     /// Number of real (unpadded) tokens; the attention mask is 1 exactly below it.
     pub fn len(&self) -> usize {
         self.input_ids.len()

@@ -483,20 +483,7 @@ mod tests {
     use prost::Message;
 
     fn feature(unique_id: u64, q: &[u32], doc: &[u32]) -> Arc<Feature> {
-        let mut ids = vec![101];
-        ids.extend(q);
-        ids.push(102);
-        ids.extend(doc);
-        ids.push(102);
-        Arc::new(Feature {
-            unique_id,
-            example_index: 0,
-            doc_span_index: 0,
-            input_ids: ids,
-            query_len: q.len(),
-            token_to_orig: (0..doc.len() as u32).collect(),
-            token_is_max_context: vec![true; doc.len()],
-        })
+        Arc::new(Feature::from_pieces(unique_id, 0, q, doc))
     }
 
     fn input(name: &str, role: InputRole, datatype: IntType, dims: Vec<i64>) -> InputBinding {

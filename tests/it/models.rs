@@ -23,20 +23,7 @@ fn client(rt: &tokio::runtime::Runtime) -> TritonClient {
 
 /// A hand-made feature: `[CLS] q [SEP] doc [SEP]` with `q` and `doc` ids.
 fn feature(unique_id: u64, q: &[u32], doc: &[u32]) -> Feature {
-    let mut ids = vec![101];
-    ids.extend_from_slice(q);
-    ids.push(102);
-    ids.extend_from_slice(doc);
-    ids.push(102);
-    Feature {
-        unique_id,
-        example_index: 0,
-        doc_span_index: 0,
-        input_ids: ids,
-        query_len: q.len(),
-        token_to_orig: (0..doc.len() as u32).collect(),
-        token_is_max_context: vec![true; doc.len()],
-    }
+    Feature::from_pieces(unique_id, 0, q, doc)
 }
 
 #[test]

@@ -19,20 +19,7 @@ fn features(n: usize) -> Vec<Arc<Feature>> {
             let doc: Vec<u32> = (0..3 + i % 40)
                 .map(|k| 1000 + (i * 13 + k * 3) as u32 % 9000)
                 .collect();
-            let mut ids = vec![101];
-            ids.extend(&q);
-            ids.push(102);
-            ids.extend(&doc);
-            ids.push(102);
-            Arc::new(Feature {
-                unique_id: 1_000_000_000 + i as u64,
-                example_index: i,
-                doc_span_index: 0,
-                input_ids: ids,
-                query_len: q.len(),
-                token_to_orig: (0..doc.len() as u32).collect(),
-                token_is_max_context: vec![true; doc.len()],
-            })
+            Arc::new(Feature::from_pieces(1_000_000_000 + i as u64, i, &q, &doc))
         })
         .collect()
 }
