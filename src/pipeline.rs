@@ -351,7 +351,10 @@ pub async fn infer_all<B: Infer>(
         }
         let seq = match guard {
             Some(g) if probing => g.full_len,
-            _ => padding.length(&batch),
+            // Rounding up never pads past the reference's length (a --max-seq-length
+            // that is not a multiple of 8); features are never longer.
+            Some(g) => padding.length(&batch).min(g.full_len),
+            None => padding.length(&batch),
         };
         // Under a guard, dynamically padded features are checked for padding that
         // displaces real positions (n-best size).
@@ -1265,6 +1268,27 @@ mod tests {
             let want = if f.unique_id < 1_000_000_016 { 64 } else { 16 };
             assert_eq!(l.start.len(), want, "{}", f.unique_id);
         }
+    }
+
+    #[test]
+    fn dynamic_padding_never_exceeds_the_full_length() {
+        // A full length of 13 (not a multiple of 8): batches whose longest feature has
+        // 9 to 13 tokens round up to 16 but are padded to 13, as the reference pads.
+        let features: Vec<Arc<Feature>> = echo_features(45)
+            .into_iter()
+            .filter(|f| f.len() <= 13)
+            .collect();
+        let guard = PaddingGuard {
+            n_best: 3,
+            full_len: 13,
+            probe: false,
+        };
+        let (report, answers, _) = run_echo(&echo_config(0, Some(guard)), &features);
+        assert_eq!(report.features, features.len() as u64);
+        assert!(answers.iter().any(|(_, l)| l.start.len() == 13));
+        assert!(answers
+            .iter()
+            .all(|(_, l)| l.start.len() == 8 || l.start.len() == 13));
     }
 
     #[test]

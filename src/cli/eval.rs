@@ -231,7 +231,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let on_quit = {
                 let journal = journal.clone();
                 move || {
-                    let _ = super::resume::lock(&journal).flush();
+                    // Never wait: a journal stuck in a write must not stop the quit.
+                    if let Ok(mut j) = journal.try_lock() {
+                        let _ = j.flush();
+                    }
                 }
             };
             let control = pipeline::Control {

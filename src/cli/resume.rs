@@ -4,7 +4,9 @@
 //!   [`crate::journal`]) under a fingerprint of everything that determines the answers.
 //! - `--resume` rebuilds the features, takes the journaled ones' logits from the journal
 //!   (they are not sent again), sends the rest, and decodes from both: the output files
-//!   are byte-identical to an uninterrupted run's. A journal written with other settings
+//!   are byte-identical to an uninterrupted run's (on a dynamic-length model, unless the
+//!   padding probe, which runs again on the features left, decides otherwise than the
+//!   first run's did: see `pipeline::PaddingGuard`). A journal written with other settings
 //!   is refused, naming what differs. `--resume` without a journal starts fresh (said on
 //!   stderr), so a batch job can always pass it.
 //! - The first Ctrl-C (or SIGTERM) stops sending, lets the requests in flight finish
