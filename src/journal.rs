@@ -148,6 +148,8 @@ pub struct Journal {
     file: File,
     path: PathBuf,
     records: u64,
+    /// Records gathered in `buffer`, not yet written.
+    gathered: u64,
     checksum: Checksum,
     /// Records not yet written, reused.
     buffer: Vec<u8>,
@@ -169,6 +171,7 @@ impl Journal {
             file,
             path: path.to_path_buf(),
             records: 0,
+            gathered: 0,
             checksum,
             buffer: Vec::new(),
         })
@@ -200,6 +203,7 @@ impl Journal {
             file,
             path: path.to_path_buf(),
             records: contents.logits.len() as u64,
+            gathered: 0,
             checksum: contents.checksum,
             buffer: Vec::new(),
         };
@@ -228,20 +232,27 @@ impl Journal {
         record[at..at + 4].copy_from_slice(&len.to_le_bytes());
         record[at + 4..at + 12].copy_from_slice(&sum.to_le_bytes());
         self.records += 1;
+        self.gathered += 1;
         if record.len() >= WRITE_BYTES {
             self.flush()?;
         }
         Ok(())
     }
 
-    /// Writes the gathered records (one `write` call).
+    /// Writes the gathered records (one `write` call). When that fails they are
+    /// dropped and no longer counted (a part written is a torn tail that reading
+    /// drops); a resumed run sends them again.
     pub fn flush(&mut self) -> Result<()> {
         if !self.buffer.is_empty() {
-            self.file
-                .write_all(&self.buffer)
-                .map_err(|e| Error::io(&self.path, e))?;
+            let written = self.file.write_all(&self.buffer);
             self.buffer.clear();
+            if let Err(e) = written {
+                self.records -= self.gathered;
+                self.gathered = 0;
+                return Err(Error::io(&self.path, e));
+            }
         }
+        self.gathered = 0;
         Ok(())
     }
 

@@ -958,7 +958,8 @@ fn run_inner<B: Infer>(
                             if let Err(e) = record(l) {
                                 record_error = Some(e);
                                 let _ = abort_tx.send(true);
-                                // Those journaled before the failure are decoded.
+                                // Those before the failure are decoded; a resumed run
+                                // sends again any that the journal could not keep.
                                 answers.truncate(i);
                                 break;
                             }
