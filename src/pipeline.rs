@@ -93,6 +93,40 @@ pub struct PaddingGuard {
     pub full_len: usize,
     /// Send the probe (false: only count displaced features, `--dynamic-seq-len`).
     pub probe: bool,
+    /// An earlier run's decision, from its journal (true: dynamic, false: the full
+    /// length): applied without probing again, so a resumed run pads as the first did.
+    pub decided: Option<bool>,
+}
+
+/// The `unique_id` of the result [`infer_all`] hands on once its probe has decided, so
+/// that the journal keeps the decision ([`PaddingGuard::decided`]): logits `[1.0]` for
+/// dynamic padding, `[0.0]` for the full length. No feature has this id; the pipeline
+/// journals it and decodes nothing from it.
+pub const PADDING_DECISION_ID: u64 = u64::MAX;
+
+/// The decision result (see [`PADDING_DECISION_ID`]).
+fn padding_decision(dynamic: bool) -> (Arc<Feature>, Logits) {
+    let v = if dynamic { 1.0 } else { 0.0 };
+    (
+        Arc::new(Feature::from_pieces(
+            PADDING_DECISION_ID,
+            usize::MAX,
+            &[],
+            &[],
+        )),
+        Logits {
+            unique_id: PADDING_DECISION_ID,
+            start: vec![v],
+            end: vec![v],
+        },
+    )
+}
+
+/// The decision an earlier run's journal kept, if any.
+pub fn journaled_padding_decision(journaled: &mut HashMap<u64, Logits>) -> Option<bool> {
+    journaled
+        .remove(&PADDING_DECISION_ID)
+        .and_then(|l| l.start.first().map(|&v| v > 0.5))
 }
 
 /// How a run padded its requests, and what its [`PaddingGuard`] saw.
@@ -308,7 +342,10 @@ pub async fn infer_all<B: Infer>(
     let guard = config
         .guard
         .filter(|_| matches!(padding, Padding::Longest { .. }));
-    let mut probing = guard.is_some_and(|g| g.probe);
+    let mut probing = guard.is_some_and(|g| g.probe && g.decided.is_none());
+    if let Some(g) = guard.filter(|g| g.probe && g.decided == Some(false)) {
+        padding = Padding::Fixed(g.full_len);
+    }
     report.padding.dynamic = matches!(padding, Padding::Longest { .. });
     if let Padding::Fixed(n) = padding {
         report.padding.fixed_len = Some(n);
@@ -406,6 +443,10 @@ pub async fn infer_all<B: Infer>(
                 report.padding.fixed_len = Some(g.full_len);
             }
             intervals.push(deliver(answered, &mut report, &results).await?);
+            if !probing {
+                // Decided: handed on for the journal (a dropped receiver has stopped).
+                let _ = results.send(padding_decision(unsafe_features == 0)).await;
+            }
         }
     }
     while let Some(joined) = inflight.join_next().await {
@@ -953,6 +994,18 @@ fn run_inner<B: Infer>(
             let forward = async {
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
                 'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
+                    // The padding decision is journaled, not decoded.
+                    let decision = answers
+                        .iter()
+                        .position(|(f, _)| f.unique_id == PADDING_DECISION_ID)
+                        .map(|i| answers.remove(i));
+                    if let (Some(record), Some((_, l))) = (record.as_mut(), decision.as_ref()) {
+                        if let Err(e) = record(l) {
+                            record_error = Some(e);
+                            let _ = abort_tx.send(true);
+                            break 'recv;
+                        }
+                    }
                     if let Some(record) = record.as_mut() {
                         for (i, (_, l)) in answers.iter().enumerate() {
                             if let Err(e) = record(l) {
@@ -1253,10 +1306,20 @@ mod tests {
             n_best: 3,
             full_len: 64,
             probe: true,
+            decided: None,
         };
         let config = echo_config(0, Some(guard));
-        let (report, answers, rows) = run_echo(&config, &echo_features(n));
+        let (report, mut answers, rows) = run_echo(&config, &echo_features(n));
         assert_eq!(rows, [8, 8, 8, 8, 8, 5]);
+        // The decision is handed on once, for the journal: dynamic.
+        let mut decided = journaled_padding_decision(
+            &mut answers
+                .iter()
+                .map(|(_, l)| (l.unique_id, l.clone()))
+                .collect(),
+        );
+        assert_eq!(decided.take(), Some(true));
+        answers.retain(|(f, _)| f.unique_id != PADDING_DECISION_ID);
         check_echoed(&answers, n);
         let p = report.padding;
         assert_eq!(
@@ -1283,6 +1346,7 @@ mod tests {
             n_best: 3,
             full_len: 13,
             probe: false,
+            decided: None,
         };
         let (report, answers, _) = run_echo(&echo_config(0, Some(guard)), &features);
         assert_eq!(report.features, features.len() as u64);
@@ -1290,6 +1354,27 @@ mod tests {
         assert!(answers
             .iter()
             .all(|(_, l)| l.start.len() == 8 || l.start.len() == 13));
+    }
+
+    #[test]
+    fn a_journaled_padding_decision_is_applied_without_probing() {
+        let n = 20;
+        for (decided, len) in [(false, 64), (true, 16)] {
+            let guard = PaddingGuard {
+                n_best: 3,
+                full_len: 64,
+                probe: true,
+                decided: Some(decided),
+            };
+            let (report, answers, rows) = run_echo(&echo_config(0, Some(guard)), &echo_features(n));
+            assert_eq!(rows, [8, 8, 4], "no probe requests one at a time");
+            // No decision handed on again, and every request padded as decided.
+            assert_eq!(answers.len(), n);
+            assert!(answers.iter().all(|(_, l)| l.start.len() <= len));
+            assert!(answers.iter().any(|(_, l)| l.start.len() == len));
+            let p = report.padding;
+            assert_eq!((p.dynamic, p.probe_features), (decided, 0));
+        }
     }
 
     #[test]

@@ -212,6 +212,7 @@ impl LoadArgs {
             n_best,
             full_len,
             probe: !self.dynamic_seq_len,
+            decided: None,
         })
     }
 }

@@ -200,7 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 !args.run.load.fixed_seq_len,
             );
             check_padding(padding, features.max_seq_length, &binding)?;
-            let config = RunConfig {
+            let mut config = RunConfig {
                 features,
                 decode: decode.clone(),
                 infer: InferConfig {
@@ -222,12 +222,23 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 padding,
                 args.run.load.dynamic_seq_len,
             );
-            let (journal, journaled) =
+            let (journal, mut journaled) =
                 super::resume::open(&args.output_dir, args.resume, &fingerprint)?;
+            // A resumed run pads as the first one decided (its probe is not run again).
+            let decided = pipeline::journaled_padding_decision(&mut journaled.logits);
+            let decision_journaled = std::cell::Cell::new(decided.is_some());
+            if let Some(g) = config.infer.guard.as_mut() {
+                g.decided = decided;
+            }
             // Shared with the signal handler, which writes the gathered records before
             // a second interrupt quits at once.
             let journal = std::sync::Arc::new(std::sync::Mutex::new(journal));
-            let mut record = |l: &crate::types::Logits| super::resume::lock(&journal).append(l);
+            let mut record = |l: &crate::types::Logits| {
+                if l.unique_id == pipeline::PADDING_DECISION_ID {
+                    decision_journaled.set(true);
+                }
+                super::resume::lock(&journal).append(l)
+            };
             let on_quit = {
                 let journal = journal.clone();
                 move || {
@@ -271,7 +282,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     version_2,
                     na_prob_thresh: args.scoring.na_prob_thresh,
                     fingerprint: &fingerprint,
-                    journaled: super::resume::lock(&journal).records(),
+                    // Features only: the padding decision is a record too.
+                    journaled: super::resume::lock(&journal).records()
+                        - u64::from(decision_journaled.get()),
                 };
                 anyhow::bail!(super::resume::write_partial(&partial, outcome, error)?);
             };

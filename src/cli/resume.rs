@@ -4,9 +4,9 @@
 //!   [`crate::journal`]) under a fingerprint of everything that determines the answers.
 //! - `--resume` rebuilds the features, takes the journaled ones' logits from the journal
 //!   (they are not sent again), sends the rest, and decodes from both: the output files
-//!   are byte-identical to an uninterrupted run's (on a dynamic-length model, unless the
-//!   padding probe, which runs again on the features left, decides otherwise than the
-//!   first run's did: see `pipeline::PaddingGuard`). A journal written with other settings
+//!   are byte-identical to an uninterrupted run's (on a dynamic-length model the padding
+//!   probe's decision is journaled too and applied again; a run stopped before the probe
+//!   decided probes again on the features left). A journal written with other settings
 //!   is refused, naming what differs. `--resume` without a journal starts fresh (said on
 //!   stderr), so a batch job can always pass it.
 //! - The first Ctrl-C (or SIGTERM) stops sending, lets the requests in flight finish
@@ -51,7 +51,13 @@ pub fn open(
         eprintln!(
             "resuming from {}: {} features already answered{torn}",
             path.display(),
+            // Features only: the padding probe's decision is a record too.
             contents.logits.len()
+                - usize::from(
+                    contents
+                        .logits
+                        .contains_key(&crate::pipeline::PADDING_DECISION_ID)
+                )
         );
         return Ok((j, contents));
     }
