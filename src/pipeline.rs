@@ -315,7 +315,8 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
 }
 
 /// Runs inference over `features`, handing each `(feature, logits)` to `results` as
-/// responses arrive. Returns when every feature has been answered, or at the first
+/// responses arrive (and, once a [`PaddingGuard`]'s probe has decided, one result with
+/// the id [`PADDING_DECISION_ID`] that is no feature's). Returns when every feature has been answered, or at the first
 /// error (requests still in flight are then abandoned).
 pub async fn infer_all<B: Infer>(
     client: &B,
