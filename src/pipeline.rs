@@ -843,7 +843,7 @@ fn run_inner<B: Infer>(
     // wait behind it, so little is sent after a stop.
     let (gated_tx, gated_rx) = mpsc::channel::<Arc<Feature>>(config.infer.batch_size.max(1));
     let (abort_tx, abort_rx) = tokio::sync::watch::channel(false);
-    let (result_tx, mut result_rx) = mpsc::channel::<(Arc<Feature>, Logits)>(queue);
+    let (result_tx, result_rx) = mpsc::channel::<(Arc<Feature>, Logits)>(queue);
     let (decoder_tx, decoder_rx) = std_mpsc::channel::<ToDecoder>();
 
     std::thread::scope(|scope| -> PartialOutcome {
@@ -993,6 +993,9 @@ fn run_inner<B: Infer>(
         let mut was_stopped = false;
         let inference = runtime.block_on(async {
             let forward = async {
+                // Owned here, so that the channel closes when forwarding stops early and
+                // the sender never waits for room that no one will make.
+                let mut result_rx = result_rx;
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
                 'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
                     // The padding decision is journaled, not decoded.
