@@ -189,14 +189,16 @@ pub struct LoadArgs {
     pub warmup: usize,
     /// Pad every batch to --max-seq-length even when the model accepts any length
     /// (by default a dynamic-length model gets each batch padded to its longest
-    /// feature, rounded up to a multiple of 8, unless its first request, a probe padded
-    /// to --max-seq-length, shows that shorter padding would change answers).
+    /// feature, rounded up to a multiple of 8, unless its first requests, a probe of 16
+    /// features padded to --max-seq-length, show that shorter padding would change
+    /// answers).
     #[arg(long)]
     pub fixed_seq_len: bool,
     /// Pad each batch to its longest feature without the probe, even when the model
     /// ranks padding positions among its top start/end logits: faster, but answers may
-    /// then differ from the reference, which ranks padding too (spec §6.2). A warning
-    /// counts the features where padding was seen to push real positions out.
+    /// then differ from the reference, which ranks its top 20 over the whole padded
+    /// sequence. A warning counts the features where padding was seen to push real
+    /// positions out.
     #[arg(long, conflicts_with = "fixed_seq_len")]
     pub dynamic_seq_len: bool,
 }
