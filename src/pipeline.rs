@@ -201,9 +201,32 @@ fn shorter_padding_is_safe(l: &Logits, real: usize, multiple: usize, n: usize) -
 /// True when padding positions of `l` push real positions out of the top `n`.
 fn padding_displaces(l: &Logits, real: usize, n: usize) -> bool {
     let want = n.min(real);
-    [&l.start, &l.end]
-        .iter()
-        .any(|x| x.len() > real && crate::decode::real_in_top(x, real, n) < want)
+    [&l.start, &l.end].iter().any(|x| {
+        x.len() > real && !surely_undisplaced(x, real, want) && {
+            crate::decode::real_in_top(x, real, n) < want
+        }
+    })
+}
+
+/// A quick sufficient test that at least `want` real positions (those below `real`) rank
+/// above every padding position of `x` in the stable descending order of §6.2 (NaN as
+/// −∞): a real position at or above the padding's maximum ranks above all of it (on a
+/// tie the lower position wins), so `want` such positions keep `want` real ones in the
+/// top. One pass, stopping early; usually true, as padding scores low.
+fn surely_undisplaced(x: &[f32], real: usize, want: usize) -> bool {
+    let key = |v: f32| if v.is_nan() { f32::NEG_INFINITY } else { v };
+    let (head, pad) = x.split_at(real.min(x.len()));
+    let top = pad.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(key(v)));
+    let mut above = 0usize;
+    for &v in head {
+        if key(v) >= top {
+            above += 1;
+            if above >= want {
+                return true;
+            }
+        }
+    }
+    above >= want
 }
 
 /// Features the padding probe covers at least (its requests are sent one at a time,
@@ -1468,6 +1491,27 @@ mod tests {
         let l = logits(real.to_vec(), real.to_vec());
         assert!(shorter_padding_is_safe(&l, 5, 8, 3));
         assert!(!padding_displaces(&l, 5, 3));
+    }
+
+    proptest::proptest! {
+        /// The quick test never claims "undisplaced" where the full ranking finds real
+        /// positions pushed out: small integer values make ties and NaN common.
+        #[test]
+        fn padding_displaces_equals_the_full_ranking(
+            values in proptest::collection::vec(-3i8..4, 1..48),
+            real in 0usize..48,
+            n in 0usize..24,
+        ) {
+            let x: Vec<f32> = values
+                .iter()
+                .map(|&v| if v == 3 { f32::NAN } else { f32::from(v) })
+                .collect();
+            let real = real.min(x.len());
+            let want = n.min(real);
+            let exact = x.len() > real && crate::decode::real_in_top(&x, real, n) < want;
+            let l = logits(x.clone(), x);
+            proptest::prop_assert_eq!(padding_displaces(&l, real, n), exact);
+        }
     }
 
     #[test]

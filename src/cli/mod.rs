@@ -17,7 +17,6 @@ mod score;
 pub mod security;
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -65,14 +64,14 @@ pub enum Command {
     Score(score::Args),
 }
 
-/// Entry point of the `bertqa` binary.
-pub fn main() -> ExitCode {
+/// Entry point of the `bertqa` binary: the process's exit status.
+pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return code;
         }
     };
     let verbose = cli.verbose;
@@ -87,14 +86,14 @@ pub fn main() -> ExitCode {
         Command::Score(a) => score::run(a),
     };
     match result {
-        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Success) => 0,
         Ok(Outcome::GateFailed(gates)) => {
             for g in gates {
                 eprintln!("gate failed: {g}");
             }
-            ExitCode::from(1)
+            1
         }
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             if verbose {
                 eprintln!("error: {e:?}");
@@ -110,7 +109,7 @@ pub fn main() -> ExitCode {
                 }
                 eprintln!("error: {}", line.replace('\n', " "));
             }
-            ExitCode::from(2)
+            2
         }
     }
 }

@@ -133,7 +133,8 @@ fn render_object_to(
 ) -> std::io::Result<()> {
     const CHUNK: usize = 1 << 16;
     // Python dict: first position, last value.
-    let mut last: HashMap<&str, usize> = HashMap::with_capacity(preds.len());
+    let mut last: HashMap<&str, usize, crate::tokenize::WordHash> =
+        HashMap::with_capacity_and_hasher(preds.len(), crate::tokenize::WordHash);
     for (i, p) in preds.iter().enumerate() {
         if has_value(p) {
             last.insert(&p.qas_id, i);
@@ -170,9 +171,16 @@ fn render_object_to(
 }
 
 fn newline(out: &mut String, depth: usize) {
-    out.push('\n');
-    for _ in 0..depth {
-        out.push_str("    ");
+    /// A newline and the indentation of the deepest level written (3).
+    const INDENTS: &str = "\n                ";
+    match INDENTS.get(..1 + 4 * depth) {
+        Some(s) => out.push_str(s),
+        None => {
+            out.push('\n');
+            for _ in 0..depth {
+                out.push_str("    ");
+            }
+        }
     }
 }
 
