@@ -224,8 +224,12 @@ impl Journal {
         record.resize(at + 12, 0);
         record.extend_from_slice(&logits.unique_id.to_le_bytes());
         record.extend_from_slice(&(n as u32).to_le_bytes());
-        for v in logits.start[..n].iter().chain(&logits.end[..n]) {
-            record.extend_from_slice(&v.to_le_bytes());
+        for values in [&logits.start[..n], &logits.end[..n]] {
+            let from = record.len();
+            record.resize(from + 4 * n, 0);
+            for (to, v) in record[from..].chunks_exact_mut(4).zip(values) {
+                to.copy_from_slice(&v.to_le_bytes());
+            }
         }
         let len = (record.len() - at - 12) as u32;
         let sum = self.checksum.of(&record[at + 12..]);

@@ -36,9 +36,9 @@ fn nbest_value(p: &Prediction, out: &mut String, indent: usize) {
         newline(out, indent + 1);
         out.push('{');
         let fields = [
-            ("probability", e.probability),
-            ("start_logit", e.start_logit),
-            ("end_logit", e.end_logit),
+            ("\"probability\": ", e.probability),
+            ("\"start_logit\": ", e.start_logit),
+            ("\"end_logit\": ", e.end_logit),
         ];
         newline(out, indent + 2);
         out.push_str("\"text\": ");
@@ -46,8 +46,7 @@ fn nbest_value(p: &Prediction, out: &mut String, indent: usize) {
         for (key, value) in fields {
             out.push(',');
             newline(out, indent + 2);
-            push_str(out, key);
-            out.push_str(": ");
+            out.push_str(key);
             push_float(out, value);
         }
         newline(out, indent + 1);
@@ -246,6 +245,18 @@ pub fn push_float(out: &mut String, x: f64) {
         out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
         return;
     }
+    // Ryū lays out a decimal exponent of −5..=15 without one and Python −4..=15, in
+    // the same way ("0.00123", "12.5", "300.0"): from 1e-4 up, Ryū's text is Python's.
+    // (No double below 1e-4 has "0.0001…" as its shortest digits.)
+    if x == 0.0 || (1e-4..1e16).contains(&x.abs()) {
+        out.push_str(ryu::Buffer::new().format_finite(x));
+        return;
+    }
+    push_float_relaid(out, x);
+}
+
+/// [`push_float`] for a finite `x`, Python's layout rebuilt from Ryū's digits.
+fn push_float_relaid(out: &mut String, x: f64) {
     let mut buffer = ryu::Buffer::new();
     let text = buffer.format_finite(x).as_bytes();
     let (neg, text) = match text.split_first() {
@@ -339,6 +350,27 @@ pub fn push_float(out: &mut String, x: f64) {
 mod tests {
     use super::*;
     use crate::decode::{NbestEntry, Prediction};
+
+    proptest::proptest! {
+        /// Ryū's own text, where it is used as is, equals the layout rebuilt from its
+        /// digits: any finite double, and values around the 1e-4 and 1e16 edges.
+        #[test]
+        fn ryu_text_is_python_layout_where_used(bits in proptest::num::u64::ANY, k in 0u32..40) {
+            let edges: [f64; 4] = [1e-4, 1e16, 1e-5, 1e15];
+            let near = f64::from_bits(
+                edges[(k % 4) as usize].to_bits().wrapping_add(u64::from(k / 4)).wrapping_sub(5),
+            );
+            for x in [f64::from_bits(bits), near, -near] {
+                if x.is_finite() {
+                    let mut fast = String::new();
+                    push_float(&mut fast, x);
+                    let mut relaid = String::new();
+                    push_float_relaid(&mut relaid, x);
+                    proptest::prop_assert_eq!(fast, relaid, "{:e}", x);
+                }
+            }
+        }
+    }
 
     #[test]
     fn float_repr_matches_python() {
