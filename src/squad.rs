@@ -25,6 +25,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
+use crate::tokenize::WordHash;
 use crate::types::{Answer, Dataset, Example, Paragraph};
 
 /// Degenerate but valid input, reported and otherwise handled as the reference does.
@@ -157,35 +158,43 @@ pub fn split_context(context: &str) -> Paragraph {
 }
 
 /// §2.1's scan, with each word copied once as a slice of the context rather than grown
-/// character by character. ASCII contexts (nearly all of SQuAD) go run by run over the
-/// bytes, without decoding UTF-8, each run's word index written in one fill.
+/// character by character. ASCII contexts (nearly all of SQuAD) go word by word over
+/// the bytes, without decoding UTF-8: every code point from a word's start to the next
+/// word's start maps to that word, so each word's offsets are one fill.
 fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens: Vec<String> = Vec::new();
-    let mut char_to_word_offset = Vec::with_capacity(context.len());
-    // Words so far; at most one per code point, so this fits whenever the offsets do.
-    let mut words: i32 = 0;
+    let char_to_word_offset;
     if context.is_ascii() {
         let bytes = context.as_bytes();
-        let separates = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        // Allocated zeroed; every entry is written below.
+        let mut offsets = vec![0i32; bytes.len()];
+        // Separators are at most b' ': one comparison rules out nearly every byte.
+        let separates = |b: u8| b <= b' ' && matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+        // About one word per six bytes of English; rarely grown more than once.
+        doc_tokens.reserve(bytes.len() / 6 + 1);
         let mut i = 0;
-        while i < bytes.len() {
-            let word = bytes[i..]
-                .iter()
-                .position(|&b| !separates(b))
-                .map_or(bytes.len(), |n| i + n);
-            char_to_word_offset.resize(word, words - 1);
-            if word == bytes.len() {
-                break;
-            }
-            i = bytes[word..]
-                .iter()
-                .position(|&b| separates(b))
-                .map_or(bytes.len(), |n| word + n);
-            doc_tokens.push(context[word..i].to_string());
-            words += 1;
-            char_to_word_offset.resize(i, words - 1);
+        while i < bytes.len() && separates(bytes[i]) {
+            i += 1;
         }
+        offsets[..i].fill(-1);
+        // Words so far; at most one per byte, so this fits whenever the offsets do.
+        let mut words: i32 = 0;
+        while i < bytes.len() {
+            let word = i;
+            while i < bytes.len() && !separates(bytes[i]) {
+                i += 1;
+            }
+            doc_tokens.push(context[word..i].to_string());
+            while i < bytes.len() && separates(bytes[i]) {
+                i += 1;
+            }
+            offsets[word..i].fill(words);
+            words += 1;
+        }
+        char_to_word_offset = offsets;
     } else {
+        let mut offsets = Vec::with_capacity(context.len());
+        let mut words: i32 = 0;
         // Byte index where the current word started, if inside one.
         let mut word_start: Option<usize> = None;
         for (i, c) in context.char_indices() {
@@ -197,11 +206,12 @@ fn split_owned_context(context: String) -> Paragraph {
                 word_start = Some(i);
                 words += 1;
             }
-            char_to_word_offset.push(words - 1);
+            offsets.push(words - 1);
         }
         if let Some(s) = word_start {
             doc_tokens.push(context[s..].to_string());
         }
+        char_to_word_offset = offsets;
     }
     Paragraph {
         context,
@@ -221,11 +231,34 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
         ..Dataset::default()
     };
     let mut warnings = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
+    let (paragraphs, questions) = raw.data.iter().fold((0, 0), |(p, q), a| {
+        (
+            p + a.paragraphs.len(),
+            q + a.paragraphs.iter().map(|p| p.qas.len()).sum::<usize>(),
+        )
+    });
+    dataset.paragraphs.reserve_exact(paragraphs);
+    dataset.examples.reserve_exact(questions);
+    // The position (in question order) of the first id seen before, found up front
+    // over the parsed records so the ids are neither copied nor hashed twice; it is
+    // reported when the loop below reaches it, as a check in the loop would.
+    let first_duplicate = {
+        let mut seen: HashSet<&str, WordHash> =
+            HashSet::with_capacity_and_hasher(questions, WordHash);
+        raw.data
+            .iter()
+            .flat_map(|a| &a.paragraphs)
+            .flat_map(|p| &p.qas)
+            .position(|qa| !seen.insert(&qa.id))
+    };
     let mut unknown_starts = 0;
     for article in raw.data {
         for para in article.paragraphs {
-            let context_chars = para.context.chars().count();
+            let context_chars = if para.context.is_ascii() {
+                para.context.len()
+            } else {
+                para.context.chars().count()
+            };
             if i32::try_from(context_chars).is_err() {
                 let id = para.qas.first().map_or("", |q| q.id.as_str());
                 return Err(Error::input(
@@ -246,7 +279,7 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
                 });
             }
             for qa in para.qas {
-                if !seen.insert(qa.id.clone()) {
+                if first_duplicate == Some(dataset.examples.len()) {
                     return Err(Error::input(
                         Location::question(path, &qa.id),
                         "duplicate question id",

@@ -7,37 +7,38 @@
 //! has at most 16 bytes, and the ids themselves when there are at most two: nearly every
 //! word of English text and its pieces, so a hit usually reads one cache line. Longer
 //! keys and id lists live in arenas. Open addressing with linear probing, at most half
-//! full; the slot index is the low bits of [`WordHash`], whose `finish` spreads them.
+//! full; the slot index is the low bits of the hash, which `finish` spreads.
+//!
+//! A slot is four words, all zero when free (the id count is stored plus one), so a
+//! table is allocated zeroed: fresh memory from the allocator, whose pages are touched
+//! only when an entry lands on them. A table sized up front for a large input
+//! ([`IdCache::reserve`]) then costs nothing until it is used, and never grows through
+//! intermediate tables.
 
-use std::hash::BuildHasher;
-
-use super::WordHash;
+use super::FxHasher;
 
 const INLINE_KEY: usize = 16;
 const INLINE_IDS: usize = 2;
-const EMPTY: u16 = u16::MAX;
+/// Slots of a new table (and the fewest a table has).
+const MIN_SLOTS: usize = 1024;
 
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    /// The key's bytes zero-padded, or (longer keys) its start in `keys` in `key[..8]`.
-    key: [u8; INLINE_KEY],
-    /// The hash's low 32 bits: the home slot (tables stay far below 2^32 slots), kept
-    /// to grow without hashing again and compared before the key.
-    tag: u32,
-    key_len: u16,
-    /// Number of ids, or `EMPTY` for a free slot.
-    ids_len: u16,
-    /// The ids, or (more than two) their start in `ids` in `ids[0]`.
-    ids: [u32; INLINE_IDS],
+/// Eight words: the key's bytes zero-padded (little-endian words 0–3), or (longer keys)
+/// its start in `keys` in word 0; the hash's low 32 bits (word 4: the home slot, since
+/// tables stay far below 2^32 slots, kept to grow without hashing again and compared
+/// before the key); the key's length (low half of word 5) and the number of ids plus
+/// one (high half; 0 for a free slot); the ids (words 6–7), or (more than two) their
+/// start in `ids` in word 6.
+type Slot = [u32; 8];
+
+const TAG: usize = 4;
+const LENS: usize = 5;
+const IDS: usize = 6;
+
+/// Whether a slot holds an entry.
+#[inline]
+fn used(slot: &Slot) -> bool {
+    slot[LENS] >> 16 != 0
 }
-
-const FREE: Slot = Slot {
-    key: [0; INLINE_KEY],
-    tag: 0,
-    key_len: 0,
-    ids_len: EMPTY,
-    ids: [0; INLINE_IDS],
-};
 
 /// A string → ids memo (see the module header). Entries are never removed.
 #[derive(Debug, Clone)]
@@ -51,7 +52,7 @@ pub struct IdCache {
 impl Default for IdCache {
     fn default() -> Self {
         IdCache {
-            slots: vec![FREE; 1024],
+            slots: vec![[0; 8]; MIN_SLOTS],
             len: 0,
             keys: Vec::new(),
             ids: Vec::new(),
@@ -59,16 +60,38 @@ impl Default for IdCache {
     }
 }
 
-fn hash(key: &str) -> u32 {
-    WordHash.hash_one(key) as u32
+/// A key as the table sees it: its tag, and its first 16 bytes zero-padded as four
+/// little-endian words (the inline key; unused for longer keys).
+struct Probe {
+    tag: u32,
+    inline: [u32; 4],
 }
 
-fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
-    let mut k = [0; INLINE_KEY];
+/// FxHash's multiply-rotate over the zero-padded key (two 8-byte words at most for an
+/// inline key, read while padding it) and its length, spread by [`FxHasher`]'s
+/// `finish`.
+#[inline]
+fn probe(key: &[u8]) -> Probe {
+    let mut h = FxHasher(0);
+    let mut inline = [0; 4];
     if key.len() <= INLINE_KEY {
+        let mut k = [0u8; INLINE_KEY];
         k[..key.len()].copy_from_slice(key);
+        let lo = u64::from_le_bytes(k[..8].try_into().expect("8 bytes"));
+        let hi = u64::from_le_bytes(k[8..].try_into().expect("8 bytes"));
+        h.add(lo);
+        if key.len() > 8 {
+            h.add(hi);
+        }
+        inline = [lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32];
+    } else {
+        std::hash::Hasher::write(&mut h, key);
     }
-    k
+    h.add(key.len() as u64);
+    Probe {
+        tag: std::hash::Hasher::finish(&h) as u32,
+        inline,
+    }
 }
 
 impl IdCache {
@@ -77,22 +100,34 @@ impl IdCache {
         self.len
     }
 
+    /// Makes room for `entries` entries in all, so that inserting up to that many never
+    /// grows the table through intermediate sizes.
+    pub fn reserve(&mut self, entries: usize) {
+        let want = entries
+            .saturating_mul(2)
+            .max(MIN_SLOTS)
+            .checked_next_power_of_two()
+            .unwrap_or(self.slots.len());
+        if want > self.slots.len() {
+            self.resize(want);
+        }
+    }
+
     /// The ids remembered for `key`.
     #[inline]
     pub fn get(&self, key: &str) -> Option<&[u32]> {
-        let h = hash(key);
         let bytes = key.as_bytes();
-        let inline = padded(bytes);
+        let p = probe(bytes);
         let mask = self.slots.len() - 1;
-        let mut i = h as usize & mask;
+        let mut i = p.tag as usize & mask;
         loop {
             let slot = &self.slots[i];
-            if slot.ids_len == EMPTY {
+            if !used(slot) {
                 return None;
             }
-            if slot.tag == h
-                && usize::from(slot.key_len) == bytes.len()
-                && self.key_matches(slot, bytes, &inline)
+            if slot[TAG] == p.tag
+                && (slot[LENS] & 0xffff) as usize == bytes.len()
+                && self.key_matches(slot, bytes, &p.inline)
             {
                 return Some(self.ids_of(slot));
             }
@@ -100,54 +135,56 @@ impl IdCache {
         }
     }
 
-    fn key_matches(&self, slot: &Slot, key: &[u8], inline: &[u8; INLINE_KEY]) -> bool {
+    #[inline]
+    fn key_matches(&self, slot: &Slot, key: &[u8], inline: &[u32; 4]) -> bool {
         if key.len() <= INLINE_KEY {
-            return slot.key == *inline;
+            return slot[..4] == inline[..];
         }
-        let at = u64::from_le_bytes(slot.key[..8].try_into().expect("8 bytes")) as usize;
+        let at = slot[0] as usize;
         &self.keys[at..at + key.len()] == key
     }
 
+    #[inline]
     fn ids_of<'a>(&'a self, slot: &'a Slot) -> &'a [u32] {
-        let n = usize::from(slot.ids_len);
+        let n = (slot[LENS] >> 16) as usize - 1;
         if n <= INLINE_IDS {
-            &slot.ids[..n]
+            &slot[IDS..IDS + n]
         } else {
-            let at = slot.ids[0] as usize;
+            let at = slot[IDS] as usize;
             &self.ids[at..at + n]
         }
     }
 
     /// Remembers `ids` for `key`, which must not be in the cache yet. Returns false,
     /// remembering nothing, for a key or id list too long to describe (64 KiB, 64 Ki
-    /// ids) or when the arenas would pass 2^32 entries.
+    /// ids) or when an arena would pass 2^32 entries.
     pub fn insert(&mut self, key: &str, ids: &[u32]) -> bool {
-        let (Ok(key_len), Ok(ids_len)) = (u16::try_from(key.len()), u16::try_from(ids.len()))
+        let (Ok(key_len), Ok(stored_ids)) =
+            (u16::try_from(key.len()), u16::try_from(ids.len() + 1))
         else {
             return false;
         };
-        if ids_len == EMPTY || self.ids.len() + ids.len() > u32::MAX as usize {
+        if self.ids.len() + ids.len() > u32::MAX as usize
+            || (key.len() > INLINE_KEY && self.keys.len() + key.len() > u32::MAX as usize)
+        {
             return false;
         }
         if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
+            self.resize(self.slots.len() * 2);
         }
-        let h = hash(key);
-        let mut slot = Slot {
-            key: padded(key.as_bytes()),
-            tag: h,
-            key_len,
-            ids_len,
-            ids: [0; INLINE_IDS],
-        };
+        let p = probe(key.as_bytes());
+        let mut slot: Slot = [0; 8];
+        slot[..4].copy_from_slice(&p.inline);
+        slot[TAG] = p.tag;
+        slot[LENS] = u32::from(key_len) | u32::from(stored_ids) << 16;
         if key.len() > INLINE_KEY {
-            slot.key[..8].copy_from_slice(&(self.keys.len() as u64).to_le_bytes());
+            slot[0] = self.keys.len() as u32;
             self.keys.extend_from_slice(key.as_bytes());
         }
         if ids.len() <= INLINE_IDS {
-            slot.ids[..ids.len()].copy_from_slice(ids);
+            slot[IDS..IDS + ids.len()].copy_from_slice(ids);
         } else {
-            slot.ids[0] = self.ids.len() as u32;
+            slot[IDS] = self.ids.len() as u32;
             self.ids.extend_from_slice(ids);
         }
         self.place(slot);
@@ -157,17 +194,19 @@ impl IdCache {
 
     fn place(&mut self, slot: Slot) {
         let mask = self.slots.len() - 1;
-        let mut i = slot.tag as usize & mask;
-        while self.slots[i].ids_len != EMPTY {
+        let mut i = slot[TAG] as usize & mask;
+        while used(&self.slots[i]) {
             i = (i + 1) & mask;
         }
         self.slots[i] = slot;
     }
 
-    fn grow(&mut self) {
-        let bigger = vec![FREE; self.slots.len() * 2];
+    /// Moves every entry to a table of `slots` slots (a power of two).
+    fn resize(&mut self, slots: usize) {
+        // All zero, so allocated zeroed: untouched pages are never written.
+        let bigger = vec![[0; 8]; slots];
         let old = std::mem::replace(&mut self.slots, bigger);
-        for slot in old.into_iter().filter(|s| s.ids_len != EMPTY) {
+        for slot in old.into_iter().filter(used) {
             self.place(slot);
         }
     }
@@ -201,6 +240,27 @@ mod tests {
         assert!(c.get("too many").is_none());
     }
 
+    #[test]
+    fn a_reserved_table_does_not_grow() {
+        let mut c = IdCache::default();
+        assert!(c.insert("kept", &[7]));
+        c.reserve(5000);
+        let slots = c.slots.len();
+        assert_eq!(slots, 16384);
+        for i in 0..5000 {
+            let key = format!("w{i}");
+            if key != "kept" {
+                assert!(c.insert(&key, &[i]));
+            }
+        }
+        assert_eq!(c.slots.len(), slots);
+        assert_eq!(c.get("kept"), Some(&[7][..]));
+        assert_eq!(c.get("w4999"), Some(&[4999][..]));
+        // Reserving less than there is room for changes nothing.
+        c.reserve(10);
+        assert_eq!(c.slots.len(), slots);
+    }
+
     proptest::proptest! {
         /// The same answers as a HashMap, through growth.
         #[test]
@@ -212,7 +272,10 @@ mod tests {
         ) {
             let mut c = IdCache::default();
             let mut m: HashMap<String, Vec<u32>> = HashMap::new();
-            for (k, ids) in &entries {
+            for (n, (k, ids)) in entries.iter().enumerate() {
+                if n == 300 {
+                    c.reserve(2000);
+                }
                 if !m.contains_key(k) {
                     proptest::prop_assert!(c.insert(k, ids));
                     m.insert(k.clone(), ids.clone());

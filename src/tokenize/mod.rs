@@ -537,6 +537,15 @@ impl Encoder<'_> {
         self.stats
     }
 
+    /// Sizes the caches for about `words` distinct basic tokens and `segments` distinct
+    /// segments (each capped at what the caches may hold), so that they do not grow
+    /// through intermediate tables. The tables are allocated zeroed, so room that stays
+    /// unused costs address space, not memory.
+    pub fn reserve(&mut self, words: usize, segments: usize) {
+        self.cache.reserve(words.min(MAX_CACHED_WORDS));
+        self.segments.reserve(segments.min(MAX_CACHED_WORDS));
+    }
+
     /// Appends the WordPiece ids of `text` (basic tokenizer, then WordPiece) to `out`.
     pub fn encode(&mut self, text: &str, out: &mut Vec<u32>) {
         let Encoder {
