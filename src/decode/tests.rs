@@ -333,6 +333,31 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    /// Longer logits and n-best sizes past the insertion buffer (the sorting path), with
+    /// few distinct values (ties across the blocks of 8) or any float.
+    #[test]
+    fn best_indexes_equals_a_stable_sort_long(
+        xs in proptest::collection::vec(
+            proptest::prop_oneof![
+                (-2i8..2).prop_map(f32::from),
+                proptest::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::NEG_INFINITY]),
+                proptest::num::f32::ANY,
+            ],
+            0..400,
+        ),
+        n in proptest::prop_oneof![0usize..70, 60usize..500],
+    ) {
+        let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+        let mut want: Vec<usize> = (0..xs.len()).collect();
+        want.sort_by(|&a, &b| key(xs[b]).partial_cmp(&key(xs[a])).unwrap());
+        want.truncate(n);
+        let mut out = vec![7];
+        best_indexes(&xs, n, &mut out);
+        proptest::prop_assert_eq!(out, want);
+    }
+}
+
 #[test]
 fn nbest_shorter_than_n_best_size() {
     let mut fx = Fx::new("solo");
