@@ -638,6 +638,29 @@ fn span_text_general<'a>(
 struct WordCache {
     /// What the basic tokenizer makes of each word index, filled on first use.
     words: Vec<WordInfo>,
+    /// [`WordCache::whole_words`]'s runs of each window seen: the feature's address
+    /// (the features outlive the cache) and one entry per doc piece.
+    runs: Vec<(usize, Vec<Run>)>,
+}
+
+/// What [`WordCache::whole_words`]'s scan finds from a doc piece `a` on through the
+/// following pieces of the same word: `end`, the first position after them (another
+/// word's, or none's), and `done`, the one position where the pieces from `a` have
+/// spelled the word's basic tokens exactly ([`Run::NONE`] if none; `a` must start a
+/// token, not be a `##` piece).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    done: u32,
+    end: u32,
+}
+
+impl Run {
+    const NONE: u32 = u32::MAX;
+    /// Not scanned yet.
+    const UNKNOWN: Run = Run {
+        done: u32::MAX,
+        end: 0,
+    };
 }
 
 /// The basic tokenization of one word.
@@ -691,7 +714,125 @@ impl WordCache {
     /// (use the general path) for anything else: a span that starts or ends inside a
     /// word, a piece that differs from its token's text, a word without pieces inside
     /// the span.
+    ///
+    /// Each word's pieces are scanned once per window and starting piece ([`Run`]); a
+    /// span then only looks up its words' runs: it is whole words when the run from
+    /// `start` and those from each following word's first piece are complete at the
+    /// piece before the next word (which must be the word after) and, for the last
+    /// word, at `end`. That is the piece-by-piece walk of
+    /// [`WordCache::whole_words_scan`], cut where the word changes.
     fn whole_words(
+        &mut self,
+        doc_tokens: &[String],
+        f: &Feature,
+        start: usize,
+        end: usize,
+        tok: &dyn TokenText,
+    ) -> Option<String> {
+        let ws = f.orig_word(start)?;
+        let we = f.orig_word(end)?;
+        if ws > we || we >= doc_tokens.len() {
+            return None;
+        }
+        if end < start {
+            return self.whole_words_scan(doc_tokens, f, start, end, tok);
+        }
+        let key = std::ptr::from_ref(f) as usize;
+        let slot = match self.runs.iter().position(|r| r.0 == key) {
+            Some(i) => i,
+            None => {
+                self.runs.push((key, vec![Run::UNKNOWN; f.doc_len()]));
+                self.runs.len() - 1
+            }
+        };
+        let off = f.doc_offset();
+        let mut a = start;
+        let mut word = ws;
+        loop {
+            // `a` is a doc piece: its word is known.
+            let j = a - off;
+            let mut run = self.runs[slot].1[j];
+            if run == Run::UNKNOWN {
+                run = self.run_from(doc_tokens, f, a, word, tok);
+                self.runs[slot].1[j] = run;
+            }
+            let next = run.end as usize;
+            if end < next {
+                if run.done as usize != end {
+                    return None;
+                }
+                break;
+            }
+            if run.done as usize != next - 1 || f.orig_word(next) != Some(word + 1) {
+                return None;
+            }
+            a = next;
+            word += 1;
+        }
+        Some(join_words(&doc_tokens[ws..=we]))
+    }
+
+    /// The [`Run`] from doc piece `a` of word `w`.
+    fn run_from(
+        &mut self,
+        doc_tokens: &[String],
+        f: &Feature,
+        a: usize,
+        w: usize,
+        tok: &dyn TokenText,
+    ) -> Run {
+        let mut p = a;
+        let mut done = Run::NONE;
+        if let Some(word) = doc_tokens.get(w) {
+            self.fill(w);
+            let basic = Self::basic(&mut self.words[w], word, tok);
+            // Bytes of `basic` spelled so far.
+            let mut covered = 0usize;
+            while f.orig_word(p) == Some(w) {
+                let Some(&id) = f.input_ids.get(p) else { break };
+                let piece = tok.id_to_token(id);
+                let (cont, body) = match piece.strip_prefix("##") {
+                    Some(rest) => (true, rest),
+                    None => (false, piece),
+                };
+                if body.is_empty() || body.bytes().any(|b| b == b'#' || b == b' ') {
+                    break;
+                }
+                if p == a {
+                    if cont {
+                        break;
+                    }
+                } else if !cont {
+                    // A new basic token of the same word: `" ".join` put a space
+                    // before it.
+                    if basic.as_bytes().get(covered) != Some(&b' ') {
+                        break;
+                    }
+                    covered += 1;
+                }
+                if !basic[covered..].starts_with(body) {
+                    break;
+                }
+                covered += body.len();
+                p += 1;
+                if covered == basic.len() {
+                    // Any further piece of the word spells past its end.
+                    done = (p - 1) as u32;
+                    break;
+                }
+            }
+        }
+        while f.orig_word(p) == Some(w) {
+            p += 1;
+        }
+        Run {
+            done,
+            end: p as u32,
+        }
+    }
+
+    /// [`WordCache::whole_words`] piece by piece, without the runs.
+    fn whole_words_scan(
         &mut self,
         doc_tokens: &[String],
         f: &Feature,
@@ -746,15 +887,7 @@ impl WordCache {
         if covered != basic.len() {
             return None;
         }
-        let words = &doc_tokens[ws..=we];
-        let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
-        for (i, w) in words.iter().enumerate() {
-            if i > 0 {
-                text.push(' ');
-            }
-            text.push_str(w);
-        }
-        Some(text)
+        Some(join_words(&doc_tokens[ws..=we]))
     }
 
     /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`, into `out`.
@@ -779,6 +912,18 @@ impl WordCache {
             out.push_str(text);
         }
     }
+}
+
+/// `" ".join(words)`.
+fn join_words(words: &[String]) -> String {
+    let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        text.push_str(w);
+    }
+    text
 }
 
 /// Python's `str.split()` whitespace (spec §3.5).
