@@ -291,84 +291,93 @@ fn gt(a: f64, b: f64) -> bool {
 /// The first `n` positions of a stable descending sort of `logits` (§6.2): equal logits
 /// keep ascending position order. NaN ranks as −∞.
 ///
-/// Without sorting everything: one pass keeps the best `n` seen so far, in order, an
-/// insertion placing a value after every kept one that is not below it (the stable
-/// order, since positions arrive in ascending order). Once `n` are kept, a value enters
-/// only when strictly above the last kept one, so a block of 8 positions none of which
-/// is above it is skipped with one test. Random logits enter about `n · ln(len / n)`
-/// times (60 of 384 for the top 20); ties, as with all-zero logits, never do.
+/// Without sorting everything: the `n`-th largest of the maxima of blocks of 8 is a
+/// floor that at least `n` values reach, so every value of the top `n` is at or above
+/// it. Only blocks whose maximum reaches the floor are scanned; the values above it
+/// (about 25 of 384 for random logits) are stably sorted, and the first of those equal
+/// to it follow in position order (they sort below every value above it); their first
+/// `n` are the answer, because they are a prefix of the full stable sort. Once `n`
+/// values equal to the floor are in, a block whose maximum is the floor has nothing
+/// left to give (ties, as with all-zero logits, end the scan after a few blocks).
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
         return;
     }
-    // Numeric order (−0.0 equals 0.0, as in the reference's sort), NaN as −∞.
-    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
-    let mut stack = [0f32; 64];
-    if n > stack.len() {
-        // An unusual n-best size: insertion would cost up to n per position.
-        out.extend(0..logits.len());
-        out.sort_by(|&a, &b| {
-            key(logits[b])
-                .partial_cmp(&key(logits[a]))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        out.truncate(n);
-        return;
-    }
-    let keys = &mut stack[..n];
-    let fill = n.min(logits.len());
-    for (i, &x) in logits[..fill].iter().enumerate() {
-        let k = key(x);
-        let mut j = i;
-        while j > 0 && keys[j - 1] < k {
-            j -= 1;
-        }
-        if j == i {
-            keys[i] = k;
-            out.push(i);
-        } else {
-            keys.copy_within(j..i, j + 1);
-            keys[j] = k;
-            out.insert(j, i);
-        }
-    }
-    if fill < n {
-        return;
-    }
-    // Keeps the `n` kept; `x` is strictly above the last one (so not NaN).
-    let enter = |keys: &mut [f32], out: &mut Vec<usize>, x: f32, i: usize| {
-        let mut j = n - 1;
-        while j > 0 && keys[j - 1] < x {
-            j -= 1;
-        }
-        keys.copy_within(j..n - 1, j + 1);
-        keys[j] = x;
-        out.copy_within(j..n - 1, j + 1);
-        out[j] = i;
-    };
     const BLOCK: usize = 8;
-    let rest = &logits[fill..];
-    let mut blocks = rest.chunks_exact(BLOCK);
-    for (b, block) in (&mut blocks).enumerate() {
-        let floor = keys[n - 1];
-        // No early exit: the comparisons of a block vectorize (NaN compares false).
-        if !block.iter().fold(false, |hit, &x| hit | (x > floor)) {
-            continue;
-        }
-        let first = fill + b * BLOCK;
-        for (j, &x) in block.iter().enumerate() {
-            if x > keys[n - 1] {
-                enter(keys, out, x, first + j);
+    TOP_SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let (maxima, sorted, above, equal) = &mut *scratch;
+        maxima.clear();
+        above.clear();
+        equal.clear();
+        // `x > m` is false for a NaN `x`, so NaN never becomes a maximum (an all-NaN
+        // block's is −∞, where its NaNs rank); the select compiles to `maxss`.
+        maxima.extend(logits.chunks(BLOCK).map(|c| {
+            c.iter()
+                .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+        }));
+        let floor = if maxima.len() >= n {
+            // Descending in the total order; maxima hold no NaN. At least `n` maxima are
+            // >= the selected one in that order, hence also numerically. The selection
+            // reorders a copy: the blocks are scanned in order below.
+            sorted.clear();
+            sorted.extend_from_slice(maxima);
+            *sorted
+                .select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a))
+                .1
+        } else {
+            f32::NEG_INFINITY
+        };
+        for (b, &m) in maxima.iter().enumerate() {
+            if m < floor || (m == floor && equal.len() >= n) {
+                continue; // nothing in this block can still be taken
+            }
+            let first = b * BLOCK;
+            for (j, &x) in logits[first..(first + BLOCK).min(logits.len())]
+                .iter()
+                .enumerate()
+            {
+                let k = if x.is_nan() { f32::NEG_INFINITY } else { x };
+                if k > floor {
+                    above.push((k, first + j));
+                } else if k == floor && equal.len() < n {
+                    equal.push(first + j);
+                }
             }
         }
-    }
-    let first = logits.len() - blocks.remainder().len();
-    for (j, &x) in blocks.remainder().iter().enumerate() {
-        if x > keys[n - 1] {
-            enter(keys, out, x, first + j);
+        // Stable and numeric (−0.0 equals 0.0, as in the reference's sort); no NaN is
+        // above the floor. Insertion for the usual few dozen values.
+        if above.len() <= 32 {
+            for i in 1..above.len() {
+                let cur = above[i];
+                let mut j = i;
+                while j > 0 && above[j - 1].0 < cur.0 {
+                    above[j] = above[j - 1];
+                    j -= 1;
+                }
+                above[j] = cur;
+            }
+        } else {
+            above.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
         }
-    }
+        out.extend(
+            above
+                .iter()
+                .map(|&(_, i)| i)
+                .chain(equal.iter().copied())
+                .take(n),
+        );
+    });
+}
+
+type TopScratch = (Vec<f32>, Vec<f32>, Vec<(f32, usize)>, Vec<usize>);
+
+thread_local! {
+    /// [`best_indexes`]'s buffers, reused across calls on a thread.
+    static TOP_SCRATCH: std::cell::RefCell<TopScratch> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()))
+    };
 }
 
 /// How many real positions (those below `real`) are among the first `n` of the
