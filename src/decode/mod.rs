@@ -296,7 +296,9 @@ fn gt(a: f64, b: f64) -> bool {
 /// it. Only blocks whose maximum reaches the floor are scanned; the values above it
 /// (about 25 of 384 for random logits) are stably sorted, and the first of those equal
 /// to it follow in position order (they sort below every value above it); their first
-/// `n` are the answer, because they are a prefix of the full stable sort.
+/// `n` are the answer, because they are a prefix of the full stable sort. Once `n`
+/// values equal to the floor are in, a block whose maximum is the floor has nothing
+/// left to give (ties, as with all-zero logits, end the scan after a few blocks).
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     out.clear();
     if n == 0 {
@@ -309,13 +311,12 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
         maxima.clear();
         above.clear();
         equal.clear();
-        // `f32::max` ignores NaN, so NaN never becomes a maximum (an all-NaN block's is
-        // −∞, where its NaNs rank).
-        maxima.extend(
-            logits
-                .chunks(BLOCK)
-                .map(|c| c.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x))),
-        );
+        // `x > m` is false for a NaN `x`, so NaN never becomes a maximum (an all-NaN
+        // block's is −∞, where its NaNs rank); the select compiles to `maxss`.
+        maxima.extend(logits.chunks(BLOCK).map(|c| {
+            c.iter()
+                .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+        }));
         let floor = if maxima.len() >= n {
             // Descending in the total order; maxima hold no NaN. At least `n` maxima are
             // >= the selected one in that order, hence also numerically. The selection
@@ -329,8 +330,8 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
             f32::NEG_INFINITY
         };
         for (b, &m) in maxima.iter().enumerate() {
-            if m < floor {
-                continue; // nothing in this block reaches the floor
+            if m < floor || (m == floor && equal.len() >= n) {
+                continue; // nothing in this block can still be taken
             }
             let first = b * BLOCK;
             for (j, &x) in logits[first..(first + BLOCK).min(logits.len())]
@@ -345,8 +346,21 @@ fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
                 }
             }
         }
-        // Stable and numeric (−0.0 equals 0.0, as in the reference's sort).
-        above.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        // Stable and numeric (−0.0 equals 0.0, as in the reference's sort); no NaN is
+        // above the floor. Insertion for the usual few dozen values.
+        if above.len() <= 32 {
+            for i in 1..above.len() {
+                let cur = above[i];
+                let mut j = i;
+                while j > 0 && above[j - 1].0 < cur.0 {
+                    above[j] = above[j - 1];
+                    j -= 1;
+                }
+                above[j] = cur;
+            }
+        } else {
+            above.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        }
         out.extend(
             above
                 .iter()
@@ -633,6 +647,29 @@ fn span_text_general<'a>(
 struct WordCache {
     /// What the basic tokenizer makes of each word index, filled on first use.
     words: Vec<WordInfo>,
+    /// [`WordCache::whole_words`]'s runs of each window seen: the feature's address
+    /// (the features outlive the cache) and one entry per doc piece.
+    runs: Vec<(usize, Vec<Run>)>,
+}
+
+/// What [`WordCache::whole_words`]'s scan finds from a doc piece `a` on through the
+/// following pieces of the same word: `end`, the first position after them (another
+/// word's, or none's), and `done`, the one position where the pieces from `a` have
+/// spelled the word's basic tokens exactly ([`Run::NONE`] if none; `a` must start a
+/// token, not be a `##` piece).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    done: u32,
+    end: u32,
+}
+
+impl Run {
+    const NONE: u32 = u32::MAX;
+    /// Not scanned yet.
+    const UNKNOWN: Run = Run {
+        done: u32::MAX,
+        end: 0,
+    };
 }
 
 /// The basic tokenization of one word.
@@ -686,7 +723,125 @@ impl WordCache {
     /// (use the general path) for anything else: a span that starts or ends inside a
     /// word, a piece that differs from its token's text, a word without pieces inside
     /// the span.
+    ///
+    /// Each word's pieces are scanned once per window and starting piece ([`Run`]); a
+    /// span then only looks up its words' runs: it is whole words when the run from
+    /// `start` and those from each following word's first piece are complete at the
+    /// piece before the next word (which must be the word after) and, for the last
+    /// word, at `end`. That is the piece-by-piece walk of
+    /// [`WordCache::whole_words_scan`], cut where the word changes.
     fn whole_words(
+        &mut self,
+        doc_tokens: &[String],
+        f: &Feature,
+        start: usize,
+        end: usize,
+        tok: &dyn TokenText,
+    ) -> Option<String> {
+        let ws = f.orig_word(start)?;
+        let we = f.orig_word(end)?;
+        if ws > we || we >= doc_tokens.len() {
+            return None;
+        }
+        if end < start {
+            return self.whole_words_scan(doc_tokens, f, start, end, tok);
+        }
+        let key = std::ptr::from_ref(f) as usize;
+        let slot = match self.runs.iter().position(|r| r.0 == key) {
+            Some(i) => i,
+            None => {
+                self.runs.push((key, vec![Run::UNKNOWN; f.doc_len()]));
+                self.runs.len() - 1
+            }
+        };
+        let off = f.doc_offset();
+        let mut a = start;
+        let mut word = ws;
+        loop {
+            // `a` is a doc piece: its word is known.
+            let j = a - off;
+            let mut run = self.runs[slot].1[j];
+            if run == Run::UNKNOWN {
+                run = self.run_from(doc_tokens, f, a, word, tok);
+                self.runs[slot].1[j] = run;
+            }
+            let next = run.end as usize;
+            if end < next {
+                if run.done as usize != end {
+                    return None;
+                }
+                break;
+            }
+            if run.done as usize != next - 1 || f.orig_word(next) != Some(word + 1) {
+                return None;
+            }
+            a = next;
+            word += 1;
+        }
+        Some(join_words(&doc_tokens[ws..=we]))
+    }
+
+    /// The [`Run`] from doc piece `a` of word `w`.
+    fn run_from(
+        &mut self,
+        doc_tokens: &[String],
+        f: &Feature,
+        a: usize,
+        w: usize,
+        tok: &dyn TokenText,
+    ) -> Run {
+        let mut p = a;
+        let mut done = Run::NONE;
+        if let Some(word) = doc_tokens.get(w) {
+            self.fill(w);
+            let basic = Self::basic(&mut self.words[w], word, tok);
+            // Bytes of `basic` spelled so far.
+            let mut covered = 0usize;
+            while f.orig_word(p) == Some(w) {
+                let Some(&id) = f.input_ids.get(p) else { break };
+                let piece = tok.id_to_token(id);
+                let (cont, body) = match piece.strip_prefix("##") {
+                    Some(rest) => (true, rest),
+                    None => (false, piece),
+                };
+                if body.is_empty() || body.bytes().any(|b| b == b'#' || b == b' ') {
+                    break;
+                }
+                if p == a {
+                    if cont {
+                        break;
+                    }
+                } else if !cont {
+                    // A new basic token of the same word: `" ".join` put a space
+                    // before it.
+                    if basic.as_bytes().get(covered) != Some(&b' ') {
+                        break;
+                    }
+                    covered += 1;
+                }
+                if !basic[covered..].starts_with(body) {
+                    break;
+                }
+                covered += body.len();
+                p += 1;
+                if covered == basic.len() {
+                    // Any further piece of the word spells past its end.
+                    done = (p - 1) as u32;
+                    break;
+                }
+            }
+        }
+        while f.orig_word(p) == Some(w) {
+            p += 1;
+        }
+        Run {
+            done,
+            end: p as u32,
+        }
+    }
+
+    /// [`WordCache::whole_words`] piece by piece, without the runs.
+    fn whole_words_scan(
         &mut self,
         doc_tokens: &[String],
         f: &Feature,
@@ -741,15 +896,7 @@ impl WordCache {
         if covered != basic.len() {
             return None;
         }
-        let words = &doc_tokens[ws..=we];
-        let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
-        for (i, w) in words.iter().enumerate() {
-            if i > 0 {
-                text.push(' ');
-            }
-            text.push_str(w);
-        }
-        Some(text)
+        Some(join_words(&doc_tokens[ws..=we]))
     }
 
     /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`, into `out`.
@@ -774,6 +921,18 @@ impl WordCache {
             out.push_str(text);
         }
     }
+}
+
+/// `" ".join(words)`.
+fn join_words(words: &[String]) -> String {
+    let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        text.push_str(w);
+    }
+    text
 }
 
 /// Python's `str.split()` whitespace (spec §3.5).

@@ -333,6 +333,31 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    /// Longer logits and n-best sizes past the insertion buffer (the sorting path), with
+    /// few distinct values (ties across the blocks of 8) or any float.
+    #[test]
+    fn best_indexes_equals_a_stable_sort_long(
+        xs in proptest::collection::vec(
+            proptest::prop_oneof![
+                (-2i8..2).prop_map(f32::from),
+                proptest::sample::select(vec![0.0f32, -0.0, f32::NAN, f32::NEG_INFINITY]),
+                proptest::num::f32::ANY,
+            ],
+            0..400,
+        ),
+        n in proptest::prop_oneof![0usize..70, 60usize..500],
+    ) {
+        let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+        let mut want: Vec<usize> = (0..xs.len()).collect();
+        want.sort_by(|&a, &b| key(xs[b]).partial_cmp(&key(xs[a])).unwrap());
+        want.truncate(n);
+        let mut out = vec![7];
+        best_indexes(&xs, n, &mut out);
+        proptest::prop_assert_eq!(out, want);
+    }
+}
+
 #[test]
 fn nbest_shorter_than_n_best_size() {
     let mut fx = Fx::new("solo");
@@ -725,10 +750,17 @@ fn whole_word_shortcut_equals_the_general_path() {
                     };
                     let (mut w1, mut s1) = (WordCache::default(), SpanScratch::default());
                     let (mut w2, mut s2) = (WordCache::default(), SpanScratch::default());
+                    let mut w3 = WordCache::default();
                     for s in 2..2 + n {
                         for e in s..2 + n {
                             let fast =
                                 WordCache::default().whole_words(&doc_tokens, &f, s, e, &tok);
+                            // The runs, fresh or reused, decide as the piece-by-piece walk.
+                            let scan =
+                                WordCache::default().whole_words_scan(&doc_tokens, &f, s, e, &tok);
+                            prop_assert_eq!(&fast, &scan, "span {}..={} of {:?}", s, e, words);
+                            let reused = w3.whole_words(&doc_tokens, &f, s, e, &tok);
+                            prop_assert_eq!(&reused, &scan, "span {}..={} of {:?}", s, e, words);
                             taken.set(taken.get() + usize::from(fast.is_some()));
                             let multi = f.orig_word(s) != f.orig_word(e);
                             taken_multi
@@ -755,4 +787,87 @@ fn whole_word_shortcut_equals_the_general_path() {
     }
     assert!(taken.get() > 0, "the shortcut was never taken");
     assert!(taken_multi.get() > 0, "the shortcut never joined words");
+}
+
+/// The runs of `whole_words` decide as the piece-by-piece walk on arbitrary features:
+/// encoded words whose pieces are then partly replaced by random ones (continuations,
+/// `#`, `[UNK]`) and whose word map is partly rewritten (repeats, skips, going back),
+/// every span, one cache reused across spans.
+#[test]
+fn whole_word_runs_equal_the_scan_on_any_map() {
+    use crate::tokenize::BertTokenizer;
+    use proptest::prelude::*;
+    let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncafe\n##s\nu\n.\ns\n,\n'\ndon\nt\n\
+                 a\n##b\nab\nx\n##y\n#\n##\n";
+    let words = proptest::sample::select(vec![
+        "the", "theu", "cafes", "u.s", "U.S.", "don't", "ab", "a", "xy", "x", "#", "☃", "",
+        "\u{200b}", "ab,ab", "s",
+    ]);
+    // (which position, new piece id or none, new word or none)
+    let edit = (
+        0usize..64,
+        proptest::option::of(0u32..22),
+        proptest::option::of(0u32..8),
+    );
+    let case = (
+        proptest::collection::vec(words, 1..7),
+        proptest::collection::vec(edit, 0..3),
+    );
+    let multi = std::cell::Cell::new(0usize);
+    for lower in [true, false] {
+        let tok =
+            BertTokenizer::from_vocab_text(vocab, lower, &crate::tokenize::in_memory()).unwrap();
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(&case, |(words, edits)| {
+                let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+                let nw = doc_tokens.len() as u32;
+                let mut encoder = tok.encoder();
+                let mut ids = vec![tok.cls_id(), tok.sep_id()];
+                let mut map = Vec::new();
+                for (i, w) in doc_tokens.iter().enumerate() {
+                    let before = ids.len();
+                    encoder.encode(w, &mut ids);
+                    map.extend(std::iter::repeat_n(i as u32, ids.len() - before));
+                }
+                ids.push(tok.sep_id());
+                let n = map.len();
+                if n == 0 {
+                    return Ok(());
+                }
+                for (at, id, w) in edits {
+                    let j = at % n;
+                    if let Some(id) = id {
+                        ids[2 + j] = id;
+                    }
+                    if let Some(w) = w {
+                        map[j] = w % nw;
+                    }
+                }
+                let f = Feature {
+                    unique_id: 1,
+                    example_index: 0,
+                    doc_span_index: 0,
+                    input_ids: ids,
+                    query_len: 0,
+                    token_is_max_context: vec![true; n],
+                    token_to_orig: map,
+                };
+                let mut runs = WordCache::default();
+                for s in 2..2 + n {
+                    for e in 2..2 + n {
+                        let mut scan = WordCache::default();
+                        scan.fill(doc_tokens.len() - 1);
+                        let want = scan.whole_words_scan(&doc_tokens, &f, s, e, &tok);
+                        let got = runs.whole_words(&doc_tokens, &f, s, e, &tok);
+                        let joined = got.is_some() && f.orig_word(s) != f.orig_word(e);
+                        multi.set(multi.get() + usize::from(joined));
+                        prop_assert_eq!(got, want, "span {}..={} of {:?}", s, e, f.token_to_orig);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert!(multi.get() > 0, "no span joined words");
 }

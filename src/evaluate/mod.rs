@@ -27,6 +27,7 @@ mod read;
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
+use crate::tokenize::WordHash;
 use crate::types::Dataset;
 
 pub use normalize::{exact, f1_v1, f1_v2, normalize_answer};
@@ -205,7 +206,9 @@ pub fn score(
             "the dataset has no questions to score".into(),
         ));
     }
-    let ids: HashSet<&str> = dataset.examples.iter().map(|e| e.qas_id.as_str()).collect();
+    let mut ids: HashSet<&str, WordHash> =
+        HashSet::with_capacity_and_hasher(dataset.examples.len(), WordHash);
+    ids.extend(dataset.examples.iter().map(|e| e.qas_id.as_str()));
     let unknown_predictions = predictions.iter().filter(|(k, _)| !ids.contains(k)).count();
     let mut questions = Vec::with_capacity(dataset.examples.len());
     let mut missing = Vec::new();
@@ -400,8 +403,9 @@ fn best_thresh(
     na_probs: &NaProbs,
     raw: impl Fn(&QuestionScore) -> f64,
 ) -> (f64, f64) {
-    let by_id: std::collections::HashMap<&str, &QuestionScore> =
-        questions.iter().map(|q| (q.qas_id.as_str(), q)).collect();
+    let mut by_id: std::collections::HashMap<&str, &QuestionScore, WordHash> =
+        std::collections::HashMap::with_capacity_and_hasher(questions.len(), WordHash);
+    by_id.extend(questions.iter().map(|q| (q.qas_id.as_str(), q)));
     let num_no_ans = questions
         .iter()
         .filter(|q| !q.has_answer && q.predicted)

@@ -13,6 +13,7 @@ use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 
 use crate::decode::Prediction;
 use crate::error::{Error, Location, Result};
+use crate::tokenize::WordHash;
 
 /// An ordered `{question id: value}` object read from a file (or built in memory).
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +21,7 @@ pub struct IdMap<V> {
     /// Where it came from (named in errors); `None` when built in memory.
     pub path: Option<PathBuf>,
     entries: Vec<(String, V)>,
-    index: HashMap<String, usize>,
+    index: HashMap<String, usize, WordHash>,
 }
 
 /// A predictions file: question id → answer text.
@@ -33,7 +34,7 @@ impl<V> Default for IdMap<V> {
         IdMap {
             path: None,
             entries: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::with_hasher(WordHash),
         }
     }
 }
@@ -41,7 +42,10 @@ impl<V> Default for IdMap<V> {
 impl<V> IdMap<V> {
     /// Builds a map from pairs; a repeated id keeps its first position, last value.
     pub fn from_pairs(pairs: impl IntoIterator<Item = (String, V)>) -> Self {
+        let pairs = pairs.into_iter();
         let mut m = IdMap::default();
+        m.entries.reserve(pairs.size_hint().0);
+        m.index.reserve(pairs.size_hint().0);
         for (k, v) in pairs {
             m.insert(k, v);
         }
