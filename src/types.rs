@@ -24,9 +24,14 @@ pub struct Paragraph {
     pub context: String,
     /// Whitespace-separated words of the context, characters kept exactly.
     pub doc_tokens: Vec<String>,
+}
+
+impl Paragraph {
     /// One entry per context code point: the word it belongs to (−1 for leading
-    /// whitespace; whitespace maps to the word before it).
-    pub char_to_word_offset: Vec<i32>,
+    /// whitespace; whitespace maps to the word before it). Computed on each call.
+    pub fn char_to_word_offset(&self) -> Vec<i32> {
+        crate::squad::char_to_word_offset(&self.context)
+    }
 }
 
 /// One SQuAD question (a `qa` entry), in file order.

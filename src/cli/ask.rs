@@ -97,7 +97,7 @@ pub fn char_span(
     // Code-point offset of each word's first character.
     let mut word_start = vec![usize::MAX; paragraph.doc_tokens.len()];
     let mut prev = -1i32;
-    for (i, &w) in paragraph.char_to_word_offset.iter().enumerate() {
+    for (i, &w) in paragraph.char_to_word_offset().iter().enumerate() {
         if w != prev && w >= 0 {
             word_start[w as usize] = i;
             prev = w;

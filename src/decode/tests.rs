@@ -621,7 +621,6 @@ fn whole_dataset_matches_logits_by_unique_id() {
     let para = Paragraph {
         context: "Steve Smith's dog".into(),
         doc_tokens: fx.doc_tokens.clone(),
-        char_to_word_offset: Vec::new(),
     };
     let ex = |i: usize, id: &str| Example {
         example_index: i,
