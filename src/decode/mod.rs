@@ -278,6 +278,14 @@ fn check_window(w: &Window<'_>, doc_tokens: &[String], qas_id: &str) -> Result<(
     Ok(())
 }
 
+/// The words of pieces `start` and `end` of `f`, when both map to words, in order, of a
+/// paragraph of `words` words.
+fn word_span(f: &Feature, start: usize, end: usize, words: usize) -> Option<(usize, usize)> {
+    let ws = f.orig_word(start)?;
+    let we = f.orig_word(end)?;
+    (ws <= we && we < words).then_some((ws, we))
+}
+
 /// Strict "greater than" on logits in an order where NaN sits below every number (and
 /// equals itself), so sorting never panics and ties keep their order.
 fn gt(a: f64, b: f64) -> bool {
@@ -738,11 +746,7 @@ impl WordCache {
         end: usize,
         tok: &dyn TokenText,
     ) -> Option<String> {
-        let ws = f.orig_word(start)?;
-        let we = f.orig_word(end)?;
-        if ws > we || we >= doc_tokens.len() {
-            return None;
-        }
+        let (ws, we) = word_span(f, start, end, doc_tokens.len())?;
         if end < start {
             return self.whole_words_scan(doc_tokens, f, start, end, tok);
         }
@@ -849,11 +853,7 @@ impl WordCache {
         end: usize,
         tok: &dyn TokenText,
     ) -> Option<String> {
-        let ws = f.orig_word(start)?;
-        let we = f.orig_word(end)?;
-        if ws > we || we >= doc_tokens.len() {
-            return None;
-        }
+        let (ws, we) = word_span(f, start, end, doc_tokens.len())?;
         self.fill(we);
         let mut word = ws;
         let mut basic = Self::basic(&mut self.words[ws], &doc_tokens[ws], tok);
