@@ -722,25 +722,9 @@ fn whole_word_shortcut_equals_the_general_path() {
         runner
             .run(&proptest::collection::vec(word.clone(), 1..10), |words| {
                 let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-                let mut encoder = tok.encoder();
-                let mut ids = vec![tok.cls_id(), tok.sep_id()];
-                let mut map = Vec::new();
-                for (i, w) in doc_tokens.iter().enumerate() {
-                    let before = ids.len();
-                    encoder.encode(w, &mut ids);
-                    map.extend(std::iter::repeat_n(i as u32, ids.len() - before));
-                }
-                ids.push(tok.sep_id());
+                let (ids, map) = pieces_of_words(&tok, &doc_tokens);
                 let n = map.len();
-                let f = Feature {
-                    unique_id: 1,
-                    example_index: 0,
-                    doc_span_index: 0,
-                    input_ids: ids,
-                    query_len: 0,
-                    token_is_max_context: vec![true; n],
-                    token_to_orig: map,
-                };
+                let f = whole_context_feature(ids, map);
                 for mode in [Postprocess::Nvidia, Postprocess::Hf] {
                     let config = DecodeConfig {
                         postprocess: mode,
@@ -821,15 +805,7 @@ fn whole_word_runs_equal_the_scan_on_any_map() {
             .run(&case, |(words, edits)| {
                 let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
                 let nw = doc_tokens.len() as u32;
-                let mut encoder = tok.encoder();
-                let mut ids = vec![tok.cls_id(), tok.sep_id()];
-                let mut map = Vec::new();
-                for (i, w) in doc_tokens.iter().enumerate() {
-                    let before = ids.len();
-                    encoder.encode(w, &mut ids);
-                    map.extend(std::iter::repeat_n(i as u32, ids.len() - before));
-                }
-                ids.push(tok.sep_id());
+                let (mut ids, mut map) = pieces_of_words(&tok, &doc_tokens);
                 let n = map.len();
                 if n == 0 {
                     return Ok(());
@@ -843,15 +819,7 @@ fn whole_word_runs_equal_the_scan_on_any_map() {
                         map[j] = w % nw;
                     }
                 }
-                let f = Feature {
-                    unique_id: 1,
-                    example_index: 0,
-                    doc_span_index: 0,
-                    input_ids: ids,
-                    query_len: 0,
-                    token_is_max_context: vec![true; n],
-                    token_to_orig: map,
-                };
+                let f = whole_context_feature(ids, map);
                 let mut runs = WordCache::default();
                 for s in 2..2 + n {
                     for e in 2..2 + n {
@@ -869,4 +837,32 @@ fn whole_word_runs_equal_the_scan_on_any_map() {
             .unwrap();
     }
     assert!(multi.get() > 0, "no span joined words");
+}
+
+/// `[CLS] [SEP]` and the pieces of `words`, then `[SEP]`, and each piece's word.
+fn pieces_of_words(tok: &crate::tokenize::BertTokenizer, words: &[String]) -> (Vec<u32>, Vec<u32>) {
+    let mut encoder = tok.encoder();
+    let mut ids = vec![tok.cls_id(), tok.sep_id()];
+    let mut map = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let before = ids.len();
+        encoder.encode(w, &mut ids);
+        map.extend(std::iter::repeat_n(i as u32, ids.len() - before));
+    }
+    ids.push(tok.sep_id());
+    (ids, map)
+}
+
+/// A feature with an empty question whose context pieces (from position 2) map to
+/// `map`, every one of them of maximal context.
+fn whole_context_feature(input_ids: Vec<u32>, token_to_orig: Vec<u32>) -> Feature {
+    Feature {
+        unique_id: 1,
+        example_index: 0,
+        doc_span_index: 0,
+        token_is_max_context: vec![true; token_to_orig.len()],
+        input_ids,
+        query_len: 0,
+        token_to_orig,
+    }
 }
