@@ -13,7 +13,7 @@ fn main() {
 }
 
 /// Ends the process without the exit-time work a normal return does: nothing is left to
-/// clean up (every output file is written, synced and renamed by now), but mimalloc's
+/// clean up (every output file is written by now, the answer files synced and renamed), but mimalloc's
 /// exit handler would still walk and release every arena, about 2% of the client's CPU
 /// on SQuAD dev (scripts/bench.sh). Standard output and error are flushed first.
 fn exit_now(code: u8) -> ! {

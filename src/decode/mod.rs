@@ -655,9 +655,11 @@ fn span_text_general<'a>(
 struct WordCache {
     /// What the basic tokenizer makes of each word index, filled on first use.
     words: Vec<WordInfo>,
-    /// [`WordCache::whole_words`]'s runs of each window seen: the feature's address
-    /// (the features outlive the cache) and one entry per doc piece.
-    runs: Vec<(usize, Vec<Run>)>,
+    /// [`WordCache::whole_words`]'s runs of each window seen, keyed by the feature's
+    /// unique id and address (a cache lives for one question's decoding, while its
+    /// features are borrowed; the id keeps a reused address from matching should it
+    /// ever live longer), one entry per doc piece.
+    runs: Vec<((u64, usize), Vec<Run>)>,
 }
 
 /// What [`WordCache::whole_words`]'s scan finds from a doc piece `a` on through the
@@ -750,7 +752,7 @@ impl WordCache {
         if end < start {
             return self.whole_words_scan(doc_tokens, f, start, end, tok);
         }
-        let key = std::ptr::from_ref(f) as usize;
+        let key = (f.unique_id, std::ptr::from_ref(f) as usize);
         let slot = match self.runs.iter().position(|r| r.0 == key) {
             Some(i) => i,
             None => {

@@ -224,7 +224,7 @@ fn render_object_to(
 }
 
 fn newline(out: &mut String, depth: usize) {
-    /// A newline and the indentation of the deepest level written (3).
+    /// A newline and up to four levels of indentation (the n-best file goes three deep).
     const INDENTS: &str = "\n                ";
     match INDENTS.get(..1 + 4 * depth) {
         Some(s) => out.push_str(s),
