@@ -299,93 +299,90 @@ fn gt(a: f64, b: f64) -> bool {
 /// The first `n` positions of a stable descending sort of `logits` (§6.2): equal logits
 /// keep ascending position order. NaN ranks as −∞.
 ///
-/// Without sorting everything: the `n`-th largest of the maxima of blocks of 8 is a
-/// floor that at least `n` values reach, so every value of the top `n` is at or above
-/// it. Only blocks whose maximum reaches the floor are scanned; the values above it
-/// (about 25 of 384 for random logits) are stably sorted, and the first of those equal
-/// to it follow in position order (they sort below every value above it); their first
-/// `n` are the answer, because they are a prefix of the full stable sort. Once `n`
-/// values equal to the floor are in, a block whose maximum is the floor has nothing
-/// left to give (ties, as with all-zero logits, end the scan after a few blocks).
+/// Without sorting everything: the best `n` so far are kept sorted in a small array, in
+/// one pass. A later position enters only above the `n`-th value, never on a tie (it
+/// would sort after the equal one already in), so a block of 8 none of whose values
+/// passes it is skipped after one vector comparison. Random logits take a few dozen
+/// insertions of a few moves each; all-equal ones (the null model's zeros) none after
+/// the first `n`. Larger `n` than the array holds sorts everything.
 fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
+    const BLOCK: usize = 8;
+    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
     out.clear();
     if n == 0 {
         return;
     }
-    const BLOCK: usize = 8;
-    TOP_SCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        let (maxima, sorted, above, equal) = &mut *scratch;
-        maxima.clear();
-        above.clear();
-        equal.clear();
-        // `x > m` is false for a NaN `x`, so NaN never becomes a maximum (an all-NaN
-        // block's is −∞, where its NaNs rank); the select compiles to `maxss`.
-        maxima.extend(logits.chunks(BLOCK).map(|c| {
-            c.iter()
-                .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
-        }));
-        let floor = if maxima.len() >= n {
-            // Descending in the total order; maxima hold no NaN. At least `n` maxima are
-            // >= the selected one in that order, hence also numerically. The selection
-            // reorders a copy: the blocks are scanned in order below.
-            sorted.clear();
-            sorted.extend_from_slice(maxima);
-            *sorted
-                .select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a))
-                .1
-        } else {
-            f32::NEG_INFINITY
-        };
-        for (b, &m) in maxima.iter().enumerate() {
-            if m < floor || (m == floor && equal.len() >= n) {
-                continue; // nothing in this block can still be taken
-            }
-            let first = b * BLOCK;
-            for (j, &x) in logits[first..(first + BLOCK).min(logits.len())]
-                .iter()
-                .enumerate()
-            {
-                let k = if x.is_nan() { f32::NEG_INFINITY } else { x };
-                if k > floor {
-                    above.push((k, first + j));
-                } else if k == floor && equal.len() < n {
-                    equal.push(first + j);
-                }
-            }
+    if n > KEPT {
+        out.extend(0..logits.len());
+        // Stable, and total on keys without NaN.
+        out.sort_by(|&a, &b| {
+            key(logits[b])
+                .partial_cmp(&key(logits[a]))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        out.truncate(n);
+        return;
+    }
+    let mut kept = Kept {
+        top: [(0.0, 0); KEPT],
+        len: 0,
+        n,
+        floor: f32::NEG_INFINITY,
+    };
+    let mut blocks = logits.chunks_exact(BLOCK);
+    for (b, block) in blocks.by_ref().enumerate() {
+        // Whether any value passes the floor, without stopping early, so that the test
+        // runs on whole vectors (NaN passes nothing).
+        if kept.len == n && !block.iter().fold(false, |any, &x| any | (x > kept.floor)) {
+            continue;
         }
-        // Stable and numeric (−0.0 equals 0.0, as in the reference's sort); no NaN is
-        // above the floor. Insertion for the usual few dozen values.
-        if above.len() <= 32 {
-            for i in 1..above.len() {
-                let cur = above[i];
-                let mut j = i;
-                while j > 0 && above[j - 1].0 < cur.0 {
-                    above[j] = above[j - 1];
-                    j -= 1;
-                }
-                above[j] = cur;
-            }
-        } else {
-            above.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        for (j, &x) in block.iter().enumerate() {
+            kept.offer(key(x), b * BLOCK + j);
         }
-        out.extend(
-            above
-                .iter()
-                .map(|&(_, i)| i)
-                .chain(equal.iter().copied())
-                .take(n),
-        );
-    });
+    }
+    let first = logits.len() - blocks.remainder().len();
+    for (j, &x) in blocks.remainder().iter().enumerate() {
+        kept.offer(key(x), first + j);
+    }
+    out.extend(kept.top[..kept.len].iter().map(|&(_, i)| i));
 }
 
-type TopScratch = (Vec<f32>, Vec<f32>, Vec<(f32, usize)>, Vec<usize>);
+/// The most positions [`best_indexes`] keeps in its array; a larger `n` sorts.
+const KEPT: usize = 64;
 
-thread_local! {
-    /// [`best_indexes`]'s buffers, reused across calls on a thread.
-    static TOP_SCRATCH: std::cell::RefCell<TopScratch> = const {
-        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new(), Vec::new()))
-    };
+/// [`best_indexes`]'s best `n` so far: (value, position), descending, ties in position
+/// order.
+struct Kept {
+    top: [(f32, usize); KEPT],
+    len: usize,
+    n: usize,
+    /// The n-th value once n are kept; until then every position enters.
+    floor: f32,
+}
+
+impl Kept {
+    /// Offers value `k` (NaN already mapped to −∞) at `position`, later than any offered.
+    #[inline]
+    fn offer(&mut self, k: f32, position: usize) {
+        let n = self.n;
+        if self.len == n && k <= self.floor {
+            return;
+        }
+        // Full: the n-th entry leaves and its slot is where the shifting starts.
+        let top = &mut self.top;
+        let mut at = self.len.min(n - 1);
+        while at > 0 && top[at - 1].0 < k {
+            top[at] = top[at - 1];
+            at -= 1;
+        }
+        top[at] = (k, position);
+        if self.len < n {
+            self.len += 1;
+        }
+        if self.len == n {
+            self.floor = top[n - 1].0;
+        }
+    }
 }
 
 /// How many real positions (those below `real`) are among the first `n` of the

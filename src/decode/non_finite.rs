@@ -25,6 +25,9 @@ impl NonFinite {
 /// Replaces NaN, +∞ and −∞ by −∞ in one feature's logits; returns how many were
 /// non-finite (−∞ itself is counted too: it was not a number the model meant).
 pub fn sanitize(logits: &mut Logits) -> u64 {
+    if all_finite(&logits.start) && all_finite(&logits.end) {
+        return 0;
+    }
     let mut n = 0;
     for x in logits.start.iter_mut().chain(logits.end.iter_mut()) {
         if !x.is_finite() {
@@ -33,6 +36,12 @@ pub fn sanitize(logits: &mut Logits) -> u64 {
         }
     }
     n
+}
+
+/// Whether every value is finite: one pass without early exit, so that it runs on
+/// whole vectors (the usual case, checked for every logit of every answer).
+fn all_finite(x: &[f32]) -> bool {
+    !x.iter().fold(false, |bad, v| bad | !v.is_finite())
 }
 
 /// [`sanitize`] over many features.
@@ -79,5 +88,26 @@ mod tests {
         assert_eq!(l[0].start[2], f32::NEG_INFINITY);
         assert_eq!(l[0].end, vec![f32::NEG_INFINITY, 1.0, 2.0]);
         assert_eq!(l[1].start, vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn any_single_non_finite_value_is_found_wherever_it_is() {
+        for len in [1usize, 7, 8, 9, 33, 384] {
+            for at in [0, len / 2, len - 1] {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -f32::NAN] {
+                    let mut x = vec![f32::MAX; len];
+                    assert!(all_finite(&x));
+                    x[at] = bad;
+                    assert!(!all_finite(&x), "{bad} at {at} of {len}");
+                    let mut l = Logits {
+                        unique_id: 0,
+                        start: vec![0.0; len],
+                        end: x,
+                    };
+                    assert_eq!(sanitize(&mut l), 1);
+                    assert_eq!(l.end[at], f32::NEG_INFINITY);
+                }
+            }
+        }
     }
 }

@@ -33,14 +33,16 @@ pub fn render_nbest(preds: &[Prediction]) -> Vec<u8> {
 /// by the value's bits; an empty slot holds a NaN's bits, which are never looked up.
 struct FloatTexts {
     bits: [u64; 64],
-    texts: [([u8; 24], u8); 64],
+    /// Strings, not byte arrays: a hit is copied without checking UTF-8 again (that
+    /// check was a fifth of the n-best file's rendering).
+    texts: Vec<String>,
 }
 
 impl Default for FloatTexts {
     fn default() -> Self {
         FloatTexts {
             bits: [u64::MAX; 64],
-            texts: [([0; 24], 0); 64],
+            texts: vec![String::new(); 64],
         }
     }
 }
@@ -54,20 +56,15 @@ impl FloatTexts {
         }
         let slot = (bits ^ (bits >> 23) ^ (bits >> 47)) as usize % self.bits.len();
         if self.bits[slot] == bits {
-            let (text, len) = &self.texts[slot];
-            // The bytes came from a `str` of ASCII digits, signs, '.', 'e'.
-            out.push_str(std::str::from_utf8(&text[..usize::from(*len)]).unwrap_or_default());
+            out.push_str(&self.texts[slot]);
             return;
         }
         let from = out.len();
         push_float(out, x);
-        let written = &out.as_bytes()[from..];
-        if written.len() <= 24 {
-            let (text, len) = &mut self.texts[slot];
-            text[..written.len()].copy_from_slice(written);
-            *len = written.len() as u8;
-            self.bits[slot] = bits;
-        }
+        let text = &mut self.texts[slot];
+        text.clear();
+        text.push_str(&out[from..]);
+        self.bits[slot] = bits;
     }
 }
 

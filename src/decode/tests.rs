@@ -308,10 +308,34 @@ fn best_indexes_is_a_stable_descending_prefix() {
     assert!(out.is_empty());
 }
 
+#[test]
+fn best_indexes_on_rising_falling_and_zigzag_logits() {
+    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+    let shapes: [fn(usize) -> f32; 4] = [
+        |i| i as f32,
+        |i| -(i as f32),
+        |i| if i % 2 == 0 { i as f32 } else { -(i as f32) },
+        |i| ((i * 37) % 11) as f32,
+    ];
+    for shape in shapes {
+        for len in [0usize, 5, 64, 65, 384] {
+            let xs: Vec<f32> = (0..len).map(shape).collect();
+            for n in [1usize, 20, 64, 65, 400] {
+                let mut want: Vec<usize> = (0..len).collect();
+                want.sort_by(|&a, &b| key(xs[b]).partial_cmp(&key(xs[a])).unwrap());
+                want.truncate(n);
+                let mut out = Vec::new();
+                best_indexes(&xs, n, &mut out);
+                assert_eq!(out, want, "len {len} n {n}");
+            }
+        }
+    }
+}
+
 use proptest::strategy::Strategy as _;
 
 proptest::proptest! {
-    /// The block-floor selection equals a full stable sort cut to `n`, ties and NaN included.
+    /// The kept-best selection equals a full stable sort cut to `n`, ties and NaN included.
     #[test]
     fn best_indexes_equals_a_stable_sort(
         xs in proptest::collection::vec(
