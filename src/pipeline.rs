@@ -28,6 +28,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::backend::shm::{self, SharedMemory};
 use crate::backend::{prepare_request, tensor, Binding, Infer, SeqLen};
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
@@ -43,6 +44,8 @@ struct Answered {
     /// Features whose padding pushed real positions out of the top n-best (counted for
     /// dynamically padded requests when there is a [`PaddingGuard`]).
     displaced: u64,
+    /// Whether its input tensors went through shared memory.
+    in_shm: bool,
 }
 
 /// How to pad a batch.
@@ -248,6 +251,10 @@ pub struct InferConfig {
     pub padding: Padding,
     /// Guards dynamic padding against changing answers (ignored for fixed padding).
     pub guard: Option<PaddingGuard>,
+    /// Input tensors through system shared memory ([`crate::backend::shm`]).
+    pub shared_memory: SharedMemory,
+    /// The longest sequence a request may carry (sizes the shared memory slots).
+    pub max_seq_len: usize,
 }
 
 /// What an inference run measured.
@@ -272,6 +279,18 @@ pub struct InferReport {
     pub decode_lag: Duration,
     /// How requests were padded.
     pub padding: PaddingReport,
+    /// Whether input tensors went through shared memory.
+    pub shared_memory: SharedMemoryReport,
+}
+
+/// How input tensors travelled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedMemoryReport {
+    /// Some request's inputs went through a shared memory region.
+    pub used: bool,
+    /// Why they did not, when shared memory was asked for (or `auto`) and not used, or
+    /// what went wrong closing the region.
+    pub note: Option<String>,
 }
 
 impl InferReport {
@@ -288,6 +307,7 @@ impl InferReport {
             non_finite: Default::default(),
             decode_lag: Duration::ZERO,
             padding: PaddingReport::default(),
+            shared_memory: SharedMemoryReport::default(),
         }
     }
 
@@ -348,7 +368,7 @@ pub async fn infer_all<B: Infer>(
     client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,
-    mut features: mpsc::Receiver<Arc<Feature>>,
+    features: mpsc::Receiver<Arc<Feature>>,
     results: mpsc::Sender<(Arc<Feature>, Logits)>,
 ) -> Result<InferReport> {
     if config.batch_size == 0 || config.batch_size > binding.batch_limit() {
@@ -359,6 +379,55 @@ pub async fn infer_all<B: Infer>(
             binding.model
         )));
     }
+    // A slot per request in flight, and one spare.
+    let opened = shm::InputRegion::open(
+        config.shared_memory,
+        client.single_server(),
+        config.concurrency.max(1) + 1,
+        shm::slot_bytes(&binding, config.batch_size, config.max_seq_len),
+    )
+    .await?;
+    let (region, note) = match opened {
+        shm::Opened::Region(r) => (Some(r), None),
+        shm::Opened::Message(note) => (None, note),
+    };
+    let result = send_all(client, binding, config, region.clone(), features, results).await;
+    let lost = region.as_ref().is_some_and(|r| r.is_abandoned());
+    let closed = match region {
+        Some(r) => r.close().await,
+        None => Ok(()),
+    };
+    let mut report = result?;
+    // An unregistered region only holds a few MB of the server's memory until the
+    // server restarts: worth a note, not a failed run.
+    report.shared_memory = SharedMemoryReport {
+        used: report.shared_memory.used,
+        note: note
+            .or_else(|| {
+                lost.then(|| {
+                    "the server lost the shared memory region (a restart?); later requests \
+                     carried their tensors"
+                        .to_string()
+                })
+            })
+            .or_else(|| {
+                closed
+                    .err()
+                    .map(|e| format!("the shared memory region was not unregistered: {e}"))
+            }),
+    };
+    Ok(report)
+}
+
+/// [`infer_all`] once the shared memory region (if any) is open.
+async fn send_all<B: Infer>(
+    client: &B,
+    binding: Arc<Binding>,
+    config: &InferConfig,
+    region: Option<shm::InputRegion>,
+    mut features: mpsc::Receiver<Arc<Feature>>,
+    results: mpsc::Sender<(Arc<Feature>, Logits)>,
+) -> Result<InferReport> {
     let concurrency = config.concurrency.max(1);
     let mut report = InferReport::empty();
     let mut inflight: JoinSet<Result<Answered>> = JoinSet::new();
@@ -427,9 +496,30 @@ pub async fn infer_all<B: Infer>(
             .map(|g| g.n_best);
         let request = prepare_request(&binding, batch, seq)?;
         let c = client.clone();
+        let mut slot = region.as_ref().and_then(|r| r.take());
+        let region = region.clone();
         first.get_or_insert_with(Instant::now);
         inflight.spawn(async move {
-            let (response, sent) = c.infer_timed(request.clone()).await?;
+            let placed = match slot.as_mut() {
+                Some(slot) => slot.place(request.clone()),
+                None => request.clone(),
+            };
+            let mut in_shm = placed.shm_inputs().is_some();
+            let (response, sent) = match c.infer_timed(placed).await {
+                Ok(answer) => answer,
+                Err(e) if in_shm && shm::is_lost_region(&e) => {
+                    // The server restarted and forgot the region: this request and
+                    // every later one carry their tensors.
+                    if let Some(r) = &region {
+                        r.abandon();
+                    }
+                    in_shm = false;
+                    c.infer_timed(request.clone()).await?
+                }
+                Err(e) => return Err(e),
+            };
+            // Free for the next request: the server has read the inputs.
+            drop(slot);
             let received = Instant::now();
             let mut logits = tensor::decode_response(&request, &response)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
@@ -448,6 +538,7 @@ pub async fn infer_all<B: Infer>(
                 received,
                 non_finite,
                 displaced,
+                in_shm,
             })
         });
         if let (true, Some(g), Padding::Longest { multiple }) = (probing, guard, padding) {
@@ -519,7 +610,9 @@ async fn deliver(
         received,
         non_finite,
         displaced,
+        in_shm,
     } = answered;
+    report.shared_memory.used |= in_shm;
     report.non_finite.add(&non_finite);
     report.padding.displaced += displaced;
     report.requests += 1;
@@ -1342,7 +1435,40 @@ mod tests {
             warmup,
             padding: Padding::Longest { multiple: 8 },
             guard,
+            shared_memory: SharedMemory::Auto,
+            max_seq_len: 64,
         }
+    }
+
+    #[test]
+    fn shared_memory_needs_one_server_auto_falls_back_system_fails() {
+        // The echo backend is no single server: auto sends tensors in the message and
+        // says why; system refuses to run.
+        let (report, answers, _) = run_echo(&echo_config(0, None), &echo_features(10));
+        assert_eq!(answers.len(), 10);
+        assert!(!report.shared_memory.used);
+        let note = report.shared_memory.note.unwrap();
+        assert!(note.contains("not one server"), "{note}");
+        let config = InferConfig {
+            shared_memory: SharedMemory::System,
+            ..echo_config(0, None)
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (_ftx, frx) = mpsc::channel(1);
+        let (rtx, _rrx) = mpsc::channel(1);
+        let err = rt
+            .block_on(infer_all(
+                &Echo::default(),
+                Arc::new(echo_binding()),
+                &config,
+                frx,
+                rtx,
+            ))
+            .unwrap_err();
+        assert!(err.to_string().contains("--shared-memory system"), "{err}");
     }
 
     #[test]

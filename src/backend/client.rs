@@ -18,7 +18,7 @@ use super::proto::{
     ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
     ModelMetadataResponse, ModelReadyRequest, ModelStatistics, ModelStatisticsRequest,
     RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
-    ServerReadyRequest,
+    ServerReadyRequest, SystemSharedMemoryRegisterRequest, SystemSharedMemoryUnregisterRequest,
 };
 use super::request::InferRequest;
 use super::security::{self, Header, Security, TlsConfig};
@@ -252,6 +252,48 @@ impl TritonClient {
         }
     }
 
+    /// Whether the server's host is this machine by a loopback address (`localhost`,
+    /// 127.0.0.0/8, `::1`), where a shared memory region can reach it.
+    pub fn is_loopback(&self) -> bool {
+        is_loopback_url(&self.url)
+    }
+
+    /// `SystemSharedMemoryRegister`: `byte_size` bytes of the POSIX shared memory object
+    /// `key` (a `shm_open` name, `/…`) under `name`. The server opens and maps the
+    /// object now and keeps the mapping until the region is unregistered.
+    pub async fn register_system_shared_memory(
+        &self,
+        name: &str,
+        key: &str,
+        byte_size: u64,
+    ) -> Result<()> {
+        let req = SystemSharedMemoryRegisterRequest {
+            name: name.into(),
+            key: key.into(),
+            offset: 0,
+            byte_size,
+        };
+        let r = self
+            .grpc
+            .clone()
+            .system_shared_memory_register(self.request(req))
+            .await;
+        r.map(|_| ()).map_err(|s| self.status(s, None))
+    }
+
+    /// `SystemSharedMemoryUnregister` of one region (never every region: others may
+    /// belong to other clients).
+    pub async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
+        debug_assert!(!name.is_empty(), "an empty name unregisters every region");
+        let req = SystemSharedMemoryUnregisterRequest { name: name.into() };
+        let r = self
+            .grpc
+            .clone()
+            .system_shared_memory_unregister(self.request(req))
+            .await;
+        r.map(|_| ()).map_err(|s| self.status(s, None))
+    }
+
     /// `ModelStatistics` for one model (empty name: all models).
     pub async fn model_statistics(
         &self,
@@ -346,6 +388,23 @@ impl TritonClient {
         };
         security::annotate(error, &self.headers, self.tls)
     }
+}
+
+/// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
+pub fn is_loopback_url(url: &str) -> bool {
+    let Ok(uri) = normalize_url(url) else {
+        return false;
+    };
+    let authority = uri.split_once("://").map_or(uri.as_str(), |(_, rest)| rest);
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() => host,
+        _ => authority,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Names of ready models, sorted and de-duplicated across versions.
@@ -446,6 +505,30 @@ mod tests {
         assert_eq!(normalize_url("https://h").unwrap(), "https://h:8001");
         assert!(normalize_url("ftp://h:1").is_err());
         assert!(normalize_url("").is_err());
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for url in [
+            "localhost:8001",
+            "http://LOCALHOST",
+            "127.0.0.1:18521",
+            "http://127.3.2.1:1/",
+            "[::1]:8001",
+            "https://[::1]",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in [
+            "10.0.0.1:8001",
+            "example.com:8001",
+            "http://[::2]:8001",
+            "localhost.example.com",
+            "ftp://127.0.0.1",
+            "",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod proto;
 pub mod request;
 pub mod retry;
 pub mod security;
+pub mod shm;
 pub mod tensor;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
@@ -20,6 +21,7 @@ pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
+pub use shm::SharedMemory;
 
 /// Connects and infers the binding of `model` in one step (metadata + config).
 pub async fn bind(

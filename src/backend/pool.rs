@@ -42,12 +42,22 @@ pub trait Infer: Clone + Send + Sync + 'static {
         &self,
         request: InferRequest,
     ) -> impl Future<Output = Result<(ModelInferResponse, Instant)>> + Send;
+
+    /// The server every request goes to, when there is exactly one (a shared memory
+    /// region is registered with it); `None` for several endpoints and for fakes.
+    fn single_server(&self) -> Option<&TritonClient> {
+        None
+    }
 }
 
 impl Infer for TritonClient {
     async fn infer_timed(&self, request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
         let sent = Instant::now();
         Ok((self.infer(request).await?, sent))
+    }
+
+    fn single_server(&self) -> Option<&TritonClient> {
+        Some(self)
     }
 }
 
@@ -296,6 +306,11 @@ impl Pool {
                 }
                 Err(error) => error,
             };
+            // Not a failure of the request: the caller sends it again with its tensors
+            // in the message (a restarted server forgot the shared memory region).
+            if request.shm_inputs().is_some() && super::shm::is_lost_region(&error) {
+                return Err(error);
+            }
             let verdict = policy.classify(&error);
             *codes.entry(verdict.code).or_default() += 1;
             *e.stats
@@ -350,6 +365,10 @@ impl Infer for Pool {
         request: InferRequest,
     ) -> impl Future<Output = Result<(ModelInferResponse, Instant)>> + Send {
         self.infer(request)
+    }
+
+    fn single_server(&self) -> Option<&TritonClient> {
+        (self.inner.endpoints.len() == 1).then(|| self.first_client())
     }
 }
 

@@ -38,6 +38,19 @@ pub struct InferRequest {
     id: String,
     /// Request-level parameters, written in this order.
     parameters: Vec<(String, InferParameter)>,
+    /// Where the input tensors lie when they are not in the message.
+    shm: Option<ShmInputs>,
+}
+
+/// Where a request's input tensors lie in a registered system shared memory region
+/// instead of in the message (facts §5.4): one after another from `offset`, in the
+/// binding's input order, exactly as [`InferRequest::write_contents`] lays them out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShmInputs {
+    /// The region's registered name.
+    pub region: Arc<str>,
+    /// Byte offset of the first input in the region.
+    pub offset: u64,
 }
 
 /// Checks a batch of `features` for `binding` padded to `seq_len` tokens and keeps it
@@ -77,6 +90,7 @@ pub fn prepare_request(
         seq_len,
         id: String::new(),
         parameters: Vec::new(),
+        shm: None,
     })
 }
 
@@ -91,6 +105,65 @@ impl InferRequest {
     pub fn with_parameter(mut self, key: impl Into<String>, value: InferParameter) -> Self {
         self.parameters.push((key.into(), value));
         self
+    }
+
+    /// Sends the input tensors through shared memory: the message names the region and
+    /// carries no tensor bytes; the caller writes [`write_contents`](Self::write_contents)
+    /// at `at.offset` of the region before sending.
+    pub fn with_shm_inputs(mut self, at: ShmInputs) -> Self {
+        self.shm = Some(at);
+        self
+    }
+
+    /// Where the inputs lie when they are not in the message.
+    pub fn shm_inputs(&self) -> Option<&ShmInputs> {
+        self.shm.as_ref()
+    }
+
+    /// Bytes of every input tensor together (what [`write_contents`](Self::write_contents)
+    /// writes).
+    pub fn contents_len(&self) -> usize {
+        contents_len(&self.binding, self.rows(), self.seq_len)
+    }
+
+    /// Appends every input tensor's raw bytes to `out`, in the binding's input order:
+    /// the bytes the message carries when shared memory is not used.
+    pub fn write_contents(&self, out: &mut Vec<u8>) {
+        out.reserve(self.contents_len());
+        for input in &self.binding.inputs {
+            self.put_contents(out, input);
+        }
+    }
+
+    /// The shared-memory parameters of input `index` (none without shared memory), in
+    /// the order they are written.
+    fn tensor_parameters(&self, index: usize) -> Vec<(&'static str, InferParameter)> {
+        let Some(at) = &self.shm else {
+            return Vec::new();
+        };
+        let inputs = &self.binding.inputs;
+        let before: usize = inputs[..index].iter().map(|i| self.raw_len(i)).sum();
+        let param = |c| InferParameter {
+            parameter_choice: Some(c),
+        };
+        vec![
+            (
+                "shared_memory_region",
+                param(ParameterChoice::StringParam(at.region.to_string())),
+            ),
+            (
+                "shared_memory_byte_size",
+                param(ParameterChoice::Int64Param(
+                    self.raw_len(&inputs[index]) as i64
+                )),
+            ),
+            (
+                "shared_memory_offset",
+                param(ParameterChoice::Int64Param(
+                    (at.offset + before as u64) as i64,
+                )),
+            ),
+        ]
     }
 
     /// The model binding the request was prepared for.
@@ -137,19 +210,15 @@ impl InferRequest {
             .chain(seq)
     }
 
-    /// Elements per row of `input`.
-    fn row_elements(&self, input: &InputBinding) -> usize {
-        match input.role {
-            InputRole::UniqueIds => unique_width(input),
-            _ => self.seq_len,
-        }
-    }
-
     fn raw_len(&self, input: &InputBinding) -> usize {
-        self.rows() * self.row_elements(input) * input.datatype.size()
+        input_len(input, self.rows(), self.seq_len)
     }
 
-    fn input_tensor_len(&self, input: &InputBinding) -> usize {
+    fn input_tensor_len(
+        &self,
+        input: &InputBinding,
+        parameters: &[(&'static str, InferParameter)],
+    ) -> usize {
         let shape: usize = self.shape(input).map(|d| varint_len(d as u64)).sum();
         string_field_len(&input.name)
             + string_field_len(input.datatype.wire())
@@ -158,6 +227,10 @@ impl InferRequest {
             } else {
                 1 + delimited_len(shape)
             }
+            + parameters
+                .iter()
+                .map(|(k, v)| map_field_len(k, v))
+                .sum::<usize>()
     }
 
     /// Length of the encoded `ModelInferRequest` (the gRPC message, without framing).
@@ -166,16 +239,19 @@ impl InferRequest {
         let mut n =
             string_field_len(&b.model) + string_field_len(&b.version) + string_field_len(&self.id);
         for (key, value) in &self.parameters {
-            n += 1 + delimited_len(map_entry_len(key, value));
+            n += map_field_len(key, value);
         }
-        for input in &b.inputs {
-            n += 1 + delimited_len(self.input_tensor_len(input));
+        for (i, input) in b.inputs.iter().enumerate() {
+            let parameters = self.tensor_parameters(i);
+            n += 1 + delimited_len(self.input_tensor_len(input, &parameters));
         }
         for name in b.output_names() {
             n += 1 + delimited_len(string_field_len(name));
         }
-        for input in &b.inputs {
-            n += 1 + delimited_len(self.raw_len(input));
+        if self.shm.is_none() {
+            for input in &b.inputs {
+                n += 1 + delimited_len(self.raw_len(input));
+            }
         }
         n
     }
@@ -188,18 +264,12 @@ impl InferRequest {
         put_string_field(buf, 2, &b.version);
         put_string_field(buf, 3, &self.id);
         for (key, value) in &self.parameters {
-            put_key(buf, 4);
-            put_varint(buf, map_entry_len(key, value) as u64);
-            put_string_field(buf, 1, key);
-            if let Some(choice) = &value.parameter_choice {
-                put_key(buf, 2);
-                put_varint(buf, parameter_len(choice) as u64);
-                put_parameter(buf, choice);
-            }
+            put_map_entry(buf, 4, key, value);
         }
-        for input in &b.inputs {
+        for (i, input) in b.inputs.iter().enumerate() {
+            let parameters = self.tensor_parameters(i);
             put_key(buf, 5);
-            put_varint(buf, self.input_tensor_len(input) as u64);
+            put_varint(buf, self.input_tensor_len(input, &parameters) as u64);
             put_string_field(buf, 1, &input.name);
             put_string_field(buf, 2, input.datatype.wire());
             let shape: usize = self.shape(input).map(|d| varint_len(d as u64)).sum();
@@ -210,16 +280,21 @@ impl InferRequest {
                     put_varint(buf, d as u64);
                 }
             }
+            for (key, value) in &parameters {
+                put_map_entry(buf, 4, key, value);
+            }
         }
         for name in b.output_names() {
             put_key(buf, 6);
             put_varint(buf, string_field_len(name) as u64);
             put_string_field(buf, 1, name);
         }
-        for input in &b.inputs {
-            put_key(buf, 7);
-            put_varint(buf, self.raw_len(input) as u64);
-            self.put_contents(buf, input);
+        if self.shm.is_none() {
+            for input in &b.inputs {
+                put_key(buf, 7);
+                put_varint(buf, self.raw_len(input) as u64);
+                self.put_contents(buf, input);
+            }
         }
     }
 
@@ -262,16 +337,23 @@ impl InferRequest {
         let inputs = b
             .inputs
             .iter()
-            .map(|input| InferInputTensor {
+            .enumerate()
+            .map(|(i, input)| InferInputTensor {
                 name: input.name.clone(),
                 datatype: input.datatype.wire().into(),
                 shape: self.shape(input).collect(),
+                parameters: self
+                    .tensor_parameters(i)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
                 ..Default::default()
             })
             .collect();
         let raw = b
             .inputs
             .iter()
+            .filter(|_| self.shm.is_none())
             .map(|input| {
                 let mut bytes = Vec::with_capacity(self.raw_len(input));
                 let mut push = |v: i64| match input.datatype {
@@ -318,6 +400,25 @@ impl InferRequest {
             raw_input_contents: raw,
         }
     }
+}
+
+/// Bytes of every input tensor of `binding` together, for `rows` features padded to
+/// `seq_len` tokens.
+pub fn contents_len(binding: &Binding, rows: usize, seq_len: usize) -> usize {
+    binding
+        .inputs
+        .iter()
+        .map(|i| input_len(i, rows, seq_len))
+        .sum()
+}
+
+/// Bytes of one input tensor for `rows` features padded to `seq_len` tokens.
+fn input_len(input: &InputBinding, rows: usize, seq_len: usize) -> usize {
+    let per_row = match input.role {
+        InputRole::UniqueIds => unique_width(input),
+        _ => seq_len,
+    };
+    rows * per_row * input.datatype.size()
 }
 
 /// Values per row of a unique-ids input: the product of its per-row dims (at least 1).
@@ -421,6 +522,23 @@ fn put_string_field<B: BufMut>(buf: &mut B, field: u8, s: &str) {
         put_key(buf, field);
         put_varint(buf, s.len() as u64);
         buf.put_slice(s.as_bytes());
+    }
+}
+
+/// A `map<string, InferParameter>` field's entry with its key and length prefix.
+fn map_field_len(key: &str, value: &InferParameter) -> usize {
+    1 + delimited_len(map_entry_len(key, value))
+}
+
+/// Writes one entry of the `map<string, InferParameter>` field `field`.
+fn put_map_entry<B: BufMut>(buf: &mut B, field: u8, key: &str, value: &InferParameter) {
+    put_key(buf, field);
+    put_varint(buf, map_entry_len(key, value) as u64);
+    put_string_field(buf, 1, key);
+    if let Some(choice) = &value.parameter_choice {
+        put_key(buf, 2);
+        put_varint(buf, parameter_len(choice) as u64);
+        put_parameter(buf, choice);
     }
 }
 
@@ -685,6 +803,54 @@ mod tests {
             let got = wire(&r);
             prop_assert_eq!(r.encoded_len(), expected.len());
             prop_assert!(got == expected, "wire bytes differ from prost's");
+        }
+
+        /// With the inputs in shared memory the message is prost's (read back: the
+        /// tensors' parameter maps have no fixed order) and carries no tensor bytes; the
+        /// contents written to the region are the bytes the message would have carried,
+        /// at the offsets its parameters give.
+        #[test]
+        fn shared_memory_requests_name_where_their_contents_lie(
+            inputs in proptest::collection::vec(arb_input(), 3..=4),
+            region in "[a-z0-9_-]{1,20}",
+            offset in 0u64..1_000_000,
+            features in proptest::collection::vec(arb_feature(), 1..5),
+        ) {
+            let roles = [InputRole::InputIds, InputRole::SegmentIds, InputRole::InputMask];
+            let bound: Vec<InputBinding> = inputs
+                .iter()
+                .zip(roles.iter().chain([&InputRole::UniqueIds]))
+                .map(|((name, t, dims), &role)| input(name, role, *t, dims.clone()))
+                .collect();
+            let b = binding(bound, 8);
+            let seq = features.iter().map(|f| f.len()).max().unwrap();
+            let plain = prepare_request(&b, features, seq).unwrap();
+            let r = plain.clone().with_shm_inputs(ShmInputs {
+                region: region.as_str().into(),
+                offset,
+            });
+            let got = wire(&r);
+            prop_assert_eq!(r.encoded_len(), got.len());
+            let m = ModelInferRequest::decode(got.as_slice()).unwrap();
+            prop_assert!(m.raw_input_contents.is_empty());
+            prop_assert_eq!(&m, &r.to_proto());
+            let mut contents = Vec::new();
+            r.write_contents(&mut contents);
+            prop_assert_eq!(contents.len(), r.contents_len());
+            let raw = plain.to_proto().raw_input_contents;
+            for (t, bytes) in m.inputs.iter().zip(&raw) {
+                let int = |key: &str| match t.parameters[key].parameter_choice {
+                    Some(ParameterChoice::Int64Param(v)) => v as usize,
+                    _ => panic!("{key} is not an int64"),
+                };
+                prop_assert_eq!(
+                    &t.parameters["shared_memory_region"].parameter_choice,
+                    &Some(ParameterChoice::StringParam(region.clone()))
+                );
+                let at = int("shared_memory_offset") - offset as usize;
+                let size = int("shared_memory_byte_size");
+                prop_assert_eq!(&contents[at..at + size], &bytes[..]);
+            }
         }
     }
 }

@@ -201,6 +201,30 @@ pub struct LoadArgs {
     /// positions out.
     #[arg(long, conflicts_with = "fixed_seq_len")]
     pub dynamic_seq_len: bool,
+    /// How input tensors reach the server: `system` writes them into a POSIX shared
+    /// memory region the server maps (it must run on this machine and see its
+    /// /dev/shm), `none` sends them in each message, `auto` uses shared memory when the
+    /// one --url is a loopback address and the server accepts the region.
+    #[arg(long, value_enum, default_value_t = SharedMemoryArg::Auto, value_name = "MODE")]
+    pub shared_memory: SharedMemoryArg,
+}
+
+/// `--shared-memory` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharedMemoryArg {
+    None,
+    System,
+    Auto,
+}
+
+impl From<SharedMemoryArg> for crate::backend::SharedMemory {
+    fn from(a: SharedMemoryArg) -> Self {
+        match a {
+            SharedMemoryArg::None => Self::None,
+            SharedMemoryArg::System => Self::System,
+            SharedMemoryArg::Auto => Self::Auto,
+        }
+    }
 }
 
 impl LoadArgs {

@@ -158,6 +158,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 !args.run.load.fixed_seq_len,
             ),
             guard: args.run.load.padding_guard(n_best, features.max_seq_length),
+            shared_memory: args.run.load.shared_memory.into(),
+            max_seq_len: features.max_seq_length,
         },
         keep_logits: false,
         keep_features: true,

@@ -203,6 +203,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     .run
                     .load
                     .padding_guard(decode.n_best_size, features_config.max_seq_length),
+                shared_memory: args.run.load.shared_memory.into(),
+                max_seq_len: features_config.max_seq_length,
             },
             keep_logits: true,
             keep_features: false,

@@ -212,6 +212,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                         .run
                         .load
                         .padding_guard(decode.n_best_size, features.max_seq_length),
+                    shared_memory: args.run.load.shared_memory.into(),
+                    max_seq_len: features.max_seq_length,
                 },
                 keep_logits: args.save_logits,
                 keep_features: false,
@@ -603,6 +605,10 @@ pub fn render_json(r: &EvalReport) -> Value {
             Some(i) => padding_json(&i.padding),
             None => Value::Null,
         },
+        "shared_memory": match &r.infer {
+            Some(i) => shared_memory_json(&i.shared_memory),
+            None => Value::Null,
+        },
         "retries": retries_json(r.retries.as_ref()),
         "non_finite_logits": {
             "values": r.non_finite.values,
@@ -660,6 +666,21 @@ fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
             p.mode()
         ),
     }
+}
+
+/// The text report's line on how input tensors travelled.
+fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
+    match (m.used, &m.note) {
+        (true, None) => "through shared memory".into(),
+        (true, Some(note)) => format!("through shared memory ({note})"),
+        (false, None) => "in each message".into(),
+        (false, Some(note)) => format!("in each message (no shared memory: {note})"),
+    }
+}
+
+/// The `shared_memory` object of metrics.json.
+pub(crate) fn shared_memory_json(m: &crate::pipeline::SharedMemoryReport) -> Value {
+    json!({ "used": m.used, "note": m.note })
 }
 
 fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {
@@ -830,6 +851,7 @@ pub fn render_text(r: &EvalReport) -> String {
     }
     if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
         let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
+        let _ = writeln!(s, "inputs       {}", inputs_line(&i.shared_memory));
     }
     if r.non_finite.values > 0 {
         let _ = writeln!(

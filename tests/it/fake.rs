@@ -175,6 +175,18 @@ impl GrpcInferenceService for Fake {
     ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
         unimplemented()
     }
+    async fn system_shared_memory_register(
+        &self,
+        _: Request<SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
+        unimplemented()
+    }
+    async fn system_shared_memory_unregister(
+        &self,
+        _: Request<SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
+        unimplemented()
+    }
 }
 
 fn nvidia() -> Fake {

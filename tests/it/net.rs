@@ -340,6 +340,16 @@ fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
     );
     assert_eq!(v["retries"]["failed_requests"], 0);
     assert_eq!(v["requests"], 52);
+    // The restarted server did not know the shared memory region: the rest of the
+    // requests carried their tensors.
+    assert_eq!(v["shared_memory"]["used"], true, "{}", v["shared_memory"]);
+    assert!(
+        v["shared_memory"]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("lost the shared memory region")),
+        "{}",
+        v["shared_memory"]
+    );
     assert_same_outputs(&clean, &out);
     // The restarted server answered the rest (its counter starts from zero).
     assert!(served(second.http_port, "oracle-slow") < 52);

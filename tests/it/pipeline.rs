@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bertqa::backend::{bind, BindingOverrides, ClientConfig, TritonClient};
+use bertqa::backend::{bind, BindingOverrides, ClientConfig, SharedMemory, TritonClient};
 use bertqa::pipeline::{infer_all, InferConfig, InferReport, Padding};
 use bertqa::types::Feature;
 
@@ -81,6 +81,8 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         warmup: 0,
         padding: Padding::Fixed(64),
         guard: None,
+        shared_memory: SharedMemory::None,
+        max_seq_len: 384,
     };
     let (one, _, r1) = run("tiny-bert-jitter", &feats, base.clone());
     let (many, order, r16) = run(
@@ -109,6 +111,8 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
             warmup: 2,
             padding: Padding::Longest { multiple: 8 },
             guard: None,
+            shared_memory: SharedMemory::None,
+            max_seq_len: 384,
         },
     );
     let (fixed, _, rf) = run(
@@ -120,6 +124,8 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
             warmup: 0,
             padding: Padding::Fixed(384),
             guard: None,
+            shared_memory: SharedMemory::None,
+            max_seq_len: 384,
         },
     );
     assert_eq!(rf.requests, 15);
@@ -134,4 +140,32 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         }
     }
     assert!(rf.busy <= rf.wall && rf.wall.as_nanos() > 0);
+}
+
+#[test]
+fn inputs_through_shared_memory_give_the_logits_of_inputs_in_the_message() {
+    let feats = features(100);
+    let config = |shared_memory| InferConfig {
+        batch_size: 8,
+        concurrency: 4,
+        warmup: 1,
+        padding: Padding::Longest { multiple: 8 },
+        guard: None,
+        shared_memory,
+        max_seq_len: 384,
+    };
+    let (wire, _, r_wire) = run("tiny-bert-hf", &feats, config(SharedMemory::None));
+    let (shm, _, r_shm) = run("tiny-bert-hf", &feats, config(SharedMemory::System));
+    let (auto, _, r_auto) = run("tiny-bert-hf", &feats, config(SharedMemory::Auto));
+    assert_eq!(wire.len(), 100);
+    assert!(!r_wire.shared_memory.used);
+    assert_eq!(r_wire.shared_memory.note, None);
+    // The local server is on a loopback address: auto uses shared memory too.
+    for r in [&r_shm, &r_auto] {
+        assert!(r.shared_memory.used, "{:?}", r.shared_memory);
+        assert_eq!(r.shared_memory.note, None);
+        assert_eq!(r.features, 100);
+    }
+    assert_eq!(wire, shm);
+    assert_eq!(wire, auto);
 }

@@ -1,0 +1,288 @@
+//! Input tensors through system shared memory (facts §2 and §5.4), for a server on this
+//! machine.
+//!
+//! A BERT request is mostly its three `[batch, seq]` integer tensors (about 330 KB for
+//! 64 features of 216 tokens as INT64). Sent in the message, those bytes are written
+//! into the HTTP/2 send buffer, copied into the kernel's socket buffers, carried over
+//! loopback and parsed again by the server. Placed in a shared memory region that the
+//! server has mapped, they are written once, and the message only names where they lie.
+//!
+//! Contract:
+//! - One region per run: a POSIX shared memory object (a file under `/dev/shm`, created
+//!   with mode 0600 and a name no other run uses), registered with the server under the
+//!   same name, then unlinked at once: the server keeps its mapping, so nothing is left
+//!   in `/dev/shm` however the run ends. [`InputRegion::close`] unregisters it; a
+//!   process that is killed leaves the server's mapping (a few MB) until the server
+//!   restarts.
+//! - The region holds one slot per request in flight, each sized for a full batch of
+//!   the longest sequence. A request takes a free slot, its tensors are written there
+//!   ([`InferRequest::write_contents`], one `pwrite`), and it carries the region's name
+//!   and offsets instead of the bytes; the slot is free again when the request's task
+//!   ends. A request that finds no free slot, or whose bytes cannot be written, is sent
+//!   with its tensors in the message.
+//! - Only inputs: outputs come back in the message. A request the client gave up on
+//!   (a timeout) may still be run by the server later, reading whatever its slot then
+//!   holds; its answer is discarded, so reusing the slot is safe. Outputs written late
+//!   into a reused slot would not be.
+//! - A server that no longer knows the region (it restarted mid-run) answers with an
+//!   error naming it; that request is sent again with its tensors in the message
+//!   ([`is_lost_region`]), the region is given up ([`InputRegion::abandon`]) and every
+//!   later request carries its tensors.
+//! - [`SharedMemory::Auto`] (the default) uses a region when the run has one endpoint
+//!   on a loopback address and the server accepts the registration (a server in a
+//!   container with its own `/dev/shm` refuses it); otherwise the tensors go in the
+//!   message. [`SharedMemory::System`] makes a refusal an error.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::binding::Binding;
+use super::client::TritonClient;
+use super::request::{InferRequest, ShmInputs};
+use crate::error::{Error, Result};
+
+/// Whether input tensors go through system shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SharedMemory {
+    /// Always in the message.
+    None,
+    /// Through shared memory; an error when that is not possible.
+    System,
+    /// Through shared memory when the one endpoint is on this machine and the server
+    /// accepts the region; in the message otherwise.
+    #[default]
+    Auto,
+}
+
+/// Where POSIX shared memory objects live on Linux (`shm_open` names are files here).
+const SHM_DIR: &str = "/dev/shm";
+
+/// A registered region of input slots.
+#[derive(Debug, Clone)]
+pub struct InputRegion {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// The registered name (also the object's name, without the leading `/`).
+    name: Arc<str>,
+    file: File,
+    slot_bytes: usize,
+    /// Free slots, each with the buffer its contents are gathered in (kept, so that its
+    /// pages are reused).
+    free: Mutex<Vec<(usize, Vec<u8>)>>,
+    server: TritonClient,
+    /// The server lost the region: no slot is handed out any more.
+    abandoned: AtomicBool,
+}
+
+/// A slot taken by one request; free again when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    inner: Arc<Inner>,
+    index: usize,
+    buffer: Vec<u8>,
+}
+
+/// What [`InputRegion::open`] decided.
+#[derive(Debug)]
+pub enum Opened {
+    /// Requests use this region.
+    Region(InputRegion),
+    /// Tensors go in the message, for this reason (`None`: shared memory was not asked
+    /// for).
+    Message(Option<String>),
+}
+
+/// Bytes of one request's input tensors at most: `rows` features padded to `seq_len`.
+pub fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usize {
+    super::request::contents_len(binding, rows, seq_len)
+}
+
+impl InputRegion {
+    /// Creates and registers a region of `slots` slots of `slot_bytes` bytes with
+    /// `server` (the run's one server; `None` when it has several endpoints).
+    pub async fn open(
+        mode: SharedMemory,
+        server: Option<&TritonClient>,
+        slots: usize,
+        slot_bytes: usize,
+    ) -> Result<Opened> {
+        let refuse = |why: String| -> Result<Opened> {
+            match mode {
+                SharedMemory::System => {
+                    Err(Error::Config(format!("--shared-memory system: {why}")))
+                }
+                _ => Ok(Opened::Message(Some(why))),
+            }
+        };
+        if mode == SharedMemory::None {
+            return Ok(Opened::Message(None));
+        }
+        let Some(server) = server else {
+            return refuse("requests go to several endpoints, not one server".into());
+        };
+        if mode == SharedMemory::Auto && !server.is_loopback() {
+            return refuse(format!("{} is not a loopback address", server.url()));
+        }
+        let size = slots.max(1).saturating_mul(slot_bytes.max(1));
+        let name = unique_name();
+        let path = PathBuf::from(SHM_DIR).join(&name);
+        let file = match create(&path, size as u64) {
+            Ok(f) => f,
+            Err(e) => return refuse(format!("cannot create {}: {e}", path.display())),
+        };
+        let registered = server
+            .register_system_shared_memory(&name, &format!("/{name}"), size as u64)
+            .await;
+        // Registered or not, the name is no longer needed: the server has its mapping.
+        let _ = std::fs::remove_file(&path);
+        if let Err(e) = registered {
+            return refuse(format!("the server did not register the region: {e}"));
+        }
+        let free = (0..slots.max(1)).rev().map(|i| (i, Vec::new())).collect();
+        Ok(Opened::Region(InputRegion {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                file,
+                slot_bytes,
+                free: Mutex::new(free),
+                server: server.clone(),
+                abandoned: AtomicBool::new(false),
+            }),
+        }))
+    }
+
+    /// The registered name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Bytes each slot holds.
+    pub fn slot_bytes(&self) -> usize {
+        self.inner.slot_bytes
+    }
+
+    /// A free slot, if any.
+    pub fn take(&self) -> Option<Slot> {
+        if self.is_abandoned() {
+            return None;
+        }
+        let (index, buffer) = self.inner.free.lock().ok()?.pop()?;
+        Some(Slot {
+            inner: self.inner.clone(),
+            index,
+            buffer,
+        })
+    }
+
+    /// Stops handing out slots: the server no longer knows the region.
+    pub fn abandon(&self) {
+        self.inner.abandoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`abandon`](Self::abandon) was called.
+    pub fn is_abandoned(&self) -> bool {
+        self.inner.abandoned.load(Ordering::Relaxed)
+    }
+
+    /// Unregisters the region (the server unmaps it; the memory is then freed). An
+    /// abandoned region is not known to the server: nothing to do.
+    pub async fn close(self) -> Result<()> {
+        if self.is_abandoned() {
+            return Ok(());
+        }
+        self.inner
+            .server
+            .unregister_system_shared_memory(&self.inner.name)
+            .await
+    }
+}
+
+impl Slot {
+    /// Writes `request`'s input tensors into this slot and returns the request naming
+    /// them there; the request unchanged (tensors in the message) when they do not fit
+    /// or cannot be written.
+    pub fn place(&mut self, request: InferRequest) -> InferRequest {
+        let len = request.contents_len();
+        if len > self.inner.slot_bytes {
+            return request;
+        }
+        self.buffer.clear();
+        request.write_contents(&mut self.buffer);
+        let offset = (self.index * self.inner.slot_bytes) as u64;
+        match self.inner.file.write_all_at(&self.buffer, offset) {
+            Ok(()) => request.with_shm_inputs(ShmInputs {
+                region: self.inner.name.clone(),
+                offset,
+            }),
+            Err(_) => request,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut free) = self.inner.free.lock() {
+            free.push((self.index, std::mem::take(&mut self.buffer)));
+        }
+    }
+}
+
+/// Whether `error` is the server saying that a request's shared memory region is not
+/// registered (a server restarted since the region was registered).
+pub fn is_lost_region(error: &Error) -> bool {
+    let text = error.to_string().to_ascii_lowercase();
+    text.contains("shared memory region")
+        && (text.contains("unable to find")
+            || text.contains("not found")
+            || text.contains("invalid"))
+}
+
+/// A name no other region on this machine has: the process id, a per-process counter
+/// and the clock.
+fn unique_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!(
+        "bertqa-{}-{}-{nanos:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A new object of `size` bytes readable and writable by this user only.
+fn create(path: &std::path::Path, size: u64) -> io::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    if let Err(e) = file.set_len(size) {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_differ_within_a_process() {
+        let a = unique_name();
+        let b = unique_name();
+        assert_ne!(a, b);
+        assert!(a.starts_with(&format!("bertqa-{}-", std::process::id())));
+        assert!(!a.contains('/'));
+    }
+}
