@@ -669,7 +669,7 @@ fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
 }
 
 /// The text report's line on how input tensors travelled.
-fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
+pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
     match (m.used, &m.note) {
         (true, None) => "through shared memory".into(),
         (true, Some(note)) => format!("through shared memory ({note})"),

@@ -142,6 +142,7 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         max_trials: args.max_trials,
         warmup: args.load.warmup,
         max_inflight: args.max_inflight.max(1),
+        shared_memory: args.load.shared_memory.into(),
     })
 }
 
@@ -214,7 +215,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         batch_size,
     };
     let binding = Arc::new(binding);
-    let levels = rt.block_on(perf::sweep(
+    let (levels, shared_memory) = rt.block_on(perf::sweep(
         &client,
         binding.clone(),
         batches,
@@ -231,6 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         features: features.len(),
         batch_size,
         padding: padding_words,
+        inputs: super::eval::inputs_line(&shared_memory),
         load: config.load.clone(),
         window: config.window,
         stability_percent: config.stability_percent,

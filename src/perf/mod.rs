@@ -35,9 +35,11 @@ use hdrhistogram::Histogram;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use crate::backend::shm::{self, InputRegion, SharedMemory};
 use crate::backend::{prepare_request, tensor, Binding, TritonClient};
 use crate::error::{Error, Result};
 use crate::pipeline::Padding;
+use crate::pipeline::SharedMemoryReport;
 use crate::types::Feature;
 use stats::{Arrivals, ServerCounters};
 pub use stats::{Distribution, Range, ServerBreakdown};
@@ -87,6 +89,8 @@ pub struct PerfConfig {
     pub warmup: usize,
     /// Most requests in flight in request-rate mode; sends wait for a free slot.
     pub max_inflight: usize,
+    /// Input tensors through system shared memory ([`crate::backend::shm`]).
+    pub shared_memory: SharedMemory,
 }
 
 impl Default for PerfConfig {
@@ -98,6 +102,7 @@ impl Default for PerfConfig {
             max_trials: 10,
             warmup: 0,
             max_inflight: 4096,
+            shared_memory: SharedMemory::None,
         }
     }
 }
@@ -247,6 +252,8 @@ impl Record {
 /// State shared by the load generators of one level and the measuring loop.
 struct Shared {
     client: TritonClient,
+    /// Slots for input tensors in shared memory, when used.
+    region: Option<InputRegion>,
     binding: Arc<Binding>,
     batches: Arc<Vec<Batch>>,
     next_batch: AtomicUsize,
@@ -284,9 +291,24 @@ impl Shared {
         let batch = &self.batches[i];
         let t0 = Instant::now();
         let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
+        // Writing the tensors into shared memory is preparation, as building them is.
+        let mut slot = self.region.as_ref().and_then(|r| r.take());
+        let placed = match slot.as_mut() {
+            Some(slot) => slot.place(request.clone()),
+            None => request.clone(),
+        };
         let t1 = Instant::now();
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let response = self.client.infer(request.clone()).await?;
+        let response = match self.client.infer(placed.clone()).await {
+            Err(e) if placed.shm_inputs().is_some() && shm::is_lost_region(&e) => {
+                if let Some(r) = &self.region {
+                    r.abandon();
+                }
+                self.client.infer(request.clone()).await?
+            }
+            answer => answer?,
+        };
+        drop(slot);
         let t2 = Instant::now();
         let logits = tensor::decode_response(&request, &response)?;
         drop(std::hint::black_box(logits));
@@ -362,7 +384,7 @@ pub async fn sweep(
     batches: Vec<Batch>,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
-) -> Result<Vec<LevelResult>> {
+) -> Result<(Vec<LevelResult>, SharedMemoryReport)> {
     if batches.is_empty() {
         return Err(Error::Config(
             "no features to send (the data produced no windows)".into(),
@@ -379,9 +401,62 @@ pub async fn sweep(
             "--measurement-request-count must be at least 1".into(),
         ));
     }
+    // A slot per request the sweep can have in flight (a spare, too), each for the
+    // largest batch.
+    let most_inflight = match &config.load {
+        Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
+        Load::RequestRate { .. } => config.max_inflight.min(MAX_SHM_SLOTS),
+    };
+    let largest = batches
+        .iter()
+        .map(|b| crate::backend::request::contents_len(&binding, b.features.len(), b.seq_len))
+        .max()
+        .unwrap_or(0);
+    let opened = shm::InputRegion::open(
+        config.shared_memory,
+        Some(client),
+        most_inflight.clamp(1, MAX_SHM_SLOTS) + 1,
+        largest,
+    )
+    .await?;
+    let (region, note) = match opened {
+        shm::Opened::Region(r) => (Some(r), None),
+        shm::Opened::Message(note) => (None, note),
+    };
+    let swept = sweep_levels(client, &region, binding, batches, config, progress).await;
+    let mut report = SharedMemoryReport {
+        used: region.is_some(),
+        note,
+    };
+    if let Some(r) = region {
+        if r.is_abandoned() {
+            report.note = Some("the server lost the shared memory region (a restart?)".to_string());
+        }
+        if let Err(e) = r.close().await {
+            report.note = Some(format!(
+                "the shared memory region was not unregistered: {e}"
+            ));
+        }
+    }
+    Ok((swept?, report))
+}
+
+/// Slots of a sweep's shared memory region at most (requests beyond them carry their
+/// tensors).
+const MAX_SHM_SLOTS: usize = 64;
+
+/// [`sweep`] once the shared memory region (if any) is open.
+async fn sweep_levels(
+    client: &TritonClient,
+    region: &Option<InputRegion>,
+    binding: Arc<Binding>,
+    batches: Vec<Batch>,
+    config: &PerfConfig,
+    progress: &dyn PerfProgress,
+) -> Result<Vec<LevelResult>> {
     let batches = Arc::new(batches);
     for _ in 0..config.warmup {
-        let shared = new_shared(client, &binding, &batches);
+        let shared = new_shared(client, region, &binding, &batches);
         shared.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
@@ -391,7 +466,7 @@ pub async fn sweep(
     let mut results = Vec::with_capacity(levels.len());
     for (i, level) in levels.into_iter().enumerate() {
         progress.level(level);
-        let shared = new_shared(client, &binding, &batches);
+        let shared = new_shared(client, region, &binding, &batches);
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
         let measured = measure(&shared, level, config, progress).await;
@@ -409,11 +484,13 @@ pub async fn sweep(
 
 fn new_shared(
     client: &TritonClient,
+    region: &Option<InputRegion>,
     binding: &Arc<Binding>,
     batches: &Arc<Vec<Batch>>,
 ) -> Arc<Shared> {
     Arc::new(Shared {
         client: client.clone(),
+        region: region.clone(),
         binding: binding.clone(),
         batches: batches.clone(),
         next_batch: AtomicUsize::new(0),

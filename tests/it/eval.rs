@@ -490,6 +490,38 @@ fn dynamic_length_padding_gives_the_fixed_length_answers() {
 }
 
 #[test]
+fn inputs_through_shared_memory_give_the_answers_of_inputs_in_each_message() {
+    // bert-onnx (a real ONNX model), each request padded to its feature's length: the
+    // region's slots take requests of every length.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    let dir = |n: &str| tmp.path().join(n);
+    let (_, wire) = eval_ok(
+        &data,
+        "bert-onnx-padmasked",
+        &dir("wire"),
+        &["--shared-memory", "none"],
+    );
+    let (_, shm) = eval_ok(
+        &data,
+        "bert-onnx-padmasked",
+        &dir("shm"),
+        &["--shared-memory", "system"],
+    );
+    assert_eq!(wire["shared_memory"]["used"], false);
+    assert_eq!(wire["shared_memory"]["note"], Value::Null);
+    assert_eq!(shm["shared_memory"]["used"], true);
+    assert_eq!(shm["shared_memory"]["note"], Value::Null);
+    assert_eq!(wire["padding"]["mode"], "dynamic");
+    assert_same_answers(&dir("shm"), &dir("wire"));
+    assert!(
+        std::fs::read(dir("shm").join("logits.bin")).unwrap()
+            == std::fs::read(dir("wire").join("logits.bin")).unwrap(),
+        "the same logits, bit for bit"
+    );
+}
+
+#[test]
 fn the_padding_probe_keeps_the_reference_answers_when_padding_ranks_high() {
     // bert-onnx (seeded random weights) ranks padding positions among its top 20 start
     // and end logits, so padding less would change answers (the reference ranks padding

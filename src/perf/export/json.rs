@@ -40,6 +40,7 @@ pub fn render(report: &Report) -> Value {
         "features": report.features,
         "batch_size": report.batch_size,
         "padding": report.padding,
+        "inputs": report.inputs,
         "mode": report.load.mode(),
         "request_distribution": distribution,
         "seed": seed,

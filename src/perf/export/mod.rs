@@ -30,6 +30,9 @@ pub struct Report {
     pub batch_size: usize,
     /// How batches are padded, in words (`fixed 384`, `longest feature, multiple of 8`).
     pub padding: String,
+    /// How input tensors reached the server, in words (`through shared memory`,
+    /// `in each message`).
+    pub inputs: String,
     pub load: Load,
     pub window: Window,
     pub stability_percent: f64,
@@ -143,6 +146,7 @@ pub(crate) mod sample {
             features: 52,
             batch_size: 2,
             padding: "fixed 384".into(),
+            inputs: "in each message".into(),
             load: Load::Concurrency(vec![1, 2]),
             window: Window::Count(50),
             stability_percent: 10.0,

@@ -42,6 +42,7 @@ pub fn render(r: &Report) -> String {
         "data         {}: {} features, batches of {} (padding {}), cycled",
         r.data, r.features, r.batch_size, r.padding
     );
+    let _ = writeln!(s, "inputs       {}", r.inputs);
     let _ = writeln!(
         s,
         "load         {}; {}, stable when the last 3 agree within {}% (at most {} windows)",
