@@ -8,8 +8,9 @@
 #   scripts/bench.sh [DATA.json ...]
 #
 # Parts (all on one Triton started here):
-#   1. end-to-end against `null` (the client is what is measured), bertqa at --batch-size 8
-#      and at its defaults, and the reference: features/s, feature-building time, decode
+#   1. end-to-end against `null` (the client is what is measured), bertqa at --batch-size 8,
+#      at its defaults (input tensors through shared memory, the server being local) and
+#      at its defaults with --shared-memory none (tensors in each message), and the reference: features/s, feature-building time, decode
 #      time, client CPU per feature (CPU of the whole process on the file minus the same on
 #      a one-question file, divided by features), peak RSS. Targets: >= 20x features/s,
 #      <= 20 us CPU per feature, <= 150 MB peak RSS.
@@ -156,6 +157,10 @@ for DATA in "$@"; do
   bertqa_eval base "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/od" --model null
   bertqa_eval e2e "bertqa --batch-size 8" "$DATA" "$DATA" "$WORK/b8" --model null --batch-size 8
   bertqa_eval e2e "bertqa (defaults)" "$DATA" "$DATA" "$WORK/bd" --model null
+  # The defaults send tensors through shared memory to a local server; this is the same
+  # run with every tensor in its message (a server on another machine).
+  bertqa_eval base "one-question no-shm" "$DATA" "$WORK/one.json" "$WORK/on" --model null --shared-memory none
+  bertqa_eval e2e "bertqa --shared-memory none" "$DATA" "$DATA" "$WORK/bn" --model null --shared-memory none
   reference e2e "reference" "$DATA" null
 done
 
@@ -216,17 +221,17 @@ def get(kind, name, data=None):
 for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
     ref = get("e2e", "reference", data)
     print(f"\n== end-to-end against `null` on {data} ==")
-    print(f"{'client':<24} {'features':>8} {'wall s':>8} {'feat/s':>9} {'build s':>8} {'infer s':>8} {'decode s':>8} {'CPU s':>7} {'µs CPU/feat':>11} {'RSS MB':>7}")
-    for name, base in (("bertqa --batch-size 8", "one-question b8"), ("bertqa (defaults)", "one-question defaults"), ("reference", None)):
+    print(f"{'client':<28} {'features':>8} {'wall s':>8} {'feat/s':>9} {'build s':>8} {'infer s':>8} {'decode s':>8} {'CPU s':>7} {'µs CPU/feat':>11} {'RSS MB':>7}")
+    for name, base in (("bertqa --batch-size 8", "one-question b8"), ("bertqa (defaults)", "one-question defaults"), ("bertqa --shared-memory none", "one-question no-shm"), ("reference", None)):
         r = get("e2e", name, data)
         if not r: continue
         b = get("base", base, data) if base else None
         net = r["cpu_s"] - (b["cpu_s"] if b else 0.0)
         r["us_per_feature"] = 1e6 * net / r["features"]
         r["fps"] = r["features"] / r["wall_s"]
-        print(f"{name:<24} {r['features']:>8} {r['wall_s']:>8.2f} {r['fps']:>9.1f} {r['feature_s']:>8.3f} {r['infer_s']:>8.3f} {r['post_s']:>8.3f} {r['cpu_s']:>7.2f} {r['us_per_feature']:>11.1f} {r['rss_mb']:>7.1f}")
+        print(f"{name:<28} {r['features']:>8} {r['wall_s']:>8.2f} {r['fps']:>9.1f} {r['feature_s']:>8.3f} {r['infer_s']:>8.3f} {r['post_s']:>8.3f} {r['cpu_s']:>7.2f} {r['us_per_feature']:>11.1f} {r['rss_mb']:>7.1f}")
     print("  (wall s: the whole process, reading and writing included; µs CPU/feat: user+sys of the process minus a one-question run of the same client, per feature; the reference's is not net of start-up)")
-    for name in ("bertqa --batch-size 8", "bertqa (defaults)"):
+    for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
         r = get("e2e", name, data)
         if not r:
             continue
