@@ -204,7 +204,8 @@ pub struct LoadArgs {
     /// How input tensors reach the server: `system` writes them into a POSIX shared
     /// memory region the server maps (it must run on this machine and see its
     /// /dev/shm), `none` sends them in each message, `auto` uses shared memory when the
-    /// one --url is a loopback address and the server accepts the region.
+    /// one --url is a loopback address and the server accepts the region (`ask`: in each
+    /// message, a few requests gaining less than a region costs).
     #[arg(long, value_enum, default_value_t = SharedMemoryArg::Auto, value_name = "MODE")]
     pub shared_memory: SharedMemoryArg,
 }

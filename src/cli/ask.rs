@@ -158,7 +158,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 !args.run.load.fixed_seq_len,
             ),
             guard: args.run.load.padding_guard(n_best, features.max_seq_length),
-            shared_memory: args.run.load.shared_memory.into(),
+            // A few requests gain less from shared memory than registering a region
+            // costs (two more calls): `auto` sends the tensors in the messages here.
+            shared_memory: match args.run.load.shared_memory {
+                super::args::SharedMemoryArg::Auto => crate::backend::SharedMemory::None,
+                explicit => explicit.into(),
+            },
             max_seq_len: features.max_seq_length,
         },
         keep_logits: false,
