@@ -274,6 +274,8 @@ impl BertTokenizer {
             scratch: basic::Scratch::default(),
             cache: IdCache::default(),
             segments: IdCache::default(),
+            words: String::new(),
+            word_ends: Vec::new(),
             stats: EncoderStats::default(),
         }
     }
@@ -506,6 +508,10 @@ pub struct Encoder<'t> {
     cache: IdCache,
     /// Whole segment given to [`Encoder::encode_segment`] → its ids.
     segments: IdCache,
+    /// The basic tokens of the text being encoded, one after another, and where each
+    /// ends: gathered first so that their cache slots can be requested together.
+    words: String,
+    word_ends: Vec<usize>,
     stats: EncoderStats,
 }
 
@@ -552,20 +558,44 @@ impl Encoder<'_> {
             tokenizer,
             scratch,
             cache,
+            words,
+            word_ends,
             stats,
             ..
         } = self;
+        // The basic tokens first, and their cache slots requested, so that the lookups'
+        // misses overlap (a question's ten words are ten misses in a table of MBs).
+        words.clear();
+        word_ends.clear();
         basic::for_each_token(text, tokenizer.lower_case, scratch, |word| {
+            words.push_str(word);
+            word_ends.push(words.len());
+        });
+        let mut start = 0;
+        for &end in word_ends.iter() {
+            cache.prefetch(&words[start..end]);
+            start = end;
+        }
+        let mut start = 0;
+        for &end in word_ends.iter() {
+            let word = &words[start..end];
+            start = end;
             stats.words += 1;
             if let Some(ids) = cache.get(word) {
                 out.extend_from_slice(ids);
-                return;
+                continue;
             }
             stats.words_tokenized += 1;
             let before = out.len();
             tokenizer.wordpiece_into(word, out);
             remember(cache, word, &out[before..]);
-        });
+        }
+    }
+
+    /// Starts loading the segment cache's slot for `segment` ([`IdCache::prefetch`]).
+    #[inline]
+    pub fn prefetch_segment(&self, segment: &str) {
+        self.segments.prefetch(segment);
     }
 
     /// [`Encoder::encode`], remembering the ids of `segment` as a whole: a segment seen
