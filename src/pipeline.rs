@@ -1407,7 +1407,10 @@ mod tests {
                 .unwrap();
             (report, collect.await.unwrap())
         });
-        let rows = echo.rows.lock().unwrap().clone();
+        // Batch sizes, largest first: requests in flight together reach the echo in any
+        // order.
+        let mut rows = echo.rows.lock().unwrap().clone();
+        rows.sort_unstable_by(|a, b| b.cmp(a));
         (report, answers, rows)
     }
 
