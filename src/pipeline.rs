@@ -1056,6 +1056,7 @@ fn run_inner<B: Infer>(
             let mut busy = Duration::ZERO;
             let mut kept = Vec::new();
             let mut kept_features = Vec::new();
+            let mut cache = crate::decode::DecodeCache::default();
             let mut one = |msg: ToDecoder| -> Result<()> {
                 let example_index = match msg {
                     ToDecoder::Expect {
@@ -1091,8 +1092,9 @@ fn run_inner<B: Infer>(
                         logits: l,
                     })
                     .collect();
-                let p = crate::decode::decode_example(
+                let p = cache.decode_example(
                     &decode_config,
+                    Some(example.paragraph_index),
                     doc_tokens,
                     &example.qas_id,
                     &views,

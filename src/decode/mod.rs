@@ -145,11 +145,49 @@ pub fn decode_example(
     windows: &[Window<'_>],
     tok: &dyn TokenText,
 ) -> Result<Prediction> {
-    check_casing(config, tok)?;
-    for w in windows {
-        check_window(w, doc_tokens, qas_id)?;
+    DecodeCache::default().decode_example(config, None, doc_tokens, qas_id, windows, tok)
+}
+
+/// What decoding keeps from one question to the next: the basic tokenization of the
+/// current paragraph's words (the questions of a paragraph usually come one after
+/// another, and their answers fall on the same words) and the candidates' buffer.
+/// Paragraphs are named by their index in the one dataset all of a cache's questions
+/// come from.
+#[derive(Default)]
+pub struct DecodeCache {
+    paragraph: Option<usize>,
+    words: WordCache,
+    prelims: Vec<Prelim>,
+}
+
+impl DecodeCache {
+    /// [`decode_example`] for a question of paragraph `paragraph` of the dataset (`None`:
+    /// nothing is kept from the previous question).
+    pub fn decode_example(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph: Option<usize>,
+        doc_tokens: &[String],
+        qas_id: &str,
+        windows: &[Window<'_>],
+        tok: &dyn TokenText,
+    ) -> Result<Prediction> {
+        check_casing(config, tok)?;
+        for w in windows {
+            check_window(w, doc_tokens, qas_id)?;
+        }
+        Ok(self.decode_checked(config, paragraph, doc_tokens, qas_id, windows, tok))
     }
-    Ok(decode_checked(config, doc_tokens, qas_id, windows, tok))
+
+    /// Starts a question: the words' analysis is kept only for the same paragraph.
+    fn start(&mut self, paragraph: Option<usize>) {
+        if paragraph.is_none() || paragraph != self.paragraph {
+            self.words.words.clear();
+        }
+        self.paragraph = paragraph;
+        self.words.runs_used = 0;
+        self.prelims.clear();
+    }
 }
 
 /// Decodes every question of `dataset`, in file order. Logits are matched to features
@@ -186,6 +224,7 @@ pub fn decode(
     }
     let mut out = Vec::with_capacity(dataset.examples.len());
     let mut windows = Vec::new();
+    let mut cache = DecodeCache::default();
     for (example, group) in dataset.examples.iter().zip(&mut groups) {
         group.sort_by_key(|f| f.unique_id);
         windows.clear();
@@ -216,8 +255,9 @@ pub fn decode(
         for w in &windows {
             check_window(w, &paragraph.doc_tokens, &example.qas_id)?;
         }
-        out.push(decode_checked(
+        out.push(cache.decode_checked(
             config,
+            Some(example.paragraph_index),
             &paragraph.doc_tokens,
             &example.qas_id,
             &windows,
@@ -415,163 +455,167 @@ fn softmax(scores: &[f64]) -> Vec<f64> {
     exps.into_iter().map(|e| e / total).collect()
 }
 
-fn decode_checked(
-    config: &DecodeConfig,
-    doc_tokens: &[String],
-    qas_id: &str,
-    windows: &[Window<'_>],
-    tok: &dyn TokenText,
-) -> Prediction {
-    let v2 = config.version_2_with_negative;
-    let mut prelims: Vec<Prelim> = Vec::new();
-    let mut score_null = SCORE_NULL_INIT;
-    let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
-    let mut starts = Vec::with_capacity(config.n_best_size);
-    let mut ends = Vec::with_capacity(config.n_best_size);
+impl DecodeCache {
+    fn decode_checked(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph: Option<usize>,
+        doc_tokens: &[String],
+        qas_id: &str,
+        windows: &[Window<'_>],
+        tok: &dyn TokenText,
+    ) -> Prediction {
+        self.start(paragraph);
+        let DecodeCache { words, prelims, .. } = self;
+        let v2 = config.version_2_with_negative;
+        let mut score_null = SCORE_NULL_INIT;
+        let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
+        let mut starts = Vec::with_capacity(config.n_best_size);
+        let mut ends = Vec::with_capacity(config.n_best_size);
 
-    for (wi, w) in windows.iter().enumerate() {
-        let (f, l) = (w.feature, w.logits);
-        best_indexes(&l.start, config.n_best_size, &mut starts);
-        best_indexes(&l.end, config.n_best_size, &mut ends);
-        if v2 {
-            // §6.4: strict `<`, so equal null scores keep the earlier window.
-            let s0 = f64::from(l.start[0]);
-            let e0 = f64::from(l.end[0]);
-            let z = s0 + e0;
-            if z < score_null {
-                score_null = z;
-                null_window = wi;
-                null_start = s0;
-                null_end = e0;
+        for (wi, w) in windows.iter().enumerate() {
+            let (f, l) = (w.feature, w.logits);
+            best_indexes(&l.start, config.n_best_size, &mut starts);
+            best_indexes(&l.end, config.n_best_size, &mut ends);
+            if v2 {
+                // §6.4: strict `<`, so equal null scores keep the earlier window.
+                let s0 = f64::from(l.start[0]);
+                let e0 = f64::from(l.end[0]);
+                let z = s0 + e0;
+                if z < score_null {
+                    score_null = z;
+                    null_window = wi;
+                    null_start = s0;
+                    null_end = e0;
+                }
+            }
+            // §6.3, in the reference's loop order: start rank, then end rank. The filters
+            // on one position alone are applied once per position, before the pairs.
+            starts.retain(|&s| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
+            ends.retain(|&e| e < f.len() && f.orig_word(e).is_some());
+            for &s in &starts {
+                for &e in &ends {
+                    if e < s || e - s + 1 > config.max_answer_length {
+                        continue;
+                    }
+                    prelims.push(Prelim {
+                        window: wi,
+                        start: s,
+                        end: e,
+                        start_logit: f64::from(l.start[s]),
+                        end_logit: f64::from(l.end[e]),
+                    });
+                }
             }
         }
-        // §6.3, in the reference's loop order: start rank, then end rank. The filters
-        // on one position alone are applied once per position, before the pairs.
-        starts.retain(|&s| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
-        ends.retain(|&e| e < f.len() && f.orig_word(e).is_some());
-        for &s in &starts {
-            for &e in &ends {
-                if e < s || e - s + 1 > config.max_answer_length {
+        if v2 {
+            prelims.push(Prelim {
+                window: null_window,
+                start: 0,
+                end: 0,
+                start_logit: null_start,
+                end_logit: null_end,
+            });
+        }
+        // §6.5: stable, descending by start + end.
+        prelims.sort_by(|a, b| {
+            let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
+            if gt(y, x) {
+                std::cmp::Ordering::Greater
+            } else if gt(x, y) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+
+        // §6.6: n-best with de-duplication by final text across all windows. The texts seen
+        // are exactly those of the entries kept so far (the null entry's is ""), at most
+        // n_best_size + 1 of them: a linear scan beats hashing.
+        let mut scratch = SpanScratch::default();
+        let mut nbest: Vec<rules::RawEntry> = Vec::with_capacity(config.n_best_size + 2);
+        for p in prelims.iter() {
+            if nbest.len() >= config.n_best_size {
+                break;
+            }
+            let text = if p.start > 0 {
+                let f = windows[p.window].feature;
+                let text = span_text(
+                    config,
+                    doc_tokens,
+                    words,
+                    &mut scratch,
+                    f,
+                    p.start,
+                    p.end,
+                    tok,
+                );
+                if nbest.iter().any(|e| e.0 == text) {
                     continue;
                 }
-                prelims.push(Prelim {
-                    window: wi,
-                    start: s,
-                    end: e,
-                    start_logit: f64::from(l.start[s]),
-                    end_logit: f64::from(l.end[e]),
-                });
-            }
+                text
+            } else {
+                String::new()
+            };
+            let span = windows.get(p.window).map(|w| Span {
+                unique_id: w.feature.unique_id,
+                start: p.start,
+                end: p.end,
+            });
+            nbest.push((text, p.start_logit, p.end_logit, span));
         }
-    }
-    if v2 {
-        prelims.push(Prelim {
-            window: null_window,
+        let seen_null = nbest.iter().any(|e| e.0.is_empty());
+        let null_span = windows.get(null_window).map(|w| Span {
+            unique_id: w.feature.unique_id,
             start: 0,
             end: 0,
-            start_logit: null_start,
-            end_logit: null_end,
         });
-    }
-    // §6.5: stable, descending by start + end.
-    prelims.sort_by(|a, b| {
-        let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
-        if gt(y, x) {
-            std::cmp::Ordering::Greater
-        } else if gt(x, y) {
-            std::cmp::Ordering::Less
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+        rules::complete_nbest(
+            config,
+            &mut nbest,
+            seen_null,
+            (null_start, null_end, null_span),
+        );
 
-    // §6.6: n-best with de-duplication by final text across all windows. The texts seen
-    // are exactly those of the entries kept so far (the null entry's is ""), at most
-    // n_best_size + 1 of them: a linear scan beats hashing.
-    let mut words = WordCache::default();
-    let mut scratch = SpanScratch::default();
-    let mut nbest: Vec<rules::RawEntry> = Vec::with_capacity(config.n_best_size + 2);
-    for p in &prelims {
-        if nbest.len() >= config.n_best_size {
-            break;
-        }
-        let text = if p.start > 0 {
-            let f = windows[p.window].feature;
-            let text = span_text(
-                config,
-                doc_tokens,
-                &mut words,
-                &mut scratch,
-                f,
-                p.start,
-                p.end,
-                tok,
-            );
-            if nbest.iter().any(|e| e.0 == text) {
-                continue;
-            }
-            text
+        let scores: Vec<f64> = nbest.iter().map(|(_, s, e, _)| s + e).collect();
+        let probs = softmax(&scores);
+        let nbest: Vec<NbestEntry> = nbest
+            .into_iter()
+            .zip(probs)
+            .map(
+                |((text, start_logit, end_logit, span), probability)| NbestEntry {
+                    text,
+                    probability,
+                    start_logit,
+                    end_logit,
+                    span,
+                },
+            )
+            .collect();
+
+        // §6.10.
+        let (answer, null_odds) = if v2 {
+            // complete_nbest guarantees a non-empty text in a v2 list.
+            let best = nbest.iter().find(|e| !e.text.is_empty());
+            let (text, s, e) = best
+                .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
+                .unwrap_or(("empty", 0.0, 0.0));
+            let diff = score_null - s - e;
+            let answer = if diff > config.null_score_diff_threshold {
+                String::new()
+            } else {
+                text.to_string()
+            };
+            (answer, Some(diff))
         } else {
-            String::new()
+            (nbest[0].text.clone(), None)
         };
-        let span = windows.get(p.window).map(|w| Span {
-            unique_id: w.feature.unique_id,
-            start: p.start,
-            end: p.end,
-        });
-        nbest.push((text, p.start_logit, p.end_logit, span));
-    }
-    let seen_null = nbest.iter().any(|e| e.0.is_empty());
-    let null_span = windows.get(null_window).map(|w| Span {
-        unique_id: w.feature.unique_id,
-        start: 0,
-        end: 0,
-    });
-    rules::complete_nbest(
-        config,
-        &mut nbest,
-        seen_null,
-        (null_start, null_end, null_span),
-    );
-
-    let scores: Vec<f64> = nbest.iter().map(|(_, s, e, _)| s + e).collect();
-    let probs = softmax(&scores);
-    let nbest: Vec<NbestEntry> = nbest
-        .into_iter()
-        .zip(probs)
-        .map(
-            |((text, start_logit, end_logit, span), probability)| NbestEntry {
-                text,
-                probability,
-                start_logit,
-                end_logit,
-                span,
-            },
-        )
-        .collect();
-
-    // §6.10.
-    let (answer, null_odds) = if v2 {
-        // complete_nbest guarantees a non-empty text in a v2 list.
-        let best = nbest.iter().find(|e| !e.text.is_empty());
-        let (text, s, e) = best
-            .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
-            .unwrap_or(("empty", 0.0, 0.0));
-        let diff = score_null - s - e;
-        let answer = if diff > config.null_score_diff_threshold {
-            String::new()
-        } else {
-            text.to_string()
-        };
-        (answer, Some(diff))
-    } else {
-        (nbest[0].text.clone(), None)
-    };
-    Prediction {
-        qas_id: qas_id.to_string(),
-        answer,
-        nbest,
-        null_odds,
+        Prediction {
+            qas_id: qas_id.to_string(),
+            answer,
+            nbest,
+            null_odds,
+        }
     }
 }
 
@@ -650,13 +694,16 @@ fn span_text_general<'a>(
 /// (§3.3, §10.20).
 #[derive(Default)]
 struct WordCache {
-    /// What the basic tokenizer makes of each word index, filled on first use.
+    /// What the basic tokenizer makes of each word index, filled on first use (kept
+    /// across the questions of a paragraph by [`DecodeCache`]).
     words: Vec<WordInfo>,
     /// [`WordCache::whole_words`]'s runs of each window seen, keyed by the feature's
     /// unique id and address (a cache lives for one question's decoding, while its
     /// features are borrowed; the id keeps a reused address from matching should it
-    /// ever live longer), one entry per doc piece.
+    /// ever live longer), one entry per doc piece. Only the first `runs_used` belong to
+    /// the question being decoded; the others are buffers kept for reuse.
     runs: Vec<((u64, usize), Vec<Run>)>,
+    runs_used: usize,
 }
 
 /// What [`WordCache::whole_words`]'s scan finds from a doc piece `a` on through the
@@ -750,11 +797,19 @@ impl WordCache {
             return self.whole_words_scan(doc_tokens, f, start, end, tok);
         }
         let key = (f.unique_id, std::ptr::from_ref(f) as usize);
-        let slot = match self.runs.iter().position(|r| r.0 == key) {
+        let used = self.runs_used;
+        let slot = match self.runs[..used].iter().position(|r| r.0 == key) {
             Some(i) => i,
             None => {
-                self.runs.push((key, vec![Run::UNKNOWN; f.doc_len()]));
-                self.runs.len() - 1
+                if used == self.runs.len() {
+                    self.runs.push((key, Vec::new()));
+                }
+                let (k, runs) = &mut self.runs[used];
+                *k = key;
+                runs.clear();
+                runs.resize(f.doc_len(), Run::UNKNOWN);
+                self.runs_used += 1;
+                used
             }
         };
         let off = f.doc_offset();

@@ -383,6 +383,62 @@ proptest::proptest! {
 }
 
 #[test]
+fn a_decode_cache_shared_across_questions_and_paragraphs_changes_no_answer() {
+    // Two paragraphs whose words need the basic tokenizer (punctuation, capitals), and
+    // questions that alternate between them and repeat one: each answer from a shared
+    // cache equals the answer decoded afresh.
+    let mut a = Fx::new("Hello, World! New-York is big.");
+    let mut b = Fx::new("Paris, France: a city.");
+    let pieces = |fx: &mut Fx| -> Feature {
+        let words: Vec<String> = fx.doc_tokens.clone();
+        let doc: Vec<(String, u32, bool)> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.to_lowercase(), i as u32, true))
+            .collect();
+        let doc: Vec<(&str, u32, bool)> =
+            doc.iter().map(|(p, i, m)| (p.as_str(), *i, *m)).collect();
+        fx.feature(UID, &["q"], &doc)
+    };
+    let fa = pieces(&mut a);
+    let fb = pieces(&mut b);
+    let config = DecodeConfig::default();
+    let mut cache = DecodeCache::default();
+    let cases: [(usize, usize, usize); 6] = [
+        (0, 2, 3),
+        (0, 3, 4),
+        (1, 2, 3),
+        (0, 2, 2),
+        (1, 3, 5),
+        (1, 2, 4),
+    ];
+    for (paragraph, s, e) in cases {
+        let (fx, f) = if paragraph == 0 { (&a, &fa) } else { (&b, &fb) };
+        let l = logits(UID, f.len() + 4, &[(s, 5.0)], &[(e, 5.0)]);
+        let windows = [Window {
+            feature: f,
+            logits: &l,
+        }];
+        let fresh = decode_example(&config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap();
+        let shared = cache
+            .decode_example(
+                &config,
+                Some(paragraph),
+                &fx.doc_tokens,
+                "q",
+                &windows,
+                &fx.tok,
+            )
+            .unwrap();
+        assert_eq!(shared.answer, fresh.answer);
+        assert_eq!(
+            shared.nbest.iter().map(|e| &e.text).collect::<Vec<_>>(),
+            fresh.nbest.iter().map(|e| &e.text).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
 fn nbest_shorter_than_n_best_size() {
     let mut fx = Fx::new("solo");
     let f = fx.feature(UID, &["q"], &[("solo", 0, true)]);
