@@ -130,6 +130,12 @@ impl InferRequest {
     /// the bytes the message carries when shared memory is not used.
     pub fn write_contents(&self, out: &mut Vec<u8>) {
         out.reserve(self.contents_len());
+        self.write_contents_to(out);
+    }
+
+    /// [`write_contents`](Self::write_contents) into any buffer with room for
+    /// [`contents_len`](Self::contents_len) bytes (a slice of a shared memory slot).
+    pub fn write_contents_to<B: BufMut>(&self, out: &mut B) {
         for input in &self.binding.inputs {
             self.put_contents(out, input);
         }

@@ -15,11 +15,12 @@
 //!   process that is killed leaves the server's mapping (a few MB) until the server
 //!   restarts.
 //! - The region holds one slot per request in flight, each sized for a full batch of
-//!   the longest sequence. A request takes a free slot, its tensors are written there
-//!   ([`InferRequest::write_contents`], one `pwrite`), and it carries the region's name
-//!   and offsets instead of the bytes; the slot is free again when the request's task
-//!   ends. A request that finds no free slot, or whose bytes cannot be written, is sent
-//!   with its tensors in the message.
+//!   the longest sequence and mapped into this process on its own (a whole number of
+//!   pages). A request takes a free slot, its tensors are written straight into the
+//!   mapping ([`InferRequest::write_contents_to`]), and it carries the region's name and
+//!   offsets instead of the bytes; the slot is free again when the request's task ends.
+//!   A request that finds no free slot, or that does not fit, is sent with its tensors
+//!   in the message.
 //! - Only inputs: outputs come back in the message. A request the client gave up on
 //!   (a timeout) may still be run by the server later, reading whatever its slot then
 //!   holds; its answer is discarded, so reusing the slot is safe. Outputs written late
@@ -35,10 +36,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use memmap2::{MmapMut, MmapOptions};
 
 use super::binding::Binding;
 use super::client::TritonClient;
@@ -71,11 +74,9 @@ pub struct InputRegion {
 struct Inner {
     /// The registered name (also the object's name, without the leading `/`).
     name: Arc<str>,
-    file: File,
     slot_bytes: usize,
-    /// Free slots, each with the buffer its contents are gathered in (kept, so that its
-    /// pages are reused).
-    free: Mutex<Vec<(usize, Vec<u8>)>>,
+    /// Free slots, each with its own mapping.
+    free: Mutex<Vec<(usize, MmapMut)>>,
     server: TritonClient,
     /// The server lost the region: no slot is handed out any more.
     abandoned: AtomicBool,
@@ -86,7 +87,8 @@ struct Inner {
 pub struct Slot {
     inner: Arc<Inner>,
     index: usize,
-    buffer: Vec<u8>,
+    /// `None` only while it is being given back.
+    map: Option<MmapMut>,
 }
 
 /// What [`InputRegion::open`] decided.
@@ -130,7 +132,10 @@ impl InputRegion {
         if mode == SharedMemory::Auto && !server.is_loopback() {
             return refuse(format!("{} is not a loopback address", server.url()));
         }
-        let size = slots.max(1).saturating_mul(slot_bytes.max(1));
+        // Whole pages per slot: each is mapped on its own, at a page-aligned offset.
+        let slot_bytes = slot_bytes.max(1).div_ceil(PAGE) * PAGE;
+        let slots = slots.max(1);
+        let size = slots.saturating_mul(slot_bytes);
         let name = unique_name();
         let path = PathBuf::from(SHM_DIR).join(&name);
         let file = match create(&path, size as u64) {
@@ -145,11 +150,19 @@ impl InputRegion {
         if let Err(e) = registered {
             return refuse(format!("the server did not register the region: {e}"));
         }
-        let free = (0..slots.max(1)).rev().map(|i| (i, Vec::new())).collect();
+        let mut free = Vec::with_capacity(slots);
+        for i in (0..slots).rev() {
+            match map_slot(&file, i, slot_bytes) {
+                Ok(map) => free.push((i, map)),
+                Err(e) => {
+                    let _ = server.unregister_system_shared_memory(&name).await;
+                    return refuse(format!("cannot map {}: {e}", path.display()));
+                }
+            }
+        }
         Ok(Opened::Region(InputRegion {
             inner: Arc::new(Inner {
                 name: name.into(),
-                file,
                 slot_bytes,
                 free: Mutex::new(free),
                 server: server.clone(),
@@ -173,11 +186,11 @@ impl InputRegion {
         if self.is_abandoned() {
             return None;
         }
-        let (index, buffer) = self.inner.free.lock().ok()?.pop()?;
+        let (index, map) = self.inner.free.lock().ok()?.pop()?;
         Some(Slot {
             inner: self.inner.clone(),
             index,
-            buffer,
+            map: Some(map),
         })
     }
 
@@ -210,26 +223,23 @@ impl Slot {
     /// or cannot be written.
     pub fn place(&mut self, request: InferRequest) -> InferRequest {
         let len = request.contents_len();
-        if len > self.inner.slot_bytes {
+        let Some(map) = self.map.as_mut().filter(|m| len <= m.len()) else {
             return request;
-        }
-        self.buffer.clear();
-        request.write_contents(&mut self.buffer);
-        let offset = (self.index * self.inner.slot_bytes) as u64;
-        match self.inner.file.write_all_at(&self.buffer, offset) {
-            Ok(()) => request.with_shm_inputs(ShmInputs {
-                region: self.inner.name.clone(),
-                offset,
-            }),
-            Err(_) => request,
-        }
+        };
+        let mut room: &mut [u8] = &mut map[..len];
+        request.write_contents_to(&mut room);
+        debug_assert!(room.is_empty(), "contents_len bytes written");
+        request.with_shm_inputs(ShmInputs {
+            region: self.inner.name.clone(),
+            offset: (self.index * self.inner.slot_bytes) as u64,
+        })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Ok(mut free) = self.inner.free.lock() {
-            free.push((self.index, std::mem::take(&mut self.buffer)));
+        if let (Ok(mut free), Some(map)) = (self.inner.free.lock(), self.map.take()) {
+            free.push((self.index, map));
         }
     }
 }
@@ -256,6 +266,23 @@ fn unique_name() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Mapping granularity (slots start on page boundaries).
+const PAGE: usize = 4096;
+
+/// Slot `index` of `slot_bytes` bytes of `file`, mapped for writing.
+fn map_slot(file: &File, index: usize, slot_bytes: usize) -> io::Result<MmapMut> {
+    // SAFETY: the object was created by this process (0600, a name no one else uses)
+    // and unlinked; the only other party is the server, which reads a slot's inputs
+    // while its request runs and writes nothing to it (outputs come back in the
+    // message), so no one changes these bytes under this mapping.
+    unsafe {
+        MmapOptions::new()
+            .offset((index * slot_bytes) as u64)
+            .len(slot_bytes)
+            .map_mut(file)
+    }
 }
 
 /// A new object of `size` bytes readable and writable by this user only.
