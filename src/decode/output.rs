@@ -20,11 +20,11 @@ pub fn render_predictions(preds: &[Prediction]) -> Vec<u8> {
 
 /// `nbest_predictions.json`: `{qid: [{text, probability, start_logit, end_logit}, …]}`.
 pub fn render_nbest(preds: &[Prediction]) -> Vec<u8> {
-    let mut floats = FloatTexts::default();
+    let mut writer = NbestWriter::default();
     render_object(
         preds,
         |_| true,
-        |p, out, indent| nbest_value(p, out, indent, &mut floats),
+        |p, out, indent| writer.value(p, out, indent),
     )
 }
 
@@ -68,37 +68,62 @@ impl FloatTexts {
     }
 }
 
-fn nbest_value(p: &Prediction, out: &mut String, indent: usize, floats: &mut FloatTexts) {
-    if p.nbest.is_empty() {
-        out.push_str("[]");
-        return;
-    }
-    out.push('[');
-    for (i, e) in p.nbest.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+/// Writes n-best lists: the float cache and, for the depth of the last list, the
+/// constant text between an entry's values, each written with one copy.
+#[derive(Default)]
+struct NbestWriter {
+    floats: FloatTexts,
+    /// The depth `pieces` were made for.
+    depth: Option<usize>,
+    /// `[` and the first entry's opening up to its text's value; the same after an
+    /// entry; before each of the three numbers; an entry's close; the list's close.
+    pieces: [String; 7],
+}
+
+impl NbestWriter {
+    fn pieces(&mut self, depth: usize) -> &[String; 7] {
+        if self.depth != Some(depth) {
+            let nl = |d: usize| {
+                let mut s = String::from("\n");
+                s.extend(std::iter::repeat_n("    ", d));
+                s
+            };
+            let open = format!("{}{{{}\"text\": ", nl(depth + 1), nl(depth + 2));
+            let field = |key: &str| format!(",{}\"{key}\": ", nl(depth + 2));
+            self.pieces = [
+                format!("[{open}"),
+                format!(",{open}"),
+                field("probability"),
+                field("start_logit"),
+                field("end_logit"),
+                nl(depth + 1) + "}",
+                nl(depth) + "]",
+            ];
+            self.depth = Some(depth);
         }
-        newline(out, indent + 1);
-        out.push('{');
-        let fields = [
-            ("\"probability\": ", e.probability),
-            ("\"start_logit\": ", e.start_logit),
-            ("\"end_logit\": ", e.end_logit),
-        ];
-        newline(out, indent + 2);
-        out.push_str("\"text\": ");
-        push_str(out, &e.text);
-        for (key, value) in fields {
-            out.push(',');
-            newline(out, indent + 2);
-            out.push_str(key);
-            floats.push(out, value);
-        }
-        newline(out, indent + 1);
-        out.push('}');
+        &self.pieces
     }
-    newline(out, indent);
-    out.push(']');
+
+    fn value(&mut self, p: &Prediction, out: &mut String, indent: usize) {
+        if p.nbest.is_empty() {
+            out.push_str("[]");
+            return;
+        }
+        self.pieces(indent);
+        let NbestWriter { floats, pieces, .. } = self;
+        for (i, e) in p.nbest.iter().enumerate() {
+            out.push_str(&pieces[usize::from(i > 0)]);
+            push_str(out, &e.text);
+            out.push_str(&pieces[2]);
+            floats.push(out, e.probability);
+            out.push_str(&pieces[3]);
+            floats.push(out, e.start_logit);
+            out.push_str(&pieces[4]);
+            floats.push(out, e.end_logit);
+            out.push_str(&pieces[5]);
+        }
+        out.push_str(&pieces[6]);
+    }
 }
 
 /// `null_odds.json` (v2): `{qid: diff}` for the questions that have null odds.
@@ -117,11 +142,11 @@ pub fn write_outputs(dir: &Path, preds: &[Prediction], version_2: bool) -> Resul
     write_atomic(&dir.join("predictions.json"), &render_predictions(preds))?;
     // The largest file (about 30 MB for SQuAD dev) is streamed, never held whole.
     write_atomic_with(&dir.join("nbest_predictions.json"), |w| {
-        let mut floats = FloatTexts::default();
+        let mut writer = NbestWriter::default();
         render_object_to(
             preds,
             |_| true,
-            |p, out, indent| nbest_value(p, out, indent, &mut floats),
+            |p, out, indent| writer.value(p, out, indent),
             w,
         )
     })?;
