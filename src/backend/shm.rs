@@ -36,7 +36,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -286,7 +285,9 @@ fn map_slot(file: &File, index: usize, slot_bytes: usize) -> io::Result<MmapMut>
 }
 
 /// A new object of `size` bytes readable and writable by this user only.
+#[cfg(unix)]
 fn create(path: &std::path::Path, size: u64) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -298,6 +299,15 @@ fn create(path: &std::path::Path, size: u64) -> io::Result<File> {
         return Err(e);
     }
     Ok(file)
+}
+
+/// POSIX shared memory objects are a Unix matter: elsewhere a region is never made.
+#[cfg(not(unix))]
+fn create(_: &std::path::Path, _: u64) -> io::Result<File> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "POSIX shared memory needs a Unix system",
+    ))
 }
 
 #[cfg(test)]
