@@ -23,7 +23,142 @@ pub struct Answer {
 pub struct Paragraph {
     pub context: String,
     /// Whitespace-separated words of the context, characters kept exactly.
-    pub doc_tokens: Vec<String>,
+    pub doc_tokens: Words,
+}
+
+/// A paragraph's words (spec §2.1): their text one after another in one buffer, and where
+/// each ends. One allocation per paragraph rather than one per word (SQuAD dev has a
+/// quarter of a million words), and a paragraph's words lie together in memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Words {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Words {
+    /// Room for `words` words of `bytes` bytes in all.
+    pub fn with_capacity(words: usize, bytes: usize) -> Self {
+        Words {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(words),
+        }
+    }
+
+    /// Appends a word. Paragraphs stay far below 4 GiB (the reader checks contexts).
+    pub fn push(&mut self, word: &str) {
+        self.text.push_str(word);
+        self.ends
+            .push(u32::try_from(self.text.len()).expect("a paragraph under 4 GiB"));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Word `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)? as usize;
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] as usize,
+        };
+        Some(&self.text[start..end])
+    }
+
+    /// The words in order.
+    pub fn iter(&self) -> WordsIter<'_> {
+        self.range(0..self.len())
+    }
+
+    /// The words of `range` in order (panics past the end, as slicing does).
+    pub fn range(&self, range: impl std::ops::RangeBounds<usize>) -> WordsIter<'_> {
+        let start = match range.start_bound() {
+            std::ops::Bound::Included(&s) => s,
+            std::ops::Bound::Excluded(&s) => s + 1,
+            std::ops::Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            std::ops::Bound::Included(&e) => e + 1,
+            std::ops::Bound::Excluded(&e) => e,
+            std::ops::Bound::Unbounded => self.len(),
+        };
+        assert!(
+            start <= end && end <= self.len(),
+            "words {start}..{end} of {}",
+            self.len()
+        );
+        WordsIter {
+            text: &self.text,
+            from: if start == 0 { 0 } else { self.ends[start - 1] },
+            ends: self.ends[start..end].iter(),
+        }
+    }
+
+    /// Words `first..=last` joined by single spaces (`" ".join(words[first:last + 1])`),
+    /// copied in runs: the words lie one after another in the buffer.
+    pub fn join(&self, first: usize, last: usize) -> String {
+        let start = if first == 0 { 0 } else { self.ends[first - 1] } as usize;
+        let end = self.ends[last] as usize;
+        let mut out = String::with_capacity(end - start + (last - first));
+        let mut from = start;
+        for &e in &self.ends[first..last] {
+            out.push_str(&self.text[from..e as usize]);
+            out.push(' ');
+            from = e as usize;
+        }
+        out.push_str(&self.text[from..end]);
+        out
+    }
+}
+
+/// [`Words::iter`] and [`Words::range`].
+#[derive(Debug, Clone)]
+pub struct WordsIter<'a> {
+    text: &'a str,
+    from: u32,
+    ends: std::slice::Iter<'a, u32>,
+}
+
+impl<'a> Iterator for WordsIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let end = *self.ends.next()?;
+        let word = &self.text[self.from as usize..end as usize];
+        self.from = end;
+        Some(word)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ends.size_hint()
+    }
+}
+
+impl ExactSizeIterator for WordsIter<'_> {}
+
+impl std::ops::Index<usize> for Words {
+    type Output = str;
+
+    fn index(&self, i: usize) -> &str {
+        match self.get(i) {
+            Some(w) => w,
+            None => panic!("word {i} of {}", self.len()),
+        }
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Words {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut words = Words::default();
+        for w in iter {
+            words.push(w.as_ref());
+        }
+        words
+    }
 }
 
 impl Paragraph {
@@ -180,4 +315,39 @@ pub trait TokenText {
     /// The BERT basic tokenizer (§3.3) with this tokenizer's casing: cleaned,
     /// optionally lower-cased and accent-stripped, split on whitespace and punctuation.
     fn basic_tokenize(&self, text: &str) -> Vec<String>;
+}
+
+#[cfg(test)]
+mod words_tests {
+    use super::Words;
+
+    #[test]
+    fn words_are_kept_apart_and_joined_as_python_joins_them() {
+        let list = ["Steve", "", "Smith's", "dog.", "\u{e9}t\u{e9}"];
+        let words: Words = list.iter().collect();
+        assert_eq!(words.len(), 5);
+        assert!(!words.is_empty() && Words::default().is_empty());
+        assert_eq!(words.iter().collect::<Vec<_>>(), list);
+        assert_eq!(words.iter().len(), 5);
+        for (i, w) in list.iter().enumerate() {
+            assert_eq!(&words[i], *w);
+            assert_eq!(words.get(i), Some(*w));
+        }
+        assert_eq!(words.get(5), None);
+        assert_eq!(words.range(2..=3).collect::<Vec<_>>(), ["Smith's", "dog."]);
+        assert_eq!(words.range(..1).collect::<Vec<_>>(), ["Steve"]);
+        assert_eq!(words.range(5..).count(), 0);
+        for first in 0..list.len() {
+            for last in first..list.len() {
+                assert_eq!(words.join(first, last), list[first..=last].join(" "));
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "words 4..6 of 5")]
+    fn a_range_past_the_end_panics() {
+        let words: Words = ["a", "b", "c", "d", "e"].iter().collect();
+        let _ = words.range(4..=5);
+    }
 }

@@ -106,7 +106,7 @@ pub fn char_span(
     // The reference's orig_text: the words joined by single spaces; the final text is
     // a substring of it.
     let mut joined: Vec<(char, usize)> = Vec::new();
-    let words = paragraph.doc_tokens[first_word..=last_word].iter();
+    let words = paragraph.doc_tokens.range(first_word..=last_word);
     for (i, (word, &start)) in words.zip(&word_start[first_word..=last_word]).enumerate() {
         if i > 0 {
             joined.push((' ', usize::MAX));

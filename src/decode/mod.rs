@@ -31,7 +31,7 @@ pub mod rules;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::types::{Dataset, Feature, Logits, TokenText};
+use crate::types::{Dataset, Feature, Logits, TokenText, Words};
 
 pub use final_text::get_final_text;
 pub(crate) use output::push_str;
@@ -140,7 +140,7 @@ const SCORE_NULL_INIT: f64 = 1_000_000.0;
 /// are shorter than the feature, a feature that points outside `doc_tokens`.
 pub fn decode_example(
     config: &DecodeConfig,
-    doc_tokens: &[String],
+    doc_tokens: &Words,
     qas_id: &str,
     windows: &[Window<'_>],
     tok: &dyn TokenText,
@@ -167,7 +167,7 @@ impl DecodeCache {
         &mut self,
         config: &DecodeConfig,
         paragraph: Option<usize>,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         qas_id: &str,
         windows: &[Window<'_>],
         tok: &dyn TokenText,
@@ -278,7 +278,7 @@ fn check_casing(config: &DecodeConfig, tok: &dyn TokenText) -> Result<()> {
     Ok(())
 }
 
-fn check_window(w: &Window<'_>, doc_tokens: &[String], qas_id: &str) -> Result<()> {
+fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str) -> Result<()> {
     let f = w.feature;
     let l = w.logits;
     let err = |message: String| Error::Decode {
@@ -460,7 +460,7 @@ impl DecodeCache {
         &mut self,
         config: &DecodeConfig,
         paragraph: Option<usize>,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         qas_id: &str,
         windows: &[Window<'_>],
         tok: &dyn TokenText,
@@ -633,7 +633,7 @@ struct SpanScratch<'a> {
 #[allow(clippy::too_many_arguments)]
 fn span_text<'a>(
     config: &DecodeConfig,
-    doc_tokens: &[String],
+    doc_tokens: &Words,
     words: &mut WordCache,
     scratch: &mut SpanScratch<'a>,
     f: &Feature,
@@ -652,7 +652,7 @@ fn span_text<'a>(
 #[allow(clippy::too_many_arguments)]
 fn span_text_general<'a>(
     config: &DecodeConfig,
-    doc_tokens: &[String],
+    doc_tokens: &Words,
     words: &mut WordCache,
     scratch: &mut SpanScratch<'a>,
     f: &Feature,
@@ -678,7 +678,7 @@ fn span_text_general<'a>(
     }
     let orig = &mut scratch.orig;
     orig.clear();
-    for (i, w) in doc_tokens[ws..=we].iter().enumerate() {
+    for (i, w) in doc_tokens.range(ws..=we).enumerate() {
         if i > 0 {
             orig.push(' ');
         }
@@ -786,7 +786,7 @@ impl WordCache {
     /// [`WordCache::whole_words_scan`], cut where the word changes.
     fn whole_words(
         &mut self,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         f: &Feature,
         start: usize,
         end: usize,
@@ -836,13 +836,13 @@ impl WordCache {
             a = next;
             word += 1;
         }
-        Some(join_words(&doc_tokens[ws..=we]))
+        Some(doc_tokens.join(ws, we))
     }
 
     /// The [`Run`] from doc piece `a` of word `w`.
     fn run_from(
         &mut self,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         f: &Feature,
         a: usize,
         w: usize,
@@ -901,7 +901,7 @@ impl WordCache {
     /// [`WordCache::whole_words`] piece by piece, without the runs.
     fn whole_words_scan(
         &mut self,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         f: &Feature,
         start: usize,
         end: usize,
@@ -950,13 +950,13 @@ impl WordCache {
         if covered != basic.len() {
             return None;
         }
-        Some(join_words(&doc_tokens[ws..=we]))
+        Some(doc_tokens.join(ws, we))
     }
 
     /// `" ".join(basic_tokenize(" ".join(doc_tokens[ws..=we])))`, into `out`.
     fn basic_text(
         &mut self,
-        doc_tokens: &[String],
+        doc_tokens: &Words,
         ws: usize,
         we: usize,
         tok: &dyn TokenText,
@@ -964,7 +964,10 @@ impl WordCache {
     ) {
         self.fill(we);
         out.clear();
-        for (slot, word) in self.words[ws..=we].iter_mut().zip(&doc_tokens[ws..=we]) {
+        for (slot, word) in self.words[ws..=we]
+            .iter_mut()
+            .zip(doc_tokens.range(ws..=we))
+        {
             let text = Self::basic(slot, word, tok);
             if text.is_empty() {
                 continue;
@@ -975,18 +978,6 @@ impl WordCache {
             out.push_str(text);
         }
     }
-}
-
-/// `" ".join(words)`.
-fn join_words(words: &[String]) -> String {
-    let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            text.push(' ');
-        }
-        text.push_str(w);
-    }
-    text
 }
 
 /// Python's `str.split()` whitespace (spec §3.5).

@@ -48,7 +48,7 @@ impl TokenText for TestTok {
 /// Builds features over one paragraph, interning token strings as ids.
 struct Fx {
     tok: TestTok,
-    doc_tokens: Vec<String>,
+    doc_tokens: crate::types::Words,
 }
 
 impl Fx {
@@ -390,7 +390,7 @@ fn a_decode_cache_shared_across_questions_and_paragraphs_changes_no_answer() {
     let mut a = Fx::new("Hello, World! New-York is big.");
     let mut b = Fx::new("Paris, France: a city.");
     let pieces = |fx: &mut Fx| -> Feature {
-        let words: Vec<String> = fx.doc_tokens.clone();
+        let words: Vec<String> = fx.doc_tokens.iter().map(str::to_string).collect();
         let doc: Vec<(String, u32, bool)> = words
             .iter()
             .enumerate()
@@ -683,7 +683,7 @@ fn bad_windows_are_errors() {
     // A word index outside the paragraph.
     assert!(decode_example(
         &DecodeConfig::default(),
-        &fx.doc_tokens[..1],
+        &fx.doc_tokens.range(..1).collect(),
         "q",
         &w,
         &fx.tok
@@ -801,7 +801,7 @@ fn whole_word_shortcut_equals_the_general_path() {
         let mut runner = proptest::test_runner::TestRunner::default();
         runner
             .run(&proptest::collection::vec(word.clone(), 1..10), |words| {
-                let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+                let doc_tokens: crate::types::Words = words.iter().collect();
                 let (ids, map) = pieces_of_words(&tok, &doc_tokens);
                 let n = map.len();
                 let f = whole_context_feature(ids, map);
@@ -883,7 +883,7 @@ fn whole_word_runs_equal_the_scan_on_any_map() {
         let mut runner = proptest::test_runner::TestRunner::default();
         runner
             .run(&case, |(words, edits)| {
-                let doc_tokens: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+                let doc_tokens: crate::types::Words = words.iter().collect();
                 let nw = doc_tokens.len() as u32;
                 let (mut ids, mut map) = pieces_of_words(&tok, &doc_tokens);
                 let n = map.len();
@@ -920,7 +920,10 @@ fn whole_word_runs_equal_the_scan_on_any_map() {
 }
 
 /// `[CLS] [SEP]` and the pieces of `words`, then `[SEP]`, and each piece's word.
-fn pieces_of_words(tok: &crate::tokenize::BertTokenizer, words: &[String]) -> (Vec<u32>, Vec<u32>) {
+fn pieces_of_words(
+    tok: &crate::tokenize::BertTokenizer,
+    words: &crate::types::Words,
+) -> (Vec<u32>, Vec<u32>) {
     let mut encoder = tok.encoder();
     let mut ids = vec![tok.cls_id(), tok.sep_id()];
     let mut map = Vec::new();
