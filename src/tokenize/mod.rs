@@ -592,7 +592,8 @@ impl Encoder<'_> {
         }
     }
 
-    /// Starts loading the segment cache's slot for `segment` ([`IdCache::prefetch`]).
+    /// Starts loading the segment cache's slot for `segment`, a few words ahead of its
+    /// lookup, so that the lookups' cache misses overlap.
     #[inline]
     pub fn prefetch_segment(&self, segment: &str) {
         self.segments.prefetch(segment);
