@@ -9,7 +9,8 @@
 //!
 //! Contract:
 //! - One region per run: a POSIX shared memory object (a file under `/dev/shm`, created
-//!   with mode 0600 and a name no other run uses), registered with the server under the
+//!   with mode 0600 and a name no other run uses, its memory written through at once so
+//!   that a full `/dev/shm` fails here rather than as SIGBUS mid-run), registered with the server under the
 //!   same name, then unlinked at once: the server keeps its mapping, so nothing is left
 //!   in `/dev/shm` however the run ends. [`InputRegion::close`] unregisters it; a
 //!   process that is killed leaves the server's mapping (a few MB) until the server
@@ -284,17 +285,33 @@ fn map_slot(file: &File, index: usize, slot_bytes: usize) -> io::Result<MmapMut>
     }
 }
 
-/// A new object of `size` bytes readable and writable by this user only.
+/// A new object of `size` bytes readable and writable by this user only, its memory
+/// taken now: written through, not just sized. A sized but unwritten object gets its
+/// pages on first touch, and a full `/dev/shm` (64 MB in a default container) would then
+/// kill the process with SIGBUS in the middle of a run instead of failing here.
 #[cfg(unix)]
 fn create(path: &std::path::Path, size: u64) -> io::Result<File> {
+    use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)?;
-    if let Err(e) = file.set_len(size) {
+    let zeros = [0u8; 1 << 16];
+    let mut left = size;
+    let written = loop {
+        if left == 0 {
+            break file.flush();
+        }
+        let n = left.min(zeros.len() as u64) as usize;
+        if let Err(e) = file.write_all(&zeros[..n]) {
+            break Err(e);
+        }
+        left -= n as u64;
+    };
+    if let Err(e) = written {
         let _ = std::fs::remove_file(path);
         return Err(e);
     }
@@ -313,6 +330,25 @@ fn create(_: &std::path::Path, _: u64) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn an_object_is_created_whole_and_only_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(unique_name());
+        let file = create(&path, 3 * PAGE as u64 + 5).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 3 * PAGE as u64 + 5);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        // A name in use is an error (another run's region is never taken over).
+        assert!(create(&path, 1).is_err());
+        let mut map = map_slot(&file, 1, PAGE).unwrap();
+        map[..4].copy_from_slice(b"bert");
+        drop(map);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[PAGE..PAGE + 4], b"bert");
+        assert!(bytes[..PAGE].iter().all(|&b| b == 0));
+    }
 
     #[test]
     fn names_differ_within_a_process() {
