@@ -1676,21 +1676,27 @@ mod tests {
         assert!(!padding_displaces(&l, 5, 3));
     }
 
+    /// -3..=3 as floats, with 3 → NaN, 2 → +∞ and -3 → −∞: ties and non-finite values
+    /// common.
+    fn small_floats(values: &[i8]) -> Vec<f32> {
+        values
+            .iter()
+            .map(|&v| match v {
+                3 => f32::NAN,
+                2 => f32::INFINITY,
+                -3 => f32::NEG_INFINITY,
+                v => f32::from(v),
+            })
+            .collect()
+    }
+
     proptest::proptest! {
         /// The lanes' maximum is one pass's, with NaN, ±∞ and any length.
         #[test]
         fn max_ignoring_nan_is_a_plain_fold(
             values in proptest::collection::vec(-3i8..4, 0..70),
         ) {
-            let x: Vec<f32> = values
-                .iter()
-                .map(|&v| match v {
-                    3 => f32::NAN,
-                    2 => f32::INFINITY,
-                    -3 => f32::NEG_INFINITY,
-                    v => f32::from(v),
-                })
-                .collect();
+            let x = small_floats(&values);
             let plain = x
                 .iter()
                 .filter(|v| !v.is_nan())
@@ -1706,15 +1712,7 @@ mod tests {
             real in 0usize..48,
             n in 0usize..24,
         ) {
-            let x: Vec<f32> = values
-                .iter()
-                .map(|&v| match v {
-                    3 => f32::NAN,
-                    2 => f32::INFINITY,
-                    -3 => f32::NEG_INFINITY,
-                    v => f32::from(v),
-                })
-                .collect();
+            let x = small_floats(&values);
             let real = real.min(x.len());
             let want = n.min(real);
             let exact = x.len() > real && crate::decode::real_in_top(&x, real, n) < want;
