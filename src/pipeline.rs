@@ -397,12 +397,17 @@ pub async fn infer_all<B: Infer>(
             binding.model
         )));
     }
-    // A slot per request in flight, and one spare.
+    // A slot per request in flight (at most shm::MAX_SLOTS), and one spare, each for a
+    // full batch at the longest length a request can be padded to.
+    let longest = match config.padding {
+        Padding::Fixed(n) => n.max(config.max_seq_len),
+        Padding::Longest { multiple } => config.max_seq_len.next_multiple_of(multiple.max(1)),
+    };
     let opened = shm::InputRegion::open(
         config.shared_memory,
         client.single_server(),
-        config.concurrency.max(1) + 1,
-        shm::slot_bytes(&binding, config.batch_size, config.max_seq_len),
+        config.concurrency.clamp(1, shm::MAX_SLOTS - 1) + 1,
+        shm::slot_bytes(&binding, config.batch_size, longest),
     )
     .await?;
     let (region, note) = match opened {

@@ -32,7 +32,7 @@ pub struct Paragraph {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Words {
     text: String,
-    ends: Vec<u32>,
+    ends: Vec<usize>,
 }
 
 impl Words {
@@ -44,11 +44,10 @@ impl Words {
         }
     }
 
-    /// Appends a word. Paragraphs stay far below 4 GiB (the reader checks contexts).
+    /// Appends a word.
     pub fn push(&mut self, word: &str) {
         self.text.push_str(word);
-        self.ends
-            .push(u32::try_from(self.text.len()).expect("a paragraph under 4 GiB"));
+        self.ends.push(self.text.len());
     }
 
     pub fn len(&self) -> usize {
@@ -61,10 +60,10 @@ impl Words {
 
     /// Word `i`, if there is one.
     pub fn get(&self, i: usize) -> Option<&str> {
-        let end = *self.ends.get(i)? as usize;
+        let end = *self.ends.get(i)?;
         let start = match i {
             0 => 0,
-            _ => self.ends[i - 1] as usize,
+            _ => self.ends[i - 1],
         };
         Some(&self.text[start..end])
     }
@@ -101,14 +100,14 @@ impl Words {
     /// Words `first..=last` joined by single spaces (`" ".join(words[first:last + 1])`),
     /// copied in runs: the words lie one after another in the buffer.
     pub fn join(&self, first: usize, last: usize) -> String {
-        let start = if first == 0 { 0 } else { self.ends[first - 1] } as usize;
-        let end = self.ends[last] as usize;
+        let start = if first == 0 { 0 } else { self.ends[first - 1] };
+        let end = self.ends[last];
         let mut out = String::with_capacity(end - start + (last - first));
         let mut from = start;
         for &e in &self.ends[first..last] {
-            out.push_str(&self.text[from..e as usize]);
+            out.push_str(&self.text[from..e]);
             out.push(' ');
-            from = e as usize;
+            from = e;
         }
         out.push_str(&self.text[from..end]);
         out
@@ -119,8 +118,8 @@ impl Words {
 #[derive(Debug, Clone)]
 pub struct WordsIter<'a> {
     text: &'a str,
-    from: u32,
-    ends: std::slice::Iter<'a, u32>,
+    from: usize,
+    ends: std::slice::Iter<'a, usize>,
 }
 
 impl<'a> Iterator for WordsIter<'a> {
@@ -128,7 +127,7 @@ impl<'a> Iterator for WordsIter<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let end = *self.ends.next()?;
-        let word = &self.text[self.from as usize..end as usize];
+        let word = &self.text[self.from..end];
         self.from = end;
         Some(word)
     }

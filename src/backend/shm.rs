@@ -101,6 +101,10 @@ pub enum Opened {
     Message(Option<String>),
 }
 
+/// Most slots a region has (requests in flight beyond them carry their tensors): each
+/// slot's memory is taken when the region is made.
+pub const MAX_SLOTS: usize = 64;
+
 /// Bytes of one request's input tensors at most: `rows` features padded to `seq_len`.
 pub fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usize {
     super::request::contents_len(binding, rows, seq_len)
@@ -206,14 +210,31 @@ impl InputRegion {
 
     /// Unregisters the region (the server unmaps it; the memory is then freed). An
     /// abandoned region is not known to the server: nothing to do.
+    ///
+    /// A server that still runs a request reading the region (one the client gave up on)
+    /// refuses with "in use" (Triton 24.09 and later); the call is repeated for up to two
+    /// seconds. Older servers unmap it at once, so a caller waits for its requests first.
     pub async fn close(self) -> Result<()> {
         if self.is_abandoned() {
             return Ok(());
         }
-        self.inner
-            .server
-            .unregister_system_shared_memory(&self.inner.name)
-            .await
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            let result = self
+                .inner
+                .server
+                .unregister_system_shared_memory(&self.inner.name)
+                .await;
+            match result {
+                Err(e)
+                    if e.to_string().to_ascii_lowercase().contains("in use")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                other => return other,
+            }
+        }
     }
 }
 
@@ -248,10 +269,10 @@ impl Drop for Slot {
 /// registered (a server restarted since the region was registered).
 pub fn is_lost_region(error: &Error) -> bool {
     let text = error.to_string().to_ascii_lowercase();
+    // Not "invalid offset + byte size": that is a request that does not fit the region,
+    // a bug on this side, and it must not pass for a restart.
     text.contains("shared memory region")
-        && (text.contains("unable to find")
-            || text.contains("not found")
-            || text.contains("invalid"))
+        && (text.contains("unable to find") || text.contains("not found"))
 }
 
 /// A name no other region on this machine has: the process id, a per-process counter
@@ -348,6 +369,27 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[PAGE..PAGE + 4], b"bert");
         assert!(bytes[..PAGE].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn only_an_unknown_region_counts_as_lost() {
+        let server = |message: &str| Error::Server {
+            url: "127.0.0.1:8001".into(),
+            code: "InvalidArgument".into(),
+            message: message.into(),
+        };
+        assert!(is_lost_region(&server(
+            "Unable to find system shared memory region: 'bertqa-1-0-1'"
+        )));
+        assert!(is_lost_region(&server(
+            "shared memory region 'bertqa-1-0-1' not found"
+        )));
+        assert!(!is_lost_region(&server(
+            "Invalid offset + byte size for shared memory region: 'bertqa-1-0-1'"
+        )));
+        assert!(!is_lost_region(&server(
+            "unexpected shape for input 'input__2'"
+        )));
     }
 
     #[test]

@@ -405,7 +405,7 @@ pub async fn sweep(
     // largest batch.
     let most_inflight = match &config.load {
         Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
-        Load::RequestRate { .. } => config.max_inflight.min(MAX_SHM_SLOTS),
+        Load::RequestRate { .. } => config.max_inflight.min(shm::MAX_SLOTS),
     };
     let largest = batches
         .iter()
@@ -415,7 +415,7 @@ pub async fn sweep(
     let opened = shm::InputRegion::open(
         config.shared_memory,
         Some(client),
-        most_inflight.clamp(1, MAX_SHM_SLOTS) + 1,
+        most_inflight.clamp(1, shm::MAX_SLOTS - 1) + 1,
         largest,
     )
     .await?;
@@ -440,10 +440,6 @@ pub async fn sweep(
     }
     Ok((swept?, report))
 }
-
-/// Slots of a sweep's shared memory region at most (requests beyond them carry their
-/// tensors).
-const MAX_SHM_SLOTS: usize = 64;
 
 /// [`sweep`] once the shared memory region (if any) is open.
 async fn sweep_levels(
