@@ -301,11 +301,13 @@ pub struct InferReport {
     pub shared_memory: SharedMemoryReport,
 }
 
-/// How input tensors travelled.
+/// How tensors travelled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SharedMemoryReport {
     /// Some request's inputs went through a shared memory region.
     pub used: bool,
+    /// Some request's outputs came back through it too.
+    pub outputs: bool,
     /// Why they did not, when shared memory was asked for (or `auto`) and not used, or
     /// what went wrong closing the region.
     pub note: Option<String>,
@@ -416,6 +418,7 @@ pub async fn infer_all<B: Infer>(
     };
     let result = send_all(client, binding, config, region.clone(), features, results).await;
     let lost = region.as_ref().is_some_and(|r| r.is_abandoned());
+    let outputs_used = region.as_ref().is_some_and(|r| r.outputs_used());
     let closed = match region {
         Some(r) => r.close().await,
         None => Ok(()),
@@ -425,6 +428,7 @@ pub async fn infer_all<B: Infer>(
     // server restarts: worth a note, not a failed run.
     report.shared_memory = SharedMemoryReport {
         used: report.shared_memory.used,
+        outputs: outputs_used,
         note: note
             .or_else(|| {
                 lost.then(|| {
@@ -541,10 +545,12 @@ async fn send_all<B: Infer>(
                 }
                 Err(e) => return Err(e),
             };
-            // Free for the next request: the server has read the inputs.
-            drop(slot);
             let received = Instant::now();
-            let mut logits = tensor::decode_response(&request, &response)?;
+            let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
+            let (mut logits, from_shm) = tensor::decode_response_in(&request, &response, outputs)?;
+            if let Some(slot) = slot {
+                slot.answered(from_shm);
+            }
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
             let batch = request.into_features();
             let displaced = check.map_or(0, |n| {

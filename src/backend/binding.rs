@@ -459,10 +459,37 @@ impl Binding {
 
     /// Names of the outputs to request, in the order they are decoded.
     pub fn output_names(&self) -> Vec<&str> {
+        self.output_bindings()
+            .into_iter()
+            .map(|o| o.name.as_str())
+            .collect()
+    }
+
+    /// The outputs in the order they are requested (start, end; or the stacked one).
+    pub fn output_bindings(&self) -> Vec<&OutputBinding> {
         match &self.outputs {
-            Outputs::Split { start, end } => vec![start.name.as_str(), end.name.as_str()],
-            Outputs::Stacked { logits } => vec![logits.name.as_str()],
+            Outputs::Split { start, end } => vec![start, end],
+            Outputs::Stacked { logits } => vec![logits],
         }
+    }
+
+    /// Values of each output for `rows` features of `seq_len` tokens: one per position,
+    /// two for the stacked `[batch, seq, 2]` output.
+    pub fn output_values(&self, rows: usize, seq_len: usize) -> usize {
+        let per_position = match self.outputs {
+            Outputs::Split { .. } => 1,
+            Outputs::Stacked { .. } => 2,
+        };
+        rows * seq_len * per_position
+    }
+
+    /// Bytes of every output together for `rows` features of `seq_len` tokens.
+    pub fn outputs_len(&self, rows: usize, seq_len: usize) -> usize {
+        let values = self.output_values(rows, seq_len);
+        self.output_bindings()
+            .iter()
+            .map(|o| values * o.datatype.size())
+            .sum()
     }
 }
 

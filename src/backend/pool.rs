@@ -280,7 +280,7 @@ impl Pool {
     }
 
     /// Sends `request` with retries; see the module header.
-    pub async fn infer(&self, request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
+    pub async fn infer(&self, mut request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
         let rows = request.rows();
         let policy = &self.inner.retry;
         let mut codes: BTreeMap<&'static str, u32> = BTreeMap::new();
@@ -351,6 +351,10 @@ impl Pool {
                 .or_default() += 1;
             attempt += 1;
             last_endpoint = Some(i);
+            // The failed attempt may still run and write its outputs into shared memory
+            // later: a retry gets its outputs in the message (and the caller retires the
+            // slot, see `shm::Slot`).
+            request = request.without_shm_outputs();
             // Another endpoint can take it now; the same one needs time.
             if !(verdict.endpoint_suspect && self.any_other_healthy(i)) {
                 tokio::time::sleep(policy.backoff(attempt)).await;

@@ -40,6 +40,8 @@ pub struct InferRequest {
     parameters: Vec<(String, InferParameter)>,
     /// Where the input tensors lie when they are not in the message.
     shm: Option<ShmInputs>,
+    /// Where the server is to write the outputs instead of returning them in the message.
+    shm_out: Option<ShmOutputs>,
 }
 
 /// Where a request's input tensors lie in a registered system shared memory region
@@ -50,6 +52,19 @@ pub struct ShmInputs {
     /// The region's registered name.
     pub region: Arc<str>,
     /// Byte offset of the first input in the region.
+    pub offset: u64,
+}
+
+/// Where the server writes a request's output tensors in a registered system shared
+/// memory region instead of returning their bytes in the response (facts §5.4): one
+/// after another from `offset`, in the binding's output order
+/// ([`Binding::output_bindings`]), each exactly as long as the batch's output (the
+/// response then has an empty raw entry for each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShmOutputs {
+    /// The region's registered name.
+    pub region: Arc<str>,
+    /// Byte offset of the first output in the region.
     pub offset: u64,
 }
 
@@ -91,6 +106,7 @@ pub fn prepare_request(
         id: String::new(),
         parameters: Vec::new(),
         shm: None,
+        shm_out: None,
     })
 }
 
@@ -118,6 +134,43 @@ impl InferRequest {
     /// Where the inputs lie when they are not in the message.
     pub fn shm_inputs(&self) -> Option<&ShmInputs> {
         self.shm.as_ref()
+    }
+
+    /// Asks the server to write the outputs into shared memory at `at` (laid out as
+    /// [`ShmOutputs`] says, [`outputs_len`](Self::outputs_len) bytes in all) instead of
+    /// returning them in the response.
+    pub fn with_shm_outputs(mut self, at: ShmOutputs) -> Self {
+        self.shm_out = Some(at);
+        self
+    }
+
+    /// The same request with its outputs returned in the message.
+    pub fn without_shm_outputs(mut self) -> Self {
+        self.shm_out = None;
+        self
+    }
+
+    /// Where the server writes the outputs when they are not returned in the message.
+    pub fn shm_outputs(&self) -> Option<&ShmOutputs> {
+        self.shm_out.as_ref()
+    }
+
+    /// Bytes of every output tensor of this batch together.
+    pub fn outputs_len(&self) -> usize {
+        self.binding.outputs_len(self.rows(), self.seq_len)
+    }
+
+    /// The shared-memory parameters of requested output `index` (none when the outputs
+    /// come back in the message), in the order they are written.
+    fn output_parameters(&self, index: usize) -> Vec<(&'static str, InferParameter)> {
+        let Some(at) = &self.shm_out else {
+            return Vec::new();
+        };
+        let values = self.binding.output_values(self.rows(), self.seq_len);
+        let outputs = self.binding.output_bindings();
+        let len = |o: &&super::binding::OutputBinding| values * o.datatype.size();
+        let before: usize = outputs[..index].iter().map(len).sum();
+        shm_parameters(&at.region, len(&outputs[index]), at.offset + before as u64)
     }
 
     /// Bytes of every input tensor together (what [`write_contents`](Self::write_contents)
@@ -149,27 +202,11 @@ impl InferRequest {
         };
         let inputs = &self.binding.inputs;
         let before: usize = inputs[..index].iter().map(|i| self.raw_len(i)).sum();
-        let param = |c| InferParameter {
-            parameter_choice: Some(c),
-        };
-        vec![
-            (
-                "shared_memory_region",
-                param(ParameterChoice::StringParam(at.region.to_string())),
-            ),
-            (
-                "shared_memory_byte_size",
-                param(ParameterChoice::Int64Param(
-                    self.raw_len(&inputs[index]) as i64
-                )),
-            ),
-            (
-                "shared_memory_offset",
-                param(ParameterChoice::Int64Param(
-                    (at.offset + before as u64) as i64,
-                )),
-            ),
-        ]
+        shm_parameters(
+            &at.region,
+            self.raw_len(&inputs[index]),
+            at.offset + before as u64,
+        )
     }
 
     /// The model binding the request was prepared for.
@@ -239,6 +276,18 @@ impl InferRequest {
                 .sum::<usize>()
     }
 
+    fn output_tensor_len(
+        &self,
+        name: &str,
+        parameters: &[(&'static str, InferParameter)],
+    ) -> usize {
+        string_field_len(name)
+            + parameters
+                .iter()
+                .map(|(k, v)| map_field_len(k, v))
+                .sum::<usize>()
+    }
+
     /// Length of the encoded `ModelInferRequest` (the gRPC message, without framing).
     pub fn encoded_len(&self) -> usize {
         let b = &self.binding;
@@ -251,8 +300,8 @@ impl InferRequest {
             let parameters = self.tensor_parameters(i);
             n += 1 + delimited_len(self.input_tensor_len(input, &parameters));
         }
-        for name in b.output_names() {
-            n += 1 + delimited_len(string_field_len(name));
+        for (k, name) in b.output_names().into_iter().enumerate() {
+            n += 1 + delimited_len(self.output_tensor_len(name, &self.output_parameters(k)));
         }
         if self.shm.is_none() {
             for input in &b.inputs {
@@ -290,10 +339,14 @@ impl InferRequest {
                 put_map_entry(buf, 4, key, value);
             }
         }
-        for name in b.output_names() {
+        for (k, name) in b.output_names().into_iter().enumerate() {
+            let parameters = self.output_parameters(k);
             put_key(buf, 6);
-            put_varint(buf, string_field_len(name) as u64);
+            put_varint(buf, self.output_tensor_len(name, &parameters) as u64);
             put_string_field(buf, 1, name);
+            for (key, value) in &parameters {
+                put_map_entry(buf, 2, key, value);
+            }
         }
         if self.shm.is_none() {
             for input in &b.inputs {
@@ -398,14 +451,41 @@ impl InferRequest {
             outputs: b
                 .output_names()
                 .into_iter()
-                .map(|name| InferRequestedOutputTensor {
+                .enumerate()
+                .map(|(k, name)| InferRequestedOutputTensor {
                     name: name.into(),
-                    ..Default::default()
+                    parameters: self
+                        .output_parameters(k)
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
                 })
                 .collect(),
             raw_input_contents: raw,
         }
     }
+}
+
+/// The parameters that place a tensor of `len` bytes at `offset` of shared memory region
+/// `region` (facts §5.4), in the order they are written.
+fn shm_parameters(region: &str, len: usize, offset: u64) -> Vec<(&'static str, InferParameter)> {
+    let param = |c| InferParameter {
+        parameter_choice: Some(c),
+    };
+    vec![
+        (
+            "shared_memory_region",
+            param(ParameterChoice::StringParam(region.to_string())),
+        ),
+        (
+            "shared_memory_byte_size",
+            param(ParameterChoice::Int64Param(len as i64)),
+        ),
+        (
+            "shared_memory_offset",
+            param(ParameterChoice::Int64Param(offset as i64)),
+        ),
+    ]
 }
 
 /// Bytes of every input tensor of `binding` together, for `rows` features padded to
@@ -831,9 +911,13 @@ mod tests {
             let b = binding(bound, 8);
             let seq = features.iter().map(|f| f.len()).max().unwrap();
             let plain = prepare_request(&b, features, seq).unwrap();
+            let outputs_at = offset + plain.contents_len() as u64 + 64;
             let r = plain.clone().with_shm_inputs(ShmInputs {
                 region: region.as_str().into(),
                 offset,
+            }).with_shm_outputs(ShmOutputs {
+                region: region.as_str().into(),
+                offset: outputs_at,
             });
             let got = wire(&r);
             prop_assert_eq!(r.encoded_len(), got.len());
@@ -857,6 +941,24 @@ mod tests {
                 let size = int("shared_memory_byte_size");
                 prop_assert_eq!(&contents[at..at + size], &bytes[..]);
             }
+            // Each output asks for its whole tensor, one after another from the offset.
+            let mut next = outputs_at as usize;
+            for (o, want) in m.outputs.iter().zip(b.output_bindings()) {
+                let int = |key: &str| match o.parameters[key].parameter_choice {
+                    Some(ParameterChoice::Int64Param(v)) => v as usize,
+                    _ => panic!("{key} is not an int64"),
+                };
+                prop_assert_eq!(&o.name, &want.name);
+                prop_assert_eq!(int("shared_memory_offset"), next);
+                let size = int("shared_memory_byte_size");
+                prop_assert_eq!(size, r.rows() * seq * want.datatype.size());
+                next += size;
+            }
+            prop_assert_eq!(next - outputs_at as usize, r.outputs_len());
+            // Without them, the outputs come back in the message again.
+            let back = r.without_shm_outputs();
+            prop_assert!(back.to_proto().outputs.iter().all(|o| o.parameters.is_empty()));
+            prop_assert_eq!(back.encoded_len(), wire(&back).len());
         }
     }
 }

@@ -1,11 +1,12 @@
-//! Input tensors through system shared memory (facts §2 and §5.4), for a server on this
+//! Tensors through system shared memory (facts §2 and §5.4), for a server on this
 //! machine.
 //!
 //! A BERT request is mostly its three `[batch, seq]` integer tensors (about 330 KB for
-//! 64 features of 216 tokens as INT64). Sent in the message, those bytes are written
-//! into the HTTP/2 send buffer, copied into the kernel's socket buffers, carried over
-//! loopback and parsed again by the server. Placed in a shared memory region that the
-//! server has mapped, they are written once, and the message only names where they lie.
+//! 64 features of 216 tokens as INT64), its response two `[batch, seq]` float tensors
+//! (110 KB). Sent in the messages, those bytes are written into an HTTP/2 send buffer,
+//! copied into the kernel's socket buffers, carried over loopback, cut into frames and
+//! gathered again on the other side. Placed in a shared memory region that both sides
+//! have mapped, they are written once, and the messages only name where they lie.
 //!
 //! Contract:
 //! - One region per run: a POSIX shared memory object (a file under `/dev/shm`, created
@@ -16,16 +17,20 @@
 //!   process that is killed leaves the server's mapping (a few MB) until the server
 //!   restarts.
 //! - The region holds one slot per request in flight, each sized for a full batch of
-//!   the longest sequence and mapped into this process on its own (a whole number of
-//!   pages). A request takes a free slot, its tensors are written straight into the
-//!   mapping ([`InferRequest::write_contents_to`]), and it carries the region's name and
-//!   offsets instead of the bytes; the slot is free again when the request's task ends.
-//!   A request that finds no free slot, or that does not fit, is sent with its tensors
-//!   in the message.
-//! - Only inputs: outputs come back in the message. A request the client gave up on
-//!   (a timeout) may still be run by the server later, reading whatever its slot then
-//!   holds; its answer is discarded, so reusing the slot is safe. Outputs written late
-//!   into a reused slot would not be.
+//!   the longest sequence, inputs and outputs, and mapped into this process on its own
+//!   (a whole number of pages). A request takes a free slot, its input tensors are
+//!   written straight into the mapping ([`InferRequest::write_contents_to`]), and it
+//!   carries the region's name and offsets instead of the bytes, and asks for its
+//!   outputs after them ([`ShmOutputs`]); the server writes them there and answers with
+//!   empty raw entries, and the outputs are read from the slot
+//!   ([`tensor::decode_response_in`](super::tensor::decode_response_in)). A request
+//!   that finds no free slot, or that does not fit, is sent with its tensors in the
+//!   message.
+//! - A slot is handed out again only after its request was answered from it
+//!   ([`Slot::answered`]). A request that failed (a timeout: the server may still run it
+//!   later and write its outputs), or was answered by a retry, retires its slot: it is
+//!   dropped, never reused, so a late write cannot land in another request's outputs.
+//!   A retry ([`Pool`](super::Pool)) asks for its outputs in the message.
 //! - A server that no longer knows the region (it restarted mid-run) answers with an
 //!   error naming it; that request is sent again with its tensors in the message
 //!   ([`is_lost_region`]), the region is given up ([`InputRegion::abandon`]) and every
@@ -45,7 +50,7 @@ use memmap2::{MmapMut, MmapOptions};
 
 use super::binding::Binding;
 use super::client::TritonClient;
-use super::request::{InferRequest, ShmInputs};
+use super::request::{InferRequest, ShmInputs, ShmOutputs};
 use crate::error::{Error, Result};
 
 /// Whether input tensors go through system shared memory.
@@ -80,15 +85,23 @@ struct Inner {
     server: TritonClient,
     /// The server lost the region: no slot is handed out any more.
     abandoned: AtomicBool,
+    /// Slots never handed out again (see [`Slot`]).
+    retired: AtomicU64,
+    /// Some request's outputs were read from a slot.
+    outputs_read: AtomicBool,
 }
 
-/// A slot taken by one request; free again when dropped.
+/// A slot taken by one request: free again after [`answered`](Slot::answered) from it,
+/// or when dropped while no outputs were asked for in it; retired (never handed out
+/// again) otherwise.
 #[derive(Debug)]
 pub struct Slot {
     inner: Arc<Inner>,
     index: usize,
     /// `None` only while it is being given back.
     map: Option<MmapMut>,
+    /// Where the outputs were asked for, from the slot's start.
+    outputs_at: Option<usize>,
 }
 
 /// What [`InputRegion::open`] decided.
@@ -105,9 +118,17 @@ pub enum Opened {
 /// slot's memory is taken when the region is made.
 pub const MAX_SLOTS: usize = 64;
 
-/// Bytes of one request's input tensors at most: `rows` features padded to `seq_len`.
+/// Bytes of one request's input and output tensors at most: `rows` features padded to
+/// `seq_len`.
 pub fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usize {
-    super::request::contents_len(binding, rows, seq_len)
+    outputs_offset(super::request::contents_len(binding, rows, seq_len))
+        + binding.outputs_len(rows, seq_len)
+}
+
+/// Where the outputs start in a slot whose inputs take `inputs_len` bytes (on a cache
+/// line).
+fn outputs_offset(inputs_len: usize) -> usize {
+    inputs_len.next_multiple_of(64)
 }
 
 impl InputRegion {
@@ -171,6 +192,8 @@ impl InputRegion {
                 free: Mutex::new(free),
                 server: server.clone(),
                 abandoned: AtomicBool::new(false),
+                retired: AtomicU64::new(0),
+                outputs_read: AtomicBool::new(false),
             }),
         }))
     }
@@ -195,12 +218,23 @@ impl InputRegion {
             inner: self.inner.clone(),
             index,
             map: Some(map),
+            outputs_at: None,
         })
     }
 
     /// Stops handing out slots: the server no longer knows the region.
     pub fn abandon(&self) {
         self.inner.abandoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether some request's outputs came back through the region.
+    pub fn outputs_used(&self) -> bool {
+        self.inner.outputs_read.load(Ordering::Relaxed)
+    }
+
+    /// Slots retired so far: their requests failed or were answered by a retry.
+    pub fn retired(&self) -> u64 {
+        self.inner.retired.load(Ordering::Relaxed)
     }
 
     /// Whether [`abandon`](Self::abandon) was called.
@@ -240,8 +274,9 @@ impl InputRegion {
 
 impl Slot {
     /// Writes `request`'s input tensors into this slot and returns the request naming
-    /// them there; the request unchanged (tensors in the message) when they do not fit
-    /// or cannot be written.
+    /// them there and asking for its outputs after them; the request unchanged (tensors
+    /// in the message) when its inputs do not fit, with its outputs in the message when
+    /// only they do not.
     pub fn place(&mut self, request: InferRequest) -> InferRequest {
         let len = request.contents_len();
         let Some(map) = self.map.as_mut().filter(|m| len <= m.len()) else {
@@ -250,16 +285,52 @@ impl Slot {
         let mut room: &mut [u8] = &mut map[..len];
         request.write_contents_to(&mut room);
         debug_assert!(room.is_empty(), "contents_len bytes written");
-        request.with_shm_inputs(ShmInputs {
+        let base = (self.index * self.inner.slot_bytes) as u64;
+        let outputs_at = outputs_offset(len);
+        let request = request.with_shm_inputs(ShmInputs {
             region: self.inner.name.clone(),
-            offset: (self.index * self.inner.slot_bytes) as u64,
+            offset: base,
+        });
+        if outputs_at + request.outputs_len() > map.len() {
+            return request;
+        }
+        self.outputs_at = Some(outputs_at);
+        request.with_shm_outputs(ShmOutputs {
+            region: self.inner.name.clone(),
+            offset: base + outputs_at as u64,
         })
+    }
+
+    /// The slot's memory from where [`place`](Self::place) asked for the outputs (what
+    /// the server wrote there once the request is answered); `None` when it did not.
+    pub fn outputs(&self) -> Option<&[u8]> {
+        Some(&self.map.as_ref()?[self.outputs_at?..])
+    }
+
+    /// Ends the slot's use by a request that was answered. `from_shm`: the answer's
+    /// outputs were read from this slot (see
+    /// [`decode_response_in`](super::tensor::decode_response_in)). The slot is free
+    /// again when they were, or when no outputs were asked for here; otherwise a retry
+    /// answered, the first attempt may still write here, and the slot is retired.
+    pub fn answered(mut self, from_shm: bool) {
+        if from_shm {
+            self.inner.outputs_read.store(true, Ordering::Relaxed);
+            self.outputs_at = None;
+        }
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let (Ok(mut free), Some(map)) = (self.inner.free.lock(), self.map.take()) {
+        let Some(map) = self.map.take() else {
+            return;
+        };
+        if self.outputs_at.is_some() {
+            // Its request may still run on the server and write outputs here later.
+            self.inner.retired.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if let Ok(mut free) = self.inner.free.lock() {
             free.push((self.index, map));
         }
     }
@@ -295,9 +366,11 @@ const PAGE: usize = 4096;
 /// Slot `index` of `slot_bytes` bytes of `file`, mapped for writing.
 fn map_slot(file: &File, index: usize, slot_bytes: usize) -> io::Result<MmapMut> {
     // SAFETY: the object was created by this process (0600, a name no one else uses)
-    // and unlinked; the only other party is the server, which reads a slot's inputs
-    // while its request runs and writes nothing to it (outputs come back in the
-    // message), so no one changes these bytes under this mapping.
+    // and unlinked; the only other party is the server, which reads a slot's inputs and
+    // writes its outputs while its request runs. This process writes a slot's inputs
+    // before sending the request and reads its outputs after the answer came; a slot
+    // whose request may still run (failed, or answered by a retry) is never mapped
+    // again (`Slot`'s drop), so no one changes these bytes while they are read here.
     unsafe {
         MmapOptions::new()
             .offset((index * slot_bytes) as u64)

@@ -19,6 +19,8 @@ pub struct Checked<'a> {
     rows: usize,
     seq_len: usize,
     layout: Layout<'a>,
+    /// Some output was read from shared memory.
+    from_shm: bool,
 }
 
 /// Raw bytes of the checked outputs (`rows × seq_len` values each, or × 2 stacked).
@@ -42,6 +44,21 @@ pub fn check_batch<'a>(
     seq_len: usize,
     response: &'a ModelInferResponse,
 ) -> Result<Checked<'a>> {
+    check_batch_in(binding, rows, seq_len, response, None)
+}
+
+/// [`check_batch`] for a request whose outputs the server may have written into shared
+/// memory: `shm` is the memory from the request's output offset on (laid out as
+/// [`ShmOutputs`](super::request::ShmOutputs) says), read for every output whose raw
+/// entry in the response is empty. An output returned in the message is read from the
+/// message.
+pub fn check_batch_in<'a>(
+    binding: &Binding,
+    rows: usize,
+    seq_len: usize,
+    response: &'a ModelInferResponse,
+    shm: Option<&'a [u8]>,
+) -> Result<Checked<'a>> {
     let batched = binding.max_batch_size > 0;
     let stacked = matches!(binding.outputs, Outputs::Stacked { .. });
     let mut want: Vec<i64> = Vec::with_capacity(3);
@@ -52,7 +69,17 @@ pub fn check_batch<'a>(
     if stacked {
         want.push(2);
     }
-    let values = rows * seq_len * if stacked { 2 } else { 1 };
+    let values = binding.output_values(rows, seq_len);
+    let from_shm = std::cell::Cell::new(false);
+    // Where each output lies in `shm`: one after another in the binding's order.
+    let shm_offset = |o: &OutputBinding| -> usize {
+        binding
+            .output_bindings()
+            .iter()
+            .take_while(|b| b.name != o.name)
+            .map(|b| values * b.datatype.size())
+            .sum()
+    };
     let find = |o: &OutputBinding| -> Result<(&'a [u8], FloatType)> {
         let mismatch = |expected: String, actual: String| Error::TensorMismatch {
             model: binding.model.clone(),
@@ -83,12 +110,17 @@ pub fn check_batch<'a>(
                 format!("shape {:?}", t.shape),
             ));
         }
-        let bytes: &[u8] = response
+        let need = values * o.datatype.size();
+        let mut bytes: &[u8] = response
             .raw_output_contents
             .get(i)
             .map(|b| &b[..])
             .unwrap_or(&[]);
-        let need = values * o.datatype.size();
+        if let (true, Some(shm)) = (bytes.is_empty(), shm) {
+            let at = shm_offset(o);
+            bytes = shm.get(at..at + need).unwrap_or(&[]);
+            from_shm.set(true);
+        }
         if bytes.len() != need {
             return Err(mismatch(
                 format!("{need} bytes of raw contents"),
@@ -110,6 +142,7 @@ pub fn check_batch<'a>(
         rows,
         seq_len,
         layout,
+        from_shm: from_shm.get(),
     })
 }
 
@@ -174,13 +207,26 @@ pub fn decode_response(
     request: &InferRequest,
     response: &ModelInferResponse,
 ) -> Result<Vec<Logits>> {
-    let checked = check_batch(
+    decode_response_in(request, response, None).map(|(logits, _)| logits)
+}
+
+/// [`decode_response`] for a request whose outputs may lie in shared memory (`shm`: the
+/// memory from its output offset on, see [`check_batch_in`]); also says whether any
+/// output was read from there.
+pub fn decode_response_in(
+    request: &InferRequest,
+    response: &ModelInferResponse,
+    shm: Option<&[u8]>,
+) -> Result<(Vec<Logits>, bool)> {
+    let checked = check_batch_in(
         request.binding(),
         request.rows(),
         request.seq_len(),
         response,
+        shm,
     )?;
-    Ok(checked.logits(request.features().iter().map(|f| f.unique_id)))
+    let logits = checked.logits(request.features().iter().map(|f| f.unique_id));
+    Ok((logits, checked.from_shm))
 }
 
 fn fp32(b: [u8; 4]) -> f32 {
@@ -335,6 +381,56 @@ mod tests {
                 (&[1.0, 2.0, 4.0, 8.0][..], &[-1.0, -2.0, -4.0, -8.0][..])
             );
         }
+    }
+
+    #[test]
+    fn outputs_in_shared_memory_are_read_where_the_request_placed_them() {
+        let b = binding(split(), 4);
+        let start = [1.5, -2.25, 3.0, 0.125, 7.0, -0.5];
+        let end = [2.0, 4.0, -1.0, 0.5, 0.0, -8.0];
+        // Start (FP32) then end (FP16), one after another in the binding's order, and
+        // then whatever the slot held before.
+        let mut shm = le32(&start);
+        shm.extend(le16(&end));
+        shm.extend([0xAB; 16]);
+        // The server's answer: empty raw entries, in its own order.
+        let empty = response(vec![
+            ("e", "FP16", vec![2, 3], Vec::new()),
+            ("s", "FP32", vec![2, 3], Vec::new()),
+        ]);
+        let c = check_batch_in(&b, 2, 3, &empty, Some(&shm)).unwrap();
+        assert!(c.from_shm);
+        let logits = c.logits([1, 2]);
+        assert_eq!(logits[1].start, start[3..]);
+        assert_eq!(logits[1].end, end[3..]);
+        // Without the memory the empty entries are a mismatch, not zeros.
+        assert!(check_batch(&b, 2, 3, &empty).is_err());
+        // Too little memory for the batch: refused.
+        assert!(check_batch_in(&b, 2, 3, &empty, Some(&shm[..30])).is_err());
+        // An answer with the bytes in the message (a retry without shared memory) is
+        // read from the message.
+        let full = response(vec![
+            ("s", "FP32", vec![2, 3], le32(&[9.0; 6])),
+            ("e", "FP16", vec![2, 3], le16(&[9.0; 6])),
+        ]);
+        let c = check_batch_in(&b, 2, 3, &full, Some(&shm)).unwrap();
+        assert!(!c.from_shm);
+        assert_eq!(c.logits([1])[0].start, [9.0; 3]);
+        // One stacked output: pairs from the start of the memory.
+        let b = binding(
+            Outputs::Stacked {
+                logits: out("l", FloatType::Fp32, vec![-1, 2]),
+            },
+            4,
+        );
+        let pairs = le32(&[1.0, -1.0, 2.0, -2.0]);
+        let r = response(vec![("l", "FP32", vec![1, 2, 2], Vec::new())]);
+        let c = check_batch_in(&b, 1, 2, &r, Some(&pairs)).unwrap();
+        let l = &c.logits([5])[0];
+        assert_eq!(
+            (l.start.as_slice(), l.end.as_slice()),
+            (&[1.0, 2.0][..], &[-1.0, -2.0][..])
+        );
     }
 
     #[test]

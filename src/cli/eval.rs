@@ -670,9 +670,13 @@ fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
 
 /// The text report's line on how input tensors travelled.
 pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
+    let used = match m.outputs {
+        true => "through shared memory, outputs too",
+        false => "through shared memory, outputs in each response",
+    };
     match (m.used, &m.note) {
-        (true, None) => "through shared memory".into(),
-        (true, Some(note)) => format!("through shared memory ({note})"),
+        (true, None) => used.into(),
+        (true, Some(note)) => format!("{used} ({note})"),
         (false, None) => "in each message".into(),
         (false, Some(note)) => format!("in each message (no shared memory: {note})"),
     }
@@ -680,7 +684,7 @@ pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
 
 /// The `shared_memory` object of metrics.json.
 pub(crate) fn shared_memory_json(m: &crate::pipeline::SharedMemoryReport) -> Value {
-    json!({ "used": m.used, "note": m.note })
+    json!({ "used": m.used, "outputs": m.outputs, "note": m.note })
 }
 
 fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {

@@ -308,10 +308,13 @@ impl Shared {
             }
             answer => answer?,
         };
-        drop(slot);
         let t2 = Instant::now();
-        let logits = tensor::decode_response(&request, &response)?;
+        let outputs = slot.as_ref().and_then(|s| s.outputs());
+        let (logits, from_shm) = tensor::decode_response_in(&request, &response, outputs)?;
         drop(std::hint::black_box(logits));
+        if let Some(slot) = slot {
+            slot.answered(from_shm);
+        }
         let t3 = Instant::now();
         let record = Record {
             encode_ns: (t1 - t0).as_nanos() as u64,
@@ -426,6 +429,7 @@ pub async fn sweep(
     let swept = sweep_levels(client, &region, binding, batches, config, progress).await;
     let mut report = SharedMemoryReport {
         used: region.is_some(),
+        outputs: region.as_ref().is_some_and(|r| r.outputs_used()),
         note,
     };
     if let Some(r) = region {

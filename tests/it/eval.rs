@@ -511,6 +511,9 @@ fn inputs_through_shared_memory_give_the_answers_of_inputs_in_each_message() {
     assert_eq!(wire["shared_memory"]["used"], false);
     assert_eq!(wire["shared_memory"]["note"], Value::Null);
     assert_eq!(shm["shared_memory"]["used"], true);
+    assert_eq!(wire["shared_memory"]["outputs"], false);
+    // The server wrote the logits into the region (empty raw entries in its answers).
+    assert_eq!(shm["shared_memory"]["outputs"], true);
     assert_eq!(shm["shared_memory"]["note"], Value::Null);
     assert_eq!(wire["padding"]["mode"], "dynamic");
     assert_same_answers(&dir("shm"), &dir("wire"));

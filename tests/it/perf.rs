@@ -105,7 +105,7 @@ fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
     assert_schema(&v);
     assert_eq!(v["mode"], "concurrency");
     // The local server is on a loopback address: --shared-memory auto uses it.
-    assert_eq!(v["inputs"], "through shared memory");
+    assert_eq!(v["inputs"], "through shared memory, outputs too");
     assert_eq!(v["batch_size"], 4);
     assert_eq!(v["features"], 52, "every window of the sample file");
     let levels = v["levels"].as_array().unwrap();

@@ -159,13 +159,26 @@ fn inputs_through_shared_memory_give_the_logits_of_inputs_in_the_message() {
     let (auto, _, r_auto) = run("tiny-bert-hf", &feats, config(SharedMemory::Auto));
     assert_eq!(wire.len(), 100);
     assert!(!r_wire.shared_memory.used);
+    assert!(!r_wire.shared_memory.outputs);
     assert_eq!(r_wire.shared_memory.note, None);
-    // The local server is on a loopback address: auto uses shared memory too.
+    // The local server is on a loopback address: auto uses shared memory too, for the
+    // outputs as well.
     for r in [&r_shm, &r_auto] {
         assert!(r.shared_memory.used, "{:?}", r.shared_memory);
+        assert!(r.shared_memory.outputs, "{:?}", r.shared_memory);
         assert_eq!(r.shared_memory.note, None);
         assert_eq!(r.features, 100);
     }
     assert_eq!(wire, shm);
     assert_eq!(wire, auto);
+    // One stacked [batch, seq, 2] FP16 output read from the region: the same values.
+    let (wire, _, _) = run("tiny-bert-stacked-fp16", &feats, config(SharedMemory::None));
+    let (shm, _, r_shm) = run(
+        "tiny-bert-stacked-fp16",
+        &feats,
+        config(SharedMemory::System),
+    );
+    assert!(r_shm.shared_memory.outputs, "{:?}", r_shm.shared_memory);
+    assert_eq!(wire.len(), 100);
+    assert_eq!(wire, shm);
 }
