@@ -26,9 +26,10 @@ pub struct Paragraph {
     pub doc_tokens: Words,
 }
 
-/// A paragraph's words (spec §2.1): their text one after another in one buffer, and where
-/// each ends. One allocation per paragraph rather than one per word (SQuAD dev has a
-/// quarter of a million words), and a paragraph's words lie together in memory.
+/// A paragraph's words (spec §2.1): their text one after another in one buffer, each
+/// followed by one space, and where each ends. One allocation per paragraph rather than
+/// one per word (SQuAD dev has a quarter of a million words), a paragraph's words lie
+/// together in memory, and `" ".join` of a run of words is one slice of the buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Words {
     text: String,
@@ -39,7 +40,7 @@ impl Words {
     /// Room for `words` words of `bytes` bytes in all.
     pub fn with_capacity(words: usize, bytes: usize) -> Self {
         Words {
-            text: String::with_capacity(bytes),
+            text: String::with_capacity(bytes + words),
             ends: Vec::with_capacity(words),
         }
     }
@@ -48,6 +49,15 @@ impl Words {
     pub fn push(&mut self, word: &str) {
         self.text.push_str(word);
         self.ends.push(self.text.len());
+        self.text.push(' ');
+    }
+
+    /// Where word `i` (which exists) starts: after the previous word's space.
+    fn start(&self, i: usize) -> usize {
+        match i {
+            0 => 0,
+            _ => self.ends[i - 1] + 1,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -61,11 +71,7 @@ impl Words {
     /// Word `i`, if there is one.
     pub fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)?;
-        let start = match i {
-            0 => 0,
-            _ => self.ends[i - 1],
-        };
-        Some(&self.text[start..end])
+        Some(&self.text[self.start(i)..end])
     }
 
     /// The words in order.
@@ -92,25 +98,24 @@ impl Words {
         );
         WordsIter {
             text: &self.text,
-            from: if start == 0 { 0 } else { self.ends[start - 1] },
+            from: if start == end { 0 } else { self.start(start) },
             ends: self.ends[start..end].iter(),
         }
     }
 
-    /// Words `first..=last` joined by single spaces (`" ".join(words[first:last + 1])`),
-    /// copied in runs: the words lie one after another in the buffer.
+    /// Words `first..=last` joined by single spaces (`" ".join(words[first:last + 1])`):
+    /// one copy, since the buffer holds them so.
+    ///
+    /// # Panics
+    /// When `last` is past the end (as slicing does); `first > last` gives `""`.
     pub fn join(&self, first: usize, last: usize) -> String {
-        let start = if first == 0 { 0 } else { self.ends[first - 1] };
+        self.joined(first, last).to_string()
+    }
+
+    /// [`join`](Self::join) without the copy: the run as it lies in the buffer.
+    pub fn joined(&self, first: usize, last: usize) -> &str {
         let end = self.ends[last];
-        let mut out = String::with_capacity(end - start + (last - first));
-        let mut from = start;
-        for &e in &self.ends[first..last] {
-            out.push_str(&self.text[from..e]);
-            out.push(' ');
-            from = e;
-        }
-        out.push_str(&self.text[from..end]);
-        out
+        self.text.get(self.start(first)..end).unwrap_or_default()
     }
 }
 
@@ -128,7 +133,7 @@ impl<'a> Iterator for WordsIter<'a> {
     fn next(&mut self) -> Option<&'a str> {
         let end = *self.ends.next()?;
         let word = &self.text[self.from..end];
-        self.from = end;
+        self.from = end + 1;
         Some(word)
     }
 
@@ -339,6 +344,7 @@ mod words_tests {
         for first in 0..list.len() {
             for last in first..list.len() {
                 assert_eq!(words.join(first, last), list[first..=last].join(" "));
+                assert_eq!(words.joined(first, last), list[first..=last].join(" "));
             }
         }
     }

@@ -678,12 +678,7 @@ fn span_text_general<'a>(
     }
     let orig = &mut scratch.orig;
     orig.clear();
-    for (i, w) in doc_tokens.range(ws..=we).enumerate() {
-        if i > 0 {
-            orig.push(' ');
-        }
-        orig.push_str(w);
-    }
+    orig.push_str(doc_tokens.joined(ws, we));
     words.basic_text(doc_tokens, ws, we, tok, &mut scratch.basic);
     final_text::project_or_orig(&tok_text, orig, &scratch.basic)
 }
