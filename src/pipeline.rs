@@ -532,7 +532,7 @@ async fn send_all<B: Infer>(
                 None => request.clone(),
             };
             let mut in_shm = placed.shm_inputs().is_some();
-            let (response, sent) = match c.infer_timed(placed).await {
+            let (response, sent) = match c.infer_timed(placed.clone()).await {
                 Ok(answer) => answer,
                 Err(e) if in_shm && shm::is_lost_region(&e) => {
                     // The server restarted and forgot the region: this request and
@@ -542,6 +542,11 @@ async fn send_all<B: Infer>(
                     }
                     in_shm = false;
                     c.infer_timed(request.clone()).await?
+                }
+                Err(e) if placed.shm_outputs().is_some() && shm::is_output_room_short(&e) => {
+                    // More output than the binding says: asked again in the message,
+                    // where the answer is checked and the mismatch named.
+                    c.infer_timed(placed.clone().without_shm_outputs()).await?
                 }
                 Err(e) => return Err(e),
             };
@@ -664,6 +669,30 @@ async fn deliver(
     }
     Ok((sent, received))
 }
+
+/// Runs `future` to completion on this (non-runtime) thread, parking between polls: for
+/// the producer thread's waits on the feature channel, which need no runtime.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+/// Answers the forwarder gathers before handing them to the decoder (fewer when the
+/// answers end).
+const FORWARD_MIN: usize = 64;
 
 /// Answers the forwarder takes from its channel at a time.
 const FORWARD_CHUNK: usize = 256;
@@ -988,7 +1017,11 @@ fn run_inner<B: Infer>(
         Err(e) => return PartialOutcome::failed(dataset, e),
     };
     let queue = (config.infer.batch_size * config.infer.concurrency * 4).max(256);
-    let (feature_tx, mut feature_rx) = mpsc::channel::<Arc<Feature>>(queue);
+    // Features travel to the sender in chunks of a batch: one message (and at most one
+    // wake-up of the runtime's thread) per batch, not per feature; a sender waiting for
+    // features was woken for every one of them, about one futex call per feature.
+    let chunk = config.infer.batch_size.max(1);
+    let (feature_tx, mut feature_rx) = mpsc::channel::<Vec<Arc<Feature>>>(queue.div_ceil(chunk));
     // Between the producer and the sender, a gate that closes on a stop: few features
     // wait behind it, so little is sent after a stop.
     let (gated_tx, gated_rx) = mpsc::channel::<Arc<Feature>>(config.infer.batch_size.max(1));
@@ -1022,6 +1055,46 @@ fn run_inner<B: Infer>(
                         .send(ToDecoder::Expects(std::mem::take(expects)))
                         .is_ok()
             };
+            // The chunk being filled for the sender, and full chunks not handed on yet.
+            // A producer ahead of the sender would otherwise wait for room for each chunk
+            // and be woken for each one the sender takes (and, before each wait, wake the
+            // decoder with the counts): it keeps building until half the channel's worth
+            // is ready, then waits for room for all of it at once.
+            let mut filling: Vec<Arc<Feature>> = Vec::with_capacity(chunk);
+            let mut ready: Vec<Vec<Arc<Feature>>> = Vec::new();
+            let low_water = (feature_tx.max_capacity() / 2).max(1);
+            // Hands on the ready chunks (`last`: waits for room for all of them); false
+            // when inference stopped.
+            let send = |ready: &mut Vec<Vec<Arc<Feature>>>,
+                        expects: &mut Vec<(usize, usize)>,
+                        last: bool| {
+                match feature_tx.try_reserve_many(ready.len()) {
+                    Ok(permits) => {
+                        for (permit, c) in permits.zip(ready.drain(..)) {
+                            permit.send(c);
+                        }
+                        return true;
+                    }
+                    Err(mpsc::error::TrySendError::Closed(())) => return false,
+                    Err(mpsc::error::TrySendError::Full(())) => {}
+                }
+                if ready.len() < low_water && !last {
+                    return true;
+                }
+                // About to wait for room: let the decoder have what is counted.
+                if !flush(expects) {
+                    return false;
+                }
+                match block_on(feature_tx.reserve_many(ready.len())) {
+                    Ok(permits) => {
+                        for (permit, c) in permits.zip(ready.drain(..)) {
+                            permit.send(c);
+                        }
+                        true
+                    }
+                    Err(_) => false,
+                }
+            };
             'examples: for example in &dataset.examples {
                 let t = Instant::now();
                 scratch.clear();
@@ -1054,20 +1127,24 @@ fn run_inner<B: Infer>(
                         }
                         continue;
                     }
-                    let f = match feature_tx.try_send(f) {
-                        Ok(()) => continue,
-                        Err(mpsc::error::TrySendError::Full(f)) => f,
-                        Err(mpsc::error::TrySendError::Closed(_)) => break 'examples,
-                    };
-                    // About to wait for room: let the decoder have what is counted.
-                    if !flush(&mut expects) || feature_tx.blocking_send(f).is_err() {
-                        break 'examples; // inference stopped
+                    filling.push(f);
+                    if filling.len() >= chunk {
+                        ready.push(std::mem::replace(&mut filling, Vec::with_capacity(chunk)));
+                        if !send(&mut ready, &mut expects, false) {
+                            break 'examples; // inference stopped
+                        }
                     }
                 }
                 expects.push((example.example_index, count));
                 if expects.len() >= EXPECT_CHUNK && !flush(&mut expects) {
                     break;
                 }
+            }
+            if !filling.is_empty() {
+                ready.push(filling);
+            }
+            if !ready.is_empty() {
+                send(&mut ready, &mut expects, true);
             }
             flush(&mut expects);
             (busy, featureless, total, reused)
@@ -1178,7 +1255,17 @@ fn run_inner<B: Infer>(
                 // the sender never waits for room that no one will make.
                 let mut result_rx = result_rx;
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
-                'recv: while result_rx.recv_many(&mut answers, FORWARD_CHUNK).await > 0 {
+                let mut open = true;
+                'recv: while open {
+                    // A few requests' answers per message: each message wakes the decoder
+                    // thread (at --batch-size 8, once per request otherwise).
+                    while open && answers.len() < FORWARD_MIN {
+                        let room = FORWARD_CHUNK - answers.len();
+                        open = result_rx.recv_many(&mut answers, room).await > 0;
+                    }
+                    if answers.is_empty() {
+                        break;
+                    }
                     // The padding decision is journaled, not decoded.
                     let decision = answers
                         .iter()
@@ -1215,19 +1302,18 @@ fn run_inner<B: Infer>(
             };
             let gate = async {
                 let mut abort = Some(abort_rx);
-                // At most what the gated channel holds, so that room for all of them
-                // can be asked for at once.
-                let chunk = gated_tx.max_capacity();
-                let mut waiting = Vec::with_capacity(chunk);
+                // One chunk at a time: at most a batch, what the gated channel holds, so
+                // that room for all of it can be asked for at once.
                 loop {
-                    let got = tokio::select! {
+                    let waiting = tokio::select! {
                         biased;
-                        _ = stopped(&mut stop) => { was_stopped = true; 0 }
-                        _ = stopped(&mut abort) => 0,
-                        n = feature_rx.recv_many(&mut waiting, chunk) => n,
+                        _ = stopped(&mut stop) => { was_stopped = true; None }
+                        _ = stopped(&mut abort) => None,
+                        c = feature_rx.recv() => c,
                     };
-                    if got == 0 {
-                        break;
+                    let Some(mut waiting) = waiting else { break };
+                    if waiting.is_empty() {
+                        continue;
                     }
                     let permits = tokio::select! {
                         biased;

@@ -346,6 +346,15 @@ pub fn is_lost_region(error: &Error) -> bool {
         && (text.contains("unable to find") || text.contains("not found"))
 }
 
+/// Whether `error` is the server refusing to write a request's outputs into the room
+/// it was given: a model that answers with more bytes than its binding says (another
+/// dtype or a larger shape). The request is then sent again with its outputs in the
+/// message, where the answer is checked against the binding and the mismatch named.
+pub fn is_output_room_short(error: &Error) -> bool {
+    let text = error.to_string().to_ascii_lowercase();
+    text.contains("shared memory size specified with the request for output")
+}
+
 /// A name no other region on this machine has: the process id, a per-process counter
 /// and the clock.
 fn unique_name() -> String {
@@ -462,6 +471,15 @@ mod tests {
         )));
         assert!(!is_lost_region(&server(
             "unexpected shape for input 'input__2'"
+        )));
+        let short = server(
+            "shared memory size specified with the request for output 'output__0' \
+             (79872 bytes) should be at least 159744 bytes to hold the results",
+        );
+        assert!(is_output_room_short(&short));
+        assert!(!is_lost_region(&short));
+        assert!(!is_output_room_short(&server(
+            "Unable to find system shared memory region: 'bertqa-1-0-1'"
         )));
     }
 

@@ -201,9 +201,10 @@ pub struct LoadArgs {
     /// positions out.
     #[arg(long, conflicts_with = "fixed_seq_len")]
     pub dynamic_seq_len: bool,
-    /// How input tensors reach the server: `system` writes them into a POSIX shared
-    /// memory region the server maps (it must run on this machine and see its
-    /// /dev/shm), `none` sends them in each message, `auto` uses shared memory when the
+    /// How tensors travel: `system` writes the inputs into a POSIX shared memory region
+    /// the server maps and has it write the logits there too (it must run on this
+    /// machine and see its /dev/shm), `none` sends them in each message and answer,
+    /// `auto` uses shared memory when the
     /// one --url is a loopback address and the server accepts the region (`ask`: in each
     /// message, a few requests gaining less than a region costs).
     #[arg(long, value_enum, default_value_t = SharedMemoryArg::Auto, value_name = "MODE")]

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::args::PipelineArgs;
 use super::common::{connect_pool_and_bind, decode_config, feature_config, load_tokenizer};
-use super::{print_stdout, runtime, Outcome};
+use super::{pipeline_runtime, print_stdout, Outcome};
 use crate::decode::Prediction;
 use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
 use crate::types::{Dataset, Example, Paragraph};
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::types::TokenText::lower_case(&tokenizer),
     );
     let features = feature_config(&args.run.window)?;
-    let rt = runtime()?;
+    let rt = pipeline_runtime()?;
     let (client, binding) = rt.block_on(connect_pool_and_bind(
         &args.run.server,
         &args.run.net,

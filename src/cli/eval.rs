@@ -15,7 +15,7 @@ use super::args::PipelineArgs;
 use super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
 };
-use super::{print_stdout, runtime, Outcome};
+use super::{pipeline_runtime, print_stdout, Outcome};
 use crate::backend::Binding;
 use crate::decode::{self, Prediction};
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
@@ -185,7 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         None => {
             let model = args.model.as_deref().expect("clap requires --model");
-            let rt = runtime()?;
+            let rt = pipeline_runtime()?;
             let (client, binding) = rt.block_on(connect_pool_and_bind(
                 &args.run.server,
                 &args.run.net,

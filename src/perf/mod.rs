@@ -306,6 +306,11 @@ impl Shared {
                 }
                 self.client.infer(request.clone()).await?
             }
+            Err(e) if placed.shm_outputs().is_some() && shm::is_output_room_short(&e) => {
+                self.client
+                    .infer(placed.clone().without_shm_outputs())
+                    .await?
+            }
             answer => answer?,
         };
         let t2 = Instant::now();

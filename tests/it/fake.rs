@@ -34,6 +34,8 @@ struct Fake {
     infer: Arc<Infer>,
     /// Wait this long before answering an inference (asynchronously).
     delay: Option<Duration>,
+    /// Accept shared memory registrations (and unregistrations) without mapping them.
+    shm: bool,
 }
 
 fn tensors(ts: &[(&str, &str, Vec<i64>)]) -> Vec<TensorMetadata> {
@@ -179,13 +181,19 @@ impl GrpcInferenceService for Fake {
         &self,
         _: Request<SystemSharedMemoryRegisterRequest>,
     ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
-        unimplemented()
+        match self.shm {
+            true => Ok(Response::new(SystemSharedMemoryRegisterResponse {})),
+            false => unimplemented(),
+        }
     }
     async fn system_shared_memory_unregister(
         &self,
         _: Request<SystemSharedMemoryUnregisterRequest>,
     ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
-        unimplemented()
+        match self.shm {
+            true => Ok(Response::new(SystemSharedMemoryUnregisterResponse {})),
+            false => unimplemented(),
+        }
     }
 }
 
@@ -203,6 +211,7 @@ fn nvidia() -> Fake {
         ready: true,
         infer: Arc::new(|_| Err(Status::internal("no inference configured"))),
         delay: None,
+        shm: false,
     }
 }
 
@@ -671,4 +680,63 @@ fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
     assert_eq!(eps[0].requests + eps[1].requests, 7);
     assert_eq!(p.retry_stats().total_failures(), 0);
     drop((rt_a, rt_b));
+}
+
+#[test]
+fn a_shared_memory_slot_is_handed_out_again_only_after_an_answer_read_from_it() {
+    use bertqa::backend::shm::{self, InputRegion, Opened, SharedMemory};
+    let mut fake = nvidia();
+    fake.shm = true;
+    let (rt, url) = serve(fake);
+    let c = connect(&rt, &url, 5000);
+    let b = rt
+        .block_on(bind(&c, "m", "", &BindingOverrides::default()))
+        .unwrap();
+    let bytes = shm::slot_bytes(&b, 1, 384);
+    let opened = rt
+        .block_on(InputRegion::open(SharedMemory::System, Some(&c), 2, bytes))
+        .unwrap();
+    let Opened::Region(region) = opened else {
+        panic!("no region: {opened:?}")
+    };
+    let request = || one_request(&b, &one_feature());
+    // Inputs and then outputs in the slot, the outputs' room after the inputs.
+    let mut s = region.take().unwrap();
+    let placed = s.place(request());
+    let (inputs, outputs) = (placed.shm_inputs().unwrap(), placed.shm_outputs().unwrap());
+    assert!(outputs.offset >= inputs.offset + placed.contents_len() as u64);
+    assert!(s.outputs().unwrap().len() >= placed.outputs_len());
+    // Answered from the slot: free again, both slots can be taken.
+    s.answered(true);
+    let (mut s1, mut s2) = (region.take().unwrap(), region.take().unwrap());
+    assert!(region.take().is_none());
+    s1.place(request());
+    s2.place(request());
+    // A request that failed (its outputs may still be written) and one a retry answered
+    // in the message: both slots retired, none left to hand out.
+    drop(s1);
+    s2.answered(false);
+    assert_eq!(region.retired(), 2);
+    assert!(region.take().is_none());
+    assert!(
+        region.outputs_used(),
+        "the first answer was read from its slot"
+    );
+    rt.block_on(region.close()).unwrap();
+    // A slot given back without outputs asked for in it is simply free again.
+    let opened = rt
+        .block_on(InputRegion::open(SharedMemory::System, Some(&c), 1, 64))
+        .unwrap();
+    let Opened::Region(small) = opened else {
+        panic!("no region: {opened:?}")
+    };
+    let mut s = small.take().unwrap();
+    let placed = s.place(request());
+    assert!(
+        placed.shm_inputs().is_none() && s.outputs().is_none(),
+        "too small for the batch"
+    );
+    drop(s);
+    assert_eq!(small.retired(), 0);
+    assert!(small.take().is_some());
 }
