@@ -181,3 +181,23 @@ fn errors() {
     assert!(e.to_string().contains("\"b\""), "{e}");
     assert!(score(&dataset(&[]), &preds(&[]), None, &v2()).is_err());
 }
+
+#[test]
+fn predictions_in_question_order_score_as_in_any_other_order() {
+    // The same answers in the dataset's order (read by position) and shuffled (looked
+    // up by id): the same per-question scores and totals, for both rule sets.
+    let ds = dataset(&[("a", &["x y"]), ("b", &["z"]), ("c", &["w", "the"])]);
+    let ordered = preds(&[("a", "x"), ("b", "no"), ("c", "")]);
+    let shuffled = preds(&[("c", ""), ("a", "x"), ("b", "no")]);
+    for config in [ScoreConfig::default(), v2()] {
+        let s1 = score(&ds, &ordered, None, &config).unwrap();
+        let s2 = score(&ds, &shuffled, None, &config).unwrap();
+        assert_eq!(s1.questions, s2.questions);
+        assert_eq!(
+            (s1.metrics.exact(), s1.metrics.f1()),
+            (s2.metrics.exact(), s2.metrics.f1())
+        );
+        assert_eq!((s1.missing.len(), s1.unknown_predictions), (0, 0));
+        assert_eq!((s2.missing.len(), s2.unknown_predictions), (0, 0));
+    }
+}
