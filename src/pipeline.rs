@@ -269,7 +269,7 @@ pub struct InferConfig {
     pub padding: Padding,
     /// Guards dynamic padding against changing answers (ignored for fixed padding).
     pub guard: Option<PaddingGuard>,
-    /// Input tensors through system shared memory ([`crate::backend::shm`]).
+    /// Tensors through system shared memory ([`crate::backend::shm`]).
     pub shared_memory: SharedMemory,
     /// The longest sequence a request may carry (sizes the shared memory slots).
     pub max_seq_len: usize,

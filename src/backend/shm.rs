@@ -53,7 +53,7 @@ use super::client::TritonClient;
 use super::request::{InferRequest, ShmInputs, ShmOutputs};
 use crate::error::{Error, Result};
 
-/// Whether input tensors go through system shared memory.
+/// Whether tensors go through system shared memory (inputs, and the outputs after them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SharedMemory {
     /// Always in the message.
@@ -69,7 +69,7 @@ pub enum SharedMemory {
 /// Where POSIX shared memory objects live on Linux (`shm_open` names are files here).
 const SHM_DIR: &str = "/dev/shm";
 
-/// A registered region of input slots.
+/// A registered region of request slots (input tensors, then room for the outputs).
 #[derive(Debug, Clone)]
 pub struct InputRegion {
     inner: Arc<Inner>,

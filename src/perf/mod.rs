@@ -89,7 +89,7 @@ pub struct PerfConfig {
     pub warmup: usize,
     /// Most requests in flight in request-rate mode; sends wait for a free slot.
     pub max_inflight: usize,
-    /// Input tensors through system shared memory ([`crate::backend::shm`]).
+    /// Tensors through system shared memory ([`crate::backend::shm`]).
     pub shared_memory: SharedMemory,
 }
 
@@ -252,7 +252,7 @@ impl Record {
 /// State shared by the load generators of one level and the measuring loop.
 struct Shared {
     client: TritonClient,
-    /// Slots for input tensors in shared memory, when used.
+    /// Slots for the tensors in shared memory, when used.
     region: Option<InputRegion>,
     binding: Arc<Binding>,
     batches: Arc<Vec<Batch>>,
