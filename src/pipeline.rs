@@ -297,7 +297,7 @@ pub struct InferReport {
     pub decode_lag: Duration,
     /// How requests were padded.
     pub padding: PaddingReport,
-    /// Whether input tensors went through shared memory.
+    /// How tensors travelled: shared memory or the messages.
     pub shared_memory: SharedMemoryReport,
 }
 
