@@ -1085,6 +1085,9 @@ fn run_inner<B: Infer>(
                 if !flush(expects) {
                     return false;
                 }
+                // At most `low_water` chunks are ever ready (more would have waited here
+                // already), and a reservation larger than the channel would fail.
+                debug_assert!(ready.len() <= feature_tx.max_capacity());
                 match block_on(feature_tx.reserve_many(ready.len())) {
                     Ok(permits) => {
                         for (permit, c) in permits.zip(ready.drain(..)) {
