@@ -531,31 +531,10 @@ async fn send_all<B: Infer>(
                 Some(slot) => slot.place(request.clone()),
                 None => request.clone(),
             };
-            let mut in_shm = placed.shm_inputs().is_some();
-            let (response, sent) = match c.infer_timed(placed.clone()).await {
-                Ok(answer) => answer,
-                Err(e) if in_shm && shm::is_lost_region(&e) => {
-                    // The server restarted and forgot the region: this request and
-                    // every later one carry their tensors.
-                    if let Some(r) = &region {
-                        r.abandon();
-                    }
-                    in_shm = false;
-                    c.infer_timed(request.clone()).await?
-                }
-                Err(e) if placed.shm_outputs().is_some() && shm::is_output_room_short(&e) => {
-                    // More output than the binding says: asked again in the message,
-                    // where the answer is checked and the mismatch named.
-                    c.infer_timed(placed.clone().without_shm_outputs()).await?
-                }
-                Err(e) => return Err(e),
-            };
+            let ((response, sent), in_shm) =
+                shm::send_placed(region.as_ref(), &request, &placed, |r| c.infer_timed(r)).await?;
             let received = Instant::now();
-            let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
-            let (mut logits, from_shm) = tensor::decode_response_in(&request, &response, outputs)?;
-            if let Some(slot) = slot {
-                slot.answered(from_shm);
-            }
+            let mut logits = shm::decode_answer(slot, &request, &response, in_shm)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
             let batch = request.into_features();
             let displaced = check.map_or(0, |n| {

@@ -336,6 +336,59 @@ impl Drop for Slot {
     }
 }
 
+/// Sends `placed` (`request` as [`Slot::place`] returned it) with `send`, and again in
+/// the two cases where shared memory is given up for this request: a server that lost
+/// the region ([`is_lost_region`]: `request` with its tensors in the message, and the
+/// region abandoned for the rest of the run) and outputs larger than their room
+/// ([`is_output_room_short`]: `placed` with its outputs in the message). Returns the
+/// answer and whether the request's inputs went through shared memory.
+pub async fn send_placed<T, F, Fut>(
+    region: Option<&InputRegion>,
+    request: &InferRequest,
+    placed: &InferRequest,
+    send: F,
+) -> Result<(T, bool)>
+where
+    F: Fn(InferRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let in_shm = placed.shm_inputs().is_some();
+    match send(placed.clone()).await {
+        Ok(answer) => Ok((answer, in_shm)),
+        Err(e) if in_shm && is_lost_region(&e) => {
+            // The server restarted and forgot the region: this request and every later
+            // one carry their tensors.
+            if let Some(r) = region {
+                r.abandon();
+            }
+            Ok((send(request.clone()).await?, false))
+        }
+        Err(e) if placed.shm_outputs().is_some() && is_output_room_short(&e) => {
+            // More output than the binding says: asked again in the message, where the
+            // answer is checked and the mismatch named.
+            Ok((send(placed.clone().without_shm_outputs()).await?, in_shm))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The logits of `request`'s `response`, read from `slot` when the server wrote them
+/// there (`in_shm`: the answer is to the request as placed in the slot), and the slot's
+/// use ended ([`Slot::answered`]; a slot dropped on an error is retired).
+pub fn decode_answer(
+    slot: Option<Slot>,
+    request: &InferRequest,
+    response: &super::proto::ModelInferResponse,
+    in_shm: bool,
+) -> Result<Vec<crate::types::Logits>> {
+    let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
+    let (logits, from_shm) = super::tensor::decode_response_in(request, response, outputs)?;
+    if let Some(slot) = slot {
+        slot.answered(from_shm);
+    }
+    Ok(logits)
+}
+
 /// Whether `error` is the server saying that a request's shared memory region is not
 /// registered (a server restarted since the region was registered).
 pub fn is_lost_region(error: &Error) -> bool {

@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use crate::backend::shm::{self, InputRegion, SharedMemory};
-use crate::backend::{prepare_request, tensor, Binding, TritonClient};
+use crate::backend::{prepare_request, Binding, TritonClient};
 use crate::error::{Error, Result};
 use crate::pipeline::Padding;
 use crate::pipeline::SharedMemoryReport;
@@ -299,27 +299,13 @@ impl Shared {
         };
         let t1 = Instant::now();
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let response = match self.client.infer(placed.clone()).await {
-            Err(e) if placed.shm_inputs().is_some() && shm::is_lost_region(&e) => {
-                if let Some(r) = &self.region {
-                    r.abandon();
-                }
-                self.client.infer(request.clone()).await?
-            }
-            Err(e) if placed.shm_outputs().is_some() && shm::is_output_room_short(&e) => {
-                self.client
-                    .infer(placed.clone().without_shm_outputs())
-                    .await?
-            }
-            answer => answer?,
-        };
+        let (response, in_shm) = shm::send_placed(self.region.as_ref(), &request, &placed, |r| {
+            self.client.infer(r)
+        })
+        .await?;
         let t2 = Instant::now();
-        let outputs = slot.as_ref().and_then(|s| s.outputs());
-        let (logits, from_shm) = tensor::decode_response_in(&request, &response, outputs)?;
+        let logits = shm::decode_answer(slot, &request, &response, in_shm)?;
         drop(std::hint::black_box(logits));
-        if let Some(slot) = slot {
-            slot.answered(from_shm);
-        }
         let t3 = Instant::now();
         let record = Record {
             encode_ns: (t1 - t0).as_nanos() as u64,
