@@ -224,8 +224,25 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 padding,
                 args.run.load.dynamic_seq_len,
             );
-            let (journal, mut journaled) =
+            let (mut journal, mut journaled) =
                 super::resume::open(&args.output_dir, args.resume, &fingerprint)?;
+            if args.save_logits {
+                // Compact records hold only what decoding reads: their features are sent
+                // again for the logits file.
+                for id in &journaled.compact {
+                    journaled.logits.remove(id);
+                }
+                if !journaled.compact.is_empty() {
+                    eprintln!(
+                        "note: {} journaled features kept only their answer candidates; \
+                         sending them again for --save-logits",
+                        journaled.compact.len()
+                    );
+                }
+                journal.uncount(journaled.compact.len() as u64);
+            } else {
+                journal.compact_to(decode.n_best_size);
+            }
             // A resumed run pads as the first one decided (its probe is not run again).
             let decided = pipeline::journaled_padding_decision(&mut journaled.logits);
             let decision_journaled = std::cell::Cell::new(decided.is_some());

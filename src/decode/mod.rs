@@ -345,7 +345,7 @@ fn gt(a: f64, b: f64) -> bool {
 /// passes it is skipped after one vector comparison. Random logits take a few dozen
 /// insertions of a few moves each; all-equal ones (the null model's zeros) none after
 /// the first `n`. Larger `n` than the array holds sorts everything.
-fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
+pub fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     const BLOCK: usize = 8;
     let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
     out.clear();

@@ -158,6 +158,10 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
     child.wait().unwrap();
     let kept = journaled(&out) as u64;
     assert!((30..total).contains(&kept), "{kept} journaled");
+    // Without --save-logits the records keep only the answer candidates, so the
+    // identical files below are decoded from compact records.
+    let (_, contents) = bertqa::journal::read(&journal(&out)).unwrap();
+    assert_eq!(contents.compact.len() as u64, kept);
 
     // The killed client's requests still in flight finish on the server: wait until
     // its count settles before taking it.
@@ -175,6 +179,41 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
     assert_same_files(&reference, &out);
     assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
     assert!(!journal(&out).exists());
+}
+
+/// A run resumed with `--save-logits` sends the features of compact records again:
+/// its logits file equals an uninterrupted run's.
+#[test]
+fn resume_with_save_logits_sends_compact_records_again() {
+    let s = slow_server();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+    let save = ["--save-logits"];
+    ok(&bertqa(&args(&s.url, "oracle-slow", &reference, &save)));
+
+    let mut child = spawn(&args(&s.url, "oracle-slow", &out, &[]));
+    wait_for_journal(&mut child, &out, 30);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = journaled(&out);
+    let before = settled_count(&s.url, "oracle-slow");
+    let o = bertqa(&args(
+        &s.url,
+        "oracle-slow",
+        &out,
+        &["--resume", "--save-logits"],
+    ));
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{kept} journaled features kept only their answer candidates"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(inference_count(&s.url, "oracle-slow") - before, 192);
+    assert_same_files(&reference, &out);
+    assert!(read(reference.join("logits.bin")) == read(out.join("logits.bin")));
 }
 
 #[test]
