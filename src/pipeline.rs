@@ -875,7 +875,14 @@ pub struct Control<'a> {
     /// When this becomes `true`, no further request is sent; requests in flight are
     /// drained (their logits recorded and decoded) and the run returns, stopped.
     pub stop: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Called on the decoder's thread with each question's index and prediction as soon
+    /// as it is decoded, before the prediction is kept (e.g. to stream its n-best list
+    /// out, [`crate::decode::NbestStream`]).
+    pub on_decoded: Option<&'a mut OnDecoded<'a>>,
 }
+
+/// Sees each decoded prediction first ([`Control::on_decoded`]).
+pub type OnDecoded<'a> = dyn FnMut(usize, &mut crate::decode::Prediction) + Send + 'a;
 
 /// What a controlled run got done, complete or not.
 #[derive(Debug)]
@@ -990,6 +997,7 @@ fn run_inner<B: Infer>(
         mut known,
         mut record,
         mut stop,
+        mut on_decoded,
     } = control;
     let builder = match crate::features::FeatureBuilder::new(tokenizer, config.features) {
         Ok(b) => b,
@@ -1189,6 +1197,10 @@ fn run_inner<B: Infer>(
                     tokenizer,
                 )?;
                 drop(views);
+                let mut p = p;
+                if let Some(f) = on_decoded.as_mut() {
+                    f(example_index, &mut p);
+                }
                 predictions[example_index] = Some(p);
                 busy += t.elapsed();
                 if keep_features {

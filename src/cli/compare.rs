@@ -237,7 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         let dir = args.output_dir.join(&dir_name);
         std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io(&dir, e))?;
-        write_predictions(&dir, &outcome.predictions, version_2)?;
+        write_predictions(&dir, &outcome.predictions, version_2, None)?;
         let scores = score_predictions(
             &dataset,
             &outcome.predictions,

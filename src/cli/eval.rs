@@ -155,6 +155,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     )?;
 
     let mut net: Option<crate::backend::Pool> = None;
+    // A live run streams the n-best lists into their file as questions are decoded.
+    let mut nbest_stream: Option<decode::NbestStream> = None;
     let (outcome, url, binding, batch_size) = match &args.from_logits {
         Some(path) => {
             let mut logits = crate::logits_io::load(path)?;
@@ -267,10 +269,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     }
                 }
             };
+            let mut stream = decode::NbestStream::create(&args.output_dir)?;
+            let mut stream_out = |index: usize, p: &mut decode::Prediction| stream.push(index, p);
             let control = pipeline::Control {
                 known: journaled.logits,
                 record: Some(&mut record),
                 stop: Some(super::resume::stop_on_signals(&rt, on_quit)),
+                on_decoded: Some(&mut stream_out),
             };
             let bar = Bar::new(args.run.output.quiet || args.run.output.json);
             let binding = Arc::new(binding);
@@ -305,8 +310,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     journaled: super::resume::lock(&journal).records()
                         - u64::from(decision_journaled.get()),
                 };
-                anyhow::bail!(super::resume::write_partial(&partial, outcome, error)?);
+                anyhow::bail!(super::resume::write_partial(
+                    &partial,
+                    outcome,
+                    error,
+                    Some(stream)
+                )?);
             };
+            nbest_stream = Some(stream);
             if let Some(w) = outcome.infer.client_bound_warning() {
                 eprintln!("warning: {w}");
             }
@@ -325,7 +336,12 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 
     // The answers are written before scoring, so nothing computed is lost if the gold
     // answers cannot be scored.
-    let mut files = write_predictions(&args.output_dir, &outcome.predictions, version_2)?;
+    let mut files = write_predictions(
+        &args.output_dir,
+        &outcome.predictions,
+        version_2,
+        nbest_stream,
+    )?;
     if args.save_logits {
         crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
         files.push("logits.bin".into());
@@ -465,13 +481,15 @@ pub fn score_predictions(
     )
 }
 
-/// Writes the reference's files; returns their names.
+/// Writes the reference's files (the n-best file finished from `nbest` when its lists
+/// were streamed there); returns their names.
 pub fn write_predictions(
     dir: &Path,
     predictions: &[Prediction],
     version_2: bool,
+    nbest: Option<decode::NbestStream>,
 ) -> crate::Result<Vec<String>> {
-    decode::write_outputs(dir, predictions, version_2)?;
+    decode::write_outputs_with(dir, predictions, version_2, nbest)?;
     let mut files = vec![
         "predictions.json".to_string(),
         "nbest_predictions.json".to_string(),

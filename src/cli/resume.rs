@@ -147,11 +147,12 @@ pub fn write_partial(
     p: &Partial<'_>,
     outcome: PartialOutcome,
     error: Option<String>,
+    nbest: Option<crate::decode::NbestStream>,
 ) -> anyhow::Result<String> {
     let total = p.dataset.examples.len();
     let done = outcome.done();
     let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
-    let mut files = super::eval::write_predictions(p.dir, &answered, p.version_2)?;
+    let mut files = super::eval::write_predictions(p.dir, &answered, p.version_2, nbest)?;
     let mut metrics = Value::Null;
     if !answered.is_empty() {
         let mut subset = p.dataset.clone();
