@@ -43,7 +43,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::decode::best_indexes;
+use crate::decode::{best_indexes, Candidates};
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
 
@@ -278,6 +278,12 @@ impl Journal {
     /// Appends one feature's logits (written once [`WRITE_BYTES`] or [`WRITE_RECORDS`]
     /// have gathered).
     pub fn append(&mut self, logits: &Logits) -> Result<()> {
+        self.append_ranked(logits, None)
+    }
+
+    /// [`Journal::append`] with the logits' candidates when they were ranked already
+    /// (used for a compact record when ranked for the journal's n-best size).
+    pub fn append_ranked(&mut self, logits: &Logits, ranked: Option<&Candidates>) -> Result<()> {
         let n = logits.start.len().min(logits.end.len());
         let (start, end) = (&logits.start[..n], &logits.end[..n]);
         let record = &mut self.buffer;
@@ -286,9 +292,19 @@ impl Journal {
         record.resize(at + 12, 0);
         record.extend_from_slice(&logits.unique_id.to_le_bytes());
         record.extend_from_slice(&(n as u32).to_le_bytes());
-        let k = self
-            .compact
-            .filter(|&k| compactable(start, end, k, &mut self.top));
+        // Logits of unequal lengths (a malformed answer) are kept whole.
+        let equal = logits.start.len() == logits.end.len();
+        let k = self.compact.filter(|_| equal).filter(|&k| {
+            if let Some(c) = ranked.filter(|c| c.k() == k) {
+                for (top, positions) in self.top.iter_mut().zip([c.starts(), c.ends()]) {
+                    top.clear();
+                    top.extend(positions.iter().map(|&i| i as usize));
+                }
+                compactable_ranked(start, end, k, &self.top)
+            } else {
+                compactable(start, end, k, &mut self.top)
+            }
+        });
         match k {
             Some(k) => {
                 record.extend_from_slice(&(k as u32).to_le_bytes());
@@ -366,18 +382,35 @@ impl Journal {
 /// decoder's to make) and the `k`-th best of each is above `f32::MIN`, the value the
 /// other positions get back. Leaves the candidates of each in `top` when it can.
 fn compactable(start: &[f32], end: &[f32], k: usize, top: &mut [Vec<usize>; 2]) -> bool {
-    let n = start.len();
-    if n == 0 || k.saturating_mul(2) >= n {
+    if !small_and_finite(start, end, k) {
         return false;
     }
-    let finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
-    if !finite(start) || !finite(end) {
-        return false;
-    }
-    [start, end].into_iter().zip(top).all(|(values, top)| {
+    for (values, top) in [start, end].into_iter().zip(top.iter_mut()) {
         best_indexes(values, k, top);
-        top.last().is_some_and(|&i| values[i] > f32::MIN)
-    })
+    }
+    above_min(start, end, top)
+}
+
+/// [`compactable`] with the candidates already in `top`.
+fn compactable_ranked(start: &[f32], end: &[f32], k: usize, top: &[Vec<usize>; 2]) -> bool {
+    small_and_finite(start, end, k)
+        && top.iter().all(|t| t.len() == k)
+        && above_min(start, end, top)
+}
+
+/// A compact record is smaller (`2k < n`) and every value is finite.
+fn small_and_finite(start: &[f32], end: &[f32], k: usize) -> bool {
+    let n = start.len();
+    let finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
+    n > 0 && end.len() == n && k.saturating_mul(2) < n && finite(start) && finite(end)
+}
+
+/// The last candidate of each is above `f32::MIN`.
+fn above_min(start: &[f32], end: &[f32], top: &[Vec<usize>; 2]) -> bool {
+    [start, end]
+        .into_iter()
+        .zip(top)
+        .all(|(values, top)| top.last().is_some_and(|&i| values[i] > f32::MIN))
 }
 
 impl Drop for Journal {
@@ -757,6 +790,37 @@ mod tests {
         // 384 positions, 20 candidates: about a sixth of the full record's bytes.
         let header = std::fs::metadata(&path).unwrap().len() - 20 * (12 + 16 + 8 + 16);
         assert_eq!(written[4], header + 20 * (12 + 16 + 8 + 16 * 20));
+    }
+
+    /// Records of logits ranked beforehand are the bytes of records ranked by the
+    /// journal; candidates for another size are ranked again.
+    #[test]
+    fn ranked_appends_write_the_same_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let fp = Fingerprint::default();
+        let (a, b) = (dir.path().join("a.bqj"), dir.path().join("b.bqj"));
+        let (mut ja, mut jb) = (
+            Journal::create(&a, &fp).unwrap(),
+            Journal::create(&b, &fp).unwrap(),
+        );
+        ja.compact_to(4);
+        jb.compact_to(4);
+        let mut scratch = Vec::new();
+        for seed in 0..30u64 {
+            let mut l = tied_logits(seed, 8 + seed as usize, seed);
+            if seed % 7 == 3 {
+                l.end[2] = f32::INFINITY;
+            }
+            ja.append(&l).unwrap();
+            let k = if seed % 5 == 0 { 3 } else { 4 };
+            let c = Candidates::of(&l, k, &mut scratch);
+            jb.append_ranked(&l, Some(&c)).unwrap();
+        }
+        drop((ja, jb));
+        let (ra, rb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert!(ra == rb);
+        let (_, c) = read(&a).unwrap();
+        assert!(c.compact.len() > 10, "{}", c.compact.len());
     }
 
     /// Non-finite values, or candidates at `f32::MIN`, keep the record full; so does a

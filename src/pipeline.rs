@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use tokio::sync::mpsc;
+
+use crate::decode::Candidates;
 use tokio::task::JoinSet;
 
 use crate::backend::shm::{self, SharedMemory};
@@ -779,7 +781,11 @@ type Decoded = (
 );
 
 /// A question's windows as they arrive: the expected count once known, and the answers.
-type Gathering = (Option<usize>, Vec<(Arc<Feature>, Logits)>);
+type Gathering = (Option<usize>, Vec<Answer>);
+
+/// An answered feature on its way to the decoder: its logits, and their candidates when
+/// the forwarder ranked them for the journal.
+type Answer = (Arc<Feature>, Logits, Option<Candidates>);
 
 enum ToDecoder {
     /// All features of this example have been built: this many.
@@ -789,9 +795,9 @@ enum ToDecoder {
     },
     /// [`ToDecoder::Expect`] for several examples: (example index, count).
     Expects(Vec<(usize, usize)>),
-    Answer(Arc<Feature>, Logits),
+    Answer(Answer),
     /// Several answers at once (one message per chunk drained from the responses).
-    Answers(Vec<(Arc<Feature>, Logits)>),
+    Answers(Vec<Answer>),
 }
 
 /// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
@@ -861,8 +867,9 @@ fn run_features<B: Infer>(
     partial.complete(dataset)
 }
 
-/// Receives each newly answered feature's logits (e.g. appends them to a journal).
-pub type Recorder<'a> = dyn FnMut(&Logits) -> Result<()> + 'a;
+/// Receives each newly answered feature's logits (e.g. appends them to a journal), with
+/// their candidates for the run's n-best size (none for the padding decision).
+pub type Recorder<'a> = dyn FnMut(&Logits, Option<&Candidates>) -> Result<()> + 'a;
 
 /// Steers an interruptible, journaled run ([`run_controlled`]).
 #[derive(Default)]
@@ -1112,7 +1119,7 @@ fn run_inner<B: Infer>(
                     if let Some(l) = known.remove(&f.unique_id) {
                         reused += 1;
                         progress.answered(1);
-                        if to_decoder.send(ToDecoder::Answer(f, l)).is_err() {
+                        if to_decoder.send(ToDecoder::Answer((f, l, None))).is_err() {
                             break 'examples;
                         }
                         continue;
@@ -1142,6 +1149,7 @@ fn run_inner<B: Infer>(
 
         // Decoder: one question as soon as all of its windows are answered.
         let decode_config = config.decode.clone();
+        let n_best_size = decode_config.n_best_size;
         let keep_logits = config.keep_logits;
         let keep_features = config.keep_features;
         let decoder = scope.spawn(move || -> Result<Decoded> {
@@ -1162,9 +1170,9 @@ fn run_inner<B: Infer>(
                         pending[example_index].0 = Some(count);
                         example_index
                     }
-                    ToDecoder::Answer(f, l) => {
-                        let i = f.example_index;
-                        pending[i].1.push((f, l));
+                    ToDecoder::Answer(answer) => {
+                        let i = answer.0.example_index;
+                        pending[i].1.push(answer);
                         i
                     }
                     ToDecoder::Answers(_) | ToDecoder::Expects(_) => {
@@ -1178,14 +1186,15 @@ fn run_inner<B: Infer>(
                 let mut windows = std::mem::take(&mut entry.1);
                 entry.0 = None;
                 let t = Instant::now();
-                windows.sort_by_key(|(f, _)| f.unique_id);
+                windows.sort_by_key(|(f, _, _)| f.unique_id);
                 let example = &dataset.examples[example_index];
                 let doc_tokens = &dataset.paragraph_of(example).doc_tokens;
                 let views: Vec<crate::decode::Window<'_>> = windows
                     .iter()
-                    .map(|(f, l)| crate::decode::Window {
+                    .map(|(f, l, c)| crate::decode::Window {
                         feature: f,
                         logits: l,
+                        candidates: c.as_ref(),
                     })
                     .collect();
                 let p = cache.decode_example(
@@ -1204,20 +1213,20 @@ fn run_inner<B: Infer>(
                 predictions[example_index] = Some(p);
                 busy += t.elapsed();
                 if keep_features {
-                    kept_features.extend(windows.iter().map(|(f, _)| f.clone()));
+                    kept_features.extend(windows.iter().map(|(f, _, _)| f.clone()));
                 }
                 if keep_logits {
                     // Padded positions included: the reference ranks start/end
                     // indexes over the whole padded sequence (spec §6.2).
-                    kept.extend(windows.into_iter().map(|(_, l)| l));
+                    kept.extend(windows.into_iter().map(|(_, l, _)| l));
                 }
                 Ok(())
             };
             for msg in decoder_rx {
                 match msg {
                     ToDecoder::Answers(answers) => {
-                        for (f, l) in answers {
-                            one(ToDecoder::Answer(f, l))?;
+                        for answer in answers {
+                            one(ToDecoder::Answer(answer))?;
                         }
                     }
                     ToDecoder::Expects(expects) => {
@@ -1249,6 +1258,7 @@ fn run_inner<B: Infer>(
                 // the sender never waits for room that no one will make.
                 let mut result_rx = result_rx;
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
+                let mut ranked = Vec::new();
                 let mut open = true;
                 'recv: while open {
                     // A few requests' answers per message: each message wakes the decoder
@@ -1266,27 +1276,33 @@ fn run_inner<B: Infer>(
                         .position(|(f, _)| f.unique_id == PADDING_DECISION_ID)
                         .map(|i| answers.remove(i));
                     if let (Some(record), Some((_, l))) = (record.as_mut(), decision.as_ref()) {
-                        if let Err(e) = record(l) {
+                        if let Err(e) = record(l, None) {
                             record_error = Some(e);
                             let _ = abort_tx.send(true);
                             break 'recv;
                         }
                     }
+                    let mut chunk: Vec<Answer> = Vec::with_capacity(answers.len());
                     if let Some(record) = record.as_mut() {
-                        for (i, (_, l)) in answers.iter().enumerate() {
-                            if let Err(e) = record(l) {
+                        // Ranked once here for the journal's compact records and handed
+                        // to the decoder with the logits.
+                        for (f, l) in answers.drain(..) {
+                            let c = Candidates::of(&l, n_best_size, &mut ranked);
+                            if let Err(e) = record(&l, Some(&c)) {
                                 record_error = Some(e);
                                 let _ = abort_tx.send(true);
                                 // Those before the failure are decoded; a resumed run
-                                // sends again any that the journal could not keep.
-                                answers.truncate(i);
+                                // sends again any that the journal could not keep (the
+                                // rest of the drain is dropped).
                                 break;
                             }
+                            chunk.push((f, l, Some(c)));
                         }
+                    } else {
+                        chunk.extend(answers.drain(..).map(|(f, l)| (f, l, None)));
                     }
-                    answered += answers.len() as u64;
-                    progress.answered(answers.len() as u64);
-                    let chunk = std::mem::replace(&mut answers, Vec::with_capacity(FORWARD_CHUNK));
+                    answered += chunk.len() as u64;
+                    progress.answered(chunk.len() as u64);
                     let failed = record_error.is_some();
                     if forward_tx.send(ToDecoder::Answers(chunk)).is_err() || failed {
                         break 'recv;

@@ -254,11 +254,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             // Shared with the signal handler, which writes the gathered records before
             // a second interrupt quits at once.
             let journal = std::sync::Arc::new(std::sync::Mutex::new(journal));
-            let mut record = |l: &crate::types::Logits| {
+            let mut record = |l: &crate::types::Logits, c: Option<&decode::Candidates>| {
                 if l.unique_id == pipeline::PADDING_DECISION_ID {
                     decision_journaled.set(true);
                 }
-                super::resume::lock(&journal).append(l)
+                super::resume::lock(&journal).append_ranked(l, c)
             };
             let on_quit = {
                 let journal = journal.clone();

@@ -118,6 +118,54 @@ pub struct Prediction {
 pub struct Window<'a> {
     pub feature: &'a Feature,
     pub logits: &'a Logits,
+    /// The logits' candidates for the decoding's n-best size, when already ranked (by
+    /// whoever journaled them); ranked again otherwise.
+    pub candidates: Option<&'a Candidates>,
+}
+
+/// The first `k` positions of a window's start logits and of its end logits in the
+/// decoder's order ([`best_indexes`], §6.2), ranked once and used by both the journal
+/// and the decoder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidates {
+    k: usize,
+    /// The start positions, then the end positions.
+    positions: Vec<u32>,
+    /// How many start positions.
+    starts: usize,
+}
+
+impl Candidates {
+    /// Ranks `logits` for n-best size `k` (`scratch` is reused between calls).
+    pub fn of(logits: &Logits, k: usize, scratch: &mut Vec<usize>) -> Candidates {
+        let mut positions = Vec::with_capacity(2 * k.min(logits.start.len()));
+        // Positions index a sequence of at most max_seq_length (far below 2^32).
+        best_indexes(&logits.start, k, scratch);
+        positions.extend(scratch.iter().map(|&i| i as u32));
+        let starts = positions.len();
+        best_indexes(&logits.end, k, scratch);
+        positions.extend(scratch.iter().map(|&i| i as u32));
+        Candidates {
+            k,
+            positions,
+            starts,
+        }
+    }
+
+    /// The n-best size they were ranked for.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The start positions, best first.
+    pub fn starts(&self) -> &[u32] {
+        &self.positions[..self.starts]
+    }
+
+    /// The end positions, best first.
+    pub fn ends(&self) -> &[u32] {
+        &self.positions[self.starts..]
+    }
 }
 
 /// A candidate span (§6.3), or the null candidate when `start == 0` (§6.4).
@@ -239,6 +287,7 @@ pub fn decode(
             windows.push(Window {
                 feature: f,
                 logits: l,
+                candidates: None,
             });
         }
         let paragraph = dataset
@@ -475,8 +524,18 @@ impl DecodeCache {
 
         for (wi, w) in windows.iter().enumerate() {
             let (f, l) = (w.feature, w.logits);
-            best_indexes(&l.start, config.n_best_size, &mut starts);
-            best_indexes(&l.end, config.n_best_size, &mut ends);
+            match w.candidates.filter(|c| c.k() == config.n_best_size) {
+                Some(c) => {
+                    starts.clear();
+                    starts.extend(c.starts().iter().map(|&i| i as usize));
+                    ends.clear();
+                    ends.extend(c.ends().iter().map(|&i| i as usize));
+                }
+                None => {
+                    best_indexes(&l.start, config.n_best_size, &mut starts);
+                    best_indexes(&l.end, config.n_best_size, &mut ends);
+                }
+            }
             if v2 {
                 // §6.4: strict `<`, so equal null scores keep the earlier window.
                 let s0 = f64::from(l.start[0]);

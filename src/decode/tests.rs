@@ -116,7 +116,11 @@ fn run(fx: &Fx, config: &DecodeConfig, feats: &[Feature], logs: &[Logits]) -> Pr
     let windows: Vec<Window<'_>> = feats
         .iter()
         .zip(logs)
-        .map(|(feature, logits)| Window { feature, logits })
+        .map(|(feature, logits)| Window {
+            feature,
+            logits,
+            candidates: None,
+        })
         .collect();
     decode_example(config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap()
 }
@@ -418,6 +422,7 @@ fn a_decode_cache_shared_across_questions_and_paragraphs_changes_no_answer() {
         let windows = [Window {
             feature: f,
             logits: &l,
+            candidates: None,
         }];
         let fresh = decode_example(&config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap();
         let shared = cache
@@ -658,6 +663,7 @@ fn bad_windows_are_errors() {
     let w = [Window {
         feature: &f,
         logits: &short,
+        candidates: None,
     }];
     let err = decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok);
     assert!(err.unwrap_err().to_string().contains("feature 1000000000"));
@@ -665,6 +671,7 @@ fn bad_windows_are_errors() {
     let w = [Window {
         feature: &f,
         logits: &other,
+        candidates: None,
     }];
     assert!(decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok).is_err());
     let cased = DecodeConfig {
@@ -675,6 +682,7 @@ fn bad_windows_are_errors() {
     let w = [Window {
         feature: &f,
         logits: &l,
+        candidates: None,
     }];
     assert!(matches!(
         decode_example(&cased, &fx.doc_tokens, "q", &w, &fx.tok),
@@ -947,5 +955,57 @@ fn whole_context_feature(input_ids: Vec<u32>, token_to_orig: Vec<u32>) -> Featur
         input_ids,
         query_len: 0,
         token_to_orig,
+    }
+}
+
+/// Candidates ranked beforehand (by the journal's forwarder) decode exactly as the
+/// decoder's own ranking; candidates ranked for another n-best size are not used.
+#[test]
+fn ranked_candidates_decode_as_the_logits() {
+    let mut fx = Fx::new("a b c d e f g h i j");
+    let doc: Vec<(String, u32, bool)> = (0..10)
+        .map(|i| (((b'a' + i as u8) as char).to_string(), i, i % 3 != 1))
+        .collect();
+    let doc: Vec<(&str, u32, bool)> = doc.iter().map(|(p, i, m)| (p.as_str(), *i, *m)).collect();
+    let f = fx.feature(UID, &["q"], &doc);
+    for (case, config) in [
+        DecodeConfig::default(),
+        DecodeConfig {
+            n_best_size: 3,
+            version_2_with_negative: true,
+            ..DecodeConfig::default()
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for seed in 0..30u32 {
+            // Few distinct values: ties everywhere.
+            let v = |i: usize, salt: u32| ((i as u32 * 7 + seed * 13 + salt) % 5) as f32 - 2.0;
+            let l = Logits {
+                unique_id: UID,
+                start: (0..f.len() + 3).map(|i| v(i, 1)).collect(),
+                end: (0..f.len() + 3).map(|i| v(i, 4)).collect(),
+            };
+            let plain = [Window {
+                feature: &f,
+                logits: &l,
+                candidates: None,
+            }];
+            let want = decode_example(&config, &fx.doc_tokens, "q", &plain, &fx.tok).unwrap();
+            let mut scratch = Vec::new();
+            let right = Candidates::of(&l, config.n_best_size, &mut scratch);
+            // Ranked for another size: ignored (ranked again).
+            let other = Candidates::of(&l, config.n_best_size + 1 + case, &mut scratch);
+            for c in [&right, &other] {
+                let ranked = [Window {
+                    feature: &f,
+                    logits: &l,
+                    candidates: Some(c),
+                }];
+                let got = decode_example(&config, &fx.doc_tokens, "q", &ranked, &fx.tok).unwrap();
+                assert_eq!(got, want, "seed {seed}");
+            }
+        }
     }
 }

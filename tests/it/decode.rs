@@ -290,6 +290,7 @@ fn per_example_equals_whole_dataset() {
             .map(|f| decode::Window {
                 feature: f,
                 logits: by_uid[&f.unique_id],
+                candidates: None,
             })
             .collect();
         let p = decode::decode_example(
