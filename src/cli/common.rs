@@ -16,6 +16,26 @@ use crate::types::Dataset;
 /// Reads a SQuAD file; reader warnings go to stderr, or fail under `--strict`.
 pub fn load_data(path: &Path, strict: bool, limit: Option<usize>) -> crate::Result<Dataset> {
     let loaded = crate::squad::load(path)?;
+    Ok(finish_loading(loaded, strict, limit)?.0)
+}
+
+/// [`load_data`], with the SHA-256 (hex) of the file's bytes as read.
+pub fn load_data_digest(
+    path: &Path,
+    strict: bool,
+    limit: Option<usize>,
+) -> crate::Result<(Dataset, String)> {
+    let (dataset, digest) = finish_loading(crate::squad::load_digested(path)?, strict, limit)?;
+    Ok((dataset, digest.expect("load_digested takes the digest")))
+}
+
+/// Warnings (or the first as an error under `--strict`) and `--limit`.
+fn finish_loading(
+    mut loaded: crate::squad::Loaded,
+    strict: bool,
+    limit: Option<usize>,
+) -> crate::Result<(Dataset, Option<String>)> {
+    let digest = loaded.sha256.take();
     let mut dataset = if strict {
         loaded.strict()?
     } else {
@@ -27,7 +47,7 @@ pub fn load_data(path: &Path, strict: bool, limit: Option<usize>) -> crate::Resu
     if let Some(n) = limit {
         dataset.examples.truncate(n);
     }
-    Ok(dataset)
+    Ok((dataset, digest))
 }
 
 /// The tokenizer of `--vocab` / `--tokenizer`, warning when the casing looks wrong.

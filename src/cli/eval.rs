@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::args::PipelineArgs;
 use super::common::{
-    connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
+    connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
 };
 use super::{pipeline_runtime, print_stdout, Outcome};
 use crate::backend::Binding;
@@ -126,7 +126,8 @@ pub struct EvalReport {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
-    let mut dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
+    let (mut dataset, data_sha256) =
+        load_data_digest(&args.data, args.run.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.run.tokenizer)?;
     // The whole file decides the v2 rules, so every shard uses the same ones.
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
@@ -145,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let features = feature_config(&args.run.window)?;
     std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
     let mut fingerprint = super::resume::base_fingerprint(
-        &args.data,
+        data_sha256,
         args.limit,
         args.shard,
         dataset.examples.len(),

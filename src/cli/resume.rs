@@ -201,9 +201,10 @@ pub fn write_partial(
 }
 
 /// The fingerprint of the settings every run has (data, questions, tokenizer, windows,
-/// decoding); a server run adds the model, its binding and the padding.
+/// decoding); a server run adds the model, its binding and the padding. `data_sha256`:
+/// the digest of the data file's bytes as they were read.
 pub fn base_fingerprint(
-    data: &Path,
+    data_sha256: String,
     limit: Option<usize>,
     shard: Option<crate::shard::Shard>,
     questions: usize,
@@ -218,7 +219,7 @@ pub fn base_fingerprint(
         .unwrap_or(&run.tokenizer.vocab);
     let d = &run.decode;
     Ok(Fingerprint::default()
-        .with("data_sha256", crate::sha256::of_file(data)?)
+        .with("data_sha256", data_sha256)
         .with("limit", limit.map_or("all".to_string(), |n| n.to_string()))
         .with("shard", shard.map_or("all".to_string(), |s| s.to_string()))
         .with("questions", questions)
