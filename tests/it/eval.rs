@@ -172,6 +172,10 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
+    assert_eq!(
+        v["run"]["data_sha256"],
+        bertqa::sha256::of_file(data.as_ref()).unwrap().as_str()
+    );
     assert_eq!(v["gates"].as_array().unwrap().len(), 3);
     // The two warm-up requests are in no figure: requests = ceil(features / batch).
     let (features, batch) = (
