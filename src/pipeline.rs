@@ -1285,7 +1285,9 @@ fn run_inner<B: Infer>(
                     let mut chunk: Vec<Answer> = Vec::with_capacity(answers.len());
                     if let Some(record) = record.as_mut() {
                         // Ranked once here for the journal's compact records and handed
-                        // to the decoder with the logits.
+                        // to the decoder, which reads nothing else of the logits: unless
+                        // they are kept, they go here, and a question waiting for its
+                        // other windows holds only its candidates.
                         for (f, l) in answers.drain(..) {
                             let c = Candidates::of(&l, n_best_size, &mut ranked);
                             if let Err(e) = record(&l, Some(&c)) {
@@ -1296,6 +1298,15 @@ fn run_inner<B: Infer>(
                                 // rest of the drain is dropped).
                                 break;
                             }
+                            let l = if keep_logits {
+                                l
+                            } else {
+                                Logits {
+                                    unique_id: l.unique_id,
+                                    start: Vec::new(),
+                                    end: Vec::new(),
+                                }
+                            };
                             chunk.push((f, l, Some(c)));
                         }
                     } else {

@@ -118,37 +118,63 @@ pub struct Prediction {
 pub struct Window<'a> {
     pub feature: &'a Feature,
     pub logits: &'a Logits,
-    /// The logits' candidates for the decoding's n-best size, when already ranked (by
-    /// whoever journaled them); ranked again otherwise.
+    /// The logits' candidates, when already ranked (by whoever journaled them). Ranked
+    /// for the decoding's n-best size, they are all that is read, and `logits` may then
+    /// be empty (its `unique_id` still pairs it with the feature); otherwise the logits
+    /// are ranked again.
     pub candidates: Option<&'a Candidates>,
 }
 
+impl<'a> Window<'a> {
+    /// The candidates, if ranked for n-best size `k`.
+    fn ranked(&self, k: usize) -> Option<&'a Candidates> {
+        self.candidates.filter(|c| c.k() == k)
+    }
+}
+
 /// The first `k` positions of a window's start logits and of its end logits in the
-/// decoder's order ([`best_indexes`], §6.2), ranked once and used by both the journal
-/// and the decoder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// decoder's order ([`best_indexes`], §6.2) with their logits, position 0's logits and
+/// the lengths: everything decoding reads of the logits. Ranked once, used by both the
+/// journal and the decoder, and kept instead of the logits while the question waits for
+/// its other windows.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Candidates {
     k: usize,
     /// The start positions, then the end positions.
     positions: Vec<u32>,
+    /// Their logits.
+    values: Vec<f32>,
     /// How many start positions.
     starts: usize,
+    /// The lengths of the start and end logits.
+    lens: (usize, usize),
+    /// Position 0's start and end logits (0 when there is none).
+    first: (f32, f32),
 }
 
 impl Candidates {
     /// Ranks `logits` for n-best size `k` (`scratch` is reused between calls).
     pub fn of(logits: &Logits, k: usize, scratch: &mut Vec<usize>) -> Candidates {
-        let mut positions = Vec::with_capacity(2 * k.min(logits.start.len()));
-        // Positions index a sequence of at most max_seq_length (far below 2^32).
-        best_indexes(&logits.start, k, scratch);
-        positions.extend(scratch.iter().map(|&i| i as u32));
-        let starts = positions.len();
-        best_indexes(&logits.end, k, scratch);
-        positions.extend(scratch.iter().map(|&i| i as u32));
+        let room = 2 * k.min(logits.start.len());
+        let (mut positions, mut values) = (Vec::with_capacity(room), Vec::with_capacity(room));
+        let mut starts = 0;
+        for (side, logits) in [&logits.start, &logits.end].into_iter().enumerate() {
+            best_indexes(logits, k, scratch);
+            // Positions index a sequence of at most max_seq_length (far below 2^32).
+            positions.extend(scratch.iter().map(|&i| i as u32));
+            values.extend(scratch.iter().map(|&i| logits[i]));
+            if side == 0 {
+                starts = positions.len();
+            }
+        }
+        let first = |x: &[f32]| x.first().copied().unwrap_or(0.0);
         Candidates {
             k,
             positions,
+            values,
             starts,
+            lens: (logits.start.len(), logits.end.len()),
+            first: (first(&logits.start), first(&logits.end)),
         }
     }
 
@@ -165,6 +191,24 @@ impl Candidates {
     /// The end positions, best first.
     pub fn ends(&self) -> &[u32] {
         &self.positions[self.starts..]
+    }
+
+    /// The start positions with their logits, best first.
+    fn start_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        let n = self.starts;
+        self.positions[..n]
+            .iter()
+            .zip(&self.values[..n])
+            .map(|(&i, &v)| (i as usize, v))
+    }
+
+    /// The end positions with their logits, best first.
+    fn end_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        let n = self.starts;
+        self.positions[n..]
+            .iter()
+            .zip(&self.values[n..])
+            .map(|(&i, &v)| (i as usize, v))
     }
 }
 
@@ -222,7 +266,7 @@ impl DecodeCache {
     ) -> Result<Prediction> {
         check_casing(config, tok)?;
         for w in windows {
-            check_window(w, doc_tokens, qas_id)?;
+            check_window(w, doc_tokens, qas_id, config.n_best_size)?;
         }
         Ok(self.decode_checked(config, paragraph, doc_tokens, qas_id, windows, tok))
     }
@@ -302,7 +346,12 @@ pub fn decode(
                 ))
             })?;
         for w in &windows {
-            check_window(w, &paragraph.doc_tokens, &example.qas_id)?;
+            check_window(
+                w,
+                &paragraph.doc_tokens,
+                &example.qas_id,
+                config.n_best_size,
+            )?;
         }
         out.push(cache.decode_checked(
             config,
@@ -327,9 +376,10 @@ fn check_casing(config: &DecodeConfig, tok: &dyn TokenText) -> Result<()> {
     Ok(())
 }
 
-fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str) -> Result<()> {
+fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> Result<()> {
     let f = w.feature;
     let l = w.logits;
+    let (starts, ends) = w.ranked(k).map_or((l.start.len(), l.end.len()), |c| c.lens);
     let err = |message: String| Error::Decode {
         unique_id: f.unique_id,
         message: format!("{message} (question {qas_id:?})"),
@@ -341,11 +391,9 @@ fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str) -> Result<()> 
         )));
     }
     let need = f.len().max(1);
-    if l.start.len() < need || l.end.len() < need {
+    if starts < need || ends < need {
         return Err(err(format!(
-            "{} start and {} end logits for a feature of {} tokens",
-            l.start.len(),
-            l.end.len(),
+            "{starts} start and {ends} end logits for a feature of {} tokens",
             f.len()
         )));
     }
@@ -519,27 +567,33 @@ impl DecodeCache {
         let v2 = config.version_2_with_negative;
         let mut score_null = SCORE_NULL_INIT;
         let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
-        let mut starts = Vec::with_capacity(config.n_best_size);
-        let mut ends = Vec::with_capacity(config.n_best_size);
+        // (position, logit) of the candidates; `ranked` is the ranking's scratch.
+        let mut starts: Vec<(usize, f32)> = Vec::with_capacity(config.n_best_size);
+        let mut ends: Vec<(usize, f32)> = Vec::with_capacity(config.n_best_size);
+        let mut ranked = Vec::with_capacity(config.n_best_size);
 
         for (wi, w) in windows.iter().enumerate() {
             let (f, l) = (w.feature, w.logits);
-            match w.candidates.filter(|c| c.k() == config.n_best_size) {
+            starts.clear();
+            ends.clear();
+            let first = match w.ranked(config.n_best_size) {
                 Some(c) => {
-                    starts.clear();
-                    starts.extend(c.starts().iter().map(|&i| i as usize));
-                    ends.clear();
-                    ends.extend(c.ends().iter().map(|&i| i as usize));
+                    starts.extend(c.start_scores());
+                    ends.extend(c.end_scores());
+                    c.first
                 }
                 None => {
-                    best_indexes(&l.start, config.n_best_size, &mut starts);
-                    best_indexes(&l.end, config.n_best_size, &mut ends);
+                    for (logits, out) in [(&l.start, &mut starts), (&l.end, &mut ends)] {
+                        best_indexes(logits, config.n_best_size, &mut ranked);
+                        out.extend(ranked.iter().map(|&i| (i, logits[i])));
+                    }
+                    (l.start[0], l.end[0])
                 }
-            }
+            };
             if v2 {
                 // §6.4: strict `<`, so equal null scores keep the earlier window.
-                let s0 = f64::from(l.start[0]);
-                let e0 = f64::from(l.end[0]);
+                let s0 = f64::from(first.0);
+                let e0 = f64::from(first.1);
                 let z = s0 + e0;
                 if z < score_null {
                     score_null = z;
@@ -550,10 +604,10 @@ impl DecodeCache {
             }
             // §6.3, in the reference's loop order: start rank, then end rank. The filters
             // on one position alone are applied once per position, before the pairs.
-            starts.retain(|&s| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
-            ends.retain(|&e| e < f.len() && f.orig_word(e).is_some());
-            for &s in &starts {
-                for &e in &ends {
+            starts.retain(|&(s, _)| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
+            ends.retain(|&(e, _)| e < f.len() && f.orig_word(e).is_some());
+            for &(s, start_logit) in &starts {
+                for &(e, end_logit) in &ends {
                     if e < s || e - s + 1 > config.max_answer_length {
                         continue;
                     }
@@ -561,8 +615,8 @@ impl DecodeCache {
                         window: wi,
                         start: s,
                         end: e,
-                        start_logit: f64::from(l.start[s]),
-                        end_logit: f64::from(l.end[e]),
+                        start_logit: f64::from(start_logit),
+                        end_logit: f64::from(end_logit),
                     });
                 }
             }

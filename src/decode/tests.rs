@@ -1006,6 +1006,23 @@ fn ranked_candidates_decode_as_the_logits() {
                 let got = decode_example(&config, &fx.doc_tokens, "q", &ranked, &fx.tok).unwrap();
                 assert_eq!(got, want, "seed {seed}");
             }
+            // The right candidates are all that is read: the logits may be gone.
+            let gone = Logits {
+                unique_id: UID,
+                start: Vec::new(),
+                end: Vec::new(),
+            };
+            let mut only = [Window {
+                feature: &f,
+                logits: &gone,
+                candidates: Some(&right),
+            }];
+            let got = decode_example(&config, &fx.doc_tokens, "q", &only, &fx.tok).unwrap();
+            assert_eq!(got, want, "seed {seed}");
+            // Candidates of another size cannot stand in for them: an error, not a guess.
+            only[0].candidates = Some(&other);
+            let e = decode_example(&config, &fx.doc_tokens, "q", &only, &fx.tok).unwrap_err();
+            assert!(e.to_string().contains("0 start and 0 end logits"), "{e}");
         }
     }
 }
