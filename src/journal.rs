@@ -649,84 +649,68 @@ mod tests {
         assert!(e.contains("bad magic"), "{e}");
     }
 
-    /// A journal of the first format (FNV-1a checksums) is read, resumed and continued in
-    /// its own format (full records even when asked for compact ones); a new journal
-    /// uses the third.
-    #[test]
-    fn first_format_journals_are_continued_in_their_format() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default().with("model", "m");
-        // A BQJRNL01 file written by hand: header, then one record.
+    /// A journal of an earlier format (`checksum`: Fnv1a or Crc32, full records without
+    /// `k`) written by hand: its header, then one record of `l`.
+    fn old_format_journal(checksum: Checksum, fp: &Fingerprint, l: &Logits) -> Vec<u8> {
+        assert!(!checksum.has_kinds());
         let header = fp.to_json().to_string().into_bytes();
-        let mut bytes = b"BQJRNL01".to_vec();
+        let mut bytes = checksum.magic().to_vec();
         bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&fnv1a(&header).to_le_bytes());
-        let l = logits(1_000_000_000, 5);
+        bytes.extend_from_slice(&checksum.of(&header).to_le_bytes());
         let mut payload = l.unique_id.to_le_bytes().to_vec();
-        payload.extend_from_slice(&5u32.to_le_bytes());
+        payload.extend_from_slice(&(l.start.len() as u32).to_le_bytes());
         for v in l.start.iter().chain(&l.end) {
             payload.extend_from_slice(&v.to_le_bytes());
         }
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&fnv1a(&payload).to_le_bytes());
+        bytes.extend_from_slice(&checksum.of(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
-        std::fs::write(&path, &bytes).unwrap();
+        bytes
+    }
 
-        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
-        assert_eq!(c.checksum, Checksum::Fnv1a);
-        assert_eq!(c.logits[&1_000_000_000].end, l.end);
-        j.compact_to(1);
-        j.append(&logits(1_000_000_001, 5)).unwrap();
-        drop(j);
-        let (_, c) = read(&path).unwrap();
-        assert_eq!(c.checksum, Checksum::Fnv1a);
-        assert_eq!(c.logits.len(), 2);
-        assert_eq!(c.logits[&1_000_000_001], logits(1_000_000_001, 5));
-        assert!(c.compact.is_empty());
-        assert_eq!(c.torn_bytes, 0);
+    /// Journals of the earlier formats (FNV-1a, then CRC-32 checksums; records without
+    /// `k`) are read, resumed and continued in their own format, full records even when
+    /// asked for compact ones; a new journal uses the third.
+    #[test]
+    fn earlier_format_journals_are_continued_in_their_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let fp = Fingerprint::default().with("model", "m");
+        let crc = |b: &[u8]| u64::from(crc32fast::hash(b));
+        let formats: [(Checksum, &[u8; 8], fn(&[u8]) -> u64); 2] = [
+            (Checksum::Fnv1a, b"BQJRNL01", fnv1a),
+            (Checksum::Crc32, b"BQJRNL02", crc),
+        ];
+        for (checksum, magic, sum) in formats {
+            let l = logits(1_000_000_000, 5);
+            let bytes = old_format_journal(checksum, &fp, &l);
+            // The record's checksum comes before its 52-byte payload.
+            let payload = &bytes[bytes.len() - 52..];
+            assert_eq!(&bytes[..8], magic);
+            assert_eq!(&bytes[bytes.len() - 60..][..8], &sum(payload).to_le_bytes());
+            std::fs::write(&path, &bytes).unwrap();
+
+            let (mut j, c) = Journal::resume(&path, &fp).unwrap();
+            assert_eq!(c.checksum, checksum);
+            assert_eq!(c.logits[&1_000_000_000], l);
+            j.compact_to(1);
+            j.append(&logits(1_000_000_001, 64)).unwrap();
+            drop(j);
+            let written = std::fs::read(&path).unwrap();
+            assert_eq!(written.len(), bytes.len() + 12 + 12 + 64 * 8);
+            let (_, c) = read(&path).unwrap();
+            assert_eq!(c.checksum, checksum);
+            assert_eq!(c.logits.len(), 2);
+            assert_eq!(c.logits[&1_000_000_001], logits(1_000_000_001, 64));
+            assert!(c.compact.is_empty());
+            assert_eq!(c.torn_bytes, 0);
+        }
 
         let fresh = dir.path().join("new.bqj");
         Journal::create(&fresh, &fp).unwrap();
         assert_eq!(&std::fs::read(&fresh).unwrap()[..8], b"BQJRNL03");
         assert_eq!(read(&fresh).unwrap().1.checksum, Checksum::Crc32Compact);
-    }
-
-    /// A journal of the second format (CRC-32, records without `k`) is read and
-    /// continued in its own format.
-    #[test]
-    fn second_format_journals_are_continued_in_their_format() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default().with("model", "m");
-        let header = fp.to_json().to_string().into_bytes();
-        let mut bytes = b"BQJRNL02".to_vec();
-        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&u64::from(crc32fast::hash(&header)).to_le_bytes());
-        let l = logits(1_000_000_000, 6);
-        let mut payload = l.unique_id.to_le_bytes().to_vec();
-        payload.extend_from_slice(&6u32.to_le_bytes());
-        for v in l.start.iter().chain(&l.end) {
-            payload.extend_from_slice(&v.to_le_bytes());
-        }
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&u64::from(crc32fast::hash(&payload)).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        std::fs::write(&path, &bytes).unwrap();
-
-        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
-        assert_eq!(c.checksum, Checksum::Crc32);
-        assert_eq!(c.logits[&1_000_000_000], l);
-        j.compact_to(1);
-        j.append(&logits(1_000_000_001, 64)).unwrap();
-        drop(j);
-        let written = std::fs::read(&path).unwrap();
-        assert_eq!(written.len(), bytes.len() + 12 + 12 + 64 * 8);
-        let (_, c) = read(&path).unwrap();
-        assert_eq!(c.logits[&1_000_000_001], logits(1_000_000_001, 64));
-        assert!(c.compact.is_empty());
     }
 
     /// Random logits with many ties (a few distinct values), as the decoder ranks them.
