@@ -678,7 +678,8 @@ mod tests {
         let path = dir.path().join(FILE_NAME);
         let fp = Fingerprint::default().with("model", "m");
         let crc = |b: &[u8]| u64::from(crc32fast::hash(b));
-        let formats: [(Checksum, &[u8; 8], fn(&[u8]) -> u64); 2] = [
+        type Format = (Checksum, &'static [u8; 8], fn(&[u8]) -> u64);
+        let formats: [Format; 2] = [
             (Checksum::Fnv1a, b"BQJRNL01", fnv1a),
             (Checksum::Crc32, b"BQJRNL02", crc),
         ];
