@@ -102,6 +102,10 @@ impl Checksum {
 /// `k` of a full record.
 const FULL: u32 = u32::MAX;
 
+/// The most positions a compact record describes (far above any model's sequence), so
+/// that a record cannot make the reader allocate more than a few MB per side.
+const MAX_COMPACT_POSITIONS: usize = 1 << 20;
+
 /// Everything that determines a run's logits and answers, as named strings (data file
 /// digest, model, vocabulary digest, window, decoding and padding settings, …). Two
 /// runs may share a journal only when their fingerprints are equal.
@@ -402,7 +406,12 @@ fn compactable_ranked(start: &[f32], end: &[f32], k: usize, top: &[Vec<usize>; 2
 fn small_and_finite(start: &[f32], end: &[f32], k: usize) -> bool {
     let n = start.len();
     let finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
-    n > 0 && end.len() == n && k.saturating_mul(2) < n && finite(start) && finite(end)
+    n > 0
+        && n <= MAX_COMPACT_POSITIONS
+        && end.len() == n
+        && k.saturating_mul(2) < n
+        && finite(start)
+        && finite(end)
 }
 
 /// The last candidate of each is above `f32::MIN`.
@@ -514,7 +523,7 @@ fn record_at(bytes: &[u8], at: usize, checksum: Checksum) -> Option<(Logits, boo
         return Some((l, false, next));
     }
     let k = k as usize;
-    if n == 0 || k.checked_mul(2)? >= n || values.len() != 8 + 16 * k {
+    if n == 0 || n > MAX_COMPACT_POSITIONS || k.checked_mul(2)? >= n || values.len() != 8 + 16 * k {
         return None;
     }
     let mut l = Logits {
@@ -806,6 +815,32 @@ mod tests {
         assert!(ra == rb);
         let (_, c) = read(&a).unwrap();
         assert!(c.compact.len() > 10, "{}", c.compact.len());
+    }
+
+    /// A compact record claiming more positions than any model has is a bad record (the
+    /// reader stops there), not an allocation of gigabytes.
+    #[test]
+    fn a_compact_record_claiming_huge_lengths_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let fp = Fingerprint::default();
+        let mut j = Journal::create(&path, &fp).unwrap();
+        j.compact_to(1);
+        j.append(&tied_logits(7, 8, 7)).unwrap();
+        drop(j);
+        let good = std::fs::read(&path).unwrap();
+        let mut payload = 9u64.to_le_bytes().to_vec();
+        payload.extend_from_slice(&u32::MAX.wrapping_sub(1).to_le_bytes()); // n
+        payload.extend_from_slice(&1u32.to_le_bytes()); // k
+        payload.extend_from_slice(&[0; 8 + 16]);
+        let mut bytes = good.clone();
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&Checksum::Crc32Compact.of(&payload).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        let (_, c) = parse(&bytes, &path).unwrap();
+        assert_eq!(c.compact, vec![7]);
+        assert_eq!(c.logits.len(), 1);
+        assert_eq!(c.good_len, good.len() as u64);
     }
 
     /// Non-finite values, or candidates at `f32::MIN`, keep the record full; so does a

@@ -156,18 +156,27 @@ pub fn write_outputs_with(
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     write_atomic(&dir.join("predictions.json"), &render_predictions(preds))?;
     match nbest {
-        Some(stream) => stream.finish()?,
+        // The stream holds exactly these predictions' lists (each answered question's
+        // went through it once). A run whose decoding failed keeps none of its
+        // predictions: its streamed lists are dropped with the stream.
+        Some(stream) if stream.lists() == preds.len() => stream.finish()?,
         // The largest file (about 30 MB for SQuAD dev) is written in chunks, never held
         // whole.
-        None => write_atomic_with(&dir.join("nbest_predictions.json"), |w| {
-            let mut writer = NbestWriter::default();
-            render_object_to(
-                preds,
-                |_| true,
-                |p, out, indent| writer.value(p, out, indent),
-                w,
-            )
-        })?,
+        other => {
+            debug_assert!(
+                other.is_none() || preds.is_empty(),
+                "lists streamed elsewhere"
+            );
+            write_atomic_with(&dir.join("nbest_predictions.json"), |w| {
+                let mut writer = NbestWriter::default();
+                render_object_to(
+                    preds,
+                    |_| true,
+                    |p, out, indent| writer.value(p, out, indent),
+                    w,
+                )
+            })?
+        }
     }
     if version_2 {
         write_atomic(&dir.join("null_odds.json"), &render_null_odds(preds))?;
@@ -318,6 +327,8 @@ pub struct NbestStream {
     waiting: std::collections::BTreeMap<usize, (String, Vec<super::NbestEntry>)>,
     /// The first write error; later lists are dropped and `finish` reports it.
     error: Option<std::io::Error>,
+    /// Lists written (or dropped after an error).
+    pushed: usize,
 }
 
 impl std::fmt::Debug for NbestStream {
@@ -356,6 +367,7 @@ impl NbestStream {
             next: 0,
             waiting: Default::default(),
             error: None,
+            pushed: 0,
         })
     }
 
@@ -363,9 +375,6 @@ impl NbestStream {
     /// with those waiting for it, or keeps it until the questions before it came.
     pub fn push(&mut self, index: usize, p: &mut Prediction) {
         let nbest = std::mem::take(&mut p.nbest);
-        if self.error.is_some() {
-            return;
-        }
         if index != self.next {
             self.waiting.insert(index, (p.qas_id.clone(), nbest));
             return;
@@ -383,6 +392,11 @@ impl NbestStream {
     }
 
     fn write(&mut self, id: &str, nbest: &[super::NbestEntry]) {
+        self.pushed += 1;
+        // After the first error nothing more is written: the file is discarded.
+        if self.error.is_some() {
+            return;
+        }
         self.object.key(id);
         self.writer.list(nbest, &mut self.object.out, 1);
         let Some(file) = self.file.as_mut() else {
@@ -393,13 +407,15 @@ impl NbestStream {
         }
     }
 
+    /// Lists handed over so far (written or waiting).
+    pub fn lists(&self) -> usize {
+        self.pushed + self.waiting.len()
+    }
+
     /// Writes the lists still waiting (in question order), closes the object, syncs the
     /// file and renames it into place.
     pub fn finish(mut self) -> Result<()> {
         for (_, (id, nbest)) in std::mem::take(&mut self.waiting) {
-            if self.error.is_some() {
-                break;
-            }
             self.write(&id, &nbest);
         }
         let result = match self.error.take() {
@@ -903,6 +919,26 @@ mod tests {
         // Nothing answered: an empty object.
         NbestStream::create(dir.path()).unwrap().finish().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+
+        // Decoding failed after some lists were streamed: the run keeps no prediction,
+        // and the n-best file agrees with predictions.json (both empty).
+        let mut stream = NbestStream::create(dir.path()).unwrap();
+        let mut taken = preds.clone();
+        for (i, p) in taken.iter_mut().enumerate().take(5) {
+            stream.push(i, p);
+        }
+        assert_eq!(stream.lists(), 5);
+        write_outputs_with(dir.path(), &[], false, Some(stream)).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+        assert_eq!(
+            std::fs::read(dir.path().join("predictions.json")).unwrap(),
+            b"{}\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temporary file left"
+        );
     }
 
     /// An unfinished stream leaves no file behind; a temporary file of a killed run is
