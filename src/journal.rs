@@ -12,7 +12,7 @@
 //!     [`crate::logits_io`]);
 //!   - otherwise a compact record: f32 start and end logits of position 0, then `k` ×
 //!     (`u32` position, f32 value) for the start logits and the same for the end logits:
-//!     the first `k` positions of each in the decoder's order ([`best_indexes`]).
+//!     the first `k` positions of each in the decoder's order ([`best_indexes`](crate::decode::best_indexes)).
 //!
 //! A compact record holds everything decoding reads when `k` is the n-best size (a
 //! fingerprint setting): the candidates of §6.2, their logits and the null score's
@@ -43,7 +43,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::decode::{best_indexes, Candidates};
+use crate::decode::Candidates;
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
 
@@ -195,8 +195,8 @@ pub struct Journal {
     buffer: Vec<u8>,
     /// Compact records of this many candidates where possible (see the module header).
     compact: Option<usize>,
-    /// The candidates of a compact record (start, end).
-    top: [Vec<usize>; 2],
+    /// Scratch for ranking candidates.
+    scratch: Vec<usize>,
 }
 
 impl Journal {
@@ -219,7 +219,7 @@ impl Journal {
             checksum,
             buffer: Vec::new(),
             compact: None,
-            top: Default::default(),
+            scratch: Vec::new(),
         })
     }
 
@@ -253,7 +253,7 @@ impl Journal {
             checksum: contents.checksum,
             buffer: Vec::new(),
             compact: None,
-            top: Default::default(),
+            scratch: Vec::new(),
         };
         use std::io::Seek;
         journal
@@ -290,35 +290,39 @@ impl Journal {
     pub fn append_ranked(&mut self, logits: &Logits, ranked: Option<&Candidates>) -> Result<()> {
         let n = logits.start.len().min(logits.end.len());
         let (start, end) = (&logits.start[..n], &logits.end[..n]);
+        // The candidates of a compact record: those given, or ranked here; none when a
+        // compact record would not be smaller or exact (module header). Logits of
+        // unequal lengths (a malformed answer) are kept whole.
+        let owned;
+        let compact = match self.compact {
+            Some(k)
+                if logits.start.len() == logits.end.len() && small_and_finite(start, end, k) =>
+            {
+                let c = match ranked.filter(|c| c.k() == k) {
+                    Some(c) => c,
+                    None => {
+                        owned = Candidates::of(logits, k, &mut self.scratch);
+                        &owned
+                    }
+                };
+                exact_when_compact(c).then_some(c)
+            }
+            _ => None,
+        };
         let record = &mut self.buffer;
         let at = record.len();
         // Length and checksum first, filled in once the payload is there.
         record.resize(at + 12, 0);
         record.extend_from_slice(&logits.unique_id.to_le_bytes());
         record.extend_from_slice(&(n as u32).to_le_bytes());
-        // Logits of unequal lengths (a malformed answer) are kept whole.
-        let equal = logits.start.len() == logits.end.len();
-        let k = self.compact.filter(|_| equal).filter(|&k| {
-            if let Some(c) = ranked.filter(|c| c.k() == k) {
-                for (top, positions) in self.top.iter_mut().zip([c.starts(), c.ends()]) {
-                    top.clear();
-                    top.extend(positions.iter().map(|&i| i as usize));
-                }
-                compactable_ranked(start, end, k, &self.top)
-            } else {
-                compactable(start, end, k, &mut self.top)
-            }
-        });
-        match k {
-            Some(k) => {
-                record.extend_from_slice(&(k as u32).to_le_bytes());
+        match compact {
+            Some(c) => {
+                record.extend_from_slice(&(c.k() as u32).to_le_bytes());
                 record.extend_from_slice(&start[0].to_le_bytes());
                 record.extend_from_slice(&end[0].to_le_bytes());
-                for (values, top) in [start, end].into_iter().zip(&self.top) {
-                    for &i in top {
-                        record.extend_from_slice(&(i as u32).to_le_bytes());
-                        record.extend_from_slice(&values[i].to_le_bytes());
-                    }
+                for (i, v) in c.start_scores().chain(c.end_scores()) {
+                    record.extend_from_slice(&(i as u32).to_le_bytes());
+                    record.extend_from_slice(&v.to_le_bytes());
                 }
             }
             None => {
@@ -381,28 +385,9 @@ impl Journal {
     }
 }
 
-/// Whether `start` and `end` can be journaled as a compact record of `k` candidates:
-/// it is smaller (`2k < n`), every value is finite (the non-finite count is the
-/// decoder's to make) and the `k`-th best of each is above `f32::MIN`, the value the
-/// other positions get back. Leaves the candidates of each in `top` when it can.
-fn compactable(start: &[f32], end: &[f32], k: usize, top: &mut [Vec<usize>; 2]) -> bool {
-    if !small_and_finite(start, end, k) {
-        return false;
-    }
-    for (values, top) in [start, end].into_iter().zip(top.iter_mut()) {
-        best_indexes(values, k, top);
-    }
-    above_min(start, end, top)
-}
-
-/// [`compactable`] with the candidates already in `top`.
-fn compactable_ranked(start: &[f32], end: &[f32], k: usize, top: &[Vec<usize>; 2]) -> bool {
-    small_and_finite(start, end, k)
-        && top.iter().all(|t| t.len() == k)
-        && above_min(start, end, top)
-}
-
-/// A compact record is smaller (`2k < n`) and every value is finite.
+/// A compact record of `k` candidates is smaller (`2k < n`, `n` within what a compact
+/// record may describe) and every value is finite (the non-finite count is the
+/// decoder's to make).
 fn small_and_finite(start: &[f32], end: &[f32], k: usize) -> bool {
     let n = start.len();
     let finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
@@ -414,12 +399,13 @@ fn small_and_finite(start: &[f32], end: &[f32], k: usize) -> bool {
         && finite(end)
 }
 
-/// The last candidate of each is above `f32::MIN`.
-fn above_min(start: &[f32], end: &[f32], top: &[Vec<usize>; 2]) -> bool {
-    [start, end]
-        .into_iter()
-        .zip(top)
-        .all(|(values, top)| top.last().is_some_and(|&i| values[i] > f32::MIN))
+/// The candidates read back exactly: `k` of each side, the last of each above
+/// `f32::MIN`, the value the other positions get back.
+fn exact_when_compact(c: &Candidates) -> bool {
+    let full = |n: usize, last: Option<(usize, f32)>| {
+        n == c.k() && last.is_some_and(|(_, v)| v > f32::MIN)
+    };
+    full(c.starts().len(), c.start_scores().last()) && full(c.ends().len(), c.end_scores().last())
 }
 
 impl Drop for Journal {
@@ -555,6 +541,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::best_indexes;
 
     fn logits(id: u64, n: usize) -> Logits {
         Logits {

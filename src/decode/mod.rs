@@ -194,7 +194,7 @@ impl Candidates {
     }
 
     /// The start positions with their logits, best first.
-    fn start_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+    pub fn start_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
         let n = self.starts;
         self.positions[..n]
             .iter()
@@ -203,7 +203,7 @@ impl Candidates {
     }
 
     /// The end positions with their logits, best first.
-    fn end_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+    pub fn end_scores(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
         let n = self.starts;
         self.positions[n..]
             .iter()
