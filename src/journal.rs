@@ -273,6 +273,12 @@ impl Journal {
         }
     }
 
+    /// The n-best size of the compact records it writes, if it writes any
+    /// ([`Journal::compact_to`]).
+    pub fn compacts(&self) -> Option<usize> {
+        self.compact
+    }
+
     /// Counts `n` fewer records: journaled features that will be sent (and journaled)
     /// again.
     pub fn uncount(&mut self, n: u64) {
@@ -286,29 +292,41 @@ impl Journal {
     }
 
     /// [`Journal::append`] with the logits' candidates when they were ranked already
-    /// (used for a compact record when ranked for the journal's n-best size).
+    /// (used for a compact record when ranked for the journal's n-best size). Where the
+    /// candidates stand alone ([`stands_alone`]) the logits may be empty: the record is
+    /// made from the candidates only.
     pub fn append_ranked(&mut self, logits: &Logits, ranked: Option<&Candidates>) -> Result<()> {
-        let n = logits.start.len().min(logits.end.len());
-        let (start, end) = (&logits.start[..n], &logits.end[..n]);
         // The candidates of a compact record: those given, or ranked here; none when a
         // compact record would not be smaller or exact (module header). Logits of
         // unequal lengths (a malformed answer) are kept whole.
         let owned;
         let compact = match self.compact {
-            Some(k)
-                if logits.start.len() == logits.end.len() && small_and_finite(start, end, k) =>
-            {
-                let c = match ranked.filter(|c| c.k() == k) {
-                    Some(c) => c,
-                    None => {
-                        owned = Candidates::of(logits, k, &mut self.scratch);
-                        &owned
-                    }
-                };
-                exact_when_compact(c).then_some(c)
-            }
-            _ => None,
+            Some(k) => match ranked.filter(|c| c.k() == k) {
+                Some(c) => stands_alone(c, k).then_some(c),
+                None => {
+                    owned = Candidates::of(logits, k, &mut self.scratch);
+                    stands_alone(&owned, k).then_some(&owned)
+                }
+            },
+            None => None,
         };
+        let n = match compact {
+            Some(c) => c.lens().0,
+            None => {
+                let lens = (logits.start.len(), logits.end.len());
+                if ranked.is_some_and(|c| c.lens() != lens) {
+                    return Err(Error::Decode {
+                        unique_id: logits.unique_id,
+                        message: "its logits were not kept for a full journal record".into(),
+                    });
+                }
+                lens.0.min(lens.1)
+            }
+        };
+        let (start, end) = (
+            &logits.start[..n.min(logits.start.len())],
+            &logits.end[..n.min(logits.end.len())],
+        );
         let record = &mut self.buffer;
         let at = record.len();
         // Length and checksum first, filled in once the payload is there.
@@ -317,9 +335,10 @@ impl Journal {
         record.extend_from_slice(&(n as u32).to_le_bytes());
         match compact {
             Some(c) => {
+                let (first_start, first_end) = c.first();
                 record.extend_from_slice(&(c.k() as u32).to_le_bytes());
-                record.extend_from_slice(&start[0].to_le_bytes());
-                record.extend_from_slice(&end[0].to_le_bytes());
+                record.extend_from_slice(&first_start.to_le_bytes());
+                record.extend_from_slice(&first_end.to_le_bytes());
                 for (i, v) in c.start_scores().chain(c.end_scores()) {
                     record.extend_from_slice(&(i as u32).to_le_bytes());
                     record.extend_from_slice(&v.to_le_bytes());
@@ -385,27 +404,24 @@ impl Journal {
     }
 }
 
-/// A compact record of `k` candidates is smaller (`2k < n`, `n` within what a compact
-/// record may describe) and every value is finite (the non-finite count is the
-/// decoder's to make).
-fn small_and_finite(start: &[f32], end: &[f32], k: usize) -> bool {
-    let n = start.len();
-    let finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
-    n > 0
-        && n <= MAX_COMPACT_POSITIONS
-        && end.len() == n
-        && k.saturating_mul(2) < n
-        && finite(start)
-        && finite(end)
-}
-
-/// The candidates read back exactly: `k` of each side, the last of each above
-/// `f32::MIN`, the value the other positions get back.
-fn exact_when_compact(c: &Candidates) -> bool {
-    let full = |n: usize, last: Option<(usize, f32)>| {
-        n == c.k() && last.is_some_and(|(_, v)| v > f32::MIN)
+/// Whether candidates `c` alone make an exact compact record for a journal compacting
+/// to `k` (module header): ranked for `k` from finite logits, both sides of one length
+/// `n` with `2k < n ≤` [`MAX_COMPACT_POSITIONS`], and the `k`-th candidate of each side
+/// above `f32::MIN`, the value the other positions get back. Decoding then reads nothing
+/// else either, so the logits need not be kept.
+pub fn stands_alone(c: &Candidates, k: usize) -> bool {
+    let (n, m) = c.lens();
+    let full = |len: usize, last: Option<(usize, f32)>| {
+        len == k && last.is_some_and(|(_, v)| v > f32::MIN)
     };
-    full(c.starts().len(), c.start_scores().last()) && full(c.ends().len(), c.end_scores().last())
+    c.k() == k
+        && c.finite()
+        && n == m
+        && n > 0
+        && n <= MAX_COMPACT_POSITIONS
+        && k.saturating_mul(2) < n
+        && full(c.starts().len(), c.start_scores().last())
+        && full(c.ends().len(), c.end_scores().last())
 }
 
 impl Drop for Journal {
@@ -774,19 +790,28 @@ mod tests {
     }
 
     /// Records of logits ranked beforehand are the bytes of records ranked by the
-    /// journal; candidates for another size are ranked again.
+    /// journal; candidates for another size are ranked again. Candidates that stand
+    /// alone make the same records without the logits; others need the logits, and
+    /// their absence is an error, not a record.
     #[test]
     fn ranked_appends_write_the_same_records() {
         let dir = tempfile::tempdir().unwrap();
         let fp = Fingerprint::default();
-        let (a, b) = (dir.path().join("a.bqj"), dir.path().join("b.bqj"));
-        let (mut ja, mut jb) = (
+        let (a, b, c) = (
+            dir.path().join("a.bqj"),
+            dir.path().join("b.bqj"),
+            dir.path().join("c.bqj"),
+        );
+        let (mut ja, mut jb, mut jc) = (
             Journal::create(&a, &fp).unwrap(),
             Journal::create(&b, &fp).unwrap(),
+            Journal::create(&c, &fp).unwrap(),
         );
         ja.compact_to(4);
         jb.compact_to(4);
+        jc.compact_to(4);
         let mut scratch = Vec::new();
+        let mut alone = 0;
         for seed in 0..30u64 {
             let mut l = tied_logits(seed, 8 + seed as usize, seed);
             if seed % 7 == 3 {
@@ -794,12 +819,27 @@ mod tests {
             }
             ja.append(&l).unwrap();
             let k = if seed % 5 == 0 { 3 } else { 4 };
-            let c = Candidates::of(&l, k, &mut scratch);
-            jb.append_ranked(&l, Some(&c)).unwrap();
+            let ranked = Candidates::of(&l, k, &mut scratch);
+            jb.append_ranked(&l, Some(&ranked)).unwrap();
+            let empty = Logits {
+                unique_id: l.unique_id,
+                start: Vec::new(),
+                end: Vec::new(),
+            };
+            if stands_alone(&ranked, 4) {
+                alone += 1;
+                jc.append_ranked(&empty, Some(&ranked)).unwrap();
+            } else {
+                let err = jc.append_ranked(&empty, Some(&ranked)).unwrap_err();
+                assert!(err.to_string().contains("not kept"), "{err}");
+                jc.append_ranked(&l, Some(&ranked)).unwrap();
+            }
         }
-        drop((ja, jb));
+        assert!((10..30).contains(&alone), "{alone}");
+        drop((ja, jb, jc));
         let (ra, rb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
         assert!(ra == rb);
+        assert!(ra == std::fs::read(&c).unwrap());
         let (_, c) = read(&a).unwrap();
         assert!(c.compact.len() > 10, "{}", c.compact.len());
     }

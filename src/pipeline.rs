@@ -19,6 +19,9 @@
 //!   or a [`Pool`](crate::backend::Pool) of endpoints that retries transient errors;
 //!   latency is that of the attempt that succeeded. NaN and infinite logits are replaced
 //!   by −∞ as responses arrive and counted in [`InferReport::non_finite`].
+//! - A run that decodes ranks each answer's n-best candidates where the response lies
+//!   (shared memory or the message), in the pass that checks for non-finite values
+//!   ([`Rank`]); the logits are copied out only where something reads them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,7 +41,9 @@ use crate::types::{Feature, Logits};
 /// A completed request.
 struct Answered {
     batch: Vec<Arc<Feature>>,
-    logits: Vec<Logits>,
+    /// Per feature: its logits (empty where the candidates stand for them) and, when
+    /// ranked, its candidates.
+    logits: Vec<(Logits, Option<Candidates>)>,
     sent: Instant,
     received: Instant,
     /// The non-finite logits it held (replaced by −∞).
@@ -110,9 +115,9 @@ pub struct PaddingGuard {
 pub const PADDING_DECISION_ID: u64 = u64::MAX;
 
 /// The decision result (see [`PADDING_DECISION_ID`]).
-fn padding_decision(dynamic: bool) -> (Arc<Feature>, Logits) {
+fn padding_decision<T: FromAnswer>(dynamic: bool) -> T {
     let v = if dynamic { 1.0 } else { 0.0 };
-    (
+    T::from_answer(
         Arc::new(Feature::from_pieces(
             PADDING_DECISION_ID,
             usize::MAX,
@@ -124,7 +129,94 @@ fn padding_decision(dynamic: bool) -> (Arc<Feature>, Logits) {
             start: vec![v],
             end: vec![v],
         },
+        None,
     )
+}
+
+/// What [`infer_ranked`] hands on per answered feature.
+pub trait FromAnswer: Send + 'static {
+    /// The feature, its logits (empty where the candidates stand for them) and its
+    /// candidates (none unless ranked).
+    fn from_answer(feature: Arc<Feature>, logits: Logits, candidates: Option<Candidates>) -> Self;
+}
+
+impl FromAnswer for (Arc<Feature>, Logits) {
+    fn from_answer(feature: Arc<Feature>, logits: Logits, _: Option<Candidates>) -> Self {
+        (feature, logits)
+    }
+}
+
+impl FromAnswer for (Arc<Feature>, Logits, Option<Candidates>) {
+    fn from_answer(feature: Arc<Feature>, logits: Logits, c: Option<Candidates>) -> Self {
+        (feature, logits, c)
+    }
+}
+
+/// Ranking each answer where it is read ([`infer_ranked`]): candidates for n-best size
+/// `k`, read straight from the response's memory, in the same pass that checks the
+/// logits for non-finite values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rank {
+    /// The n-best size.
+    pub k: usize,
+    /// Keep every feature's logits too. Otherwise they are kept only where the
+    /// candidates cannot stand for them ([`crate::journal::stands_alone`]: non-finite
+    /// values, short windows), and copied out of the response only then.
+    pub keep_logits: bool,
+}
+
+/// Reads each row of a checked answer (`features` in row order): its logits and, with
+/// `rank`, its candidates; non-finite logits replaced by −∞ and counted.
+fn read_rows(
+    checked: &tensor::Checked<'_>,
+    features: &[Arc<Feature>],
+    rank: Option<Rank>,
+    scratch: &mut Vec<usize>,
+) -> (
+    Vec<(Logits, Option<Candidates>)>,
+    crate::decode::non_finite::NonFinite,
+) {
+    let mut out = Vec::with_capacity(checked.rows());
+    let mut non_finite = crate::decode::non_finite::NonFinite::default();
+    for (row, f) in features.iter().take(checked.rows()).enumerate() {
+        let unique_id = f.unique_id;
+        // Ranked where the values lie, when they can be read there as they are.
+        let ranked = rank.and_then(|r| {
+            let (start, end) = checked.row_f32(row)?;
+            Some(Candidates::of_rows(start, end, r.k, scratch))
+        });
+        if let (Some(r), Some(c)) = (rank, ranked.as_ref()) {
+            if !r.keep_logits && crate::journal::stands_alone(c, r.k) {
+                let empty = Logits {
+                    unique_id,
+                    start: Vec::new(),
+                    end: Vec::new(),
+                };
+                out.push((empty, ranked));
+                continue;
+            }
+        }
+        let mut l = Logits {
+            unique_id,
+            start: Vec::new(),
+            end: Vec::new(),
+        };
+        checked.row_into(row, &mut l.start, &mut l.end);
+        let replaced = crate::decode::non_finite::sanitize(&mut l);
+        if replaced > 0 {
+            non_finite.values += replaced;
+            non_finite.features += 1;
+        }
+        // Candidates of finite values are those of the sanitized ones; others are
+        // ranked again, after the replacement.
+        let candidates = match (rank, ranked) {
+            (Some(_), Some(c)) if c.finite() => Some(c),
+            (Some(r), _) => Some(Candidates::of(&l, r.k, scratch)),
+            (None, _) => None,
+        };
+        out.push((l, candidates));
+    }
+    (out, non_finite)
 }
 
 /// The decision an earlier run's journal kept, if any.
@@ -201,6 +293,18 @@ fn shorter_padding_is_safe(l: &Logits, real: usize, multiple: usize, n: usize) -
         crate::decode::real_in_top(&x[..shortest], real, n)
             == crate::decode::real_in_top(x, real, n)
     })
+}
+
+/// [`padding_displaces`] from the logits' candidates when ranked for `n` (the same
+/// positions [`crate::decode::real_in_top`] ranks), from the logits otherwise.
+fn padding_displaces_ranked(l: &Logits, c: Option<&Candidates>, real: usize, n: usize) -> bool {
+    let Some(c) = c.filter(|c| c.k() == n) else {
+        return padding_displaces(l, real, n);
+    };
+    let want = n.min(real);
+    let (starts, ends) = c.lens();
+    let real_in = |positions: &[u32]| positions.iter().filter(|&&i| (i as usize) < real).count();
+    (starts > real && real_in(c.starts()) < want) || (ends > real && real_in(c.ends()) < want)
 }
 
 /// True when padding positions of `l` push real positions out of the top `n`.
@@ -393,6 +497,19 @@ pub async fn infer_all<B: Infer>(
     features: mpsc::Receiver<Arc<Feature>>,
     results: mpsc::Sender<(Arc<Feature>, Logits)>,
 ) -> Result<InferReport> {
+    infer_ranked(client, binding, config, None, features, results).await
+}
+
+/// [`infer_all`] that, with `rank`, also ranks each feature's candidates as its answer
+/// is read and keeps its logits only where needed ([`Rank`]).
+pub async fn infer_ranked<B: Infer, T: FromAnswer>(
+    client: &B,
+    binding: Arc<Binding>,
+    config: &InferConfig,
+    rank: Option<Rank>,
+    features: mpsc::Receiver<Arc<Feature>>,
+    results: mpsc::Sender<T>,
+) -> Result<InferReport> {
     if config.batch_size == 0 || config.batch_size > binding.batch_limit() {
         return Err(Error::Config(format!(
             "batch size {} outside 1..={} for model {:?}",
@@ -418,7 +535,16 @@ pub async fn infer_all<B: Infer>(
         shm::Opened::Region(r) => (Some(r), None),
         shm::Opened::Message(note) => (None, note),
     };
-    let result = send_all(client, binding, config, region.clone(), features, results).await;
+    let result = send_all(
+        client,
+        binding,
+        config,
+        rank,
+        region.clone(),
+        features,
+        results,
+    )
+    .await;
     let lost = region.as_ref().is_some_and(|r| r.is_abandoned());
     let outputs_used = region.as_ref().is_some_and(|r| r.outputs_used());
     let closed = match region {
@@ -449,13 +575,14 @@ pub async fn infer_all<B: Infer>(
 }
 
 /// [`infer_all`] once the shared memory region (if any) is open.
-async fn send_all<B: Infer>(
+async fn send_all<B: Infer, T: FromAnswer>(
     client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,
+    rank: Option<Rank>,
     region: Option<shm::InputRegion>,
     mut features: mpsc::Receiver<Arc<Feature>>,
-    results: mpsc::Sender<(Arc<Feature>, Logits)>,
+    results: mpsc::Sender<T>,
 ) -> Result<InferReport> {
     let concurrency = config.concurrency.max(1);
     let mut report = InferReport::empty();
@@ -527,6 +654,12 @@ async fn send_all<B: Infer>(
         let c = client.clone();
         let mut slot = region.as_ref().and_then(|r| r.take());
         let region = region.clone();
+        // The probe reads the logits themselves, and so does a padding check of another
+        // n-best size.
+        let rank = rank.map(|r| Rank {
+            keep_logits: r.keep_logits || probing || check.is_some_and(|n| n != r.k),
+            ..r
+        });
         first.get_or_insert_with(Instant::now);
         inflight.spawn(async move {
             let placed = match slot.as_mut() {
@@ -536,14 +669,16 @@ async fn send_all<B: Infer>(
             let ((response, sent), in_shm) =
                 shm::send_placed(region.as_ref(), &request, &placed, |r| c.infer_timed(r)).await?;
             let received = Instant::now();
-            let mut logits = shm::decode_answer(slot, &request, &response, in_shm)?;
-            let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
+            let mut scratch = Vec::new();
+            let (logits, non_finite) = shm::read_answer(slot, &request, &response, in_shm, |c| {
+                read_rows(c, request.features(), rank, &mut scratch)
+            })?;
             let batch = request.into_features();
             let displaced = check.map_or(0, |n| {
                 logits
                     .iter()
                     .zip(&batch)
-                    .filter(|(l, f)| padding_displaces(l, f.len(), n))
+                    .filter(|((l, c), f)| padding_displaces_ranked(l, c.as_ref(), f.len(), n))
                     .count() as u64
             });
             Ok(Answered {
@@ -565,7 +700,7 @@ async fn send_all<B: Infer>(
                 .logits
                 .iter()
                 .zip(&answered.batch)
-                .filter(|(l, f)| !shorter_padding_is_safe(l, f.len(), multiple, g.n_best))
+                .filter(|((l, _), f)| !shorter_padding_is_safe(l, f.len(), multiple, g.n_best))
                 .count() as u64;
             report.padding.probe_features += answered.batch.len() as u64;
             report.padding.probe_unsafe += unsafe_features;
@@ -603,20 +738,20 @@ async fn send<B: Infer>(
 
 type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
 
-async fn reap(
+async fn reap<T: FromAnswer>(
     joined: Joined,
     report: &mut InferReport,
-    results: &mpsc::Sender<(Arc<Feature>, Logits)>,
+    results: &mpsc::Sender<T>,
 ) -> Result<(Instant, Instant)> {
     let answered = joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
     deliver(answered, report, results).await
 }
 
 /// Counts a completed request and hands its results on.
-async fn deliver(
+async fn deliver<T: FromAnswer>(
     answered: Answered,
     report: &mut InferReport,
-    results: &mpsc::Sender<(Arc<Feature>, Logits)>,
+    results: &mpsc::Sender<T>,
 ) -> Result<(Instant, Instant)> {
     let Answered {
         batch,
@@ -643,8 +778,8 @@ async fn deliver(
         let Ok(permits) = results.reserve_many(n).await else {
             break;
         };
-        for (permit, answer) in permits.zip(&mut answers) {
-            permit.send(answer);
+        for (permit, (f, (l, c))) in permits.zip(&mut answers) {
+            permit.send(T::from_answer(f, l, c));
         }
         left -= n;
     }
@@ -886,6 +1021,10 @@ pub struct Control<'a> {
     /// as it is decoded, before the prediction is kept (e.g. to stream its n-best list
     /// out, [`crate::decode::NbestStream`]).
     pub on_decoded: Option<&'a mut OnDecoded<'a>>,
+    /// The recorder can do with a feature's candidates alone where they stand for its
+    /// logits ([`crate::journal::stands_alone`] for the run's n-best size: a journal
+    /// writing compact records); otherwise it is given every feature's logits.
+    pub record_from_candidates: bool,
 }
 
 /// Sees each decoded prediction first ([`Control::on_decoded`]).
@@ -1005,7 +1144,14 @@ fn run_inner<B: Infer>(
         mut record,
         mut stop,
         mut on_decoded,
+        record_from_candidates,
     } = control;
+    // Answers are ranked as they are read; their logits are kept where something reads
+    // them: the caller, or a recorder that needs them all.
+    let rank = Rank {
+        k: config.decode.n_best_size,
+        keep_logits: config.keep_logits || (record.is_some() && !record_from_candidates),
+    };
     let builder = match crate::features::FeatureBuilder::new(tokenizer, config.features) {
         Ok(b) => b,
         Err(e) => return PartialOutcome::failed(dataset, e),
@@ -1020,7 +1166,7 @@ fn run_inner<B: Infer>(
     // wait behind it, so little is sent after a stop.
     let (gated_tx, gated_rx) = mpsc::channel::<Arc<Feature>>(config.infer.batch_size.max(1));
     let (abort_tx, abort_rx) = tokio::sync::watch::channel(false);
-    let (result_tx, result_rx) = mpsc::channel::<(Arc<Feature>, Logits)>(queue);
+    let (result_tx, result_rx) = mpsc::channel::<Answer>(queue);
     let (decoder_tx, decoder_rx) = std_mpsc::channel::<ToDecoder>();
 
     std::thread::scope(|scope| -> PartialOutcome {
@@ -1149,7 +1295,6 @@ fn run_inner<B: Infer>(
 
         // Decoder: one question as soon as all of its windows are answered.
         let decode_config = config.decode.clone();
-        let n_best_size = decode_config.n_best_size;
         let keep_logits = config.keep_logits;
         let keep_features = config.keep_features;
         let decoder = scope.spawn(move || -> Result<Decoded> {
@@ -1258,7 +1403,6 @@ fn run_inner<B: Infer>(
                 // the sender never waits for room that no one will make.
                 let mut result_rx = result_rx;
                 let mut answers = Vec::with_capacity(FORWARD_CHUNK);
-                let mut ranked = Vec::new();
                 let mut open = true;
                 'recv: while open {
                     // A few requests' answers per message: each message wakes the decoder
@@ -1273,9 +1417,9 @@ fn run_inner<B: Infer>(
                     // The padding decision is journaled, not decoded.
                     let decision = answers
                         .iter()
-                        .position(|(f, _)| f.unique_id == PADDING_DECISION_ID)
+                        .position(|(f, _, _)| f.unique_id == PADDING_DECISION_ID)
                         .map(|i| answers.remove(i));
-                    if let (Some(record), Some((_, l))) = (record.as_mut(), decision.as_ref()) {
+                    if let (Some(record), Some((_, l, _))) = (record.as_mut(), decision.as_ref()) {
                         if let Err(e) = record(l, None) {
                             record_error = Some(e);
                             let _ = abort_tx.send(true);
@@ -1284,13 +1428,12 @@ fn run_inner<B: Infer>(
                     }
                     let mut chunk: Vec<Answer> = Vec::with_capacity(answers.len());
                     if let Some(record) = record.as_mut() {
-                        // Ranked once here for the journal's compact records and handed
-                        // to the decoder, which reads nothing else of the logits: unless
-                        // they are kept, they go here, and a question waiting for its
-                        // other windows holds only its candidates.
-                        for (f, l) in answers.drain(..) {
-                            let c = Candidates::of(&l, n_best_size, &mut ranked);
-                            if let Err(e) = record(&l, Some(&c)) {
+                        // Ranked as they were read, for the journal's compact records and
+                        // the decoder, which reads nothing else of the logits: unless
+                        // they are kept, those the journal needed go here, and a question
+                        // waiting for its other windows holds only its candidates.
+                        for (f, l, c) in answers.drain(..) {
+                            if let Err(e) = record(&l, c.as_ref()) {
                                 record_error = Some(e);
                                 let _ = abort_tx.send(true);
                                 // Those before the failure are decoded; a resumed run
@@ -1298,7 +1441,7 @@ fn run_inner<B: Infer>(
                                 // rest of the drain is dropped).
                                 break;
                             }
-                            let l = if keep_logits {
+                            let l = if keep_logits || c.is_none() {
                                 l
                             } else {
                                 Logits {
@@ -1307,10 +1450,10 @@ fn run_inner<B: Infer>(
                                     end: Vec::new(),
                                 }
                             };
-                            chunk.push((f, l, Some(c)));
+                            chunk.push((f, l, c));
                         }
                     } else {
-                        chunk.extend(answers.drain(..).map(|(f, l)| (f, l, None)));
+                        chunk.append(&mut answers);
                     }
                     answered += chunk.len() as u64;
                     progress.answered(chunk.len() as u64);
@@ -1352,7 +1495,14 @@ fn run_inner<B: Infer>(
                 drop(gated_tx);
             };
             let (report, (), ()) = tokio::join!(
-                infer_all(client, binding, &config.infer, gated_rx, result_tx),
+                infer_ranked(
+                    client,
+                    binding,
+                    &config.infer,
+                    Some(rank),
+                    gated_rx,
+                    result_tx
+                ),
                 forward,
                 gate
             );
@@ -1837,6 +1987,101 @@ mod tests {
             let l = logits(x.clone(), x);
             proptest::prop_assert_eq!(padding_displaces(&l, real, n), exact);
         }
+
+        /// From candidates ranked for the same n-best size (logits dropped), the count is
+        /// the logits'; candidates of another size leave it to the logits.
+        #[test]
+        fn padding_displaces_from_candidates_equals_from_logits(
+            start in proptest::collection::vec(-3i8..4, 1..48),
+            end in proptest::collection::vec(-3i8..4, 1..48),
+            real in 0usize..48,
+            n in 0usize..24,
+        ) {
+            let l = logits(small_floats(&start), small_floats(&end));
+            let real = real.min(l.start.len()).min(l.end.len());
+            let want = padding_displaces(&l, real, n);
+            let mut scratch = Vec::new();
+            let c = Candidates::of(&l, n, &mut scratch);
+            let dropped = logits(Vec::new(), Vec::new());
+            proptest::prop_assert_eq!(padding_displaces_ranked(&dropped, Some(&c), real, n), want);
+            let other = Candidates::of(&l, n + 1, &mut scratch);
+            proptest::prop_assert_eq!(padding_displaces_ranked(&l, Some(&other), real, n), want);
+        }
+    }
+
+    /// Rows are ranked where they lie; the logits are copied out only where the
+    /// candidates cannot stand for them (non-finite values, the k-th candidate at
+    /// `f32::MIN`, a window too short for a compact record) or when asked to keep them.
+    /// Non-finite values are replaced and counted, and the candidates are those of the
+    /// replaced values, as ranking the kept logits gives.
+    #[test]
+    fn rows_keep_their_logits_only_where_the_candidates_cannot_stand_for_them() {
+        use crate::backend::proto::model_infer_response::InferOutputTensor;
+        let binding = echo_binding();
+        let seq = 8;
+        let rows: [Vec<f32>; 4] = [
+            vec![0.5, 3.0, 1.0, 2.0, -1.0, 0.0, 2.5, 1.5],
+            vec![0.5, f32::INFINITY, 1.0, 2.0, f32::NAN, 0.0, 2.5, 1.5],
+            vec![f32::MIN; 8],
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        ];
+        let end: Vec<f32> = (0..seq).map(|i| (i % 3) as f32).collect();
+        let le = |v: &[f32]| -> bytes::Bytes {
+            v.iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into()
+        };
+        let starts: Vec<f32> = rows.concat();
+        let ends: Vec<f32> = (0..rows.len()).flat_map(|_| end.clone()).collect();
+        let tensor = |name: &str| InferOutputTensor {
+            name: name.into(),
+            datatype: "FP32".into(),
+            shape: vec![rows.len() as i64, seq as i64],
+            ..Default::default()
+        };
+        let response = crate::backend::proto::ModelInferResponse {
+            outputs: vec![tensor("start"), tensor("end")],
+            raw_output_contents: vec![le(&starts), le(&ends)],
+            ..Default::default()
+        };
+        let checked = tensor::check_batch(&binding, rows.len(), seq, &response).unwrap();
+        assert!(checked.row_f32(0).is_some(), "the in-place path is tested");
+        let features = echo_features(rows.len());
+        let mut scratch = Vec::new();
+        for (k, keep_logits) in [(3, false), (3, true), (4, false)] {
+            let rank = Rank { k, keep_logits };
+            let (read, non_finite) = read_rows(&checked, &features, Some(rank), &mut scratch);
+            assert_eq!((non_finite.values, non_finite.features), (2, 1));
+            for (row, (l, c)) in read.iter().enumerate() {
+                assert_eq!(l.unique_id, features[row].unique_id);
+                let c = c.as_ref().expect("ranked");
+                // 2k < 8 only for k = 3; row 1 is not finite; row 2's candidates sit
+                // at f32::MIN.
+                let dropped = k == 3 && !keep_logits && (row == 0 || row == 3);
+                assert_eq!(l.start.is_empty(), dropped, "k {k} row {row}");
+                let mut full = Logits {
+                    unique_id: l.unique_id,
+                    start: rows[row].clone(),
+                    end: end.clone(),
+                };
+                crate::decode::non_finite::sanitize(&mut full);
+                if !dropped {
+                    assert_eq!(l, &full);
+                }
+                assert_eq!(
+                    c,
+                    &Candidates::of(&full, k, &mut scratch),
+                    "k {k} row {row}"
+                );
+            }
+        }
+        // Unranked: every row's logits, replaced where not finite.
+        let (read, _) = read_rows(&checked, &features, None, &mut scratch);
+        assert!(read
+            .iter()
+            .all(|(l, c)| l.start.len() == seq && c.is_none()));
+        assert_eq!(read[1].0.start[1], f32::NEG_INFINITY);
     }
 
     #[test]

@@ -381,12 +381,28 @@ pub fn decode_answer(
     response: &super::proto::ModelInferResponse,
     in_shm: bool,
 ) -> Result<Vec<crate::types::Logits>> {
+    read_answer(slot, request, response, in_shm, |checked| {
+        checked.logits(request.features().iter().map(|f| f.unique_id))
+    })
+}
+
+/// [`decode_answer`] that hands the checked outputs to `read` (while the slot's memory
+/// is still held) and returns what it made of them.
+pub fn read_answer<T>(
+    slot: Option<Slot>,
+    request: &InferRequest,
+    response: &super::proto::ModelInferResponse,
+    in_shm: bool,
+    read: impl FnOnce(&super::tensor::Checked<'_>) -> T,
+) -> Result<T> {
     let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
-    let (logits, from_shm) = super::tensor::decode_response_in(request, response, outputs)?;
+    let checked = super::tensor::check_response_in(request, response, outputs)?;
+    let from_shm = checked.from_shm();
+    let read = read(&checked);
     if let Some(slot) = slot {
         slot.answered(from_shm);
     }
-    Ok(logits)
+    Ok(read)
 }
 
 /// Whether `error` is the server saying that a request's shared memory region is not

@@ -179,6 +179,28 @@ impl Checked<'_> {
         }
     }
 
+    /// Row `row`'s start and end logits where they lie, without copying: for separate
+    /// FP32 outputs whose rows are 4-byte aligned, on a little-endian machine (the wire's
+    /// byte order); `None` otherwise (read them with [`Checked::row_into`]).
+    ///
+    /// # Panics
+    /// When `row` is not below [`rows`](Self::rows).
+    pub fn row_f32(&self, row: usize) -> Option<(&[f32], &[f32])> {
+        assert!(row < self.rows, "row {row} of {}", self.rows);
+        let Layout::Split {
+            start: (s, FloatType::Fp32),
+            end: (e, FloatType::Fp32),
+        } = self.layout
+        else {
+            return None;
+        };
+        let n = self.seq_len;
+        Some((
+            as_f32(row_bytes(s, FloatType::Fp32, row, n))?,
+            as_f32(row_bytes(e, FloatType::Fp32, row, n))?,
+        ))
+    }
+
     /// Every row's logits, tagged with the unique ids of the batch's features in order.
     pub fn logits(&self, unique_ids: impl IntoIterator<Item = u64>) -> Vec<Logits> {
         let mut out = Vec::with_capacity(self.rows);
@@ -193,6 +215,19 @@ impl Checked<'_> {
         }
         out
     }
+}
+
+/// Little-endian FP32 bytes as the values they hold, in place: `None` when they are not
+/// aligned for `f32` or the machine is big-endian.
+fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: every bit pattern is an f32, and `align_to` only returns the part that is
+    // aligned for it; on a little-endian machine the wire's little-endian values read
+    // as they are.
+    let (head, values, tail) = unsafe { bytes.align_to::<f32>() };
+    (head.is_empty() && tail.is_empty()).then_some(values)
 }
 
 /// Row `row` of a tensor of `per_row` values per row.
@@ -218,15 +253,31 @@ pub fn decode_response_in(
     response: &ModelInferResponse,
     shm: Option<&[u8]>,
 ) -> Result<(Vec<Logits>, bool)> {
-    let checked = check_batch_in(
+    let checked = check_response_in(request, response, shm)?;
+    let logits = checked.logits(request.features().iter().map(|f| f.unique_id));
+    Ok((logits, checked.from_shm))
+}
+
+/// [`check_batch_in`] for `request`'s batch and sequence length.
+pub fn check_response_in<'a>(
+    request: &InferRequest,
+    response: &'a ModelInferResponse,
+    shm: Option<&'a [u8]>,
+) -> Result<Checked<'a>> {
+    check_batch_in(
         request.binding(),
         request.rows(),
         request.seq_len(),
         response,
         shm,
-    )?;
-    let logits = checked.logits(request.features().iter().map(|f| f.unique_id));
-    Ok((logits, checked.from_shm))
+    )
+}
+
+impl Checked<'_> {
+    /// Whether some output was read from shared memory.
+    pub fn from_shm(&self) -> bool {
+        self.from_shm
+    }
 }
 
 fn fp32(b: [u8; 4]) -> f32 {
@@ -354,6 +405,67 @@ mod tests {
         assert_eq!(logits[1].start, start[3..]);
         assert_eq!(logits[0].end, end[..3]);
         assert_eq!(logits[1].end, end[3..]);
+    }
+
+    #[test]
+    fn fp32_rows_are_read_in_place_when_aligned_and_copied_otherwise() {
+        let fp32 = Outputs::Split {
+            start: out("s", FloatType::Fp32, vec![-1]),
+            end: out("e", FloatType::Fp32, vec![-1]),
+        };
+        let start = [1.5, f32::NAN, 3.0, 0.125, f32::INFINITY, -0.5];
+        let end = [6.0, 5.0, -1.0, 2.0, 0.0, f32::MIN];
+        let r = response(vec![
+            ("s", "FP32", vec![2, 3], le32(&start)),
+            ("e", "FP32", vec![2, 3], le32(&end)),
+        ]);
+        let b = binding(fp32.clone(), 4);
+        let checked = check_batch(&b, 2, 3, &r).unwrap();
+        let (mut s, mut e) = (Vec::new(), Vec::new());
+        for row in 0..2 {
+            let (rs, re) = checked.row_f32(row).expect("aligned FP32");
+            checked.row_into(row, &mut s, &mut e);
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(rs), bits(&s));
+            assert_eq!(bits(re), bits(&e));
+            assert_eq!(bits(rs), bits(&start[3 * row..3 * row + 3]));
+        }
+        // Shared memory off the alignment: read by copying.
+        let mut buf = [0u8; 2 + 48];
+        let off = if buf.as_ptr().align_offset(4) == 1 {
+            2
+        } else {
+            1
+        };
+        let bytes = [le32(&start), le32(&end)].concat();
+        buf[off..off + 48].copy_from_slice(&bytes);
+        let shm = &buf[off..off + 48];
+        assert_ne!(shm.as_ptr().align_offset(4), 0);
+        let empty = response(vec![
+            ("s", "FP32", vec![2, 3], vec![]),
+            ("e", "FP32", vec![2, 3], vec![]),
+        ]);
+        let c = check_batch_in(&b, 2, 3, &empty, Some(shm)).unwrap();
+        assert!(c.row_f32(0).is_none());
+        assert_eq!(c.logits([1, 2])[1].end, end[3..]);
+        // FP16 and stacked outputs are widened or split: never in place.
+        let r16 = response(vec![
+            ("e", "FP16", vec![2, 3], le16(&[0.0; 6])),
+            ("s", "FP32", vec![2, 3], le32(&[0.0; 6])),
+        ]);
+        let b16 = binding(split(), 4);
+        assert!(check_batch(&b16, 2, 3, &r16).unwrap().row_f32(1).is_none());
+        let stacked = binding(
+            Outputs::Stacked {
+                logits: out("l", FloatType::Fp32, vec![-1, 2]),
+            },
+            4,
+        );
+        let rs = response(vec![("l", "FP32", vec![2, 3, 2], le32(&[0.0; 12]))]);
+        assert!(check_batch(&stacked, 2, 3, &rs)
+            .unwrap()
+            .row_f32(0)
+            .is_none());
     }
 
     #[test]

@@ -270,6 +270,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     }
                 }
             };
+            let record_from_candidates =
+                super::resume::lock(&journal).compacts() == Some(decode.n_best_size);
             let mut stream = decode::NbestStream::create(&args.output_dir)?;
             let mut stream_out = |index: usize, p: &mut decode::Prediction| stream.push(index, p);
             let control = pipeline::Control {
@@ -277,6 +279,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 record: Some(&mut record),
                 stop: Some(super::resume::stop_on_signals(&rt, on_quit)),
                 on_decoded: Some(&mut stream_out),
+                record_from_candidates,
             };
             let bar = Bar::new(args.run.output.quiet || args.run.output.json);
             let binding = Arc::new(binding);

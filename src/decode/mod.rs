@@ -134,9 +134,10 @@ impl<'a> Window<'a> {
 
 /// The first `k` positions of a window's start logits and of its end logits in the
 /// decoder's order ([`best_indexes`], §6.2) with their logits, position 0's logits and
-/// the lengths: everything decoding reads of the logits. Ranked once, used by both the
-/// journal and the decoder, and kept instead of the logits while the question waits for
-/// its other windows.
+/// the lengths: everything decoding reads of the logits. Ranked once, where the answer
+/// is read ([`Candidates::of_rows`], straight from the response's memory), used by both
+/// the journal and the decoder, and kept instead of the logits while the question waits
+/// for its other windows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidates {
     k: usize,
@@ -150,16 +151,25 @@ pub struct Candidates {
     lens: (usize, usize),
     /// Position 0's start and end logits (0 when there is none).
     first: (f32, f32),
+    /// Every logit they were ranked from was finite.
+    finite: bool,
 }
 
 impl Candidates {
     /// Ranks `logits` for n-best size `k` (`scratch` is reused between calls).
     pub fn of(logits: &Logits, k: usize, scratch: &mut Vec<usize>) -> Candidates {
-        let room = 2 * k.min(logits.start.len());
+        Self::of_rows(&logits.start, &logits.end, k, scratch)
+    }
+
+    /// Ranks a window's start and end logits for n-best size `k`, noting in the same
+    /// pass whether every value is finite ([`Candidates::finite`]).
+    pub fn of_rows(start: &[f32], end: &[f32], k: usize, scratch: &mut Vec<usize>) -> Candidates {
+        let room = 2 * k.min(start.len());
         let (mut positions, mut values) = (Vec::with_capacity(room), Vec::with_capacity(room));
         let mut starts = 0;
-        for (side, logits) in [&logits.start, &logits.end].into_iter().enumerate() {
-            best_indexes(logits, k, scratch);
+        let mut finite = true;
+        for (side, logits) in [start, end].into_iter().enumerate() {
+            finite &= ranked_all_finite(logits, k, scratch);
             // Positions index a sequence of at most max_seq_length (far below 2^32).
             positions.extend(scratch.iter().map(|&i| i as u32));
             values.extend(scratch.iter().map(|&i| logits[i]));
@@ -173,14 +183,30 @@ impl Candidates {
             positions,
             values,
             starts,
-            lens: (logits.start.len(), logits.end.len()),
-            first: (first(&logits.start), first(&logits.end)),
+            lens: (start.len(), end.len()),
+            first: (first(start), first(end)),
+            finite,
         }
     }
 
     /// The n-best size they were ranked for.
     pub fn k(&self) -> usize {
         self.k
+    }
+
+    /// The lengths of the start and end logits they were ranked from.
+    pub fn lens(&self) -> (usize, usize) {
+        self.lens
+    }
+
+    /// Position 0's start and end logits (0 when there is none).
+    pub fn first(&self) -> (f32, f32) {
+        self.first
+    }
+
+    /// Whether every logit they were ranked from was finite (NaN and ±∞ are not).
+    pub fn finite(&self) -> bool {
+        self.finite
     }
 
     /// The start positions, best first.
@@ -443,11 +469,18 @@ fn gt(a: f64, b: f64) -> bool {
 /// insertions of a few moves each; all-equal ones (the null model's zeros) none after
 /// the first `n`. Larger `n` than the array holds sorts everything.
 pub fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
+    ranked_all_finite(logits, n, out);
+}
+
+/// [`best_indexes`], also telling whether every value of `logits` is finite: checked in
+/// the same pass over the values, on the same vectors as the floor.
+fn ranked_all_finite(logits: &[f32], n: usize, out: &mut Vec<usize>) -> bool {
     const BLOCK: usize = 8;
     let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+    let all_finite = |x: &[f32]| !x.iter().fold(false, |bad, v| bad | !v.is_finite());
     out.clear();
     if n == 0 {
-        return;
+        return all_finite(logits);
     }
     if n > KEPT {
         out.extend(0..logits.len());
@@ -458,7 +491,7 @@ pub fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         out.truncate(n);
-        return;
+        return all_finite(logits);
     }
     let mut kept = Kept {
         top: [(0.0, 0); KEPT],
@@ -466,11 +499,16 @@ pub fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
         n,
         floor: f32::NEG_INFINITY,
     };
+    let mut bad = false;
     let mut blocks = logits.chunks_exact(BLOCK);
     for (b, block) in blocks.by_ref().enumerate() {
-        // Whether any value passes the floor, without stopping early, so that the test
-        // runs on whole vectors (NaN passes nothing).
-        if kept.len == n && !block.iter().fold(false, |any, &x| any | (x > kept.floor)) {
+        // Whether any value passes the floor, and whether any is not finite, without
+        // stopping early, so that both tests run on whole vectors (NaN passes nothing).
+        let (any, nonfinite) = block.iter().fold((false, false), |(any, nf), &x| {
+            (any | (x > kept.floor), nf | !x.is_finite())
+        });
+        bad |= nonfinite;
+        if kept.len == n && !any {
             continue;
         }
         for (j, &x) in block.iter().enumerate() {
@@ -479,9 +517,11 @@ pub fn best_indexes(logits: &[f32], n: usize, out: &mut Vec<usize>) {
     }
     let first = logits.len() - blocks.remainder().len();
     for (j, &x) in blocks.remainder().iter().enumerate() {
+        bad |= !x.is_finite();
         kept.offer(key(x), first + j);
     }
     out.extend(kept.top[..kept.len].iter().map(|&(_, i)| i));
+    !bad
 }
 
 /// The most positions [`best_indexes`] keeps in its array; a larger `n` sorts.

@@ -361,6 +361,35 @@ proptest::proptest! {
     }
 }
 
+#[test]
+fn candidates_note_any_non_finite_value_wherever_it_is() {
+    let mut scratch = Vec::new();
+    for k in [0usize, 3, 20, 65] {
+        for len in [1usize, 7, 8, 9, 33, 384] {
+            let finite: Vec<f32> = (0..len).map(|i| ((i * 37) % 11) as f32).collect();
+            let c = Candidates::of_rows(&finite, &finite, k, &mut scratch);
+            assert!(c.finite(), "k {k} len {len}");
+            for at in [0, len / 2, len - 1] {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -f32::NAN] {
+                    let mut x = finite.clone();
+                    x[at] = bad;
+                    for (start, end) in [(&x, &finite), (&finite, &x)] {
+                        let c = Candidates::of_rows(start, end, k, &mut scratch);
+                        assert!(!c.finite(), "{bad} at {at} of {len}, k {k}");
+                        // The ranking is best_indexes's, NaN as −∞.
+                        let mut want = Vec::new();
+                        best_indexes(start, k, &mut want);
+                        let got: Vec<usize> = c.starts().iter().map(|&i| i as usize).collect();
+                        assert_eq!(got, want);
+                        assert_eq!(c.lens(), (len, len));
+                        assert_eq!(c.first().0.to_bits(), start[0].to_bits());
+                    }
+                }
+            }
+        }
+    }
+}
+
 proptest::proptest! {
     /// Longer logits and n-best sizes past the insertion buffer (the sorting path), with
     /// few distinct values (ties across the blocks of 8) or any float.
