@@ -23,6 +23,7 @@
 //!   list becomes `["empty"]`. A question without features therefore predicts `"empty"` in
 //!   v1 and `""` in v2 (null odds 1000000.0, the initial `score_null`).
 
+mod direct;
 mod final_text;
 pub mod non_finite;
 mod output;

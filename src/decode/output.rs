@@ -318,7 +318,7 @@ impl ObjectOut {
 pub struct NbestStream {
     path: std::path::PathBuf,
     tmp: std::path::PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
+    file: Option<super::direct::DirectFile>,
     object: ObjectOut,
     writer: NbestWriter,
     /// The question whose list is written next.
@@ -357,11 +357,12 @@ impl NbestStream {
         }
         let path = dir.join(NAME);
         let tmp = dir.join(format!("{stale}{}", std::process::id()));
-        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        // Tens of megabytes written once and never read here: around the page cache.
+        let file = super::direct::DirectFile::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         Ok(NbestStream {
             path,
             tmp,
-            file: Some(std::io::BufWriter::with_capacity(1 << 16, file)),
+            file: Some(file),
             object: ObjectOut::default(),
             writer: NbestWriter::default(),
             next: 0,
@@ -423,7 +424,7 @@ impl NbestStream {
             None => (|| {
                 let mut file = self.file.take().expect("open until finished");
                 self.object.close(&mut file)?;
-                let file = file.into_inner().map_err(|e| e.into_error())?;
+                let file = file.finish()?;
                 file.sync_all()?;
                 std::fs::rename(&self.tmp, &self.path)
             })(),
