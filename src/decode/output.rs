@@ -201,9 +201,10 @@ fn write_atomic_with(
         .unwrap_or_else(|| "output".to_string());
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
-        let mut f = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        // Written once, never read here: around the page cache (see `direct`).
+        let mut f = super::direct::DirectFile::create(&tmp)?;
         write(&mut f)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
+        let f = f.finish()?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
