@@ -32,7 +32,6 @@ mod basic;
 mod cache;
 pub mod tables;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use tokenizers::models::wordpiece::WordPiece;
@@ -408,15 +407,19 @@ impl std::hash::Hasher for FxHasher {
 /// [`WordPiece`] model with the same settings, writing ids into the caller's buffer.
 ///
 /// Candidates are looked up as slices of the word, never built: pieces that start a
-/// word in the whole vocabulary, continuation pieces in a second map keyed without the
+/// word in the whole vocabulary, continuation pieces in a second table keyed without the
 /// prefix (`"##ing"` is `"ing"` there), so a lookup of `prefix + cand` in the vocabulary
-/// is a lookup of `cand` in that map. No candidate longer than the map's longest key is
-/// tried, as none could match.
+/// is a lookup of `cand` in that table. No candidate longer than the table's longest key
+/// is tried, as none could match. The tables are [`IdCache`]s: a vocabulary piece is
+/// nearly always at most 16 bytes, held in its slot, so a lookup reads one cache line
+/// (a `HashMap<Box<str>, u32>` also reads the key's own allocation). When the longest
+/// candidate misses, the slots of the shorter ones are requested together, so that their
+/// misses overlap instead of following one another.
 #[derive(Debug, Clone)]
 pub struct WordPieceIds {
-    starts: HashMap<Box<str>, u32, WordHash>,
-    continuations: HashMap<Box<str>, u32, WordHash>,
-    /// Longest key of each map, in bytes.
+    starts: IdCache,
+    continuations: IdCache,
+    /// Longest key of each table, in bytes.
     starts_max_len: usize,
     continuations_max_len: usize,
     unk_id: u32,
@@ -429,16 +432,22 @@ impl WordPieceIds {
     pub fn new(model: &WordPiece, unk_id: u32) -> Self {
         let prefix = model.continuing_subword_prefix.as_str();
         let vocab = model.get_vocab();
-        let mut starts = HashMap::with_capacity_and_hasher(vocab.len(), WordHash);
-        let mut continuations = HashMap::with_hasher(WordHash);
+        let mut starts = IdCache::default();
+        starts.reserve(vocab.len());
+        let mut continuations = IdCache::default();
         let (mut starts_max_len, mut continuations_max_len) = (0, 0);
+        // The vocabulary's keys are distinct, and so are those without the prefix; a
+        // piece too long for the table (64 KiB) could never match a word of at most 100
+        // characters anyway.
         for (token, id) in vocab {
             if let Some(rest) = token.strip_prefix(prefix) {
-                continuations_max_len = continuations_max_len.max(rest.len());
-                continuations.insert(rest.into(), id);
+                if continuations.get(rest).is_none() && continuations.insert(rest, &[id]) {
+                    continuations_max_len = continuations_max_len.max(rest.len());
+                }
             }
-            starts_max_len = starts_max_len.max(token.len());
-            starts.insert(token.into_boxed_str(), id);
+            if starts.get(&token).is_none() && starts.insert(&token, &[id]) {
+                starts_max_len = starts_max_len.max(token.len());
+            }
         }
         WordPieceIds {
             starts,
@@ -463,22 +472,31 @@ impl WordPieceIds {
         let before = out.len();
         let mut start = 0;
         while start < word.len() {
-            let (map, max_len) = if start == 0 {
+            let (table, max_len) = if start == 0 {
                 (&self.starts, self.starts_max_len)
             } else {
                 (&self.continuations, self.continuations_max_len)
             };
-            let mut end = floor_char_boundary(word, start.saturating_add(max_len));
+            let longest = floor_char_boundary(word, start.saturating_add(max_len));
+            let mut end = longest;
             loop {
                 if end <= start {
                     out.truncate(before);
                     out.push(self.unk_id);
                     return;
                 }
-                if let Some(&id) = map.get(&word[start..end]) {
+                if let Some(&id) = table.get(&word[start..end]).and_then(|ids| ids.first()) {
                     out.push(id);
                     start = end;
                     break;
+                }
+                if end == longest {
+                    // The longest missed: the rest are looked up one after another.
+                    let mut e = floor_char_boundary(word, end - 1);
+                    while e > start {
+                        table.prefetch(&word[start..e]);
+                        e = floor_char_boundary(word, e - 1);
+                    }
                 }
                 end = floor_char_boundary(word, end - 1);
             }
