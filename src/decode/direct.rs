@@ -8,9 +8,11 @@
 //! evaluation on SQuAD-dev-sized drops by about a fifth (`scripts/bench.sh`, user+sys).
 //!
 //! Direct writes must start at aligned offsets, from aligned memory, in whole blocks: the
-//! bytes gather in a [`BLOCK`]-aligned buffer that goes out [`CAPACITY`] bytes at a time,
-//! and [`DirectFile::finish`] writes the whole blocks of what is left directly and the
-//! last partial block through the page cache (the flag is cleared for it). Any sign
+//! bytes gather in a [`BLOCK`]-aligned buffer that goes out [`CAPACITY`] bytes at a time
+//! (or, from a caller that renders into its own aligned text, go out from there:
+//! [`DirectFile::write_in_place`]), and [`DirectFile::finish`] writes the whole blocks of
+//! what is left directly and the last partial block through the page cache (the flag is
+//! cleared for it). Any sign
 //! that the file system will not take direct writes (the open or a write refused with
 //! `EINVAL`, a short write) turns the flag off for good, and the rest is written as any
 //! file is: the bytes in the file never depend on the path they took.
@@ -29,8 +31,8 @@ pub const CAPACITY: usize = 1 << 20;
 /// A file being written, directly while the file system allows it (module header).
 pub struct DirectFile {
     file: File,
-    /// `CAPACITY + BLOCK` bytes: the buffer is the [`BLOCK`]-aligned `CAPACITY` bytes
-    /// from `start`.
+    /// `CAPACITY + BLOCK` bytes once anything is gathered (empty before): the buffer is
+    /// the [`BLOCK`]-aligned `CAPACITY` bytes from `start`.
     memory: Vec<u8>,
     start: usize,
     /// Bytes gathered in the buffer.
@@ -56,15 +58,38 @@ impl DirectFile {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open(path, false)?, false),
             Err(e) => return Err(e),
         };
-        let memory = vec![0u8; CAPACITY + BLOCK];
-        let start = memory.as_ptr().align_offset(BLOCK);
         Ok(DirectFile {
             file,
-            memory,
-            start,
+            memory: Vec::new(),
+            start: 0,
             len: 0,
             direct,
         })
+    }
+
+    /// Writes the whole blocks at the start of `data` from where they lie, when `data`
+    /// starts [`BLOCK`]-aligned and nothing is gathered: returns how many bytes went
+    /// out, and the caller keeps the rest (less than a block). Otherwise `data` is
+    /// gathered or written whole, as [`Write::write_all`] does, and its length returned.
+    /// For a caller that renders into its own aligned buffer, saving the copy.
+    pub fn write_in_place(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.len > 0 || (self.direct && data.as_ptr().align_offset(BLOCK) != 0) {
+            self.write_all(data)?;
+            return Ok(data.len());
+        }
+        let whole = if self.direct {
+            data.len() / BLOCK * BLOCK
+        } else {
+            data.len()
+        };
+        put(&mut self.file, &mut self.direct, &data[..whole])?;
+        Ok(whole)
+    }
+
+    /// Bytes gathered in its own buffer (not yet written).
+    #[cfg(test)]
+    pub fn gathered(&self) -> usize {
+        self.len
     }
 
     /// Writes what is gathered and returns the file (not yet synced).
@@ -82,39 +107,55 @@ impl DirectFile {
 
     /// Turns direct writes off for the rest of the file.
     fn buffered(&mut self) -> io::Result<()> {
-        if self.direct {
-            set_direct(&self.file, false)?;
-            self.direct = false;
-        }
-        Ok(())
+        buffered(&self.file, &mut self.direct)
     }
 
     /// Writes buffer bytes `from..to` at the file's position.
-    fn write_out(&mut self, mut from: usize, to: usize) -> io::Result<()> {
-        while from < to {
-            let chunk = &self.memory[self.start + from..self.start + to];
-            match self.file.write(chunk) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    from += n;
-                    // A short direct write leaves an unaligned rest.
-                    if n % BLOCK != 0 {
-                        self.buffered()?;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                    self.buffered()?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+    fn write_out(&mut self, from: usize, to: usize) -> io::Result<()> {
+        let bytes = &self.memory[self.start + from..self.start + to];
+        put(&mut self.file, &mut self.direct, bytes)
     }
+}
+
+/// Turns direct writes of `file` off for good.
+fn buffered(file: &File, direct: &mut bool) -> io::Result<()> {
+    if *direct {
+        set_direct(file, false)?;
+        *direct = false;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` at `file`'s position: directly while `direct` holds (the bytes then
+/// start aligned and are whole blocks), through the page cache after any sign that
+/// direct writes are not taken.
+fn put(file: &mut File, direct: &mut bool, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match file.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                // A short direct write leaves an unaligned rest.
+                if n % BLOCK != 0 {
+                    buffered(file, direct)?;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                buffered(file, direct)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl Write for DirectFile {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.memory.is_empty() {
+            self.memory = vec![0u8; CAPACITY + BLOCK];
+            self.start = self.memory.as_ptr().align_offset(BLOCK);
+        }
         let n = data.len().min(CAPACITY - self.len);
         let at = self.start + self.len;
         self.memory[at..at + n].copy_from_slice(&data[..n]);
@@ -216,6 +257,38 @@ mod tests {
                 assert!(back == bytes[..len], "len {len} piece {piece}");
             }
         }
+    }
+
+    /// Text written in place from an aligned buffer (whole blocks, the rest kept by the
+    /// caller), from an unaligned one (gathered), and after gathered bytes (gathered
+    /// again) makes the same file.
+    #[test]
+    fn in_place_writes_take_whole_aligned_blocks_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let bytes: Vec<u8> = (0..5 * BLOCK + 77).map(|i| (i % 241) as u8).collect();
+        let mut memory = vec![0u8; 6 * BLOCK + 1];
+        let at = memory.as_ptr().align_offset(BLOCK);
+        memory[at..at + bytes.len()].copy_from_slice(&bytes);
+        let aligned = &memory[at..at + bytes.len()];
+        let takes_direct = open(&path, true).is_ok();
+        let mut f = DirectFile::create(&path).unwrap();
+        let sent = f.write_in_place(aligned).unwrap();
+        if takes_direct {
+            assert_eq!(sent, 5 * BLOCK);
+            assert_eq!(f.len, 0, "nothing gathered");
+        } else {
+            assert_eq!(sent, bytes.len());
+        }
+        // The rest, then an unaligned slice: gathered.
+        f.write_all(&bytes[sent..]).unwrap();
+        let unaligned = &memory[at + 1..at + 1 + 2 * BLOCK];
+        assert_eq!(f.write_in_place(unaligned).unwrap(), unaligned.len());
+        // Something gathered: in place no more.
+        assert_eq!(f.write_in_place(aligned).unwrap(), aligned.len());
+        f.finish().unwrap();
+        let want = [&bytes[..], unaligned, &bytes[..]].concat();
+        assert!(std::fs::read(&path).unwrap() == want);
     }
 
     /// Turned off half way (as after a refused write), the file is the same.
