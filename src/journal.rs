@@ -339,9 +339,14 @@ impl Journal {
                 record.extend_from_slice(&(c.k() as u32).to_le_bytes());
                 record.extend_from_slice(&first_start.to_le_bytes());
                 record.extend_from_slice(&first_end.to_le_bytes());
-                for (i, v) in c.start_scores().chain(c.end_scores()) {
-                    record.extend_from_slice(&(i as u32).to_le_bytes());
-                    record.extend_from_slice(&v.to_le_bytes());
+                // Room for every (position, logit) pair at once, then filled in place.
+                let pairs = c.starts().len() + c.ends().len();
+                let from = record.len();
+                record.resize(from + 8 * pairs, 0);
+                let scores = c.start_scores().chain(c.end_scores());
+                for (to, (i, v)) in record[from..].chunks_exact_mut(8).zip(scores) {
+                    to[..4].copy_from_slice(&(i as u32).to_le_bytes());
+                    to[4..].copy_from_slice(&v.to_le_bytes());
                 }
             }
             None => {
