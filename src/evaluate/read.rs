@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 
@@ -16,12 +17,21 @@ use crate::error::{Error, Location, Result};
 use crate::tokenize::WordHash;
 
 /// An ordered `{question id: value}` object read from a file (or built in memory).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct IdMap<V> {
     /// Where it came from (named in errors); `None` when built in memory.
     pub path: Option<PathBuf>,
     entries: Vec<(String, V)>,
-    index: HashMap<String, usize, WordHash>,
+    /// Id → position, built on the first lookup for a map of ids known to be distinct
+    /// ([`Predictions::from_decoded`]: scoring them in their question order looks
+    /// nothing up).
+    index: OnceLock<HashMap<String, usize, WordHash>>,
+}
+
+impl<V: PartialEq> PartialEq for IdMap<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.entries == other.entries
+    }
 }
 
 /// A predictions file: question id → answer text.
@@ -34,7 +44,7 @@ impl<V> Default for IdMap<V> {
         IdMap {
             path: None,
             entries: Vec::new(),
-            index: HashMap::with_hasher(WordHash),
+            index: OnceLock::from(HashMap::with_hasher(WordHash)),
         }
     }
 }
@@ -45,29 +55,55 @@ impl<V> IdMap<V> {
         let pairs = pairs.into_iter();
         let mut m = IdMap::default();
         m.entries.reserve(pairs.size_hint().0);
-        m.index.reserve(pairs.size_hint().0);
+        m.index_mut().reserve(pairs.size_hint().0);
         for (k, v) in pairs {
             m.insert(k, v);
         }
         m
     }
 
+    /// Builds a map from pairs whose ids are all different (not checked), in their
+    /// order, without hashing any until something is looked up.
+    fn from_distinct(pairs: impl IntoIterator<Item = (String, V)>) -> Self {
+        IdMap {
+            path: None,
+            entries: pairs.into_iter().collect(),
+            index: OnceLock::new(),
+        }
+    }
+
+    fn index(&self) -> &HashMap<String, usize, WordHash> {
+        self.index.get_or_init(|| {
+            let mut index = HashMap::with_capacity_and_hasher(self.entries.len(), WordHash);
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                index.entry(k.clone()).or_insert(i);
+            }
+            index
+        })
+    }
+
+    fn index_mut(&mut self) -> &mut HashMap<String, usize, WordHash> {
+        self.index();
+        self.index.get_mut().expect("just built")
+    }
+
     fn insert(&mut self, k: String, v: V) {
-        match self.index.get(&k) {
+        let at = self.entries.len();
+        match self.index_mut().get(&k) {
             Some(&i) => self.entries[i].1 = v,
             None => {
-                self.index.insert(k.clone(), self.entries.len());
+                self.index_mut().insert(k.clone(), at);
                 self.entries.push((k, v));
             }
         }
     }
 
     pub fn get(&self, id: &str) -> Option<&V> {
-        self.index.get(id).map(|&i| &self.entries[i].1)
+        self.index().get(id).map(|&i| &self.entries[i].1)
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.index.contains_key(id)
+        self.index().contains_key(id)
     }
 
     /// Entries in file order.
@@ -96,15 +132,17 @@ impl<V> IdMap<V> {
 
 impl Predictions {
     /// The answers of decoded predictions.
+    /// Decoded predictions answer distinct questions (one each, of a dataset whose
+    /// reader refuses repeated ids).
     pub fn from_decoded(preds: &[Prediction]) -> Self {
-        Self::from_pairs(preds.iter().map(|p| (p.qas_id.clone(), p.answer.clone())))
+        Self::from_distinct(preds.iter().map(|p| (p.qas_id.clone(), p.answer.clone())))
     }
 }
 
 impl NaProbs {
     /// The null odds of decoded v2 predictions.
     pub fn from_decoded(preds: &[Prediction]) -> Self {
-        Self::from_pairs(
+        Self::from_distinct(
             preds
                 .iter()
                 .filter_map(|p| p.null_odds.map(|o| (p.qas_id.clone(), o))),
@@ -177,6 +215,23 @@ mod tests {
         let p = dir.path().join("p.json");
         std::fs::write(&p, text).unwrap();
         (dir, p)
+    }
+
+    /// Built from distinct ids without an index, a map looks ids up (the index built
+    /// on first use) and compares as one built with it.
+    #[test]
+    fn maps_of_distinct_ids_look_up_as_indexed_ones() {
+        let pairs: Vec<(String, String)> = (0..50)
+            .map(|i| (format!("q{i}"), format!("a{i}")))
+            .collect();
+        let lazy = Predictions::from_distinct(pairs.clone());
+        let eager = Predictions::from_pairs(pairs);
+        assert!(lazy.index.get().is_none());
+        assert_eq!(lazy, eager);
+        assert_eq!(lazy.get("q7").map(String::as_str), Some("a7"));
+        assert!(lazy.contains("q49") && !lazy.contains("q50"));
+        assert!(lazy.index.get().is_some());
+        assert_eq!(lazy.iter().nth(3), eager.iter().nth(3));
     }
 
     #[test]
