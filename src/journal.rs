@@ -411,7 +411,7 @@ impl Journal {
 
 /// Whether candidates `c` alone make an exact compact record for a journal compacting
 /// to `k` (module header): ranked for `k` from finite logits, both sides of one length
-/// `n` with `2k < n ≤` [`MAX_COMPACT_POSITIONS`], and the `k`-th candidate of each side
+/// `n` with `2k < n ≤ 2^20` (what a compact record may describe), and the `k`-th candidate of each side
 /// above `f32::MIN`, the value the other positions get back. Decoding then reads nothing
 /// else either, so the logits need not be kept.
 pub fn stands_alone(c: &Candidates, k: usize) -> bool {

@@ -55,7 +55,7 @@ impl DirectFile {
     pub fn create(path: &Path) -> io::Result<DirectFile> {
         let (file, direct) = match open(path, true) {
             Ok(file) => (file, true),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open(path, false)?, false),
+            Err(e) if refused(&e) => (open(path, false)?, false),
             Err(e) => return Err(e),
         };
         Ok(DirectFile {
@@ -117,6 +117,14 @@ impl DirectFile {
     }
 }
 
+/// Whether `e` is a file system's way of saying it does not take direct writes.
+fn refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+    )
+}
+
 /// Turns direct writes of `file` off for good.
 fn buffered(file: &File, direct: &mut bool) -> io::Result<()> {
     if *direct {
@@ -141,7 +149,7 @@ fn put(file: &mut File, direct: &mut bool, mut bytes: &[u8]) -> io::Result<()> {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if *direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(e) if *direct && refused(&e) => {
                 buffered(file, direct)?;
             }
             Err(e) => return Err(e),

@@ -65,11 +65,21 @@ impl<V> IdMap<V> {
     /// Builds a map from pairs whose ids are all different (not checked), in their
     /// order, without hashing any until something is looked up.
     fn from_distinct(pairs: impl IntoIterator<Item = (String, V)>) -> Self {
-        IdMap {
+        let m = IdMap {
             path: None,
             entries: pairs.into_iter().collect(),
             index: OnceLock::new(),
-        }
+        };
+        debug_assert_eq!(
+            m.entries
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            m.entries.len(),
+            "repeated ids"
+        );
+        m
     }
 
     fn index(&self) -> &HashMap<String, usize, WordHash> {

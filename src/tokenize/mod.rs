@@ -410,7 +410,7 @@ impl std::hash::Hasher for FxHasher {
 /// word in the whole vocabulary, continuation pieces in a second table keyed without the
 /// prefix (`"##ing"` is `"ing"` there), so a lookup of `prefix + cand` in the vocabulary
 /// is a lookup of `cand` in that table. No candidate longer than the table's longest key
-/// is tried, as none could match. The tables are [`IdCache`]s: a vocabulary piece is
+/// is tried, as none could match. The tables are the word caches' tables: a vocabulary piece is
 /// nearly always at most 16 bytes, held in its slot, so a lookup reads one cache line
 /// (a `HashMap<Box<str>, u32>` also reads the key's own allocation). When the longest
 /// candidate misses, the slots of the shorter ones are requested together, so that their
