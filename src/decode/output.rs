@@ -296,14 +296,13 @@ impl ObjectOut {
             chunk,
             written: 0,
         };
-        object.realign("{");
+        object.realign("{".to_string());
         object
     }
 
     /// Replaces the text by `rest` (ASCII, as all JSON written here is), placed at the
     /// first block-aligned address of `out`.
-    fn realign(&mut self, rest: &str) {
-        let rest = rest.to_string();
+    fn realign(&mut self, rest: String) {
         self.out.clear();
         let pad = self.out.as_ptr().align_offset(direct::BLOCK);
         self.out.extend(std::iter::repeat_n(' ', pad));
@@ -323,13 +322,13 @@ impl ObjectOut {
         match std::str::from_utf8(&text[sent..]) {
             Ok(rest) => {
                 let rest = rest.to_string();
-                self.realign(&rest);
+                self.realign(rest);
             }
             Err(_) => {
                 // Cut inside a character (never for the ASCII JSON written here):
                 // gathered by the file instead.
                 f.write_all(&text[sent..])?;
-                self.realign("");
+                self.realign(String::new());
             }
         }
         Ok(())
