@@ -22,6 +22,7 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{self, Header, Security, TlsConfig};
+use super::whole_body::WholeBody;
 use crate::error::{Error, Result};
 
 pub use super::proto::repository_index_response::ModelIndex;
@@ -87,8 +88,9 @@ pub fn normalize_url(url: &str) -> Result<String> {
 #[derive(Debug, Clone)]
 pub struct TritonClient {
     grpc: GrpcInferenceServiceClient<Channel>,
-    /// The same channel for `ModelInfer` with our own codec ([`InferCodec`]).
-    infer: tonic::client::Grpc<Channel>,
+    /// The same channel for `ModelInfer` with our own codec ([`InferCodec`]), each
+    /// request's body handed over whole (one write per request, [`WholeBody`]).
+    infer: tonic::client::Grpc<WholeBody<Channel>>,
     /// The address as the user gave it, for messages.
     url: String,
     request_timeout: Duration,
@@ -145,7 +147,7 @@ impl TritonClient {
                 )))
             }
         };
-        let infer = tonic::client::Grpc::new(channel.clone())
+        let infer = tonic::client::Grpc::new(WholeBody(channel.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let grpc = GrpcInferenceServiceClient::new(channel)

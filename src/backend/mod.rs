@@ -13,6 +13,7 @@ pub mod retry;
 pub mod security;
 pub mod shm;
 pub mod tensor;
+pub mod whole_body;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, TritonClient};

@@ -275,7 +275,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let bytes: Vec<u8> = (0..5 * BLOCK + 77).map(|i| (i % 241) as u8).collect();
-        let mut memory = vec![0u8; 6 * BLOCK + 1];
+        // Room for the bytes from the first aligned address, wherever the vector lies.
+        let mut memory = vec![0u8; bytes.len() + BLOCK];
         let at = memory.as_ptr().align_offset(BLOCK);
         memory[at..at + bytes.len()].copy_from_slice(&bytes);
         let aligned = &memory[at..at + bytes.len()];
