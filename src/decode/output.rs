@@ -455,6 +455,7 @@ impl NbestStream {
             return;
         }
         self.write(&p.qas_id, &nbest);
+        super::recycle_texts(nbest);
         self.next = index + 1;
         while let Some(entry) = self.waiting.first_entry() {
             if *entry.key() != self.next {
@@ -462,6 +463,7 @@ impl NbestStream {
             }
             let (id, nbest) = entry.remove();
             self.write(&id, &nbest);
+            super::recycle_texts(nbest);
             self.next += 1;
         }
     }

@@ -222,6 +222,7 @@ pub fn score(
         predictions.iter().filter(|(k, _)| !ids.contains(k)).count()
     };
     let mut in_file_order = predictions.iter();
+    let mut scratch = ScoreScratch::default();
     let mut questions = Vec::with_capacity(dataset.examples.len());
     let mut missing = Vec::new();
     for ex in &dataset.examples {
@@ -233,7 +234,12 @@ pub fn score(
             missing.push(ex.qas_id.clone());
         }
         let q = if config.version_2_with_negative {
-            score_v2(&ex.qas_id, ex.answers.iter().map(|a| a.text.as_str()), pred)
+            score_v2(
+                &mut scratch,
+                &ex.qas_id,
+                ex.answers.iter().map(|a| a.text.as_str()),
+                pred,
+            )
         } else {
             if ex.answers.is_empty() {
                 return Err(Error::Config(format!(
@@ -242,7 +248,12 @@ pub fn score(
                     ex.qas_id
                 )));
             }
-            score_v1(&ex.qas_id, ex.answers.iter().map(|a| a.text.as_str()), pred)
+            score_v1(
+                &mut scratch,
+                &ex.qas_id,
+                ex.answers.iter().map(|a| a.text.as_str()),
+                pred,
+            )
         };
         questions.push(q);
     }
@@ -280,18 +291,54 @@ fn max_over(golds: &[Normalized], f: impl Fn(&Normalized) -> f64) -> f64 {
     best.unwrap_or(0.0)
 }
 
+/// Normalized answers of one question, their buffers kept for the next.
+#[derive(Default)]
+struct ScoreScratch {
+    pred: Normalized,
+    golds: Vec<Normalized>,
+    /// Golds of the current question: the first `used`.
+    used: usize,
+}
+
+impl ScoreScratch {
+    /// Starts a question's golds.
+    fn clear(&mut self) {
+        self.used = 0;
+    }
+
+    /// Appends the normalization of `s` to the golds.
+    fn push(&mut self, s: &str) -> &Normalized {
+        if self.used == self.golds.len() {
+            self.golds.push(Normalized::default());
+        }
+        let n = &mut self.golds[self.used];
+        n.set(s);
+        self.used += 1;
+        n
+    }
+
+    fn golds(&self) -> &[Normalized] {
+        &self.golds[..self.used]
+    }
+}
+
 fn score_v1<'a>(
+    scratch: &mut ScoreScratch,
     qas_id: &str,
     golds: impl Iterator<Item = &'a str>,
     pred: Option<&String>,
 ) -> QuestionScore {
     let (exact_s, f1_s) = match pred {
         Some(p) => {
-            let p = Normalized::new(p);
-            let golds: Vec<Normalized> = golds.map(Normalized::new).collect();
+            scratch.pred.set(p);
+            scratch.clear();
+            for g in golds {
+                scratch.push(g);
+            }
+            let (p, golds) = (&scratch.pred, scratch.golds());
             (
-                max_over(&golds, |g| f64::from(u8::from(p.text == g.text))),
-                max_over(&golds, |g| f1_v1_normalized(&p, g)),
+                max_over(golds, |g| f64::from(u8::from(p.text == g.text))),
+                max_over(golds, |g| f1_v1_normalized(p, g)),
             )
         }
         None => (0.0, 0.0),
@@ -306,28 +353,30 @@ fn score_v1<'a>(
 }
 
 fn score_v2<'a>(
+    scratch: &mut ScoreScratch,
     qas_id: &str,
     answers: impl Iterator<Item = &'a str>,
     pred: Option<&String>,
 ) -> QuestionScore {
     let mut has_answer = false;
-    let mut golds: Vec<Normalized> = Vec::new();
+    scratch.clear();
     for a in answers {
         has_answer = true;
-        let n = Normalized::new(a);
-        if !n.text.is_empty() {
-            golds.push(n);
+        if scratch.push(a).text.is_empty() {
+            // Gold answers that normalize to nothing are dropped.
+            scratch.used -= 1;
         }
     }
-    if golds.is_empty() {
-        golds.push(Normalized::new(""));
+    if scratch.used == 0 {
+        scratch.push("");
     }
     let (exact_s, f1_s) = match pred {
         Some(p) => {
-            let p = Normalized::new(p);
+            scratch.pred.set(p);
+            let (p, golds) = (&scratch.pred, scratch.golds());
             (
-                max_over(&golds, |g| f64::from(u8::from(p.text == g.text))),
-                max_over(&golds, |g| f1_v2_normalized(&p, g)),
+                max_over(golds, |g| f64::from(u8::from(p.text == g.text))),
+                max_over(golds, |g| f1_v2_normalized(p, g)),
             )
         }
         None => (0.0, 0.0),

@@ -25,10 +25,18 @@ fn is_word_char(c: char) -> bool {
 
 /// The official `normalize_answer` (§8.1).
 pub fn normalize_answer(s: &str) -> String {
+    let mut out = String::new();
+    normalize_answer_into(s, &mut out);
+    out
+}
+
+/// [`normalize_answer`] into `out` (replacing what it held), reusing its buffer.
+pub fn normalize_answer_into(s: &str, out: &mut String) {
     if s.is_ascii() {
-        return normalize_ascii(s.as_bytes());
+        normalize_ascii_into(s.as_bytes(), out);
+    } else {
+        *out = normalize_general(s);
     }
-    normalize_general(s)
 }
 
 /// [`normalize_answer`] step by step, for any text.
@@ -64,9 +72,11 @@ fn normalize_general(s: &str) -> String {
 /// [`normalize_answer`] of ASCII text, in one pass over the bytes: the same steps,
 /// with ASCII lower-casing, punctuation and word characters (`char::is_alphanumeric`
 /// and `to_lowercase` agree with their ASCII versions there).
-fn normalize_ascii(s: &[u8]) -> String {
+fn normalize_ascii_into(s: &[u8], out: &mut String) {
     // Lower-cased, punctuation removed, articles replaced by a space.
-    let mut text: Vec<u8> = Vec::with_capacity(s.len());
+    let mut text: Vec<u8> = std::mem::take(out).into_bytes();
+    text.clear();
+    text.reserve(s.len());
     let mut run_start: Option<usize> = None;
     let flush = |text: &mut Vec<u8>, start: usize| {
         if matches!(&text[start..], b"a" | b"an" | b"the") {
@@ -108,7 +118,7 @@ fn normalize_ascii(s: &[u8]) -> String {
     }
     text.truncate(w);
     // Only ASCII bytes went in.
-    String::from_utf8(text).unwrap_or_default()
+    *out = String::from_utf8(text).unwrap_or_default();
 }
 
 /// `normalize_answer(s).split()`.
@@ -126,7 +136,7 @@ fn split(normalized: &str) -> Vec<String> {
 }
 
 /// An answer normalized once, for scoring against several others.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Normalized {
     pub text: String,
     /// `text.split()` as byte ranges of `text`.
@@ -134,10 +144,19 @@ pub(crate) struct Normalized {
 }
 
 impl Normalized {
+    #[cfg(test)]
     pub fn new(s: &str) -> Self {
-        let text = normalize_answer(s);
+        let mut n = Normalized::default();
+        n.set(s);
+        n
+    }
+
+    /// Becomes the normalization of `s`, in the buffers it has.
+    pub fn set(&mut self, s: &str) {
+        normalize_answer_into(s, &mut self.text);
+        let (text, tokens) = (&self.text, &mut self.tokens);
+        tokens.clear();
         // `normalize_answer` leaves no whitespace but single U+0020 separators.
-        let mut tokens = Vec::new();
         let mut start = 0usize;
         for (i, b) in text.bytes().enumerate() {
             if b == b' ' {
@@ -154,7 +173,6 @@ impl Normalized {
                 .filter(|w| !w.is_empty())
                 .count()
         );
-        Normalized { text, tokens }
     }
 
     fn token(&self, i: usize) -> &str {
@@ -308,7 +326,10 @@ mod tests {
                 |(a, b)| {
                     let (a, b) = (a.concat(), b.concat());
                     for s in [&a, &b] {
-                        prop_assert_eq!(normalize_ascii(s.as_bytes()), normalize_general(s));
+                        // Into a buffer that held something else, as a reused one does.
+                        let mut out = String::from("left over, longer than most");
+                        normalize_ascii_into(s.as_bytes(), &mut out);
+                        prop_assert_eq!(out, normalize_general(s));
                         let n = Normalized::new(s);
                         let toks: Vec<&str> = (0..n.tokens.len()).map(|i| n.token(i)).collect();
                         prop_assert_eq!(toks, split(&n.text));
