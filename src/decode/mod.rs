@@ -30,7 +30,7 @@ mod output;
 pub mod rules;
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
@@ -595,27 +595,39 @@ thread_local! {
     /// Text buffers of n-best lists already written ([`recycle_texts`]), for the span
     /// texts this thread decodes next.
     static SPARE_TEXTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread hands texts back: new buffers then get room to be reused.
+    static RECYCLING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Spare text buffers a thread keeps at most: a few questions' n-best lists.
 const MAX_SPARE_TEXTS: usize = 128;
 
-/// `text` in one of this thread's spare buffers, or a new one.
+/// Bytes a new text buffer holds at least on a thread that hands texts back: most
+/// span texts fit, so that a spare one seldom grows when reused.
+const MIN_TEXT_CAPACITY: usize = 64;
+
+/// `text` in one of this thread's spare buffers, or a new one (with room to be reused
+/// on a thread that hands texts back, of its own length elsewhere: lists that are kept
+/// take no more memory than their texts).
 fn spare_text(text: &str) -> String {
-    match SPARE_TEXTS.with_borrow_mut(Vec::pop) {
-        Some(mut s) => {
-            s.clear();
-            s.push_str(text);
-            s
+    let Some(mut s) = SPARE_TEXTS.with_borrow_mut(Vec::pop) else {
+        if !RECYCLING.get() {
+            return text.to_string();
         }
-        None => text.to_string(),
-    }
+        let mut s = String::with_capacity(text.len().max(MIN_TEXT_CAPACITY));
+        s.push_str(text);
+        return s;
+    };
+    s.clear();
+    s.push_str(text);
+    s
 }
 
 /// Keeps the texts of n-best entries that are written and done with, for this thread's
 /// next span texts: an evaluation's n-best lists then take no allocation per entry (on
 /// SQuAD-dev-sized, the texts were a fifth of the client's allocations).
 pub fn recycle_texts(entries: impl IntoIterator<Item = NbestEntry>) {
+    RECYCLING.set(true);
     SPARE_TEXTS.with_borrow_mut(|spare| {
         for e in entries {
             if spare.len() >= MAX_SPARE_TEXTS {
