@@ -12,8 +12,9 @@
 #      at its defaults (input tensors through shared memory, the server being local) and
 #      at its defaults with --shared-memory none (tensors in each message), and the reference: features/s, feature-building time, decode
 #      time, client CPU per feature (CPU of the whole process on the file minus the same on
-#      a one-question file, divided by features), peak RSS. Targets: >= 20x features/s,
-#      <= 20 us CPU per feature, <= 150 MB peak RSS.
+#      a one-question file, divided by features: the median over $BENCH_PAIRS (default 5)
+#      runs of each, alternating), peak RSS. Targets: >= 20x features/s, <= 20 us CPU per
+#      feature, <= 150 MB peak RSS.
 #   2. compute-bound `tiny-bert` on the first $BENCH_SUBSET questions: bertqa's wall time
 #      against the server's busy time from ModelStatistics batch_stats (compute input +
 #      infer + output per execution, as a delta). Target: within 10%. The logits are saved
@@ -78,11 +79,12 @@ json.dump({**d, "data": data}, open(dst, "w"))
 PY
 }
 
-# measure KIND NAME DATA OUTDIR cmd... : runs cmd under /usr/bin/time and appends one JSON
-# line (wall, CPU, peak RSS, the run's own figures) to $RESULTS.
+# measure KIND NAME DATA OUTDIR cmd... : runs cmd under scripts/rusage.py (what
+# /usr/bin/time reports, to the microsecond rather than the hundredth of a second) and
+# appends one JSON line (wall, CPU, peak RSS, the run's own figures) to $RESULTS.
 measure() {
   local kind="$1" name="$2" data="$3" out="$4"; shift 4
-  /usr/bin/time -f '%e %U %S %M' -o "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
+  python3 scripts/rusage.py "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
     || { tail -5 "$WORK/stderr" >&2; die "$name failed on $data"; }
   grep -i 'warning' "$WORK/stderr" >&2 || true
   python3 - "$kind" "$name" "$data" "$WORK/time" "$WORK/stdout" "$out" >> "$RESULTS" <<'PY'
@@ -126,41 +128,55 @@ reference() {
     "$cache" "$kind" "$name" "$data" >> "$RESULTS"
 }
 
-# bertqa_eval KIND NAME LABEL FILE OUTDIR args... (LABEL: the data file the row belongs to).
-# The null-model runs (kinds base and e2e, which give the CPU per feature) run
-# BENCH_REPEAT times (default 3) and keep the run of median CPU time: one run on these
-# shared cores can be off by a fifth. The others run once (the server's busy time is a
-# delta over one run).
+# bertqa_eval KIND NAME LABEL FILE OUTDIR args... (LABEL: the data file the row belongs to):
+# one run (the server's busy time is a delta over one run).
 bertqa_eval() {
   local kind="$1" name="$2" label="$3" file="$4" out="$5"; shift 5
-  local repeat=1 i
-  case "$kind" in base|e2e) repeat="${BENCH_REPEAT:-3}" ;; esac
-  log "$name on $file (x$repeat)"
-  : > "$WORK/runs.jsonl"
-  for i in $(seq "$repeat"); do
-    RESULTS="$WORK/runs.jsonl" measure "$kind" "$name" "$label" "$out" \
-      "$BQ" eval --url "$URL" --data "$file" --output-dir "$out" --quiet "$@"
+  log "$name on $file"
+  measure "$kind" "$name" "$label" "$out" \
+    "$BQ" eval --url "$URL" --data "$file" --output-dir "$out" --quiet "$@"
+}
+
+# bertqa_pair NAME BASE_NAME DATA ONE OUT args...: the CPU per feature of one setting.
+# A one-question run and a run on DATA alternate BENCH_PAIRS times (default 5), so that
+# both sides of each difference meet the same moment of these shared cores (run minutes
+# apart, they did not, and the difference drifted by several µs per feature). Rows: the
+# one-question run of median CPU (kind base) and the full run of median CPU (kind e2e),
+# which also carries every pair's difference and their median (net_cpu_s).
+bertqa_pair() {
+  local name="$1" base="$2" data="$3" one="$4" out="$5"; shift 5
+  local pairs="${BENCH_PAIRS:-5}" i
+  log "$name on $data, alternating with one question (x$pairs)"
+  : > "$WORK/ones.jsonl"
+  : > "$WORK/fulls.jsonl"
+  for i in $(seq "$pairs"); do
+    RESULTS="$WORK/ones.jsonl" measure base "$base" "$data" "$out-one" \
+      "$BQ" eval --url "$URL" --data "$one" --output-dir "$out-one" --quiet "$@"
+    RESULTS="$WORK/fulls.jsonl" measure e2e "$name" "$data" "$out" \
+      "$BQ" eval --url "$URL" --data "$data" --output-dir "$out" --quiet "$@"
   done
-  python3 - "$WORK/runs.jsonl" >> "$RESULTS" <<'PY'
-import json, sys
-rows = sorted((json.loads(l) for l in open(sys.argv[1]) if l.strip()), key=lambda r: r["cpu_s"])
-row = rows[len(rows) // 2]
-row["cpu_s_runs"] = [r["cpu_s"] for r in rows]
-print(json.dumps(row))
+  python3 - "$WORK/ones.jsonl" "$WORK/fulls.jsonl" >> "$RESULTS" <<'PY'
+import json, statistics, sys
+ones, fulls = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:])
+nets = [f["cpu_s"] - o["cpu_s"] for o, f in zip(ones, fulls)]
+for rows in (ones, fulls):
+    row = sorted(rows, key=lambda r: r["cpu_s"])[len(rows) // 2]
+    row["cpu_s_runs"] = [r["cpu_s"] for r in rows]
+    if row["kind"] == "e2e":
+        row["net_cpu_s_pairs"] = nets
+        row["net_cpu_s"] = statistics.median(nets)
+    print(json.dumps(row))
 PY
 }
 
 # 1. End-to-end against null.
 for DATA in "$@"; do
   subset "$DATA" 1 "$WORK/one.json"
-  bertqa_eval base "one-question b8" "$DATA" "$WORK/one.json" "$WORK/o8" --model null --batch-size 8
-  bertqa_eval base "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/od" --model null
-  bertqa_eval e2e "bertqa --batch-size 8" "$DATA" "$DATA" "$WORK/b8" --model null --batch-size 8
-  bertqa_eval e2e "bertqa (defaults)" "$DATA" "$DATA" "$WORK/bd" --model null
+  bertqa_pair "bertqa --batch-size 8" "one-question b8" "$DATA" "$WORK/one.json" "$WORK/b8" --model null --batch-size 8
+  bertqa_pair "bertqa (defaults)" "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/bd" --model null
   # The defaults send tensors through shared memory to a local server; this is the same
   # run with every tensor in its message (a server on another machine).
-  bertqa_eval base "one-question no-shm" "$DATA" "$WORK/one.json" "$WORK/on" --model null --shared-memory none
-  bertqa_eval e2e "bertqa --shared-memory none" "$DATA" "$DATA" "$WORK/bn" --model null --shared-memory none
+  bertqa_pair "bertqa --shared-memory none" "one-question no-shm" "$DATA" "$WORK/one.json" "$WORK/bn" --model null --shared-memory none
   reference e2e "reference" "$DATA" null
 done
 
@@ -226,11 +242,17 @@ for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
         r = get("e2e", name, data)
         if not r: continue
         b = get("base", base, data) if base else None
-        net = r["cpu_s"] - (b["cpu_s"] if b else 0.0)
+        net = r.get("net_cpu_s", r["cpu_s"] - (b["cpu_s"] if b else 0.0))
         r["us_per_feature"] = 1e6 * net / r["features"]
+        if "net_cpu_s_pairs" in r:
+            r["us_per_feature_pairs"] = sorted(1e6 * n / r["features"] for n in r["net_cpu_s_pairs"])
         r["fps"] = r["features"] / r["wall_s"]
         print(f"{name:<28} {r['features']:>8} {r['wall_s']:>8.2f} {r['fps']:>9.1f} {r['feature_s']:>8.3f} {r['infer_s']:>8.3f} {r['post_s']:>8.3f} {r['cpu_s']:>7.2f} {r['us_per_feature']:>11.1f} {r['rss_mb']:>7.1f}")
-    print("  (wall s: the whole process, reading and writing included; µs CPU/feat: user+sys of the process minus a one-question run of the same client, per feature; the reference's is not net of start-up)")
+    print("  (wall s: the whole process, reading and writing included; µs CPU/feat: user+sys of the process minus a one-question run of the same client, per feature, the median over runs alternating with one-question runs; the reference's is not net of start-up)")
+    for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
+        r = get("e2e", name, data)
+        if r and "us_per_feature_pairs" in r:
+            print(f"  {name}: µs CPU/feat of each pair, sorted: {', '.join(f'{x:.1f}' for x in r['us_per_feature_pairs'])}")
     for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
         r = get("e2e", name, data)
         if not r:
@@ -242,7 +264,7 @@ for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
             print(f"  {name} vs reference: features/s {r['fps']:.1f} / {ref['fps']:.1f} = {r['fps'] / ref['fps']:.1f}x; "
                   f"feature building {ref['feature_s']:.2f} / {r['feature_s']:.3f} s = {ref['feature_s'] / max(r['feature_s'], 1e-9):.0f}x; "
                   f"decode (null's zeros) {ref['post_s']:.2f} / {r['post_s']:.3f} s = {ref['post_s'] / max(r['post_s'], 1e-9):.0f}x; "
-                  f"CPU per feature {ref['us_per_feature']:.0f} / {r['us_per_feature']:.1f} µs = {ref['us_per_feature'] / r['us_per_feature']:.0f}x; "
+                  f"CPU per feature {ref['us_per_feature']:.0f} / {r['us_per_feature']:.1f} µs = {ref['us_per_feature'] / max(r['us_per_feature'], 1e-9):.0f}x; "
                   f"peak RSS {ref['rss_mb']:.0f} / {r['rss_mb']:.0f} MB = {ref['rss_mb'] / r['rss_mb']:.1f}x")
             verdict(f"{os.path.basename(data)} {name}: end-to-end >= 20x the reference", r["fps"] / ref["fps"] >= 20, f"{r['fps'] / ref['fps']:.1f}x")
         verdict(f"{os.path.basename(data)} {name}: client CPU <= 20 µs per feature", r["us_per_feature"] <= 20, f"{r['us_per_feature']:.1f} µs")
