@@ -18,7 +18,7 @@ use super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
 };
 use super::eval::{score_predictions, write_per_question, write_predictions};
-use super::{pipeline_runtime, print_stdout, Outcome};
+use super::{pipeline_runtime, print_stdout, shared_pipeline_runtime, Outcome};
 use crate::backend::{Binding, SeqLen};
 use crate::evaluate::Scores;
 use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig, RunOutcome};
@@ -145,7 +145,11 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let features_config = feature_config(&args.run.window)?;
     let (built, _) = crate::features::build(&tokenizer, features_config, &dataset)?;
     let features: Vec<Arc<Feature>> = built.into_iter().map(Arc::new).collect();
-    let rt = pipeline_runtime()?;
+    let rt = if args.parallel {
+        shared_pipeline_runtime()?
+    } else {
+        pipeline_runtime()?
+    };
 
     // Connect and bind every model first: a wrong name fails before any run.
     let mut targets = Vec::new();

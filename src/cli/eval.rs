@@ -277,7 +277,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             let control = pipeline::Control {
                 known: journaled.logits,
                 record: Some(&mut record),
-                stop: Some(super::resume::stop_on_signals(&rt, on_quit)),
+                stop: Some(super::resume::stop_on_signals(on_quit)?),
                 on_decoded: Some(&mut stream_out),
                 record_from_candidates,
             };

@@ -138,16 +138,24 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// The runtime of the evaluation pipeline (`eval`, `compare`, `ask`): one worker thread
-/// for the requests and their connections, besides the thread that runs the sender and
-/// the pipeline's own feature and decoder threads. A second worker only added
-/// hand-offs: with two, each request woke threads about eight times (futex calls and
-/// context switches) and the client used 10% more CPU on SQuAD-dev-sized at the
-/// defaults and at --batch-size 8 (alternating runs), for no more throughput; one
-/// worker sends far more requests per second than a GPU server answers. A worker, not
-/// a current-thread runtime, so that an interrupt is still seen while the answers are
-/// written.
+/// The runtime of an evaluation pipeline (`eval`, `ask`, `compare` one model after
+/// another): a current-thread runtime, so that the requests, their connection and the
+/// sender all run on the thread that drives it, besides the pipeline's own feature and
+/// decoder threads. A worker thread for the requests handed every answer from thread to
+/// thread once more: the client used about 4% more CPU on SQuAD-dev-sized at the
+/// defaults (30 alternating runs; with two workers, 10% more again), for no more
+/// throughput, as one thread sends far more requests per second than a GPU server
+/// answers. Interrupts are watched by a thread of their own
+/// ([`resume::stop_on_signals`]), so they are seen while this runtime is not driven.
 pub(crate) fn pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The runtime of pipelines run side by side from several threads (`compare
+/// --parallel`): one worker thread drives every model's requests and connections.
+pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -94,31 +94,50 @@ pub fn finish(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// A receiver that turns `true` at the first SIGINT or SIGTERM; the second one exits
-/// the process at once (code 2). Must be called inside the runtime.
+/// the process at once (code 2). The signals are watched by a thread of their own, with
+/// its own small runtime, registered before this returns: they are seen whether or not
+/// the pipeline's runtime (a current-thread one, driven only inside its `block_on`) is
+/// running, for instance while the answers are written.
 pub fn stop_on_signals(
-    rt: &tokio::runtime::Runtime,
     on_quit: impl FnOnce() + Send + 'static,
-) -> tokio::sync::watch::Receiver<bool> {
+) -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
+    use tokio::signal::unix::{signal, SignalKind};
     let (tx, rx) = tokio::sync::watch::channel(false);
-    rt.spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        any_signal(&mut term).await;
-        eprintln!(
-            "\nstopping: no new requests; waiting for those in flight (interrupt again to quit at once)"
-        );
-        let _ = tx.send(true);
-        any_signal(&mut term).await;
-        on_quit();
-        eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
-        std::process::exit(2);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Registered here, in the runtime's context, before the caller goes on.
+    let (int, mut term) = rt.block_on(async {
+        (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()).ok(),
+        )
     });
-    rx
+    let mut int = int.map_err(|e| anyhow::anyhow!("cannot watch for interrupts: {e}"))?;
+    std::thread::Builder::new()
+        .name("bertqa-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                any_signal(&mut int, &mut term).await;
+                eprintln!(
+                    "\nstopping: no new requests; waiting for those in flight (interrupt again to quit at once)"
+                );
+                let _ = tx.send(true);
+                any_signal(&mut int, &mut term).await;
+                on_quit();
+                eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
+                std::process::exit(2);
+            })
+        })?;
+    Ok(rx)
 }
 
-async fn any_signal(term: &mut Option<tokio::signal::unix::Signal>) {
+async fn any_signal(
+    int: &mut tokio::signal::unix::Signal,
+    term: &mut Option<tokio::signal::unix::Signal>,
+) {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        _ = int.recv() => {}
         _ = async {
             match term.as_mut() {
                 Some(t) => { t.recv().await; }
