@@ -142,8 +142,9 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// another): a current-thread runtime, so that the requests, their connection and the
 /// sender all run on the thread that drives it, besides the pipeline's own feature and
 /// decoder threads. A worker thread for the requests handed every answer from thread to
-/// thread once more: the client used about 4% more CPU on SQuAD-dev-sized at the
-/// defaults (30 alternating runs; with two workers, 10% more again), for no more
+/// thread once more: the client used about 3% more CPU on SQuAD-dev-sized at the
+/// defaults (three rounds of alternating runs, 100 pairs in all: median differences of
+/// 9, −1 and 8 ms of about 250; with two workers, 10% more again), for no more
 /// throughput, as one thread sends far more requests per second than a GPU server
 /// answers. Interrupts are watched by a thread of their own
 /// ([`resume::stop_on_signals`]), so they are seen while this runtime is not driven.
