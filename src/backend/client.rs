@@ -5,6 +5,7 @@
 //! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
 //! return far more.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{self, Header, Security, TlsConfig};
+use super::stream::{InferStream, StreamError};
 use super::whole_body::WholeBody;
 use crate::error::{Error, Result};
 
@@ -40,6 +42,20 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// TLS and the metadata (headers) sent with every call.
     pub security: Security,
+    /// How inference requests travel.
+    pub transport: Transport,
+}
+
+/// How inference requests travel to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// One `ModelInfer` call per request.
+    #[default]
+    Unary,
+    /// Requests multiplexed on one `ModelStreamInfer` call per connection
+    /// ([`stream`](super::stream)); a request the stream answers with an error is asked
+    /// again with `ModelInfer`, and so is every later one on that connection.
+    Stream,
 }
 
 impl Default for ClientConfig {
@@ -49,6 +65,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_millis(5_000),
             request_timeout: Duration::from_millis(60_000),
             security: Security::default(),
+            transport: Transport::Unary,
         }
     }
 }
@@ -98,6 +115,19 @@ pub struct TritonClient {
     headers: Arc<[Header]>,
     /// Whether the channel uses TLS (for the hints in connection errors).
     tls: bool,
+    /// The inference stream of this connection, under [`Transport::Stream`].
+    stream: Option<Arc<StreamSlot>>,
+}
+
+/// The stream a connection's requests go on ([`Transport::Stream`]), shared by the
+/// client's clones.
+#[derive(Debug)]
+struct StreamSlot {
+    channel: Channel,
+    current: std::sync::Mutex<Option<Arc<InferStream>>>,
+    /// Set for good once the stream answered with an error or is not offered: the
+    /// connection's requests then go unary.
+    unary: AtomicBool,
 }
 
 impl TritonClient {
@@ -147,6 +177,13 @@ impl TritonClient {
                 )))
             }
         };
+        let stream = (config.transport == Transport::Stream).then(|| {
+            Arc::new(StreamSlot {
+                channel: channel.clone(),
+                current: Default::default(),
+                unary: AtomicBool::new(false),
+            })
+        });
         let infer = tonic::client::Grpc::new(WholeBody(channel.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
@@ -160,6 +197,7 @@ impl TritonClient {
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
             tls: tls.is_some(),
+            stream,
         })
     }
 
@@ -313,9 +351,57 @@ impl TritonClient {
         }
     }
 
-    /// `ModelInfer` with a prepared request, its tensors written by [`InferCodec`]
-    /// straight into the send buffer.
+    /// Runs a prepared request, its tensors written by [`InferCodec`] straight into the
+    /// send buffer: on the connection's stream under [`Transport::Stream`], else (and
+    /// for a request the stream answered with an error, whose status only `ModelInfer`
+    /// gives) with `ModelInfer`.
     pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        if let Some(slot) = self
+            .stream
+            .as_ref()
+            .filter(|s| !s.unary.load(Ordering::Relaxed))
+        {
+            let model = request.binding().model.clone();
+            let stream = self.open_stream(slot);
+            let error = match stream.infer(request.clone(), self.request_timeout).await {
+                Ok(response) => return Ok(response),
+                Err(e) => e,
+            };
+            match error {
+                StreamError::TimedOut => {
+                    return Err(Error::Timeout {
+                        url: self.url.clone(),
+                        timeout_ms: self.request_timeout.as_millis() as u64,
+                    })
+                }
+                StreamError::Closed(status) if status.code() != Code::Unimplemented => {
+                    return Err(self.status(status, Some(&model)))
+                }
+                // Rejected (no status code on a stream), or no stream offered: this
+                // request and every later one go unary.
+                _ => slot.unary.store(true, Ordering::Relaxed),
+            }
+        }
+        self.infer_unary(request).await
+    }
+
+    /// The connection's open stream, or a new one (on the current runtime).
+    fn open_stream(&self, slot: &StreamSlot) -> Arc<InferStream> {
+        let mut current = slot.current.lock().expect("stream lock");
+        match current.as_ref() {
+            Some(s) if !s.is_closed() => s.clone(),
+            _ => {
+                let mut metadata = tonic::metadata::MetadataMap::new();
+                security::apply(&self.headers, &mut metadata);
+                let s = Arc::new(InferStream::open(slot.channel.clone(), metadata));
+                *current = Some(s.clone());
+                s
+            }
+        }
+    }
+
+    /// `ModelInfer`.
+    async fn infer_unary(&self, request: InferRequest) -> Result<ModelInferResponse> {
         let binding = request.binding().clone();
         let mut grpc = self.infer.clone();
         let result = match grpc.ready().await {

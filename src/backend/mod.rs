@@ -12,11 +12,12 @@ pub mod request;
 pub mod retry;
 pub mod security;
 pub mod shm;
+pub mod stream;
 pub mod tensor;
 pub mod whole_body;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
-pub use client::{ClientConfig, TritonClient};
+pub use client::{ClientConfig, Transport, TritonClient};
 pub use codec::InferCodec;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};

@@ -64,6 +64,19 @@ pub struct NetArgs {
     /// HTTP/2 connections per endpoint.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub connections: u32,
+    /// How requests travel: `stream` keeps one ModelStreamInfer call open per connection
+    /// and sends every request on it (a request answered with an error is asked again
+    /// with ModelInfer, and the connection stays unary); `unary` makes one ModelInfer
+    /// call per request.
+    #[arg(long, value_enum, default_value_t = TransportArg::Stream, value_name = "MODE")]
+    pub transport: TransportArg,
+}
+
+/// `--transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Stream,
+    Unary,
 }
 
 /// Which model, and optional overrides of the tensor binding.

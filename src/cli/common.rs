@@ -5,9 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs, WindowArgs,
+    BindingArgs, DecodeArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs, TransportArg,
+    WindowArgs,
 };
-use crate::backend::{bind, Binding, ClientConfig, Pool, PoolConfig, RetryPolicy};
+use crate::backend::{bind, Binding, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport};
 use crate::decode::DecodeConfig;
 use crate::features::FeatureConfig;
 use crate::tokenize::{self, BertTokenizer};
@@ -93,6 +94,7 @@ pub fn client_config(args: &ServerArgs) -> crate::Result<ClientConfig> {
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
         request_timeout: Duration::from_millis(args.timeout_ms),
         security: super::security::security(&args.security)?,
+        transport: Transport::Unary,
     })
 }
 
@@ -118,7 +120,13 @@ pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> crate::Result<PoolConf
     Ok(PoolConfig {
         urls,
         connections: net.connections.max(1) as usize,
-        client: client_config(server)?,
+        client: ClientConfig {
+            transport: match net.transport {
+                TransportArg::Stream => Transport::Stream,
+                TransportArg::Unary => Transport::Unary,
+            },
+            ..client_config(server)?
+        },
         retry: RetryPolicy {
             retries: net.retries,
             max_backoff: Duration::from_millis(net.retry_max_backoff_ms.max(1)),

@@ -108,7 +108,7 @@ fn oracle_misses_on_the_unicode_fixture_are_the_explained_ones() {
 }
 
 #[test]
-fn output_does_not_depend_on_concurrency_or_arrival_order() {
+fn output_does_not_depend_on_concurrency_arrival_order_or_transport() {
     let tmp = tempfile::tempdir().unwrap();
     // Short windows give many features; the jitter model answers out of order.
     let window = [
@@ -120,10 +120,11 @@ fn output_does_not_depend_on_concurrency_or_arrival_order() {
         "1",
     ];
     let mut runs = Vec::new();
-    for c in ["1", "16"] {
-        let out = tmp.path().join(format!("c{c}"));
+    // On a stream, responses are matched to requests by id whatever their order.
+    for (c, transport) in [("1", "stream"), ("16", "stream"), ("16", "unary")] {
+        let out = tmp.path().join(format!("c{c}-{transport}"));
         let mut extra: Vec<&str> = window.to_vec();
-        extra.extend(["--concurrency", c, "--json"]);
+        extra.extend(["--concurrency", c, "--transport", transport, "--json"]);
         let o = eval(&fixture("v2-long.json"), "tiny-bert-jitter", &out, &extra);
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         let v = json_of(&o);
@@ -137,7 +138,9 @@ fn output_does_not_depend_on_concurrency_or_arrival_order() {
         "null_odds.json",
         "per_question.jsonl",
     ] {
-        assert_eq!(read(runs[0].join(f)), read(runs[1].join(f)), "{f}");
+        for other in &runs[1..] {
+            assert_eq!(read(runs[0].join(f)), read(other.join(f)), "{f}");
+        }
     }
 }
 

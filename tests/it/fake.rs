@@ -15,7 +15,7 @@ use bertqa::backend::proto::repository_index_response::ModelIndex;
 use bertqa::backend::proto::*;
 use bertqa::backend::{
     bind, prepare_request, tensor, Binding, BindingOverrides, ClientConfig, InferRequest, Pool,
-    PoolConfig, RetryPolicy, TritonClient,
+    PoolConfig, RetryPolicy, Transport, TritonClient,
 };
 use bertqa::types::Feature;
 use bertqa::Error;
@@ -36,6 +36,13 @@ struct Fake {
     delay: Option<Duration>,
     /// Accept shared memory registrations (and unregistrations) without mapping them.
     shm: bool,
+    /// Offer `ModelStreamInfer` (answering each request with `infer`, an error as the
+    /// stream's error message), ending each stream with UNAVAILABLE after this many
+    /// responses; `None`: UNIMPLEMENTED, as a server without streams.
+    stream_cut: Option<usize>,
+    /// `ModelInfer` calls and `ModelStreamInfer` requests served.
+    unary_calls: Arc<AtomicUsize>,
+    streamed: Arc<AtomicUsize>,
 }
 
 fn tensors(ts: &[(&str, &str, Vec<i64>)]) -> Vec<TensorMetadata> {
@@ -112,14 +119,52 @@ impl GrpcInferenceService for Fake {
         if let Some(d) = self.delay {
             tokio::time::sleep(d).await;
         }
+        self.unary_calls.fetch_add(1, Ordering::SeqCst);
         (self.infer)(&r.into_inner()).map(Response::new)
     }
-    type ModelStreamInferStream = tokio_stream::Empty<Result<ModelStreamInferResponse, Status>>;
+    type ModelStreamInferStream =
+        tokio_stream::wrappers::ReceiverStream<Result<ModelStreamInferResponse, Status>>;
     async fn model_stream_infer(
         &self,
-        _: Request<tonic::Streaming<ModelInferRequest>>,
+        r: Request<tonic::Streaming<ModelInferRequest>>,
     ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
-        unimplemented()
+        let Some(cut) = self.stream_cut else {
+            return unimplemented();
+        };
+        let (infer, streamed) = (self.infer.clone(), self.streamed.clone());
+        let mut requests = r.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            let mut answered = 0;
+            while let Ok(Some(request)) = requests.message().await {
+                if answered == cut {
+                    let _ = tx.send(Err(Status::unavailable("stream cut"))).await;
+                    return;
+                }
+                answered += 1;
+                streamed.fetch_add(1, Ordering::SeqCst);
+                let id = request.id.clone();
+                let message = match infer(&request) {
+                    Ok(response) => ModelStreamInferResponse {
+                        error_message: String::new(),
+                        infer_response: Some(ModelInferResponse { id, ..response }),
+                    },
+                    Err(status) => ModelStreamInferResponse {
+                        error_message: status.message().into(),
+                        infer_response: Some(ModelInferResponse {
+                            id,
+                            ..Default::default()
+                        }),
+                    },
+                };
+                if tx.send(Ok(message)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(
+            rx,
+        )))
     }
     async fn model_config(
         &self,
@@ -212,6 +257,9 @@ fn nvidia() -> Fake {
         infer: Arc::new(|_| Err(Status::internal("no inference configured"))),
         delay: None,
         shm: false,
+        stream_cut: None,
+        unary_calls: Arc::default(),
+        streamed: Arc::default(),
     }
 }
 
@@ -565,6 +613,105 @@ fn pool(rt: &tokio::runtime::Runtime, urls: &[&str], retries: u32) -> Pool {
         wait_ready: Duration::ZERO,
     };
     rt.block_on(Pool::connect(&config, "m", "")).unwrap()
+}
+
+/// A pool of one connection to `url` whose requests go on a stream.
+fn stream_pool(rt: &tokio::runtime::Runtime, url: &str, retries: u32) -> Pool {
+    let config = PoolConfig {
+        urls: vec![url.to_string()],
+        connections: 1,
+        client: ClientConfig {
+            url: String::new(),
+            connect_timeout: Duration::from_millis(2000),
+            request_timeout: Duration::from_millis(5000),
+            transport: Transport::Stream,
+            ..Default::default()
+        },
+        retry: RetryPolicy {
+            retries,
+            base_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(20),
+            retry_model_errors: false,
+        },
+        wait_ready: Duration::ZERO,
+    };
+    rt.block_on(Pool::connect(&config, "m", "")).unwrap()
+}
+
+/// Sends `n` one-feature requests through `p` one after another.
+fn send_each(rt: &tokio::runtime::Runtime, p: &Pool, n: usize) -> Vec<Result<(), Error>> {
+    let b = rt
+        .block_on(bind(
+            p.first_client(),
+            "m",
+            "",
+            &BindingOverrides::default(),
+        ))
+        .unwrap();
+    let f = one_feature();
+    (0..n)
+        .map(|_| rt.block_on(p.infer(one_request(&b, &f))).map(drop))
+        .collect()
+}
+
+#[test]
+fn a_stream_that_ends_is_opened_again_and_its_cut_request_retried() {
+    let mut fake = scripted(vec![]);
+    fake.stream_cut = Some(2);
+    let (unary, streamed) = (fake.unary_calls.clone(), fake.streamed.clone());
+    let (rt, url) = serve(fake);
+    let p = stream_pool(&rt, &url, 3);
+    // Two answers per stream: the third request finds the stream cut (UNAVAILABLE, as
+    // a lost connection), is retried on a new stream, and so on.
+    assert!(send_each(&rt, &p, 5).iter().all(Result::is_ok));
+    assert_eq!(streamed.load(Ordering::SeqCst), 5);
+    assert_eq!(unary.load(Ordering::SeqCst), 0, "all on streams");
+    let stats = p.retry_stats();
+    assert_eq!(stats.retries.get("UNAVAILABLE"), Some(&2), "{stats:?}");
+    assert_eq!(stats.total_failures(), 0);
+}
+
+#[test]
+fn a_request_the_stream_rejects_is_asked_again_unary_and_the_connection_stays_unary() {
+    // The first call (on the stream) and the second (its unary replay) fail: the replay's
+    // status is what the retry policy sees, and the retry is unary too.
+    let mut fake = scripted(vec![
+        Status::unavailable("busy"),
+        Status::unavailable("still busy"),
+    ]);
+    fake.stream_cut = Some(usize::MAX);
+    let (unary, streamed) = (fake.unary_calls.clone(), fake.streamed.clone());
+    let (rt, url) = serve(fake);
+    let p = stream_pool(&rt, &url, 3);
+    assert!(send_each(&rt, &p, 3).iter().all(Result::is_ok));
+    assert_eq!(streamed.load(Ordering::SeqCst), 1);
+    // The replay, its retry, and the two later requests.
+    assert_eq!(unary.load(Ordering::SeqCst), 4);
+    let stats = p.retry_stats();
+    assert_eq!(stats.retries.get("UNAVAILABLE"), Some(&1), "{stats:?}");
+
+    // A model error keeps its code through the replay, and is not retried.
+    let mut fake = scripted(vec![Status::internal("boom"), Status::internal("boom")]);
+    fake.stream_cut = Some(usize::MAX);
+    let (rt, url) = serve(fake);
+    let p = stream_pool(&rt, &url, 3);
+    let e = send_each(&rt, &p, 1).remove(0).unwrap_err();
+    assert!(
+        e.to_string().contains("Internal for model \"m\": boom"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_server_without_streams_is_asked_unary() {
+    let fake = scripted(vec![]);
+    let (unary, streamed) = (fake.unary_calls.clone(), fake.streamed.clone());
+    let (rt, url) = serve(fake);
+    let p = stream_pool(&rt, &url, 0);
+    assert!(send_each(&rt, &p, 3).iter().all(Result::is_ok));
+    assert_eq!(streamed.load(Ordering::SeqCst), 0);
+    assert_eq!(unary.load(Ordering::SeqCst), 3);
+    assert_eq!(p.retry_stats().total_failures(), 0);
 }
 
 /// A correct answer for one feature.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bertqa::backend::binding::{FloatType, InputRole, IntType, Outputs};
 use bertqa::backend::{
-    bind, prepare_request, tensor, BindingOverrides, ClientConfig, SeqLen, TritonClient,
+    bind, prepare_request, tensor, BindingOverrides, ClientConfig, SeqLen, Transport, TritonClient,
 };
 use bertqa::types::Feature;
 use bertqa::Error;
@@ -269,6 +269,61 @@ fn null_model_takes_a_batch_of_64() {
     let many: Vec<Feature> = (0..65).map(|i| feature(i, &[1], &[2])).collect();
     let refs: Vec<&Feature> = many.iter().collect();
     assert!(prepare_request(&b, shared(&refs), 384).is_err());
+}
+
+#[test]
+fn the_stream_transport_carries_requests_and_a_rejected_one_goes_unary() {
+    let rt = rt();
+    let connect = |transport| {
+        rt.block_on(TritonClient::connect(&ClientConfig {
+            url: server().url.clone(),
+            transport,
+            ..Default::default()
+        }))
+        .expect("connect")
+    };
+    let f = feature(1_000_000_000, &[2054, 2003], &[1996, 4937, 2938]);
+    let request = |c: &TritonClient, model: &str| {
+        let b = rt
+            .block_on(bind(c, model, "", &BindingOverrides::default()))
+            .unwrap();
+        prepare_request(&Arc::new(b), shared(&[&f]), 384).unwrap()
+    };
+    // On the stream every request carries the id its response is matched by; unary
+    // requests carry none.
+    let streamed = connect(Transport::Stream);
+    let unary = connect(Transport::Unary);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let req = request(&streamed, "tiny-bert");
+        let resp = rt.block_on(streamed.infer(req.clone())).unwrap();
+        let via_unary = rt.block_on(unary.infer(req.clone())).unwrap();
+        assert_eq!(via_unary.id, "");
+        assert_eq!(
+            tensor::decode_response(&req, &resp).unwrap(),
+            tensor::decode_response(&req, &via_unary).unwrap(),
+            "the same logits either way"
+        );
+        ids.push(resp.id.parse::<u64>().expect("a numeric id"));
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+
+    // A model error comes back on the stream as a message without a code: the request
+    // is asked again unary, whose status names it, and the connection stays unary.
+    let e = rt
+        .block_on(streamed.infer(request(&streamed, "fault-internal")))
+        .unwrap_err();
+    match &e {
+        Error::Server { code, message, .. } => {
+            assert!(code.starts_with("Internal"), "{e}");
+            assert_eq!(message, "injected fault: model exploded");
+        }
+        other => panic!("{other}"),
+    }
+    let resp = rt
+        .block_on(streamed.infer(request(&streamed, "tiny-bert")))
+        .unwrap();
+    assert_eq!(resp.id, "", "unary after the error");
 }
 
 #[test]

@@ -1,0 +1,341 @@
+//! `ModelInfer` requests multiplexed on one `ModelStreamInfer` call per connection.
+//!
+//! A unary call costs a new HTTP/2 stream each time: a HEADERS frame (and its own
+//! socket write) out, HEADERS, DATA and trailers back, and the stream's set-up and
+//! teardown on both sides. On a stream that stays open a request is one DATA frame and
+//! its response another; requests that are ready together leave in one write. At the
+//! reference client's batch size (8 rows a request) that saves a tenth or more of the
+//! client's CPU on a loopback evaluation.
+//!
+//! Contract:
+//! - One stream per connection ([`InferStream`]), opened on first use on the caller's
+//!   runtime, opened again after it ended.
+//! - Each request gets a decimal `id` that its response carries back (protocol facts
+//!   §3.5); responses are matched by id, in whatever order they come.
+//! - A response with an `error_message` is [`StreamError::Rejected`]: on a stream the
+//!   server sends the message without a status code, so the caller asks again with
+//!   `ModelInfer`, whose status the retry policy can read (see
+//!   [`TritonClient::infer`](super::TritonClient::infer)).
+//! - The end of the stream (the connection lost, the server closing it, the runtime
+//!   that drove it shutting down) fails every request still waiting with
+//!   [`StreamError::Closed`] and its status; a server without `ModelStreamInfer`
+//!   answers UNIMPLEMENTED, which the caller takes as a reason to stay unary.
+//! - Each request has its own deadline ([`InferStream::infer`]); a response that comes
+//!   after it is dropped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::codec::Codec;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::metadata::MetadataMap;
+use tonic::transport::Channel;
+use tonic::{GrpcMethod, Status};
+use tonic_prost::ProstDecoder;
+
+use super::client::MAX_MESSAGE_BYTES;
+use super::codec::InferEncoder;
+use super::proto::{ModelInferResponse, ModelStreamInferResponse};
+use super::request::InferRequest;
+
+/// Why a request sent on the stream has no response.
+#[derive(Debug, Clone)]
+pub enum StreamError {
+    /// The server answered it with this error message (no status code on a stream).
+    Rejected(String),
+    /// The stream ended before its response, with this status.
+    Closed(Status),
+    /// No response within the deadline.
+    TimedOut,
+}
+
+type Reply = std::result::Result<ModelInferResponse, StreamError>;
+
+/// The `ModelStreamInfer` codec: [`InferRequest`] written as for `ModelInfer`
+/// ([`InferEncoder`]), `ModelStreamInferResponse` decoded by prost (raw outputs sliced
+/// from the receive buffer, as for `ModelInfer`).
+#[derive(Debug, Clone, Copy, Default)]
+struct StreamCodec;
+
+impl Codec for StreamCodec {
+    type Encode = InferRequest;
+    type Decode = ModelStreamInferResponse;
+    type Encoder = InferEncoder;
+    type Decoder = ProstDecoder<ModelStreamInferResponse>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        InferEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder::default()
+    }
+}
+
+/// What the sending side and the task reading responses share.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Requests sent and not answered yet, by id.
+    waiting: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Set once the stream has ended (with the status every later request gets).
+    closed: Mutex<Option<Status>>,
+    ended: AtomicBool,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    /// Hands a response to its request. A response nobody waits for any more (its
+    /// deadline passed) is dropped; one without a known id cannot be anyone's.
+    fn deliver(&self, message: ModelStreamInferResponse) {
+        let ModelStreamInferResponse {
+            error_message,
+            infer_response,
+        } = message;
+        let Some(id) = infer_response
+            .as_ref()
+            .and_then(|r| r.id.parse::<u64>().ok())
+        else {
+            return;
+        };
+        let waiter = self.waiting.lock().expect("waiting lock").remove(&id);
+        let Some(waiter) = waiter else { return };
+        let reply = match infer_response {
+            Some(r) if error_message.is_empty() => Ok(r),
+            _ => Err(StreamError::Rejected(error_message)),
+        };
+        // The request may have stopped waiting in between: nothing to do then.
+        let _ = waiter.send(reply);
+    }
+
+    /// Ends the stream: every waiting request, and every later one, gets `status`.
+    fn close(&self, status: Status) {
+        let mut closed = self.closed.lock().expect("closed lock");
+        if closed.is_none() {
+            *closed = Some(status.clone());
+        }
+        self.ended.store(true, Ordering::Release);
+        drop(closed);
+        let waiting: Vec<_> = self
+            .waiting
+            .lock()
+            .expect("waiting lock")
+            .drain()
+            .map(|(_, w)| w)
+            .collect();
+        for w in waiting {
+            let _ = w.send(Err(StreamError::Closed(status.clone())));
+        }
+    }
+
+    fn closed_status(&self) -> Status {
+        self.closed
+            .lock()
+            .expect("closed lock")
+            .clone()
+            .unwrap_or_else(|| Status::unavailable("the inference stream ended"))
+    }
+}
+
+/// Closes the stream when the task driving it ends in any way, a runtime shutting
+/// down included (the task is then dropped, not finished).
+struct CloseOnDrop(Arc<Shared>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close(Status::unavailable(
+            "the inference stream was dropped (its runtime shut down)",
+        ));
+    }
+}
+
+/// One open `ModelStreamInfer` call (see the module header).
+#[derive(Debug)]
+pub struct InferStream {
+    requests: mpsc::UnboundedSender<InferRequest>,
+    shared: Arc<Shared>,
+}
+
+impl InferStream {
+    /// Opens a stream on `channel` with `metadata` (the headers of every call). The
+    /// task that drives it is spawned on the current runtime.
+    pub fn open(channel: Channel, metadata: MetadataMap) -> InferStream {
+        let (requests, queued) = mpsc::unbounded_channel::<InferRequest>();
+        let shared = Arc::new(Shared::default());
+        tokio::spawn(drive(channel, metadata, queued, shared.clone()));
+        InferStream { requests, shared }
+    }
+
+    /// Whether the stream has ended (a new one is needed).
+    pub fn is_closed(&self) -> bool {
+        self.shared.ended.load(Ordering::Acquire) || self.requests.is_closed()
+    }
+
+    /// Sends `request` and waits up to `timeout` for its response.
+    pub async fn infer(&self, request: InferRequest, timeout: Duration) -> Reply {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .waiting
+            .lock()
+            .expect("waiting lock")
+            .insert(id, tx);
+        // Closed after the insertion: `close` drained the map already, or drains it now.
+        if self.shared.ended.load(Ordering::Acquire)
+            || self.requests.send(request.with_id(id.to_string())).is_err()
+        {
+            self.shared
+                .waiting
+                .lock()
+                .expect("waiting lock")
+                .remove(&id);
+            return Err(StreamError::Closed(self.shared.closed_status()));
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Err(StreamError::Closed(self.shared.closed_status())),
+            Err(_) => {
+                self.shared
+                    .waiting
+                    .lock()
+                    .expect("waiting lock")
+                    .remove(&id);
+                Err(StreamError::TimedOut)
+            }
+        }
+    }
+}
+
+/// Runs the call: sends what `queued` yields, hands each response to its request, and
+/// closes the stream with the status it ended with.
+async fn drive(
+    channel: Channel,
+    metadata: MetadataMap,
+    queued: mpsc::UnboundedReceiver<InferRequest>,
+    shared: Arc<Shared>,
+) {
+    let closer = CloseOnDrop(shared);
+    let shared = &closer.0;
+    let mut grpc = tonic::client::Grpc::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let status = match grpc.ready().await {
+        // As the generated client words it.
+        Err(e) => Status::unknown(format!("Service was not ready: {e}")),
+        Ok(()) => {
+            let mut request = tonic::Request::from_parts(
+                metadata,
+                Default::default(),
+                UnboundedReceiverStream::new(queued),
+            );
+            request.extensions_mut().insert(GrpcMethod::new(
+                "inference.GRPCInferenceService",
+                "ModelStreamInfer",
+            ));
+            let path =
+                PathAndQuery::from_static("/inference.GRPCInferenceService/ModelStreamInfer");
+            match grpc.streaming(request, path, StreamCodec).await {
+                Err(status) => status,
+                Ok(response) => {
+                    let mut responses = response.into_inner();
+                    loop {
+                        match responses.message().await {
+                            Ok(Some(message)) => shared.deliver(message),
+                            Ok(None) => {
+                                break Status::unavailable("the server ended the inference stream")
+                            }
+                            Err(status) => break status,
+                        }
+                    }
+                }
+            }
+        }
+    };
+    shared.close(status);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    fn response(id: &str, error: &str) -> ModelStreamInferResponse {
+        ModelStreamInferResponse {
+            error_message: error.into(),
+            infer_response: Some(ModelInferResponse {
+                id: id.into(),
+                model_name: "m".into(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn waiting(shared: &Shared, id: u64) -> oneshot::Receiver<Reply> {
+        let (tx, rx) = oneshot::channel();
+        shared.waiting.lock().unwrap().insert(id, tx);
+        rx
+    }
+
+    #[test]
+    fn responses_find_their_requests_in_any_order() {
+        let shared = Shared::default();
+        let mut one = waiting(&shared, 1);
+        let mut two = waiting(&shared, 2);
+        shared.deliver(response("2", ""));
+        assert!(one.try_recv().is_err(), "not answered yet");
+        assert_eq!(two.try_recv().unwrap().unwrap().id, "2");
+        shared.deliver(response("1", ""));
+        assert_eq!(one.try_recv().unwrap().unwrap().id, "1");
+        assert!(shared.waiting.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_error_message_rejects_its_request_only() {
+        let shared = Shared::default();
+        let mut one = waiting(&shared, 1);
+        let mut two = waiting(&shared, 2);
+        shared.deliver(response("1", "injected fault: model exploded"));
+        match one.try_recv().unwrap() {
+            Err(StreamError::Rejected(m)) => assert_eq!(m, "injected fault: model exploded"),
+            other => panic!("{other:?}"),
+        }
+        assert!(two.try_recv().is_err(), "still waiting");
+        // An error without a response names nobody: dropped, nobody answered.
+        shared.deliver(ModelStreamInferResponse {
+            error_message: "lost".into(),
+            infer_response: None,
+        });
+        shared.deliver(response("not a number", ""));
+        shared.deliver(response("7", ""));
+        assert!(two.try_recv().is_err());
+    }
+
+    #[test]
+    fn closing_fails_the_waiting_and_names_the_status() {
+        let shared = Shared::default();
+        let mut one = waiting(&shared, 1);
+        shared.close(Status::unimplemented("no streams here"));
+        match one.try_recv().unwrap() {
+            Err(StreamError::Closed(s)) => assert_eq!(s.code(), Code::Unimplemented),
+            other => panic!("{other:?}"),
+        }
+        assert!(shared.ended.load(Ordering::Acquire));
+        // The first status is kept.
+        shared.close(Status::unavailable("later"));
+        assert_eq!(shared.closed_status().code(), Code::Unimplemented);
+    }
+
+    #[test]
+    fn a_dropped_driver_closes_the_stream() {
+        let shared = Arc::new(Shared::default());
+        let mut one = waiting(&shared, 1);
+        drop(CloseOnDrop(shared.clone()));
+        match one.try_recv().unwrap() {
+            Err(StreamError::Closed(s)) => assert_eq!(s.code(), Code::Unavailable),
+            other => panic!("{other:?}"),
+        }
+    }
+}
