@@ -16,6 +16,8 @@ fn main() {
 /// allocates the main thread's name, and so makes mimalloc reserve and touch its first
 /// arena). Switched off in `main` instead, that first touch still faulted in a whole
 /// 2 MiB huge page, zeroed: about 12 ms of every run's start-up on these machines.
+/// Commands that read a large input switch them on again once they know
+/// (`cli::common::huge_pages_for`).
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
@@ -48,9 +50,11 @@ fn exit_now(code: u8) -> ! {
 }
 
 /// mimalloc asks for transparent huge pages on its arenas; then every touched 2 MiB
-/// region is resident and zeroed whole, which cost about 50 MB of peak RSS and a tenth of
-/// the CPU on SQuAD dev. The process-wide switch is checked at page-fault time, so it
-/// covers arenas reserved before it, but not pages already faulted in.
+/// region is resident and zeroed whole: a small command pays for megabytes it never
+/// uses (and when the machine has no free 2 MiB blocks, for compaction). The
+/// process-wide switch is checked at page-fault time, so it covers arenas reserved
+/// before it, but not pages already faulted in; a command over a large input clears it
+/// again, where huge pages save a page fault per 4 KiB (`cli::common::huge_pages_for`).
 #[cfg(target_os = "linux")]
 fn no_transparent_huge_pages() {
     extern "C" {
