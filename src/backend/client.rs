@@ -412,7 +412,7 @@ impl TritonClient {
                     "ModelInfer",
                 ));
                 let path = PathAndQuery::from_static("/inference.GRPCInferenceService/ModelInfer");
-                grpc.unary(req, path, InferCodec).await
+                grpc.unary(req, path, InferCodec::default()).await
             }
             // As the generated client words it.
             Err(e) => Err(Status::unknown(format!("Service was not ready: {e}"))),

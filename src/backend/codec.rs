@@ -8,6 +8,8 @@
 //! ([`InferRequest::encode`]). The response side keeps prost: raw outputs are `Bytes`
 //! sliced from the receive buffer (see `build.rs`), with nothing left to save.
 
+use std::marker::PhantomData;
+
 use bytes::BufMut;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::Status;
@@ -16,15 +18,29 @@ use tonic_prost::ProstDecoder;
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
 
-/// [`Codec`] of `ModelInfer`: [`InferRequest`] out, `ModelInferResponse` in.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct InferCodec;
+/// [`Codec`] of a call that sends [`InferRequest`]s and decodes `D` with prost:
+/// `ModelInferResponse` for `ModelInfer` ([`InferCodec`]), `ModelStreamInferResponse`
+/// for `ModelStreamInfer` (the same requests on a stream).
+#[derive(Debug)]
+pub struct InferCodecOf<D>(PhantomData<fn() -> D>);
 
-impl Codec for InferCodec {
+impl<D> Default for InferCodecOf<D> {
+    fn default() -> Self {
+        InferCodecOf(PhantomData)
+    }
+}
+
+/// [`Codec`] of `ModelInfer`: [`InferRequest`] out, `ModelInferResponse` in.
+pub type InferCodec = InferCodecOf<ModelInferResponse>;
+
+impl<D> Codec for InferCodecOf<D>
+where
+    D: prost::Message + Default + Send + 'static,
+{
     type Encode = InferRequest;
-    type Decode = ModelInferResponse;
+    type Decode = D;
     type Encoder = InferEncoder;
-    type Decoder = ProstDecoder<ModelInferResponse>;
+    type Decoder = ProstDecoder<D>;
 
     fn encoder(&mut self) -> Self::Encoder {
         InferEncoder

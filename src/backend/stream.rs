@@ -30,15 +30,13 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::codec::Codec;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 use tonic::{GrpcMethod, Status};
-use tonic_prost::ProstDecoder;
 
 use super::client::MAX_MESSAGE_BYTES;
-use super::codec::InferEncoder;
+use super::codec::InferCodecOf;
 use super::proto::{ModelInferResponse, ModelStreamInferResponse};
 use super::request::InferRequest;
 
@@ -54,27 +52,6 @@ pub enum StreamError {
 }
 
 type Reply = std::result::Result<ModelInferResponse, StreamError>;
-
-/// The `ModelStreamInfer` codec: [`InferRequest`] written as for `ModelInfer`
-/// ([`InferEncoder`]), `ModelStreamInferResponse` decoded by prost (raw outputs sliced
-/// from the receive buffer, as for `ModelInfer`).
-#[derive(Debug, Clone, Copy, Default)]
-struct StreamCodec;
-
-impl Codec for StreamCodec {
-    type Encode = InferRequest;
-    type Decode = ModelStreamInferResponse;
-    type Encoder = InferEncoder;
-    type Decoder = ProstDecoder<ModelStreamInferResponse>;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        InferEncoder
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        ProstDecoder::default()
-    }
-}
 
 /// What the sending side and the task reading responses share.
 #[derive(Debug, Default)]
@@ -237,7 +214,14 @@ async fn drive(
             ));
             let path =
                 PathAndQuery::from_static("/inference.GRPCInferenceService/ModelStreamInfer");
-            match grpc.streaming(request, path, StreamCodec).await {
+            match grpc
+                .streaming(
+                    request,
+                    path,
+                    InferCodecOf::<ModelStreamInferResponse>::default(),
+                )
+                .await
+            {
                 Err(status) => status,
                 Ok(response) => {
                     let mut responses = response.into_inner();

@@ -595,36 +595,29 @@ fn a_server_that_never_answers_is_bounded_by_the_timeout() {
 
 /// A pool over `urls` with a fast backoff.
 fn pool(rt: &tokio::runtime::Runtime, urls: &[&str], retries: u32) -> Pool {
-    let config = PoolConfig {
-        urls: urls.iter().map(|u| u.to_string()).collect(),
-        connections: 2,
-        client: ClientConfig {
-            url: String::new(),
-            connect_timeout: Duration::from_millis(2000),
-            request_timeout: Duration::from_millis(5000),
-            ..Default::default()
-        },
-        retry: RetryPolicy {
-            retries,
-            base_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-            retry_model_errors: false,
-        },
-        wait_ready: Duration::ZERO,
-    };
-    rt.block_on(Pool::connect(&config, "m", "")).unwrap()
+    pool_of(rt, urls, 2, Transport::Unary, retries)
 }
 
 /// A pool of one connection to `url` whose requests go on a stream.
 fn stream_pool(rt: &tokio::runtime::Runtime, url: &str, retries: u32) -> Pool {
+    pool_of(rt, &[url], 1, Transport::Stream, retries)
+}
+
+fn pool_of(
+    rt: &tokio::runtime::Runtime,
+    urls: &[&str],
+    connections: usize,
+    transport: Transport,
+    retries: u32,
+) -> Pool {
     let config = PoolConfig {
-        urls: vec![url.to_string()],
-        connections: 1,
+        urls: urls.iter().map(|u| u.to_string()).collect(),
+        connections,
         client: ClientConfig {
             url: String::new(),
             connect_timeout: Duration::from_millis(2000),
             request_timeout: Duration::from_millis(5000),
-            transport: Transport::Stream,
+            transport,
             ..Default::default()
         },
         retry: RetryPolicy {
