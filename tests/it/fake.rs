@@ -631,16 +631,20 @@ fn pool_of(
     rt.block_on(Pool::connect(&config, "m", "")).unwrap()
 }
 
+/// The binding of the fake's model "m", asked through `p`.
+fn bound(rt: &tokio::runtime::Runtime, p: &Pool) -> Binding {
+    rt.block_on(bind(
+        p.first_client(),
+        "m",
+        "",
+        &BindingOverrides::default(),
+    ))
+    .unwrap()
+}
+
 /// Sends `n` one-feature requests through `p` one after another.
 fn send_each(rt: &tokio::runtime::Runtime, p: &Pool, n: usize) -> Vec<Result<(), Error>> {
-    let b = rt
-        .block_on(bind(
-            p.first_client(),
-            "m",
-            "",
-            &BindingOverrides::default(),
-        ))
-        .unwrap();
+    let b = bound(rt, p);
     let f = one_feature();
     (0..n)
         .map(|_| rt.block_on(p.infer(one_request(&b, &f))).map(drop))
@@ -743,14 +747,7 @@ fn resource_exhausted_and_deadline_exceeded_are_retried_then_counted_or_exhauste
     };
     let (rt, url) = serve(scripted(script()));
     let p = pool(&rt, &[&url], 3);
-    let b = rt
-        .block_on(bind(
-            p.first_client(),
-            "m",
-            "",
-            &BindingOverrides::default(),
-        ))
-        .unwrap();
+    let b = bound(&rt, &p);
     let f = one_feature();
     let request = || one_request(&b, &f);
     rt.block_on(p.infer(request())).unwrap();
@@ -788,14 +785,7 @@ fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
     let (rt_b, b_url) = serve(scripted(vec![]));
     let rt = rt();
     let p = pool(&rt, &[&a, &b_url], 1);
-    let b = rt
-        .block_on(bind(
-            p.first_client(),
-            "m",
-            "",
-            &BindingOverrides::default(),
-        ))
-        .unwrap();
+    let b = bound(&rt, &p);
     let f = one_feature();
     let request = || one_request(&b, &f);
     // The first pick is A; it fails, A is taken out, and B answers the retry at once.
