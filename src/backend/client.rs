@@ -54,7 +54,10 @@ pub enum Transport {
     Unary,
     /// Requests multiplexed on one `ModelStreamInfer` call per connection
     /// ([`stream`](super::stream)); a request the stream answers with an error is asked
-    /// again with `ModelInfer`, and so is every later one on that connection.
+    /// again with `ModelInfer`, and so is every later one on that connection. The stream
+    /// is driven by a task on the runtime of the request that opened it: send a
+    /// client's requests from one runtime (a current-thread runtime drives its tasks
+    /// only inside `block_on`; requests from elsewhere would wait for their deadline).
     Stream,
 }
 
