@@ -122,6 +122,16 @@ pub struct TritonClient {
     stream: Option<Arc<StreamSlot>>,
 }
 
+impl Transport {
+    /// The name `--transport` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Unary => "unary",
+            Transport::Stream => "stream",
+        }
+    }
+}
+
 /// The stream a connection's requests go on ([`Transport::Stream`]), shared by the
 /// client's clones.
 #[derive(Debug)]
@@ -202,6 +212,21 @@ impl TritonClient {
             tls: tls.is_some(),
             stream,
         })
+    }
+
+    /// How this client's requests travel (as configured).
+    pub fn transport(&self) -> Transport {
+        match self.stream {
+            Some(_) => Transport::Stream,
+            None => Transport::Unary,
+        }
+    }
+
+    /// Whether a stream error sent this connection's requests unary for good.
+    pub fn went_unary(&self) -> bool {
+        self.stream
+            .as_ref()
+            .is_some_and(|s| s.unary.load(Ordering::Relaxed))
     }
 
     /// The address as given by the user.

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::client::{ClientConfig, TritonClient};
+use super::client::{ClientConfig, Transport, TritonClient};
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
 use super::retry::{summarize, RetryPolicy, RetryStats};
@@ -81,6 +81,10 @@ pub struct PoolConfig {
 pub struct EndpointReport {
     pub url: String,
     pub connections: usize,
+    /// How its requests travelled (`--transport`), and how many of its connections went
+    /// unary after a stream error.
+    pub transport: Transport,
+    pub unary_connections: usize,
     /// Successful requests and the features they carried.
     pub requests: u64,
     pub features: u64,
@@ -214,6 +218,8 @@ impl Pool {
                 EndpointReport {
                     url: e.url.clone(),
                     connections: e.conns.len(),
+                    transport: e.conns[0].transport(),
+                    unary_connections: e.conns.iter().filter(|c| c.went_unary()).count(),
                     requests: s.requests,
                     features: s.features,
                     errors: s.errors.clone(),

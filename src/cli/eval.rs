@@ -707,6 +707,23 @@ fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
     }
 }
 
+/// The text report's line on how requests travelled (`--transport`), when the run had
+/// a server.
+pub(crate) fn requests_line(endpoints: &[crate::backend::pool::EndpointReport]) -> Option<String> {
+    use crate::backend::Transport;
+    let first = endpoints.first()?;
+    let connections: usize = endpoints.iter().map(|e| e.connections).sum();
+    let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
+    Some(match (first.transport, unary) {
+        (Transport::Unary, _) => "one ModelInfer call each".into(),
+        (Transport::Stream, 0) => "on one ModelStreamInfer stream per connection".into(),
+        (Transport::Stream, n) => format!(
+            "on one ModelStreamInfer stream per connection; {n} of {connections} connections \
+             went unary after the stream answered with an error"
+        ),
+    })
+}
+
 /// The text report's line on how input tensors travelled.
 pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
     let used = match m.outputs {
@@ -748,6 +765,8 @@ fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Va
     json!({
         "url": e.url,
         "connections": e.connections,
+        "transport": e.transport.as_str(),
+        "unary_connections": e.unary_connections,
         "requests": e.requests,
         "features": e.features,
         "features_per_s": r6(rate(e.features as f64, wall)),
@@ -895,6 +914,9 @@ pub fn render_text(r: &EvalReport) -> String {
     if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
         let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
         let _ = writeln!(s, "inputs       {}", inputs_line(&i.shared_memory));
+        if let Some(line) = requests_line(&r.endpoints) {
+            let _ = writeln!(s, "requests     {line}");
+        }
     }
     if r.non_finite.values > 0 {
         let _ = writeln!(

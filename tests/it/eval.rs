@@ -130,6 +130,8 @@ fn output_does_not_depend_on_concurrency_arrival_order_or_transport() {
         let v = json_of(&o);
         assert!(v["features"].as_u64().unwrap() >= 100, "{}", v["features"]);
         assert_eq!(v["requests"], v["features"]);
+        assert_eq!(v["endpoints"][0]["transport"], transport);
+        assert_eq!(v["endpoints"][0]["unary_connections"], 0);
         runs.push(out);
     }
     for f in [

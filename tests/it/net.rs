@@ -105,6 +105,10 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
     let ep = &v["endpoints"][0];
     assert_eq!(ep["errors"]["by_code"]["UNAVAILABLE"], retries);
     assert_eq!(ep["requests"], 52);
+    // The first refusal came on the stream, without its code: asked again unary, and the
+    // connection stayed unary (its later refusals are the retries counted above).
+    assert_eq!(ep["transport"], "stream");
+    assert_eq!(ep["unary_connections"], 1);
     // Outputs went through shared memory; a retried request got its outputs in the
     // message and its slot was retired, so the answers are still the clean run's.
     assert_eq!(v["shared_memory"]["used"], true, "{}", v["shared_memory"]);
@@ -140,6 +144,13 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
     );
     let endpoint = format!("endpoint     {}: 52 requests, 52 features", server().url);
     assert!(text.contains(&endpoint), "{text}");
+    assert!(
+        text.contains(
+            "requests     on one ModelStreamInfer stream per connection; 1 of 1 connections \
+             went unary after the stream answered with an error"
+        ),
+        "{text}"
+    );
     assert_same_outputs(&clean, &text_out);
 }
 
