@@ -61,6 +61,16 @@ pub enum Transport {
     Stream,
 }
 
+impl Transport {
+    /// The name `--transport` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Unary => "unary",
+            Transport::Stream => "stream",
+        }
+    }
+}
+
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
@@ -120,16 +130,6 @@ pub struct TritonClient {
     tls: bool,
     /// The inference stream of this connection, under [`Transport::Stream`].
     stream: Option<Arc<StreamSlot>>,
-}
-
-impl Transport {
-    /// The name `--transport` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Unary => "unary",
-            Transport::Stream => "stream",
-        }
-    }
 }
 
 /// The stream a connection's requests go on ([`Transport::Stream`]), shared by the
@@ -389,7 +389,6 @@ impl TritonClient {
             .as_ref()
             .filter(|s| !s.unary.load(Ordering::Relaxed))
         {
-            let model = request.binding().model.clone();
             let stream = self.open_stream(slot);
             let error = match stream.infer(request.clone(), self.request_timeout).await {
                 Ok(response) => return Ok(response),
@@ -403,7 +402,7 @@ impl TritonClient {
                     })
                 }
                 StreamError::Closed(status) if status.code() != Code::Unimplemented => {
-                    return Err(self.status(status, Some(&model)))
+                    return Err(self.status(status, Some(&request.binding().model)))
                 }
                 // Rejected (no status code on a stream), or no stream offered: this
                 // request and every later one go unary.

@@ -15,7 +15,8 @@
 //! - A response with an `error_message` is [`StreamError::Rejected`]: on a stream the
 //!   server sends the message without a status code, so the caller asks again with
 //!   `ModelInfer`, whose status the retry policy can read (see
-//!   [`TritonClient::infer`](super::TritonClient::infer)).
+//!   [`TritonClient::infer`](super::TritonClient::infer)). A response without a known
+//!   id rejects every waiting request the same way (Triton 2.51 always sends the id).
 //! - The end of the stream (the connection lost, the server closing it, the runtime
 //!   that drove it shutting down) fails every request still waiting with
 //!   [`StreamError::Closed`] and its status; a server without `ModelStreamInfer`
@@ -66,7 +67,9 @@ struct Shared {
 
 impl Shared {
     /// Hands a response to its request. A response nobody waits for any more (its
-    /// deadline passed) is dropped; one without a known id cannot be anyone's.
+    /// deadline passed) is dropped. One without a known id could be anyone's: every
+    /// waiting request is rejected with its message (or with the fact), so that each is
+    /// asked again with `ModelInfer` rather than left to its deadline.
     fn deliver(&self, message: ModelStreamInferResponse) {
         let ModelStreamInferResponse {
             error_message,
@@ -76,6 +79,13 @@ impl Shared {
             .as_ref()
             .and_then(|r| r.id.parse::<u64>().ok())
         else {
+            let message = match error_message.is_empty() {
+                true => "the server answered on the stream without a request id".to_string(),
+                false => error_message,
+            };
+            for w in self.take_waiting() {
+                let _ = w.send(Err(StreamError::Rejected(message.clone())));
+            }
             return;
         };
         let waiter = self.waiting.lock().expect("waiting lock").remove(&id);
@@ -96,16 +106,19 @@ impl Shared {
         }
         self.ended.store(true, Ordering::Release);
         drop(closed);
-        let waiting: Vec<_> = self
-            .waiting
+        for w in self.take_waiting() {
+            let _ = w.send(Err(StreamError::Closed(status.clone())));
+        }
+    }
+
+    /// Every waiting request's sender, taken out of the map.
+    fn take_waiting(&self) -> Vec<oneshot::Sender<Reply>> {
+        self.waiting
             .lock()
             .expect("waiting lock")
             .drain()
             .map(|(_, w)| w)
-            .collect();
-        for w in waiting {
-            let _ = w.send(Err(StreamError::Closed(status.clone())));
-        }
+            .collect()
     }
 
     fn closed_status(&self) -> Status {
@@ -287,14 +300,26 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(two.try_recv().is_err(), "still waiting");
-        // An error without a response names nobody: dropped, nobody answered.
+        // An answer for nobody waiting (its deadline passed) is dropped.
+        shared.deliver(response("7", ""));
+        assert!(two.try_recv().is_err());
+        // One that names no request could be anyone's: every waiting one is rejected,
+        // to be asked again unary.
         shared.deliver(ModelStreamInferResponse {
             error_message: "lost".into(),
             infer_response: None,
         });
+        match two.try_recv().unwrap() {
+            Err(StreamError::Rejected(m)) => assert_eq!(m, "lost"),
+            other => panic!("{other:?}"),
+        }
+        let mut three = waiting(&shared, 3);
         shared.deliver(response("not a number", ""));
-        shared.deliver(response("7", ""));
-        assert!(two.try_recv().is_err());
+        match three.try_recv().unwrap() {
+            Err(StreamError::Rejected(m)) => assert!(m.contains("without a request id"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(shared.waiting.lock().unwrap().is_empty());
     }
 
     #[test]
