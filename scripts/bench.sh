@@ -12,7 +12,7 @@
 #      at its defaults (input tensors through shared memory, the server being local) and
 #      at its defaults with --shared-memory none (tensors in each message), and the reference: features/s, feature-building time, decode
 #      time, client CPU per feature (CPU of the whole process on the file minus the same on
-#      a one-question file, divided by features: the median over $BENCH_PAIRS (default 5)
+#      a one-question file, divided by features: the median over $BENCH_PAIRS (default 11)
 #      runs of each, alternating), peak RSS. Targets: >= 20x features/s, <= 20 us CPU per
 #      feature, <= 150 MB peak RSS.
 #   2. compute-bound `tiny-bert` on the first $BENCH_SUBSET questions: bertqa's wall time
@@ -138,14 +138,14 @@ bertqa_eval() {
 }
 
 # bertqa_pair NAME BASE_NAME DATA ONE OUT args...: the CPU per feature of one setting.
-# A one-question run and a run on DATA alternate BENCH_PAIRS times (default 5), so that
+# A one-question run and a run on DATA alternate BENCH_PAIRS times (default 11), so that
 # both sides of each difference meet the same moment of these shared cores (run minutes
 # apart, they did not, and the difference drifted by several µs per feature). Rows: the
 # one-question run of median CPU (kind base) and the full run of median CPU (kind e2e),
 # which also carries every pair's difference and their median (net_cpu_s).
 bertqa_pair() {
   local name="$1" base="$2" data="$3" one="$4" out="$5"; shift 5
-  local pairs="${BENCH_PAIRS:-5}" i
+  local pairs="${BENCH_PAIRS:-11}" i
   log "$name on $data, alternating with one question (x$pairs)"
   : > "$WORK/ones.jsonl"
   : > "$WORK/fulls.jsonl"
