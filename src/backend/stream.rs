@@ -22,7 +22,7 @@
 //!   [`StreamError::Closed`] and its status; a server without `ModelStreamInfer`
 //!   answers UNIMPLEMENTED, which the caller takes as a reason to stay unary.
 //! - Each request has its own deadline ([`InferStream::infer`]); a response that comes
-//!   after it is dropped.
+//!   after it, or after its caller stopped waiting, is dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -173,29 +173,39 @@ impl InferStream {
             .lock()
             .expect("waiting lock")
             .insert(id, tx);
+        // However this ends (answered, timed out, the caller gone), the id is no longer
+        // waited for.
+        let _pending = Pending {
+            shared: &self.shared,
+            id,
+        };
         // Closed after the insertion: `close` drained the map already, or drains it now.
         if self.shared.ended.load(Ordering::Acquire)
             || self.requests.send(request.with_id(id.to_string())).is_err()
         {
-            self.shared
-                .waiting
-                .lock()
-                .expect("waiting lock")
-                .remove(&id);
             return Err(StreamError::Closed(self.shared.closed_status()));
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(StreamError::Closed(self.shared.closed_status())),
-            Err(_) => {
-                self.shared
-                    .waiting
-                    .lock()
-                    .expect("waiting lock")
-                    .remove(&id);
-                Err(StreamError::TimedOut)
-            }
+            Err(_) => Err(StreamError::TimedOut),
         }
+    }
+}
+
+/// A request's place among the waiting, given up when it is dropped.
+struct Pending<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .waiting
+            .lock()
+            .expect("waiting lock")
+            .remove(&self.id);
     }
 }
 
