@@ -458,18 +458,22 @@ impl Binding {
     }
 
     /// Names of the outputs to request, in the order they are decoded.
-    pub fn output_names(&self) -> Vec<&str> {
-        self.output_bindings()
-            .into_iter()
-            .map(|o| o.name.as_str())
-            .collect()
+    pub fn output_names(&self) -> impl Iterator<Item = &str> {
+        self.output_bindings().into_iter().map(|o| o.name.as_str())
     }
 
     /// The outputs in the order they are requested (start, end; or the stacked one).
-    pub fn output_bindings(&self) -> Vec<&OutputBinding> {
+    /// Nothing allocated: each request reads them several times.
+    pub fn output_bindings(&self) -> OutputList<'_> {
         match &self.outputs {
-            Outputs::Split { start, end } => vec![start, end],
-            Outputs::Stacked { logits } => vec![logits],
+            Outputs::Split { start, end } => OutputList {
+                items: [start, end],
+                len: 2,
+            },
+            Outputs::Stacked { logits } => OutputList {
+                items: [logits, logits],
+                len: 1,
+            },
         }
     }
 
@@ -490,6 +494,31 @@ impl Binding {
             .iter()
             .map(|o| values * o.datatype.size())
             .sum()
+    }
+}
+
+/// A model's outputs in the order they are requested ([`Binding::output_bindings`]): a
+/// slice of one or two.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputList<'a> {
+    items: [&'a OutputBinding; 2],
+    len: usize,
+}
+
+impl<'a> std::ops::Deref for OutputList<'a> {
+    type Target = [&'a OutputBinding];
+
+    fn deref(&self) -> &Self::Target {
+        &self.items[..self.len]
+    }
+}
+
+impl<'a> IntoIterator for OutputList<'a> {
+    type Item = &'a OutputBinding;
+    type IntoIter = std::iter::Take<std::array::IntoIter<&'a OutputBinding, 2>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().take(self.len)
     }
 }
 

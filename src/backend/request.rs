@@ -162,15 +162,17 @@ impl InferRequest {
 
     /// The shared-memory parameters of requested output `index` (none when the outputs
     /// come back in the message), in the order they are written.
-    fn output_parameters(&self, index: usize) -> Vec<(&'static str, InferParameter)> {
-        let Some(at) = &self.shm_out else {
-            return Vec::new();
-        };
+    fn output_parameters(&self, index: usize) -> ShmParams<'_> {
+        let at = self.shm_out.as_ref()?;
         let values = self.binding.output_values(self.rows(), self.seq_len);
         let outputs = self.binding.output_bindings();
         let len = |o: &&super::binding::OutputBinding| values * o.datatype.size();
         let before: usize = outputs[..index].iter().map(len).sum();
-        shm_parameters(&at.region, len(&outputs[index]), at.offset + before as u64)
+        Some(shm_parameters(
+            &at.region,
+            len(&outputs[index]),
+            at.offset + before as u64,
+        ))
     }
 
     /// Bytes of every input tensor together (what [`write_contents`](Self::write_contents)
@@ -196,17 +198,15 @@ impl InferRequest {
 
     /// The shared-memory parameters of input `index` (none without shared memory), in
     /// the order they are written.
-    fn tensor_parameters(&self, index: usize) -> Vec<(&'static str, InferParameter)> {
-        let Some(at) = &self.shm else {
-            return Vec::new();
-        };
+    fn tensor_parameters(&self, index: usize) -> ShmParams<'_> {
+        let at = self.shm.as_ref()?;
         let inputs = &self.binding.inputs;
         let before: usize = inputs[..index].iter().map(|i| self.raw_len(i)).sum();
-        shm_parameters(
+        Some(shm_parameters(
             &at.region,
             self.raw_len(&inputs[index]),
             at.offset + before as u64,
-        )
+        ))
     }
 
     /// The model binding the request was prepared for.
@@ -257,11 +257,7 @@ impl InferRequest {
         input_len(input, self.rows(), self.seq_len)
     }
 
-    fn input_tensor_len(
-        &self,
-        input: &InputBinding,
-        parameters: &[(&'static str, InferParameter)],
-    ) -> usize {
+    fn input_tensor_len(&self, input: &InputBinding, parameters: &ShmParams<'_>) -> usize {
         let shape: usize = self.shape(input).map(|d| varint_len(d as u64)).sum();
         string_field_len(&input.name)
             + string_field_len(input.datatype.wire())
@@ -270,22 +266,11 @@ impl InferRequest {
             } else {
                 1 + delimited_len(shape)
             }
-            + parameters
-                .iter()
-                .map(|(k, v)| map_field_len(k, v))
-                .sum::<usize>()
+            + shm_params_len(parameters)
     }
 
-    fn output_tensor_len(
-        &self,
-        name: &str,
-        parameters: &[(&'static str, InferParameter)],
-    ) -> usize {
-        string_field_len(name)
-            + parameters
-                .iter()
-                .map(|(k, v)| map_field_len(k, v))
-                .sum::<usize>()
+    fn output_tensor_len(&self, name: &str, parameters: &ShmParams<'_>) -> usize {
+        string_field_len(name) + shm_params_len(parameters)
     }
 
     /// Length of the encoded `ModelInferRequest` (the gRPC message, without framing).
@@ -294,13 +279,13 @@ impl InferRequest {
         let mut n =
             string_field_len(&b.model) + string_field_len(&b.version) + string_field_len(&self.id);
         for (key, value) in &self.parameters {
-            n += map_field_len(key, value);
+            n += map_field_len(key, ParamRef::of(value));
         }
         for (i, input) in b.inputs.iter().enumerate() {
             let parameters = self.tensor_parameters(i);
             n += 1 + delimited_len(self.input_tensor_len(input, &parameters));
         }
-        for (k, name) in b.output_names().into_iter().enumerate() {
+        for (k, name) in b.output_names().enumerate() {
             n += 1 + delimited_len(self.output_tensor_len(name, &self.output_parameters(k)));
         }
         if self.shm.is_none() {
@@ -319,7 +304,7 @@ impl InferRequest {
         put_string_field(buf, 2, &b.version);
         put_string_field(buf, 3, &self.id);
         for (key, value) in &self.parameters {
-            put_map_entry(buf, 4, key, value);
+            put_map_entry(buf, 4, key, ParamRef::of(value));
         }
         for (i, input) in b.inputs.iter().enumerate() {
             let parameters = self.tensor_parameters(i);
@@ -335,17 +320,17 @@ impl InferRequest {
                     put_varint(buf, d as u64);
                 }
             }
-            for (key, value) in &parameters {
-                put_map_entry(buf, 4, key, value);
+            for &(key, value) in parameters.iter().flatten() {
+                put_map_entry(buf, 4, key, Some(value));
             }
         }
-        for (k, name) in b.output_names().into_iter().enumerate() {
+        for (k, name) in b.output_names().enumerate() {
             let parameters = self.output_parameters(k);
             put_key(buf, 6);
             put_varint(buf, self.output_tensor_len(name, &parameters) as u64);
             put_string_field(buf, 1, name);
-            for (key, value) in &parameters {
-                put_map_entry(buf, 2, key, value);
+            for &(key, value) in parameters.iter().flatten() {
+                put_map_entry(buf, 2, key, Some(value));
             }
         }
         if self.shm.is_none() {
@@ -401,11 +386,7 @@ impl InferRequest {
                 name: input.name.clone(),
                 datatype: input.datatype.wire().into(),
                 shape: self.shape(input).collect(),
-                parameters: self
-                    .tensor_parameters(i)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                parameters: shm_params_proto(&self.tensor_parameters(i)),
                 ..Default::default()
             })
             .collect();
@@ -450,15 +431,10 @@ impl InferRequest {
             inputs,
             outputs: b
                 .output_names()
-                .into_iter()
                 .enumerate()
                 .map(|(k, name)| InferRequestedOutputTensor {
                     name: name.into(),
-                    parameters: self
-                        .output_parameters(k)
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect(),
+                    parameters: shm_params_proto(&self.output_parameters(k)),
                 })
                 .collect(),
             raw_input_contents: raw,
@@ -466,26 +442,40 @@ impl InferRequest {
     }
 }
 
+/// The parameters that place a tensor in shared memory, in the order they are written;
+/// none when it travels in the message. Borrowed: a request allocates nothing for them
+/// (as owned maps they were about forty allocations per request, counted twice: for the
+/// length, then for the bytes).
+type ShmParams<'a> = Option<[(&'static str, ParamRef<'a>); 3]>;
+
 /// The parameters that place a tensor of `len` bytes at `offset` of shared memory region
 /// `region` (facts §5.4), in the order they are written.
-fn shm_parameters(region: &str, len: usize, offset: u64) -> Vec<(&'static str, InferParameter)> {
-    let param = |c| InferParameter {
-        parameter_choice: Some(c),
-    };
-    vec![
-        (
-            "shared_memory_region",
-            param(ParameterChoice::StringParam(region.to_string())),
-        ),
-        (
-            "shared_memory_byte_size",
-            param(ParameterChoice::Int64Param(len as i64)),
-        ),
-        (
-            "shared_memory_offset",
-            param(ParameterChoice::Int64Param(offset as i64)),
-        ),
+fn shm_parameters(region: &str, len: usize, offset: u64) -> [(&'static str, ParamRef<'_>); 3] {
+    [
+        ("shared_memory_region", ParamRef::String(region)),
+        ("shared_memory_byte_size", ParamRef::Int64(len as i64)),
+        ("shared_memory_offset", ParamRef::Int64(offset as i64)),
     ]
+}
+
+/// Bytes of the map entries of `parameters` (field key and length prefix included).
+fn shm_params_len(parameters: &ShmParams<'_>) -> usize {
+    parameters
+        .iter()
+        .flatten()
+        .map(|&(k, v)| map_field_len(k, Some(v)))
+        .sum()
+}
+
+/// `parameters` as the prost message's map.
+fn shm_params_proto(
+    parameters: &ShmParams<'_>,
+) -> std::collections::HashMap<String, InferParameter> {
+    parameters
+        .iter()
+        .flatten()
+        .map(|&(k, v)| (k.to_string(), v.to_proto()))
+        .collect()
 }
 
 /// Bytes of every input tensor of `binding` together, for `rows` features padded to
@@ -611,17 +601,52 @@ fn put_string_field<B: BufMut>(buf: &mut B, field: u8, s: &str) {
     }
 }
 
+/// An `InferParameter`'s oneof arm, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ParamRef<'a> {
+    Bool(bool),
+    Int64(i64),
+    String(&'a str),
+    Double(f64),
+    Uint64(u64),
+}
+
+impl<'a> ParamRef<'a> {
+    /// The arm `value` has set (none: no arm).
+    fn of(value: &'a InferParameter) -> Option<ParamRef<'a>> {
+        Some(match value.parameter_choice.as_ref()? {
+            ParameterChoice::BoolParam(v) => ParamRef::Bool(*v),
+            ParameterChoice::Int64Param(v) => ParamRef::Int64(*v),
+            ParameterChoice::StringParam(s) => ParamRef::String(s),
+            ParameterChoice::DoubleParam(v) => ParamRef::Double(*v),
+            ParameterChoice::Uint64Param(v) => ParamRef::Uint64(*v),
+        })
+    }
+
+    fn to_proto(self) -> InferParameter {
+        InferParameter {
+            parameter_choice: Some(match self {
+                ParamRef::Bool(v) => ParameterChoice::BoolParam(v),
+                ParamRef::Int64(v) => ParameterChoice::Int64Param(v),
+                ParamRef::String(s) => ParameterChoice::StringParam(s.to_string()),
+                ParamRef::Double(v) => ParameterChoice::DoubleParam(v),
+                ParamRef::Uint64(v) => ParameterChoice::Uint64Param(v),
+            }),
+        }
+    }
+}
+
 /// A `map<string, InferParameter>` field's entry with its key and length prefix.
-fn map_field_len(key: &str, value: &InferParameter) -> usize {
+fn map_field_len(key: &str, value: Option<ParamRef<'_>>) -> usize {
     1 + delimited_len(map_entry_len(key, value))
 }
 
 /// Writes one entry of the `map<string, InferParameter>` field `field`.
-fn put_map_entry<B: BufMut>(buf: &mut B, field: u8, key: &str, value: &InferParameter) {
+fn put_map_entry<B: BufMut>(buf: &mut B, field: u8, key: &str, value: Option<ParamRef<'_>>) {
     put_key(buf, field);
     put_varint(buf, map_entry_len(key, value) as u64);
     put_string_field(buf, 1, key);
-    if let Some(choice) = &value.parameter_choice {
+    if let Some(choice) = value {
         put_key(buf, 2);
         put_varint(buf, parameter_len(choice) as u64);
         put_parameter(buf, choice);
@@ -630,44 +655,40 @@ fn put_map_entry<B: BufMut>(buf: &mut B, field: u8, key: &str, value: &InferPara
 
 /// One `map<string, InferParameter>` entry: key (1) unless empty, value (2) unless it
 /// has no arm set.
-fn map_entry_len(key: &str, value: &InferParameter) -> usize {
-    string_field_len(key)
-        + value
-            .parameter_choice
-            .as_ref()
-            .map_or(0, |c| 1 + delimited_len(parameter_len(c)))
+fn map_entry_len(key: &str, value: Option<ParamRef<'_>>) -> usize {
+    string_field_len(key) + value.map_or(0, |c| 1 + delimited_len(parameter_len(c)))
 }
 
 /// An `InferParameter` with its oneof arm set: the arm is written even at its default.
-fn parameter_len(choice: &ParameterChoice) -> usize {
+fn parameter_len(choice: ParamRef<'_>) -> usize {
     1 + match choice {
-        ParameterChoice::BoolParam(_) => 1,
-        ParameterChoice::Int64Param(v) => varint_len(*v as u64),
-        ParameterChoice::StringParam(s) => delimited_len(s.len()),
-        ParameterChoice::DoubleParam(_) => 8,
-        ParameterChoice::Uint64Param(v) => varint_len(*v),
+        ParamRef::Bool(_) => 1,
+        ParamRef::Int64(v) => varint_len(v as u64),
+        ParamRef::String(s) => delimited_len(s.len()),
+        ParamRef::Double(_) => 8,
+        ParamRef::Uint64(v) => varint_len(v),
     }
 }
 
-fn put_parameter<B: BufMut>(buf: &mut B, choice: &ParameterChoice) {
+fn put_parameter<B: BufMut>(buf: &mut B, choice: ParamRef<'_>) {
     // Keys: field number << 3 | wire type (0 varint, 1 fixed64, 2 length-delimited).
     match choice {
-        ParameterChoice::BoolParam(v) => {
+        ParamRef::Bool(v) => {
             buf.put_u8(1 << 3);
-            buf.put_u8(u8::from(*v));
+            buf.put_u8(u8::from(v));
         }
-        ParameterChoice::Int64Param(v) => {
+        ParamRef::Int64(v) => {
             buf.put_u8(2 << 3);
-            put_varint(buf, *v as u64);
+            put_varint(buf, v as u64);
         }
-        ParameterChoice::StringParam(s) => put_string_arm(buf, s),
-        ParameterChoice::DoubleParam(v) => {
+        ParamRef::String(s) => put_string_arm(buf, s),
+        ParamRef::Double(v) => {
             buf.put_u8(4 << 3 | 1);
-            buf.put_f64_le(*v);
+            buf.put_f64_le(v);
         }
-        ParameterChoice::Uint64Param(v) => {
+        ParamRef::Uint64(v) => {
             buf.put_u8(5 << 3);
-            put_varint(buf, *v);
+            put_varint(buf, v);
         }
     }
 }
