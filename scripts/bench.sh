@@ -90,9 +90,10 @@ measure() {
   python3 - "$kind" "$name" "$data" "$WORK/time" "$WORK/stdout" "$out" >> "$RESULTS" <<'PY'
 import json, sys
 kind, name, data, tfile, sfile, out = sys.argv[1:]
-wall, user, sys_, rss = open(tfile).read().split()[-4:]
+wall, user, sys_, rss, nvcsw, nivcsw = open(tfile).read().split()
 row = {"kind": kind, "name": name, "data": data, "process_wall_s": float(wall),
-       "cpu_s": float(user) + float(sys_), "rss_mb": int(rss) / 1024}
+       "cpu_s": float(user) + float(sys_), "user_s": float(user), "sys_s": float(sys_),
+       "rss_mb": int(rss) / 1024, "nvcsw": int(nvcsw), "nivcsw": int(nivcsw)}
 if name.startswith("reference"):
     m = json.loads([l for l in open(sfile) if l.strip().startswith("{")][-1])
     row.update(features=m["features"], feature_s=m["feature_s"], infer_s=m["infer_s"],
@@ -100,7 +101,7 @@ if name.startswith("reference"):
 else:
     m = json.load(open(f"{out}/metrics.json"))
     p = m["phases_s"]
-    row.update(features=m["features"], feature_s=p["features"], infer_s=p["inference"],
+    row.update(features=m["features"], requests=m["requests"], feature_s=p["features"], infer_s=p["inference"],
                post_s=p["decode"], wall_s=float(wall), pipeline_wall_s=m["wall_s"],
                client=m.get("client", {}), padding=m.get("padding"))
 print(json.dumps(row))
@@ -159,12 +160,17 @@ bertqa_pair() {
 import json, statistics, sys
 ones, fulls = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:])
 nets = [f["cpu_s"] - o["cpu_s"] for o, f in zip(ones, fulls)]
+net = lambda key: statistics.median(f[key] - o[key] for o, f in zip(ones, fulls))
 for rows in (ones, fulls):
     row = sorted(rows, key=lambda r: r["cpu_s"])[len(rows) // 2]
     row["cpu_s_runs"] = [r["cpu_s"] for r in rows]
     if row["kind"] == "e2e":
         row["net_cpu_s_pairs"] = nets
         row["net_cpu_s"] = statistics.median(nets)
+        # Where it goes: user and system time, and the context switches (sleeps for the
+        # server's answers, preemptions by the server's threads on the shared cores).
+        for key in ("user_s", "sys_s", "nvcsw", "nivcsw"):
+            row["net_" + key] = net(key)
     print(json.dumps(row))
 PY
 }
@@ -253,6 +259,13 @@ for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
         r = get("e2e", name, data)
         if r and "us_per_feature_pairs" in r:
             print(f"  {name}: µs CPU/feat of each pair, sorted: {', '.join(f'{x:.1f}' for x in r['us_per_feature_pairs'])}")
+    for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
+        r = get("e2e", name, data)
+        if r and "net_user_s" in r and r.get("requests"):
+            b = get("base", {"bertqa --batch-size 8": "one-question b8", "bertqa (defaults)": "one-question defaults", "bertqa --shared-memory none": "one-question no-shm"}[name], data)
+            requests = r["requests"] - (b or {}).get("requests", 0)
+            print(f"  {name}: per feature {1e6 * r['net_user_s'] / r['features']:.1f} µs user + {1e6 * r['net_sys_s'] / r['features']:.1f} µs system (medians of the pairs); "
+                  f"{requests} requests, context switches per request {r['net_nvcsw'] / requests:.2f} voluntary (waits for answers), {r['net_nivcsw'] / requests:.2f} involuntary (preempted)")
     for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
         r = get("e2e", name, data)
         if not r:
