@@ -370,6 +370,9 @@ pub struct InferConfig {
     pub batch_size: usize,
     /// Requests in flight.
     pub concurrency: usize,
+    /// Requests sent together: a full window waits until this many are answered, then
+    /// sends as many (1: one as soon as one is answered). See [`refill_group`].
+    pub refill: usize,
     /// Requests sent (and discarded) before the measured run.
     pub warmup: usize,
     pub padding: Padding,
@@ -484,6 +487,45 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
         ))),
         Some(n) => Ok(n),
     }
+}
+
+/// Most requests a default window holds ([`effective_concurrency`]).
+pub const MAX_DEFAULT_CONCURRENCY: usize = 32;
+
+/// Requests of `batch_size` features that fill one of the model's largest batches.
+fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
+    binding.batch_limit().div_ceil(batch_size.max(1)).max(1)
+}
+
+/// Requests kept in flight: `requested`, or by default enough for two of the model's
+/// largest batches (one executing while the next gathers in the server's queue), at
+/// least 4 and at most [`MAX_DEFAULT_CONCURRENCY`]. At the model's own batch size that is
+/// 4; at a smaller one more, or the server could not form full batches from what is in
+/// flight (batch 8 against a max batch of 64: 16 requests, where 4 held half a batch).
+pub fn effective_concurrency(
+    requested: Option<usize>,
+    batch_size: usize,
+    binding: &Binding,
+) -> usize {
+    match requested {
+        Some(n) => n.max(1),
+        None => (2 * per_model_batch(batch_size, binding)).clamp(4, MAX_DEFAULT_CONCURRENCY),
+    }
+}
+
+/// Requests sent together ([`InferConfig::refill`]): as many as fill one of the model's
+/// largest batches, at most half the window (so that the other half keeps the server
+/// busy meanwhile). Sent one by one as answers came, each request cost the client a
+/// wake-up, a write and the server's own wake-up; sent together they leave in one
+/// write, the server's batcher runs them as one batch, and their answers come back
+/// together: at batch 8 against `null` on SQuAD-dev-sized, 16 in flight refilled 8 at a
+/// time took 17.9 µs of client CPU per feature against 21.5 with 4 refilled one at a
+/// time, and a fifth less wall time (13 alternating rounds; 16 refilled one at a time:
+/// 20.4). At the model's batch size it is 1.
+pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
+    per_model_batch(batch_size, binding)
+        .min(concurrency / 2)
+        .max(1)
 }
 
 /// Runs inference over `features`, handing each `(feature, logits)` to `results` as
@@ -629,7 +671,13 @@ async fn send_all<B: Infer, T: FromAnswer>(
             report.warmup = t.elapsed();
             warmed = true;
         }
-        while inflight.len() >= concurrency {
+        // A full window waits for `refill` answers, then sends as many requests in a row
+        // (they leave in one write, and the server's batcher takes them together).
+        let low = match inflight.len() >= concurrency {
+            true => concurrency - config.refill.clamp(1, concurrency),
+            false => usize::MAX,
+        };
+        while inflight.len() > low {
             let joined = inflight.join_next().await.expect("non-empty");
             intervals.push(reap(joined, &mut report, &results).await?);
             // Memory stays flat however long the run: merged, the intervals of a busy
@@ -1575,10 +1623,13 @@ mod tests {
     use super::*;
 
     /// An in-process model: start logit = token id, end logit = segment id, read back
-    /// from the request's prost form; records every request's row count.
+    /// from the request's prost form; records every request's row count and the most
+    /// requests it held at once.
     #[derive(Clone, Default)]
     struct Echo {
         rows: Arc<std::sync::Mutex<Vec<usize>>>,
+        live: Arc<std::sync::atomic::AtomicUsize>,
+        peak: Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl Infer for Echo {
@@ -1587,8 +1638,11 @@ mod tests {
             request: crate::backend::InferRequest,
         ) -> Result<(crate::backend::proto::ModelInferResponse, Instant)> {
             use crate::backend::proto::model_infer_response::InferOutputTensor;
+            use std::sync::atomic::Ordering::SeqCst;
             let sent = Instant::now();
             self.rows.lock().unwrap().push(request.rows());
+            let live = self.live.fetch_add(1, SeqCst) + 1;
+            self.peak.fetch_max(live, SeqCst);
             let m = request.to_proto();
             let as_f32 = |raw: &[u8]| -> bytes::Bytes {
                 raw.chunks_exact(8)
@@ -1604,6 +1658,7 @@ mod tests {
                 ..Default::default()
             };
             tokio::task::yield_now().await;
+            self.live.fetch_sub(1, SeqCst);
             Ok((
                 crate::backend::proto::ModelInferResponse {
                     outputs: vec![tensor("start"), tensor("end")],
@@ -1663,9 +1718,10 @@ mod tests {
             .collect()
     }
 
-    type Echoed = (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>);
+    type Echoed = (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>, usize);
 
-    /// Runs `infer_all` against [`Echo`]: the report, the answers and each request's rows.
+    /// Runs `infer_all` against [`Echo`]: the report, the answers, each request's rows and
+    /// the most requests in flight at once.
     fn run_echo(config: &InferConfig, features: &[Arc<Feature>]) -> Echoed {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -1699,7 +1755,8 @@ mod tests {
         // order.
         let mut rows = echo.rows.lock().unwrap().clone();
         rows.sort_unstable_by(|a, b| b.cmp(a));
-        (report, answers, rows)
+        let peak = echo.peak.load(std::sync::atomic::Ordering::SeqCst);
+        (report, answers, rows, peak)
     }
 
     /// Every feature answered once, with logits echoing its own ids (start) and segment
@@ -1723,6 +1780,7 @@ mod tests {
         InferConfig {
             batch_size: 8,
             concurrency: 3,
+            refill: 1,
             warmup,
             padding: Padding::Longest { multiple: 8 },
             guard,
@@ -1732,10 +1790,69 @@ mod tests {
     }
 
     #[test]
+    fn default_windows_hold_two_model_batches_refilled_a_model_batch_at_a_time() {
+        let mut b = echo_binding();
+        b.max_batch_size = 64;
+        // At the model's batch size: 4 in flight, each sent as one is answered.
+        assert_eq!(effective_concurrency(None, 64, &b), 4);
+        assert_eq!(refill_group(4, 64, &b), 1);
+        // Batch 8 of 64: two model batches in flight, sent eight at a time.
+        assert_eq!(effective_concurrency(None, 8, &b), 16);
+        assert_eq!(refill_group(16, 8, &b), 8);
+        // Never above 32 by default, nor a group above half the window.
+        assert_eq!(effective_concurrency(None, 1, &b), MAX_DEFAULT_CONCURRENCY);
+        assert_eq!(refill_group(32, 1, &b), 16);
+        assert_eq!(effective_concurrency(None, 30, &b), 6);
+        assert_eq!(refill_group(6, 30, &b), 3);
+        // An explicit window is kept; its groups are at most half of it.
+        assert_eq!(effective_concurrency(Some(3), 8, &b), 3);
+        assert_eq!(effective_concurrency(Some(0), 8, &b), 1);
+        assert_eq!(refill_group(3, 8, &b), 1);
+        assert_eq!(refill_group(1, 8, &b), 1);
+        // A model without batching: one feature per request, 4 in flight.
+        b.max_batch_size = 0;
+        assert_eq!(effective_concurrency(None, 1, &b), 4);
+        assert_eq!(refill_group(4, 1, &b), 1);
+    }
+
+    #[test]
+    fn refilling_in_groups_answers_the_same_within_the_window() {
+        let features = echo_features(61);
+        let one_by_one = InferConfig {
+            batch_size: 2,
+            concurrency: 6,
+            ..echo_config(1, None)
+        };
+        let (_, mut want, rows, peak) = run_echo(&one_by_one, &features);
+        assert!(peak <= 6 + 1, "window of 6 (+1 warm-up) exceeded: {peak}");
+        assert_eq!(rows.len(), 31 + 1);
+        for refill in [2, 3, 6, 9] {
+            let config = InferConfig {
+                refill,
+                ..one_by_one.clone()
+            };
+            let (report, mut got, rows, peak) = run_echo(&config, &features);
+            check_echoed(&got, 61);
+            assert!(
+                peak <= 6 + 1,
+                "refill {refill}: window of 6 exceeded: {peak}"
+            );
+            assert_eq!(rows.len(), 31 + 1, "refill {refill}");
+            assert_eq!(report.requests, 31);
+            got.sort_by_key(|(f, _)| f.unique_id);
+            want.sort_by_key(|(f, _)| f.unique_id);
+            assert_eq!(
+                got.iter().map(|(_, l)| l).collect::<Vec<_>>(),
+                want.iter().map(|(_, l)| l).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
     fn shared_memory_needs_one_server_auto_falls_back_system_fails() {
         // The echo backend is no single server: auto sends tensors in the message and
         // says why; system refuses to run.
-        let (report, answers, _) = run_echo(&echo_config(0, None), &echo_features(10));
+        let (report, answers, _, _) = run_echo(&echo_config(0, None), &echo_features(10));
         assert_eq!(answers.len(), 10);
         assert!(!report.shared_memory.used);
         let note = report.shared_memory.note.unwrap();
@@ -1766,7 +1883,7 @@ mod tests {
     fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
         let n = 45;
         let config = echo_config(1, None);
-        let (report, answers, rows) = run_echo(&config, &echo_features(n));
+        let (report, answers, rows, _) = run_echo(&config, &echo_features(n));
         assert_eq!((report.requests, report.features), (6, n as u64));
         // One warm-up copy of the first batch, then full batches and the remainder.
         assert_eq!(rows, [8, 8, 8, 8, 8, 8, 5]);
@@ -1787,7 +1904,7 @@ mod tests {
             decided: None,
         };
         let config = echo_config(0, Some(guard));
-        let (report, mut answers, rows) = run_echo(&config, &echo_features(n));
+        let (report, mut answers, rows, _) = run_echo(&config, &echo_features(n));
         assert_eq!(rows, [8, 8, 8, 8, 8, 5]);
         // The decision is handed on once, for the journal: dynamic.
         let mut decided = journaled_padding_decision(
@@ -1826,7 +1943,7 @@ mod tests {
             probe: false,
             decided: None,
         };
-        let (report, answers, _) = run_echo(&echo_config(0, Some(guard)), &features);
+        let (report, answers, _, _) = run_echo(&echo_config(0, Some(guard)), &features);
         assert_eq!(report.features, features.len() as u64);
         assert!(answers.iter().any(|(_, l)| l.start.len() == 13));
         assert!(answers
@@ -1844,7 +1961,8 @@ mod tests {
                 probe: true,
                 decided: Some(decided),
             };
-            let (report, answers, rows) = run_echo(&echo_config(0, Some(guard)), &echo_features(n));
+            let (report, answers, rows, _) =
+                run_echo(&echo_config(0, Some(guard)), &echo_features(n));
             assert_eq!(rows, [8, 8, 4], "no probe requests one at a time");
             // No decision handed on again, and every request padded as decided.
             assert_eq!(answers.len(), n);

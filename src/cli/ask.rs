@@ -144,13 +144,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.run.binding,
     ))?;
     let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
+    let concurrency =
+        pipeline::effective_concurrency(args.run.load.concurrency, batch_size, &binding);
     let n_best = decode.n_best_size;
     let config = RunConfig {
         features,
         decode,
         infer: InferConfig {
             batch_size,
-            concurrency: args.run.load.concurrency.max(1),
+            concurrency,
+            refill: pipeline::refill_group(concurrency, batch_size, &binding),
             warmup: args.run.load.warmup,
             padding: Padding::for_model(
                 &binding,

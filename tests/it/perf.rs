@@ -133,12 +133,17 @@ fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
         assert!((3..=4).contains(&l["trials"].as_u64().unwrap()), "{l}");
         // The server saw this level's requests, 4 inferences each (its counters are
         // read while requests are in flight, so a boundary request may count in one
-        // counter and not yet in the other).
+        // counter and not yet in the other; and while other tests load the same server
+        // a statistics call can take milliseconds, in which more requests complete: a
+        // window of 33 requests at concurrency 2 was once seen as 39).
         let c = l["concurrency"].as_i64().unwrap();
         let inferences = l["server"]["inferences"].as_i64().unwrap();
         let seen = l["server"]["requests"].as_i64().unwrap();
         assert!((inferences - 4 * seen).abs() <= 4 * 2 * c, "{l:#}");
-        assert!((seen - requests as i64).abs() <= 2 * c + 1, "{l:#}");
+        assert!(
+            (seen - requests as i64).abs() <= 2 * c + 1 + requests as i64 / 4,
+            "{l:#}"
+        );
     }
     // Progress went to stderr, one line per window; stdout held only the JSON.
     let stderr = String::from_utf8_lossy(&o.stderr);

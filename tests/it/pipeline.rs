@@ -78,6 +78,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
     let base = InferConfig {
         batch_size: 1,
         concurrency: 1,
+        refill: 1,
         warmup: 0,
         padding: Padding::Fixed(64),
         guard: None,
@@ -90,6 +91,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         &feats,
         InferConfig {
             concurrency: 16,
+            refill: 1,
             ..base.clone()
         },
     );
@@ -100,6 +102,18 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
     assert_eq!(r1.requests, 120);
     assert_eq!(r16.features, 120);
     assert_eq!(one, many);
+    // Refilled eight at a time, as a default window at a small batch size is.
+    let (grouped, _, rg) = run(
+        "tiny-bert-jitter",
+        &feats,
+        InferConfig {
+            concurrency: 16,
+            refill: 8,
+            ..base.clone()
+        },
+    );
+    assert_eq!(rg.requests, 120);
+    assert_eq!(one, grouped);
     // Dynamic padding to the longest feature (multiple of 8) gives the same logits
     // within float noise at real positions.
     let (dynamic, _, _) = run(
@@ -108,6 +122,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         InferConfig {
             batch_size: 8,
             concurrency: 4,
+            refill: 1,
             warmup: 2,
             padding: Padding::Longest { multiple: 8 },
             guard: None,
@@ -121,6 +136,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         InferConfig {
             batch_size: 8,
             concurrency: 4,
+            refill: 1,
             warmup: 0,
             padding: Padding::Fixed(384),
             guard: None,
@@ -148,6 +164,7 @@ fn inputs_through_shared_memory_give_the_logits_of_inputs_in_the_message() {
     let config = |shared_memory| InferConfig {
         batch_size: 8,
         concurrency: 4,
+        refill: 1,
         warmup: 1,
         padding: Padding::Longest { multiple: 8 },
         guard: None,
