@@ -10,7 +10,8 @@
 # Parts (all on one Triton started here):
 #   1. end-to-end against `null` (the client is what is measured), bertqa at --batch-size 8,
 #      at its defaults (input tensors through shared memory, the server being local) and
-#      at its defaults with --shared-memory none (tensors in each message), and the reference: features/s, feature-building time, decode
+#      at its defaults with --shared-memory none (tensors in each message), and the reference
+#      (also, not a target row, --batch-size 8 --concurrency 16): features/s, feature-building time, decode
 #      time, client CPU per feature (CPU of the whole process on the file minus the same on
 #      a one-question file, divided by features: the median over $BENCH_PAIRS (default 11)
 #      runs of each, alternating), peak RSS. Targets: >= 20x features/s, <= 20 us CPU per
@@ -179,6 +180,9 @@ PY
 for DATA in "$@"; do
   subset "$DATA" 1 "$WORK/one.json"
   bertqa_pair "bertqa --batch-size 8" "one-question b8" "$DATA" "$WORK/one.json" "$WORK/b8" --model null --batch-size 8
+  # Not a target row: batch 8 with two of null's 64-row batches in flight (the README's
+  # advice at small batch sizes), refilled eight requests at a time.
+  bertqa_pair "bertqa --batch-size 8 --concurrency 16" "one-question b8 c16" "$DATA" "$WORK/one.json" "$WORK/b8c16" --model null --batch-size 8 --concurrency 16
   bertqa_pair "bertqa (defaults)" "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/bd" --model null
   # The defaults send tensors through shared memory to a local server; this is the same
   # run with every tensor in its message (a server on another machine).
@@ -243,8 +247,8 @@ def get(kind, name, data=None):
 for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
     ref = get("e2e", "reference", data)
     print(f"\n== end-to-end against `null` on {data} ==")
-    print(f"{'client':<28} {'features':>8} {'wall s':>8} {'feat/s':>9} {'build s':>8} {'infer s':>8} {'decode s':>8} {'CPU s':>7} {'µs CPU/feat':>11} {'RSS MB':>7}")
-    for name, base in (("bertqa --batch-size 8", "one-question b8"), ("bertqa (defaults)", "one-question defaults"), ("bertqa --shared-memory none", "one-question no-shm"), ("reference", None)):
+    print(f"{'client':<38} {'features':>8} {'wall s':>8} {'feat/s':>9} {'build s':>8} {'infer s':>8} {'decode s':>8} {'CPU s':>7} {'µs CPU/feat':>11} {'RSS MB':>7}")
+    for name, base in (("bertqa --batch-size 8", "one-question b8"), ("bertqa --batch-size 8 --concurrency 16", "one-question b8 c16"), ("bertqa (defaults)", "one-question defaults"), ("bertqa --shared-memory none", "one-question no-shm"), ("reference", None)):
         r = get("e2e", name, data)
         if not r: continue
         b = get("base", base, data) if base else None
@@ -253,16 +257,16 @@ for data in dict.fromkeys(r["data"] for r in rows if r["kind"] == "e2e"):
         if "net_cpu_s_pairs" in r:
             r["us_per_feature_pairs"] = sorted(1e6 * n / r["features"] for n in r["net_cpu_s_pairs"])
         r["fps"] = r["features"] / r["wall_s"]
-        print(f"{name:<28} {r['features']:>8} {r['wall_s']:>8.2f} {r['fps']:>9.1f} {r['feature_s']:>8.3f} {r['infer_s']:>8.3f} {r['post_s']:>8.3f} {r['cpu_s']:>7.2f} {r['us_per_feature']:>11.1f} {r['rss_mb']:>7.1f}")
+        print(f"{name:<38} {r['features']:>8} {r['wall_s']:>8.2f} {r['fps']:>9.1f} {r['feature_s']:>8.3f} {r['infer_s']:>8.3f} {r['post_s']:>8.3f} {r['cpu_s']:>7.2f} {r['us_per_feature']:>11.1f} {r['rss_mb']:>7.1f}")
     print("  (wall s: the whole process, reading and writing included; µs CPU/feat: user+sys of the process minus a one-question run of the same client, per feature, the median over runs alternating with one-question runs; the reference's is not net of start-up)")
-    for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
+    for name in ("bertqa --batch-size 8", "bertqa --batch-size 8 --concurrency 16", "bertqa (defaults)", "bertqa --shared-memory none"):
         r = get("e2e", name, data)
         if r and "us_per_feature_pairs" in r:
             print(f"  {name}: µs CPU/feat of each pair, sorted: {', '.join(f'{x:.1f}' for x in r['us_per_feature_pairs'])}")
-    for name in ("bertqa --batch-size 8", "bertqa (defaults)", "bertqa --shared-memory none"):
+    for name in ("bertqa --batch-size 8", "bertqa --batch-size 8 --concurrency 16", "bertqa (defaults)", "bertqa --shared-memory none"):
         r = get("e2e", name, data)
         if r and "net_user_s" in r and r.get("requests"):
-            b = get("base", {"bertqa --batch-size 8": "one-question b8", "bertqa (defaults)": "one-question defaults", "bertqa --shared-memory none": "one-question no-shm"}[name], data)
+            b = get("base", {"bertqa --batch-size 8": "one-question b8", "bertqa --batch-size 8 --concurrency 16": "one-question b8 c16", "bertqa (defaults)": "one-question defaults", "bertqa --shared-memory none": "one-question no-shm"}[name], data)
             requests = r["requests"] - (b or {}).get("requests", 0)
             print(f"  {name}: per feature {1e6 * r['net_user_s'] / r['features']:.1f} µs user + {1e6 * r['net_sys_s'] / r['features']:.1f} µs system (medians of the pairs); "
                   f"{requests} requests, context switches per request {r['net_nvcsw'] / requests:.2f} voluntary (waits for answers), {r['net_nivcsw'] / requests:.2f} involuntary (preempted)")

@@ -489,28 +489,9 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
     }
 }
 
-/// Most requests a default window holds ([`effective_concurrency`]).
-pub const MAX_DEFAULT_CONCURRENCY: usize = 32;
-
 /// Requests of `batch_size` features that fill one of the model's largest batches.
 fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
     binding.batch_limit().div_ceil(batch_size.max(1)).max(1)
-}
-
-/// Requests kept in flight: `requested`, or by default enough for two of the model's
-/// largest batches (one executing while the next gathers in the server's queue), at
-/// least 4 and at most [`MAX_DEFAULT_CONCURRENCY`]. At the model's own batch size that is
-/// 4; at a smaller one more, or the server could not form full batches from what is in
-/// flight (batch 8 against a max batch of 64: 16 requests, where 4 held half a batch).
-pub fn effective_concurrency(
-    requested: Option<usize>,
-    batch_size: usize,
-    binding: &Binding,
-) -> usize {
-    match requested {
-        Some(n) => n.max(1),
-        None => (2 * per_model_batch(batch_size, binding)).clamp(4, MAX_DEFAULT_CONCURRENCY),
-    }
 }
 
 /// Requests sent together ([`InferConfig::refill`]): as many as fill one of the model's
@@ -518,10 +499,11 @@ pub fn effective_concurrency(
 /// busy meanwhile). Sent one by one as answers came, each request cost the client a
 /// wake-up, a write and the server's own wake-up; sent together they leave in one
 /// write, the server's batcher runs them as one batch, and their answers come back
-/// together: at batch 8 against `null` on SQuAD-dev-sized, 16 in flight refilled 8 at a
-/// time took 17.9 µs of client CPU per feature against 21.5 with 4 refilled one at a
-/// time, and a fifth less wall time (13 alternating rounds; 16 refilled one at a time:
-/// 20.4). At the model's batch size it is 1.
+/// together: at batch 8 against `null` on SQuAD-dev-sized, `--concurrency 16` refilled 8
+/// at a time took 17.9 µs of client CPU per feature against 21.5 with 4 in flight
+/// refilled one at a time, and a fifth less wall time (13 alternating rounds; 16
+/// refilled one at a time: 20.4). At the model's batch size it is 1; at the default 4 in
+/// flight and batch 8 it is 2 (fewer writes, the same CPU).
 pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
     per_model_batch(batch_size, binding)
         .min(concurrency / 2)
@@ -1790,28 +1772,20 @@ mod tests {
     }
 
     #[test]
-    fn default_windows_hold_two_model_batches_refilled_a_model_batch_at_a_time() {
+    fn windows_are_refilled_a_model_batch_at_a_time_at_most_half_at_once() {
         let mut b = echo_binding();
         b.max_batch_size = 64;
-        // At the model's batch size: 4 in flight, each sent as one is answered.
-        assert_eq!(effective_concurrency(None, 64, &b), 4);
+        // At the model's batch size: each sent as one is answered.
         assert_eq!(refill_group(4, 64, &b), 1);
-        // Batch 8 of 64: two model batches in flight, sent eight at a time.
-        assert_eq!(effective_concurrency(None, 8, &b), 16);
+        // Batch 8 of 64: eight fill a model batch; half the window at most.
         assert_eq!(refill_group(16, 8, &b), 8);
-        // Never above 32 by default, nor a group above half the window.
-        assert_eq!(effective_concurrency(None, 1, &b), MAX_DEFAULT_CONCURRENCY);
-        assert_eq!(refill_group(32, 1, &b), 16);
-        assert_eq!(effective_concurrency(None, 30, &b), 6);
+        assert_eq!(refill_group(32, 8, &b), 8);
+        assert_eq!(refill_group(4, 8, &b), 2);
         assert_eq!(refill_group(6, 30, &b), 3);
-        // An explicit window is kept; its groups are at most half of it.
-        assert_eq!(effective_concurrency(Some(3), 8, &b), 3);
-        assert_eq!(effective_concurrency(Some(0), 8, &b), 1);
         assert_eq!(refill_group(3, 8, &b), 1);
         assert_eq!(refill_group(1, 8, &b), 1);
-        // A model without batching: one feature per request, 4 in flight.
+        // A model without batching: one feature per request, one at a time.
         b.max_batch_size = 0;
-        assert_eq!(effective_concurrency(None, 1, &b), 4);
         assert_eq!(refill_group(4, 1, &b), 1);
     }
 

@@ -194,10 +194,10 @@ pub struct LoadArgs {
     /// Features per request (default: the model's max batch size; never above it).
     #[arg(long, value_name = "N")]
     pub batch_size: Option<usize>,
-    /// Requests in flight (default: enough for two of the model's largest batches, at
-    /// least 4 and at most 32, sent a model batch at a time; `perf`: 4, kept in flight).
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
+    /// Requests in flight. A full window is refilled a model batch at a time (at most
+    /// half the window at once); `perf` sends each as one is answered.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub concurrency: usize,
     /// Requests sent first (copies of the first batch) and left out of every figure.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: usize,

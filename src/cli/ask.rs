@@ -144,8 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.run.binding,
     ))?;
     let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-    let concurrency =
-        pipeline::effective_concurrency(args.run.load.concurrency, batch_size, &binding);
+    let concurrency = args.run.load.concurrency.max(1);
     let n_best = decode.n_best_size;
     let config = RunConfig {
         features,

@@ -190,8 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut jobs = Vec::new();
     for (name, url, client, binding) in targets {
         let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-        let concurrency =
-            pipeline::effective_concurrency(args.run.load.concurrency, batch_size, &binding);
+        let concurrency = args.run.load.concurrency.max(1);
         let mut dir_name = name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);

@@ -158,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut net: Option<crate::backend::Pool> = None;
     // A live run streams the n-best lists into their file as questions are decoded.
     let mut nbest_stream: Option<decode::NbestStream> = None;
-    let (outcome, url, binding, batch_size, concurrency) = match &args.from_logits {
+    let (outcome, url, binding, batch_size) = match &args.from_logits {
         Some(path) => {
             let mut logits = crate::logits_io::load(path)?;
             let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
@@ -184,7 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 logits: if args.save_logits { logits } else { Vec::new() },
                 kept_features: Vec::new(),
             };
-            (outcome, None, None, 0, 0)
+            (outcome, None, None, 0)
         }
         None => {
             let model = args.model.as_deref().expect("clap requires --model");
@@ -197,8 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 &args.run.binding,
             ))?;
             let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-            let concurrency =
-                pipeline::effective_concurrency(args.run.load.concurrency, batch_size, &binding);
+            let concurrency = args.run.load.concurrency.max(1);
             let padding = Padding::for_model(
                 &binding,
                 features.max_seq_length,
@@ -337,7 +336,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 Some(args.run.server.url.join(",")),
                 Some((*binding).clone()),
                 batch_size,
-                concurrency,
             )
         }
     };
@@ -379,7 +377,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             super::args::Postprocess::Hf => "hf",
         },
         batch_size,
-        concurrency,
+        concurrency: args.run.load.concurrency.max(1),
         questions: dataset.examples.len(),
         features: outcome.features,
         featureless: outcome

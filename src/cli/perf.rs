@@ -16,10 +16,6 @@ use crate::perf::{
 };
 use crate::pipeline::{self, Padding};
 
-/// `--concurrency` of a `perf` run without a range: requests kept in flight, each sent
-/// as soon as one is answered (perf_analyzer's meaning).
-const PERF_CONCURRENCY: usize = 4;
-
 /// How sends are spaced in request-rate mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DistributionArg {
@@ -115,11 +111,10 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
                 .collect(),
         ),
         (None, None) => {
-            let concurrency = args.load.concurrency.unwrap_or(PERF_CONCURRENCY);
-            if concurrency == 0 {
+            if args.load.concurrency == 0 {
                 anyhow::bail!("--concurrency must be at least 1");
             }
-            Load::Concurrency(vec![concurrency])
+            Load::Concurrency(vec![args.load.concurrency])
         }
     };
     let window = match (args.measurement_request_count, args.measurement_interval_ms) {
