@@ -139,25 +139,27 @@ bertqa_eval() {
     "$BQ" eval --url "$URL" --data "$file" --output-dir "$out" --quiet "$@"
 }
 
-# bertqa_pair NAME BASE_NAME DATA ONE OUT args...: the CPU per feature of one setting.
-# A one-question run and a run on DATA alternate BENCH_PAIRS times (default 11), so that
-# both sides of each difference meet the same moment of these shared cores (run minutes
-# apart, they did not, and the difference drifted by several µs per feature). Rows: the
-# one-question run of median CPU (kind base) and the full run of median CPU (kind e2e),
-# which also carries every pair's difference and their median (net_cpu_s).
-bertqa_pair() {
-  local name="$1" base="$2" data="$3" one="$4" out="$5"; shift 5
-  local pairs="${BENCH_PAIRS:-11}" i
-  log "$name on $data, alternating with one question (x$pairs)"
-  : > "$WORK/ones.jsonl"
-  : > "$WORK/fulls.jsonl"
-  for i in $(seq "$pairs"); do
-    RESULTS="$WORK/ones.jsonl" measure base "$base" "$data" "$out-one" \
-      "$BQ" eval --url "$URL" --data "$one" --output-dir "$out-one" --quiet "$@"
-    RESULTS="$WORK/fulls.jsonl" measure e2e "$name" "$data" "$out" \
-      "$BQ" eval --url "$URL" --data "$data" --output-dir "$out" --quiet "$@"
-  done
-  python3 - "$WORK/ones.jsonl" "$WORK/fulls.jsonl" >> "$RESULTS" <<'PY'
+# The CPU per feature of a setting: a one-question run and a run on DATA, alternating,
+# BENCH_PAIRS times (default 11), so that both sides of each difference meet the same
+# moment of these shared cores (run minutes apart, they did not, and the difference
+# drifted by several µs per feature). The settings take turns, one pair each per round,
+# so that none of them gets a noisier stretch of the machine to itself. Rows: the one-question run of median CPU
+# (kind base) and the full run of median CPU (kind e2e), which also carries every pair's
+# difference and their median (net_cpu_s), and medians of the user and system time and
+# of the context switches.
+
+# pair_run KEY NAME BASE_NAME DATA ONE OUT args...: one more pair of setting KEY.
+pair_run() {
+  local key="$1" name="$2" base="$3" data="$4" one="$5" out="$6"; shift 6
+  RESULTS="$WORK/ones-$key.jsonl" measure base "$base" "$data" "$out-one" \
+    "$BQ" eval --url "$URL" --data "$one" --output-dir "$out-one" --quiet "$@"
+  RESULTS="$WORK/fulls-$key.jsonl" measure e2e "$name" "$data" "$out" \
+    "$BQ" eval --url "$URL" --data "$data" --output-dir "$out" --quiet "$@"
+}
+
+# pair_rows KEY: the rows of setting KEY's pairs, appended to $RESULTS.
+pair_rows() {
+  python3 - "$WORK/ones-$1.jsonl" "$WORK/fulls-$1.jsonl" >> "$RESULTS" <<'PY'
 import json, statistics, sys
 ones, fulls = ([json.loads(l) for l in open(p) if l.strip()] for p in sys.argv[1:])
 nets = [f["cpu_s"] - o["cpu_s"] for o, f in zip(ones, fulls)]
@@ -179,14 +181,22 @@ PY
 # 1. End-to-end against null.
 for DATA in "$@"; do
   subset "$DATA" 1 "$WORK/one.json"
-  bertqa_pair "bertqa --batch-size 8" "one-question b8" "$DATA" "$WORK/one.json" "$WORK/b8" --model null --batch-size 8
-  # Not a target row: batch 8 with two of null's 64-row batches in flight (the README's
-  # advice at small batch sizes), refilled eight requests at a time.
-  bertqa_pair "bertqa --batch-size 8 --concurrency 16" "one-question b8 c16" "$DATA" "$WORK/one.json" "$WORK/b8c16" --model null --batch-size 8 --concurrency 16
-  bertqa_pair "bertqa (defaults)" "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/bd" --model null
-  # The defaults send tensors through shared memory to a local server; this is the same
-  # run with every tensor in its message (a server on another machine).
-  bertqa_pair "bertqa --shared-memory none" "one-question no-shm" "$DATA" "$WORK/one.json" "$WORK/bn" --model null --shared-memory none
+  rm -f "$WORK"/ones-*.jsonl "$WORK"/fulls-*.jsonl
+  pairs="${BENCH_PAIRS:-11}"
+  # One run first, unmeasured: the server's first requests and the file's first read.
+  "$BQ" eval --url "$URL" --model null --data "$DATA" --output-dir "$WORK/warm" --quiet >/dev/null
+  log "bertqa on $DATA against null: $pairs rounds, each setting one pair per round (its run alternating with a one-question run)"
+  for i in $(seq "$pairs"); do
+    pair_run b8 "bertqa --batch-size 8" "one-question b8" "$DATA" "$WORK/one.json" "$WORK/b8" --model null --batch-size 8
+    # Not a target row: batch 8 with two of null's 64-row batches in flight (the
+    # README's advice at small batch sizes), refilled eight requests at a time.
+    pair_run b8c16 "bertqa --batch-size 8 --concurrency 16" "one-question b8 c16" "$DATA" "$WORK/one.json" "$WORK/b8c16" --model null --batch-size 8 --concurrency 16
+    pair_run bd "bertqa (defaults)" "one-question defaults" "$DATA" "$WORK/one.json" "$WORK/bd" --model null
+    # The defaults send tensors through shared memory to a local server; this is the
+    # same run with every tensor in its message (a server on another machine).
+    pair_run bn "bertqa --shared-memory none" "one-question no-shm" "$DATA" "$WORK/one.json" "$WORK/bn" --model null --shared-memory none
+  done
+  for key in b8 b8c16 bd bn; do pair_rows "$key"; done
   reference e2e "reference" "$DATA" null
 done
 
