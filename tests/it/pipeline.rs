@@ -102,7 +102,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
     assert_eq!(r1.requests, 120);
     assert_eq!(r16.features, 120);
     assert_eq!(one, many);
-    // Refilled eight at a time, as a default window at a small batch size is.
+    // A window of 16 refilled eight at a time (a model batch at a time, half the window).
     let (grouped, _, rg) = run(
         "tiny-bert-jitter",
         &feats,
