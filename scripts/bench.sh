@@ -143,10 +143,10 @@ bertqa_eval() {
 # BENCH_PAIRS times (default 11), so that both sides of each difference meet the same
 # moment of these shared cores (run minutes apart, they did not, and the difference
 # drifted by several µs per feature). The settings take turns, one pair each per round,
-# so that none of them gets a noisier stretch of the machine to itself. Rows: the one-question run of median CPU
-# (kind base) and the full run of median CPU (kind e2e), which also carries every pair's
-# difference and their median (net_cpu_s), and medians of the user and system time and
-# of the context switches.
+# so that none of them gets a noisier stretch of the machine to itself. Rows: the
+# one-question run of median CPU (kind base) and the full run of median CPU (kind e2e),
+# which also carries every pair's difference and their median (net_cpu_s), and medians
+# of the user and system time and of the context switches.
 
 # pair_run KEY NAME BASE_NAME DATA ONE OUT args...: one more pair of setting KEY.
 pair_run() {
