@@ -5,18 +5,22 @@
 # Triton. Release build; not part of the tests.
 #
 #   scripts/bench_ask.sh [N]      (default 30)
+#
+# BERTQA_BIN=path measures that build instead of building target/release/bertqa (e.g. a
+# copy saved before a change, for a side-by-side figure).
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 N="${1:-30}"
 bash scripts/install_vocab.sh
-cargo build --release --quiet
+BQ="${BERTQA_BIN:-}"
+if [ -z "$BQ" ]; then cargo build --release --quiet; BQ=target/release/bertqa; fi
 URL="$(bash scripts/triton.sh start --name askbench --grpc-port 18601 --http-port 18600 --metrics-port 18602)"
 trap 'bash scripts/triton.sh stop --name askbench' EXIT
 CTX="The lighthouse at Varne Point was built in 1874 by the engineer Miriam Holt, who designed its tower of granite blocks quarried twelve miles inland. The light was first lit on 3 March 1875 and could be seen from a distance of nineteen nautical miles."
 TMP="$(mktemp)"
 for i in $(seq 1 "$N"); do
   t0=$(date +%s%N)
-  target/release/bertqa ask --url "$URL" --model null --json --question "Who designed the lighthouse?" --context "$CTX" > "$TMP.out"
+  "$BQ" ask --url "$URL" --model null --json --question "Who designed the lighthouse?" --context "$CTX" > "$TMP.out"
   t1=$(date +%s%N)
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print((int(sys.argv[3])-int(sys.argv[2]))/1e6, d['latency_ms']['max'])" "$TMP.out" "$t0" "$t1" >> "$TMP"
 done
