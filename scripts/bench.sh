@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite (issue #7): bertqa against the Python reference client
-# (../shared/reference/ref_client.py: transformers 4.46 + tritonclient, batches of 8 sent
+# ($BERTQA_REF_CLIENT, by default ../shared/reference/ref_client.py beside the clone, a
+# program run here, not documentation: transformers 4.46 + tritonclient, batches of 8 sent
 # one after another) on the same local Triton and the same SQuAD-format files, in one run.
 # Release build; a script, never a timed test. Prints every ratio with the numbers behind
 # it and whether each target is met.
@@ -32,7 +33,8 @@
 #      Target: well under 0.5 s, >= 100x. Skip with BENCH_DECODE=0.
 #
 # Default data: the SQuAD-dev-sized file made by scripts/gen_squad.py, plus
-# ../shared/data/econ-squad-v1.1.json beside the clone when present (else a note).
+# ../shared/data/econ-squad-v1.1.json beside the clone when present (input data read at
+# run time, not shipped with bertqa; else a note). Method and figures: docs/performance.md.
 # The reference client takes minutes per file: its results are cached in
 # $BENCH_DIR/ref-*.json keyed by the file's and the client's checksums (BENCH_FRESH_REF=1
 # runs it again). Without the reference client only bertqa is measured.

@@ -6,7 +6,8 @@
 #
 #   scripts/parity_ref.sh DATA.json [MODEL]      (MODEL default: bert-onnx)
 #
-# The reference client is $BERTQA_REF_CLIENT or ../shared/reference/ref_client.py.
+# The reference client is $BERTQA_REF_CLIENT or, by default, ../shared/reference/ref_client.py
+# beside the clone: a program run here, not part of bertqa or its documentation.
 # Not part of the tests (it needs the reference client and takes minutes).
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"

@@ -1,4 +1,4 @@
-//! Flag groups shared by several commands (shared/cli-contract.md, "Common flags").
+//! Flag groups shared by several commands (the CLI contract, README.md "Commands").
 //! Each group is flattened into the commands that need it, so a flag has one name,
 //! one default and one help text everywhere.
 

@@ -1,4 +1,4 @@
-//! `bertqa features`: one JSON line per feature on stdout (shared/cli-contract.md), with
+//! `bertqa features`: one JSON line per feature on stdout (the CLI contract, README.md), with
 //! the reference's padded tensors, so any difference from the reference shows up in one
 //! `diff`. Keys, in order: `unique_id`, `example_index`, `qas_id`, `doc_span_index`,
 //! `tokens` (unpadded), `input_ids`, `segment_ids`, `input_mask` (all three padded to

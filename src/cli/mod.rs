@@ -1,6 +1,6 @@
 //! The command line: parses flags once into each command's arguments, calls the
 //! library, renders results, and maps outcomes to exit codes
-//! (shared/cli-contract.md): 0 success, 1 completed but a gate failed, 2 usage, input,
+//! (README.md, "Exit codes"): 0 success, 1 completed but a gate failed, 2 usage, input,
 //! connection, server or model error. A broken pipe on stdout exits 0.
 
 pub mod args;

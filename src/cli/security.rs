@@ -1,4 +1,4 @@
-//! TLS and credential flags (shared/cli-contract.md: `--ssl*`, `--header*`), flattened
+//! TLS and credential flags (the CLI contract, README.md: `--ssl*`, `--header*`), flattened
 //! into the server flags of every command that talks to Triton.
 //!
 //! Header values are parsed by clap into [`Secret`] with an infallible parser, so that
