@@ -19,7 +19,7 @@ use super::{pipeline_runtime, print_stdout, Outcome};
 use crate::backend::Binding;
 use crate::decode::{self, Prediction};
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
-use crate::pipeline::{self, InferConfig, InferReport, Padding, Phases, Progress, RunConfig};
+use crate::pipeline::{self, InferConfig, InferReport, Padding, Phases, RunConfig, RunObserver};
 use crate::types::Dataset;
 
 /// How many ids are named when questions are listed in a report.
@@ -249,20 +249,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 journal.compact_to(decode.n_best_size);
             }
             // A resumed run pads as the first one decided (its probe is not run again).
-            let decided = pipeline::journaled_padding_decision(&mut journaled.logits);
-            let decision_journaled = std::cell::Cell::new(decided.is_some());
+            let decided = super::resume::take_padding_decision(&mut journaled.logits);
             if let Some(g) = config.infer.guard.as_mut() {
                 g.decided = decided;
             }
             // Shared with the signal handler, which writes the gathered records before
             // a second interrupt quits at once.
             let journal = std::sync::Arc::new(std::sync::Mutex::new(journal));
-            let mut record = |l: &crate::types::Logits, c: Option<&decode::Candidates>| {
-                if l.unique_id == pipeline::PADDING_DECISION_ID {
-                    decision_journaled.set(true);
-                }
-                super::resume::lock(&journal).append_ranked(l, c)
-            };
+            let recorder = super::resume::Recorder::new(
+                journal.clone(),
+                decode.n_best_size,
+                decided.is_some(),
+            );
             let on_quit = {
                 let journal = journal.clone();
                 move || {
@@ -272,18 +270,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     }
                 }
             };
-            let record_from_candidates =
-                super::resume::lock(&journal).compacts() == Some(decode.n_best_size);
-            let mut stream = decode::NbestStream::create(&args.output_dir)?;
-            let mut stream_out = |index: usize, p: &mut decode::Prediction| stream.push(index, p);
             let control = pipeline::Control {
                 known: journaled.logits,
-                record: Some(&mut record),
                 stop: Some(super::resume::stop_on_signals(on_quit)?),
-                on_decoded: Some(&mut stream_out),
-                record_from_candidates,
             };
-            let bar = Bar::new(args.run.output.quiet || args.run.output.json);
+            let observer = EvalObserver {
+                bar: Bar::new(args.run.output.quiet || args.run.output.json),
+                journal: &recorder,
+                nbest: std::sync::Mutex::new(decode::NbestStream::create(&args.output_dir)?),
+            };
             let binding = Arc::new(binding);
             let outcome = pipeline::run_controlled(
                 &rt,
@@ -292,10 +287,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 &dataset,
                 &tokenizer,
                 &config,
-                &bar,
+                &observer,
                 control,
             );
-            bar.finish();
+            observer.bar.finish();
+            let stream = observer
+                .nbest
+                .into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let outcome = if outcome.error.is_none() && outcome.done() == dataset.examples.len() {
                 outcome.complete(&dataset)?
             } else {
@@ -312,9 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                     version_2,
                     na_prob_thresh: args.scoring.na_prob_thresh,
                     fingerprint: &fingerprint,
-                    // Features only: the padding decision is a record too.
-                    journaled: super::resume::lock(&journal).records()
-                        - u64::from(decision_journaled.get()),
+                    journaled: recorder.features(),
                 };
                 anyhow::bail!(super::resume::write_partial(
                     &partial,
@@ -1011,12 +1008,54 @@ impl Bar {
     }
 }
 
-impl Progress for Bar {
+impl Bar {
     fn built(&self, n: u64) {
         self.0.inc_length(n);
     }
+
     fn answered(&self, n: u64) {
         self.0.inc(n);
+    }
+}
+
+/// What `eval` attaches to a run: the progress bar, the journal, and the n-best lists
+/// streamed into their file as questions are decoded.
+struct EvalObserver<'a> {
+    bar: Bar,
+    journal: &'a super::resume::Recorder,
+    nbest: std::sync::Mutex<decode::NbestStream>,
+}
+
+impl RunObserver for EvalObserver<'_> {
+    fn built(&self, n: u64) {
+        self.bar.built(n);
+    }
+
+    fn answered(&self, n: u64) {
+        self.bar.answered(n);
+    }
+
+    fn answer_needs(&self) -> pipeline::AnswerNeeds {
+        self.journal.needs()
+    }
+
+    fn on_answer(
+        &self,
+        logits: &crate::types::Logits,
+        candidates: Option<&decode::Candidates>,
+    ) -> crate::Result<()> {
+        self.journal.answer(logits, candidates)
+    }
+
+    fn on_padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+        self.journal.padding_decided(dynamic)
+    }
+
+    fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {
+        self.nbest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(example_index, prediction);
     }
 }
 

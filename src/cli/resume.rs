@@ -16,13 +16,89 @@
 //!   partial results before exiting 2.
 //! - After a complete run the journal is removed.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use crate::decode::Candidates;
 use crate::journal::{self, Fingerprint, Journal};
-use crate::pipeline::PartialOutcome;
-use crate::types::Dataset;
+use crate::pipeline::{AnswerNeeds, PartialOutcome};
+use crate::types::{Dataset, Logits};
+
+/// The journal keeps the padding probe's decision ([`crate::pipeline::PaddingGuard`]) as
+/// a record of its own, under this `unique_id` (no feature's): logits `[1.0]` for
+/// dynamic padding, `[0.0]` for the full length.
+const PADDING_DECISION_ID: u64 = u64::MAX;
+
+/// The journal record of the padding decision.
+fn padding_decision_record(dynamic: bool) -> Logits {
+    let v = if dynamic { 1.0 } else { 0.0 };
+    Logits {
+        unique_id: PADDING_DECISION_ID,
+        start: vec![v],
+        end: vec![v],
+    }
+}
+
+/// Takes the padding decision an earlier run's journal kept, if any, out of the
+/// journaled logits (true: dynamic padding).
+pub fn take_padding_decision(journaled: &mut HashMap<u64, Logits>) -> Option<bool> {
+    journaled
+        .remove(&PADDING_DECISION_ID)
+        .and_then(|l| l.start.first().map(|&v| v > 0.5))
+}
+
+/// Appends a run's answers and its padding decision to the journal as they come (the
+/// journal part of `eval`'s [`crate::pipeline::RunObserver`]).
+pub struct Recorder {
+    journal: Arc<Mutex<Journal>>,
+    /// The journal holds the padding decision (from the earlier run, or this one's).
+    decision_journaled: AtomicBool,
+    /// The journal writes compact records for the run's n-best size: candidates do
+    /// where they stand for the logits.
+    from_candidates: bool,
+}
+
+impl Recorder {
+    /// Records into `journal` (shared with the signal handler); `decided`: the journal
+    /// already holds the padding decision.
+    pub fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize, decided: bool) -> Self {
+        let from_candidates = lock(&journal).compacts() == Some(n_best_size);
+        Recorder {
+            journal,
+            decision_journaled: AtomicBool::new(decided),
+            from_candidates,
+        }
+    }
+
+    /// What the journal reads of each answer.
+    pub fn needs(&self) -> AnswerNeeds {
+        if self.from_candidates {
+            AnswerNeeds::Candidates
+        } else {
+            AnswerNeeds::Logits
+        }
+    }
+
+    /// Appends a feature's answer.
+    pub fn answer(&self, logits: &Logits, candidates: Option<&Candidates>) -> crate::Result<()> {
+        lock(&self.journal).append_ranked(logits, candidates)
+    }
+
+    /// Appends the padding decision.
+    pub fn padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+        self.decision_journaled.store(true, Ordering::Relaxed);
+        lock(&self.journal).append_ranked(&padding_decision_record(dynamic), None)
+    }
+
+    /// Features in the journal (the padding decision is a record too).
+    pub fn features(&self) -> u64 {
+        lock(&self.journal).records() - u64::from(self.decision_journaled.load(Ordering::Relaxed))
+    }
+}
 
 /// The journal's path in an output directory.
 pub fn journal_path(dir: &Path) -> PathBuf {
@@ -52,12 +128,7 @@ pub fn open(
             "resuming from {}: {} features already answered{torn}",
             path.display(),
             // Features only: the padding probe's decision is a record too.
-            contents.logits.len()
-                - usize::from(
-                    contents
-                        .logits
-                        .contains_key(&crate::pipeline::PADDING_DECISION_ID)
-                )
+            contents.logits.len() - usize::from(contents.logits.contains_key(&PADDING_DECISION_ID))
         );
         return Ok((j, contents));
     }
