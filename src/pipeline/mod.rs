@@ -41,6 +41,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use dispatch::Placed;
 pub use dispatch::{infer_all, infer_events, Answer, RunEvent};
 pub use observe::{AnswerNeeds, NoProgress, RunObserver};
 pub use padding::{Padding, PaddingGuard, PaddingReport, PROBE_FEATURES};
