@@ -1,4 +1,4 @@
-//! Unit tests of perf's warnings.
+//! Unit tests of perf's warnings and batches.
 
 use super::*;
 

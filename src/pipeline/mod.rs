@@ -13,8 +13,9 @@
 //!   room for a whole batch of results reserved at once), not one per wake-up.
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured
 //!   run; their results and timings are discarded.
-//! - Results are handed on with their feature as they arrive, in any order; consumers
-//!   collect by `unique_id`, so output never depends on concurrency or arrival order.
+//! - Answers are handed on with their feature as they arrive, in any order
+//!   ([`RunEvent`]); consumers collect by `unique_id`, so output never depends on
+//!   concurrency or arrival order.
 //! - Requests go through an [`Infer`] backend: one [`TritonClient`](crate::backend::TritonClient),
 //!   or a [`Pool`](crate::backend::Pool) of endpoints that retries transient errors;
 //!   latency is that of the attempt that succeeded. NaN and infinite logits are replaced
@@ -23,11 +24,11 @@
 //!   (shared memory or the message), in the pass that checks for non-finite values
 //!   ([`Rank`]); the logits are copied out only where something reads them.
 //!
-//! The stages, one file each: [`produce`] (features), [`dispatch`] (requests in flight,
-//! with the [`padding`] policy and its probe, and [`rank`] reading each answer),
-//! [`collect`] (events to the observer, answers to the decoder), [`decode`] (questions),
-//! tied together in [`run`]; [`report`] holds what a run measured and [`observe`] what
-//! the outside sees of it.
+//! The stages, one file each: `produce` (features), `dispatch` (requests in flight, with
+//! the `padding` policy and its probe, and `rank` reading each answer), `collect`
+//! (events to the observer, answers to the decoder), `decode` (questions), tied together
+//! in `run`; `report` holds what a run measured and `observe` what the outside sees of
+//! it ([`RunObserver`]).
 
 mod collect;
 mod decode;
@@ -95,15 +96,10 @@ fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
 
 /// Requests sent together ([`InferConfig::refill`]): as many as fill one of the model's
 /// largest batches, at most half the window (so that the other half keeps the server
-/// busy meanwhile). Sent one by one as answers came, each request cost the client a
-/// wake-up, a write and the server's own wake-up; sent together they leave in one
-/// write, the server's batcher runs them as one batch, and their answers come back
-/// together: at batch 8 against `null` on SQuAD-dev-sized, `--concurrency 16` refilled 8
-/// at a time took 17.9 µs of client CPU per feature against 21.5 with 4 in flight
-/// refilled one at a time, and a fifth less wall time (13 alternating rounds; 16
-/// refilled one at a time: 20.4). At the model's batch size it is 1; at the default 4 in
-/// flight and batch 8 it is 2 (19.8 against 21.5 µs and 19.2 against 21.7 with one at a
-/// time, 13 and 17 rounds).
+/// busy meanwhile); 1 at the model's batch size. Sent one by one as answers came, each
+/// request costs the client a wake-up, a write and the server's own wake-up; sent
+/// together they leave in one write, the server's batcher runs them as one batch, and
+/// their answers come back together (figures in docs/performance.md).
 pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
     per_model_batch(batch_size, binding)
         .min(concurrency / 2)

@@ -122,8 +122,8 @@ pub(super) fn produce(
 ///
 /// Features travel in chunks of a batch: one message (and at most one wake-up of the
 /// runtime's thread) per batch, not per feature. Feature counts go to the decoder in
-/// chunks too (one message, and one wake-up of the decoder thread, per example cost
-/// about 5% of the client's CPU in futex calls): a chunk is sent when full, before the
+/// chunks too (one message, and one wake-up of the decoder thread, per example costs
+/// futex calls): a chunk is sent when full, before the
 /// producer waits for room, and at the end (also after a stop, so that answered
 /// questions are decoded).
 struct Handover {

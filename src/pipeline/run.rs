@@ -1,10 +1,7 @@
-//! The run: the stages wired together. Features are built on one thread ([`produce`]),
+//! The run: the stages wired together. Features are built on one thread (`produce`),
 //! requests kept in flight on the runtime ([`super::infer_events`]), events handed to the
-//! run's observer and the answers to the decoder ([`collect`]), each question decoded on
-//! another thread as soon as all of its windows are answered ([`DecodeStage`]).
-//!
-//! [`produce`]: super::produce
-//! [`collect`]: super::collect
+//! run's observer and the answers to the decoder (`collect`), each question decoded on
+//! another thread as soon as all of its windows are answered (`decode`).
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;

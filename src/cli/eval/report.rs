@@ -259,6 +259,14 @@ fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Va
 /// The human report.
 pub fn render_text(r: &EvalReport) -> String {
     let mut s = String::new();
+    text_run_and_scores(&mut s, r);
+    text_figures(&mut s, r);
+    text_outcome(&mut s, r);
+    s
+}
+
+/// The text report's model and data lines, then the official scores.
+fn text_run_and_scores(s: &mut String, r: &EvalReport) {
     let rules = if r.version_2 {
         "SQuAD 2.0 rules"
     } else {
@@ -296,6 +304,10 @@ pub fn render_text(r: &EvalReport) -> String {
         }
     }
     let _ = writeln!(s);
+}
+
+/// The text report's throughput, latency, retries, endpoints, padding and inputs.
+fn text_figures(s: &mut String, r: &EvalReport) {
     let _ = writeln!(
         s,
         "wall time    {:.3} s   throughput {:.1} features/s, {:.1} questions/s",
@@ -394,6 +406,10 @@ pub fn render_text(r: &EvalReport) -> String {
             }
         );
     }
+}
+
+/// The text report's questions left out, outputs and gates.
+fn text_outcome(s: &mut String, r: &EvalReport) {
     if !r.scores.missing.is_empty() {
         let _ = writeln!(
             s,
@@ -435,5 +451,4 @@ pub fn render_text(r: &EvalReport) -> String {
             if g.passed { "passed" } else { "FAILED" }
         );
     }
-    s
 }
