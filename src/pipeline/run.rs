@@ -12,12 +12,12 @@ use tokio::sync::{mpsc, watch};
 
 use super::collect::{collect, gate, Collected};
 use super::decode::{DecodeStage, Decoded, ToDecoder};
+use super::dispatch::InferConfig;
 use super::dispatch::{infer_events, RunEvent};
 use super::observe::{AnswerNeeds, RunObserver};
 use super::produce::{produce, Outlets, Produced};
 use super::rank::Rank;
 use super::report::{InferReport, Phases};
-use super::InferConfig;
 use crate::backend::{Binding, Infer};
 use crate::decode::Prediction;
 use crate::error::{Error, Result};

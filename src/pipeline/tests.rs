@@ -12,8 +12,9 @@ use super::padding::{
 use super::rank::read_rows;
 use super::report::{compact, union_length};
 use super::*;
-use crate::backend::{tensor, Infer, SeqLen};
+use crate::backend::{tensor, Binding, Infer, SeqLen, SharedMemory};
 use crate::decode::Candidates;
+use crate::error::Result;
 use crate::types::{Feature, Logits};
 
 /// An in-process model: start logit = token id, end logit = segment id, read back
