@@ -1,4 +1,5 @@
-//! Nothing lost: `eval`'s journal, `--resume`, Ctrl-C / SIGTERM and partial results.
+//! Nothing lost: `eval`'s journal, `--resume`, Ctrl-C / SIGTERM (`eval` writes the
+//! partial results).
 //!
 //! - Every answered feature's logits are appended to `D/journal.bqj` (see
 //!   [`crate::journal`]) under a fingerprint of everything that determines the answers.
@@ -16,13 +17,87 @@
 //!   partial results before exiting 2.
 //! - After a complete run the journal is removed.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
-
+use crate::decode::Candidates;
 use crate::journal::{self, Fingerprint, Journal};
-use crate::pipeline::PartialOutcome;
-use crate::types::Dataset;
+use crate::pipeline::AnswerNeeds;
+use crate::types::Logits;
+
+/// The journal keeps the padding probe's decision ([`crate::pipeline::PaddingGuard`]) as
+/// a record of its own, under this `unique_id` (no feature's): logits `[1.0]` for
+/// dynamic padding, `[0.0]` for the full length.
+const PADDING_DECISION_ID: u64 = u64::MAX;
+
+/// The journal record of the padding decision.
+fn padding_decision_record(dynamic: bool) -> Logits {
+    let v = if dynamic { 1.0 } else { 0.0 };
+    Logits {
+        unique_id: PADDING_DECISION_ID,
+        start: vec![v],
+        end: vec![v],
+    }
+}
+
+/// Takes the padding decision an earlier run's journal kept, if any, out of the
+/// journaled logits (true: dynamic padding).
+pub fn take_padding_decision(journaled: &mut HashMap<u64, Logits>) -> Option<bool> {
+    journaled
+        .remove(&PADDING_DECISION_ID)
+        .and_then(|l| l.start.first().map(|&v| v > 0.5))
+}
+
+/// Appends a run's answers and its padding decision to the journal as they come (the
+/// journal part of `eval`'s [`crate::pipeline::RunObserver`]).
+pub struct Recorder {
+    journal: Arc<Mutex<Journal>>,
+    /// The journal holds the padding decision (from the earlier run, or this one's).
+    decision_journaled: AtomicBool,
+    /// The journal writes compact records for the run's n-best size: candidates do
+    /// where they stand for the logits.
+    from_candidates: bool,
+}
+
+impl Recorder {
+    /// Records into `journal` (shared with the signal handler); `decided`: the journal
+    /// already holds the padding decision.
+    pub fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize, decided: bool) -> Self {
+        let from_candidates = lock(&journal).compacts() == Some(n_best_size);
+        Recorder {
+            journal,
+            decision_journaled: AtomicBool::new(decided),
+            from_candidates,
+        }
+    }
+
+    /// What the journal reads of each answer.
+    pub fn needs(&self) -> AnswerNeeds {
+        if self.from_candidates {
+            AnswerNeeds::Candidates
+        } else {
+            AnswerNeeds::Logits
+        }
+    }
+
+    /// Appends a feature's answer.
+    pub fn answer(&self, logits: &Logits, candidates: Option<&Candidates>) -> crate::Result<()> {
+        lock(&self.journal).append_ranked(logits, candidates)
+    }
+
+    /// Appends the padding decision.
+    pub fn padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+        self.decision_journaled.store(true, Ordering::Relaxed);
+        lock(&self.journal).append_ranked(&padding_decision_record(dynamic), None)
+    }
+
+    /// Features in the journal (the padding decision is a record too).
+    pub fn features(&self) -> u64 {
+        lock(&self.journal).records() - u64::from(self.decision_journaled.load(Ordering::Relaxed))
+    }
+}
 
 /// The journal's path in an output directory.
 pub fn journal_path(dir: &Path) -> PathBuf {
@@ -52,12 +127,7 @@ pub fn open(
             "resuming from {}: {} features already answered{torn}",
             path.display(),
             // Features only: the padding probe's decision is a record too.
-            contents.logits.len()
-                - usize::from(
-                    contents
-                        .logits
-                        .contains_key(&crate::pipeline::PADDING_DECISION_ID)
-                )
+            contents.logits.len() - usize::from(contents.logits.contains_key(&PADDING_DECISION_ID))
         );
         return Ok((j, contents));
     }
@@ -145,78 +215,6 @@ async fn any_signal(
             }
         } => {}
     }
-}
-
-/// What a run that did not complete reports and writes.
-pub struct Partial<'a> {
-    pub dir: &'a Path,
-    pub data: &'a Path,
-    pub dataset: &'a Dataset,
-    pub version_2: bool,
-    pub na_prob_thresh: f64,
-    pub fingerprint: &'a Fingerprint,
-    pub journaled: u64,
-}
-
-/// Writes the partial results of an interrupted or failed run (predictions, n-best,
-/// null odds and per-question lines for the questions fully answered, and a
-/// `metrics.json` marked `"partial": true`; schema/partial.schema.json) and returns
-/// the one-line summary to exit with. `error` is what ended the run (none: a stop).
-pub fn write_partial(
-    p: &Partial<'_>,
-    outcome: PartialOutcome,
-    error: Option<String>,
-    nbest: Option<crate::decode::NbestStream>,
-) -> anyhow::Result<String> {
-    let total = p.dataset.examples.len();
-    let done = outcome.done();
-    let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
-    let mut files = super::eval::write_predictions(p.dir, &answered, p.version_2, nbest)?;
-    let mut metrics = Value::Null;
-    if !answered.is_empty() {
-        let mut subset = p.dataset.clone();
-        let ids: std::collections::HashSet<&str> =
-            answered.iter().map(|a| a.qas_id.as_str()).collect();
-        subset.examples.retain(|e| ids.contains(e.qas_id.as_str()));
-        let scores =
-            super::eval::score_predictions(&subset, &answered, p.version_2, p.na_prob_thresh)?;
-        super::eval::write_per_question(p.dir, &answered, &scores)?;
-        files.push("per_question.jsonl".into());
-        metrics = scores.metrics.to_json();
-    }
-    let reason = match &error {
-        Some(e) => format!("error: {e}"),
-        None => "interrupted".to_string(),
-    };
-    files.push(journal::FILE_NAME.into());
-    files.push("metrics.json".into());
-    let doc = json!({
-        "schema": 1,
-        "partial": true,
-        "reason": reason,
-        "data": p.data.display().to_string(),
-        "version_2_with_negative": p.version_2,
-        "questions": {"done": done, "total": total},
-        "features": {
-            "answered": outcome.answered,
-            "journaled": p.journaled,
-            "built": outcome.features,
-        },
-        "metrics_of_done": metrics,
-        "run": p.fingerprint.to_json(),
-        "output_dir": p.dir.display().to_string(),
-        "files": files,
-        "resume": "rerun the same command with --resume",
-    });
-    crate::decode::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
-    let what = error.unwrap_or_else(|| "interrupted".to_string());
-    Ok(format!(
-        "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
-         partial results written to {}; rerun the same command with --resume to continue",
-        outcome.answered,
-        p.journaled,
-        p.dir.display()
-    ))
 }
 
 /// The fingerprint of the settings every run has (data, questions, tokenizer, windows,

@@ -38,8 +38,7 @@ use tokio::task::JoinSet;
 use crate::backend::shm::{self, InputRegion, SharedMemory};
 use crate::backend::{prepare_request, Binding, TritonClient};
 use crate::error::{Error, Result};
-use crate::pipeline::Padding;
-use crate::pipeline::SharedMemoryReport;
+use crate::pipeline::{Padding, Placed, SharedMemoryReport};
 use crate::types::Feature;
 use stats::{Arrivals, ServerCounters};
 pub use stats::{Distribution, Range, ServerBreakdown};
@@ -283,28 +282,24 @@ impl Shared {
         self.error.lock().expect("error lock").take()
     }
 
-    /// Prepares, sends and decodes one batch, recording the three times. The tensors
-    /// are serialized by the transport as the request is sent, so that time counts in
-    /// the response wait, not in the preparation.
+    /// Prepares, sends and decodes one batch through the pipeline's dispatch stage
+    /// ([`Placed`]), recording the three times. The tensors are serialized by the
+    /// transport as the request is sent, so that time counts in the response wait, not
+    /// in the preparation.
     async fn one_request(&self) -> Result<()> {
         let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.batches.len();
         let batch = &self.batches[i];
         let t0 = Instant::now();
         let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
         // Writing the tensors into shared memory is preparation, as building them is.
-        let mut slot = self.region.as_ref().and_then(|r| r.take());
-        let placed = match slot.as_mut() {
-            Some(slot) => slot.place(request.clone()),
-            None => request.clone(),
-        };
+        let placed = Placed::new(self.region.as_ref(), request);
         let t1 = Instant::now();
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, in_shm) = shm::send_placed(self.region.as_ref(), &request, &placed, |r| {
-            self.client.infer(r)
-        })
-        .await?;
+        let (response, _, in_shm) = placed.send(&self.client, self.region.as_ref()).await?;
         let t2 = Instant::now();
-        let logits = shm::decode_answer(slot, &request, &response, in_shm)?;
+        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
+            checked.logits(features.iter().map(|f| f.unique_id))
+        })?;
         drop(std::hint::black_box(logits));
         let t3 = Instant::now();
         let record = Record {
@@ -793,71 +788,4 @@ pub const CPU_LIMIT_FRACTION: f64 = 0.8;
 pub const RATE_KEPT_FRACTION: f64 = 0.95;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warnings_name_the_limit() {
-        let mut l = export::sample::level(Level::Concurrency(4), 100.0, 5.0, 9.0);
-        assert!(warnings(&l, 10.0, 2).is_empty());
-        l.stable = false;
-        l.trials = 10;
-        l.client_cpu_fraction = 0.85;
-        let w = warnings(&l, 10.0, 2);
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(
-            w[0].starts_with("concurrency 4: not stable after 10 windows"),
-            "{w:?}"
-        );
-        assert!(w[1].contains("bertqa used 85% of the 2 CPUs"), "{w:?}");
-
-        let mut r = export::sample::level(Level::RequestRate(200.0), 100.0, 5.0, 9.0);
-        r.sent_per_s = 120.0;
-        r.requests_per_s = 120.0;
-        let w = warnings(&r, 10.0, 2);
-        assert_eq!(w.len(), 1);
-        assert!(
-            w[0].contains("sent only 120.0 requests/s of the 200 requested"),
-            "{w:?}"
-        );
-        assert!(w[0].contains("could not keep the rate"));
-        r.sent_per_s = 199.0;
-        let w = warnings(&r, 10.0, 2);
-        assert!(
-            w[0].contains("the server answered 120.0 requests/s of the 200 sent"),
-            "{w:?}"
-        );
-        r.requests_per_s = 198.0;
-        assert!(warnings(&r, 10.0, 2).is_empty());
-    }
-
-    #[test]
-    fn batches_are_full_and_padded_like_the_pipeline() {
-        let feature = |id: u64, len: usize| Feature {
-            unique_id: id,
-            example_index: 0,
-            doc_span_index: 0,
-            input_ids: vec![101; len],
-            query_len: 2,
-            token_to_orig: Vec::new(),
-            token_is_max_context: Vec::new(),
-        };
-        let features: Vec<Feature> = (0..5).map(|i| feature(i, 10 + 10 * i as usize)).collect();
-        let b = make_batches(&features, 2, Padding::Longest { multiple: 8 });
-        let ids: Vec<Vec<u64>> = b
-            .iter()
-            .map(|b| b.features.iter().map(|f| f.unique_id).collect())
-            .collect();
-        // The last batch wraps around to the first feature.
-        assert_eq!(ids, [vec![0, 1], vec![2, 3], vec![4, 0]]);
-        assert_eq!(
-            b.iter().map(|b| b.seq_len).collect::<Vec<_>>(),
-            [24, 40, 56]
-        );
-        let b = make_batches(&features, 8, Padding::Fixed(384));
-        assert_eq!(b.len(), 1);
-        assert_eq!(b[0].features.len(), 8);
-        assert_eq!(b[0].seq_len, 384);
-        assert!(make_batches(&[], 8, Padding::Fixed(384)).is_empty());
-    }
-}
+mod tests;

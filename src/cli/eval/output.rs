@@ -1,0 +1,225 @@
+//! `eval`'s output files: the reference's (predictions, n-best, null odds),
+//! per_question.jsonl, the scores, and the partial results of a run that did not
+//! complete.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::decode::{self, Prediction};
+use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
+use crate::journal::Fingerprint;
+use crate::pipeline::PartialOutcome;
+use crate::types::Dataset;
+
+/// Scores decoded predictions as the official scripts score predictions.json (with
+/// null_odds.json as the na-prob file for v2).
+pub fn score_predictions(
+    dataset: &Dataset,
+    predictions: &[Prediction],
+    version_2: bool,
+    na_prob_thresh: f64,
+) -> crate::Result<Scores> {
+    let preds = Predictions::from_decoded(predictions);
+    let na = version_2.then(|| NaProbs::from_decoded(predictions));
+    evaluate::score(
+        dataset,
+        &preds,
+        na.as_ref(),
+        &ScoreConfig {
+            version_2_with_negative: version_2,
+            na_prob_thresh,
+        },
+    )
+}
+
+/// Writes the reference's files (the n-best file finished from `nbest` when its lists
+/// were streamed there); returns their names.
+pub fn write_predictions(
+    dir: &Path,
+    predictions: &[Prediction],
+    version_2: bool,
+    nbest: Option<decode::NbestStream>,
+) -> crate::Result<Vec<String>> {
+    decode::write_outputs_with(dir, predictions, version_2, nbest)?;
+    let mut files = vec![
+        "predictions.json".to_string(),
+        "nbest_predictions.json".to_string(),
+    ];
+    if version_2 {
+        files.push("null_odds.json".into());
+    }
+    Ok(files)
+}
+
+/// Writes per_question.jsonl: id, prediction, exact, f1, has_answer per question.
+pub fn write_per_question(
+    dir: &Path,
+    predictions: &[Prediction],
+    scores: &Scores,
+) -> crate::Result<()> {
+    let lines = render_per_question(predictions, scores);
+    decode::write_atomic(&dir.join("per_question.jsonl"), &lines)
+}
+
+/// The lines of per_question.jsonl: serde_json's compact rendering of
+/// `{"id", "prediction", "exact", "f1", "has_answer"}` in that order, each value
+/// serialized straight into the buffer (the same serializer a `Value` goes through: an
+/// escaped string, a float as ryu writes it or `null` when not finite, a bool).
+fn render_per_question(predictions: &[Prediction], scores: &Scores) -> Vec<u8> {
+    let mut out = Vec::with_capacity(scores.questions.len() * 96);
+    for (p, q) in predictions.iter().zip(&scores.questions) {
+        put(&mut out, "{\"id\":", q.qas_id.as_str());
+        put(&mut out, ",\"prediction\":", p.answer.as_str());
+        put(&mut out, ",\"exact\":", &q.exact);
+        put(&mut out, ",\"f1\":", &q.f1);
+        put(&mut out, ",\"has_answer\":", &q.has_answer);
+        out.extend_from_slice(b"}\n");
+    }
+    out
+}
+
+/// `prefix`, then `value` as serde_json writes it.
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, prefix: &str, value: &T) {
+    out.extend_from_slice(prefix.as_bytes());
+    // Writing into a Vec cannot fail, and strings, floats and bools always serialize.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// What a run that did not complete reports and writes.
+pub struct Partial<'a> {
+    pub dir: &'a Path,
+    pub data: &'a Path,
+    pub dataset: &'a Dataset,
+    pub version_2: bool,
+    pub na_prob_thresh: f64,
+    pub fingerprint: &'a Fingerprint,
+    pub journaled: u64,
+}
+
+/// Writes the partial results of an interrupted or failed run (predictions, n-best,
+/// null odds and per-question lines for the questions fully answered, and a
+/// `metrics.json` marked `"partial": true`; schema/partial.schema.json) and returns
+/// the one-line summary to exit with. `error` is what ended the run (none: a stop).
+pub fn write_partial(
+    p: &Partial<'_>,
+    outcome: PartialOutcome,
+    error: Option<String>,
+    nbest: Option<crate::decode::NbestStream>,
+) -> anyhow::Result<String> {
+    let total = p.dataset.examples.len();
+    let done = outcome.done();
+    let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
+    let mut files = write_predictions(p.dir, &answered, p.version_2, nbest)?;
+    let mut metrics = Value::Null;
+    if !answered.is_empty() {
+        let mut subset = p.dataset.clone();
+        let ids: std::collections::HashSet<&str> =
+            answered.iter().map(|a| a.qas_id.as_str()).collect();
+        subset.examples.retain(|e| ids.contains(e.qas_id.as_str()));
+        let scores = score_predictions(&subset, &answered, p.version_2, p.na_prob_thresh)?;
+        write_per_question(p.dir, &answered, &scores)?;
+        files.push("per_question.jsonl".into());
+        metrics = scores.metrics.to_json();
+    }
+    let reason = match &error {
+        Some(e) => format!("error: {e}"),
+        None => "interrupted".to_string(),
+    };
+    files.push(crate::journal::FILE_NAME.into());
+    files.push("metrics.json".into());
+    let doc = json!({
+        "schema": 1,
+        "partial": true,
+        "reason": reason,
+        "data": p.data.display().to_string(),
+        "version_2_with_negative": p.version_2,
+        "questions": {"done": done, "total": total},
+        "features": {
+            "answered": outcome.answered,
+            "journaled": p.journaled,
+            "built": outcome.features,
+        },
+        "metrics_of_done": metrics,
+        "run": p.fingerprint.to_json(),
+        "output_dir": p.dir.display().to_string(),
+        "files": files,
+        "resume": "rerun the same command with --resume",
+    });
+    crate::decode::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
+    let what = error.unwrap_or_else(|| "interrupted".to_string());
+    Ok(format!(
+        "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
+         partial results written to {}; rerun the same command with --resume to continue",
+        outcome.answered,
+        p.journaled,
+        p.dir.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{Metrics, QuestionScore};
+
+    /// The direct rendering equals `json!({...}).to_string()` per line: escapes,
+    /// non-ASCII, floats ryu writes in exponent form, and non-finite values (`null`).
+    #[test]
+    fn per_question_lines_equal_serde_json_values() {
+        let cases: [(&str, &str, f64, f64, bool); 6] = [
+            ("q1", "Steve Smith", 1.0, 1.0, true),
+            (
+                "q\"2\\",
+                "tab\there\nnew \u{1} \u{7f} é ☃ \u{2028}",
+                0.0,
+                2.0 / 3.0,
+                false,
+            ),
+            ("", "", 0.0, -0.0, true),
+            ("q4", "x", 1e-7, 1e22, true),
+            ("q5", "y", f64::NAN, f64::INFINITY, false),
+            ("q6", "z", 0.1 + 0.2, 123456789.125, true),
+        ];
+        let predictions: Vec<Prediction> = cases
+            .iter()
+            .map(|&(id, answer, ..)| Prediction {
+                qas_id: id.to_string(),
+                answer: answer.to_string(),
+                nbest: Vec::new(),
+                null_odds: None,
+            })
+            .collect();
+        let scores = Scores {
+            metrics: Metrics::V1 {
+                exact_match: 0.0,
+                f1: 0.0,
+            },
+            questions: cases
+                .iter()
+                .map(|&(id, _, exact, f1, has_answer)| QuestionScore {
+                    qas_id: id.to_string(),
+                    has_answer,
+                    predicted: true,
+                    exact,
+                    f1,
+                })
+                .collect(),
+            missing: Vec::new(),
+            unknown_predictions: 0,
+        };
+        let mut want = String::new();
+        for (p, q) in predictions.iter().zip(&scores.questions) {
+            let line = json!({
+                "id": q.qas_id,
+                "prediction": p.answer,
+                "exact": q.exact,
+                "f1": q.f1,
+                "has_answer": q.has_answer,
+            });
+            want.push_str(&line.to_string());
+            want.push('\n');
+        }
+        let got = render_per_question(&predictions, &scores);
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
+}

@@ -1,0 +1,454 @@
+//! `eval`'s report: the gates, the `--json` document (also metrics.json, described by
+//! `schema/eval.schema.json`) and the human text.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{Args, EvalReport, Gate, FIRST_IDS};
+use crate::evaluate;
+
+/// The gates the flags ask for, and how they went.
+pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
+    let mut g = Vec::new();
+    if let Some(t) = args.min_exact {
+        let v = r.scores.metrics.exact();
+        g.push(Gate {
+            flag: "--min-exact",
+            threshold: t,
+            value: v,
+            passed: v >= t,
+        });
+    }
+    if let Some(t) = args.min_f1 {
+        let v = r.scores.metrics.f1();
+        g.push(Gate {
+            flag: "--min-f1",
+            threshold: t,
+            value: v,
+            passed: v >= t,
+        });
+    }
+    if let Some(t) = args.max_p99_ms {
+        let v = r.infer.as_ref().map_or(0.0, |i| i.latency_ms(0.99));
+        g.push(Gate {
+            flag: "--max-p99-ms",
+            threshold: t,
+            value: v,
+            passed: v <= t,
+        });
+    }
+    g
+}
+
+fn rate(n: f64, wall: Duration) -> f64 {
+    let s = wall.as_secs_f64();
+    if s > 0.0 {
+        n / s
+    } else {
+        0.0
+    }
+}
+
+/// Rounds for the report (JSON keeps 6 decimals: microsecond-level time).
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// The `--json` document (also written as metrics.json); described by
+/// `schema/eval.schema.json`.
+pub fn render_json(r: &EvalReport) -> Value {
+    let latency = match &r.infer {
+        Some(i) if i.requests > 0 => json!({
+            "p50": r6(i.latency_ms(0.50)),
+            "p90": r6(i.latency_ms(0.90)),
+            "p95": r6(i.latency_ms(0.95)),
+            "p99": r6(i.latency_ms(0.99)),
+            "max": r6(i.latency_us.max() as f64 / 1000.0),
+            "mean": r6(i.latency_us.mean() / 1000.0),
+        }),
+        _ => Value::Null,
+    };
+    let model = match &r.binding {
+        Some(b) => json!({
+            "name": b.model,
+            "version": b.version,
+            "url": r.url,
+            "platform": b.platform,
+            "max_batch_size": b.max_batch_size,
+            "binding": serde_json::to_value(b).unwrap_or(Value::Null),
+        }),
+        None => Value::Null,
+    };
+    json!({
+        "schema": 1,
+        "data": r.data.display().to_string(),
+        "version_2_with_negative": r.version_2,
+        "postprocess": r.postprocess,
+        "metrics": r.scores.metrics.to_json(),
+        "questions": r.questions,
+        "features": r.features,
+        "requests": r.infer.as_ref().map_or(0, |i| i.requests),
+        "batch_size": r.batch_size,
+        "concurrency": r.concurrency,
+        "wall_s": r6(r.wall.as_secs_f64()),
+        "throughput": {
+            "features_per_s": r6(rate(r.features as f64, r.wall)),
+            "questions_per_s": r6(rate(r.questions as f64, r.wall)),
+        },
+        "latency_ms": latency,
+        "phases_s": {
+            "features": r6(r.phases.features_s),
+            "inference": r6(r.phases.inference_s),
+            "decode": r6(r.phases.decode_s),
+        },
+        "client": match &r.infer {
+            Some(i) => json!({
+                "starved_s": r6(i.starved.as_secs_f64()),
+                "decode_lag_s": r6(i.decode_lag.as_secs_f64()),
+                "limited_s": r6(i.client_limited().as_secs_f64()),
+                "cpu_limited": i.client_bound_warning().is_some(),
+            }),
+            None => Value::Null,
+        },
+        "padding": match &r.infer {
+            Some(i) => padding_json(&i.padding),
+            None => Value::Null,
+        },
+        "shared_memory": match &r.infer {
+            Some(i) => shared_memory_json(&i.shared_memory),
+            None => Value::Null,
+        },
+        "retries": retries_json(r.retries.as_ref()),
+        "non_finite_logits": {
+            "values": r.non_finite.values,
+            "features": r.non_finite.features,
+        },
+        "endpoints": r.endpoints.iter().map(|e| endpoint_json(e, r.wall)).collect::<Vec<_>>(),
+        "missing_predictions": {
+            "count": r.scores.missing.len(),
+            "first_ids": r.scores.missing.iter().take(FIRST_IDS).collect::<Vec<_>>(),
+        },
+        "featureless_questions": {
+            "count": r.featureless.len(),
+            "first_ids": r.featureless.iter().take(FIRST_IDS).collect::<Vec<_>>(),
+        },
+        "model": model,
+        "gates": r.gates.iter().map(|g| json!({
+            "flag": g.flag, "threshold": g.threshold, "value": r6(g.value), "passed": g.passed,
+        })).collect::<Vec<_>>(),
+        "output_dir": r.output_dir.display().to_string(),
+        "files": r.files,
+        "run": r.fingerprint,
+    })
+}
+
+/// The `padding` object of metrics.json (also used by `compare`).
+pub(crate) fn padding_json(p: &crate::pipeline::PaddingReport) -> Value {
+    json!({
+        "mode": p.mode(),
+        "seq_len": p.fixed_len,
+        "probe_features": p.probe_features,
+        "probe_unsafe_features": p.probe_unsafe,
+        "displaced_features": p.displaced,
+    })
+}
+
+/// The text report's padding line.
+fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
+    let probe = match (p.probe_features, p.probe_unsafe) {
+        (0, _) => String::new(),
+        (n, 0) => format!("; probe of {n} features: shorter padding keeps every answer"),
+        (n, u) => format!("; probe of {n} features: shorter padding would change {u}"),
+    };
+    let displaced = if p.displaced > 0 {
+        format!(
+            "; {} features had real positions pushed out of the top n-best by padding",
+            p.displaced
+        )
+    } else {
+        String::new()
+    };
+    match p.fixed_len {
+        Some(n) => format!("{} to {n}{probe}{displaced}", p.mode()),
+        None => format!(
+            "{} (each batch to its longest feature){probe}{displaced}",
+            p.mode()
+        ),
+    }
+}
+
+/// The text report's line on how requests travelled (`--transport`), when the run had
+/// a server.
+pub(crate) fn requests_line(endpoints: &[crate::backend::pool::EndpointReport]) -> Option<String> {
+    use crate::backend::Transport;
+    let first = endpoints.first()?;
+    let connections: usize = endpoints.iter().map(|e| e.connections).sum();
+    let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
+    Some(match (first.transport, unary) {
+        (Transport::Unary, _) => "one ModelInfer call each".into(),
+        (Transport::Stream, 0) => "on one ModelStreamInfer stream per connection".into(),
+        (Transport::Stream, n) => format!(
+            "on one ModelStreamInfer stream per connection; {n} of {connections} connections \
+             went unary after the stream answered with an error"
+        ),
+    })
+}
+
+/// The text report's line on how input tensors travelled.
+pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
+    let used = match m.outputs {
+        true => "through shared memory, outputs too",
+        false => "through shared memory, outputs in each response",
+    };
+    match (m.used, &m.note) {
+        (true, None) => used.into(),
+        (true, Some(note)) => format!("{used} ({note})"),
+        (false, None) => "in each message".into(),
+        (false, Some(note)) => format!("in each message (no shared memory: {note})"),
+    }
+}
+
+/// The `shared_memory` object of metrics.json.
+pub(crate) fn shared_memory_json(m: &crate::pipeline::SharedMemoryReport) -> Value {
+    json!({ "used": m.used, "outputs": m.outputs, "note": m.note })
+}
+
+fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {
+    let default = crate::backend::RetryStats::default();
+    let s = stats.unwrap_or(&default);
+    json!({
+        "total": s.total_retries(),
+        "by_code": s.retries,
+        "failed_requests": s.total_failures(),
+        "failures_by_code": s.failures,
+    })
+}
+
+fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Value {
+    let q = |x: f64| {
+        if e.latency_us.is_empty() {
+            0.0
+        } else {
+            r6(e.latency_us.value_at_quantile(x) as f64 / 1000.0)
+        }
+    };
+    json!({
+        "url": e.url,
+        "connections": e.connections,
+        "transport": e.transport.as_str(),
+        "unary_connections": e.unary_connections,
+        "requests": e.requests,
+        "features": e.features,
+        "features_per_s": r6(rate(e.features as f64, wall)),
+        "latency_ms": {
+            "p50": q(0.5),
+            "p99": q(0.99),
+            "mean": r6(if e.latency_us.is_empty() { 0.0 } else { e.latency_us.mean() / 1000.0 }),
+        },
+        "errors": {
+            "total": e.errors.values().sum::<u64>(),
+            "by_code": e.errors,
+        },
+        "taken_out": e.taken_out,
+        "healthy_at_end": e.healthy,
+    })
+}
+
+/// The human report.
+pub fn render_text(r: &EvalReport) -> String {
+    let mut s = String::new();
+    text_run_and_scores(&mut s, r);
+    text_figures(&mut s, r);
+    text_outcome(&mut s, r);
+    s
+}
+
+/// The text report's model and data lines, then the official scores.
+fn text_run_and_scores(s: &mut String, r: &EvalReport) {
+    let rules = if r.version_2 {
+        "SQuAD 2.0 rules"
+    } else {
+        "SQuAD 1.1 rules"
+    };
+    match (&r.binding, &r.url) {
+        (Some(b), Some(url)) => {
+            let _ = writeln!(
+                s,
+                "model        {} at {} ({}, batch {}, concurrency {})",
+                b.model, url, b.platform, r.batch_size, r.concurrency
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "model        (decoded from saved logits)");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "data         {} ({rules}, postprocess {}): {} questions, {} features",
+        r.data.display(),
+        r.postprocess,
+        r.questions,
+        r.features
+    );
+    let _ = writeln!(s);
+    for (k, v) in r.scores.metrics.official() {
+        match v {
+            evaluate::MetricValue::Float(x) => {
+                let _ = writeln!(s, "{k:<18} {x:>10.3}");
+            }
+            evaluate::MetricValue::Count(n) => {
+                let _ = writeln!(s, "{k:<18} {n:>10}");
+            }
+        }
+    }
+    let _ = writeln!(s);
+}
+
+/// The text report's throughput, latency, retries, endpoints, padding and inputs.
+fn text_figures(s: &mut String, r: &EvalReport) {
+    let _ = writeln!(
+        s,
+        "wall time    {:.3} s   throughput {:.1} features/s, {:.1} questions/s",
+        r.wall.as_secs_f64(),
+        rate(r.features as f64, r.wall),
+        rate(r.questions as f64, r.wall)
+    );
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(
+            s,
+            "latency      p50 {:.2}  p90 {:.2}  p95 {:.2}  p99 {:.2}  max {:.2}  mean {:.2} ms \
+             ({} requests, each timed from send to response)",
+            i.latency_ms(0.5),
+            i.latency_ms(0.9),
+            i.latency_ms(0.95),
+            i.latency_ms(0.99),
+            i.latency_us.max() as f64 / 1000.0,
+            i.latency_us.mean() / 1000.0,
+            i.requests
+        );
+    }
+    let _ = writeln!(
+        s,
+        "phases       features {:.3} s, inference {:.3} s, decode {:.3} s (overlapped)",
+        r.phases.features_s, r.phases.inference_s, r.phases.decode_s
+    );
+    if let Some(rs) = &r.retries {
+        if rs.total_retries() + rs.total_failures() > 0 {
+            let by = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(c, n)| format!("{c} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                s,
+                "retries      {} ({}); failed requests {}{}",
+                rs.total_retries(),
+                by(&rs.retries),
+                rs.total_failures(),
+                if rs.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", by(&rs.failures))
+                }
+            );
+        }
+    }
+    if r.endpoints.len() > 1 || r.endpoints.iter().any(|e| !e.errors.is_empty()) {
+        for e in &r.endpoints {
+            let _ = writeln!(
+                s,
+                "endpoint     {}: {} requests, {} features, {:.1} features/s, p50 {:.2} ms, \
+                 {} errors, taken out {} times, {} connection(s)",
+                e.url,
+                e.requests,
+                e.features,
+                rate(e.features as f64, r.wall),
+                if e.latency_us.is_empty() {
+                    0.0
+                } else {
+                    e.latency_us.value_at_quantile(0.5) as f64 / 1000.0
+                },
+                e.errors.values().sum::<u64>(),
+                e.taken_out,
+                e.connections
+            );
+        }
+    }
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
+        let _ = writeln!(s, "inputs       {}", inputs_line(&i.shared_memory));
+        if let Some(line) = requests_line(&r.endpoints) {
+            let _ = writeln!(s, "requests     {line}");
+        }
+    }
+    if r.non_finite.values > 0 {
+        let _ = writeln!(
+            s,
+            "non-finite   {} NaN or infinite logits in {} features (treated as -inf)",
+            r.non_finite.values, r.non_finite.features
+        );
+    }
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+        let _ = writeln!(
+            s,
+            "client       limited the run {:.3} s (sender waited {:.3} s for features, decoding \
+             ended {:.3} s after the last response){}",
+            i.client_limited().as_secs_f64(),
+            i.starved.as_secs_f64(),
+            i.decode_lag.as_secs_f64(),
+            if i.client_bound_warning().is_some() {
+                ": bertqa's CPU was the limit"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// The text report's questions left out, outputs and gates.
+fn text_outcome(s: &mut String, r: &EvalReport) {
+    if !r.scores.missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "missing      {} questions without a prediction (scored 0): {}",
+            r.scores.missing.len(),
+            r.scores
+                .missing
+                .iter()
+                .take(FIRST_IDS)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !r.featureless.is_empty() {
+        let _ = writeln!(
+            s,
+            "no features  {} questions whose context has no word pieces: {}",
+            r.featureless.len(),
+            r.featureless
+                .iter()
+                .take(FIRST_IDS)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "outputs      {}/{{{}}}",
+        r.output_dir.display(),
+        r.files.join(",")
+    );
+    for g in &r.gates {
+        let _ = writeln!(
+            s,
+            "gate         {} {}",
+            g.describe(),
+            if g.passed { "passed" } else { "FAILED" }
+        );
+    }
+}

@@ -1,0 +1,515 @@
+//! The steps of `bertqa eval`: load the data, get the answers (from saved logits, or
+//! from a server with the journal, the progress bar and the n-best stream attached to
+//! the run), then write the outputs and the report.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::super::common::{
+    connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
+};
+use super::super::{pipeline_runtime, print_stdout};
+use super::output::{score_predictions, write_partial, write_per_question, write_predictions};
+use super::report::{gates, render_json, render_text};
+use super::{Args, EvalReport, Gate};
+use crate::backend::Binding;
+use crate::cli::resume;
+use crate::decode::{self, DecodeConfig, Prediction};
+use crate::features::FeatureConfig;
+use crate::journal::{Fingerprint, Journal};
+use crate::pipeline::{
+    self, InferConfig, InferReport, Padding, Phases, RunConfig, RunObserver, RunOutcome,
+};
+use crate::tokenize::BertTokenizer;
+use crate::types::Dataset;
+
+/// The questions and the settings every run has.
+pub(super) struct Input {
+    pub dataset: Dataset,
+    pub tokenizer: BertTokenizer,
+    pub version_2: bool,
+    pub decode: DecodeConfig,
+    pub features: FeatureConfig,
+    /// The run's fingerprint (the model's part added by a server run).
+    pub fingerprint: Fingerprint,
+}
+
+/// The answers, and where they came from.
+pub(super) struct Ran {
+    pub outcome: RunOutcome,
+    /// The server's URL(s) and the model's binding (none from saved logits).
+    pub url: Option<String>,
+    pub binding: Option<Binding>,
+    pub batch_size: usize,
+    pub net: Option<crate::backend::Pool>,
+    /// The n-best lists streamed into their file as questions were decoded (a live run).
+    pub nbest: Option<decode::NbestStream>,
+}
+
+/// Loads the data (the shard of it asked for) and the tokenizer, creates the output
+/// directory and fingerprints the settings.
+pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
+    let (mut dataset, data_sha256) =
+        load_data_digest(&args.data, args.run.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    // The whole file decides the v2 rules, so every shard uses the same ones.
+    let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
+    if let Some(shard) = args.shard {
+        shard.apply(&mut dataset);
+        if dataset.examples.is_empty() {
+            anyhow::bail!(
+                "--shard {shard}: {} has too few questions for {} shards",
+                args.data.display(),
+                shard.count
+            );
+        }
+    }
+    let lower_case = crate::types::TokenText::lower_case(&tokenizer);
+    let decode = decode_config(&args.run.decode, version_2, lower_case);
+    let features = feature_config(&args.run.window)?;
+    std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
+    let fingerprint = resume::base_fingerprint(
+        data_sha256,
+        args.limit,
+        args.shard,
+        dataset.examples.len(),
+        &args.run,
+        version_2,
+        lower_case,
+    )?;
+    Ok(Input {
+        dataset,
+        tokenizer,
+        version_2,
+        decode,
+        features,
+        fingerprint,
+    })
+}
+
+/// Decodes logits saved by `--save-logits` (no server).
+pub(super) fn from_logits(
+    args: &Args,
+    input: &Input,
+    path: &Path,
+    started: Instant,
+) -> anyhow::Result<Ran> {
+    let Input {
+        dataset,
+        tokenizer,
+        decode,
+        features,
+        ..
+    } = input;
+    let mut logits = crate::logits_io::load(path)?;
+    let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
+    let t = Instant::now();
+    let (feats, featureless) = crate::features::build(tokenizer, *features, dataset)?;
+    let features_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let predictions = decode::decode(decode, dataset, &feats, &logits, tokenizer)?;
+    let outcome = RunOutcome {
+        predictions,
+        features: feats.len() as u64,
+        featureless,
+        infer: InferReport {
+            non_finite,
+            ..InferReport::empty()
+        },
+        phases: Phases {
+            features_s,
+            inference_s: 0.0,
+            decode_s: t.elapsed().as_secs_f64(),
+        },
+        wall: started.elapsed(),
+        logits: if args.save_logits { logits } else { Vec::new() },
+        kept_features: Vec::new(),
+    };
+    Ok(Ran {
+        outcome,
+        url: None,
+        binding: None,
+        batch_size: 0,
+        net: None,
+        nbest: None,
+    })
+}
+
+/// Runs the questions against the server, journaled (resumed from the journal with
+/// `--resume`) and stoppable by Ctrl-C. A run that does not complete writes its
+/// partial results and fails with their summary.
+pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<Ran> {
+    let model = args.model.as_deref().expect("clap requires --model");
+    let rt = pipeline_runtime()?;
+    let (client, binding) = rt.block_on(connect_pool_and_bind(
+        &args.run.server,
+        &args.run.net,
+        model,
+        &args.model_version,
+        &args.run.binding,
+    ))?;
+    let mut config = run_config(args, input, &binding)?;
+    input.fingerprint = resume::model_fingerprint(
+        std::mem::take(&mut input.fingerprint),
+        &binding,
+        config.infer.padding,
+        args.run.load.dynamic_seq_len,
+    );
+    let (journal, known, decided) = open_journal(args, input)?;
+    // A resumed run pads as the first one decided (its probe is not run again).
+    if let Some(g) = config.infer.guard.as_mut() {
+        g.decided = decided;
+    }
+    // Shared with the signal handler, which writes the gathered records before a second
+    // interrupt quits at once.
+    let journal = Arc::new(Mutex::new(journal));
+    let recorder =
+        resume::Recorder::new(journal.clone(), input.decode.n_best_size, decided.is_some());
+    let on_quit = {
+        let journal = journal.clone();
+        move || {
+            // Never wait: a journal stuck in a write must not stop the quit.
+            if let Ok(mut j) = journal.try_lock() {
+                let _ = j.flush();
+            }
+        }
+    };
+    let nbest = Mutex::new(decode::NbestStream::create(&args.output_dir)?);
+    let control = pipeline::Control {
+        known,
+        stop: Some(resume::stop_on_signals(on_quit)?),
+    };
+    let observer = EvalObserver {
+        bar: Bar::new(args.run.output.quiet || args.run.output.json),
+        journal: &recorder,
+        nbest,
+    };
+    let binding = Arc::new(binding);
+    let outcome = pipeline::run_controlled(
+        &rt,
+        &client,
+        binding.clone(),
+        &input.dataset,
+        &input.tokenizer,
+        &config,
+        &observer,
+        control,
+    );
+    observer.bar.finish();
+    let stream = observer
+        .nbest
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let outcome = if outcome.error.is_none() && outcome.done() == input.dataset.examples.len() {
+        outcome.complete(&input.dataset)?
+    } else {
+        let _ = resume::lock(&journal).sync();
+        let mut outcome = outcome;
+        let error = outcome
+            .error
+            .take()
+            .map(|e| format!("{:#}", stopped(e, &client)));
+        let partial = super::output::Partial {
+            dir: &args.output_dir,
+            data: &args.data,
+            dataset: &input.dataset,
+            version_2: input.version_2,
+            na_prob_thresh: args.scoring.na_prob_thresh,
+            fingerprint: &input.fingerprint,
+            journaled: recorder.features(),
+        };
+        anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
+    };
+    if let Some(w) = outcome.infer.client_bound_warning() {
+        eprintln!("warning: {w}");
+    }
+    if let Some(note) = outcome.infer.padding.note(model) {
+        eprintln!("{note}");
+    }
+    Ok(Ran {
+        outcome,
+        url: Some(args.run.server.url.join(",")),
+        binding: Some((*binding).clone()),
+        batch_size: config.infer.batch_size,
+        net: Some(client),
+        nbest: Some(stream),
+    })
+}
+
+/// The run's configuration for the model's binding.
+fn run_config(args: &Args, input: &Input, binding: &Binding) -> anyhow::Result<RunConfig> {
+    let features = input.features;
+    let decode = &input.decode;
+    let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, binding)?;
+    let concurrency = args.run.load.concurrency.max(1);
+    let padding = Padding::for_model(
+        binding,
+        features.max_seq_length,
+        !args.run.load.fixed_seq_len,
+    );
+    check_padding(padding, features.max_seq_length, binding)?;
+    Ok(RunConfig {
+        features,
+        decode: decode.clone(),
+        infer: InferConfig {
+            batch_size,
+            concurrency,
+            refill: pipeline::refill_group(concurrency, batch_size, binding),
+            warmup: args.run.load.warmup,
+            padding,
+            guard: args
+                .run
+                .load
+                .padding_guard(decode.n_best_size, features.max_seq_length),
+            shared_memory: args.run.load.shared_memory.into(),
+            max_seq_len: features.max_seq_length,
+        },
+        keep_logits: args.save_logits,
+        keep_features: false,
+    })
+}
+
+/// Opens the journal (continued with `--resume`): the journal, the logits it already
+/// holds by unique id, and the padding decision it kept.
+fn open_journal(
+    args: &Args,
+    input: &Input,
+) -> anyhow::Result<(
+    Journal,
+    std::collections::HashMap<u64, crate::types::Logits>,
+    Option<bool>,
+)> {
+    let (mut journal, mut journaled) =
+        resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
+    if args.save_logits {
+        // Compact records hold only what decoding reads: their features are sent again
+        // for the logits file.
+        for id in &journaled.compact {
+            journaled.logits.remove(id);
+        }
+        if !journaled.compact.is_empty() {
+            eprintln!(
+                "note: {} journaled features kept only their answer candidates; \
+                 sending them again for --save-logits",
+                journaled.compact.len()
+            );
+        }
+        journal.uncount(journaled.compact.len() as u64);
+    } else {
+        journal.compact_to(input.decode.n_best_size);
+    }
+    let decided = resume::take_padding_decision(&mut journaled.logits);
+    Ok((journal, journaled.logits, decided))
+}
+
+/// Writes the answers and the scores, then the report (metrics.json, and stdout);
+/// returns the gates that failed.
+pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Result<Vec<String>> {
+    let outcome = &mut ran.outcome;
+    let dataset = &input.dataset;
+    // The answers are written before scoring, so nothing computed is lost if the gold
+    // answers cannot be scored.
+    let mut files = write_predictions(
+        &args.output_dir,
+        &outcome.predictions,
+        input.version_2,
+        ran.nbest.take(),
+    )?;
+    if args.save_logits {
+        crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
+        files.push("logits.bin".into());
+    }
+    let scores = score_predictions(
+        dataset,
+        &outcome.predictions,
+        input.version_2,
+        args.scoring.na_prob_thresh,
+    )
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (the predictions were written to {})",
+            args.output_dir.display()
+        )
+    })?;
+    write_per_question(&args.output_dir, &outcome.predictions, &scores)?;
+    files.push("per_question.jsonl".into());
+    let non_finite = outcome.infer.non_finite;
+    let net = ran.net.as_ref();
+    let mut report = EvalReport {
+        data: args.data.clone(),
+        url: ran.url.take(),
+        binding: ran.binding.take(),
+        version_2: input.version_2,
+        postprocess: match args.run.decode.postprocess {
+            super::super::args::Postprocess::Nvidia => "nvidia",
+            super::super::args::Postprocess::Hf => "hf",
+        },
+        batch_size: ran.batch_size,
+        concurrency: args.run.load.concurrency.max(1),
+        questions: dataset.examples.len(),
+        features: outcome.features,
+        featureless: outcome
+            .featureless
+            .iter()
+            .map(|&i| dataset.examples[i].qas_id.clone())
+            .collect(),
+        scores,
+        infer: if args.from_logits.is_some() {
+            None
+        } else {
+            Some(std::mem::replace(&mut outcome.infer, InferReport::empty()))
+        },
+        phases: outcome.phases,
+        wall: outcome.wall,
+        gates: Vec::new(),
+        output_dir: args.output_dir.clone(),
+        files,
+        retries: net.map(|p| p.retry_stats()),
+        endpoints: net.map(|p| p.endpoint_reports()).unwrap_or_default(),
+        non_finite,
+        fingerprint: input.fingerprint.to_json(),
+    };
+    let nf = non_finite;
+    if nf.values > 0 {
+        eprintln!(
+            "warning: {} NaN or infinite logits in {} features{} (treated as -inf for span choice)",
+            nf.values,
+            nf.features,
+            report
+                .binding
+                .as_ref()
+                .map(|b| format!(" from model {:?}", b.model))
+                .unwrap_or_default()
+        );
+    }
+    report.gates = gates(args, &report);
+    let json = render_json(&report);
+    let metrics_path = args.output_dir.join("metrics.json");
+    decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    report.files.push("metrics.json".into());
+    if args.from_logits.is_none() {
+        resume::finish(&args.output_dir)?;
+    }
+    if args.run.output.json {
+        print_stdout(&format!("{json:#}\n"))?;
+    } else {
+        print_stdout(&render_text(&report))?;
+    }
+    Ok(report
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .map(Gate::describe)
+        .collect())
+}
+
+/// A dynamic-length model still cannot take more than --max-seq-length tokens from us,
+/// and a fixed-length model must match the window length.
+fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> anyhow::Result<()> {
+    if let Padding::Fixed(n) = padding {
+        if n < max_seq_length {
+            anyhow::bail!(
+                "model {:?} takes sequences of {n} tokens but --max-seq-length is {max_seq_length}; \
+                 pass --max-seq-length {n}",
+                binding.model
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Adds the run's retry counts (when there were any) to the error that stopped it.
+fn stopped(e: crate::Error, pool: &crate::backend::Pool) -> anyhow::Error {
+    let s = pool.retry_stats();
+    if s.retries.is_empty() {
+        return e.into();
+    }
+    let by_code = s
+        .retries
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    anyhow::Error::new(e).context(format!(
+        "evaluation stopped after {} retries in this run ({by_code})",
+        s.total_retries()
+    ))
+}
+
+/// The indicatif progress bar on stderr: hidden off a TTY and with --quiet.
+struct Bar(indicatif::ProgressBar);
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Bar(indicatif::ProgressBar::hidden());
+        }
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} features answered \
+                 ({per_sec}, eta {eta})",
+            )
+            .expect("valid template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Bar(bar)
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl Bar {
+    fn built(&self, n: u64) {
+        self.0.inc_length(n);
+    }
+
+    fn answered(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// What `eval` attaches to a run: the progress bar, the journal, and the n-best lists
+/// streamed into their file as questions are decoded.
+struct EvalObserver<'a> {
+    bar: Bar,
+    journal: &'a resume::Recorder,
+    nbest: std::sync::Mutex<decode::NbestStream>,
+}
+
+impl RunObserver for EvalObserver<'_> {
+    fn built(&self, n: u64) {
+        self.bar.built(n);
+    }
+
+    fn answered(&self, n: u64) {
+        self.bar.answered(n);
+    }
+
+    fn answer_needs(&self) -> pipeline::AnswerNeeds {
+        self.journal.needs()
+    }
+
+    fn on_answer(
+        &self,
+        logits: &crate::types::Logits,
+        candidates: Option<&decode::Candidates>,
+    ) -> crate::Result<()> {
+        self.journal.answer(logits, candidates)
+    }
+
+    fn on_padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+        self.journal.padding_decided(dynamic)
+    }
+
+    fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {
+        self.nbest
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(example_index, prediction);
+    }
+}

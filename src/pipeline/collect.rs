@@ -1,0 +1,162 @@
+//! Between the stages, on the runtime: the gate that feeds the dispatch stage until the
+//! run is stopped, and the collector that hands each event to the run's observer and
+//! the answers on to the decoder.
+
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+
+use super::decode::ToDecoder;
+use super::dispatch::{Answer, RunEvent};
+use super::observe::{AnswerNeeds, RunObserver};
+use crate::error::Error;
+use crate::types::{Feature, Logits};
+
+/// Events the collector gathers before handing the answers to the decoder (fewer when
+/// the events end).
+const FORWARD_MIN: usize = 64;
+
+/// Events the collector takes from its channel at a time.
+const FORWARD_CHUNK: usize = 256;
+
+/// What the collector saw.
+#[derive(Default)]
+pub(super) struct Collected {
+    /// Features answered by the server.
+    pub answered: u64,
+    /// The observer's error that stopped the run.
+    pub error: Option<Error>,
+}
+
+/// Hands each event to `observer` and each answer on to the decoder; on an observer's
+/// error, asks the gate to stop (`abort`) and stops.
+pub(super) async fn collect(
+    mut events: mpsc::Receiver<RunEvent>,
+    observer: &dyn RunObserver,
+    keep_logits: bool,
+    to_decoder: std_mpsc::Sender<ToDecoder>,
+    abort: watch::Sender<bool>,
+) -> Collected {
+    let records = observer.answer_needs() != AnswerNeeds::Nothing;
+    let mut out = Collected::default();
+    let mut gathered: Vec<RunEvent> = Vec::with_capacity(FORWARD_CHUNK);
+    let mut open = true;
+    while open {
+        // A few requests' answers per message: each message wakes the decoder thread
+        // (at --batch-size 8, once per request otherwise).
+        while open && gathered.len() < FORWARD_MIN {
+            let room = FORWARD_CHUNK - gathered.len();
+            open = events.recv_many(&mut gathered, room).await > 0;
+        }
+        if gathered.is_empty() {
+            break;
+        }
+        // The padding decision goes to the observer before the answers gathered with it.
+        let decided = gathered.iter().find_map(|e| match e {
+            RunEvent::PaddingDecided { dynamic } => Some(*dynamic),
+            RunEvent::Answer(_) => None,
+        });
+        if let Some(dynamic) = decided {
+            if let Err(e) = observer.on_padding_decided(dynamic) {
+                out.error = Some(e);
+                let _ = abort.send(true);
+                break;
+            }
+        }
+        let answers = gathered.drain(..).filter_map(|e| match e {
+            RunEvent::Answer(a) => Some(a),
+            RunEvent::PaddingDecided { .. } => None,
+        });
+        let mut chunk: Vec<Answer> = Vec::with_capacity(FORWARD_CHUNK);
+        if records {
+            // Ranked as they were read, for the observer's compact records and the
+            // decoder, which reads nothing else of the logits: unless they are kept,
+            // those the observer needed go here, and a question waiting for its other
+            // windows holds only its candidates.
+            for mut a in answers {
+                if let Err(e) = observer.on_answer(&a.logits, a.candidates.as_ref()) {
+                    out.error = Some(e);
+                    let _ = abort.send(true);
+                    // Those before the failure are decoded; a resumed run sends again
+                    // any that the journal could not keep (the rest are dropped).
+                    break;
+                }
+                if !keep_logits && a.candidates.is_some() {
+                    a.logits = Logits {
+                        unique_id: a.logits.unique_id,
+                        start: Vec::new(),
+                        end: Vec::new(),
+                    };
+                }
+                chunk.push(a);
+            }
+        } else {
+            chunk.extend(answers);
+        }
+        out.answered += chunk.len() as u64;
+        observer.answered(chunk.len() as u64);
+        let failed = out.error.is_some();
+        if to_decoder.send(ToDecoder::Answers(chunk)).is_err() || failed {
+            break;
+        }
+    }
+    // Dropped here, so that the channels close when collecting stops early: the
+    // dispatch stage never waits for room that no one will make.
+    drop(events);
+    drop(to_decoder);
+    out
+}
+
+/// Waits until `stop` turns true; forever if it never can.
+async fn stopped(stop: &mut Option<watch::Receiver<bool>>) {
+    match stop {
+        Some(rx) => {
+            if rx.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Passes the produced chunks of features to the dispatch stage until they end, `stop`
+/// turns true (returns true: the run was stopped) or `abort` does. Few features wait
+/// behind the gate (a batch), so little is sent after a stop.
+pub(super) async fn gate(
+    mut produced: mpsc::Receiver<Vec<Arc<Feature>>>,
+    gated: mpsc::Sender<Arc<Feature>>,
+    mut stop: Option<watch::Receiver<bool>>,
+    abort: watch::Receiver<bool>,
+) -> bool {
+    let mut abort = Some(abort);
+    let mut was_stopped = false;
+    // One chunk at a time: at most a batch, what the gated channel holds, so that room
+    // for all of it can be asked for at once.
+    loop {
+        let waiting = tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => { was_stopped = true; None }
+            _ = stopped(&mut abort) => None,
+            c = produced.recv() => c,
+        };
+        let Some(mut waiting) = waiting else { break };
+        if waiting.is_empty() {
+            continue;
+        }
+        let permits = tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => { was_stopped = true; None }
+            _ = stopped(&mut abort) => None,
+            r = gated.reserve_many(waiting.len()) => r.ok(),
+        };
+        let Some(permits) = permits else { break };
+        for (permit, f) in permits.zip(waiting.drain(..)) {
+            permit.send(f);
+        }
+    }
+    // Closing both ends: the producer stops building, the dispatch stage drains.
+    drop(produced);
+    drop(gated);
+    was_stopped
+}

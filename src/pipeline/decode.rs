@@ -1,0 +1,170 @@
+//! The decode stage, on a thread of its own: gathers each question's windows as they are
+//! answered and decodes the question as soon as all of them are in. Output is in file
+//! order whatever the arrival order.
+
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::dispatch::Answer;
+use super::observe::RunObserver;
+use crate::decode::{DecodeCache, DecodeConfig, Prediction, Window};
+use crate::error::Result;
+use crate::tokenize::BertTokenizer;
+use crate::types::{Dataset, Feature, Logits};
+
+/// What the decoder is sent.
+pub(super) enum ToDecoder {
+    /// All features of these examples have been built: (example index, count).
+    Expects(Vec<(usize, usize)>),
+    /// A feature's answer (one whose logits were known beforehand).
+    Answer(Answer),
+    /// Several answers at once (one message per chunk drained from the responses).
+    Answers(Vec<Answer>),
+}
+
+/// What the decode stage hands back.
+pub(super) struct Decoded {
+    /// By example; `None` for questions not fully answered.
+    pub predictions: Vec<Option<Prediction>>,
+    /// Time spent decoding.
+    pub busy: Duration,
+    /// The logits it was asked to keep, by ascending unique id.
+    pub logits: Vec<Logits>,
+    /// The features it was asked to keep, by ascending unique id.
+    pub features: Vec<Arc<Feature>>,
+    /// When the last question was decoded.
+    pub finished: Instant,
+}
+
+/// A question's windows as they arrive.
+#[derive(Default)]
+struct Gathering {
+    /// The number of its windows, once all are built.
+    expected: Option<usize>,
+    answers: Vec<Answer>,
+}
+
+/// The decode stage's state.
+pub(super) struct DecodeStage<'a> {
+    dataset: &'a Dataset,
+    tokenizer: &'a BertTokenizer,
+    config: &'a DecodeConfig,
+    observer: &'a dyn RunObserver,
+    keep_logits: bool,
+    keep_features: bool,
+    predictions: Vec<Option<Prediction>>,
+    /// Indexed by example: no hashing on the way.
+    pending: Vec<Gathering>,
+    busy: Duration,
+    kept: Vec<Logits>,
+    kept_features: Vec<Arc<Feature>>,
+    cache: DecodeCache,
+}
+
+impl<'a> DecodeStage<'a> {
+    pub fn new(
+        dataset: &'a Dataset,
+        tokenizer: &'a BertTokenizer,
+        config: &'a DecodeConfig,
+        observer: &'a dyn RunObserver,
+        keep_logits: bool,
+        keep_features: bool,
+    ) -> Self {
+        let n = dataset.examples.len();
+        DecodeStage {
+            dataset,
+            tokenizer,
+            config,
+            observer,
+            keep_logits,
+            keep_features,
+            predictions: vec![None; n],
+            pending: (0..n).map(|_| Gathering::default()).collect(),
+            busy: Duration::ZERO,
+            kept: Vec::new(),
+            kept_features: Vec::new(),
+            cache: DecodeCache::default(),
+        }
+    }
+
+    /// Decodes what `messages` bring until they end (or decoding fails).
+    pub fn run(mut self, messages: Receiver<ToDecoder>) -> Result<Decoded> {
+        for msg in messages {
+            match msg {
+                ToDecoder::Answers(answers) => {
+                    for answer in answers {
+                        self.answer(answer)?;
+                    }
+                }
+                ToDecoder::Expects(expects) => {
+                    for (example_index, count) in expects {
+                        self.pending[example_index].expected = Some(count);
+                        self.decode_if_complete(example_index)?;
+                    }
+                }
+                ToDecoder::Answer(answer) => self.answer(answer)?,
+            }
+        }
+        let finished = Instant::now();
+        self.kept.sort_by_key(|l| l.unique_id);
+        self.kept_features.sort_by_key(|f| f.unique_id);
+        Ok(Decoded {
+            predictions: self.predictions,
+            busy: self.busy,
+            logits: self.kept,
+            features: self.kept_features,
+            finished,
+        })
+    }
+
+    fn answer(&mut self, answer: Answer) -> Result<()> {
+        let i = answer.feature.example_index;
+        self.pending[i].answers.push(answer);
+        self.decode_if_complete(i)
+    }
+
+    /// Decodes the example once all of its windows are answered.
+    fn decode_if_complete(&mut self, example_index: usize) -> Result<()> {
+        let entry = &mut self.pending[example_index];
+        if entry.expected != Some(entry.answers.len()) {
+            return Ok(());
+        }
+        let mut windows = std::mem::take(&mut entry.answers);
+        entry.expected = None;
+        let t = Instant::now();
+        windows.sort_by_key(|a| a.feature.unique_id);
+        let example = &self.dataset.examples[example_index];
+        let doc_tokens = &self.dataset.paragraph_of(example).doc_tokens;
+        let views: Vec<Window<'_>> = windows
+            .iter()
+            .map(|a| Window {
+                feature: &a.feature,
+                logits: &a.logits,
+                candidates: a.candidates.as_ref(),
+            })
+            .collect();
+        let mut p = self.cache.decode_example(
+            self.config,
+            Some(example.paragraph_index),
+            doc_tokens,
+            &example.qas_id,
+            &views,
+            self.tokenizer,
+        )?;
+        drop(views);
+        self.observer.on_decoded(example_index, &mut p);
+        self.predictions[example_index] = Some(p);
+        self.busy += t.elapsed();
+        if self.keep_features {
+            self.kept_features
+                .extend(windows.iter().map(|a| a.feature.clone()));
+        }
+        if self.keep_logits {
+            // Padded positions included: the reference ranks start/end indexes over the
+            // whole padded sequence (spec §6.2).
+            self.kept.extend(windows.into_iter().map(|a| a.logits));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+//! The produce stage, on a thread of its own (feature building is CPU work): builds each
+//! example's features (or takes prebuilt ones), hands them to the dispatch stage in
+//! chunks of a batch, tells the decoder how many windows each example has, and sends a
+//! feature whose logits are already known (a journal's) straight to the decoder.
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::decode::ToDecoder;
+use super::dispatch::Answer;
+use super::observe::RunObserver;
+use crate::features::FeatureBuilder;
+use crate::types::{Dataset, Feature, Logits};
+
+/// Examples whose feature counts go to the decoder in one message.
+const EXPECT_CHUNK: usize = 256;
+
+/// What the produce stage did.
+pub(super) struct Produced {
+    /// Time spent building features.
+    pub busy: Duration,
+    /// Examples that produced no feature.
+    pub featureless: Vec<usize>,
+    /// Features built.
+    pub total: u64,
+    /// Features whose logits were known (not sent).
+    pub reused: u64,
+}
+
+/// Where the produce stage's output goes.
+pub(super) struct Outlets {
+    /// Chunks of features for the dispatch stage.
+    pub to_dispatch: mpsc::Sender<Vec<Arc<Feature>>>,
+    pub to_decoder: std_mpsc::Sender<ToDecoder>,
+    /// For waiting on a full channel to the dispatch stage (this thread is no runtime's).
+    pub runtime: tokio::runtime::Handle,
+}
+
+/// Builds the features of `dataset` (or takes them, in unique-id order, from
+/// `prebuilt`), chunks of `chunk` at a time; known logits by unique id are not sent.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn produce(
+    dataset: &Dataset,
+    mut builder: FeatureBuilder<'_>,
+    prebuilt: Option<&[Arc<Feature>]>,
+    mut known: HashMap<u64, Logits>,
+    observer: &dyn RunObserver,
+    outlets: Outlets,
+    chunk: usize,
+) -> Produced {
+    let mut out = Produced {
+        busy: Duration::ZERO,
+        featureless: Vec::new(),
+        total: 0,
+        reused: 0,
+    };
+    let mut hand = Handover::new(outlets, chunk);
+    let mut scratch: Vec<Arc<Feature>> = Vec::new();
+    let mut built = Vec::new();
+    let mut next = 0usize;
+    'examples: for example in &dataset.examples {
+        let t = Instant::now();
+        scratch.clear();
+        match prebuilt {
+            None => {
+                built.clear();
+                builder.push_example(dataset, example, &mut built);
+                scratch.extend(built.drain(..).map(Arc::new));
+            }
+            Some(all) => {
+                while next < all.len() && all[next].example_index == example.example_index {
+                    scratch.push(all[next].clone());
+                    next += 1;
+                }
+            }
+        }
+        out.busy += t.elapsed();
+        if scratch.is_empty() {
+            out.featureless.push(example.example_index);
+        }
+        let count = scratch.len();
+        out.total += count as u64;
+        observer.built(count as u64);
+        for feature in scratch.drain(..) {
+            if let Some(logits) = known.remove(&feature.unique_id) {
+                out.reused += 1;
+                observer.answered(1);
+                let answer = Answer {
+                    feature,
+                    logits,
+                    candidates: None,
+                };
+                if hand
+                    .outlets
+                    .to_decoder
+                    .send(ToDecoder::Answer(answer))
+                    .is_err()
+                {
+                    break 'examples;
+                }
+                continue;
+            }
+            if !hand.push(feature) {
+                break 'examples; // inference stopped
+            }
+        }
+        hand.expects.push((example.example_index, count));
+        if hand.expects.len() >= EXPECT_CHUNK && !hand.flush_expects() {
+            break;
+        }
+    }
+    hand.finish();
+    out
+}
+
+/// Features on their way to the dispatch stage, feature counts on theirs to the
+/// decoder.
+///
+/// Features travel in chunks of a batch: one message (and at most one wake-up of the
+/// runtime's thread) per batch, not per feature. Feature counts go to the decoder in
+/// chunks too (one message, and one wake-up of the decoder thread, per example costs
+/// futex calls): a chunk is sent when full, before the
+/// producer waits for room, and at the end (also after a stop, so that answered
+/// questions are decoded).
+struct Handover {
+    outlets: Outlets,
+    chunk: usize,
+    expects: Vec<(usize, usize)>,
+    /// The chunk being filled.
+    filling: Vec<Arc<Feature>>,
+    /// Full chunks not handed on yet. A producer ahead of the sender would otherwise
+    /// wait for room for each chunk and be woken for each one the sender takes (and,
+    /// before each wait, wake the decoder with the counts): it keeps building until
+    /// half the channel's worth is ready, then waits for room for all of it at once.
+    ready: Vec<Vec<Arc<Feature>>>,
+    low_water: usize,
+}
+
+impl Handover {
+    fn new(outlets: Outlets, chunk: usize) -> Self {
+        let low_water = (outlets.to_dispatch.max_capacity() / 2).max(1);
+        Handover {
+            outlets,
+            chunk,
+            expects: Vec::new(),
+            filling: Vec::with_capacity(chunk),
+            ready: Vec::new(),
+            low_water,
+        }
+    }
+
+    /// Adds a feature to send; false when inference stopped.
+    fn push(&mut self, feature: Arc<Feature>) -> bool {
+        self.filling.push(feature);
+        if self.filling.len() < self.chunk {
+            return true;
+        }
+        let full = std::mem::replace(&mut self.filling, Vec::with_capacity(self.chunk));
+        self.ready.push(full);
+        self.send(false)
+    }
+
+    /// Hands the decoder the feature counts gathered; false when it is gone. (A flushed
+    /// chunk leaves an empty Vec that grows as needed: a producer that waits often
+    /// sends small chunks.)
+    fn flush_expects(&mut self) -> bool {
+        self.expects.is_empty()
+            || self
+                .outlets
+                .to_decoder
+                .send(ToDecoder::Expects(std::mem::take(&mut self.expects)))
+                .is_ok()
+    }
+
+    /// Hands on the ready chunks if there is room (`last`, or half a channel's worth
+    /// ready: waits for room for all of them); false when inference stopped.
+    fn send(&mut self, last: bool) -> bool {
+        let tx = &self.outlets.to_dispatch;
+        match tx.try_reserve_many(self.ready.len()) {
+            Ok(permits) => {
+                for (permit, c) in permits.zip(self.ready.drain(..)) {
+                    permit.send(c);
+                }
+                return true;
+            }
+            Err(mpsc::error::TrySendError::Closed(())) => return false,
+            Err(mpsc::error::TrySendError::Full(())) => {}
+        }
+        if self.ready.len() < self.low_water && !last {
+            return true;
+        }
+        // About to wait for room: let the decoder have what is counted.
+        if !self.flush_expects() {
+            return false;
+        }
+        let tx = &self.outlets.to_dispatch;
+        // At most `low_water` chunks are ever ready (more would have waited here
+        // already), and a reservation larger than the channel would fail.
+        debug_assert!(self.ready.len() <= tx.max_capacity());
+        match self
+            .outlets
+            .runtime
+            .block_on(tx.reserve_many(self.ready.len()))
+        {
+            Ok(permits) => {
+                for (permit, c) in permits.zip(self.ready.drain(..)) {
+                    permit.send(c);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Hands on what is left.
+    fn finish(mut self) {
+        if !self.filling.is_empty() {
+            let filling = std::mem::take(&mut self.filling);
+            self.ready.push(filling);
+        }
+        if !self.ready.is_empty() {
+            self.send(true);
+        }
+        self.flush_expects();
+    }
+}

@@ -1,0 +1,401 @@
+//! The run: the stages wired together. Features are built on one thread (`produce`),
+//! requests kept in flight on the runtime ([`super::infer_events`]), events handed to the
+//! run's observer and the answers to the decoder (`collect`), each question decoded on
+//! another thread as soon as all of its windows are answered (`decode`).
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+
+use super::collect::{collect, gate, Collected};
+use super::decode::{DecodeStage, Decoded, ToDecoder};
+use super::dispatch::InferConfig;
+use super::dispatch::{infer_events, RunEvent};
+use super::observe::{AnswerNeeds, RunObserver};
+use super::produce::{produce, Outlets, Produced};
+use super::rank::Rank;
+use super::report::{InferReport, Phases};
+use crate::backend::{Binding, Infer};
+use crate::decode::Prediction;
+use crate::error::{Error, Result};
+use crate::tokenize::BertTokenizer;
+use crate::types::{Dataset, Feature, Logits};
+
+/// Everything an end-to-end run needs besides the data and the server.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub features: crate::features::FeatureConfig,
+    pub decode: crate::decode::DecodeConfig,
+    pub infer: InferConfig,
+    /// Keep every feature's logits in the outcome.
+    pub keep_logits: bool,
+    /// Keep every feature in the outcome (to map answers back to the context).
+    pub keep_features: bool,
+}
+
+/// The result of an end-to-end run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// One per question, in file order.
+    pub predictions: Vec<Prediction>,
+    pub features: u64,
+    /// Questions that produced no feature (§10: no answer can be given).
+    pub featureless: Vec<usize>,
+    pub infer: InferReport,
+    pub phases: Phases,
+    /// From the first feature built to the last question decoded, warm-up excluded.
+    pub wall: Duration,
+    /// With `keep_logits`: every feature's logits as the model returned them (padded
+    /// positions included), by ascending unique id.
+    pub logits: Vec<Logits>,
+    /// With `keep_features`: every feature, by ascending unique id.
+    pub kept_features: Vec<Arc<Feature>>,
+}
+
+/// Steers an interruptible run ([`run_controlled`]).
+#[derive(Default)]
+pub struct Control {
+    /// Logits already known (a journal's) by unique id: these features are not sent.
+    pub known: HashMap<u64, Logits>,
+    /// When this becomes `true`, no further request is sent; requests in flight are
+    /// drained (their answers observed and decoded) and the run returns, stopped.
+    pub stop: Option<watch::Receiver<bool>>,
+}
+
+/// What a controlled run got done, complete or not.
+#[derive(Debug)]
+pub struct PartialOutcome {
+    /// One per question, in file order; `None` for questions not fully answered.
+    pub predictions: Vec<Option<Prediction>>,
+    /// Features built (all of them unless the run stopped early).
+    pub features: u64,
+    /// Features answered: taken from `Control::known` plus answered by the server.
+    pub answered: u64,
+    /// Features taken from `Control::known` (not sent).
+    pub known: u64,
+    pub featureless: Vec<usize>,
+    /// Empty when the run failed.
+    pub infer: InferReport,
+    pub phases: Phases,
+    pub wall: Duration,
+    pub logits: Vec<Logits>,
+    pub kept_features: Vec<Arc<Feature>>,
+    /// The run was stopped through `Control::stop`.
+    pub stopped: bool,
+    /// The error that ended the run early.
+    pub error: Option<Error>,
+}
+
+impl PartialOutcome {
+    /// Questions fully answered.
+    pub fn done(&self) -> usize {
+        self.predictions.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// The outcome of a run that finished: the error that ended it, or every question
+    /// decoded.
+    pub fn complete(self, dataset: &Dataset) -> Result<RunOutcome> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let predictions = self
+            .predictions
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.ok_or_else(|| {
+                    Error::Config(format!(
+                        "question {:?} was not decoded (its windows were not all answered)",
+                        dataset.examples[i].qas_id
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RunOutcome {
+            predictions,
+            features: self.features,
+            featureless: self.featureless,
+            infer: self.infer,
+            phases: self.phases,
+            wall: self.wall,
+            logits: self.logits,
+            kept_features: self.kept_features,
+        })
+    }
+}
+
+/// [`run`] that can be stopped, skips features whose logits are already known, and
+/// hands every new feature's logits to a recorder (`eval`'s journal, `--resume`,
+/// Ctrl-C). Never fails as a whole: what was done is returned with the error that
+/// ended it, so partial results can be written.
+impl PartialOutcome {
+    fn failed(dataset: &Dataset, e: Error) -> Self {
+        PartialOutcome {
+            predictions: vec![None; dataset.examples.len()],
+            features: 0,
+            answered: 0,
+            known: 0,
+            featureless: Vec::new(),
+            infer: InferReport::empty(),
+            phases: Phases::default(),
+            wall: Duration::ZERO,
+            logits: Vec::new(),
+            kept_features: Vec::new(),
+            stopped: false,
+            error: Some(e),
+        }
+    }
+}
+
+/// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
+/// in flight on the runtime, decodes each question on another thread as soon as all of
+/// its windows are answered. Output is in file order whatever the arrival order.
+pub fn run<B: Infer>(
+    runtime: &tokio::runtime::Runtime,
+    client: &B,
+    binding: Arc<Binding>,
+    dataset: &Dataset,
+    tokenizer: &BertTokenizer,
+    config: &RunConfig,
+    observer: &dyn RunObserver,
+) -> Result<RunOutcome> {
+    let stages = Stages {
+        runtime,
+        client,
+        binding,
+        dataset,
+        tokenizer,
+        config,
+        observer,
+    };
+    stages.run(None, Control::default()).complete(dataset)
+}
+
+/// [`run`] with features built beforehand (all of the dataset's, in unique-id order),
+/// so that several models can be run on the same features (`compare`).
+#[allow(clippy::too_many_arguments)]
+pub fn run_prebuilt<B: Infer>(
+    runtime: &tokio::runtime::Runtime,
+    client: &B,
+    binding: Arc<Binding>,
+    dataset: &Dataset,
+    tokenizer: &BertTokenizer,
+    features: &[Arc<Feature>],
+    config: &RunConfig,
+    observer: &dyn RunObserver,
+) -> Result<RunOutcome> {
+    let stages = Stages {
+        runtime,
+        client,
+        binding,
+        dataset,
+        tokenizer,
+        config,
+        observer,
+    };
+    stages
+        .run(Some(features), Control::default())
+        .complete(dataset)
+}
+
+/// [`run`] that can be stopped and skips features whose logits are already known
+/// (`eval`'s journal, `--resume`, Ctrl-C); the observer sees every new answer. Never
+/// fails as a whole: what was done is returned with the error that ended it, so partial
+/// results can be written.
+#[allow(clippy::too_many_arguments)]
+pub fn run_controlled<B: Infer>(
+    runtime: &tokio::runtime::Runtime,
+    client: &B,
+    binding: Arc<Binding>,
+    dataset: &Dataset,
+    tokenizer: &BertTokenizer,
+    config: &RunConfig,
+    observer: &dyn RunObserver,
+    control: Control,
+) -> PartialOutcome {
+    let stages = Stages {
+        runtime,
+        client,
+        binding,
+        dataset,
+        tokenizer,
+        config,
+        observer,
+    };
+    stages.run(None, control)
+}
+
+/// Everything a run's stages share.
+struct Stages<'a, B: Infer> {
+    runtime: &'a tokio::runtime::Runtime,
+    client: &'a B,
+    binding: Arc<Binding>,
+    dataset: &'a Dataset,
+    tokenizer: &'a BertTokenizer,
+    config: &'a RunConfig,
+    observer: &'a dyn RunObserver,
+}
+
+/// What the stages on the runtime (gate, dispatch, collect) did.
+struct Inferred {
+    report: Result<InferReport>,
+    collected: Collected,
+    stopped: bool,
+}
+
+impl<B: Infer> Stages<'_, B> {
+    fn run(self, prebuilt: Option<&[Arc<Feature>]>, control: Control) -> PartialOutcome {
+        let started = Instant::now();
+        let config = self.config;
+        let builder = match crate::features::FeatureBuilder::new(self.tokenizer, config.features) {
+            Ok(b) => b,
+            Err(e) => return PartialOutcome::failed(self.dataset, e),
+        };
+        let infer = &config.infer;
+        let queue = (infer.batch_size * infer.concurrency * 4).max(256);
+        // Features travel to the dispatch stage in chunks of a batch: a sender waiting for
+        // features was woken for every one of them otherwise, about one futex call per
+        // feature.
+        let chunk = infer.batch_size.max(1);
+        let (produced_tx, produced_rx) = mpsc::channel(queue.div_ceil(chunk));
+        // Between the producer and the dispatch stage, a gate that closes on a stop.
+        let (gated_tx, gated_rx) = mpsc::channel(infer.batch_size.max(1));
+        let (events_tx, events_rx) = mpsc::channel(queue);
+        let (decoder_tx, decoder_rx) = std_mpsc::channel();
+        let Control { known, stop } = control;
+
+        std::thread::scope(|scope| {
+            let outlets = Outlets {
+                to_dispatch: produced_tx,
+                to_decoder: decoder_tx.clone(),
+                runtime: self.runtime.handle().clone(),
+            };
+            let producer = scope.spawn(move || {
+                produce(
+                    self.dataset,
+                    builder,
+                    prebuilt,
+                    known,
+                    self.observer,
+                    outlets,
+                    chunk,
+                )
+            });
+            let decode = DecodeStage::new(
+                self.dataset,
+                self.tokenizer,
+                &config.decode,
+                self.observer,
+                config.keep_logits,
+                config.keep_features,
+            );
+            let decoder = scope.spawn(move || decode.run(decoder_rx));
+            let inferred = self.infer(
+                produced_rx,
+                (gated_tx, gated_rx),
+                events_tx,
+                events_rx,
+                decoder_tx,
+                stop,
+            );
+            let responses_done = Instant::now();
+            let produced = producer.join().expect("producer thread");
+            let decoded = decoder.join().expect("decoder thread");
+            self.outcome(started, responses_done, produced, inferred, decoded)
+        })
+    }
+
+    /// Runs the gate, the dispatch stage and the collector on the runtime until the
+    /// features end, the run is stopped or fails.
+    fn infer(
+        &self,
+        produced: mpsc::Receiver<Vec<Arc<Feature>>>,
+        (gated_tx, gated_rx): (mpsc::Sender<Arc<Feature>>, mpsc::Receiver<Arc<Feature>>),
+        events_tx: mpsc::Sender<RunEvent>,
+        events_rx: mpsc::Receiver<RunEvent>,
+        to_decoder: std_mpsc::Sender<ToDecoder>,
+        stop: Option<watch::Receiver<bool>>,
+    ) -> Inferred {
+        let config = self.config;
+        // Answers are ranked as they are read; their logits are kept where something
+        // reads them: the caller, or an observer that needs them all.
+        let rank = Rank {
+            k: config.decode.n_best_size,
+            keep_logits: config.keep_logits || self.observer.answer_needs() == AnswerNeeds::Logits,
+        };
+        let (abort_tx, abort_rx) = watch::channel(false);
+        self.runtime.block_on(async {
+            let (report, collected, stopped) = tokio::join!(
+                infer_events(
+                    self.client,
+                    self.binding.clone(),
+                    &config.infer,
+                    Some(rank),
+                    gated_rx,
+                    events_tx
+                ),
+                collect(
+                    events_rx,
+                    self.observer,
+                    config.keep_logits,
+                    to_decoder,
+                    abort_tx
+                ),
+                gate(produced, gated_tx, stop, abort_rx)
+            );
+            Inferred {
+                report,
+                collected,
+                stopped,
+            }
+        })
+    }
+
+    /// Puts together what the stages did.
+    fn outcome(
+        &self,
+        started: Instant,
+        responses_done: Instant,
+        produced: Produced,
+        inferred: Inferred,
+        decoded: Result<Decoded>,
+    ) -> PartialOutcome {
+        let (mut report, mut error) = match inferred.report {
+            Ok(r) => (r, inferred.collected.error),
+            Err(e) => (InferReport::empty(), Some(e)),
+        };
+        let wall = started.elapsed().saturating_sub(report.warmup);
+        let decoded = decoded.unwrap_or_else(|e| {
+            error.get_or_insert(e);
+            Decoded {
+                predictions: vec![None; self.dataset.examples.len()],
+                busy: Duration::ZERO,
+                logits: Vec::new(),
+                features: Vec::new(),
+                finished: responses_done,
+            }
+        });
+        report.decode_lag = decoded.finished.saturating_duration_since(responses_done);
+        PartialOutcome {
+            predictions: decoded.predictions,
+            features: produced.total,
+            answered: inferred.collected.answered + produced.reused,
+            known: produced.reused,
+            featureless: produced.featureless,
+            phases: Phases {
+                features_s: produced.busy.as_secs_f64(),
+                inference_s: report.busy.as_secs_f64(),
+                decode_s: decoded.busy.as_secs_f64(),
+            },
+            infer: report,
+            wall,
+            logits: decoded.logits,
+            kept_features: decoded.features,
+            stopped: inferred.stopped,
+            error,
+        }
+    }
+}
