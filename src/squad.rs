@@ -25,7 +25,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
-use crate::tokenize::WordHash;
+use rustc_hash::FxBuildHasher;
 use crate::types::{Answer, Dataset, Example, Paragraph, Words};
 
 /// Degenerate but valid input, reported and otherwise handled as the reference does.
@@ -314,8 +314,8 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
     // over the parsed records so the ids are neither copied nor hashed twice; it is
     // reported when the loop below reaches it, as a check in the loop would.
     let first_duplicate = {
-        let mut seen: HashSet<&str, WordHash> =
-            HashSet::with_capacity_and_hasher(questions, WordHash);
+        let mut seen: HashSet<&str, FxBuildHasher> =
+            HashSet::with_capacity_and_hasher(questions, FxBuildHasher);
         raw.data
             .iter()
             .flat_map(|a| &a.paragraphs)

@@ -251,8 +251,6 @@ impl BertTokenizer {
             scratch: basic::Scratch::default(),
             cache: IdCache::default(),
             segments: IdCache::default(),
-            words: String::new(),
-            word_ends: Vec::new(),
             stats: EncoderStats::default(),
         }
     }
@@ -309,71 +307,6 @@ impl TokenText for BertTokenizer {
     }
 }
 
-/// The hasher of the word caches: FxHash's
-/// multiply-rotate over 8-byte chunks. Keys are our own input's words and vocabulary (no
-/// adversary to defend against), and SipHash was a visible part of feature building.
-///
-/// `finish` multiplies once more and rotates the high half down. The table index is the
-/// hash's low bits, and the low bits of a product depend only on the low bits of its
-/// factors, so without that the index of a word under 8 bytes was decided by the low
-/// bits of its first byte or two. In a simulated hashbrown table (see the test
-/// `word_hash_spreads_low_and_high_bits`), finding each of the 32,144 distinct words of
-/// a SQuAD-dev-sized file probed 4.09 groups and compared 1.35 keys on average without
-/// it, 1.0002 and 1.004 with it; for bert-base-uncased's 30,522 entries, 2.23 groups and
-/// 1.18 keys against 1.0001 and 1.004.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WordHash;
-
-impl std::hash::BuildHasher for WordHash {
-    type Hasher = FxHasher;
-    fn build_hasher(&self) -> FxHasher {
-        FxHasher(0)
-    }
-}
-
-/// See [`WordHash`].
-#[derive(Debug)]
-pub struct FxHasher(u64);
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl std::hash::Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
-            ]));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0.wrapping_mul(FX_SEED).rotate_left(26)
-    }
-}
-
 /// Tokenizes many strings with one tokenizer, remembering the WordPiece ids of each
 /// basic token it has seen. Not shared between threads: make one per worker.
 #[derive(Debug)]
@@ -384,10 +317,6 @@ pub struct Encoder<'t> {
     cache: IdCache,
     /// Whole segment given to [`Encoder::encode_segment`] → its ids.
     segments: IdCache,
-    /// The basic tokens of the text being encoded, one after another, and where each
-    /// ends: gathered first so that their cache slots can be requested together.
-    words: String,
-    word_ends: Vec<usize>,
     stats: EncoderStats,
 }
 
@@ -421,8 +350,7 @@ impl Encoder<'_> {
 
     /// Sizes the caches for about `words` distinct basic tokens and `segments` distinct
     /// segments (each capped at what the caches may hold), so that they do not grow
-    /// through intermediate tables. The tables are allocated zeroed, so room that stays
-    /// unused costs address space, not memory.
+    /// through intermediate tables.
     pub fn reserve(&mut self, words: usize, segments: usize) {
         self.cache.reserve(words.min(MAX_CACHED_WORDS));
         self.segments.reserve(segments.min(MAX_CACHED_WORDS));
@@ -434,45 +362,20 @@ impl Encoder<'_> {
             tokenizer,
             scratch,
             cache,
-            words,
-            word_ends,
             stats,
             ..
         } = self;
-        // The basic tokens first, and their cache slots requested, so that the lookups'
-        // misses overlap (a question's ten words are ten misses in a table of MBs).
-        words.clear();
-        word_ends.clear();
         basic::for_each_token(text, tokenizer.lower_case, scratch, |word| {
-            words.push_str(word);
-            word_ends.push(words.len());
-        });
-        let mut start = 0;
-        for &end in word_ends.iter() {
-            cache.prefetch(&words[start..end]);
-            start = end;
-        }
-        let mut start = 0;
-        for &end in word_ends.iter() {
-            let word = &words[start..end];
-            start = end;
             stats.words += 1;
             if let Some(ids) = cache.get(word) {
                 out.extend_from_slice(ids);
-                continue;
+                return;
             }
             stats.words_tokenized += 1;
             let before = out.len();
             tokenizer.wordpiece_into(word, out);
             remember(cache, word, &out[before..]);
-        }
-    }
-
-    /// Starts loading the segment cache's slot for `segment`, a few words ahead of its
-    /// lookup, so that the lookups' cache misses overlap.
-    #[inline]
-    pub fn prefetch_segment(&self, segment: &str) {
-        self.segments.prefetch(segment);
+        });
     }
 
     /// [`Encoder::encode`], remembering the ids of `segment` as a whole: a segment seen
@@ -612,86 +515,6 @@ mod tests {
         enc.encode("running unaffable running", &mut b);
         assert_eq!(a, b);
         assert_eq!(a, t.tokenize("running unaffable running"));
-    }
-
-    /// Lookups in a simulated SwissTable (hashbrown's layout: the index from the low
-    /// bits, a 7-bit tag from the top bits, 16-slot groups probed triangularly, at most
-    /// 7/8 full): (groups probed, key comparisons) per lookup of each key, on average.
-    fn probe_stats(keys: &[String], hash: impl Fn(&str) -> u64) -> (f64, f64) {
-        let buckets = (keys.len() * 8 / 7).next_power_of_two();
-        let mask = buckets - 1;
-        let mut slots: Vec<Option<(u8, usize)>> = vec![None; buckets];
-        let tag = |h: u64| (h >> 57) as u8;
-        for (k, key) in keys.iter().enumerate() {
-            let h = hash(key);
-            let (mut pos, mut stride) = (h as usize & mask, 0);
-            'insert: loop {
-                for i in 0..16 {
-                    let slot = &mut slots[(pos + i) & mask];
-                    if slot.is_none() {
-                        *slot = Some((tag(h), k));
-                        break 'insert;
-                    }
-                }
-                stride += 16;
-                pos = (pos + stride) & mask;
-            }
-        }
-        let (mut groups, mut compares) = (0usize, 0usize);
-        for (k, key) in keys.iter().enumerate() {
-            let h = hash(key);
-            let (mut pos, mut stride) = (h as usize & mask, 0);
-            'find: loop {
-                groups += 1;
-                for i in 0..16 {
-                    if let Some((t, other)) = slots[(pos + i) & mask] {
-                        if t == tag(h) {
-                            compares += 1;
-                            if other == k {
-                                break 'find;
-                            }
-                        }
-                    }
-                }
-                stride += 16;
-                pos = (pos + stride) & mask;
-            }
-        }
-        let n = keys.len() as f64;
-        (groups as f64 / n, compares as f64 / n)
-    }
-
-    #[test]
-    fn word_hash_spreads_low_and_high_bits() {
-        use std::hash::{BuildHasher, Hash, Hasher};
-        // Short lower-case words, like most of a vocabulary and of English text.
-        let letters = b"abcdefghijklmnopqrstuvwxyz";
-        let mut keys = Vec::new();
-        for &a in letters {
-            for &b in letters {
-                keys.push(format!("{}{}", a as char, b as char));
-                for &c in letters {
-                    keys.push(format!("{}{}{}", a as char, b as char, c as char));
-                }
-            }
-        }
-        keys.extend(keys.clone().iter().take(5000).map(|k| format!("##{k}")));
-        let state = |key: &str| {
-            let mut h = WordHash.build_hasher();
-            key.hash(&mut h);
-            h
-        };
-        let (groups, compares) = probe_stats(&keys, |k| state(k).finish());
-        // The raw multiply-rotate state, which `finish` used to return.
-        let (raw_groups, raw_compares) = probe_stats(&keys, |k| state(k).0);
-        eprintln!(
-            "{} keys: finish {groups:.3} groups and {compares:.3} key comparisons per \
-             lookup; raw state {raw_groups:.3} groups, {raw_compares:.3} comparisons",
-            keys.len()
-        );
-        assert!(groups < 1.2, "{groups} groups per lookup");
-        assert!(compares < 1.1, "{compares} key comparisons per lookup");
-        assert!(raw_groups > 2.0 * groups, "{raw_groups} vs {groups}");
     }
 
     #[test]
