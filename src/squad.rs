@@ -25,8 +25,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
-use rustc_hash::FxBuildHasher;
 use crate::types::{Answer, Dataset, Example, Paragraph, Words};
+use rustc_hash::FxBuildHasher;
 
 /// Degenerate but valid input, reported and otherwise handled as the reference does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,10 +189,7 @@ struct RawAnswer {
     answer_start: Option<usize>,
 }
 
-/// The reader's whitespace (§2.1.1); nothing else separates words here.
-pub fn is_reader_whitespace(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{202F}')
-}
+pub use crate::types::is_reader_whitespace;
 
 /// Splits a context into words and the per-code-point word index (§2.1).
 pub fn split_context(context: &str) -> Paragraph {
@@ -271,24 +268,6 @@ fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// §2.1's per-code-point word index of `context`: the index of the word each code point
-/// belongs to, −1 for leading whitespace, and whitespace maps to the word before it.
-pub fn char_to_word_offset(context: &str) -> Vec<i32> {
-    let mut offsets = Vec::with_capacity(context.len());
-    let mut words: i32 = 0;
-    let mut in_word = false;
-    for c in context.chars() {
-        if is_reader_whitespace(c) {
-            in_word = false;
-        } else if !in_word {
-            in_word = true;
-            words += 1;
-        }
-        offsets.push(words - 1);
-    }
-    offsets
 }
 
 fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
