@@ -6,9 +6,8 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() {
-    let code = bertqa::cli::main();
-    exit_now(code)
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(bertqa::cli::main())
 }
 
 /// Turns huge pages off before anything is allocated: the loader runs this with the
@@ -27,27 +26,6 @@ static NO_HUGE_PAGES_BEFORE_MAIN: extern "C" fn() = {
     }
     before_main
 };
-
-/// Ends the process without the exit-time work a normal return does: nothing is left to
-/// clean up (every output file is written by now, the answer files synced and renamed), but mimalloc's
-/// exit handler would still walk and release every arena, about 2% of the client's CPU
-/// on SQuAD dev (scripts/bench.sh). Standard output and error are flushed first.
-fn exit_now(code: u8) -> ! {
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    #[cfg(unix)]
-    {
-        extern "C" {
-            fn _exit(status: std::ffi::c_int) -> !;
-        }
-        // SAFETY: _exit ends the process at once; every Rust buffer that matters was
-        // flushed above and no other thread is writing output at this point.
-        unsafe { _exit(std::ffi::c_int::from(code)) }
-    }
-    #[cfg(not(unix))]
-    std::process::exit(i32::from(code))
-}
 
 /// mimalloc asks for transparent huge pages on its arenas; then every touched 2 MiB
 /// region is resident and zeroed whole: a small command pays for megabytes it never
