@@ -199,8 +199,8 @@ pub fn split_context(context: &str) -> Paragraph {
 /// §2.1's scan, with each word copied once as a slice of the context (into the
 /// paragraph's one word buffer) rather than grown character by character. ASCII contexts (nearly all of SQuAD) go word by word over
 /// the bytes, without decoding UTF-8. The per-code-point word index is not kept: only
-/// `ask` needs it ([`Paragraph::char_to_word_offset`] computes it), and for SQuAD dev
-/// it was 6 MB that evaluation never reads.
+/// `ask` needs it ([`Paragraph::char_to_word_offset`] computes it); evaluation never
+/// reads it.
 fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens = Words::default();
     if context.is_ascii() {

@@ -21,8 +21,8 @@
 //! and the answers are byte-identical. It is written only when that holds (every value
 //! finite, every kept one above `f32::MIN`) and saves space (`2k < n`); a journal made
 //! for `--save-logits` keeps full records, and a run with `--save-logits` sends the
-//! compact records' features again. About a sixth of the bytes on SQuAD-like data: the
-//! journal's writes were a twentieth of the client's CPU.
+//! compact records' features again. Compact records keep the journal's writes, a
+//! visible part of the client's CPU, small.
 //!
 //! Records are gathered and written [`WRITE_BYTES`] or [`WRITE_RECORDS`] at a time,
 //! whichever comes first, with one `write` call (fewer system calls than one per
