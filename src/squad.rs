@@ -87,40 +87,13 @@ pub fn load_digested(path: &Path) -> Result<Loaded> {
 }
 
 fn load_file(path: &Path, digest: bool) -> Result<Loaded> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mapped = map(&file);
-    let read;
-    let bytes: &[u8] = match &mapped {
-        Some(m) => m,
-        None => {
-            let mut buf = Vec::new();
-            (&file)
-                .read_to_end(&mut buf)
-                .map_err(|e| Error::io(path, e))?;
-            read = buf;
-            &read
-        }
-    };
-    let sha256 = digest.then(|| crate::sha256::of_bytes(bytes));
-    let raw = parse(bytes, path)?;
-    drop(mapped); // the typed records own their text; keep the peak low
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let sha256 = digest.then(|| crate::sha256::of_bytes(&bytes));
+    let raw = parse(&bytes, path)?;
+    drop(bytes); // the typed records own their text; keep the peak low
     let mut loaded = convert(raw, path)?;
     loaded.sha256 = sha256;
     Ok(loaded)
-}
-
-/// A regular file's bytes mapped read-only: the page cache's pages themselves, neither
-/// copied nor zero-filled first (a SQuAD-dev-sized file is 4 MB: a thousand fresh pages
-/// otherwise). `None` (read it instead) for an empty file, a pipe or a failed map.
-fn map(file: &std::fs::File) -> Option<memmap2::Mmap> {
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() == 0 {
-        return None;
-    }
-    // SAFETY: the map is only read, and dropped once parsed. Its bytes change only if
-    // another process writes the data file during those milliseconds (a file cut short
-    // then would fault); a run's input is not rewritten under it.
-    unsafe { memmap2::Mmap::map(file) }.ok()
 }
 
 /// Reads SQuAD JSON from a reader; `path` names it in messages.
