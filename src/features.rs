@@ -102,17 +102,7 @@ pub fn doc_pieces_into(encoder: &mut Encoder<'_>, paragraph: &Paragraph, pieces:
     let room = words + words / 4 + 16;
     pieces.ids.reserve(room);
     pieces.tok_to_orig.reserve(room);
-    // The cache slots of the words a few ahead are requested before each lookup, so
-    // that their misses overlap.
-    const AHEAD: usize = 8;
-    let doc_tokens = &paragraph.doc_tokens;
-    for word in doc_tokens.iter().take(AHEAD) {
-        encoder.prefetch_segment(word);
-    }
-    for (word_index, word) in doc_tokens.iter().enumerate() {
-        if let Some(next) = doc_tokens.get(word_index + AHEAD) {
-            encoder.prefetch_segment(next);
-        }
+    for (word_index, word) in paragraph.doc_tokens.iter().enumerate() {
         let before = pieces.ids.len();
         encoder.encode_segment(word, &mut pieces.ids);
         // Words index a context of under 2^31 characters (checked by the reader).

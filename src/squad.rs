@@ -25,8 +25,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
-use crate::tokenize::WordHash;
 use crate::types::{Answer, Dataset, Example, Paragraph, Words};
+use rustc_hash::FxBuildHasher;
 
 /// Degenerate but valid input, reported and otherwise handled as the reference does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,40 +87,13 @@ pub fn load_digested(path: &Path) -> Result<Loaded> {
 }
 
 fn load_file(path: &Path, digest: bool) -> Result<Loaded> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mapped = map(&file);
-    let read;
-    let bytes: &[u8] = match &mapped {
-        Some(m) => m,
-        None => {
-            let mut buf = Vec::new();
-            (&file)
-                .read_to_end(&mut buf)
-                .map_err(|e| Error::io(path, e))?;
-            read = buf;
-            &read
-        }
-    };
-    let sha256 = digest.then(|| crate::sha256::of_bytes(bytes));
-    let raw = parse(bytes, path)?;
-    drop(mapped); // the typed records own their text; keep the peak low
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let sha256 = digest.then(|| crate::sha256::of_bytes(&bytes));
+    let raw = parse(&bytes, path)?;
+    drop(bytes); // the typed records own their text; keep the peak low
     let mut loaded = convert(raw, path)?;
     loaded.sha256 = sha256;
     Ok(loaded)
-}
-
-/// A regular file's bytes mapped read-only: the page cache's pages themselves, neither
-/// copied nor zero-filled first (a SQuAD-dev-sized file is 4 MB: a thousand fresh pages
-/// otherwise). `None` (read it instead) for an empty file, a pipe or a failed map.
-fn map(file: &std::fs::File) -> Option<memmap2::Mmap> {
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() == 0 {
-        return None;
-    }
-    // SAFETY: the map is only read, and dropped once parsed. Its bytes change only if
-    // another process writes the data file during those milliseconds (a file cut short
-    // then would fault); a run's input is not rewritten under it.
-    unsafe { memmap2::Mmap::map(file) }.ok()
 }
 
 /// Reads SQuAD JSON from a reader; `path` names it in messages.
@@ -189,10 +162,7 @@ struct RawAnswer {
     answer_start: Option<usize>,
 }
 
-/// The reader's whitespace (§2.1.1); nothing else separates words here.
-pub fn is_reader_whitespace(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{202F}')
-}
+pub use crate::types::is_reader_whitespace;
 
 /// Splits a context into words and the per-code-point word index (§2.1).
 pub fn split_context(context: &str) -> Paragraph {
@@ -202,8 +172,8 @@ pub fn split_context(context: &str) -> Paragraph {
 /// §2.1's scan, with each word copied once as a slice of the context (into the
 /// paragraph's one word buffer) rather than grown character by character. ASCII contexts (nearly all of SQuAD) go word by word over
 /// the bytes, without decoding UTF-8. The per-code-point word index is not kept: only
-/// `ask` needs it ([`Paragraph::char_to_word_offset`] computes it), and for SQuAD dev
-/// it was 6 MB that evaluation never reads.
+/// `ask` needs it ([`Paragraph::char_to_word_offset`] computes it); evaluation never
+/// reads it.
 fn split_owned_context(context: String) -> Paragraph {
     let mut doc_tokens = Words::default();
     if context.is_ascii() {
@@ -273,24 +243,6 @@ fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// §2.1's per-code-point word index of `context`: the index of the word each code point
-/// belongs to, −1 for leading whitespace, and whitespace maps to the word before it.
-pub fn char_to_word_offset(context: &str) -> Vec<i32> {
-    let mut offsets = Vec::with_capacity(context.len());
-    let mut words: i32 = 0;
-    let mut in_word = false;
-    for c in context.chars() {
-        if is_reader_whitespace(c) {
-            in_word = false;
-        } else if !in_word {
-            in_word = true;
-            words += 1;
-        }
-        offsets.push(words - 1);
-    }
-    offsets
-}
-
 fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
     let version = match raw.version {
         Some(RawVersion::Text(s)) => s,
@@ -314,8 +266,8 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
     // over the parsed records so the ids are neither copied nor hashed twice; it is
     // reported when the loop below reaches it, as a check in the loop would.
     let first_duplicate = {
-        let mut seen: HashSet<&str, WordHash> =
-            HashSet::with_capacity_and_hasher(questions, WordHash);
+        let mut seen: HashSet<&str, FxBuildHasher> =
+            HashSet::with_capacity_and_hasher(questions, FxBuildHasher);
         raw.data
             .iter()
             .flat_map(|a| &a.paragraphs)

@@ -169,8 +169,25 @@ impl Paragraph {
     /// One entry per context code point: the word it belongs to (−1 for leading
     /// whitespace; whitespace maps to the word before it). Computed on each call.
     pub fn char_to_word_offset(&self) -> Vec<i32> {
-        crate::squad::char_to_word_offset(&self.context)
+        let mut offsets = Vec::with_capacity(self.context.len());
+        let mut words: i32 = 0;
+        let mut in_word = false;
+        for c in self.context.chars() {
+            if is_reader_whitespace(c) {
+                in_word = false;
+            } else if !in_word {
+                in_word = true;
+                words += 1;
+            }
+            offsets.push(words - 1);
+        }
+        offsets
     }
+}
+
+/// The reader's whitespace (§2.1.1), the only separator of a [`Paragraph`]'s words.
+pub fn is_reader_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n' | '\u{202F}')
 }
 
 /// One SQuAD question (a `qa` entry), in file order.

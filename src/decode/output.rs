@@ -237,8 +237,8 @@ fn render_object_to(
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
     // Python dict: first position, last value.
-    let mut last: HashMap<&str, usize, crate::tokenize::WordHash> =
-        HashMap::with_capacity_and_hasher(preds.len(), crate::tokenize::WordHash);
+    let mut last: HashMap<&str, usize, rustc_hash::FxBuildHasher> =
+        HashMap::with_capacity_and_hasher(preds.len(), rustc_hash::FxBuildHasher);
     for (i, p) in preds.iter().enumerate() {
         if has_value(p) {
             last.insert(&p.qas_id, i);

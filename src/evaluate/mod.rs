@@ -27,8 +27,8 @@ mod read;
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-use crate::tokenize::WordHash;
 use crate::types::Dataset;
+use rustc_hash::FxBuildHasher as WordHash;
 
 pub use normalize::{exact, f1_v1, f1_v2, normalize_answer};
 use normalize::{f1_v1_normalized, f1_v2_normalized, Normalized};

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::decode::is_py_whitespace;
-use crate::tokenize::WordHash;
+use rustc_hash::FxBuildHasher as WordHash;
 
 /// `string.punctuation`.
 fn is_ascii_punct(c: char) -> bool {

@@ -14,7 +14,7 @@ use serde::de::{DeserializeOwned, Deserializer, MapAccess, Visitor};
 
 use crate::decode::Prediction;
 use crate::error::{Error, Location, Result};
-use crate::tokenize::WordHash;
+use rustc_hash::FxBuildHasher as WordHash;
 
 /// An ordered `{question id: value}` object read from a file (or built in memory).
 #[derive(Debug, Clone)]

@@ -131,18 +131,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         None => run::against_server(&args, &mut input)?,
     };
     let failed = run::report(&args, &input, &mut ran)?;
-    let run::Input {
-        dataset, tokenizer, ..
-    } = input;
-    let outcome = ran.outcome;
-    // The process ends after this command: freeing each question's strings one by one
-    // (answers, n-best texts, the paragraphs' words) would cost more CPU than the rest
-    // of the run's bookkeeping, so the largest structures are left for the OS to
-    // reclaim.
-    std::mem::forget(outcome.predictions);
-    std::mem::forget(outcome.logits);
-    std::mem::forget(dataset);
-    std::mem::forget(tokenizer);
     Ok(if failed.is_empty() {
         Outcome::Success
     } else {

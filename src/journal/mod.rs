@@ -21,8 +21,8 @@
 //! and the answers are byte-identical. It is written only when that holds (every value
 //! finite, every kept one above `f32::MIN`) and saves space (`2k < n`); a journal made
 //! for `--save-logits` keeps full records, and a run with `--save-logits` sends the
-//! compact records' features again. About a sixth of the bytes on SQuAD-like data: the
-//! journal's writes were a twentieth of the client's CPU.
+//! compact records' features again. Compact records keep the journal's writes, a
+//! visible part of the client's CPU, small.
 //!
 //! Records are gathered and written [`WRITE_BYTES`] or [`WRITE_RECORDS`] at a time,
 //! whichever comes first, with one `write` call (fewer system calls than one per
@@ -32,11 +32,11 @@
 //! and [`Journal::resume`] cuts the file back to the last good one. Records left are
 //! written by [`Journal::flush`], [`Journal::sync`] and on drop.
 //!
-//! Journals of the earlier formats are still read and continued in their own format:
-//! `BQJRNL02` (CRC-32; every record full, without `k`) and `BQJRNL01` (the same with
-//! 64-bit FNV-1a checksums, which cost more CPU than the rest of journaling). Records
-//! are not fsync'd one by one: the kernel keeps them when the process dies; a machine
-//! crash may lose the tail, which is then simply sent again.
+//! A journal lives only until its run completes, so only this format is read: a journal
+//! of an earlier bertqa (magic `BQJRNL01` or `BQJRNL02`) is refused with an error that
+//! says to rerun without `--resume` (or delete it). Records are not fsync'd one by one:
+//! the kernel keeps them when the process dies; a machine crash may lose the tail, which
+//! is then simply sent again.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -46,6 +46,9 @@ use std::path::{Path, PathBuf};
 use crate::decode::Candidates;
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
+
+mod fingerprint;
+pub use fingerprint::Fingerprint;
 
 /// Records gathered before they are written (one `write` call).
 pub const WRITE_BYTES: usize = 64 * 1024;
@@ -58,45 +61,15 @@ pub const WRITE_RECORDS: u64 = 24;
 /// The journal's file name inside the output directory.
 pub const FILE_NAME: &str = "journal.bqj";
 
-/// A journal's format, fixed by its magic: the checksum of its header and records, and
-/// whether its records say their kind (`k`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Checksum {
-    /// `BQJRNL01`: 64-bit FNV-1a; full records only.
-    Fnv1a,
-    /// `BQJRNL02`: CRC-32 (IEEE), zero-extended to 64 bits; full records only.
-    Crc32,
-    /// `BQJRNL03`: CRC-32 as `BQJRNL02`; full or compact records.
-    #[default]
-    Crc32Compact,
-}
+/// The magic of this format.
+const MAGIC: &[u8; 8] = b"BQJRNL03";
 
-impl Checksum {
-    fn magic(self) -> &'static [u8; 8] {
-        match self {
-            Checksum::Fnv1a => b"BQJRNL01",
-            Checksum::Crc32 => b"BQJRNL02",
-            Checksum::Crc32Compact => b"BQJRNL03",
-        }
-    }
+/// The magics of the formats of earlier versions, which are not read.
+const OLDER_MAGICS: [&[u8; 8]; 2] = [b"BQJRNL01", b"BQJRNL02"];
 
-    fn from_magic(magic: &[u8]) -> Option<Checksum> {
-        [Checksum::Crc32Compact, Checksum::Crc32, Checksum::Fnv1a]
-            .into_iter()
-            .find(|c| c.magic().as_slice() == magic)
-    }
-
-    fn of(self, bytes: &[u8]) -> u64 {
-        match self {
-            Checksum::Fnv1a => fnv1a(bytes),
-            Checksum::Crc32 | Checksum::Crc32Compact => u64::from(crc32fast::hash(bytes)),
-        }
-    }
-
-    /// Whether records carry `k` (and may be compact).
-    fn has_kinds(self) -> bool {
-        self == Checksum::Crc32Compact
-    }
+/// The checksum of the header and of each record: CRC-32 (IEEE), zero-extended.
+fn checksum(bytes: &[u8]) -> u64 {
+    u64::from(crc32fast::hash(bytes))
 }
 
 /// `k` of a full record.
@@ -105,66 +78,6 @@ const FULL: u32 = u32::MAX;
 /// The most positions a compact record describes (far above any model's sequence), so
 /// that a record cannot make the reader allocate more than a few MB per side.
 const MAX_COMPACT_POSITIONS: usize = 1 << 20;
-
-/// Everything that determines a run's logits and answers, as named strings (data file
-/// digest, model, vocabulary digest, window, decoding and padding settings, …). Two
-/// runs may share a journal only when their fingerprints are equal.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Fingerprint(pub Vec<(String, String)>);
-
-impl Fingerprint {
-    /// Adds one named setting.
-    pub fn with(mut self, key: &str, value: impl ToString) -> Self {
-        self.0.push((key.to_string(), value.to_string()));
-        self
-    }
-
-    /// The value of a setting.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// As a JSON object (keys in order).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::Value::Object(
-            self.0
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                .collect(),
-        )
-    }
-
-    /// From a JSON object of strings.
-    pub fn from_json(v: &serde_json::Value) -> Option<Self> {
-        let map = v.as_object()?;
-        let mut out = Vec::with_capacity(map.len());
-        for (k, v) in map {
-            out.push((k.clone(), v.as_str()?.to_string()));
-        }
-        Some(Fingerprint(out))
-    }
-
-    /// The settings that differ, described as `key: "old" in the journal, "new" now`.
-    pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
-        let mut out = Vec::new();
-        for (k, v) in &now.0 {
-            match self.get(k) {
-                Some(old) if old == v => {}
-                Some(old) => out.push(format!("{k}: {old:?} in the journal, {v:?} now")),
-                None => out.push(format!("{k}: not in the journal, {v:?} now")),
-            }
-        }
-        for (k, v) in &self.0 {
-            if now.get(k).is_none() {
-                out.push(format!("{k}: {v:?} in the journal, not set now"));
-            }
-        }
-        out
-    }
-}
 
 /// What a journal held.
 #[derive(Debug, Default)]
@@ -178,8 +91,6 @@ pub struct Contents {
     pub torn_bytes: u64,
     /// Length of the good part of the file.
     pub good_len: u64,
-    /// The file's checksum (format).
-    pub checksum: Checksum,
 }
 
 /// An open journal, appending.
@@ -190,7 +101,6 @@ pub struct Journal {
     records: u64,
     /// Records gathered in `buffer`, not yet written.
     gathered: u64,
-    checksum: Checksum,
     /// Records not yet written, reused.
     buffer: Vec<u8>,
     /// Compact records of this many candidates where possible (see the module header).
@@ -204,19 +114,17 @@ impl Journal {
     pub fn create(path: &Path, fingerprint: &Fingerprint) -> Result<Journal> {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         let header = fingerprint.to_json().to_string().into_bytes();
-        let checksum = Checksum::default();
         let mut bytes = Vec::with_capacity(header.len() + 20);
-        bytes.extend_from_slice(checksum.magic());
+        bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&checksum.of(&header).to_le_bytes());
+        bytes.extend_from_slice(&checksum(&header).to_le_bytes());
         file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
         Ok(Journal {
             file,
             path: path.to_path_buf(),
             records: 0,
             gathered: 0,
-            checksum,
             buffer: Vec::new(),
             compact: None,
             scratch: Vec::new(),
@@ -250,7 +158,6 @@ impl Journal {
             path: path.to_path_buf(),
             records: contents.logits.len() as u64,
             gathered: 0,
-            checksum: contents.checksum,
             buffer: Vec::new(),
             compact: None,
             scratch: Vec::new(),
@@ -265,12 +172,9 @@ impl Journal {
 
     /// From now on, writes compact records of the first `k` candidates where they save
     /// space and decode exactly as the logits do (module header): for a run that decodes
-    /// with n-best size `k` and keeps no logits. Journals of the earlier formats keep
-    /// writing full records.
+    /// with n-best size `k` and keeps no logits.
     pub fn compact_to(&mut self, k: usize) {
-        if self.checksum.has_kinds() {
-            self.compact = Some(k);
-        }
+        self.compact = Some(k);
     }
 
     /// The n-best size of the compact records it writes, if it writes any
@@ -350,9 +254,7 @@ impl Journal {
                 }
             }
             None => {
-                if self.checksum.has_kinds() {
-                    record.extend_from_slice(&FULL.to_le_bytes());
-                }
+                record.extend_from_slice(&FULL.to_le_bytes());
                 for values in [start, end] {
                     let from = record.len();
                     record.resize(from + 4 * n, 0);
@@ -363,7 +265,7 @@ impl Journal {
             }
         }
         let len = (record.len() - at - 12) as u32;
-        let sum = self.checksum.of(&record[at + 12..]);
+        let sum = checksum(&record[at + 12..]);
         record[at..at + 4].copy_from_slice(&len.to_le_bytes());
         record[at + 4..at + 12].copy_from_slice(&sum.to_le_bytes());
         self.records += 1;
@@ -453,9 +355,17 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
             format!("not a usable bertqa journal: {what}"),
         )
     };
-    let Some(checksum) = bytes.get(..8).and_then(Checksum::from_magic) else {
+    let magic = bytes.get(..8).unwrap_or_default();
+    if OLDER_MAGICS.iter().any(|m| m.as_slice() == magic) {
+        return Err(Error::input(
+            Location::file(path),
+            "the journal was written by an earlier version of bertqa, in a format this \
+             version does not read; rerun without --resume to start over (or delete it)",
+        ));
+    }
+    if magic != MAGIC {
         return Err(bad("bad magic"));
-    };
+    }
     if bytes.len() < 12 {
         return Err(bad("truncated header"));
     }
@@ -466,20 +376,17 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
     }
     let header = &bytes[12..end];
     let sum = u64::from_le_bytes(bytes[end..end + 8].try_into().expect("8 bytes"));
-    if sum != checksum.of(header) {
+    if sum != checksum(header) {
         return Err(bad("header checksum mismatch"));
     }
     let fingerprint = serde_json::from_slice::<serde_json::Value>(header)
         .ok()
         .and_then(|v| Fingerprint::from_json(&v))
         .ok_or_else(|| bad("header is not an object of strings"))?;
-    let mut contents = Contents {
-        checksum,
-        ..Contents::default()
-    };
+    let mut contents = Contents::default();
     let mut at = end + 8;
     let mut compact = std::collections::HashSet::new();
-    while let Some((l, was_compact, next)) = record_at(bytes, at, checksum) {
+    while let Some((l, was_compact, next)) = record_at(bytes, at) {
         if was_compact {
             compact.insert(l.unique_id);
         } else {
@@ -497,12 +404,12 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
 
 /// The record at `at` (its logits, whether it was compact) and the offset after it, or
 /// `None` at the end or a bad record.
-fn record_at(bytes: &[u8], at: usize, checksum: Checksum) -> Option<(Logits, bool, usize)> {
+fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
     let head = bytes.get(at..at + 12)?;
     let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
     let sum = u64::from_le_bytes(head[4..12].try_into().ok()?);
     let payload = bytes.get(at + 12..at + 12 + len)?;
-    if checksum.of(payload) != sum || len < 12 {
+    if checksum(payload) != sum || len < 16 {
         return None;
     }
     let word = |i: usize| -> Option<u32> {
@@ -510,11 +417,8 @@ fn record_at(bytes: &[u8], at: usize, checksum: Checksum) -> Option<(Logits, boo
     };
     let unique_id = u64::from_le_bytes(payload[..8].try_into().ok()?);
     let n = word(8)? as usize;
-    let (k, values) = if checksum.has_kinds() {
-        (word(12)?, &payload[16..])
-    } else {
-        (FULL, &payload[12..])
-    };
+    let k = word(12)?;
+    let values = &payload[16..];
     let float = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
     let next = at + 12 + len;
     if k == FULL {
@@ -547,16 +451,6 @@ fn record_at(bytes: &[u8], at: usize, checksum: Checksum) -> Option<(Logits, boo
         *target.get_mut(i)? = float(&pair[4..]);
     }
     Some((l, true, next))
-}
-
-/// 64-bit FNV-1a: detects torn and corrupted records (not an adversary).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 #[cfg(test)]
@@ -666,69 +560,28 @@ mod tests {
         assert!(e.contains("bad magic"), "{e}");
     }
 
-    /// A journal of an earlier format (`checksum`: Fnv1a or Crc32, full records without
-    /// `k`) written by hand: its header, then one record of `l`.
-    fn old_format_journal(checksum: Checksum, fp: &Fingerprint, l: &Logits) -> Vec<u8> {
-        assert!(!checksum.has_kinds());
-        let header = fp.to_json().to_string().into_bytes();
-        let mut bytes = checksum.magic().to_vec();
-        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&header);
-        bytes.extend_from_slice(&checksum.of(&header).to_le_bytes());
-        let mut payload = l.unique_id.to_le_bytes().to_vec();
-        payload.extend_from_slice(&(l.start.len() as u32).to_le_bytes());
-        for v in l.start.iter().chain(&l.end) {
-            payload.extend_from_slice(&v.to_le_bytes());
-        }
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&checksum.of(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        bytes
-    }
-
-    /// Journals of the earlier formats (FNV-1a, then CRC-32 checksums; records without
-    /// `k`) are read, resumed and continued in their own format, full records even when
-    /// asked for compact ones; a new journal uses the third.
+    /// A journal of an earlier version's format is refused with an error naming the
+    /// file and what to do; a new journal has this format's magic.
     #[test]
-    fn earlier_format_journals_are_continued_in_their_format() {
+    fn earlier_format_journals_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE_NAME);
         let fp = Fingerprint::default().with("model", "m");
-        let crc = |b: &[u8]| u64::from(crc32fast::hash(b));
-        type Format = (Checksum, &'static [u8; 8], fn(&[u8]) -> u64);
-        let formats: [Format; 2] = [
-            (Checksum::Fnv1a, b"BQJRNL01", fnv1a),
-            (Checksum::Crc32, b"BQJRNL02", crc),
-        ];
-        for (checksum, magic, sum) in formats {
-            let l = logits(1_000_000_000, 5);
-            let bytes = old_format_journal(checksum, &fp, &l);
-            // The record's checksum comes before its 52-byte payload.
-            let payload = &bytes[bytes.len() - 52..];
-            assert_eq!(&bytes[..8], magic);
-            assert_eq!(&bytes[bytes.len() - 60..][..8], &sum(payload).to_le_bytes());
+        for magic in OLDER_MAGICS {
+            let header = fp.to_json().to_string().into_bytes();
+            let mut bytes = magic.to_vec();
+            bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&header);
+            bytes.extend_from_slice(&checksum(&header).to_le_bytes());
             std::fs::write(&path, &bytes).unwrap();
-
-            let (mut j, c) = Journal::resume(&path, &fp).unwrap();
-            assert_eq!(c.checksum, checksum);
-            assert_eq!(c.logits[&1_000_000_000], l);
-            j.compact_to(1);
-            j.append(&logits(1_000_000_001, 64)).unwrap();
-            drop(j);
-            let written = std::fs::read(&path).unwrap();
-            assert_eq!(written.len(), bytes.len() + 12 + 12 + 64 * 8);
-            let (_, c) = read(&path).unwrap();
-            assert_eq!(c.checksum, checksum);
-            assert_eq!(c.logits.len(), 2);
-            assert_eq!(c.logits[&1_000_000_001], logits(1_000_000_001, 64));
-            assert!(c.compact.is_empty());
-            assert_eq!(c.torn_bytes, 0);
+            let e = Journal::resume(&path, &fp).unwrap_err().to_string();
+            assert!(e.contains(&path.display().to_string()), "{e}");
+            assert!(e.contains("earlier version"), "{e}");
+            assert!(e.contains("without --resume"), "{e}");
         }
-
         let fresh = dir.path().join("new.bqj");
         Journal::create(&fresh, &fp).unwrap();
-        assert_eq!(&std::fs::read(&fresh).unwrap()[..8], b"BQJRNL03");
-        assert_eq!(read(&fresh).unwrap().1.checksum, Checksum::Crc32Compact);
+        assert_eq!(&std::fs::read(&fresh).unwrap()[..8], MAGIC);
     }
 
     /// Random logits with many ties (a few distinct values), as the decoder ranks them.
@@ -867,7 +720,7 @@ mod tests {
         payload.extend_from_slice(&[0; 8 + 16]);
         let mut bytes = good.clone();
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&Checksum::Crc32Compact.of(&payload).to_le_bytes());
+        bytes.extend_from_slice(&checksum(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
         let (_, c) = parse(&bytes, &path).unwrap();
         assert_eq!(c.compact, vec![7]);
