@@ -20,6 +20,7 @@ pub mod evaluate;
 pub mod features;
 pub mod journal;
 pub mod logits_io;
+pub mod output_file;
 pub mod perf;
 pub mod pipeline;
 pub mod sha256;

@@ -278,7 +278,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
 
     let doc = report(&args, &runs, &features, version_2);
-    crate::decode::write_atomic(
+    crate::output_file::write_atomic(
         &args.output_dir.join("compare.json"),
         format!("{doc:#}\n").as_bytes(),
     )?;

@@ -420,7 +420,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     report.gates = gates(&args, &report);
     let json = render_json(&report);
     let metrics_path = args.output_dir.join("metrics.json");
-    decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    crate::output_file::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
     report.files.push("metrics.json".into());
     if args.from_logits.is_none() {
         super::resume::finish(&args.output_dir)?;
@@ -513,7 +513,7 @@ pub fn write_per_question(
     scores: &Scores,
 ) -> crate::Result<()> {
     let lines = render_per_question(predictions, scores);
-    decode::write_atomic(&dir.join("per_question.jsonl"), &lines)
+    crate::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
 }
 
 /// The lines of per_question.jsonl: serde_json's compact rendering of

@@ -208,7 +208,7 @@ pub fn write_partial(
         "files": files,
         "resume": "rerun the same command with --resume",
     });
-    crate::decode::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
+    crate::output_file::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
     Ok(format!(
         "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
