@@ -35,11 +35,15 @@ impl PyFormatter {
 }
 
 fn newline<W: ?Sized + Write>(w: &mut W, depth: usize) -> io::Result<()> {
-    w.write_all(b"\n")?;
-    for _ in 0..depth {
-        w.write_all(b"    ")?;
+    /// A newline and up to four levels of indentation (the n-best file goes three deep).
+    const INDENTS: &[u8] = b"\n                ";
+    match INDENTS.get(..1 + 4 * depth) {
+        Some(text) => w.write_all(text),
+        None => {
+            w.write_all(b"\n")?;
+            (0..depth).try_for_each(|_| w.write_all(b"    "))
+        }
     }
-    Ok(())
 }
 
 impl Formatter for PyFormatter {
@@ -62,18 +66,16 @@ impl Formatter for PyFormatter {
         fragment: &str,
     ) -> io::Result<()> {
         // `"`, `\` and controls below U+0020 come as char escapes; the rest is here.
-        let mut plain = 0;
-        for (i, c) in fragment.char_indices() {
-            if (' '..='~').contains(&c) {
-                continue;
-            }
-            w.write_all(&fragment.as_bytes()[plain..i])?;
+        let mut rest = fragment;
+        while let Some(at) = rest.bytes().position(|b| !(b' '..=b'~').contains(&b)) {
+            w.write_all(&rest.as_bytes()[..at])?;
+            let c = rest[at..].chars().next().expect("a character starts here");
             for unit in c.encode_utf16(&mut [0; 2]) {
                 write!(w, "\\u{unit:04x}")?;
             }
-            plain = i + c.len_utf8();
+            rest = &rest[at + c.len_utf8()..];
         }
-        w.write_all(&fragment.as_bytes()[plain..])
+        w.write_all(rest.as_bytes())
     }
 
     fn write_char_escape<W: ?Sized + Write>(
