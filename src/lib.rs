@@ -23,6 +23,7 @@ pub mod logits_io;
 pub mod output_file;
 pub mod perf;
 pub mod pipeline;
+pub mod report;
 pub mod sha256;
 pub mod shard;
 pub mod squad;

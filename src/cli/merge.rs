@@ -268,29 +268,33 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut run = common(&first.run);
     run.0.push(("shard".into(), "merged".into()));
     run.0.push(("questions".into(), total.to_string()));
-    let doc = json!({
-        "schema": 1,
-        "data": data.display().to_string(),
-        "version_2_with_negative": version_2,
-        "postprocess": first.metrics["postprocess"],
-        "metrics": scores.metrics.to_json(),
-        "questions": total,
-        "features": features,
-        "missing_predictions": {
-            "count": scores.missing.len(),
-            "first_ids": scores.missing.iter().take(5).collect::<Vec<_>>(),
-        },
-        "shards": by_index.values().map(|s| json!({
-            "shard": s.shard.to_string(),
-            "dir": s.dir.display().to_string(),
-            "questions": s.shard.range(total).len(),
-            "wall_s": s.metrics["wall_s"],
-        })).collect::<Vec<_>>(),
-        "run": run.to_json(),
-        "output_dir": args.output_dir.display().to_string(),
-        "files": files,
-    });
-    let text = format!("{doc:#}\n");
+    let doc = crate::report::merge::MergeJson {
+        schema: 1,
+        data: data.display().to_string(),
+        version_2_with_negative: version_2,
+        postprocess: first.metrics["postprocess"].clone(),
+        metrics: scores.metrics.to_json(),
+        questions: total,
+        features,
+        missing_predictions: crate::report::CountedIds::first(
+            &scores.missing,
+            scores.missing.len(),
+            5,
+        ),
+        shards: by_index
+            .values()
+            .map(|s| crate::report::merge::ShardJson {
+                shard: s.shard.to_string(),
+                dir: s.dir.display().to_string(),
+                questions: s.shard.range(total).len(),
+                wall_s: s.metrics["wall_s"].clone(),
+            })
+            .collect(),
+        run: run.to_json(),
+        output_dir: args.output_dir.display().to_string(),
+        files,
+    };
+    let text = serde_json::to_string_pretty(&doc)? + "\n";
     crate::output_file::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
     if args.json {
         print_stdout(&text)?;
