@@ -49,12 +49,24 @@ impl AtomicFile {
 
     /// Flushes and syncs the temporary file, then renames it over the target.
     pub fn commit(self) -> Result<()> {
+        self.put_in_place(true)
+    }
+
+    /// [`AtomicFile::commit`] without the sync: for a file that can be made again (the
+    /// rename still makes it all or nothing for readers, short of a crash of the system).
+    pub fn commit_unsynced(self) -> Result<()> {
+        self.put_in_place(false)
+    }
+
+    fn put_in_place(self, sync: bool) -> Result<()> {
         let path = self.path;
         let file = self
             .file
             .into_inner()
             .map_err(|e| Error::io(&path, e.into_error()))?;
-        file.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+        if sync {
+            file.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+        }
         file.persist(&path).map_err(|e| Error::io(&path, e.error))?;
         Ok(())
     }

@@ -159,7 +159,10 @@ mod tests {
             }],
         };
         let v = serde_json::to_value(&doc).unwrap();
-        assert_eq!(v["comparisons"][0]["disagreements"]["first"][0]["scores"][1], Value::Null);
+        assert_eq!(
+            v["comparisons"][0]["disagreements"]["first"][0]["scores"][1],
+            Value::Null
+        );
         super::super::assert_follows(include_str!("../../schema/compare.schema.json"), &v);
     }
 }
