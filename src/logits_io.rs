@@ -7,7 +7,7 @@
 //! reference ranks the top start/end indexes over the whole padded sequence, §6.2).
 //! The values are the exact f32s the server returned (FP16 widened exactly).
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use crate::error::{Error, Location, Result};
@@ -32,12 +32,12 @@ pub fn write_to(mut out: impl Write, logits: &[Logits]) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Writes a logits file atomically (temporary file, then rename).
+/// Writes a logits file atomically (temporary file, then rename; not synced: the file
+/// can be made again).
 pub fn save(path: &Path, logits: &[Logits]) -> Result<()> {
-    let tmp = path.with_extension("bin.tmp");
-    let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    write_to(BufWriter::new(file), logits).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    let mut file = crate::output_file::AtomicFile::create(path)?;
+    write_to(&mut file, logits).map_err(|e| Error::io(path, e))?;
+    file.commit_unsynced()
 }
 
 /// Reads a logits file written by [`save`].

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::args::{PipelineArgs, ServerArgs};
 use super::common::{
@@ -278,7 +278,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
 
     let doc = report(&args, &runs, &features, version_2);
-    crate::decode::write_atomic(
+    crate::output_file::write_atomic(
         &args.output_dir.join("compare.json"),
         format!("{doc:#}\n").as_bytes(),
     )?;
@@ -309,44 +309,42 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     })
 }
 
-fn num(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-}
-
 fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: bool) -> Value {
+    use crate::report::compare::*;
     let first = &runs[0];
-    let models: Vec<Value> = runs
+    let per_s = |n: f64, wall: f64| if wall > 0.0 { n / wall } else { 0.0 };
+    let models = runs
         .iter()
         .map(|r| {
             let i = &r.outcome.infer;
             let wall = r.outcome.wall.as_secs_f64();
-            json!({
-                "name": r.name,
-                "url": r.url,
-                "platform": r.binding.platform,
-                "output_dir": args.output_dir.join(&r.dir_name).display().to_string(),
-                "metrics": r.scores.metrics.to_json(),
-                "wall_s": num(wall),
-                "throughput": {
-                    "features_per_s": num(if wall > 0.0 { r.outcome.features as f64 / wall } else { 0.0 }),
-                    "questions_per_s": num(if wall > 0.0 { r.outcome.predictions.len() as f64 / wall } else { 0.0 }),
+            ModelJson {
+                name: r.name.clone(),
+                url: r.url.clone(),
+                platform: r.binding.platform.clone(),
+                output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
+                metrics: r.scores.metrics.to_json(),
+                wall_s: wall,
+                throughput: Throughput {
+                    features_per_s: per_s(r.outcome.features as f64, wall),
+                    questions_per_s: per_s(r.outcome.predictions.len() as f64, wall),
                 },
-                "latency_ms": {
-                    "p50": num(i.latency_ms(0.5)),
-                    "p95": num(i.latency_ms(0.95)),
-                    "p99": num(i.latency_ms(0.99)),
+                latency_ms: LatencyMs {
+                    p50: i.latency_ms(0.5),
+                    p95: i.latency_ms(0.95),
+                    p99: i.latency_ms(0.99),
                 },
-                "padding": super::eval::padding_json(&i.padding),
-            })
+                padding: super::eval::padding_json(&i.padding),
+            }
         })
         .collect();
     let mut gates = Vec::new();
-    let comparisons: Vec<Value> = runs[1..]
+    let comparisons = runs[1..]
         .iter()
         .map(|r| {
             let pairs = first.outcome.predictions.iter().zip(&r.outcome.predictions);
             let total = first.outcome.predictions.len();
-            let disagree: Vec<Value> = pairs
+            let disagree: Vec<Disagreement> = pairs
                 .filter(|(a, b)| a.answer != b.answer)
                 .map(|(a, b)| {
                     let score = |p: &crate::decode::Prediction| {
@@ -355,11 +353,11 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
                             .find(|e| e.text == p.answer)
                             .map(|e| e.start_logit + e.end_logit)
                     };
-                    json!({
-                        "id": a.qas_id,
-                        "answers": [a.answer, b.answer],
-                        "scores": [score(a), score(b)],
-                    })
+                    Disagreement {
+                        id: a.qas_id.clone(),
+                        answers: [a.answer.clone(), b.answer.clone()],
+                        scores: [score(a), score(b)],
+                    }
                 })
                 .collect();
             let agreement = if total > 0 {
@@ -371,38 +369,67 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
             let f1_drop = first.scores.metrics.f1() - r.scores.metrics.f1();
             let linf = s.linf.max(e.linf);
             let mut gate = |flag: &str, threshold: Option<f64>, value: f64, passed: bool| {
-                if let Some(t) = threshold {
-                    gates.push(json!({"flag": flag, "model": r.name, "threshold": t, "value": num(value), "passed": passed}));
+                if let Some(threshold) = threshold {
+                    gates.push(GateJson {
+                        flag: flag.into(),
+                        model: r.name.clone(),
+                        threshold,
+                        value,
+                        passed,
+                    });
                 }
             };
-            gate("--min-agreement", args.min_agreement, agreement, args.min_agreement.is_none_or(|t| agreement >= t));
-            gate("--max-logit-diff", args.max_logit_diff, linf, args.max_logit_diff.is_none_or(|t| linf <= t));
-            gate("--max-f1-drop", args.max_f1_drop, f1_drop, args.max_f1_drop.is_none_or(|t| f1_drop <= t));
-            json!({
-                "model": r.name,
-                "against": first.name,
-                "agreement": num(agreement),
-                "start_logits": {"linf": num(s.linf), "mean_abs": num(s.mean_abs)},
-                "end_logits": {"linf": num(e.linf), "mean_abs": num(e.mean_abs)},
-                "f1_drop": num(f1_drop),
-                "disagreements": {
-                    "count": disagree.len(),
-                    "first": disagree.iter().take(args.show).cloned().collect::<Vec<_>>(),
+            gate(
+                "--min-agreement",
+                args.min_agreement,
+                agreement,
+                args.min_agreement.is_none_or(|t| agreement >= t),
+            );
+            gate(
+                "--max-logit-diff",
+                args.max_logit_diff,
+                linf,
+                args.max_logit_diff.is_none_or(|t| linf <= t),
+            );
+            gate(
+                "--max-f1-drop",
+                args.max_f1_drop,
+                f1_drop,
+                args.max_f1_drop.is_none_or(|t| f1_drop <= t),
+            );
+            ComparisonJson {
+                model: r.name.clone(),
+                against: first.name.clone(),
+                agreement,
+                start_logits: LogitDiffJson {
+                    linf: s.linf,
+                    mean_abs: s.mean_abs,
                 },
-            })
+                end_logits: LogitDiffJson {
+                    linf: e.linf,
+                    mean_abs: e.mean_abs,
+                },
+                f1_drop,
+                disagreements: Disagreements {
+                    count: disagree.len(),
+                    first: disagree.into_iter().take(args.show).collect(),
+                },
+            }
         })
         .collect();
-    json!({
-        "schema": 1,
-        "data": args.data.display().to_string(),
-        "version_2_with_negative": version_2,
-        "questions": first.outcome.predictions.len(),
-        "features": features.len(),
-        "parallel": args.parallel,
-        "models": models,
-        "comparisons": comparisons,
-        "gates": gates,
-    })
+    let doc = CompareJson {
+        schema: 1,
+        data: args.data.display().to_string(),
+        version_2_with_negative: version_2,
+        questions: first.outcome.predictions.len(),
+        features: features.len(),
+        parallel: args.parallel,
+        models,
+        comparisons,
+        gates,
+    };
+    // The text report and the gates read the document as the JSON reader would.
+    serde_json::to_value(&doc).expect("a report serializes")
 }
 
 fn render_text(doc: &Value) -> String {

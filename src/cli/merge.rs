@@ -216,9 +216,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 ),
             }
         }
-        crate::decode::write_atomic(
+        crate::output_file::write_atomic(
             &args.output_dir.join(name),
-            &render_python(&Value::Object(out.clone())),
+            &crate::decode::pyjson::to_vec(&out),
         )?;
         files.push(name.to_string());
         merged.insert(name, out);
@@ -255,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         });
         let _ = writeln!(lines, "{line}");
     }
-    crate::decode::write_atomic(
+    crate::output_file::write_atomic(
         &args.output_dir.join("per_question.jsonl"),
         lines.as_bytes(),
     )?;
@@ -268,30 +268,34 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut run = common(&first.run);
     run.0.push(("shard".into(), "merged".into()));
     run.0.push(("questions".into(), total.to_string()));
-    let doc = json!({
-        "schema": 1,
-        "data": data.display().to_string(),
-        "version_2_with_negative": version_2,
-        "postprocess": first.metrics["postprocess"],
-        "metrics": scores.metrics.to_json(),
-        "questions": total,
-        "features": features,
-        "missing_predictions": {
-            "count": scores.missing.len(),
-            "first_ids": scores.missing.iter().take(5).collect::<Vec<_>>(),
-        },
-        "shards": by_index.values().map(|s| json!({
-            "shard": s.shard.to_string(),
-            "dir": s.dir.display().to_string(),
-            "questions": s.shard.range(total).len(),
-            "wall_s": s.metrics["wall_s"],
-        })).collect::<Vec<_>>(),
-        "run": run.to_json(),
-        "output_dir": args.output_dir.display().to_string(),
-        "files": files,
-    });
-    let text = format!("{doc:#}\n");
-    crate::decode::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
+    let doc = crate::report::merge::MergeJson {
+        schema: 1,
+        data: data.display().to_string(),
+        version_2_with_negative: version_2,
+        postprocess: first.metrics["postprocess"].clone(),
+        metrics: scores.metrics.to_json(),
+        questions: total,
+        features,
+        missing_predictions: crate::report::CountedIds::first(
+            &scores.missing,
+            scores.missing.len(),
+            5,
+        ),
+        shards: by_index
+            .values()
+            .map(|s| crate::report::merge::ShardJson {
+                shard: s.shard.to_string(),
+                dir: s.dir.display().to_string(),
+                questions: s.shard.range(total).len(),
+                wall_s: s.metrics["wall_s"].clone(),
+            })
+            .collect(),
+        run: run.to_json(),
+        output_dir: args.output_dir.display().to_string(),
+        files,
+    };
+    let text = serde_json::to_string_pretty(&doc)? + "\n";
+    crate::output_file::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
     if args.json {
         print_stdout(&text)?;
     } else {
@@ -314,63 +318,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         print_stdout(&s)?;
     }
     Ok(Outcome::Success)
-}
-
-/// `json.dumps(value, indent=4) + "\n"` as Python writes it (ensure_ascii, float repr):
-/// the reference's layout of predictions.json and friends.
-pub fn render_python(value: &Value) -> Vec<u8> {
-    let mut out = String::new();
-    write_python(&mut out, value, 0);
-    out.push('\n');
-    out.into_bytes()
-}
-
-fn write_python(out: &mut String, value: &Value, depth: usize) {
-    let newline = |out: &mut String, depth: usize| {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str("    ");
-        }
-    };
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => out.push_str(&i.to_string()),
-            (_, Some(u), _) => out.push_str(&u.to_string()),
-            (_, _, Some(f)) => out.push_str(&crate::decode::py_float_repr(f)),
-            _ => out.push_str(&n.to_string()),
-        },
-        Value::String(s) => crate::decode::push_str(out, s),
-        Value::Array(a) if a.is_empty() => out.push_str("[]"),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                write_python(out, v, depth + 1);
-            }
-            newline(out, depth);
-            out.push(']');
-        }
-        Value::Object(m) if m.is_empty() => out.push_str("{}"),
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, v)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                crate::decode::push_str(out, k);
-                out.push_str(": ");
-                write_python(out, v, depth + 1);
-            }
-            newline(out, depth);
-            out.push('}');
-        }
-    }
 }
 
 #[cfg(test)]
@@ -407,7 +354,7 @@ mod tests {
         ] {
             let v: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(
-                String::from_utf8(render_python(&v)).unwrap(),
+                String::from_utf8(crate::decode::pyjson::to_vec(&v)).unwrap(),
                 String::from_utf8(bytes).unwrap()
             );
         }

@@ -240,16 +240,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         levels,
     };
     if let Some(path) = &args.csv {
-        crate::decode::write_atomic(path, &export::csv::render(&report))?;
+        crate::output_file::write_atomic(path, &export::csv::render(&report))?;
     }
     if let Some(path) = &args.svg {
-        crate::decode::write_atomic(path, &export::svg::render(&report))?;
+        crate::output_file::write_atomic(path, &export::svg::render(&report))?;
     }
     for w in report.levels.iter().flat_map(|l| &l.warnings) {
         eprintln!("warning: {w}");
     }
     if args.output.json {
-        print_stdout(&format!("{:#}\n", export::json::render(&report)))?;
+        print_stdout(&(serde_json::to_string_pretty(&export::json::render(&report))? + "\n"))?;
     } else {
         print_stdout(&export::text::render(&report))?;
     }

@@ -59,7 +59,7 @@ pub fn write_per_question(
     scores: &Scores,
 ) -> crate::Result<()> {
     let lines = render_per_question(predictions, scores);
-    decode::write_atomic(&dir.join("per_question.jsonl"), &lines)
+    crate::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
 }
 
 /// The lines of per_question.jsonl: serde_json's compact rendering of
@@ -146,7 +146,7 @@ pub fn write_partial(
         "files": files,
         "resume": "rerun the same command with --resume",
     });
-    crate::decode::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
+    crate::output_file::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
     Ok(format!(
         "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
 use crate::evaluate;
@@ -59,100 +59,115 @@ fn r6(x: f64) -> f64 {
 /// The `--json` document (also written as metrics.json); described by
 /// `schema/eval.schema.json`.
 pub fn render_json(r: &EvalReport) -> Value {
-    let latency = match &r.infer {
-        Some(i) if i.requests > 0 => json!({
-            "p50": r6(i.latency_ms(0.50)),
-            "p90": r6(i.latency_ms(0.90)),
-            "p95": r6(i.latency_ms(0.95)),
-            "p99": r6(i.latency_ms(0.99)),
-            "max": r6(i.latency_us.max() as f64 / 1000.0),
-            "mean": r6(i.latency_us.mean() / 1000.0),
+    use crate::report::eval::*;
+    let latency_ms = match &r.infer {
+        Some(i) if i.requests > 0 => Some(LatencyMs {
+            p50: r6(i.latency_ms(0.50)),
+            p90: r6(i.latency_ms(0.90)),
+            p95: r6(i.latency_ms(0.95)),
+            p99: r6(i.latency_ms(0.99)),
+            max: r6(i.latency_us.max() as f64 / 1000.0),
+            mean: r6(i.latency_us.mean() / 1000.0),
         }),
-        _ => Value::Null,
+        _ => None,
     };
-    let model = match &r.binding {
-        Some(b) => json!({
-            "name": b.model,
-            "version": b.version,
-            "url": r.url,
-            "platform": b.platform,
-            "max_batch_size": b.max_batch_size,
-            "binding": serde_json::to_value(b).unwrap_or(Value::Null),
+    let model = r.binding.as_ref().map(|b| Model {
+        name: &b.model,
+        version: &b.version,
+        url: r.url.as_deref(),
+        platform: &b.platform,
+        max_batch_size: b.max_batch_size,
+        binding: serde_json::to_value(b).unwrap_or(Value::Null),
+    });
+    let default_retries = crate::backend::RetryStats::default();
+    let retries = r.retries.as_ref().unwrap_or(&default_retries);
+    let doc = EvalJson {
+        schema: 1,
+        data: r.data.display().to_string(),
+        version_2_with_negative: r.version_2,
+        postprocess: r.postprocess,
+        metrics: r.scores.metrics.to_json(),
+        questions: r.questions,
+        features: r.features,
+        requests: r.infer.as_ref().map_or(0, |i| i.requests),
+        batch_size: r.batch_size,
+        concurrency: r.concurrency,
+        wall_s: r6(r.wall.as_secs_f64()),
+        throughput: Throughput {
+            features_per_s: r6(rate(r.features as f64, r.wall)),
+            questions_per_s: r6(rate(r.questions as f64, r.wall)),
+        },
+        latency_ms,
+        phases_s: PhasesS {
+            features: r6(r.phases.features_s),
+            inference: r6(r.phases.inference_s),
+            decode: r6(r.phases.decode_s),
+        },
+        client: r.infer.as_ref().map(|i| Client {
+            starved_s: r6(i.starved.as_secs_f64()),
+            decode_lag_s: r6(i.decode_lag.as_secs_f64()),
+            limited_s: r6(i.client_limited().as_secs_f64()),
+            cpu_limited: i.client_bound_warning().is_some(),
         }),
-        None => Value::Null,
+        padding: r.infer.as_ref().map(|i| padding(&i.padding)),
+        shared_memory: r.infer.as_ref().map(|i| SharedMemory {
+            used: i.shared_memory.used,
+            outputs: i.shared_memory.outputs,
+            note: i.shared_memory.note.as_deref(),
+        }),
+        retries: Retries {
+            total: retries.total_retries(),
+            by_code: &retries.retries,
+            failed_requests: retries.total_failures(),
+            failures_by_code: &retries.failures,
+        },
+        non_finite_logits: NonFiniteLogits {
+            values: r.non_finite.values,
+            features: r.non_finite.features,
+        },
+        endpoints: r.endpoints.iter().map(|e| endpoint(e, r.wall)).collect(),
+        missing_predictions: crate::report::CountedIds::first(
+            &r.scores.missing,
+            r.scores.missing.len(),
+            FIRST_IDS,
+        ),
+        featureless_questions: crate::report::CountedIds::first(
+            &r.featureless,
+            r.featureless.len(),
+            FIRST_IDS,
+        ),
+        model,
+        gates: r
+            .gates
+            .iter()
+            .map(|g| Gate {
+                flag: g.flag,
+                threshold: g.threshold,
+                value: r6(g.value),
+                passed: g.passed,
+            })
+            .collect(),
+        output_dir: r.output_dir.display().to_string(),
+        files: &r.files,
+        run: &r.fingerprint,
     };
-    json!({
-        "schema": 1,
-        "data": r.data.display().to_string(),
-        "version_2_with_negative": r.version_2,
-        "postprocess": r.postprocess,
-        "metrics": r.scores.metrics.to_json(),
-        "questions": r.questions,
-        "features": r.features,
-        "requests": r.infer.as_ref().map_or(0, |i| i.requests),
-        "batch_size": r.batch_size,
-        "concurrency": r.concurrency,
-        "wall_s": r6(r.wall.as_secs_f64()),
-        "throughput": {
-            "features_per_s": r6(rate(r.features as f64, r.wall)),
-            "questions_per_s": r6(rate(r.questions as f64, r.wall)),
-        },
-        "latency_ms": latency,
-        "phases_s": {
-            "features": r6(r.phases.features_s),
-            "inference": r6(r.phases.inference_s),
-            "decode": r6(r.phases.decode_s),
-        },
-        "client": match &r.infer {
-            Some(i) => json!({
-                "starved_s": r6(i.starved.as_secs_f64()),
-                "decode_lag_s": r6(i.decode_lag.as_secs_f64()),
-                "limited_s": r6(i.client_limited().as_secs_f64()),
-                "cpu_limited": i.client_bound_warning().is_some(),
-            }),
-            None => Value::Null,
-        },
-        "padding": match &r.infer {
-            Some(i) => padding_json(&i.padding),
-            None => Value::Null,
-        },
-        "shared_memory": match &r.infer {
-            Some(i) => shared_memory_json(&i.shared_memory),
-            None => Value::Null,
-        },
-        "retries": retries_json(r.retries.as_ref()),
-        "non_finite_logits": {
-            "values": r.non_finite.values,
-            "features": r.non_finite.features,
-        },
-        "endpoints": r.endpoints.iter().map(|e| endpoint_json(e, r.wall)).collect::<Vec<_>>(),
-        "missing_predictions": {
-            "count": r.scores.missing.len(),
-            "first_ids": r.scores.missing.iter().take(FIRST_IDS).collect::<Vec<_>>(),
-        },
-        "featureless_questions": {
-            "count": r.featureless.len(),
-            "first_ids": r.featureless.iter().take(FIRST_IDS).collect::<Vec<_>>(),
-        },
-        "model": model,
-        "gates": r.gates.iter().map(|g| json!({
-            "flag": g.flag, "threshold": g.threshold, "value": r6(g.value), "passed": g.passed,
-        })).collect::<Vec<_>>(),
-        "output_dir": r.output_dir.display().to_string(),
-        "files": r.files,
-        "run": r.fingerprint,
-    })
+    serde_json::to_value(&doc).expect("a report serializes")
+}
+
+/// The `padding` object of metrics.json.
+fn padding(p: &crate::pipeline::PaddingReport) -> crate::report::eval::Padding {
+    crate::report::eval::Padding {
+        mode: p.mode(),
+        seq_len: p.fixed_len,
+        probe_features: p.probe_features,
+        probe_unsafe_features: p.probe_unsafe,
+        displaced_features: p.displaced,
+    }
 }
 
 /// The `padding` object of metrics.json (also used by `compare`).
 pub(crate) fn padding_json(p: &crate::pipeline::PaddingReport) -> Value {
-    json!({
-        "mode": p.mode(),
-        "seq_len": p.fixed_len,
-        "probe_features": p.probe_features,
-        "probe_unsafe_features": p.probe_unsafe,
-        "displaced_features": p.displaced,
-    })
+    serde_json::to_value(padding(p)).expect("a report serializes")
 }
 
 /// The text report's padding line.
@@ -210,23 +225,12 @@ pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
     }
 }
 
-/// The `shared_memory` object of metrics.json.
-pub(crate) fn shared_memory_json(m: &crate::pipeline::SharedMemoryReport) -> Value {
-    json!({ "used": m.used, "outputs": m.outputs, "note": m.note })
-}
-
-fn retries_json(stats: Option<&crate::backend::RetryStats>) -> Value {
-    let default = crate::backend::RetryStats::default();
-    let s = stats.unwrap_or(&default);
-    json!({
-        "total": s.total_retries(),
-        "by_code": s.retries,
-        "failed_requests": s.total_failures(),
-        "failures_by_code": s.failures,
-    })
-}
-
-fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Value {
+/// One endpoint of metrics.json's `endpoints`.
+fn endpoint(
+    e: &crate::backend::pool::EndpointReport,
+    wall: Duration,
+) -> crate::report::eval::Endpoint<'_> {
+    use crate::report::eval::{Endpoint, EndpointLatencyMs, Errors};
     let q = |x: f64| {
         if e.latency_us.is_empty() {
             0.0
@@ -234,26 +238,30 @@ fn endpoint_json(e: &crate::backend::pool::EndpointReport, wall: Duration) -> Va
             r6(e.latency_us.value_at_quantile(x) as f64 / 1000.0)
         }
     };
-    json!({
-        "url": e.url,
-        "connections": e.connections,
-        "transport": e.transport.as_str(),
-        "unary_connections": e.unary_connections,
-        "requests": e.requests,
-        "features": e.features,
-        "features_per_s": r6(rate(e.features as f64, wall)),
-        "latency_ms": {
-            "p50": q(0.5),
-            "p99": q(0.99),
-            "mean": r6(if e.latency_us.is_empty() { 0.0 } else { e.latency_us.mean() / 1000.0 }),
+    Endpoint {
+        url: &e.url,
+        connections: e.connections,
+        transport: e.transport.as_str(),
+        unary_connections: e.unary_connections,
+        requests: e.requests,
+        features: e.features,
+        features_per_s: r6(rate(e.features as f64, wall)),
+        latency_ms: EndpointLatencyMs {
+            p50: q(0.5),
+            p99: q(0.99),
+            mean: r6(if e.latency_us.is_empty() {
+                0.0
+            } else {
+                e.latency_us.mean() / 1000.0
+            }),
         },
-        "errors": {
-            "total": e.errors.values().sum::<u64>(),
-            "by_code": e.errors,
+        errors: Errors {
+            total: e.errors.values().sum::<u64>(),
+            by_code: &e.errors,
         },
-        "taken_out": e.taken_out,
-        "healthy_at_end": e.healthy,
-    })
+        taken_out: e.taken_out,
+        healthy_at_end: e.healthy,
+    }
 }
 
 /// The human report.

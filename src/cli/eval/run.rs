@@ -387,7 +387,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     report.gates = gates(args, &report);
     let json = render_json(&report);
     let metrics_path = args.output_dir.join("metrics.json");
-    decode::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    crate::output_file::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
     report.files.push("metrics.json".into());
     if args.from_logits.is_none() {
         resume::finish(&args.output_dir)?;

@@ -1,7 +1,7 @@
 //! The `--json` document of `bertqa perf` (`"schema": 1`; `schema/perf.schema.json`).
 //! Latencies in milliseconds (`_ms`), rates per second (`_per_s`).
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::Report;
 use crate::perf::{Level, LevelResult, Load, Window};
@@ -15,51 +15,164 @@ fn ms(us: f64) -> f64 {
     r6(us / 1000.0)
 }
 
-/// The JSON document.
-pub fn render(report: &Report) -> Value {
-    let (distribution, seed) = match &report.load {
-        Load::Concurrency(_) => (Value::Null, Value::Null),
-        Load::RequestRate {
-            distribution, seed, ..
-        } => (json!(distribution.as_str()), json!(seed)),
-    };
-    let (interval_ms, request_count) = match report.window {
-        Window::Time(d) => (json!(d.as_millis() as u64), Value::Null),
-        Window::Count(n) => (Value::Null, json!(n)),
-    };
-    json!({
-        "schema": 1,
-        "model": {
-            "name": report.model,
-            "version": report.version,
-            "url": report.url,
-            "platform": report.platform,
-            "max_batch_size": report.max_batch_size,
-        },
-        "data": report.data,
-        "features": report.features,
-        "batch_size": report.batch_size,
-        "padding": report.padding,
-        "inputs": report.inputs,
-        "mode": report.load.mode(),
-        "request_distribution": distribution,
-        "seed": seed,
-        "measurement": {
-            "mode": match report.window { Window::Time(_) => "time", Window::Count(_) => "count" },
-            "interval_ms": interval_ms,
-            "request_count": request_count,
-            "stability_percentage": report.stability_percent,
-            "max_trials": report.max_trials,
-        },
-        "levels": report.levels.iter().map(level).collect::<Vec<_>>(),
-        "warnings": report.levels.iter().flat_map(|l| l.warnings.iter()).collect::<Vec<_>>(),
-    })
+/// The JSON document (keys in this order).
+#[derive(Debug, Serialize)]
+pub struct PerfJson<'a> {
+    pub schema: u32,
+    pub model: Model<'a>,
+    pub data: &'a str,
+    pub features: usize,
+    pub batch_size: usize,
+    pub padding: &'a str,
+    pub inputs: &'a str,
+    pub mode: &'static str,
+    /// Request-rate sweeps only (`null` otherwise), as `seed`.
+    pub request_distribution: Option<&'static str>,
+    pub seed: Option<u64>,
+    pub measurement: Measurement,
+    pub levels: Vec<LevelJson<'a>>,
+    pub warnings: Vec<&'a str>,
 }
 
-fn level(l: &LevelResult) -> Value {
-    let (concurrency, rate) = match l.level {
-        Level::Concurrency(n) => (json!(n), Value::Null),
-        Level::RequestRate(r) => (Value::Null, json!(r)),
+#[derive(Debug, Serialize)]
+pub struct Model<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    pub url: &'a str,
+    pub platform: &'a str,
+    pub max_batch_size: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Measurement {
+    /// `"time"` or `"count"`; one of the next two is set.
+    pub mode: &'static str,
+    pub interval_ms: Option<u64>,
+    pub request_count: Option<u64>,
+    pub stability_percentage: f64,
+    pub max_trials: usize,
+}
+
+/// One level's results.
+#[derive(Debug, Serialize)]
+pub struct LevelJson<'a> {
+    /// The level: one of the two is set.
+    pub concurrency: Option<usize>,
+    pub request_rate_per_s: Option<f64>,
+    pub stable: bool,
+    pub trials: usize,
+    pub window_s: f64,
+    pub requests: u64,
+    pub features: u64,
+    pub throughput: Throughput,
+    pub latency_ms: LatencyMs,
+    pub client_ms: ClientMs,
+    pub server_ms: ServerMs,
+    pub server: Server,
+    pub client_cpu: ClientCpu,
+    pub sent_per_s: f64,
+    pub send_delay_ms: f64,
+    pub warnings: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub features_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatencyMs {
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub avg: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClientMs {
+    pub send: f64,
+    pub recv: f64,
+    pub response_wait: f64,
+    pub network: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ServerMs {
+    pub request: f64,
+    pub queue: f64,
+    pub compute_input: f64,
+    pub compute_infer: f64,
+    pub compute_output: f64,
+    pub other: f64,
+    pub compute_per_execution: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Server {
+    pub requests: u64,
+    pub inferences: u64,
+    pub executions: u64,
+    pub busy_fraction: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClientCpu {
+    pub cpu_s: f64,
+    pub fraction_of_all_cpus: f64,
+}
+
+/// The JSON document of `report`.
+pub fn render(report: &Report) -> PerfJson<'_> {
+    let (request_distribution, seed) = match &report.load {
+        Load::Concurrency(_) => (None, None),
+        Load::RequestRate {
+            distribution, seed, ..
+        } => (Some(distribution.as_str()), Some(*seed)),
+    };
+    let (mode, interval_ms, request_count) = match report.window {
+        Window::Time(d) => ("time", Some(d.as_millis() as u64), None),
+        Window::Count(n) => ("count", None, Some(n)),
+    };
+    PerfJson {
+        schema: 1,
+        model: Model {
+            name: &report.model,
+            version: &report.version,
+            url: &report.url,
+            platform: &report.platform,
+            max_batch_size: report.max_batch_size,
+        },
+        data: &report.data,
+        features: report.features,
+        batch_size: report.batch_size,
+        padding: &report.padding,
+        inputs: &report.inputs,
+        mode: report.load.mode(),
+        request_distribution,
+        seed,
+        measurement: Measurement {
+            mode,
+            interval_ms,
+            request_count,
+            stability_percentage: report.stability_percent,
+            max_trials: report.max_trials,
+        },
+        levels: report.levels.iter().map(level).collect(),
+        warnings: report
+            .levels
+            .iter()
+            .flat_map(|l| l.warnings.iter().map(String::as_str))
+            .collect(),
+    }
+}
+
+fn level(l: &LevelResult) -> LevelJson<'_> {
+    let (concurrency, request_rate_per_s) = match l.level {
+        Level::Concurrency(n) => (Some(n), None),
+        Level::RequestRate(r) => (None, Some(r)),
     };
     let s = &l.server;
     let c = &l.client;
@@ -68,65 +181,95 @@ fn level(l: &LevelResult) -> Value {
     } else {
         0.0
     };
-    json!({
-        "concurrency": concurrency,
-        "request_rate_per_s": rate,
-        "stable": l.stable,
-        "trials": l.trials,
-        "window_s": r6(l.window_s),
-        "requests": l.requests,
-        "features": l.features,
-        "throughput": {
-            "requests_per_s": r6(l.requests_per_s),
-            "features_per_s": r6(l.features_per_s),
+    LevelJson {
+        concurrency,
+        request_rate_per_s,
+        stable: l.stable,
+        trials: l.trials,
+        window_s: r6(l.window_s),
+        requests: l.requests,
+        features: l.features,
+        throughput: Throughput {
+            requests_per_s: r6(l.requests_per_s),
+            features_per_s: r6(l.features_per_s),
         },
-        "latency_ms": {
-            "p50": ms(l.latency.p50_us),
-            "p90": ms(l.latency.p90_us),
-            "p95": ms(l.latency.p95_us),
-            "p99": ms(l.latency.p99_us),
-            "avg": ms(l.latency.avg_us),
-            "max": ms(l.latency.max_us),
+        latency_ms: LatencyMs {
+            p50: ms(l.latency.p50_us),
+            p90: ms(l.latency.p90_us),
+            p95: ms(l.latency.p95_us),
+            p99: ms(l.latency.p99_us),
+            avg: ms(l.latency.avg_us),
+            max: ms(l.latency.max_us),
         },
-        "client_ms": {
-            "send": ms(c.send_us),
-            "recv": ms(c.recv_us),
-            "response_wait": ms(c.response_wait_us),
-            "network": ms(c.network_us),
+        client_ms: ClientMs {
+            send: ms(c.send_us),
+            recv: ms(c.recv_us),
+            response_wait: ms(c.response_wait_us),
+            network: ms(c.network_us),
         },
-        "server_ms": {
-            "request": ms(s.request_us),
-            "queue": ms(s.queue_us),
-            "compute_input": ms(s.compute_input_us),
-            "compute_infer": ms(s.compute_infer_us),
-            "compute_output": ms(s.compute_output_us),
-            "other": ms(s.other_us),
-            "compute_per_execution": ms(s.compute_per_execution_us),
+        server_ms: ServerMs {
+            request: ms(s.request_us),
+            queue: ms(s.queue_us),
+            compute_input: ms(s.compute_input_us),
+            compute_infer: ms(s.compute_infer_us),
+            compute_output: ms(s.compute_output_us),
+            other: ms(s.other_us),
+            compute_per_execution: ms(s.compute_per_execution_us),
         },
-        "server": {
-            "requests": s.requests,
-            "inferences": s.inferences,
-            "executions": s.executions,
-            "busy_fraction": r6(busy_fraction),
+        server: Server {
+            requests: s.requests,
+            inferences: s.inferences,
+            executions: s.executions,
+            busy_fraction: r6(busy_fraction),
         },
-        "client_cpu": {
-            "cpu_s": r6(l.client_cpu_s),
-            "fraction_of_all_cpus": r6(l.client_cpu_fraction),
+        client_cpu: ClientCpu {
+            cpu_s: r6(l.client_cpu_s),
+            fraction_of_all_cpus: r6(l.client_cpu_fraction),
         },
-        "sent_per_s": r6(l.sent_per_s),
-        "send_delay_ms": ms(l.send_delay_us),
-        "warnings": l.warnings,
-    })
+        sent_per_s: r6(l.sent_per_s),
+        send_delay_ms: ms(l.send_delay_us),
+        warnings: &l.warnings,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::sample;
     use super::*;
+    use crate::perf::Distribution;
+    use serde_json::Value;
+
+    fn validate(v: &Value) {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../schema/perf.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("valid schema");
+        let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    /// What the structs produce is what the schema describes, for both load modes and
+    /// both windows.
+    #[test]
+    fn documents_follow_the_schema() {
+        let mut r = sample::report();
+        validate(&serde_json::to_value(render(&r)).unwrap());
+        r.load = Load::RequestRate {
+            rates: vec![12.5],
+            distribution: Distribution::Poisson,
+            seed: 7,
+        };
+        r.window = Window::Time(std::time::Duration::from_millis(1500));
+        r.levels = vec![sample::level(Level::RequestRate(12.5), 25.0, 4.0, 6.0)];
+        let v = serde_json::to_value(render(&r)).unwrap();
+        assert_eq!(v["seed"], 7);
+        assert_eq!(v["measurement"]["interval_ms"], 1500);
+        assert_eq!(v["levels"][0]["request_rate_per_s"], 12.5);
+        validate(&v);
+    }
 
     #[test]
     fn levels_carry_every_part_of_the_latency() {
-        let v = render(&sample::report());
+        let v = serde_json::to_value(render(&sample::report())).unwrap();
         assert_eq!(v["schema"], 1);
         assert_eq!(v["mode"], "concurrency");
         assert_eq!(v["measurement"]["request_count"], 50);

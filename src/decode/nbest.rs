@@ -1,0 +1,248 @@
+//! One question's n-best list from its windows' candidates (§6.3–§6.10): the pairs,
+//! their order, the texts with de-duplication, the probabilities and the answer.
+
+use super::span_text::{span_text, SpanScratch};
+use super::{
+    best_indexes, rules, DecodeCache, DecodeConfig, NbestEntry, Prediction, QuestionScratch, Span,
+    Window,
+};
+use crate::types::{TokenText, Words};
+
+/// A candidate span (§6.3), or the null candidate when `start == 0` (§6.4).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Prelim {
+    window: usize,
+    start: usize,
+    end: usize,
+    start_logit: f64,
+    end_logit: f64,
+}
+
+/// Initial `score_null` of G, N-old and H (§0.2, §6.4).
+const SCORE_NULL_INIT: f64 = 1_000_000.0;
+
+/// Strict "greater than" on logits in an order where NaN sits below every number (and
+/// equals itself), so sorting never panics and ties keep their order.
+fn gt(a: f64, b: f64) -> bool {
+    if a.is_nan() {
+        false
+    } else {
+        b.is_nan() || a > b
+    }
+}
+
+/// §6.8: max-shifted softmax, max taken as "first, then strictly greater", sum in order.
+#[cfg(test)]
+pub(super) fn softmax(scores: &[f64]) -> Vec<f64> {
+    let mut probs = Vec::new();
+    softmax_into(scores, &mut probs);
+    probs
+}
+
+/// [`softmax`] into `probs` (cleared first).
+fn softmax_into(scores: &[f64], probs: &mut Vec<f64>) {
+    probs.clear();
+    let Some(&first) = scores.first() else {
+        return;
+    };
+    let mut max = first;
+    for &s in &scores[1..] {
+        if s > max {
+            max = s;
+        }
+    }
+    probs.extend(scores.iter().map(|&s| (s - max).exp()));
+    let mut total = 0.0;
+    for &e in probs.iter() {
+        total += e;
+    }
+    for p in probs.iter_mut() {
+        *p /= total;
+    }
+}
+
+impl DecodeCache {
+    pub(super) fn decode_checked(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph: Option<usize>,
+        doc_tokens: &Words,
+        qas_id: &str,
+        windows: &[Window<'_>],
+        tok: &dyn TokenText,
+    ) -> Prediction {
+        self.start(paragraph);
+        let DecodeCache {
+            words,
+            prelims,
+            scratch,
+            ..
+        } = self;
+        let v2 = config.version_2_with_negative;
+        let mut score_null = SCORE_NULL_INIT;
+        let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
+        // (position, logit) of the candidates; `ranked` is the ranking's scratch.
+        let QuestionScratch {
+            starts,
+            ends,
+            ranked,
+            nbest,
+            scores,
+            probs,
+        } = scratch;
+
+        for (wi, w) in windows.iter().enumerate() {
+            let (f, l) = (w.feature, w.logits);
+            starts.clear();
+            ends.clear();
+            let first = match w.ranked(config.n_best_size) {
+                Some(c) => {
+                    starts.extend(c.start_scores());
+                    ends.extend(c.end_scores());
+                    c.first()
+                }
+                None => {
+                    for (logits, out) in [(&l.start, &mut *starts), (&l.end, &mut *ends)] {
+                        best_indexes(logits, config.n_best_size, ranked);
+                        out.extend(ranked.iter().map(|&i| (i, logits[i])));
+                    }
+                    (l.start[0], l.end[0])
+                }
+            };
+            if v2 {
+                // §6.4: strict `<`, so equal null scores keep the earlier window.
+                let s0 = f64::from(first.0);
+                let e0 = f64::from(first.1);
+                let z = s0 + e0;
+                if z < score_null {
+                    score_null = z;
+                    null_window = wi;
+                    null_start = s0;
+                    null_end = e0;
+                }
+            }
+            // §6.3, in the reference's loop order: start rank, then end rank. The filters
+            // on one position alone are applied once per position, before the pairs.
+            starts.retain(|&(s, _)| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
+            ends.retain(|&(e, _)| e < f.len() && f.orig_word(e).is_some());
+            for &(s, start_logit) in starts.iter() {
+                for &(e, end_logit) in ends.iter() {
+                    if e < s || e - s + 1 > config.max_answer_length {
+                        continue;
+                    }
+                    prelims.push(Prelim {
+                        window: wi,
+                        start: s,
+                        end: e,
+                        start_logit: f64::from(start_logit),
+                        end_logit: f64::from(end_logit),
+                    });
+                }
+            }
+        }
+        if v2 {
+            prelims.push(Prelim {
+                window: null_window,
+                start: 0,
+                end: 0,
+                start_logit: null_start,
+                end_logit: null_end,
+            });
+        }
+        // §6.5: stable, descending by start + end.
+        prelims.sort_by(|a, b| {
+            let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
+            if gt(y, x) {
+                std::cmp::Ordering::Greater
+            } else if gt(x, y) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+
+        // §6.6: n-best with de-duplication by final text across all windows. The texts seen
+        // are exactly those of the entries kept so far (the null entry's is ""), at most
+        // n_best_size + 1 of them: a linear scan beats hashing.
+        let mut scratch = SpanScratch::default();
+        nbest.clear();
+        for p in prelims.iter() {
+            if nbest.len() >= config.n_best_size {
+                break;
+            }
+            let text = if p.start > 0 {
+                let f = windows[p.window].feature;
+                let text = span_text(
+                    config,
+                    doc_tokens,
+                    words,
+                    &mut scratch,
+                    f,
+                    p.start,
+                    p.end,
+                    tok,
+                );
+                if nbest.iter().any(|e| e.0 == *text) {
+                    continue;
+                }
+                text.into_owned()
+            } else {
+                String::new()
+            };
+            let span = windows.get(p.window).map(|w| Span {
+                unique_id: w.feature.unique_id,
+                start: p.start,
+                end: p.end,
+            });
+            nbest.push((text, p.start_logit, p.end_logit, span));
+        }
+        let seen_null = nbest.iter().any(|e| e.0.is_empty());
+        let null_span = windows.get(null_window).map(|w| Span {
+            unique_id: w.feature.unique_id,
+            start: 0,
+            end: 0,
+        });
+        rules::complete_nbest(config, nbest, seen_null, (null_start, null_end, null_span));
+
+        scores.clear();
+        scores.extend(nbest.iter().map(|(_, s, e, _)| s + e));
+        softmax_into(scores, probs);
+        let nbest: Vec<NbestEntry> = nbest
+            .drain(..)
+            .zip(probs.iter().copied())
+            .map(
+                |((text, start_logit, end_logit, span), probability)| NbestEntry {
+                    text,
+                    probability,
+                    start_logit,
+                    end_logit,
+                    span,
+                },
+            )
+            .collect();
+
+        // §6.10.
+        let (answer, null_odds) = if v2 {
+            // complete_nbest guarantees a non-empty text in a v2 list.
+            let best = nbest.iter().find(|e| !e.text.is_empty());
+            let (text, s, e) = best
+                .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
+                .unwrap_or(("empty", 0.0, 0.0));
+            let diff = score_null - s - e;
+            let answer = if diff > config.null_score_diff_threshold {
+                String::new()
+            } else {
+                text.to_string()
+            };
+            (answer, Some(diff))
+        } else {
+            (nbest[0].text.clone(), None)
+        };
+        Prediction {
+            qas_id: qas_id.to_string(),
+            answer,
+            nbest,
+            null_odds,
+        }
+    }
+}
