@@ -2,9 +2,9 @@
 //!
 //! Everything above this trait (the endpoint pool, retries, shared memory as a
 //! decorator, the pipeline) is the same for every way of talking to Triton; everything
-//! below it is one file per protocol: gRPC `ModelInfer` ([`unary`](super::unary)) and
-//! gRPC `ModelStreamInfer` ([`stream`](super::stream)). A further protocol (KServe v2
-//! HTTP/REST) is one more implementation of [`InferTransport`].
+//! below it is one file per protocol: gRPC `ModelInfer` (`unary.rs`) and gRPC
+//! `ModelStreamInfer` (`stream.rs`). A further protocol (KServe v2 HTTP/REST) is one
+//! more file implementing [`InferTransport`], with no change above the seam.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,18 +26,16 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<ModelInferResponse>
 /// Sends one batch to one server and returns the answer holding its logits.
 ///
 /// Contract:
-/// - One attempt on one connection: no retries, no choice of endpoint (the
-///   [`Pool`](super::Pool) above does both, and classifies the errors with
-///   [`RetryPolicy`](super::RetryPolicy)).
+/// - One attempt on one connection: no retries, no choice of endpoint (the pool above
+///   does both, and classifies the errors with its retry policy).
 /// - The request goes as [`InferRequest::to_proto`] describes it: its tensors in the
 ///   message, or only the shared memory places its [`shm_inputs`](InferRequest::shm_inputs)
 ///   and [`shm_outputs`](InferRequest::shm_outputs) name. A transport may set the
 ///   request id (the stream matches answers by it).
 /// - The answer is returned as the server gave it, as a `ModelInferResponse`: outputs
 ///   in the message, or empty raw entries for outputs written into shared memory.
-///   Checking it against the binding is the caller's
-///   ([`tensor::check_batch`](super::tensor::check_batch)); a transport for another
-///   protocol translates its answer into this message.
+///   Checking it against the binding is the caller's (`tensor::check_batch`); a
+///   transport for another protocol translates its answer into this message.
 /// - Failures are [`Error`](crate::Error)s by meaning, naming the server's address and
 ///   the model: unreachable or closed ([`Unavailable`](crate::Error::Unavailable)), past
 ///   the request deadline ([`Timeout`](crate::Error::Timeout)), refused credentials
