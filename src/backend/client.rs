@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 
 pub use super::proto::repository_index_response::ModelIndex;
 pub use super::status::map_status;
-pub use super::transport::{MAX_FRAME_BYTES, MAX_MESSAGE_BYTES};
+pub use super::transport::MAX_MESSAGE_BYTES;
 
 /// How to reach a server.
 #[derive(Debug, Clone)]
@@ -150,16 +150,7 @@ impl TritonClient {
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
-            .tcp_nodelay(true)
-            // Fixed windows far above any response (64 × 384 × 2 FP32 logits is 192 KiB)
-            // rather than an adaptive window, whose round-trip pings and window updates
-            // cost client CPU while the server never waits for room.
-            .initial_stream_window_size(8 << 20)
-            .initial_connection_window_size(32 << 20)
-            // Frames of up to 1 MiB from the server instead of HTTP/2's default 16 KiB:
-            // logits in the message arrive in a few large frames, read in a few system
-            // calls.
-            .max_frame_size(MAX_FRAME_BYTES);
+            .tcp_nodelay(true);
         if let Some(tls) = &tls {
             endpoint = security::tls_endpoint(endpoint, tls)?;
         }

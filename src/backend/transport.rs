@@ -13,9 +13,6 @@ use super::proto::ModelInferResponse;
 use super::request::InferRequest;
 use crate::error::Result;
 
-/// Largest HTTP/2 frame bertqa accepts (`SETTINGS_MAX_FRAME_SIZE`).
-pub const MAX_FRAME_BYTES: u32 = 1 << 20;
-
 /// Largest message bertqa accepts or sends (Triton's own limit is 2 GiB − 1).
 pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
