@@ -1,7 +1,6 @@
 //! Client CPU of one inference request's wire work, per feature: writing the request
-//! (`prepare_request` + the codec's hand-written encoding into a send buffer, against
-//! building the equivalent prost message and encoding it with prost) and reading the
-//! response (`check_batch` + conversion of every row).
+//! (`prepare_request`, building its prost message and encoding it with prost) and
+//! reading the response (`check_batch` + conversion of every row).
 //!
 //! Usage: `bench_wire [BATCH] [ROUNDS]` (defaults 64 and 2000). NVIDIA's layout: three
 //! INT64 `[batch, 384]` inputs, two FP32 `[batch, 384]` outputs. Prints one JSON line.
@@ -68,24 +67,14 @@ fn main() {
         .collect();
     let per_feature_us = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / (rounds * batch) as f64;
 
-    let t = Instant::now();
     let mut bytes = 0;
-    for _ in 0..rounds {
-        let r = prepare_request(&binding, features.clone(), SEQ).expect("batch");
-        let mut buf = bytes::BytesMut::with_capacity(8 * 1024);
-        buf.reserve(r.encoded_len());
-        r.encode(&mut buf);
-        bytes = std::hint::black_box(buf.freeze()).len();
-    }
-    let codec_us = per_feature_us(t);
-
     let t = Instant::now();
     for _ in 0..rounds {
         let r = prepare_request(&binding, features.clone(), SEQ).expect("batch");
         let m = r.to_proto();
         let mut buf = bytes::BytesMut::with_capacity(8 * 1024);
         m.encode(&mut buf).expect("room");
-        std::hint::black_box(buf.freeze());
+        bytes = std::hint::black_box(buf.freeze()).len();
     }
     let prost_us = per_feature_us(t);
 
@@ -112,8 +101,8 @@ fn main() {
     }
     let decode_us = per_feature_us(t);
     println!(
-        "{{\"batch\": {batch}, \"request_bytes\": {bytes}, \"codec_encode_us_per_feature\": \
-         {codec_us:.3}, \"prost_encode_us_per_feature\": {prost_us:.3}, \
+        "{{\"batch\": {batch}, \"request_bytes\": {bytes}, \
+         \"prost_encode_us_per_feature\": {prost_us:.3}, \
          \"decode_us_per_feature\": {decode_us:.3}}}"
     );
 }

@@ -1,19 +1,19 @@
-//! A typed Triton gRPC client over tonic, with `tonic::Status` mapped into [`Error`].
+//! A typed Triton gRPC client over tonic, with `tonic::Status` mapped into [`Error`]:
+//! one connection, its metadata calls, and inference through the connection's
+//! transport ([`Transport`]: [`UnaryTransport`] or [`StreamTransport`]).
 //!
 //! Inference always carries raw tensor contents (little-endian, row-major); Triton
 //! always answers with raw contents (protocol facts §4). tonic's 4 MiB decode limit is
 //! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
 //! return far more.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, GrpcMethod, Status};
+use tonic::{Code, Status};
 
-use super::codec::InferCodec;
+use super::peer::Peer;
 use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::{
     ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
@@ -22,18 +22,16 @@ use super::proto::{
     ServerReadyRequest, SystemSharedMemoryRegisterRequest, SystemSharedMemoryUnregisterRequest,
 };
 use super::request::InferRequest;
-use super::security::{self, Header, Security, TlsConfig};
-use super::stream::{InferStream, StreamError};
-use super::whole_body::WholeBody;
+use super::security::{self, Security, TlsConfig};
+use super::status::root_cause;
+use super::stream::StreamTransport;
+use super::transport::{InferTransport, SendFuture};
+use super::unary::UnaryTransport;
 use crate::error::{Error, Result};
 
 pub use super::proto::repository_index_response::ModelIndex;
-
-/// Largest HTTP/2 frame bertqa accepts (`SETTINGS_MAX_FRAME_SIZE`).
-pub const MAX_FRAME_BYTES: u32 = 1 << 20;
-
-/// Largest message bertqa accepts or sends (Triton's own limit is 2 GiB − 1).
-pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+pub use super::status::map_status;
+pub use super::transport::MAX_MESSAGE_BYTES;
 
 /// How to reach a server.
 #[derive(Debug, Clone)]
@@ -56,7 +54,7 @@ pub enum Transport {
     #[default]
     Unary,
     /// Requests multiplexed on one `ModelStreamInfer` call per connection
-    /// ([`stream`](super::stream)); a request the stream answers with an error is asked
+    /// ([`StreamTransport`]); a request the stream answers with an error is asked
     /// again with `ModelInfer`, and so is every later one on that connection. The stream
     /// is driven by a task on the runtime of the request that opened it: send a
     /// client's requests from one runtime (a current-thread runtime drives its tasks
@@ -121,29 +119,17 @@ pub fn normalize_url(url: &str) -> Result<String> {
 #[derive(Debug, Clone)]
 pub struct TritonClient {
     grpc: GrpcInferenceServiceClient<Channel>,
-    /// The same channel for `ModelInfer` with our own codec ([`InferCodec`]), each
-    /// request's body handed over whole (one write per request, [`WholeBody`]).
-    infer: tonic::client::Grpc<WholeBody<Channel>>,
-    /// The address as the user gave it, for messages.
-    url: String,
-    request_timeout: Duration,
-    /// Metadata sent with every call (values are secrets).
-    headers: Arc<[Header]>,
-    /// Whether the channel uses TLS (for the hints in connection errors).
-    tls: bool,
-    /// The inference stream of this connection, under [`Transport::Stream`].
-    stream: Option<Arc<StreamSlot>>,
+    /// The server as every call sees it.
+    peer: Arc<Peer>,
+    /// How inference requests travel on this connection.
+    infer: Inference,
 }
 
-/// The stream a connection's requests go on ([`Transport::Stream`]), shared by the
-/// client's clones.
-#[derive(Debug)]
-struct StreamSlot {
-    channel: Channel,
-    current: std::sync::Mutex<Option<Arc<InferStream>>>,
-    /// Set for good once the stream answered with an error or is not offered: the
-    /// connection's requests then go unary.
-    unary: AtomicBool,
+/// The transport of a connection's inference requests ([`Transport`]).
+#[derive(Debug, Clone)]
+enum Inference {
+    Unary(UnaryTransport),
+    Stream(Arc<StreamTransport>),
 }
 
 impl TritonClient {
@@ -164,18 +150,7 @@ impl TritonClient {
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
-            .tcp_nodelay(true)
-            // Fixed windows far above any response (64 × 384 × 2 FP32 logits is 192 KiB)
-            // rather than an adaptive window: its round-trip pings and window updates
-            // cost about a tenth of the client's CPU on a loopback eval, and the server
-            // never waits for room.
-            .initial_stream_window_size(8 << 20)
-            .initial_connection_window_size(32 << 20)
-            // Frames of up to 1 MiB from the server instead of HTTP/2's default 16 KiB:
-            // logits in the message arrive in a few large frames, read in a few system
-            // calls (tensors in the messages, SQuAD-dev-sized file: `recvfrom` 3,232 →
-            // 513 per run).
-            .max_frame_size(MAX_FRAME_BYTES);
+            .tcp_nodelay(true);
         if let Some(tls) = &tls {
             endpoint = security::tls_endpoint(endpoint, tls)?;
         }
@@ -198,55 +173,50 @@ impl TritonClient {
                 )))
             }
         };
-        let stream = (config.transport == Transport::Stream).then(|| {
-            Arc::new(StreamSlot {
-                channel: channel.clone(),
-                current: Default::default(),
-                unary: AtomicBool::new(false),
-            })
-        });
-        let infer = tonic::client::Grpc::new(WholeBody(channel.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let grpc = GrpcInferenceServiceClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(TritonClient {
-            grpc,
-            infer,
+        let peer = Arc::new(Peer {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
             tls: tls.is_some(),
-            stream,
-        })
+        });
+        let infer = match config.transport {
+            Transport::Unary => {
+                Inference::Unary(UnaryTransport::new(channel.clone(), peer.clone()))
+            }
+            Transport::Stream => Inference::Stream(Arc::new(StreamTransport::new(
+                channel.clone(),
+                peer.clone(),
+            ))),
+        };
+        let grpc = GrpcInferenceServiceClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(TritonClient { grpc, peer, infer })
     }
 
     /// How this client's requests travel (as configured).
     pub fn transport(&self) -> Transport {
-        match self.stream {
-            Some(_) => Transport::Stream,
-            None => Transport::Unary,
+        match self.infer {
+            Inference::Unary(_) => Transport::Unary,
+            Inference::Stream(_) => Transport::Stream,
         }
     }
 
     /// Whether a stream error sent this connection's requests unary for good.
     pub fn went_unary(&self) -> bool {
-        self.stream
-            .as_ref()
-            .is_some_and(|s| s.unary.load(Ordering::Relaxed))
+        match &self.infer {
+            Inference::Unary(_) => false,
+            Inference::Stream(s) => s.went_unary(),
+        }
     }
 
     /// The address as given by the user.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.peer.url
     }
 
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
-        let mut r = tonic::Request::new(msg);
-        r.set_timeout(self.request_timeout);
-        security::apply(&self.headers, r.metadata_mut());
-        r
+        self.peer.request(msg)
     }
 
     /// `ServerLive`.
@@ -331,7 +301,7 @@ impl TritonClient {
     /// Whether the server's host is this machine by a loopback address (`localhost`,
     /// 127.0.0.0/8, `::1`), where a shared memory region can reach it.
     pub fn is_loopback(&self) -> bool {
-        is_loopback_url(&self.url)
+        is_loopback_url(&self.peer.url)
     }
 
     /// `SystemSharedMemoryRegister`: `byte_size` bytes of the POSIX shared memory object
@@ -387,74 +357,9 @@ impl TritonClient {
         }
     }
 
-    /// Runs a prepared request, its tensors written by [`InferCodec`] straight into the
-    /// send buffer: on the connection's stream under [`Transport::Stream`], else (and
-    /// for a request the stream answered with an error, whose status only `ModelInfer`
-    /// gives) with `ModelInfer`.
+    /// Runs a prepared request on this connection's transport ([`Transport`]).
     pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        if let Some(slot) = self
-            .stream
-            .as_ref()
-            .filter(|s| !s.unary.load(Ordering::Relaxed))
-        {
-            let stream = self.open_stream(slot);
-            let error = match stream.infer(request.clone(), self.request_timeout).await {
-                Ok(response) => return Ok(response),
-                Err(e) => e,
-            };
-            match error {
-                StreamError::TimedOut => {
-                    return Err(Error::Timeout {
-                        url: self.url.clone(),
-                        timeout_ms: self.request_timeout.as_millis() as u64,
-                    })
-                }
-                StreamError::Closed(status) if status.code() != Code::Unimplemented => {
-                    return Err(self.status(status, Some(&request.binding().model)))
-                }
-                // Rejected (no status code on a stream), or no stream offered: this
-                // request and every later one go unary.
-                _ => slot.unary.store(true, Ordering::Relaxed),
-            }
-        }
-        self.infer_unary(request).await
-    }
-
-    /// The connection's open stream, or a new one (on the current runtime).
-    fn open_stream(&self, slot: &StreamSlot) -> Arc<InferStream> {
-        let mut current = slot.current.lock().expect("stream lock");
-        match current.as_ref() {
-            Some(s) if !s.is_closed() => s.clone(),
-            _ => {
-                let mut metadata = tonic::metadata::MetadataMap::new();
-                security::apply(&self.headers, &mut metadata);
-                let s = Arc::new(InferStream::open(slot.channel.clone(), metadata));
-                *current = Some(s.clone());
-                s
-            }
-        }
-    }
-
-    /// `ModelInfer`.
-    async fn infer_unary(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        let binding = request.binding().clone();
-        let mut grpc = self.infer.clone();
-        let result = match grpc.ready().await {
-            Ok(()) => {
-                let mut req = self.request(request);
-                req.extensions_mut().insert(GrpcMethod::new(
-                    "inference.GRPCInferenceService",
-                    "ModelInfer",
-                ));
-                let path = PathAndQuery::from_static("/inference.GRPCInferenceService/ModelInfer");
-                grpc.unary(req, path, InferCodec::default()).await
-            }
-            // As the generated client words it.
-            Err(e) => Err(Status::unknown(format!("Service was not ready: {e}"))),
-        };
-        result
-            .map(tonic::Response::into_inner)
-            .map_err(|s| self.status(s, Some(&binding.model)))
+        self.send(request).await
     }
 
     /// Maps a status from a model-specific call; for "unknown model" style answers it
@@ -477,7 +382,7 @@ impl TritonClient {
         let ready: Vec<String> = ready_models(&index);
         match index.iter().find(|m| m.name == model) {
             Some(m) => Error::ModelNotReady {
-                url: self.url.clone(),
+                url: self.peer.url.clone(),
                 model: model.into(),
                 state: if m.reason.is_empty() {
                     m.state.clone()
@@ -487,29 +392,25 @@ impl TritonClient {
                 ready,
             },
             None => Error::ModelNotFound {
-                url: self.url.clone(),
+                url: self.peer.url.clone(),
                 model: model.into(),
                 available: ready,
             },
         }
     }
 
-    /// Maps any gRPC status to the library error. A call cancelled by the transport
-    /// means the server closed the connection (a TLS server closes a plain-text one);
-    /// TLS and header hints are added by `security::annotate`.
+    /// Maps any gRPC status to the library error (see [`Peer::error`]).
     pub fn status(&self, status: Status, model: Option<&str>) -> Error {
-        let closed = status.code() == Code::Cancelled
-            && is_transport(&status)
-            && !status.message().contains("Timeout expired");
-        let error = if closed {
-            Error::Unavailable {
-                url: self.url.clone(),
-                message: format!("connection closed by the server ({})", status.message()),
-            }
-        } else {
-            map_status(&self.url, self.request_timeout, status, model)
-        };
-        security::annotate(error, &self.headers, self.tls)
+        self.peer.error(status, model)
+    }
+}
+
+impl InferTransport for TritonClient {
+    fn send(&self, request: InferRequest) -> SendFuture<'_> {
+        match &self.infer {
+            Inference::Unary(t) => t.send(request),
+            Inference::Stream(t) => t.send(request),
+        }
     }
 }
 
@@ -540,68 +441,6 @@ pub fn ready_models(index: &[ModelIndex]) -> Vec<String> {
     v.sort();
     v.dedup();
     v
-}
-
-/// `tonic::Status` → [`Error`].
-pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&str>) -> Error {
-    let message = status.message().to_string();
-    match status.code() {
-        Code::Unavailable if message.to_ascii_lowercase().contains("header") => {
-            Error::PermissionDenied {
-                url: url.into(),
-                message,
-            }
-        }
-        Code::Unavailable | Code::Unknown if is_transport(&status) => Error::Unavailable {
-            url: url.into(),
-            message: transport_message(&status),
-        },
-        Code::Unavailable => Error::Unavailable {
-            url: url.into(),
-            message,
-        },
-        Code::DeadlineExceeded => Error::Timeout {
-            url: url.into(),
-            timeout_ms: timeout.as_millis() as u64,
-        },
-        Code::Cancelled if message.contains("Timeout expired") => Error::Timeout {
-            url: url.into(),
-            timeout_ms: timeout.as_millis() as u64,
-        },
-        Code::Unauthenticated | Code::PermissionDenied => Error::PermissionDenied {
-            url: url.into(),
-            message,
-        },
-        code => Error::Server {
-            url: url.into(),
-            code: match model {
-                Some(m) => format!("{code:?} for model {m:?}"),
-                None => format!("{code:?}"),
-            },
-            message,
-        },
-    }
-}
-
-fn is_transport(status: &Status) -> bool {
-    std::error::Error::source(status).is_some()
-}
-
-fn transport_message(status: &Status) -> String {
-    match std::error::Error::source(status) {
-        Some(src) => root_cause(src),
-        None => status.message().to_string(),
-    }
-}
-
-/// The innermost cause of an error chain, which is the part users can act on
-/// ("Connection refused (os error 111)").
-pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 #[cfg(test)]
@@ -652,26 +491,5 @@ mod tests {
         ] {
             assert!(!is_loopback_url(url), "{url}");
         }
-    }
-
-    #[test]
-    fn statuses_map_to_meanings() {
-        let t = Duration::from_millis(5);
-        let e = map_status("h:1", t, Status::deadline_exceeded("x"), None);
-        assert!(matches!(e, Error::Timeout { timeout_ms: 5, .. }), "{e}");
-        let e = map_status(
-            "h:1",
-            t,
-            Status::unavailable(
-                "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'",
-            ),
-            None,
-        );
-        assert!(matches!(e, Error::PermissionDenied { .. }), "{e}");
-        let e = map_status("h:1", t, Status::internal("boom"), Some("m"));
-        assert_eq!(
-            e.to_string(),
-            "Triton at h:1 answered Internal for model \"m\": boom"
-        );
     }
 }

@@ -1,29 +1,43 @@
-//! The only stage that speaks gRPC: Triton's KServe v2 protocol (our own `proto/`),
+//! The only stage that speaks to Triton: its KServe v2 protocol (our own `proto/`),
 //! a typed client, the BERT-QA tensor binding inferred from model metadata, and the
 //! translation between our [`Feature`](crate::types::Feature) batches and raw tensors;
 //! an endpoint pool with health checks and the retry policy of the inference path.
+//!
+//! Layers, each using only those below it:
+//! - [`pool`] (endpoints, health, [`retry`]) over [`client::TritonClient`] (one
+//!   connection: metadata calls, and inference through its transport);
+//! - [`shm`]: system shared memory as a decorator over any transport;
+//! - the transport seam [`transport::InferTransport`] ("send this batch, get its
+//!   logits"), implemented by [`unary`] (`ModelInfer`) and [`stream`]
+//!   (`ModelStreamInfer`);
+//! - [`peer`] (deadline, headers, error mapping), [`security`], [`status`];
+//! - [`request`], [`tensor`], [`binding`], [`proto`].
 
 pub mod binding;
 pub mod client;
-pub mod codec;
+pub mod peer;
 pub mod pool;
 pub mod proto;
 pub mod request;
 pub mod retry;
 pub mod security;
 pub mod shm;
+pub mod status;
 pub mod stream;
 pub mod tensor;
-pub mod whole_body;
+pub mod transport;
+pub mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, Transport, TritonClient};
-pub use codec::InferCodec;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
-pub use shm::SharedMemory;
+pub use shm::{SharedMemory, ShmTransport};
+pub use stream::StreamTransport;
+pub use transport::InferTransport;
+pub use unary::UnaryTransport;
 
 /// Connects and infers the binding of `model` in one step (metadata + config).
 pub async fn bind(

@@ -15,11 +15,14 @@
 //!   the retry budget, not the health check, decides when to give up.
 //! - Latency recorded per endpoint is that of the successful attempt (send to response),
 //!   never the backoff.
+//! - With a shared memory region ([`Pool::use_shared_memory`]), each attempt of a request
+//!   not placed by its caller goes through [`ShmTransport`] over the chosen connection:
+//!   it takes its own slot, and the answer holds the logits in the message.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -28,6 +31,8 @@ use super::client::{ClientConfig, Transport, TritonClient};
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
 use super::retry::{summarize, RetryPolicy, RetryStats};
+use super::shm::{InputRegion, ShmTransport};
+use super::transport::InferTransport;
 use crate::error::{Error, Result};
 
 /// How often an endpoint that was taken out is checked.
@@ -126,6 +131,8 @@ struct Inner {
     model: Mutex<(String, String)>,
     last_pick: AtomicUsize,
     stats: Mutex<RetryStats>,
+    /// The shared memory region requests go through, once set.
+    shm: OnceLock<InputRegion>,
 }
 
 /// A set of endpoints with least-outstanding balancing, health checks and retries.
@@ -189,6 +196,7 @@ impl Pool {
                 model: Mutex::new((model.to_string(), version.to_string())),
                 last_pick: AtomicUsize::new(usize::MAX),
                 stats: Mutex::new(RetryStats::default()),
+                shm: OnceLock::new(),
             }),
         })
     }
@@ -201,6 +209,13 @@ impl Pool {
     /// The endpoints' URLs, in the order given.
     pub fn urls(&self) -> Vec<String> {
         self.inner.endpoints.iter().map(|e| e.url.clone()).collect()
+    }
+
+    /// Sends the tensors of every later request through `region` (registered with this
+    /// pool's one server, see [`Infer::single_server`]), as [`ShmTransport`] does. A
+    /// region can be set once: returns `false` (and leaves the first) when one is set.
+    pub fn use_shared_memory(&self, region: InputRegion) -> bool {
+        self.inner.shm.set(region).is_ok()
     }
 
     /// Retries and failures so far.
@@ -299,7 +314,14 @@ impl Pool {
             e.outstanding.fetch_add(1, Ordering::Relaxed);
             let guard = Outstanding(&e.outstanding);
             let sent = Instant::now();
-            let result = conn.infer(request.clone()).await;
+            let result = match self.inner.shm.get() {
+                Some(region) if request.shm_inputs().is_none() => {
+                    ShmTransport::new(conn, region.clone())
+                        .send(request.clone())
+                        .await
+                }
+                _ => conn.send(request.clone()).await,
+            };
             drop(guard);
             let error = match result {
                 Ok(response) => {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-use super::client::root_cause;
+use super::status::root_cause;
 use crate::error::{Error, Result};
 
 /// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.

@@ -30,7 +30,7 @@
 //!   ([`Slot::answered`]). A request that failed (a timeout: the server may still run it
 //!   later and write its outputs), or was answered by a retry, retires its slot: it is
 //!   dropped, never reused, so a late write cannot land in another request's outputs.
-//!   A retry ([`Pool`](super::Pool)) asks for its outputs in the message.
+//!   A retry asks for its outputs in the message.
 //! - A server that no longer knows the region (it restarted mid-run) answers with an
 //!   error naming it; that request is sent again with its tensors in the message
 //!   ([`is_lost_region`]), the region is given up ([`InputRegion::abandon`]) and every
@@ -39,6 +39,9 @@
 //!   on a loopback address and the server accepts the registration (a server in a
 //!   container with its own `/dev/shm` refuses it); otherwise the tensors go in the
 //!   message. [`SharedMemory::System`] makes a refusal an error.
+//! - [`ShmTransport`] does all of this as a decorator over any
+//!   [`InferTransport`]: the answer it returns carries the logits in the message, as if
+//!   shared memory had not been used.
 
 use std::fs::File;
 use std::io;
@@ -50,7 +53,9 @@ use memmap2::{MmapMut, MmapOptions};
 
 use super::binding::Binding;
 use super::client::TritonClient;
+use super::proto::ModelInferResponse;
 use super::request::{InferRequest, ShmInputs, ShmOutputs};
+use super::transport::{InferTransport, SendFuture};
 use crate::error::{Error, Result};
 
 /// Whether tensors go through system shared memory (inputs, and the outputs after them).
@@ -378,7 +383,7 @@ where
 pub fn decode_answer(
     slot: Option<Slot>,
     request: &InferRequest,
-    response: &super::proto::ModelInferResponse,
+    response: &ModelInferResponse,
     in_shm: bool,
 ) -> Result<Vec<crate::types::Logits>> {
     read_answer(slot, request, response, in_shm, |checked| {
@@ -391,7 +396,7 @@ pub fn decode_answer(
 pub fn read_answer<T>(
     slot: Option<Slot>,
     request: &InferRequest,
-    response: &super::proto::ModelInferResponse,
+    response: &ModelInferResponse,
     in_shm: bool,
     read: impl FnOnce(&super::tensor::Checked<'_>) -> T,
 ) -> Result<T> {
@@ -403,6 +408,77 @@ pub fn read_answer<T>(
         slot.answered(from_shm);
     }
     Ok(read)
+}
+
+/// Shared memory as a decorator over a transport: each request takes a free slot of
+/// `region`, its inputs are written there and its outputs asked for after them, and the
+/// answer comes back with the outputs copied from the slot into its raw entries (see
+/// the module header for the slots' lifecycle and the fallbacks to the message).
+#[derive(Debug, Clone)]
+pub struct ShmTransport<T> {
+    inner: T,
+    region: InputRegion,
+}
+
+impl<T: InferTransport> ShmTransport<T> {
+    /// `inner` with its requests' tensors in `region` (registered with the server
+    /// `inner` sends to).
+    pub fn new(inner: T, region: InputRegion) -> ShmTransport<T> {
+        ShmTransport { inner, region }
+    }
+
+    /// The region requests use.
+    pub fn region(&self) -> &InputRegion {
+        &self.region
+    }
+}
+
+impl<T: InferTransport> InferTransport for ShmTransport<T> {
+    fn send(&self, request: InferRequest) -> SendFuture<'_> {
+        Box::pin(async move {
+            let mut slot = self.region.take();
+            let placed = match slot.as_mut() {
+                Some(slot) => slot.place(request.clone()),
+                None => request.clone(),
+            };
+            let (mut response, in_shm) = send_placed(Some(&self.region), &request, &placed, |r| {
+                self.inner.send(r)
+            })
+            .await?;
+            let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
+            let from_shm = outputs.is_some_and(|o| fill_outputs(&request, &mut response, o));
+            if let Some(slot) = slot {
+                slot.answered(from_shm);
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// Copies into `response` each output the server wrote into `shm` (the slot's memory
+/// from the request's output offset on) instead of returning it: one whose raw entry is
+/// empty, found by name in the binding's order. Returns whether any was.
+fn fill_outputs(request: &InferRequest, response: &mut ModelInferResponse, shm: &[u8]) -> bool {
+    let binding = request.binding();
+    let values = binding.output_values(request.rows(), request.seq_len());
+    let n = response.outputs.len();
+    if response.raw_output_contents.len() < n {
+        response.raw_output_contents.resize(n, bytes::Bytes::new());
+    }
+    let mut filled = false;
+    let mut at = 0;
+    for o in binding.output_bindings().iter() {
+        let len = values * o.datatype.size();
+        let i = response.outputs.iter().position(|t| t.name == o.name);
+        if let (Some(i), Some(bytes)) = (i, shm.get(at..at + len)) {
+            if response.raw_output_contents[i].is_empty() {
+                response.raw_output_contents[i] = bytes::Bytes::copy_from_slice(bytes);
+                filled = true;
+            }
+        }
+        at += len;
+    }
+    filled
 }
 
 /// Whether `error` is the server saying that a request's shared memory region is not

@@ -1,26 +1,26 @@
-//! `ModelInfer` requests multiplexed on one `ModelStreamInfer` call per connection.
+//! The gRPC stream transport: `ModelInfer` requests multiplexed on one
+//! `ModelStreamInfer` call per connection.
 //!
 //! A unary call costs a new HTTP/2 stream each time: a HEADERS frame (and its own
 //! socket write) out, HEADERS, DATA and trailers back, and the stream's set-up and
 //! teardown on both sides. On a stream that stays open a request is one DATA frame and
-//! its response another; requests that are ready together leave in one write. At the
-//! reference client's batch size (8 rows a request) that saves a tenth or more of the
-//! client's CPU on a loopback evaluation.
+//! its response another; requests that are ready together leave in one write.
 //!
 //! Contract:
 //! - One stream per connection ([`InferStream`]), opened on first use on the caller's
-//!   runtime, opened again after it ended.
+//!   runtime, opened again after it ended. A current-thread runtime drives its tasks
+//!   only inside `block_on`: send a connection's requests from one runtime.
 //! - Each request gets a decimal `id` that its response carries back (protocol facts
 //!   §3.5); responses are matched by id, in whatever order they come.
 //! - A response with an `error_message` is [`StreamError::Rejected`]: on a stream the
-//!   server sends the message without a status code, so the caller asks again with
-//!   `ModelInfer`, whose status the retry policy can read (see
-//!   [`TritonClient::infer`](super::TritonClient::infer)). A response without a known
-//!   id rejects every waiting request the same way (Triton 2.51 always sends the id).
+//!   server sends the message without a status code, so [`StreamTransport`] asks again
+//!   with `ModelInfer`, whose status the retry policy can read, and sends every later
+//!   request of the connection unary. A response without a known id rejects every
+//!   waiting request the same way (Triton 2.51 always sends the id).
 //! - The end of the stream (the connection lost, the server closing it, the runtime
 //!   that drove it shutting down) fails every request still waiting with
 //!   [`StreamError::Closed`] and its status; a server without `ModelStreamInfer`
-//!   answers UNIMPLEMENTED, which the caller takes as a reason to stay unary.
+//!   answers UNIMPLEMENTED, which sends the connection unary too.
 //! - Each request has its own deadline ([`InferStream::infer`]); a response that comes
 //!   after it, or after its caller stopped waiting, is dropped.
 
@@ -31,15 +31,16 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::codegen::http::uri::PathAndQuery;
 use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
-use tonic::{GrpcMethod, Status};
+use tonic::{Code, Status};
 
-use super::client::MAX_MESSAGE_BYTES;
-use super::codec::InferCodecOf;
-use super::proto::{ModelInferResponse, ModelStreamInferResponse};
+use super::peer::Peer;
+use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+use super::proto::{ModelInferRequest, ModelInferResponse, ModelStreamInferResponse};
 use super::request::InferRequest;
+use super::transport::{InferTransport, SendFuture, MAX_MESSAGE_BYTES};
+use super::unary::UnaryTransport;
 
 /// Why a request sent on the stream has no response.
 #[derive(Debug, Clone)]
@@ -145,7 +146,7 @@ impl Drop for CloseOnDrop {
 /// One open `ModelStreamInfer` call (see the module header).
 #[derive(Debug)]
 pub struct InferStream {
-    requests: mpsc::UnboundedSender<InferRequest>,
+    requests: mpsc::UnboundedSender<ModelInferRequest>,
     shared: Arc<Shared>,
 }
 
@@ -153,7 +154,7 @@ impl InferStream {
     /// Opens a stream on `channel` with `metadata` (the headers of every call). The
     /// task that drives it is spawned on the current runtime.
     pub fn open(channel: Channel, metadata: MetadataMap) -> InferStream {
-        let (requests, queued) = mpsc::unbounded_channel::<InferRequest>();
+        let (requests, queued) = mpsc::unbounded_channel::<ModelInferRequest>();
         let shared = Arc::new(Shared::default());
         tokio::spawn(drive(channel, metadata, queued, shared.clone()));
         InferStream { requests, shared }
@@ -181,7 +182,10 @@ impl InferStream {
         };
         // Closed after the insertion: `close` drained the map already, or drains it now.
         if self.shared.ended.load(Ordering::Acquire)
-            || self.requests.send(request.with_id(id.to_string())).is_err()
+            || self
+                .requests
+                .send(request.with_id(id.to_string()).to_proto())
+                .is_err()
         {
             return Err(StreamError::Closed(self.shared.closed_status()));
         }
@@ -214,49 +218,28 @@ impl Drop for Pending<'_> {
 async fn drive(
     channel: Channel,
     metadata: MetadataMap,
-    queued: mpsc::UnboundedReceiver<InferRequest>,
+    queued: mpsc::UnboundedReceiver<ModelInferRequest>,
     shared: Arc<Shared>,
 ) {
     let closer = CloseOnDrop(shared);
     let shared = &closer.0;
-    let mut grpc = tonic::client::Grpc::new(channel)
+    let mut grpc = GrpcInferenceServiceClient::new(channel)
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let status = match grpc.ready().await {
-        // As the generated client words it.
-        Err(e) => Status::unknown(format!("Service was not ready: {e}")),
-        Ok(()) => {
-            let mut request = tonic::Request::from_parts(
-                metadata,
-                Default::default(),
-                UnboundedReceiverStream::new(queued),
-            );
-            request.extensions_mut().insert(GrpcMethod::new(
-                "inference.GRPCInferenceService",
-                "ModelStreamInfer",
-            ));
-            let path =
-                PathAndQuery::from_static("/inference.GRPCInferenceService/ModelStreamInfer");
-            match grpc
-                .streaming(
-                    request,
-                    path,
-                    InferCodecOf::<ModelStreamInferResponse>::default(),
-                )
-                .await
-            {
-                Err(status) => status,
-                Ok(response) => {
-                    let mut responses = response.into_inner();
-                    loop {
-                        match responses.message().await {
-                            Ok(Some(message)) => shared.deliver(message),
-                            Ok(None) => {
-                                break Status::unavailable("the server ended the inference stream")
-                            }
-                            Err(status) => break status,
-                        }
-                    }
+    let request = tonic::Request::from_parts(
+        metadata,
+        Default::default(),
+        UnboundedReceiverStream::new(queued),
+    );
+    let status = match grpc.model_stream_infer(request).await {
+        Err(status) => status,
+        Ok(response) => {
+            let mut responses = response.into_inner();
+            loop {
+                match responses.message().await {
+                    Ok(Some(message)) => shared.deliver(message),
+                    Ok(None) => break Status::unavailable("the server ended the inference stream"),
+                    Err(status) => break status,
                 }
             }
         }
@@ -264,10 +247,79 @@ async fn drive(
     shared.close(status);
 }
 
+/// The stream transport of one connection (see the module header), with the unary
+/// transport it falls back to.
+#[derive(Debug)]
+pub struct StreamTransport {
+    channel: Channel,
+    peer: Arc<Peer>,
+    current: Mutex<Option<Arc<InferStream>>>,
+    /// Set for good once the stream answered with an error or is not offered: the
+    /// connection's requests then go unary.
+    unary: AtomicBool,
+    fallback: UnaryTransport,
+}
+
+impl StreamTransport {
+    /// The transport of `channel`, a connection to `peer`; the stream opens on the
+    /// first request.
+    pub fn new(channel: Channel, peer: Arc<Peer>) -> StreamTransport {
+        StreamTransport {
+            fallback: UnaryTransport::new(channel.clone(), peer.clone()),
+            channel,
+            peer,
+            current: Mutex::new(None),
+            unary: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a stream error sent this connection's requests unary for good.
+    pub fn went_unary(&self) -> bool {
+        self.unary.load(Ordering::Relaxed)
+    }
+
+    /// The connection's open stream, or a new one (on the current runtime).
+    fn open_stream(&self) -> Arc<InferStream> {
+        let mut current = self.current.lock().expect("stream lock");
+        match current.as_ref() {
+            Some(s) if !s.is_closed() => s.clone(),
+            _ => {
+                let s = Arc::new(InferStream::open(
+                    self.channel.clone(),
+                    self.peer.metadata(),
+                ));
+                *current = Some(s.clone());
+                s
+            }
+        }
+    }
+}
+
+impl InferTransport for StreamTransport {
+    fn send(&self, request: InferRequest) -> SendFuture<'_> {
+        Box::pin(async move {
+            if !self.went_unary() {
+                let stream = self.open_stream();
+                let timeout = self.peer.request_timeout;
+                match stream.infer(request.clone(), timeout).await {
+                    Ok(response) => return Ok(response),
+                    Err(StreamError::TimedOut) => return Err(self.peer.timeout()),
+                    Err(StreamError::Closed(status)) if status.code() != Code::Unimplemented => {
+                        return Err(self.peer.error(status, Some(request.model())))
+                    }
+                    // Rejected (no status code on a stream), or no stream offered: this
+                    // request and every later one go unary.
+                    Err(_) => self.unary.store(true, Ordering::Relaxed),
+                }
+            }
+            self.fallback.send(request).await
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tonic::Code;
 
     fn response(id: &str, error: &str) -> ModelStreamInferResponse {
         ModelStreamInferResponse {

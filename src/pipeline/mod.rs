@@ -5,8 +5,8 @@
 //!   work), are packed into batches of at most `batch_size` (never above the model's
 //!   max batch size) and sent with at most `concurrency` requests in flight.
 //! - Each request's latency is measured from the moment it is handed to the transport
-//!   to the moment its response arrives; the tensors are written into the send buffer
-//!   by the transport ([`InferCodec`](crate::backend::InferCodec)), so that serialization
+//!   to the moment its response arrives; the request is encoded by the transport
+//!   ([`InferTransport`](crate::backend::InferTransport)), so that serialization
 //!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
 //!   "latency" measured that queue, spec §9.4).
 //! - Channels are drained as many messages at a time as are queued (`recv_many`, and
@@ -16,7 +16,7 @@
 //! - Answers are handed on with their feature as they arrive, in any order
 //!   ([`RunEvent`]); consumers collect by `unique_id`, so output never depends on
 //!   concurrency or arrival order.
-//! - Requests go through an [`Infer`] backend: one [`TritonClient`](crate::backend::TritonClient),
+//! - Requests go through an [`Infer`](crate::backend::Infer) backend: one [`TritonClient`](crate::backend::TritonClient),
 //!   or a [`Pool`](crate::backend::Pool) of endpoints that retries transient errors;
 //!   latency is that of the attempt that succeeded. NaN and infinite logits are replaced
 //!   by −∞ as responses arrive and counted in [`InferReport::non_finite`].

@@ -450,3 +450,64 @@ fn server_that_is_not_there_fails_fast_with_one_line() {
     );
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn shared_memory_as_a_decorator_gives_the_logits_of_the_message() {
+    use bertqa::backend::shm::{self, InputRegion, Opened, SharedMemory};
+    use bertqa::backend::{Infer, Pool, PoolConfig};
+    let rt = rt();
+    let config = PoolConfig {
+        urls: vec![server().url.clone()],
+        connections: 1,
+        client: ClientConfig::default(),
+        retry: Default::default(),
+        wait_ready: Duration::ZERO,
+    };
+    let pool = rt
+        .block_on(Pool::connect(&config, "tiny-bert", ""))
+        .unwrap();
+    let b = rt
+        .block_on(bind(
+            pool.first_client(),
+            "tiny-bert",
+            "",
+            &BindingOverrides::default(),
+        ))
+        .unwrap();
+    let b = Arc::new(b);
+    let f1 = feature(1_000_000_000, &[2054, 2003], &[1996, 4937, 2938]);
+    let f2 = feature(1_000_000_001, &[2040], &[7592, 2088, 999, 2023]);
+    let request = || prepare_request(&b, shared(&[&f1, &f2]), 384).unwrap();
+    let in_message = rt.block_on(pool.infer(request())).unwrap().0;
+    let opened = rt
+        .block_on(InputRegion::open(
+            SharedMemory::System,
+            pool.single_server(),
+            2,
+            shm::slot_bytes(&b, 2, 384),
+        ))
+        .unwrap();
+    let Opened::Region(region) = opened else {
+        panic!("no region: {opened:?}")
+    };
+    assert!(pool.use_shared_memory(region.clone()));
+    for _ in 0..3 {
+        let req = request();
+        let through_shm = rt.block_on(pool.infer(req.clone())).unwrap().0;
+        assert_eq!(
+            tensor::decode_response(&req, &through_shm).unwrap(),
+            tensor::decode_response(&req, &in_message).unwrap(),
+            "the same logits either way"
+        );
+    }
+    assert!(
+        region.outputs_used(),
+        "the outputs came back through the region"
+    );
+    assert_eq!(
+        region.retired(),
+        0,
+        "every slot was answered from and freed"
+    );
+    rt.block_on(region.close()).unwrap();
+}

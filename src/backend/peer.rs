@@ -1,0 +1,69 @@
+//! What every call to one server shares: its address for messages, the deadline of each
+//! call, the headers sent with each, and the mapping of its failures into [`Error`]s
+//! with the hints a user can act on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::metadata::MetadataMap;
+use tonic::{Code, Status};
+
+use super::security::{self, Header};
+use super::status::{is_transport, map_status};
+use crate::error::Error;
+
+/// One server as the calls to it see it. Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct Peer {
+    /// The address as the user gave it, for messages.
+    pub url: String,
+    /// Deadline of each call.
+    pub request_timeout: Duration,
+    /// Metadata sent with every call (values are secrets).
+    pub headers: Arc<[Header]>,
+    /// Whether the channel uses TLS (for the hints in connection errors).
+    pub tls: bool,
+}
+
+impl Peer {
+    /// `msg` as a call with this server's deadline and headers.
+    pub fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        r.set_timeout(self.request_timeout);
+        security::apply(&self.headers, r.metadata_mut());
+        r
+    }
+
+    /// The headers as call metadata (for a stream's opening).
+    pub fn metadata(&self) -> MetadataMap {
+        let mut metadata = MetadataMap::new();
+        security::apply(&self.headers, &mut metadata);
+        metadata
+    }
+
+    /// The deadline passed, as an error.
+    pub fn timeout(&self) -> Error {
+        Error::Timeout {
+            url: self.url.clone(),
+            timeout_ms: self.request_timeout.as_millis() as u64,
+        }
+    }
+
+    /// Maps any gRPC status to the library error. A call cancelled by the transport
+    /// means the server closed the connection (a TLS server closes a plain-text one);
+    /// TLS and header hints are added by `security::annotate`.
+    pub fn error(&self, status: Status, model: Option<&str>) -> Error {
+        let closed = status.code() == Code::Cancelled
+            && is_transport(&status)
+            && !status.message().contains("Timeout expired");
+        let error = if closed {
+            Error::Unavailable {
+                url: self.url.clone(),
+                message: format!("connection closed by the server ({})", status.message()),
+            }
+        } else {
+            map_status(&self.url, self.request_timeout, status, model)
+        };
+        security::annotate(error, &self.headers, self.tls)
+    }
+}
