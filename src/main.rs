@@ -1,4 +1,10 @@
-//! The `bertqa` binary: only glue. Everything lives in the library.
+//! The `bertqa` binary: the command line (`cli`) over the library.
+
+mod cli;
+
+// The library's modules at the binary's root, so that `cli` names them as `crate::…`.
+use bertqa::{backend, decode, evaluate, features, journal, logits_io, perf, pipeline, sha256};
+use bertqa::{shard, squad, tokenize, types, Error, Result};
 
 /// mimalloc instead of glibc's malloc: the pipeline allocates and frees many small
 /// buffers on several threads (features, logits, request bodies), where glibc spent
@@ -7,7 +13,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let code = bertqa::cli::main();
+    let code = cli::main();
     exit_now(code)
 }
 

@@ -9,41 +9,53 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::args::PipelineArgs;
-use super::common::{connect_pool_and_bind, decode_config, feature_config, load_tokenizer};
-use super::{pipeline_runtime, print_stdout, Outcome};
+use super::args::{self, PipelineArgs, SharedMemoryArg};
+use super::common::{
+    connect_pool_and_bind, decode_config, feature_config, load_tokenizer, model_padding,
+    pipeline_runtime, print_stdout, run_config, Outcome,
+};
 use crate::decode::Prediction;
-use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
+use crate::pipeline::{self, NoProgress};
 use crate::types::{Dataset, Example, Paragraph};
 
 /// Ask questions about a context.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("url", |a| a.help(args::URL_SPREAD_HELP)),
+    mut_arg("version_2_with_negative", |a| a.help(args::ASK_V2_HELP)),
+    mut_arg("shared_memory", |a| a.help(args::ASK_SHARED_MEMORY_HELP)),
+    // Accepted as by every pipeline command, but of no use here: no data file to be
+    // strict about, no progress bar, and a warm-up only matters to a measured run.
+    mut_arg("strict", |a| a.hide(true)),
+    mut_arg("quiet", |a| a.hide(true)),
+    mut_arg("warmup", |a| a.hide(true)),
+)]
 pub struct Args {
-    /// A question (repeat for several questions about the same context).
-    #[arg(long, required = true)]
+    /// A question; repeat for several about the same context
+    #[arg(long, required = true, help_heading = args::INPUT)]
     pub question: Vec<String>,
-    /// The context text; `-` reads it from stdin.
+    /// The context text (`-`: read it from stdin)
     #[arg(
         long,
         conflicts_with = "context_file",
-        required_unless_present = "context_file"
+        required_unless_present = "context_file",
+        help_heading = args::INPUT
     )]
     pub context: Option<String>,
-    /// Read the context from a file (`-` for stdin).
-    #[arg(long, value_name = "FILE")]
+    /// Read the context from FILE (`-`: stdin)
+    #[arg(long, value_name = "FILE", help_heading = args::INPUT)]
     pub context_file: Option<PathBuf>,
-    /// Model to ask.
-    #[arg(long)]
+    /// Model to ask
+    #[arg(long, help_heading = args::MODEL)]
     pub model: String,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = args::MODEL)]
     pub model_version: String,
-    /// Show this many n-best candidates per question (they are computed with
-    /// --n-best-size).
-    #[arg(long, default_value_t = 1, value_name = "K")]
-    pub n_best: usize,
     #[command(flatten)]
     pub run: PipelineArgs,
+    /// Candidate answers shown per question
+    #[arg(long, default_value_t = 1, value_name = "K", help_heading = args::OUTPUT)]
+    pub n_best: usize,
 }
 
 fn read_context(args: &Args) -> anyhow::Result<String> {
@@ -143,34 +155,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.model_version,
         &args.run.binding,
     ))?;
-    let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-    let concurrency = args.run.load.concurrency.max(1);
-    let n_best = decode.n_best_size;
-    let config = RunConfig {
-        features,
-        decode,
-        infer: InferConfig {
-            batch_size,
-            concurrency,
-            refill: pipeline::refill_group(concurrency, batch_size, &binding),
-            warmup: args.run.load.warmup,
-            padding: Padding::for_model(
-                &binding,
-                features.max_seq_length,
-                !args.run.load.fixed_seq_len,
-            ),
-            guard: args.run.load.padding_guard(n_best, features.max_seq_length),
-            // A few requests gain less from shared memory than registering a region
-            // costs (two more calls): `auto` sends the tensors in the messages here.
-            shared_memory: match args.run.load.shared_memory {
-                super::args::SharedMemoryArg::Auto => crate::backend::SharedMemory::None,
-                explicit => explicit.into(),
-            },
-            max_seq_len: features.max_seq_length,
-        },
-        keep_logits: false,
-        keep_features: true,
-    };
+    let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
+    let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
+    // A few requests gain less from shared memory than registering a region costs (two
+    // more calls): `auto` sends the tensors in the messages here.
+    if args.run.load.shared_memory == SharedMemoryArg::Auto {
+        config.infer.shared_memory = crate::backend::SharedMemory::None;
+    }
+    config.keep_features = true;
     let outcome = pipeline::run(
         &rt,
         &client,

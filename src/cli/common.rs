@@ -1,16 +1,22 @@
 //! Steps several commands share: loading data and the tokenizer with warnings on
-//! stderr, turning flag groups into library configurations, connecting and binding.
+//! stderr, turning flag groups into the library's configurations (validated here, so
+//! that errors name the flags), connecting and binding, runtimes, writing to stdout and
+//! how a command ended.
 
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs, TransportArg,
-    WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
+    TransportArg, WindowArgs,
 };
-use crate::backend::{bind, Binding, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport};
+use crate::backend::{
+    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport,
+};
 use crate::decode::DecodeConfig;
 use crate::features::FeatureConfig;
+use crate::pipeline::{self, InferConfig, Padding, RunConfig};
 use crate::tokenize::{self, BertTokenizer};
 use crate::types::Dataset;
 
@@ -172,10 +178,107 @@ pub async fn connect_pool_and_bind(
         pool.first_client(),
         model,
         version,
-        &super::models::overrides(overrides),
+        &binding_overrides(overrides),
     )
     .await?;
     Ok((pool, binding))
+}
+
+/// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,
+/// `--start-logits` and `--end-logits`.
+pub fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
+    BindingOverrides {
+        input_ids: b.input_ids.clone(),
+        segment_ids: b.segment_ids.clone(),
+        input_mask: b.input_mask.clone(),
+        start_logits: b.start_logits.clone(),
+        end_logits: b.end_logits.clone(),
+    }
+}
+
+/// How batches for this model are padded: to `--max-seq-length` for a fixed-length
+/// model or under `--fixed-seq-len`, otherwise to each batch's longest feature.
+pub fn model_padding(load: &LoadArgs, binding: &Binding, max_seq_length: usize) -> Padding {
+    Padding::for_model(binding, max_seq_length, !load.fixed_seq_len)
+}
+
+/// The one place that turns the request-flow flags, the window and decoding settings
+/// and the model's binding into a pipeline run's configuration (`ask`, `compare`,
+/// `eval`). The caller chooses what the run keeps (logits, features).
+pub fn run_config(
+    load: &LoadArgs,
+    binding: &Binding,
+    features: FeatureConfig,
+    decode: DecodeConfig,
+    padding: Padding,
+) -> crate::Result<RunConfig> {
+    let batch_size = pipeline::effective_batch_size(load.batch_size, binding)?;
+    let concurrency = load.concurrency.max(1);
+    Ok(RunConfig {
+        features,
+        infer: InferConfig {
+            batch_size,
+            concurrency,
+            refill: pipeline::refill_group(concurrency, batch_size, binding),
+            warmup: load.warmup,
+            padding,
+            guard: load.padding_guard(decode.n_best_size, features.max_seq_length),
+            shared_memory: load.shared_memory.into(),
+            max_seq_len: features.max_seq_length,
+        },
+        decode,
+        keep_logits: false,
+        keep_features: false,
+    })
+}
+
+/// How a command that ran to completion ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything passed.
+    Success,
+    /// The run completed but these gates failed (each named, e.g. `--min-f1 90: f1 85.2`).
+    GateFailed(Vec<String>),
+}
+
+/// Writes `text` to stdout; a closed pipe is reported as an io error that
+/// `cli::main` turns into a clean exit.
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Builds a multi-thread tokio runtime (a worker per core) for commands that talk to a
+/// server.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The runtime of an evaluation pipeline (`eval`, `ask`, `compare` one model after
+/// another): a current-thread runtime, so that the requests, their connection and the
+/// sender all run on the thread that drives it, besides the pipeline's own feature and
+/// decoder threads. A worker thread for the requests would hand every answer from thread
+/// to thread once more, costing client CPU for no throughput: one thread sends far more
+/// requests per second than a GPU server answers (docs/performance.md). Interrupts are
+/// watched by a thread of their own
+/// ([`super::resume::stop_on_signals`]), so they are seen while this runtime is not driven.
+pub(crate) fn pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The runtime of pipelines run side by side from several threads (`compare
+/// --parallel`): one worker thread drives every model's requests and connections.
+pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?)
 }
 
 #[cfg(test)]

@@ -11,15 +11,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::args::PipelineArgs;
+use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
 use super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
 };
-use super::{pipeline_runtime, print_stdout, Outcome};
+use super::common::{pipeline_runtime, print_stdout, Outcome};
 use crate::backend::Binding;
 use crate::decode::{self, Prediction};
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
-use crate::pipeline::{self, InferConfig, InferReport, Padding, Phases, Progress, RunConfig};
+use crate::pipeline::{self, InferReport, Padding, Phases, Progress};
 use crate::types::Dataset;
 
 /// How many ids are named when questions are listed in a report.
@@ -27,52 +27,48 @@ const FIRST_IDS: usize = 5;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)))]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0).
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file (v1.1 or v2.0)
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
-    /// Model to evaluate (not needed with --from-logits).
-    #[arg(long, required_unless_present = "from_logits")]
-    pub model: Option<String>,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
-    pub model_version: String,
-    /// Where predictions.json, nbest_predictions.json, null_odds.json (v2),
-    /// metrics.json and per_question.jsonl are written.
-    #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
-    /// Also write every feature's raw logits to DIR/logits.bin, so answers can be
-    /// decoded again with --from-logits (e.g. at best_f1_thresh) without the server.
-    #[arg(long)]
-    pub save_logits: bool,
-    /// Decode logits saved by --save-logits instead of asking a server (same --data
-    /// and window flags as the run that saved them).
-    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    /// Decode logits saved by --save-logits instead of asking a server
+    #[arg(long, value_name = "FILE", conflicts_with = "model", help_heading = INPUT)]
     pub from_logits: Option<PathBuf>,
-    #[command(flatten)]
-    pub scoring: super::args::ScoringArgs,
-    /// Gate: fail (exit 1) when exact match (percent) is below X.
-    #[arg(long, value_name = "X")]
-    pub min_exact: Option<f64>,
-    /// Gate: fail (exit 1) when F1 (percent) is below X.
-    #[arg(long, value_name = "X")]
-    pub min_f1: Option<f64>,
-    /// Gate: fail (exit 1) when the p99 request latency is above X milliseconds.
-    #[arg(long, value_name = "X")]
-    pub max_p99_ms: Option<f64>,
-    /// Continue an interrupted run from the journal in --output-dir: journaled features
-    /// are not sent again (without a journal: start from the beginning).
-    #[arg(long, conflicts_with = "from_logits")]
-    pub resume: bool,
-    /// Evaluate only the I-th of N contiguous, balanced slices of the questions
-    /// (1-based, e.g. 2/3); `bertqa merge` combines the shards' output directories.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::shard::Shard>,
+    /// Model to evaluate (not with --from-logits)
+    #[arg(long, required_unless_present = "from_logits", help_heading = MODEL)]
+    pub model: Option<String>,
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
+    pub model_version: String,
     #[command(flatten)]
     pub run: PipelineArgs,
+    #[command(flatten, next_help_heading = DECODING)]
+    pub scoring: super::args::ScoringArgs,
+    /// Continue an interrupted run from the journal in --output-dir
+    #[arg(long, conflicts_with = "from_logits", help_heading = RUN)]
+    pub resume: bool,
+    /// Evaluate only the I-th of N equal slices of the questions (see `bertqa merge`)
+    #[arg(long, value_name = "I/N", help_heading = RUN)]
+    pub shard: Option<crate::shard::Shard>,
+    /// Directory of the answers, metrics.json and per_question.jsonl
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub output_dir: PathBuf,
+    /// Also save every window's logits (DIR/logits.bin), for --from-logits
+    #[arg(long, help_heading = OUTPUT)]
+    pub save_logits: bool,
+    /// Exit 1 when exact match (percent) is below X
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub min_exact: Option<f64>,
+    /// Exit 1 when F1 (percent) is below X
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub min_f1: Option<f64>,
+    /// Exit 1 when the p99 request latency is above X milliseconds
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub max_p99_ms: Option<f64>,
 }
 
 /// One gate and how it went.
@@ -196,33 +192,18 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 &args.model_version,
                 &args.run.binding,
             ))?;
-            let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-            let concurrency = args.run.load.concurrency.max(1);
-            let padding = Padding::for_model(
+            let padding =
+                super::common::model_padding(&args.run.load, &binding, features.max_seq_length);
+            let mut config = super::common::run_config(
+                &args.run.load,
                 &binding,
-                features.max_seq_length,
-                !args.run.load.fixed_seq_len,
-            );
-            check_padding(padding, features.max_seq_length, &binding)?;
-            let mut config = RunConfig {
                 features,
-                decode: decode.clone(),
-                infer: InferConfig {
-                    batch_size,
-                    concurrency,
-                    refill: pipeline::refill_group(concurrency, batch_size, &binding),
-                    warmup: args.run.load.warmup,
-                    padding,
-                    guard: args
-                        .run
-                        .load
-                        .padding_guard(decode.n_best_size, features.max_seq_length),
-                    shared_memory: args.run.load.shared_memory.into(),
-                    max_seq_len: features.max_seq_length,
-                },
-                keep_logits: args.save_logits,
-                keep_features: false,
-            };
+                decode.clone(),
+                padding,
+            )?;
+            config.keep_logits = args.save_logits;
+            let batch_size = config.infer.batch_size;
+            check_padding(padding, features.max_seq_length, &binding)?;
             fingerprint = super::resume::model_fingerprint(
                 fingerprint,
                 &binding,

@@ -1,4 +1,4 @@
-//! `bertqa features`: one JSON line per feature on stdout (shared/cli-contract.md), with
+//! `bertqa features`: one JSON line per feature on stdout (the CLI contract, README.md), with
 //! the reference's padded tensors, so any difference from the reference shows up in one
 //! `diff`. Keys, in order: `unique_id`, `example_index`, `qas_id`, `doc_span_index`,
 //! `tokens` (unpadded), `input_ids`, `segment_ids`, `input_mask` (all three padded to
@@ -10,28 +10,28 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::args::{TokenizerArgs, WindowArgs};
-use super::common::{feature_config, load_data, load_tokenizer};
-use super::Outcome;
+use super::args::{TokenizerArgs, WindowArgs, INPUT};
+use super::common::{feature_config, load_data, load_tokenizer, Outcome};
 use crate::features::FeatureBuilder;
 use crate::tokenize::BertTokenizer;
 use crate::types::{Dataset, Feature, TokenText};
 
+/// Build the features (windows) of a SQuAD file; one JSON line per feature.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0).
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file (v1.1 or v2.0)
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
+
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub limit: Option<usize>,
 
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
 
     #[command(flatten)]
     pub window: WindowArgs,
-
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Map, Value};
 
-use super::{print_stdout, Outcome};
+use super::args::{FILES, OUTPUT, SCORING};
+use super::common::{print_stdout, Outcome};
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig};
 use crate::journal::Fingerprint;
 use crate::shard::Shard;
@@ -25,20 +26,19 @@ use crate::shard::Shard;
 /// Combine `eval --shard I/N` output directories into one run's files and metrics.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The shards' output directories (all N of them, any order).
+    /// The shards' output directories (all N of them, any order)
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Where the merged files are written.
-    #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
-    /// The SQuAD file, when it is no longer at the path the shards recorded (its sha256
-    /// must still match).
-    #[arg(long, value_name = "FILE")]
+    /// The SQuAD file, when it has moved since the shards ran (same contents)
+    #[arg(long, value_name = "FILE", help_heading = FILES)]
     pub data: Option<PathBuf>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = SCORING)]
     pub scoring: super::args::ScoringArgs,
-    /// Machine-readable JSON on stdout (the merged metrics.json).
-    #[arg(long)]
+    /// Where the merged files are written
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub output_dir: PathBuf,
+    /// Machine-readable JSON on stdout (the merged metrics.json)
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
 }
 

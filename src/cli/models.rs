@@ -6,26 +6,29 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, OutputArgs, ServerArgs};
-use super::{print_stdout, runtime, Outcome};
+use super::args::{BindingArgs, OutputArgs, ServerArgs, MODEL};
+use super::common::{print_stdout, runtime, Outcome};
 use crate::backend::client::{ready_models, ModelIndex};
 use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
 use crate::backend::{Binding, TritonClient};
 use crate::Error;
 
+/// Server, model repository, and one model's tensors and inferred binding.
 #[derive(Debug, clap::Args)]
+// No progress bar to silence.
+#[command(mut_arg("quiet", |a| a.hide(true)))]
 pub struct Args {
-    #[command(flatten)]
-    pub server: ServerArgs,
-    /// Show this model's tensors, configuration and inferred binding.
-    #[arg(long)]
+    /// Show this model's tensors, configuration and inferred binding
+    #[arg(long, help_heading = MODEL)]
     pub model: Option<String>,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
     pub model_version: String,
     #[command(flatten)]
     pub binding: BindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -109,8 +112,12 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
             } else {
                 let metadata = client.model_metadata(name, version).await?;
                 let config = client.model_config(name, version).await?;
-                let binding =
-                    Binding::infer(&metadata, Some(&config), version, &overrides(&args.binding));
+                let binding = Binding::infer(
+                    &metadata,
+                    Some(&config),
+                    version,
+                    &super::common::binding_overrides(&args.binding),
+                );
                 Some(ModelReport {
                     metadata,
                     config,
@@ -130,16 +137,6 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
         index,
         model,
     })
-}
-
-pub(crate) fn overrides(b: &BindingArgs) -> crate::backend::BindingOverrides {
-    crate::backend::BindingOverrides {
-        input_ids: b.input_ids.clone(),
-        segment_ids: b.segment_ids.clone(),
-        input_mask: b.input_mask.clone(),
-        start_logits: b.start_logits.clone(),
-        end_logits: b.end_logits.clone(),
-    }
 }
 
 fn kind_name(kind: i32) -> &'static str {

@@ -8,88 +8,102 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use super::args::{BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
-use super::common::{client_config, feature_config, load_data, load_tokenizer};
-use super::{print_stdout, runtime, Outcome};
+use super::args::{
+    BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT,
+    RUN,
+};
+use super::common::{
+    client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
+};
 use crate::perf::{
     self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
 };
 use crate::pipeline::{self, Padding};
 
-/// How sends are spaced in request-rate mode.
+/// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
+/// `poisson`, exponential gaps (a Poisson process) seeded by `--seed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DistributionArg {
-    /// Evenly, 1/rate apart.
     Constant,
-    /// Exponential gaps (a Poisson process), seeded by --seed.
     Poisson,
 }
 
 /// Load sweep in the manner of perf_analyzer, with real features from a SQuAD file.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("concurrency", |a| a.help("Requests in flight, without a range below")),
+    mut_arg("quiet", |a| a.help("No progress lines")),
+    // Accepted, but perf always pads so: to each batch's longest window, unchecked.
+    mut_arg("dynamic_seq_len", |a| a.hide(true)),
+)]
 pub struct Args {
-    /// SQuAD-format file whose features (windows) are sent, cycled as needed.
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file whose windows are sent, cycled as needed
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
-    /// Model to load.
-    #[arg(long)]
-    pub model: String,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
-    pub model_version: String,
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
-    /// Closed loop: requests in flight, START[:END[:STEP]] (default: --concurrency).
-    #[arg(
-        long,
-        value_name = "START:END:STEP",
-        conflicts_with = "request_rate_range"
-    )]
-    pub concurrency_range: Option<String>,
-    /// Open loop: requests sent per second, START[:END[:STEP]], whatever the answers do.
-    #[arg(long, value_name = "START:END:STEP")]
-    pub request_rate_range: Option<String>,
-    /// Spacing of sends in request-rate mode.
-    #[arg(long, value_enum, default_value_t = DistributionArg::Constant)]
-    pub request_distribution: DistributionArg,
-    /// Seed of the Poisson arrivals (each level uses seed + its index).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Time windows of this many milliseconds (the default mode; 5000).
-    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count")]
-    pub measurement_interval_ms: Option<u64>,
-    /// Count windows: each window lasts until this many requests are answered.
-    #[arg(long, value_name = "N")]
-    pub measurement_request_count: Option<u64>,
-    /// A level is stable when its last 3 windows' throughput and average latency lie
-    /// within this percentage of their mean.
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
-    pub stability_percentage: f64,
-    /// Most windows per level; an unstable level is reported as such.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub max_trials: usize,
-    /// Request-rate mode: most requests in flight (later sends wait, and count as late).
-    #[arg(long, default_value_t = 4096, value_name = "N")]
-    pub max_inflight: usize,
-    /// Write perf_analyzer's CSV (microseconds, rows by increasing throughput) here.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write an SVG chart of latency (p50, p99) against throughput here.
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
-    #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
     #[command(flatten)]
     pub window: WindowArgs,
+    /// Model to load
+    #[arg(long, help_heading = MODEL)]
+    pub model: String,
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
+    pub model_version: String,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Closed loop: levels of requests in flight, START[:END[:STEP]]
+    #[arg(
+        long,
+        value_name = "START:END:STEP",
+        conflicts_with = "request_rate_range",
+        help_heading = RUN
+    )]
+    pub concurrency_range: Option<String>,
+    /// Open loop: levels of requests sent per second, START[:END[:STEP]]
+    #[arg(long, value_name = "START:END:STEP", help_heading = RUN)]
+    pub request_rate_range: Option<String>,
+    /// How sends are spaced in request-rate mode
+    #[arg(long, value_enum, default_value_t = DistributionArg::Constant, help_heading = RUN)]
+    pub request_distribution: DistributionArg,
+    /// Seed of the Poisson arrivals
+    #[arg(long, default_value_t = 0, help_heading = RUN)]
+    pub seed: u64,
+    /// Measure in windows of this many milliseconds (the default, at 5000)
+    #[arg(
+        long,
+        value_name = "MS",
+        conflicts_with = "measurement_request_count",
+        help_heading = RUN
+    )]
+    pub measurement_interval_ms: Option<u64>,
+    /// Measure in windows of this many answered requests instead
+    #[arg(long, value_name = "N", help_heading = RUN)]
+    pub measurement_request_count: Option<u64>,
+    /// A level is stable when its last 3 windows agree within this percentage
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", help_heading = RUN)]
+    pub stability_percentage: f64,
+    /// Most windows per level before it is reported unstable
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = RUN)]
+    pub max_trials: usize,
+    /// Request-rate mode: most requests in flight (later sends wait and count as late)
+    #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RUN)]
+    pub max_inflight: usize,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Write perf_analyzer's CSV here
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub csv: Option<PathBuf>,
+    /// Write an SVG chart of latency against throughput here
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub svg: Option<PathBuf>,
 }
 
 /// Validates the sweep flags (before any data is read or server contacted).
@@ -184,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             &client,
             &args.model,
             &args.model_version,
-            &super::models::overrides(&args.binding),
+            &super::common::binding_overrides(&args.binding),
         )
         .await?;
         Ok::<_, crate::Error>((client, binding))

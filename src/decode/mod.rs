@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::types::{Dataset, Feature, Logits, TokenText, Words};
 
 pub use final_text::get_final_text;
-pub(crate) use output::push_str;
+pub use output::push_str;
 pub use output::{
     push_float, py_float_repr, render_nbest, render_null_odds, render_predictions, write_atomic,
     write_outputs, write_outputs_with, NbestStream,

@@ -533,7 +533,7 @@ fn newline(out: &mut String, depth: usize) {
 /// A JSON string as Python's `json.dumps(ensure_ascii=True)` writes it: `\"`, `\\`,
 /// `\n`, `\r`, `\t`, `\b`, `\f`, and `\uXXXX` (lower-case hex, surrogate pairs for
 /// astral characters) for every other character outside U+0020–U+007E.
-pub(crate) fn push_str(out: &mut String, s: &str) {
+pub fn push_str(out: &mut String, s: &str) {
     use std::fmt::Write as _;
     out.push('"');
     let mut rest = s;
