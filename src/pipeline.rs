@@ -263,7 +263,7 @@ impl PaddingReport {
                 "note: model {model:?} ranks padding positions among its top start/end \
                  logits ({} of the {} probe features), so padding less would change answers \
                  (spec §6.2): every batch was padded to {} as the reference does \
-                 (--dynamic-seq-len pads to each batch's longest feature anyway)",
+                 (`probe = false` pads to each batch's longest feature anyway)",
                 self.probe_unsafe,
                 self.probe_features,
                 self.fixed_len.unwrap_or_default()
@@ -274,7 +274,7 @@ impl PaddingReport {
                 "warning: in {} features padding positions pushed real ones out of the top \
                  start/end logits of model {model:?}: with dynamic sequence length their \
                  answers may differ from padding to the full length (spec §6.2; \
-                 --fixed-seq-len gives the reference's)",
+                 `Padding::Fixed` gives the reference's)",
                 self.displaced
             )
         })
@@ -480,9 +480,9 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
     let limit = binding.batch_limit();
     match requested {
         None => Ok(limit),
-        Some(0) => Err(Error::Config("--batch-size must be at least 1".into())),
+        Some(0) => Err(Error::Config("`batch_size` must be at least 1".into())),
         Some(n) if n > limit => Err(Error::Config(format!(
-            "--batch-size {n} exceeds model {:?}'s max batch size {limit}",
+            "`batch_size` {n} exceeds model {:?}'s max batch size {limit}",
             binding.model
         ))),
         Some(n) => Ok(n),
@@ -1851,7 +1851,7 @@ mod tests {
                 rtx,
             ))
             .unwrap_err();
-        assert!(err.to_string().contains("--shared-memory system"), "{err}");
+        assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
     }
 
     #[test]

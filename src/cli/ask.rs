@@ -173,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &NoProgress,
     )?;
     if let Some(note) = outcome.infer.padding.note(&binding.model) {
-        eprintln!("{note}");
+        eprintln!("{}", super::flags::name_flags(&note));
     }
     let answers: Vec<Value> = outcome
         .predictions

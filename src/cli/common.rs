@@ -82,7 +82,7 @@ fn finish_loading(
 pub fn load_tokenizer(args: &TokenizerArgs) -> crate::Result<BertTokenizer> {
     let tokenizer = tokenize::load(&args.vocab, args.tokenizer.as_deref(), args.lower_case())?;
     if let Some(w) = tokenizer.casing_warning() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", super::flags::name_flags(w));
     }
     Ok(tokenizer)
 }

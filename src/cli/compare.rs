@@ -233,7 +233,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         )
         .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
         if let Some(note) = outcome.infer.padding.note(&name) {
-            eprintln!("{note}");
+            eprintln!("{}", super::flags::name_flags(&note));
         }
         let dir = args.output_dir.join(&dir_name);
         std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io(&dir, e))?;

@@ -285,7 +285,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 let error = outcome
                     .error
                     .take()
-                    .map(|e| format!("{:#}", stopped(e, &client)));
+                    .map(|e| super::flags::name_flags(&format!("{:#}", stopped(e, &client))));
                 let partial = super::resume::Partial {
                     dir: &args.output_dir,
                     data: &args.data,
@@ -309,7 +309,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 eprintln!("warning: {w}");
             }
             if let Some(note) = outcome.infer.padding.note(model) {
-                eprintln!("{note}");
+                eprintln!("{}", super::flags::name_flags(&note));
             }
             net = Some(client);
             (

@@ -12,6 +12,7 @@ mod common;
 mod compare;
 mod eval;
 mod features;
+mod flags;
 mod merge;
 mod models;
 mod perf;
@@ -87,7 +88,7 @@ pub fn main() -> u8 {
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             if verbose {
-                eprintln!("error: {e:?}");
+                eprintln!("error: {}", flags::name_flags(&format!("{e:?}")));
             } else {
                 // One line: the error and its causes joined.
                 let mut line = e.to_string();
@@ -98,7 +99,7 @@ pub fn main() -> u8 {
                         line.push_str(&c);
                     }
                 }
-                eprintln!("error: {}", line.replace('\n', " "));
+                eprintln!("error: {}", flags::name_flags(&line.replace('\n', " ")));
             }
             2
         }

@@ -186,7 +186,7 @@ fn to_json(r: &Report) -> Value {
             },
             "binding_error": match &m.binding {
                 Ok(_) => Value::Null,
-                Err(e) => Value::String(e.to_string()),
+                Err(e) => Value::String(super::flags::name_flags(&e.to_string())),
             },
         })
     });
@@ -316,7 +316,7 @@ fn render_text(r: &Report) -> String {
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "binding: {e}");
+                let _ = writeln!(s, "binding: {}", super::flags::name_flags(&e.to_string()));
             }
         }
     }

@@ -236,7 +236,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &config,
         &progress,
     ))?;
-    let report = export::Report {
+    let mut report = export::Report {
         model: binding.model.clone(),
         version: binding.version.clone(),
         platform: binding.platform.clone(),
@@ -253,6 +253,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         max_trials: config.max_trials,
         levels,
     };
+    // The warnings name settings; the reports name the flags.
+    for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
+        *w = super::flags::name_flags(w);
+    }
     if let Some(path) = &args.csv {
         crate::decode::write_atomic(path, &export::csv::render(&report))?;
     }
