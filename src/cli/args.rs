@@ -26,7 +26,7 @@ pub const GATES: &str = "Gates";
 
 /// `--url`'s help for the commands that spread requests over every endpoint given.
 pub const URL_SPREAD_HELP: &str =
-    "Triton gRPC endpoint; repeat or comma-separate to spread requests over several";
+    "Triton gRPC endpoint; repeat it (or give a comma list) to use several servers";
 
 /// Where the Triton server is and how to talk to it.
 #[derive(Debug, Clone, Args)]
@@ -67,16 +67,16 @@ impl ServerArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = SERVER)]
 pub struct NetArgs {
-    /// Retries of a request after a transient error, before the command fails
+    /// Retries after a transient error, before failing
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub retries: u32,
     /// Longest wait between two retries, in milliseconds
     #[arg(long, default_value_t = 2_000, value_name = "MS")]
     pub retry_max_backoff_ms: u64,
-    /// Retry model errors too (they usually repeat, so are not retried otherwise)
+    /// Retry model errors too (otherwise not: they usually repeat)
     #[arg(long)]
     pub retry_model_errors: bool,
-    /// Wait up to this long for every server and the model to be ready
+    /// Wait this long for servers and model to be ready
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     pub wait_ready: f64,
     /// HTTP/2 connections per server
@@ -107,7 +107,7 @@ pub struct BindingArgs {
     /// Input tensor of the attention mask
     #[arg(long, value_name = "NAME")]
     pub input_mask: Option<String>,
-    /// Output tensor of the start logits, or of both as [batch, seq, 2]
+    /// Output tensor of the start logits (or both, [batch, seq, 2])
     #[arg(long, value_name = "NAME")]
     pub start_logits: Option<String>,
     /// Output tensor of the end logits
