@@ -146,7 +146,7 @@ pub enum Error {
     },
 
     /// A request kept failing with transient errors until the retry budget was spent.
-    #[error("a request failed {attempts} times ({summary}; --retries {retries} spent); last error: {last}")]
+    #[error("a request failed {attempts} times ({summary}; `retries` {retries} spent); last error: {last}")]
     RetriesExhausted {
         attempts: u32,
         retries: u32,

@@ -55,20 +55,20 @@ impl FeatureConfig {
     pub fn validate(&self) -> Result<()> {
         if self.doc_stride == 0 {
             return Err(Error::Config(
-                "--doc-stride must be at least 1 (it is the step between window starts)"
+                "`doc_stride` must be at least 1 (it is the step between window starts)"
                     .to_string(),
             ));
         }
         if self.max_query_length + 3 >= self.max_seq_length {
             return Err(Error::Config(format!(
-                "--max-seq-length {} leaves no room for the document: it must exceed \
-                 --max-query-length {} + 3 ([CLS] and two [SEP])",
+                "`max_seq_length` {} leaves no room for the document: it must exceed \
+                 `max_query_length` {} + 3 ([CLS] and two [SEP])",
                 self.max_seq_length, self.max_query_length
             )));
         }
         if u32::try_from(self.max_seq_length).is_err() {
             return Err(Error::Config(format!(
-                "--max-seq-length {} is too large",
+                "`max_seq_length` {} is too large",
                 self.max_seq_length
             )));
         }
@@ -518,8 +518,8 @@ mod tests {
             .unwrap_err()
             .to_string()
         };
-        assert!(bad(384, 0, 64).contains("--doc-stride"));
-        assert!(bad(67, 128, 64).contains("--max-seq-length 67"));
+        assert!(bad(384, 0, 64).contains("`doc_stride`"));
+        assert!(bad(67, 128, 64).contains("`max_seq_length` 67"));
         assert!(FeatureConfig {
             max_seq_length: 68,
             doc_stride: 1,

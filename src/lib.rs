@@ -9,11 +9,12 @@
 //! ```
 //!
 //! Every stage but [`backend`] is plain synchronous Rust over the types of [`types`].
-//! The library never parses flags, prints or exits; the `cli` module does that for the
-//! `bertqa` binary.
+//! The library never parses flags, prints or exits; the `bertqa` binary (src/main.rs and
+//! its `cli` modules, built with the default `cli` feature) does that. Messages name a
+//! setting as its configuration does, in backticks (`` `doc_stride` ``,
+//! `` `root_cert` ``), never as a command-line flag; the binary writes them as its flags.
 
 pub mod backend;
-pub mod cli;
 pub mod decode;
 pub mod error;
 pub mod evaluate;

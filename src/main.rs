@@ -1,4 +1,6 @@
-//! The `bertqa` binary: only glue. Everything lives in the library.
+//! The `bertqa` binary: the command line (`cli`) over the library.
+
+mod cli;
 
 /// mimalloc instead of glibc's malloc: the pipeline allocates and frees many small
 /// buffers on several threads (features, logits, request bodies).
@@ -7,7 +9,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     no_transparent_huge_pages();
-    std::process::ExitCode::from(bertqa::cli::main())
+    std::process::ExitCode::from(cli::main())
 }
 
 /// mimalloc asks for transparent huge pages on its arenas; then every touched 2 MiB

@@ -29,12 +29,12 @@ pub enum InputRole {
 }
 
 impl InputRole {
-    /// The override flag that maps this role.
-    pub fn flag(self) -> &'static str {
+    /// The override (a [`BindingOverrides`] field) that maps this role.
+    pub fn setting(self) -> &'static str {
         match self {
-            InputRole::InputIds => "--input-ids",
-            InputRole::SegmentIds => "--segment-ids",
-            InputRole::InputMask => "--input-mask",
+            InputRole::InputIds => "`input_ids`",
+            InputRole::SegmentIds => "`segment_ids`",
+            InputRole::InputMask => "`input_mask`",
             InputRole::UniqueIds => "(unique ids: inferred by name only)",
         }
     }
@@ -234,7 +234,7 @@ impl Binding {
                 if !metadata.inputs.iter().any(|t| &t.name == name) {
                     return Err(fail(format!(
                         "{} names input {name:?}, which the model does not have",
-                        role.flag()
+                        role.setting()
                     )));
                 }
             }
@@ -255,15 +255,15 @@ impl Binding {
             });
             let Some(role) = role else {
                 return Err(fail(format!(
-                    "cannot tell what input {:?} is for; map the inputs with --input-ids, \
-                     --segment-ids and --input-mask",
+                    "cannot tell what input {:?} is for; map the inputs with `input_ids`, \
+                     `segment_ids` and `input_mask`",
                     t.name
                 )));
             };
             if inputs.iter().any(|b: &InputBinding| b.role == role) {
                 return Err(fail(format!(
-                    "two inputs are bound as {}; map them with --input-ids, \
-                     --segment-ids and --input-mask",
+                    "two inputs are bound as {}; map them with `input_ids`, \
+                     `segment_ids` and `input_mask`",
                     role.as_str()
                 )));
             }
@@ -295,7 +295,7 @@ impl Binding {
                 return Err(fail(format!(
                     "no input for the {} role; map it with {}",
                     role.as_str(),
-                    role.flag()
+                    role.setting()
                 )));
             }
         }
@@ -360,8 +360,8 @@ impl Binding {
                 }),
             }
         };
-        let start_o = named(&overrides.start_logits, "--start-logits")?;
-        let end_o = named(&overrides.end_logits, "--end-logits")?;
+        let start_o = named(&overrides.start_logits, "`start_logits`")?;
+        let end_o = named(&overrides.end_logits, "`end_logits`")?;
         let outputs =
             match (start_o, end_o) {
                 (Some(s), None) if is_stacked(s) => Outputs::Stacked { logits: float(s)? },
@@ -391,7 +391,7 @@ impl Binding {
                         },
                         _ => return Err(fail(
                             "cannot tell which outputs hold the start and end logits; map them \
-                             with --start-logits and --end-logits (or --start-logits alone for \
+                             with `start_logits` and `end_logits` (or `start_logits` alone for \
                              one [batch, seq, 2] output)"
                                 .into(),
                         )),

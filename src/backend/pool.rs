@@ -446,7 +446,7 @@ pub async fn wait_ready(
             return Err(Error::Unavailable {
                 url: config.url.clone(),
                 message: format!(
-                    "not ready within --wait-ready {} s: {last}",
+                    "not ready within `wait_ready` {} s: {last}",
                     limit.as_secs_f64()
                 ),
             });

@@ -104,7 +104,7 @@ impl fmt::Debug for Header {
 }
 
 /// Puts `headers` into a request's metadata (a later header of the same name wins).
-pub(crate) fn apply(headers: &[Header], metadata: &mut MetadataMap) {
+pub fn apply(headers: &[Header], metadata: &mut MetadataMap) {
     for h in headers {
         metadata.insert(h.name.clone(), h.value.clone());
     }
@@ -133,26 +133,26 @@ pub struct Security {
 }
 
 /// Configures TLS on an `https://` endpoint. File problems are [`Error::Io`] or
-/// [`Error::Config`] naming the file and flag.
+/// [`Error::Config`] naming the file and setting.
 pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoint> {
     let mut config = ClientTlsConfig::new();
     match &tls.root_cert {
         Some(path) => {
-            let pem = read_pem(path, "CERTIFICATE", "--ssl-root-cert")?;
+            let pem = read_pem(path, "CERTIFICATE", "`root_cert`")?;
             config = config.ca_certificate(Certificate::from_pem(pem));
         }
         None => config = config.with_native_roots(),
     }
     match (&tls.client_cert, &tls.client_key) {
         (Some(cert), Some(key)) => {
-            let cert = read_pem(cert, "CERTIFICATE", "--ssl-client-cert")?;
-            let key = read_pem(key, "PRIVATE KEY", "--ssl-client-key")?;
+            let cert = read_pem(cert, "CERTIFICATE", "`client_cert`")?;
+            let key = read_pem(key, "PRIVATE KEY", "`client_key`")?;
             config = config.identity(Identity::from_pem(cert, key));
         }
         (None, None) => {}
         _ => {
             return Err(Error::Config(
-                "mutual TLS needs both --ssl-client-cert and --ssl-client-key".into(),
+                "mutual TLS needs both `client_cert` and `client_key`".into(),
             ))
         }
     }
@@ -162,7 +162,7 @@ pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoi
     endpoint.tls_config(config).map_err(|e| {
         let cause = root_cause(&e);
         let hint = if tls.root_cert.is_none() && cause.contains("native certs") {
-            " (no CA certificates found on this system: pass --ssl-root-cert FILE)"
+            " (no CA certificates found on this system: pass `root_cert` FILE)"
         } else {
             ""
         };
@@ -172,7 +172,7 @@ pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoi
 
 /// Reads a PEM file and checks that it holds a block of the expected kind (`CERTIFICATE`,
 /// or any `... PRIVATE KEY`); never quotes the contents.
-fn read_pem(path: &Path, kind: &str, flag: &str) -> Result<Vec<u8>> {
+fn read_pem(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let text = String::from_utf8_lossy(&bytes);
     let found = text.lines().any(|l| {
@@ -182,7 +182,7 @@ fn read_pem(path: &Path, kind: &str, flag: &str) -> Result<Vec<u8>> {
     });
     if !found {
         return Err(Error::Config(format!(
-            "{flag} {}: no PEM {kind} block in the file",
+            "{setting} {}: no PEM {kind} block in the file",
             path.display()
         )));
     }
@@ -216,13 +216,13 @@ pub(crate) fn explain(message: &str, tls: bool) -> String {
     let lower = message.to_ascii_lowercase();
     let hint = if tls {
         if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-            "the server's certificate is not signed by a trusted CA (check --ssl-root-cert)"
+            "the server's certificate is not signed by a trusted CA (check `root_cert`)"
         } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
             "the server's certificate is not issued for this host name \
-             (use the name in the certificate, or --ssl-target-name NAME)"
+             (use the name in the certificate, or `target_name` NAME)"
         } else if lower.contains("certificaterequired") || lower.contains("certificate required") {
             "the server requires a client certificate (mutual TLS: \
-             --ssl-client-cert FILE --ssl-client-key FILE)"
+             `client_cert` FILE `client_key` FILE)"
         } else if lower.contains("badcertificate")
             || lower.contains("bad certificate")
             || lower.contains("unknownca")
@@ -234,14 +234,14 @@ pub(crate) fn explain(message: &str, tls: bool) -> String {
             || closed_connection(&lower)
         {
             "the server closed the TLS connection during or right after the handshake: \
-             it may require a client certificate (--ssl-client-cert FILE --ssl-client-key \
+             it may require a client certificate (`client_cert` FILE `client_key` \
              FILE) or not accept the one sent"
         } else if lower.contains("corrupt message")
             || lower.contains("invalidcontenttype")
             || lower.contains("invalid content type")
             || lower.contains("http/2 was not negotiated")
         {
-            "the server does not seem to speak TLS (try without --ssl / https://)"
+            "the server does not seem to speak TLS (try without `tls` / https://)"
         } else {
             ""
         }
@@ -249,8 +249,8 @@ pub(crate) fn explain(message: &str, tls: bool) -> String {
         || lower.contains("frame with invalid size")
         || lower.contains("protocol error")
     {
-        "the server closed the plain-text connection; if it requires TLS, use --ssl \
-         (with --ssl-root-cert FILE) or an https:// URL"
+        "the server closed the plain-text connection; if it requires TLS, use `tls` \
+         (with `root_cert` FILE) or an https:// URL"
     } else {
         ""
     };
@@ -324,30 +324,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("key.pem");
         std::fs::write(&key, "not a pem: hunter2").unwrap();
-        let e = read_pem(&key, "CERTIFICATE", "--ssl-root-cert").unwrap_err();
+        let e = read_pem(&key, "CERTIFICATE", "`root_cert`").unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("--ssl-root-cert") && text.contains("key.pem"),
+            text.contains("`root_cert`") && text.contains("key.pem"),
             "{text}"
         );
         assert!(!text.contains("hunter2"), "{text}");
         std::fs::write(&key, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n").unwrap();
-        assert!(read_pem(&key, "PRIVATE KEY", "--ssl-client-key").is_ok());
+        assert!(read_pem(&key, "PRIVATE KEY", "`client_key`").is_ok());
         let e = read_pem(&dir.path().join("missing.pem"), "CERTIFICATE", "x").unwrap_err();
         assert!(matches!(e, Error::Io { .. }), "{e}");
     }
 
     #[test]
     fn connection_failures_get_a_hint() {
-        assert!(
-            explain("invalid peer certificate: UnknownIssuer", true).contains("--ssl-root-cert")
-        );
-        assert!(explain("connection closed by the server (x)", false).contains("--ssl"));
+        assert!(explain("invalid peer certificate: UnknownIssuer", true).contains("`root_cert`"));
+        assert!(explain("connection closed by the server (x)", false).contains("`tls`"));
         assert!(explain(
             "peer closed connection without sending TLS close_notify",
             true
         )
-        .contains("--ssl-client-cert"));
+        .contains("`client_cert`"));
         assert_eq!(
             explain("Connection refused (os error 111)", false),
             "Connection refused (os error 111)"

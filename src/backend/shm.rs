@@ -148,7 +148,7 @@ impl InputRegion {
         let refuse = |why: String| -> Result<Opened> {
             match mode {
                 SharedMemory::System => {
-                    Err(Error::Config(format!("--shared-memory system: {why}")))
+                    Err(Error::Config(format!("`SharedMemory::System`: {why}")))
                 }
                 _ => Ok(Opened::Message(Some(why))),
             }

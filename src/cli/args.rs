@@ -1,17 +1,38 @@
 //! Flag groups shared by several commands (the CLI contract, README.md "Commands").
-//! Each group is flattened into the commands that need it, so a flag has one name,
-//! one default and one help text everywhere.
+//! Each group is flattened into the commands that need it, so a flag has one name and
+//! one default everywhere, under one help heading. A command whose meaning of a flag
+//! differs rewords its help line (`mut_arg` on the command's `Args`), and one that
+//! accepts a flag without acting on it hides it.
+//!
+//! Help lines say what a flag means to the user, in one line; how it works belongs in
+//! docs/.
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+/// Help headings, in the order a command's help shows them.
+pub const INPUT: &str = "Input and windows";
+/// The input heading of commands that build no windows (`score`, `merge`).
+pub const FILES: &str = "Input";
+pub const MODEL: &str = "Model";
+pub const SERVER: &str = "Server";
+pub const SECURITY: &str = "Security";
+pub const DECODING: &str = "Decoding";
+pub const SCORING: &str = "Scoring";
+pub const RUN: &str = "Run";
+pub const OUTPUT: &str = "Output";
+pub const GATES: &str = "Gates";
+
+/// `--url`'s help for the commands that spread requests over every endpoint given.
+pub const URL_SPREAD_HELP: &str =
+    "Triton gRPC endpoint; repeat it (or give a comma list) to use several servers";
+
 /// Where the Triton server is and how to talk to it.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = SERVER)]
 pub struct ServerArgs {
-    /// Triton gRPC endpoint, HOST:PORT, with or without http:// or https://. Repeat it
-    /// (or give a comma list) to spread requests over several servers (eval, ask,
-    /// compare; other commands use the first).
+    /// Triton gRPC endpoint (http:// or https:// may lead)
     #[arg(
         long,
         default_value = "localhost:8001",
@@ -22,11 +43,11 @@ pub struct ServerArgs {
     )]
     pub url: Vec<String>,
 
-    /// Per-request deadline in milliseconds.
+    /// Deadline of each request, in milliseconds
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
     pub timeout_ms: u64,
 
-    /// Deadline for establishing the connection, in milliseconds.
+    /// Deadline for connecting, in milliseconds
     #[arg(long, default_value_t = 5_000, value_name = "MS")]
     pub connect_timeout_ms: u64,
 
@@ -42,32 +63,26 @@ impl ServerArgs {
     }
 }
 
-/// Endpoint pool and retries of the inference path (src/backend/pool.rs, retry.rs).
+/// Endpoint pool and retries of the inference path.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = SERVER)]
 pub struct NetArgs {
-    /// Retries of a request after a transient error (UNAVAILABLE, RESOURCE_EXHAUSTED,
-    /// DEADLINE_EXCEEDED, connection refused or reset), with exponential backoff and
-    /// jitter; then the command fails (exit 2) with a summary.
+    /// Retries after a transient error, before failing
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub retries: u32,
-    /// Upper bound of the backoff between retries, in milliseconds (starts at 100 ms,
-    /// doubles per retry).
+    /// Longest wait between two retries, in milliseconds
     #[arg(long, default_value_t = 2_000, value_name = "MS")]
     pub retry_max_backoff_ms: u64,
-    /// Retry INTERNAL and other model errors too (normally deterministic: no retry).
+    /// Retry model errors too (otherwise not: they usually repeat)
     #[arg(long)]
     pub retry_model_errors: bool,
-    /// Before starting, wait up to this many seconds for every server and the model to
-    /// be ready (0: do not wait).
+    /// Wait this long for servers and model to be ready
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     pub wait_ready: f64,
-    /// HTTP/2 connections per endpoint.
+    /// HTTP/2 connections per server
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub connections: u32,
-    /// How requests travel: `stream` keeps one ModelStreamInfer call open per connection
-    /// and sends every request on it (a request answered with an error is asked again
-    /// with ModelInfer, and the connection stays unary); `unary` makes one ModelInfer
-    /// call per request.
+    /// One gRPC stream per connection, or one call per request
     #[arg(long, value_enum, default_value_t = TransportArg::Stream, value_name = "MODE")]
     pub transport: TransportArg,
 }
@@ -79,30 +94,32 @@ pub enum TransportArg {
     Unary,
 }
 
-/// Which model, and optional overrides of the tensor binding.
+/// Overrides of the tensor binding bertqa infers from the model.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = MODEL)]
 pub struct BindingArgs {
-    /// Tensor that receives the token ids (default: inferred from the model).
+    /// Input tensor of the token ids (default: inferred)
     #[arg(long, value_name = "NAME")]
     pub input_ids: Option<String>,
-    /// Tensor that receives the segment (token type) ids.
+    /// Input tensor of the segment (token type) ids
     #[arg(long, value_name = "NAME")]
     pub segment_ids: Option<String>,
-    /// Tensor that receives the attention mask.
+    /// Input tensor of the attention mask
     #[arg(long, value_name = "NAME")]
     pub input_mask: Option<String>,
-    /// Output tensor holding the start logits (or both, shaped [batch, seq, 2]).
+    /// Output tensor of the start logits (or both, [batch, seq, 2])
     #[arg(long, value_name = "NAME")]
     pub start_logits: Option<String>,
-    /// Output tensor holding the end logits.
+    /// Output tensor of the end logits
     #[arg(long, value_name = "NAME")]
     pub end_logits: Option<String>,
 }
 
 /// Vocabulary and casing.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = INPUT)]
 pub struct TokenizerArgs {
-    /// WordPiece vocabulary, one token per line.
+    /// WordPiece vocabulary, one token per line
     #[arg(
         long,
         value_name = "PATH",
@@ -110,13 +127,13 @@ pub struct TokenizerArgs {
         conflicts_with = "tokenizer"
     )]
     pub vocab: PathBuf,
-    /// A Hugging Face tokenizer.json to use instead of --vocab.
+    /// Hugging Face tokenizer.json to use instead of --vocab
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
-    /// Lower-case and strip accents (uncased vocabularies; the default).
+    /// Lower-case and strip accents, for uncased vocabularies (the default)
     #[arg(long, overrides_with = "no_lower_case")]
     pub do_lower_case: bool,
-    /// Keep case and accents (cased vocabularies).
+    /// Keep case and accents, for cased vocabularies
     #[arg(long, overrides_with = "do_lower_case")]
     pub no_lower_case: bool,
 }
@@ -130,97 +147,91 @@ impl TokenizerArgs {
 
 /// Window geometry (spec §4).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = INPUT)]
 pub struct WindowArgs {
-    /// Tokens per feature, including the CLS token and both SEP tokens.
+    /// Tokens per window, [CLS] and both [SEP] included
     #[arg(long, default_value_t = 384)]
     pub max_seq_length: usize,
-    /// Step between window starts, in word pieces (the BERT meaning, not an overlap).
+    /// Step between window starts, in word pieces (not an overlap)
     #[arg(long, default_value_t = 128)]
     pub doc_stride: usize,
-    /// Question word pieces kept (a prefix).
+    /// Word pieces of a question kept; the rest is cut
     #[arg(long, default_value_t = 64)]
     pub max_query_length: usize,
-    /// Treat degenerate but valid input (empty question, whitespace-only context) as an
-    /// error instead of a warning.
+    /// Fail on an empty question or a blank context instead of warning
     #[arg(long)]
     pub strict: bool,
 }
 
-/// Post-processing rule family.
+/// Post-processing rule family: `nvidia`, the Google/NVIDIA run_squad rules (the
+/// reference); `hf`, the transformers 4.x legacy port, to reproduce its numbers exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Postprocess {
-    /// The Google/NVIDIA run_squad rules (the reference).
     #[default]
     Nvidia,
-    /// The transformers 4.x legacy port, to reproduce its numbers exactly.
     Hf,
 }
 
+/// `--version-2-with-negative`'s help for `ask`, which reads no file.
+pub const ASK_V2_HELP: &str = "SQuAD 2.0 rules: the answer may be that there is none";
+
 /// Span decoding (spec §6).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = DECODING)]
 pub struct DecodeArgs {
-    /// Candidates kept per question (and start/end indexes considered per feature).
+    /// Candidate answers kept per question
     #[arg(long, default_value_t = 20)]
     pub n_best_size: usize,
-    /// Longest answer, in word pieces.
+    /// Longest answer, in word pieces
     #[arg(long, default_value_t = 30)]
     pub max_answer_length: usize,
-    /// SQuAD 2.0 rules (no-answer allowed). Auto-on when the file's version starts with
-    /// v2 or any question has is_impossible.
+    /// SQuAD 2.0 rules (no answer allowed); on by itself for a v2 file
     #[arg(long)]
     pub version_2_with_negative: bool,
-    /// v2: predict no answer when null score − best non-null score exceeds this.
+    /// SQuAD 2.0: no answer when its score tops the best answer's by more than this
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub null_score_diff_threshold: f64,
-    /// Post-processing rules: nvidia (reference) or hf (transformers legacy port).
+    /// Answer rules: nvidia (the reference) or hf (transformers' legacy port)
     #[arg(long, value_enum, default_value_t = Postprocess::Nvidia)]
     pub postprocess: Postprocess,
 }
 
 /// Output mode.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
-    /// Machine-readable JSON on stdout (versioned: "schema": 1).
+    /// Machine-readable JSON on stdout ("schema": 1)
     #[arg(long)]
     pub json: bool,
-    /// No progress bar.
+    /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
 }
 
+/// `--shared-memory`'s help for `ask`, whose few requests gain less than a region costs.
+pub const ASK_SHARED_MEMORY_HELP: &str =
+    "Tensors in shared memory, for a server on this machine (auto: no, for ask)";
+
 /// Request flow settings shared by `eval`, `ask`, `compare` and `perf`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = RUN)]
 pub struct LoadArgs {
-    /// Features per request (default: the model's max batch size; never above it).
+    /// Windows per request (default and most: the model's max batch size)
     #[arg(long, value_name = "N")]
     pub batch_size: Option<usize>,
-    /// Requests in flight. A full window is refilled a model batch at a time (at most
-    /// half the window at once); `perf` sends each as one is answered.
+    /// Requests in flight
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub concurrency: usize,
-    /// Requests sent first (copies of the first batch) and left out of every figure.
+    /// Requests sent first and left out of every figure
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub warmup: usize,
-    /// Pad every batch to --max-seq-length even when the model accepts any length
-    /// (by default a dynamic-length model gets each batch padded to its longest
-    /// feature, rounded up to a multiple of 8, unless its first requests, a probe of 16
-    /// features padded to --max-seq-length, show that shorter padding would change
-    /// answers).
+    /// Pad every window to --max-seq-length, whatever the model accepts
     #[arg(long)]
     pub fixed_seq_len: bool,
-    /// Pad each batch to its longest feature without the probe, even when the model
-    /// ranks padding positions among its top start/end logits: faster, but answers may
-    /// then differ from the reference, which ranks its top 20 over the whole padded
-    /// sequence. A warning counts the features where padding was seen to push real
-    /// positions out.
+    /// Pad to the longest window of each batch even if answers change (faster)
     #[arg(long, conflicts_with = "fixed_seq_len")]
     pub dynamic_seq_len: bool,
-    /// How tensors travel: `system` writes the inputs into a POSIX shared memory region
-    /// the server maps and has it write the logits there too (it must run on this
-    /// machine and see its /dev/shm), `none` sends them in each message and answer,
-    /// `auto` uses shared memory when the
-    /// one --url is a loopback address and the server accepts the region (`ask`: in each
-    /// message, a few requests gaining less than a region costs).
+    /// Tensors in shared memory, for a server on this machine (auto: when it can)
     #[arg(long, value_enum, default_value_t = SharedMemoryArg::Auto, value_name = "MODE")]
     pub shared_memory: SharedMemoryArg,
 }
@@ -233,7 +244,7 @@ pub enum SharedMemoryArg {
     Auto,
 }
 
-impl From<SharedMemoryArg> for crate::backend::SharedMemory {
+impl From<SharedMemoryArg> for bertqa::backend::SharedMemory {
     fn from(a: SharedMemoryArg) -> Self {
         match a {
             SharedMemoryArg::None => Self::None,
@@ -249,8 +260,8 @@ impl LoadArgs {
         &self,
         n_best: usize,
         full_len: usize,
-    ) -> Option<crate::pipeline::PaddingGuard> {
-        Some(crate::pipeline::PaddingGuard {
+    ) -> Option<bertqa::pipeline::PaddingGuard> {
+        Some(bertqa::pipeline::PaddingGuard {
             n_best,
             full_len,
             probe: !self.dynamic_seq_len,
@@ -259,33 +270,34 @@ impl LoadArgs {
     }
 }
 
-/// Everything a command that runs the pipeline against a server takes: request flow,
-/// server, binding overrides, tokenizer, windows, decoding and output mode.
+/// Everything a command that runs the pipeline against a server takes: tokenizer,
+/// windows, binding overrides, server, decoding, request flow and output mode (in the
+/// order of their help headings).
 #[derive(Debug, Clone, Args)]
 pub struct PipelineArgs {
-    #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub net: NetArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
     #[command(flatten)]
     pub window: WindowArgs,
     #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
     pub decode: DecodeArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
-/// How v2 predictions are scored (the official evaluate-v2.0.py option).
+/// How v2 predictions are scored (the official evaluate-v2.0.py option). No heading of
+/// its own: `eval` and `compare` list it with decoding, `score` and `merge` with scoring.
 #[derive(Debug, Clone, Args)]
 pub struct ScoringArgs {
-    /// v2: a question whose na-prob (null odds) is strictly above this is scored as
-    /// no-answer (the official script's --na-prob-thresh).
+    /// SQuAD 2.0: score a question as unanswered when its no-answer odds exceed X
     #[arg(
         long,
         default_value_t = 1.0,

@@ -9,41 +9,53 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::args::PipelineArgs;
-use super::common::{connect_pool_and_bind, decode_config, feature_config, load_tokenizer};
-use super::{pipeline_runtime, print_stdout, Outcome};
-use crate::decode::Prediction;
-use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig};
-use crate::types::{Dataset, Example, Paragraph};
+use super::args::{self, PipelineArgs, SharedMemoryArg};
+use super::common::{
+    connect_pool_and_bind, decode_config, feature_config, load_tokenizer, model_padding,
+    pipeline_runtime, print_stdout, run_config, Outcome,
+};
+use bertqa::decode::Prediction;
+use bertqa::pipeline::{self, NoProgress};
+use bertqa::types::{Dataset, Example, Paragraph};
 
 /// Ask questions about a context.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("url", |a| a.help(args::URL_SPREAD_HELP)),
+    mut_arg("version_2_with_negative", |a| a.help(args::ASK_V2_HELP)),
+    mut_arg("shared_memory", |a| a.help(args::ASK_SHARED_MEMORY_HELP)),
+    // Accepted as by every pipeline command, but of no use here: no data file to be
+    // strict about, no progress bar, and a warm-up only matters to a measured run.
+    mut_arg("strict", |a| a.hide(true)),
+    mut_arg("quiet", |a| a.hide(true)),
+    mut_arg("warmup", |a| a.hide(true)),
+)]
 pub struct Args {
-    /// A question (repeat for several questions about the same context).
-    #[arg(long, required = true)]
+    /// A question; repeat for several about the same context
+    #[arg(long, required = true, help_heading = args::INPUT)]
     pub question: Vec<String>,
-    /// The context text; `-` reads it from stdin.
+    /// The context text (`-`: read it from stdin)
     #[arg(
         long,
         conflicts_with = "context_file",
-        required_unless_present = "context_file"
+        required_unless_present = "context_file",
+        help_heading = args::INPUT
     )]
     pub context: Option<String>,
-    /// Read the context from a file (`-` for stdin).
-    #[arg(long, value_name = "FILE")]
+    /// Read the context from FILE (`-`: stdin)
+    #[arg(long, value_name = "FILE", help_heading = args::INPUT)]
     pub context_file: Option<PathBuf>,
-    /// Model to ask.
-    #[arg(long)]
+    /// Model to ask
+    #[arg(long, help_heading = args::MODEL)]
     pub model: String,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = args::MODEL)]
     pub model_version: String,
-    /// Show this many n-best candidates per question (they are computed with
-    /// --n-best-size).
-    #[arg(long, default_value_t = 1, value_name = "K")]
-    pub n_best: usize,
     #[command(flatten)]
     pub run: PipelineArgs,
+    /// Candidate answers shown per question
+    #[arg(long, default_value_t = 1, value_name = "K", help_heading = args::OUTPUT)]
+    pub n_best: usize,
 }
 
 fn read_context(args: &Args) -> anyhow::Result<String> {
@@ -56,14 +68,14 @@ fn read_context(args: &Args) -> anyhow::Result<String> {
         (Some(c), _) if c == "-" => from_stdin(),
         (Some(c), _) => Ok(c.clone()),
         (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
-        (None, Some(p)) => std::fs::read_to_string(p).map_err(|e| crate::Error::io(p, e).into()),
+        (None, Some(p)) => std::fs::read_to_string(p).map_err(|e| bertqa::Error::io(p, e).into()),
         (None, None) => anyhow::bail!("give a context with --context or --context-file"),
     }
 }
 
 /// The in-memory dataset of one context and its questions (ids `q1`, `q2`, …).
 pub fn dataset_of(context: &str, questions: &[String]) -> Dataset {
-    let paragraph: Paragraph = crate::squad::split_context(context);
+    let paragraph: Paragraph = bertqa::squad::split_context(context);
     let examples = questions
         .iter()
         .enumerate()
@@ -132,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let decode = decode_config(
         &args.run.decode,
         version_2,
-        crate::types::TokenText::lower_case(&tokenizer),
+        bertqa::types::TokenText::lower_case(&tokenizer),
     );
     let features = feature_config(&args.run.window)?;
     let rt = pipeline_runtime()?;
@@ -143,34 +155,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.model_version,
         &args.run.binding,
     ))?;
-    let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-    let concurrency = args.run.load.concurrency.max(1);
-    let n_best = decode.n_best_size;
-    let config = RunConfig {
-        features,
-        decode,
-        infer: InferConfig {
-            batch_size,
-            concurrency,
-            refill: pipeline::refill_group(concurrency, batch_size, &binding),
-            warmup: args.run.load.warmup,
-            padding: Padding::for_model(
-                &binding,
-                features.max_seq_length,
-                !args.run.load.fixed_seq_len,
-            ),
-            guard: args.run.load.padding_guard(n_best, features.max_seq_length),
-            // A few requests gain less from shared memory than registering a region
-            // costs (two more calls): `auto` sends the tensors in the messages here.
-            shared_memory: match args.run.load.shared_memory {
-                super::args::SharedMemoryArg::Auto => crate::backend::SharedMemory::None,
-                explicit => explicit.into(),
-            },
-            max_seq_len: features.max_seq_length,
-        },
-        keep_logits: false,
-        keep_features: true,
-    };
+    let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
+    let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
+    // A few requests gain less from shared memory than registering a region costs (two
+    // more calls): `auto` sends the tensors in the messages here.
+    if args.run.load.shared_memory == SharedMemoryArg::Auto {
+        config.infer.shared_memory = bertqa::backend::SharedMemory::None;
+    }
+    config.keep_features = true;
     let outcome = pipeline::run(
         &rt,
         &client,
@@ -181,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &NoProgress,
     )?;
     if let Some(note) = outcome.infer.padding.note(&binding.model) {
-        eprintln!("{note}");
+        eprintln!("{}", super::flags::name_flags(&note));
     }
     let answers: Vec<Value> = outcome
         .predictions
@@ -244,7 +236,7 @@ fn answer_json(
 fn outcome_feature(
     outcome: &pipeline::RunOutcome,
     unique_id: u64,
-) -> Option<&crate::types::Feature> {
+) -> Option<&bertqa::types::Feature> {
     let i = outcome
         .kept_features
         .binary_search_by_key(&unique_id, |f| f.unique_id)
@@ -304,7 +296,7 @@ mod tests {
     #[test]
     fn char_spans_map_back_to_the_context() {
         let ctx = "  The  cat\tsat on\nthe mat.";
-        let p = crate::squad::split_context(ctx);
+        let p = bertqa::squad::split_context(ctx);
         // words: The cat sat on the mat.
         let chars: Vec<char> = ctx.chars().collect();
         let text = |s: (usize, usize)| chars[s.0..s.1].iter().collect::<String>();

@@ -1,18 +1,24 @@
 //! Steps several commands share: loading data and the tokenizer with warnings on
-//! stderr, turning flag groups into library configurations, connecting and binding.
+//! stderr, turning flag groups into the library's configurations (validated here, so
+//! that errors name the flags), connecting and binding, runtimes, writing to stdout and
+//! how a command ended.
 
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs, TransportArg,
-    WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
+    TransportArg, WindowArgs,
 };
-use crate::backend::{bind, Binding, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport};
-use crate::decode::DecodeConfig;
-use crate::features::FeatureConfig;
-use crate::tokenize::{self, BertTokenizer};
-use crate::types::Dataset;
+use bertqa::backend::{
+    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport,
+};
+use bertqa::decode::DecodeConfig;
+use bertqa::features::FeatureConfig;
+use bertqa::pipeline::{self, InferConfig, Padding, RunConfig};
+use bertqa::tokenize::{self, BertTokenizer};
+use bertqa::types::Dataset;
 
 /// Inputs from this size up get transparent huge pages ([`huge_pages_for`]).
 pub const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
@@ -33,9 +39,9 @@ pub fn huge_pages_for(path: &Path) {
 }
 
 /// Reads a SQuAD file; reader warnings go to stderr, or fail under `--strict`.
-pub fn load_data(path: &Path, strict: bool, limit: Option<usize>) -> crate::Result<Dataset> {
+pub fn load_data(path: &Path, strict: bool, limit: Option<usize>) -> bertqa::Result<Dataset> {
     huge_pages_for(path);
-    let loaded = crate::squad::load(path)?;
+    let loaded = bertqa::squad::load(path)?;
     Ok(finish_loading(loaded, strict, limit)?.0)
 }
 
@@ -44,18 +50,18 @@ pub fn load_data_digest(
     path: &Path,
     strict: bool,
     limit: Option<usize>,
-) -> crate::Result<(Dataset, String)> {
+) -> bertqa::Result<(Dataset, String)> {
     huge_pages_for(path);
-    let (dataset, digest) = finish_loading(crate::squad::load_digested(path)?, strict, limit)?;
+    let (dataset, digest) = finish_loading(bertqa::squad::load_digested(path)?, strict, limit)?;
     Ok((dataset, digest.expect("load_digested takes the digest")))
 }
 
 /// Warnings (or the first as an error under `--strict`) and `--limit`.
 fn finish_loading(
-    mut loaded: crate::squad::Loaded,
+    mut loaded: bertqa::squad::Loaded,
     strict: bool,
     limit: Option<usize>,
-) -> crate::Result<(Dataset, Option<String>)> {
+) -> bertqa::Result<(Dataset, Option<String>)> {
     let digest = loaded.sha256.take();
     let mut dataset = if strict {
         loaded.strict()?
@@ -72,16 +78,16 @@ fn finish_loading(
 }
 
 /// The tokenizer of `--vocab` / `--tokenizer`, warning when the casing looks wrong.
-pub fn load_tokenizer(args: &TokenizerArgs) -> crate::Result<BertTokenizer> {
+pub fn load_tokenizer(args: &TokenizerArgs) -> bertqa::Result<BertTokenizer> {
     let tokenizer = tokenize::load(&args.vocab, args.tokenizer.as_deref(), args.lower_case())?;
     if let Some(w) = tokenizer.casing_warning() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", super::flags::name_flags(w));
     }
     Ok(tokenizer)
 }
 
 /// The validated window geometry.
-pub fn feature_config(args: &WindowArgs) -> crate::Result<FeatureConfig> {
+pub fn feature_config(args: &WindowArgs) -> bertqa::Result<FeatureConfig> {
     let config = FeatureConfig {
         max_seq_length: args.max_seq_length,
         doc_stride: args.doc_stride,
@@ -99,8 +105,8 @@ pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> De
         version_2_with_negative: version_2,
         null_score_diff_threshold: args.null_score_diff_threshold,
         postprocess: match args.postprocess {
-            Postprocess::Nvidia => crate::decode::Postprocess::Nvidia,
-            Postprocess::Hf => crate::decode::Postprocess::Hf,
+            Postprocess::Nvidia => bertqa::decode::Postprocess::Nvidia,
+            Postprocess::Hf => bertqa::decode::Postprocess::Hf,
         },
         lower_case,
     }
@@ -108,7 +114,7 @@ pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> De
 
 /// The client configuration of the server flags (reads `--header-env` variables and
 /// `--header-file` files).
-pub fn client_config(args: &ServerArgs) -> crate::Result<ClientConfig> {
+pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
     Ok(ClientConfig {
         url: args.first_url().to_string(),
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
@@ -119,9 +125,9 @@ pub fn client_config(args: &ServerArgs) -> crate::Result<ClientConfig> {
 }
 
 /// The pool configuration of the server and network flags.
-pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> crate::Result<PoolConfig> {
+pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
     if !(net.wait_ready.is_finite() && net.wait_ready >= 0.0) {
-        return Err(crate::Error::Config(format!(
+        return Err(bertqa::Error::Config(format!(
             "--wait-ready {} must be a number of seconds, 0 or more",
             net.wait_ready
         )));
@@ -165,16 +171,113 @@ pub async fn connect_pool_and_bind(
     model: &str,
     version: &str,
     overrides: &BindingArgs,
-) -> crate::Result<(Pool, Binding)> {
+) -> bertqa::Result<(Pool, Binding)> {
     let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
     let binding = bind(
         pool.first_client(),
         model,
         version,
-        &super::models::overrides(overrides),
+        &binding_overrides(overrides),
     )
     .await?;
     Ok((pool, binding))
+}
+
+/// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,
+/// `--start-logits` and `--end-logits`.
+pub fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
+    BindingOverrides {
+        input_ids: b.input_ids.clone(),
+        segment_ids: b.segment_ids.clone(),
+        input_mask: b.input_mask.clone(),
+        start_logits: b.start_logits.clone(),
+        end_logits: b.end_logits.clone(),
+    }
+}
+
+/// How batches for this model are padded: to `--max-seq-length` for a fixed-length
+/// model or under `--fixed-seq-len`, otherwise to each batch's longest feature.
+pub fn model_padding(load: &LoadArgs, binding: &Binding, max_seq_length: usize) -> Padding {
+    Padding::for_model(binding, max_seq_length, !load.fixed_seq_len)
+}
+
+/// The one place that turns the request-flow flags, the window and decoding settings
+/// and the model's binding into a pipeline run's configuration (`ask`, `compare`,
+/// `eval`). The caller chooses what the run keeps (logits, features).
+pub fn run_config(
+    load: &LoadArgs,
+    binding: &Binding,
+    features: FeatureConfig,
+    decode: DecodeConfig,
+    padding: Padding,
+) -> bertqa::Result<RunConfig> {
+    let batch_size = pipeline::effective_batch_size(load.batch_size, binding)?;
+    let concurrency = load.concurrency.max(1);
+    Ok(RunConfig {
+        features,
+        infer: InferConfig {
+            batch_size,
+            concurrency,
+            refill: pipeline::refill_group(concurrency, batch_size, binding),
+            warmup: load.warmup,
+            padding,
+            guard: load.padding_guard(decode.n_best_size, features.max_seq_length),
+            shared_memory: load.shared_memory.into(),
+            max_seq_len: features.max_seq_length,
+        },
+        decode,
+        keep_logits: false,
+        keep_features: false,
+    })
+}
+
+/// How a command that ran to completion ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything passed.
+    Success,
+    /// The run completed but these gates failed (each named, e.g. `--min-f1 90: f1 85.2`).
+    GateFailed(Vec<String>),
+}
+
+/// Writes `text` to stdout; a closed pipe is reported as an io error that
+/// `cli::main` turns into a clean exit.
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Builds a multi-thread tokio runtime (a worker per core) for commands that talk to a
+/// server.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The runtime of an evaluation pipeline (`eval`, `ask`, `compare` one model after
+/// another): a current-thread runtime, so that the requests, their connection and the
+/// sender all run on the thread that drives it, besides the pipeline's own feature and
+/// decoder threads. A worker thread for the requests would hand every answer from thread
+/// to thread once more, costing client CPU for no throughput: one thread sends far more
+/// requests per second than a GPU server answers (docs/performance.md). Interrupts are
+/// watched by a thread of their own
+/// ([`super::resume::stop_on_signals`]), so they are seen while this runtime is not driven.
+pub(crate) fn pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The runtime of pipelines run side by side from several threads (`compare
+/// --parallel`): one worker thread drives every model's requests and connections.
+pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?)
 }
 
 #[cfg(test)]

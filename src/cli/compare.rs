@@ -13,55 +13,62 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::args::{PipelineArgs, ServerArgs};
+use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
+    pipeline_runtime, print_stdout, run_config, shared_pipeline_runtime, Outcome,
 };
 use super::eval::{score_predictions, write_per_question, write_predictions};
-use super::{pipeline_runtime, print_stdout, shared_pipeline_runtime, Outcome};
-use crate::backend::{Binding, SeqLen};
-use crate::evaluate::Scores;
-use crate::pipeline::{self, InferConfig, NoProgress, Padding, RunConfig, RunOutcome};
-use crate::types::{Feature, Logits};
+use bertqa::backend::{Binding, SeqLen};
+use bertqa::evaluate::Scores;
+use bertqa::pipeline::{self, NoProgress, Padding, RunConfig, RunOutcome};
+use bertqa::types::{Feature, Logits};
 
 /// Compare several deployments of a model on one SQuAD file.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("url", |a| a.help("Server of the models named without @HOST:PORT")),
+    // No progress bar.
+    mut_arg("quiet", |a| a.hide(true)),
+)]
 pub struct Args {
-    /// Models to compare, comma-separated; `NAME@HOST:PORT` picks a server per model
-    /// (default: --url). The first one is the reference for agreement and logit
-    /// differences.
-    #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
-    pub models: Vec<String>,
-    /// SQuAD-format file (v1.1 or v2.0).
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file (v1.1 or v2.0)
+    #[arg(long, value_name = "FILE", help_heading = args::INPUT)]
     pub data: PathBuf,
-    /// Output files per model in DIR/<model>/, and DIR/compare.json.
-    #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
-    /// Run the models at the same time (timings then interfere).
-    #[arg(long)]
-    pub parallel: bool,
-    /// How many disagreeing questions to show per model.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub show: usize,
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = args::INPUT)]
     pub limit: Option<usize>,
-    /// Gate: fail (exit 1) when a model agrees with the first on less than this
-    /// fraction (0-1) of questions.
-    #[arg(long, value_name = "X")]
-    pub min_agreement: Option<f64>,
-    /// Gate: fail (exit 1) when a model's start or end logits differ from the first's by
-    /// more than X (L_inf over mask-1 positions).
-    #[arg(long, value_name = "X")]
-    pub max_logit_diff: Option<f64>,
-    /// Gate: fail (exit 1) when a model's F1 is more than X points below the first's.
-    #[arg(long, value_name = "X")]
-    pub max_f1_drop: Option<f64>,
-    #[command(flatten)]
-    pub scoring: super::args::ScoringArgs,
+    /// Models to compare, NAME or NAME@HOST:PORT; the first is the reference
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        num_args = 1..,
+        help_heading = args::MODEL
+    )]
+    pub models: Vec<String>,
     #[command(flatten)]
     pub run: PipelineArgs,
+    #[command(flatten, next_help_heading = args::DECODING)]
+    pub scoring: args::ScoringArgs,
+    /// Run the models at the same time (their timings then interfere)
+    #[arg(long, help_heading = args::RUN)]
+    pub parallel: bool,
+    /// Each model's files in DIR/<model>/, and DIR/compare.json
+    #[arg(long, value_name = "DIR", help_heading = args::OUTPUT)]
+    pub output_dir: PathBuf,
+    /// Disagreeing questions shown per model
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = args::OUTPUT)]
+    pub show: usize,
+    /// Exit 1 when a model agrees with the first on less than this fraction of questions
+    #[arg(long, value_name = "X", help_heading = args::GATES)]
+    pub min_agreement: Option<f64>,
+    /// Exit 1 when a model's logits differ from the first's by more than X
+    #[arg(long, value_name = "X", help_heading = args::GATES)]
+    pub max_logit_diff: Option<f64>,
+    /// Exit 1 when a model's F1 is more than X points below the first's
+    #[arg(long, value_name = "X", help_heading = args::GATES)]
+    pub max_f1_drop: Option<f64>,
 }
 
 /// One model's run.
@@ -140,10 +147,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let decode = decode_config(
         &args.run.decode,
         version_2,
-        crate::types::TokenText::lower_case(&tokenizer),
+        bertqa::types::TokenText::lower_case(&tokenizer),
     );
     let features_config = feature_config(&args.run.window)?;
-    let (built, _) = crate::features::build(&tokenizer, features_config, &dataset)?;
+    let (built, _) = bertqa::features::build(&tokenizer, features_config, &dataset)?;
     let features: Vec<Arc<Feature>> = built.into_iter().map(Arc::new).collect();
     let rt = if args.parallel {
         shared_pipeline_runtime()?
@@ -189,32 +196,19 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut dir_names: Vec<String> = Vec::new();
     let mut jobs = Vec::new();
     for (name, url, client, binding) in targets {
-        let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, &binding)?;
-        let concurrency = args.run.load.concurrency.max(1);
         let mut dir_name = name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);
         }
         dir_names.push(dir_name.clone());
-        let config = RunConfig {
-            features: features_config,
-            decode: decode.clone(),
-            infer: InferConfig {
-                batch_size,
-                concurrency,
-                refill: pipeline::refill_group(concurrency, batch_size, &binding),
-                warmup: args.run.load.warmup,
-                padding,
-                guard: args
-                    .run
-                    .load
-                    .padding_guard(decode.n_best_size, features_config.max_seq_length),
-                shared_memory: args.run.load.shared_memory.into(),
-                max_seq_len: features_config.max_seq_length,
-            },
-            keep_logits: true,
-            keep_features: false,
-        };
+        let mut config = run_config(
+            &args.run.load,
+            &binding,
+            features_config,
+            decode.clone(),
+            padding,
+        )?;
+        config.keep_logits = true;
         jobs.push((name, url, dir_name, client, binding, config));
     }
 
@@ -222,7 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         String,
         String,
         String,
-        crate::backend::Pool,
+        bertqa::backend::Pool,
         Binding,
         RunConfig,
     )|
@@ -239,10 +233,10 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         )
         .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
         if let Some(note) = outcome.infer.padding.note(&name) {
-            eprintln!("{note}");
+            eprintln!("{}", super::flags::name_flags(&note));
         }
         let dir = args.output_dir.join(&dir_name);
-        std::fs::create_dir_all(&dir).map_err(|e| crate::Error::io(&dir, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
         write_predictions(&dir, &outcome.predictions, version_2, None)?;
         let scores = score_predictions(
             &dataset,
@@ -278,7 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     };
 
     let doc = report(&args, &runs, &features, version_2);
-    crate::output_file::write_atomic(
+    bertqa::output_file::write_atomic(
         &args.output_dir.join("compare.json"),
         format!("{doc:#}\n").as_bytes(),
     )?;
@@ -310,7 +304,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: bool) -> Value {
-    use crate::report::compare::*;
+    use bertqa::report::compare::*;
     let first = &runs[0];
     let per_s = |n: f64, wall: f64| if wall > 0.0 { n / wall } else { 0.0 };
     let models = runs
@@ -347,7 +341,7 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
             let disagree: Vec<Disagreement> = pairs
                 .filter(|(a, b)| a.answer != b.answer)
                 .map(|(a, b)| {
-                    let score = |p: &crate::decode::Prediction| {
+                    let score = |p: &bertqa::decode::Prediction| {
                         p.nbest
                             .iter()
                             .find(|e| e.text == p.answer)

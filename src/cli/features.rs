@@ -10,28 +10,28 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::args::{TokenizerArgs, WindowArgs};
-use super::common::{feature_config, load_data, load_tokenizer};
-use super::Outcome;
-use crate::features::FeatureBuilder;
-use crate::tokenize::BertTokenizer;
-use crate::types::{Dataset, Feature, TokenText};
+use super::args::{TokenizerArgs, WindowArgs, INPUT};
+use super::common::{feature_config, load_data, load_tokenizer, Outcome};
+use bertqa::features::FeatureBuilder;
+use bertqa::tokenize::BertTokenizer;
+use bertqa::types::{Dataset, Feature, TokenText};
 
+/// Build the features (windows) of a SQuAD file; one JSON line per feature.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0).
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file (v1.1 or v2.0)
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
+
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub limit: Option<usize>,
 
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
 
     #[command(flatten)]
     pub window: WindowArgs,
-
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

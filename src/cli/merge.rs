@@ -17,28 +17,28 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::{json, Map, Value};
 
-use super::{print_stdout, Outcome};
-use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig};
-use crate::journal::Fingerprint;
-use crate::shard::Shard;
+use super::args::{FILES, OUTPUT, SCORING};
+use super::common::{print_stdout, Outcome};
+use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig};
+use bertqa::journal::Fingerprint;
+use bertqa::shard::Shard;
 
 /// Combine `eval --shard I/N` output directories into one run's files and metrics.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The shards' output directories (all N of them, any order).
+    /// The shards' output directories (all N of them, any order)
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Where the merged files are written.
-    #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
-    /// The SQuAD file, when it is no longer at the path the shards recorded (its sha256
-    /// must still match).
-    #[arg(long, value_name = "FILE")]
+    /// The SQuAD file, when it has moved since the shards ran (same contents)
+    #[arg(long, value_name = "FILE", help_heading = FILES)]
     pub data: Option<PathBuf>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = SCORING)]
     pub scoring: super::args::ScoringArgs,
-    /// Machine-readable JSON on stdout (the merged metrics.json).
-    #[arg(long)]
+    /// Where the merged files are written
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub output_dir: PathBuf,
+    /// Machine-readable JSON on stdout (the merged metrics.json)
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
 }
 
@@ -55,8 +55,8 @@ const PER_SHARD: [&str; 2] = ["shard", "questions"];
 
 fn read_shard(dir: &Path) -> anyhow::Result<ShardDir> {
     let path = dir.join("metrics.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| crate::Error::io(&path, e))?;
-    let metrics: Value = serde_json::from_str(&text).map_err(|e| crate::Error::json(&path, &e))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| bertqa::Error::io(&path, e))?;
+    let metrics: Value = serde_json::from_str(&text).map_err(|e| bertqa::Error::json(&path, &e))?;
     if metrics["partial"] == Value::Bool(true) {
         bail!(
             "{}: this shard did not complete (partial results); finish it with eval --resume first",
@@ -150,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 .context("metrics.json without a data path")?,
         ),
     };
-    let digest = crate::sha256::of_file(&data)?;
+    let digest = bertqa::sha256::of_file(&data)?;
     if Some(digest.as_str()) != first.run.get("data_sha256") {
         bail!(
             "{}: sha256 {digest} is not the data the shards evaluated ({})",
@@ -185,7 +185,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
+    std::fs::create_dir_all(&args.output_dir)
+        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
     let mut files = Vec::new();
     let mut names = vec!["predictions.json", "nbest_predictions.json"];
     if version_2 {
@@ -196,9 +197,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         let mut parts: BTreeMap<usize, Map<String, Value>> = BTreeMap::new();
         for (&index, s) in &by_index {
             let path = s.dir.join(name);
-            let text = std::fs::read_to_string(&path).map_err(|e| crate::Error::io(&path, e))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| bertqa::Error::io(&path, e))?;
             let v: Map<String, Value> =
-                serde_json::from_str(&text).map_err(|e| crate::Error::json(&path, &e))?;
+                serde_json::from_str(&text).map_err(|e| bertqa::Error::json(&path, &e))?;
             parts.insert(index, v);
         }
         let mut out = Map::new();
@@ -216,9 +217,9 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 ),
             }
         }
-        crate::output_file::write_atomic(
+        bertqa::output_file::write_atomic(
             &args.output_dir.join(name),
-            &crate::decode::pyjson::to_vec(&out),
+            &bertqa::decode::pyjson::to_vec(&out),
         )?;
         files.push(name.to_string());
         merged.insert(name, out);
@@ -255,7 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         });
         let _ = writeln!(lines, "{line}");
     }
-    crate::output_file::write_atomic(
+    bertqa::output_file::write_atomic(
         &args.output_dir.join("per_question.jsonl"),
         lines.as_bytes(),
     )?;
@@ -268,7 +269,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut run = common(&first.run);
     run.0.push(("shard".into(), "merged".into()));
     run.0.push(("questions".into(), total.to_string()));
-    let doc = crate::report::merge::MergeJson {
+    let doc = bertqa::report::merge::MergeJson {
         schema: 1,
         data: data.display().to_string(),
         version_2_with_negative: version_2,
@@ -276,14 +277,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         metrics: scores.metrics.to_json(),
         questions: total,
         features,
-        missing_predictions: crate::report::CountedIds::first(
+        missing_predictions: bertqa::report::CountedIds::first(
             &scores.missing,
             scores.missing.len(),
             5,
         ),
         shards: by_index
             .values()
-            .map(|s| crate::report::merge::ShardJson {
+            .map(|s| bertqa::report::merge::ShardJson {
                 shard: s.shard.to_string(),
                 dir: s.dir.display().to_string(),
                 questions: s.shard.range(total).len(),
@@ -295,7 +296,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         files,
     };
     let text = serde_json::to_string_pretty(&doc)? + "\n";
-    crate::output_file::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
+    bertqa::output_file::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
     if args.json {
         print_stdout(&text)?;
     } else {
@@ -326,7 +327,7 @@ mod tests {
 
     #[test]
     fn python_layout_round_trips_the_reference_renderer() {
-        use crate::decode::{NbestEntry, Prediction};
+        use bertqa::decode::{NbestEntry, Prediction};
         let preds = vec![
             Prediction {
                 qas_id: "q1".into(),
@@ -348,13 +349,13 @@ mod tests {
             },
         ];
         for bytes in [
-            crate::decode::render_predictions(&preds),
-            crate::decode::render_nbest(&preds),
-            crate::decode::render_null_odds(&preds),
+            bertqa::decode::render_predictions(&preds),
+            bertqa::decode::render_nbest(&preds),
+            bertqa::decode::render_null_odds(&preds),
         ] {
             let v: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(
-                String::from_utf8(crate::decode::pyjson::to_vec(&v)).unwrap(),
+                String::from_utf8(bertqa::decode::pyjson::to_vec(&v)).unwrap(),
                 String::from_utf8(bytes).unwrap()
             );
         }

@@ -6,26 +6,29 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, OutputArgs, ServerArgs};
-use super::{print_stdout, runtime, Outcome};
-use crate::backend::client::{ready_models, ModelIndex};
-use crate::backend::proto::model_instance_group::Kind;
-use crate::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
-use crate::backend::{Binding, TritonClient};
-use crate::Error;
+use super::args::{BindingArgs, OutputArgs, ServerArgs, MODEL};
+use super::common::{print_stdout, runtime, Outcome};
+use bertqa::backend::client::{ready_models, ModelIndex};
+use bertqa::backend::proto::model_instance_group::Kind;
+use bertqa::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
+use bertqa::backend::{Binding, TritonClient};
+use bertqa::Error;
 
+/// Server, model repository, and one model's tensors and inferred binding.
 #[derive(Debug, clap::Args)]
+// No progress bar to silence.
+#[command(mut_arg("quiet", |a| a.hide(true)))]
 pub struct Args {
-    #[command(flatten)]
-    pub server: ServerArgs,
-    /// Show this model's tensors, configuration and inferred binding.
-    #[arg(long)]
+    /// Show this model's tensors, configuration and inferred binding
+    #[arg(long, help_heading = MODEL)]
     pub model: Option<String>,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
     pub model_version: String,
     #[command(flatten)]
     pub binding: BindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -109,8 +112,12 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
             } else {
                 let metadata = client.model_metadata(name, version).await?;
                 let config = client.model_config(name, version).await?;
-                let binding =
-                    Binding::infer(&metadata, Some(&config), version, &overrides(&args.binding));
+                let binding = Binding::infer(
+                    &metadata,
+                    Some(&config),
+                    version,
+                    &super::common::binding_overrides(&args.binding),
+                );
                 Some(ModelReport {
                     metadata,
                     config,
@@ -130,16 +137,6 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
         index,
         model,
     })
-}
-
-pub(crate) fn overrides(b: &BindingArgs) -> crate::backend::BindingOverrides {
-    crate::backend::BindingOverrides {
-        input_ids: b.input_ids.clone(),
-        segment_ids: b.segment_ids.clone(),
-        input_mask: b.input_mask.clone(),
-        start_logits: b.start_logits.clone(),
-        end_logits: b.end_logits.clone(),
-    }
 }
 
 fn kind_name(kind: i32) -> &'static str {
@@ -166,7 +163,7 @@ fn to_json(r: &Report) -> Value {
         )
         .collect();
     let model = r.model.as_ref().map(|m| {
-        let tensors = |ts: &[crate::backend::proto::model_metadata_response::TensorMetadata]| {
+        let tensors = |ts: &[bertqa::backend::proto::model_metadata_response::TensorMetadata]| {
             ts.iter()
                 .map(|t| json!({"name": t.name, "datatype": t.datatype, "shape": t.shape}))
                 .collect::<Vec<_>>()
@@ -189,7 +186,7 @@ fn to_json(r: &Report) -> Value {
             },
             "binding_error": match &m.binding {
                 Ok(_) => Value::Null,
-                Err(e) => Value::String(e.to_string()),
+                Err(e) => Value::String(super::flags::name_flags(&e.to_string())),
             },
         })
     });
@@ -291,7 +288,7 @@ fn render_text(r: &Report) -> String {
                     );
                 }
                 match &b.outputs {
-                    crate::backend::binding::Outputs::Split { start, end } => {
+                    bertqa::backend::binding::Outputs::Split { start, end } => {
                         let _ = writeln!(
                             s,
                             "  {:<12} -> {} ({})",
@@ -307,7 +304,7 @@ fn render_text(r: &Report) -> String {
                             end.datatype.wire()
                         );
                     }
-                    crate::backend::binding::Outputs::Stacked { logits } => {
+                    bertqa::backend::binding::Outputs::Stacked { logits } => {
                         let _ = writeln!(
                             s,
                             "  {:<12} -> {} ({}, [batch, seq, 2]: start = 0, end = 1)",
@@ -319,7 +316,7 @@ fn render_text(r: &Report) -> String {
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "binding: {e}");
+                let _ = writeln!(s, "binding: {}", super::flags::name_flags(&e.to_string()));
             }
         }
     }

@@ -1,4 +1,4 @@
-//! `bertqa perf`: the load sweep of `crate::perf` with real features from a SQuAD
+//! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
 //! warnings on stderr, `--csv` (perf_analyzer's columns) and `--svg` files.
 
@@ -8,88 +8,102 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use super::args::{BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs};
-use super::common::{client_config, feature_config, load_data, load_tokenizer};
-use super::{print_stdout, runtime, Outcome};
-use crate::perf::{
+use super::args::{
+    BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT,
+    RUN,
+};
+use super::common::{
+    client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
+};
+use bertqa::perf::{
     self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
 };
-use crate::pipeline::{self, Padding};
+use bertqa::pipeline::{self, Padding};
 
-/// How sends are spaced in request-rate mode.
+/// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
+/// `poisson`, exponential gaps (a Poisson process) seeded by `--seed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DistributionArg {
-    /// Evenly, 1/rate apart.
     Constant,
-    /// Exponential gaps (a Poisson process), seeded by --seed.
     Poisson,
 }
 
 /// Load sweep in the manner of perf_analyzer, with real features from a SQuAD file.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("concurrency", |a| a.help("Requests in flight, without a range below")),
+    mut_arg("quiet", |a| a.help("No progress lines")),
+    // Accepted, but perf always pads so: to each batch's longest window, unchecked.
+    mut_arg("dynamic_seq_len", |a| a.hide(true)),
+)]
 pub struct Args {
-    /// SQuAD-format file whose features (windows) are sent, cycled as needed.
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file whose windows are sent, cycled as needed
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
-    /// Model to load.
-    #[arg(long)]
-    pub model: String,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
-    pub model_version: String,
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
-    /// Closed loop: requests in flight, START[:END[:STEP]] (default: --concurrency).
-    #[arg(
-        long,
-        value_name = "START:END:STEP",
-        conflicts_with = "request_rate_range"
-    )]
-    pub concurrency_range: Option<String>,
-    /// Open loop: requests sent per second, START[:END[:STEP]], whatever the answers do.
-    #[arg(long, value_name = "START:END:STEP")]
-    pub request_rate_range: Option<String>,
-    /// Spacing of sends in request-rate mode.
-    #[arg(long, value_enum, default_value_t = DistributionArg::Constant)]
-    pub request_distribution: DistributionArg,
-    /// Seed of the Poisson arrivals (each level uses seed + its index).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Time windows of this many milliseconds (the default mode; 5000).
-    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count")]
-    pub measurement_interval_ms: Option<u64>,
-    /// Count windows: each window lasts until this many requests are answered.
-    #[arg(long, value_name = "N")]
-    pub measurement_request_count: Option<u64>,
-    /// A level is stable when its last 3 windows' throughput and average latency lie
-    /// within this percentage of their mean.
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
-    pub stability_percentage: f64,
-    /// Most windows per level; an unstable level is reported as such.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub max_trials: usize,
-    /// Request-rate mode: most requests in flight (later sends wait, and count as late).
-    #[arg(long, default_value_t = 4096, value_name = "N")]
-    pub max_inflight: usize,
-    /// Write perf_analyzer's CSV (microseconds, rows by increasing throughput) here.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write an SVG chart of latency (p50, p99) against throughput here.
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
-    #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub binding: BindingArgs,
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
     #[command(flatten)]
     pub window: WindowArgs,
+    /// Model to load
+    #[arg(long, help_heading = MODEL)]
+    pub model: String,
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
+    pub model_version: String,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Closed loop: levels of requests in flight, START[:END[:STEP]]
+    #[arg(
+        long,
+        value_name = "START:END:STEP",
+        conflicts_with = "request_rate_range",
+        help_heading = RUN
+    )]
+    pub concurrency_range: Option<String>,
+    /// Open loop: levels of requests sent per second, START[:END[:STEP]]
+    #[arg(long, value_name = "START:END:STEP", help_heading = RUN)]
+    pub request_rate_range: Option<String>,
+    /// How sends are spaced in request-rate mode
+    #[arg(long, value_enum, default_value_t = DistributionArg::Constant, help_heading = RUN)]
+    pub request_distribution: DistributionArg,
+    /// Seed of the Poisson arrivals
+    #[arg(long, default_value_t = 0, help_heading = RUN)]
+    pub seed: u64,
+    /// Measure in windows of this many milliseconds (the default, at 5000)
+    #[arg(
+        long,
+        value_name = "MS",
+        conflicts_with = "measurement_request_count",
+        help_heading = RUN
+    )]
+    pub measurement_interval_ms: Option<u64>,
+    /// Measure in windows of this many answered requests instead
+    #[arg(long, value_name = "N", help_heading = RUN)]
+    pub measurement_request_count: Option<u64>,
+    /// A level is stable when its last 3 windows agree within this percentage
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", help_heading = RUN)]
+    pub stability_percentage: f64,
+    /// Most windows per level before it is reported unstable
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = RUN)]
+    pub max_trials: usize,
+    /// Request-rate mode: most requests in flight (later sends wait and count as late)
+    #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RUN)]
+    pub max_inflight: usize,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Write perf_analyzer's CSV here
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub csv: Option<PathBuf>,
+    /// Write an SVG chart of latency against throughput here
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub svg: Option<PathBuf>,
 }
 
 /// Validates the sweep flags (before any data is read or server contacted).
@@ -169,7 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let features_config = feature_config(&args.window)?;
-    let (features, _) = crate::features::build(&tokenizer, features_config, &dataset)?;
+    let (features, _) = bertqa::features::build(&tokenizer, features_config, &dataset)?;
     if features.is_empty() {
         anyhow::bail!(
             "{}: no features to send (no question has a context with word pieces)",
@@ -179,15 +193,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     // One endpoint (the first --url): the server statistics are that server's.
     let (client, binding) = rt.block_on(async {
-        let client = crate::backend::TritonClient::connect(&client_config(&args.server)?).await?;
-        let binding = crate::backend::bind(
+        let client = bertqa::backend::TritonClient::connect(&client_config(&args.server)?).await?;
+        let binding = bertqa::backend::bind(
             &client,
             &args.model,
             &args.model_version,
-            &super::models::overrides(&args.binding),
+            &super::common::binding_overrides(&args.binding),
         )
         .await?;
-        Ok::<_, crate::Error>((client, binding))
+        Ok::<_, bertqa::Error>((client, binding))
     })?;
     let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
     let padding = Padding::for_model(
@@ -222,7 +236,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &config,
         &progress,
     ))?;
-    let report = export::Report {
+    let mut report = export::Report {
         model: binding.model.clone(),
         version: binding.version.clone(),
         platform: binding.platform.clone(),
@@ -239,11 +253,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         max_trials: config.max_trials,
         levels,
     };
+    // The warnings name settings; the reports name the flags.
+    for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
+        *w = super::flags::name_flags(w);
+    }
     if let Some(path) = &args.csv {
-        crate::output_file::write_atomic(path, &export::csv::render(&report))?;
+        bertqa::output_file::write_atomic(path, &export::csv::render(&report))?;
     }
     if let Some(path) = &args.svg {
-        crate::output_file::write_atomic(path, &export::svg::render(&report))?;
+        bertqa::output_file::write_atomic(path, &export::svg::render(&report))?;
     }
     for w in report.levels.iter().flat_map(|l| &l.warnings) {
         eprintln!("warning: {w}");

@@ -2,7 +2,7 @@
 //! partial results).
 //!
 //! - Every answered feature's logits are appended to `D/journal.bqj` (see
-//!   [`crate::journal`]) under a fingerprint of everything that determines the answers.
+//!   [`bertqa::journal`]) under a fingerprint of everything that determines the answers.
 //! - `--resume` rebuilds the features, takes the journaled ones' logits from the journal
 //!   (they are not sent again), sends the rest, and decodes from both: the output files
 //!   are byte-identical to an uninterrupted run's (on a dynamic-length model the padding
@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::decode::Candidates;
-use crate::journal::{self, Fingerprint, Journal};
-use crate::pipeline::AnswerNeeds;
-use crate::types::Logits;
+use bertqa::decode::Candidates;
+use bertqa::journal::{self, Fingerprint, Journal};
+use bertqa::pipeline::AnswerNeeds;
+use bertqa::types::Logits;
 
-/// The journal keeps the padding probe's decision ([`crate::pipeline::PaddingGuard`]) as
+/// The journal keeps the padding probe's decision ([`bertqa::pipeline::PaddingGuard`]) as
 /// a record of its own, under this `unique_id` (no feature's): logits `[1.0]` for
 /// dynamic padding, `[0.0]` for the full length.
 const PADDING_DECISION_ID: u64 = u64::MAX;
@@ -51,7 +51,7 @@ pub fn take_padding_decision(journaled: &mut HashMap<u64, Logits>) -> Option<boo
 }
 
 /// Appends a run's answers and its padding decision to the journal as they come (the
-/// journal part of `eval`'s [`crate::pipeline::RunObserver`]).
+/// journal part of `eval`'s [`bertqa::pipeline::RunObserver`]).
 pub struct Recorder {
     journal: Arc<Mutex<Journal>>,
     /// The journal holds the padding decision (from the earlier run, or this one's).
@@ -83,12 +83,12 @@ impl Recorder {
     }
 
     /// Appends a feature's answer.
-    pub fn answer(&self, logits: &Logits, candidates: Option<&Candidates>) -> crate::Result<()> {
+    pub fn answer(&self, logits: &Logits, candidates: Option<&Candidates>) -> bertqa::Result<()> {
         lock(&self.journal).append_ranked(logits, candidates)
     }
 
     /// Appends the padding decision.
-    pub fn padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+    pub fn padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
         self.decision_journaled.store(true, Ordering::Relaxed);
         lock(&self.journal).append_ranked(&padding_decision_record(dynamic), None)
     }
@@ -159,7 +159,7 @@ pub fn finish(dir: &Path) -> anyhow::Result<()> {
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(crate::Error::io(&path, e).into()),
+        Err(e) => Err(bertqa::Error::io(&path, e).into()),
     }
 }
 
@@ -223,7 +223,7 @@ async fn any_signal(
 pub fn base_fingerprint(
     data_sha256: String,
     limit: Option<usize>,
-    shard: Option<crate::shard::Shard>,
+    shard: Option<bertqa::shard::Shard>,
     questions: usize,
     run: &super::args::PipelineArgs,
     version_2: bool,
@@ -240,7 +240,7 @@ pub fn base_fingerprint(
         .with("limit", limit.map_or("all".to_string(), |n| n.to_string()))
         .with("shard", shard.map_or("all".to_string(), |s| s.to_string()))
         .with("questions", questions)
-        .with("tokenizer_sha256", crate::sha256::of_file(vocab)?)
+        .with("tokenizer_sha256", bertqa::sha256::of_file(vocab)?)
         .with("lower_case", lower_case)
         .with("max_seq_length", run.window.max_seq_length)
         .with("doc_stride", run.window.doc_stride)
@@ -262,12 +262,12 @@ pub fn base_fingerprint(
 /// probe (`--dynamic-seq-len`, which can change answers) is a setting of its own.
 pub fn model_fingerprint(
     base: Fingerprint,
-    binding: &crate::backend::Binding,
-    padding: crate::pipeline::Padding,
+    binding: &bertqa::backend::Binding,
+    padding: bertqa::pipeline::Padding,
     unprobed: bool,
 ) -> Fingerprint {
     let padding = match padding {
-        crate::pipeline::Padding::Longest { .. } if unprobed => format!("{padding:?} unprobed"),
+        bertqa::pipeline::Padding::Longest { .. } if unprobed => format!("{padding:?} unprobed"),
         _ => format!("{padding:?}"),
     };
     base.with("model", &binding.model)

@@ -9,44 +9,39 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use super::Outcome;
-use crate::decode::py_float_repr;
-use crate::evaluate::{self, MetricValue, ScoreConfig, Scores};
+use super::args::{FILES, OUTPUT, SCORING};
+use super::common::Outcome;
+use bertqa::decode::py_float_repr;
+use bertqa::evaluate::{self, MetricValue, ScoreConfig, Scores};
 
 /// How many ids of questions without a prediction are named.
 const FIRST_IDS: usize = 5;
 
-/// Score a predictions file with the official SQuAD evaluators.
-///
-/// v1.1 follows evaluate-v1.1.py, v2.0 evaluate-v2.0.py (chosen automatically from the
-/// data file, or forced with --version-2-with-negative). Stricter than the v2.0 script:
-/// a question without a prediction is scored 0 (not dropped), kept in every total, and
-/// reported with its id.
+/// Score a predictions file with the official SQuAD evaluators (v1.1 or v2.0 by the data
+/// file). Unlike the v2.0 script, a question without a prediction scores 0 and is named.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format data file (v1.1 or v2.0) with the gold answers.
-    #[arg(long, value_name = "PATH")]
+    /// SQuAD-format file (v1.1 or v2.0) with the gold answers
+    #[arg(long, value_name = "PATH", help_heading = FILES)]
     pub data: PathBuf,
-    /// Predictions: a JSON object of question id → answer text (predictions.json).
-    #[arg(long, value_name = "PATH")]
+    /// Answers by question id, as in predictions.json
+    #[arg(long, value_name = "PATH", help_heading = FILES)]
     pub predictions: PathBuf,
-    /// v2.0: JSON object of question id → no-answer score (e.g. null_odds.json). Enables
-    /// the thresholding below and the best_exact/best_f1 threshold search.
-    #[arg(long, value_name = "PATH")]
+    /// SQuAD 2.0: no-answer odds by question id, as in null_odds.json
+    #[arg(long, value_name = "PATH", help_heading = FILES)]
     pub na_prob_file: Option<PathBuf>,
-    #[command(flatten)]
-    pub scoring: super::args::ScoringArgs,
-    /// Use the SQuAD 2.0 rules. Auto-on when the data file's version starts with v2 or
-    /// any question has is_impossible.
-    #[arg(long)]
+    /// SQuAD 2.0 rules (no answer allowed); on by itself for a v2 file
+    #[arg(long, help_heading = SCORING)]
     pub version_2_with_negative: bool,
-    /// Machine-readable JSON on stdout (versioned: "schema": 1).
-    #[arg(long)]
+    #[command(flatten, next_help_heading = SCORING)]
+    pub scoring: super::args::ScoringArgs,
+    /// Machine-readable JSON on stdout ("schema": 1)
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
-    let loaded = crate::squad::load(&args.data)?;
+    let loaded = bertqa::squad::load(&args.data)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
@@ -81,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         render_text(&scores, v2)
     };
-    super::print_stdout(&text)?;
+    super::common::print_stdout(&text)?;
     Ok(Outcome::Success)
 }
 

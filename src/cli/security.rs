@@ -9,39 +9,35 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::backend::{Header, Secret, Security, TlsConfig};
-use crate::Error;
+use bertqa::backend::{Header, Secret, Security, TlsConfig};
+use bertqa::Error;
 
 /// TLS, mutual TLS, and metadata sent with every call.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = super::args::SECURITY)]
 pub struct SecurityArgs {
-    /// Use TLS (implied by an https:// URL and by any other --ssl-* flag).
+    /// Use TLS (implied by https:// and by every other --ssl-* flag)
     #[arg(long)]
     pub ssl: bool,
-    /// PEM CA certificate(s) to trust instead of the system's CAs.
+    /// CA certificates (PEM) to trust instead of the system's
     #[arg(long, value_name = "FILE")]
     pub ssl_root_cert: Option<PathBuf>,
-    /// PEM client certificate, for mutual TLS (with --ssl-client-key).
+    /// Client certificate (PEM) for mutual TLS, with --ssl-client-key
     #[arg(long, value_name = "FILE", requires = "ssl_client_key")]
     pub ssl_client_cert: Option<PathBuf>,
-    /// PEM private key of --ssl-client-cert.
+    /// Private key (PEM) of --ssl-client-cert
     #[arg(long, value_name = "FILE", requires = "ssl_client_cert")]
     pub ssl_client_key: Option<PathBuf>,
-    /// Name to check in the server's certificate instead of the URL's host (ingress,
-    /// IP addresses).
+    /// Name to expect in the server's certificate, not the URL's host
     #[arg(long, value_name = "NAME")]
     pub ssl_target_name: Option<String>,
-    /// gRPC metadata sent with every call, e.g.
-    /// triton-grpc-protocol-infer-key:KEY (repeatable). The value is never printed;
-    /// prefer --header-env or --header-file for secrets.
+    /// gRPC metadata sent with every call; the value is never shown
     #[arg(long = "header", value_name = "KEY:VALUE", value_parser = secret_arg)]
     pub headers: Vec<Secret>,
-    /// Like --header, with the value taken from environment variable ENVVAR
-    /// (repeatable).
+    /// Like --header, the value from environment variable ENVVAR
     #[arg(long = "header-env", value_name = "KEY=ENVVAR")]
     pub header_env: Vec<String>,
-    /// Like --header, with the value read from the file PATH, trailing newline removed
-    /// (repeatable).
+    /// Like --header, the value from file PATH
     #[arg(long = "header-file", value_name = "KEY=PATH")]
     pub header_file: Vec<PathBuf>,
 }
@@ -52,7 +48,7 @@ fn secret_arg(s: &str) -> Result<Secret, std::convert::Infallible> {
 
 /// Resolves the flags into the library's [`Security`]: reads environment variables and
 /// files, validates every header.
-pub fn security(args: &SecurityArgs) -> crate::Result<Security> {
+pub fn security(args: &SecurityArgs) -> bertqa::Result<Security> {
     let mut headers = Vec::new();
     for spec in &args.headers {
         let Some((name, value)) = spec.expose().split_once(':') else {
@@ -145,7 +141,7 @@ mod tests {
         assert_eq!(names, ["a", "b", "c"]);
         assert!(!format!("{s:?}").contains("s3cret"));
         let mut md = tonic::metadata::MetadataMap::new();
-        crate::backend::security::apply(&s.headers, &mut md);
+        bertqa::backend::security::apply(&s.headers, &mut md);
         assert_eq!(md.get("a").unwrap(), "from-flag-s3cret");
         assert_eq!(md.get("b").unwrap(), "from-env-s3cret");
         assert_eq!(md.get("c").unwrap(), "from-file-s3cret");

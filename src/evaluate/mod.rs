@@ -244,7 +244,7 @@ pub fn score(
             if ex.answers.is_empty() {
                 return Err(Error::Config(format!(
                     "question {:?} has no gold answers, which SQuAD v1.1 scoring cannot \
-                     handle (use --version-2-with-negative for the SQuAD 2.0 rules)",
+                     handle (use `version_2_with_negative` for the SQuAD 2.0 rules)",
                     ex.qas_id
                 )));
             }

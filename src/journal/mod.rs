@@ -142,7 +142,7 @@ impl Journal {
                 Location::file(path),
                 format!(
                     "the journal was written by a different run ({}); rerun with the same \
-                     settings, or without --resume to start over",
+                     settings, or without `resume` to start over",
                     diffs.join("; ")
                 ),
             ));

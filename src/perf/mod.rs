@@ -381,14 +381,12 @@ pub async fn sweep(
     }
     if config.max_trials < 3 {
         return Err(Error::Config(format!(
-            "--max-trials {} is below 3 (the stability rule compares three windows)",
+            "`max_trials` {} is below 3 (the stability rule compares three windows)",
             config.max_trials
         )));
     }
     if let Window::Count(0) = config.window {
-        return Err(Error::Config(
-            "--measurement-request-count must be at least 1".into(),
-        ));
+        return Err(Error::Config("`Window::Count` must be at least 1".into()));
     }
     // A slot per request the sweep can have in flight (a spare, too), each for the
     // largest batch.
@@ -768,7 +766,7 @@ pub fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) -> Vec<St
             out.push(format!(
                 "{level}: bertqa sent only {:.1} requests/s of the {r} requested (mean send \
                  delay {:.0} us): the client could not keep the rate (its CPU, or all \
-                 --max-inflight slots busy)",
+                 `max_inflight` slots busy)",
                 l.sent_per_s, l.send_delay_us
             ));
         } else if l.requests_per_s < r * RATE_KEPT_FRACTION {

@@ -56,9 +56,9 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
     let limit = binding.batch_limit();
     match requested {
         None => Ok(limit),
-        Some(0) => Err(Error::Config("--batch-size must be at least 1".into())),
+        Some(0) => Err(Error::Config("`batch_size` must be at least 1".into())),
         Some(n) if n > limit => Err(Error::Config(format!(
-            "--batch-size {n} exceeds model {:?}'s max batch size {limit}",
+            "`batch_size` {n} exceeds model {:?}'s max batch size {limit}",
             binding.model
         ))),
         Some(n) => Ok(n),

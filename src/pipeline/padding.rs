@@ -104,7 +104,7 @@ impl PaddingReport {
                 "note: model {model:?} ranks padding positions among its top start/end \
                  logits ({} of the {} probe features), so padding less would change answers \
                  (spec §6.2): every batch was padded to {} as the reference does \
-                 (--dynamic-seq-len pads to each batch's longest feature anyway)",
+                 (`probe = false` pads to each batch's longest feature anyway)",
                 self.probe_unsafe,
                 self.probe_features,
                 self.fixed_len.unwrap_or_default()
@@ -115,7 +115,7 @@ impl PaddingReport {
                 "warning: in {} features padding positions pushed real ones out of the top \
                  start/end logits of model {model:?}: with dynamic sequence length their \
                  answers may differ from padding to the full length (spec §6.2; \
-                 --fixed-seq-len gives the reference's)",
+                 `Padding::Fixed` gives the reference's)",
                 self.displaced
             )
         })

@@ -271,7 +271,7 @@ fn shared_memory_needs_one_server_auto_falls_back_system_fails() {
             rtx,
         ))
         .unwrap_err();
-    assert!(err.to_string().contains("--shared-memory system"), "{err}");
+    assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
 }
 
 #[test]

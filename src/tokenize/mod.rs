@@ -92,7 +92,7 @@ impl BertTokenizer {
                 Location::file(path),
                 format!(
                     "cannot read the vocabulary ({e}); run scripts/install_vocab.sh for \
-                     bert-base-uncased's vocab/vocab.txt, or pass --vocab PATH"
+                     bert-base-uncased's vocab/vocab.txt, or pass `vocab` PATH"
                 ),
             )
         })?;
@@ -276,12 +276,12 @@ fn casing_mismatch(tokens: &[String], lower_case: bool, origin: &Path) -> Option
     if lower_case && capitalized * 100 > tokens.len() {
         Some(format!(
             "{} has {capitalized} tokens with capitals, so it looks cased, but input is \
-             lower-cased; pass --no-lower-case for a cased vocabulary",
+             lower-cased; pass `lower_case = false` for a cased vocabulary",
             origin.display()
         ))
     } else if !lower_case && capitalized == 0 && !tokens.is_empty() {
         Some(format!(
-            "{} has no tokens with capitals, so it looks uncased, but --no-lower-case \
+            "{} has no tokens with capitals, so it looks uncased, but `lower_case = false` \
              keeps capitals: expect many [UNK] pieces",
             origin.display()
         ))

@@ -494,7 +494,7 @@ fn unrecognised_layout_lists_tensors_and_flags() {
         "{msg}"
     );
     assert!(
-        msg.contains("--input-ids, --segment-ids and --input-mask"),
+        msg.contains("`input_ids`, `segment_ids` and `input_mask`"),
         "{msg}"
     );
     assert!(msg.contains("input  types INT64 [-1, 384]"), "{msg}");
@@ -770,7 +770,7 @@ fn resource_exhausted_and_deadline_exceeded_are_retried_then_counted_or_exhauste
     assert!(
         e.to_string().starts_with(
             "a request failed 2 times (DEADLINE_EXCEEDED ×1, RESOURCE_EXHAUSTED ×1; \
-             --retries 1 spent); last error: request to "
+             `retries` 1 spent); last error: request to "
         ),
         "{e}"
     );

@@ -8,6 +8,7 @@ mod eval;
 mod fake;
 mod features;
 mod fuzz;
+mod help;
 mod merge;
 mod models;
 mod net;

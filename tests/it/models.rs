@@ -145,7 +145,7 @@ fn binding_stacked_fp16_output_and_overrides() {
     let e = rt.block_on(bind(&c, "tiny-bert", "", &bad)).unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("--start-logits names output \"nope\""),
+        msg.contains("`start_logits` names output \"nope\""),
         "{msg}"
     );
     assert!(msg.contains("output output__0 FP32 [-1, 384]"), "{msg}");

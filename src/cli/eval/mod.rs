@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::args::PipelineArgs;
-use super::Outcome;
-use crate::backend::Binding;
-use crate::evaluate::Scores;
-use crate::pipeline::{InferReport, Phases};
+use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
+use super::common::Outcome;
+use bertqa::backend::Binding;
+use bertqa::evaluate::Scores;
+use bertqa::pipeline::{InferReport, Phases};
 
 pub use output::{score_predictions, write_per_question, write_predictions};
 pub(crate) use report::{inputs_line, padding_json};
@@ -26,52 +26,48 @@ const FIRST_IDS: usize = 5;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)))]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0).
-    #[arg(long, value_name = "FILE")]
+    /// SQuAD-format file (v1.1 or v2.0)
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub data: PathBuf,
-    /// Model to evaluate (not needed with --from-logits).
-    #[arg(long, required_unless_present = "from_logits")]
-    pub model: Option<String>,
-    /// Model version (default: the server's choice).
-    #[arg(long, default_value = "")]
-    pub model_version: String,
-    /// Where predictions.json, nbest_predictions.json, null_odds.json (v2),
-    /// metrics.json and per_question.jsonl are written.
-    #[arg(long, value_name = "DIR")]
-    pub output_dir: PathBuf,
-    /// First N questions only.
-    #[arg(long, value_name = "N")]
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
-    /// Also write every feature's raw logits to DIR/logits.bin, so answers can be
-    /// decoded again with --from-logits (e.g. at best_f1_thresh) without the server.
-    #[arg(long)]
-    pub save_logits: bool,
-    /// Decode logits saved by --save-logits instead of asking a server (same --data
-    /// and window flags as the run that saved them).
-    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    /// Decode logits saved by --save-logits instead of asking a server
+    #[arg(long, value_name = "FILE", conflicts_with = "model", help_heading = INPUT)]
     pub from_logits: Option<PathBuf>,
-    #[command(flatten)]
-    pub scoring: super::args::ScoringArgs,
-    /// Gate: fail (exit 1) when exact match (percent) is below X.
-    #[arg(long, value_name = "X")]
-    pub min_exact: Option<f64>,
-    /// Gate: fail (exit 1) when F1 (percent) is below X.
-    #[arg(long, value_name = "X")]
-    pub min_f1: Option<f64>,
-    /// Gate: fail (exit 1) when the p99 request latency is above X milliseconds.
-    #[arg(long, value_name = "X")]
-    pub max_p99_ms: Option<f64>,
-    /// Continue an interrupted run from the journal in --output-dir: journaled features
-    /// are not sent again (without a journal: start from the beginning).
-    #[arg(long, conflicts_with = "from_logits")]
-    pub resume: bool,
-    /// Evaluate only the I-th of N contiguous, balanced slices of the questions
-    /// (1-based, e.g. 2/3); `bertqa merge` combines the shards' output directories.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::shard::Shard>,
+    /// Model to evaluate (not with --from-logits)
+    #[arg(long, required_unless_present = "from_logits", help_heading = MODEL)]
+    pub model: Option<String>,
+    /// Model version (default: the server's choice)
+    #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
+    pub model_version: String,
     #[command(flatten)]
     pub run: PipelineArgs,
+    #[command(flatten, next_help_heading = DECODING)]
+    pub scoring: super::args::ScoringArgs,
+    /// Continue an interrupted run from the journal in --output-dir
+    #[arg(long, conflicts_with = "from_logits", help_heading = RUN)]
+    pub resume: bool,
+    /// Evaluate only the I-th of N equal slices of the questions (see `bertqa merge`)
+    #[arg(long, value_name = "I/N", help_heading = RUN)]
+    pub shard: Option<bertqa::shard::Shard>,
+    /// Directory of the answers, metrics.json and per_question.jsonl
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub output_dir: PathBuf,
+    /// Also save every window's logits (DIR/logits.bin), for --from-logits
+    #[arg(long, help_heading = OUTPUT)]
+    pub save_logits: bool,
+    /// Exit 1 when exact match (percent) is below X
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub min_exact: Option<f64>,
+    /// Exit 1 when F1 (percent) is below X
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub min_f1: Option<f64>,
+    /// Exit 1 when the p99 request latency is above X milliseconds
+    #[arg(long, value_name = "X", help_heading = GATES)]
+    pub max_p99_ms: Option<f64>,
 }
 
 /// One gate and how it went.
@@ -114,11 +110,11 @@ pub struct EvalReport {
     pub output_dir: PathBuf,
     pub files: Vec<String>,
     /// Retries and failures by code (`None` without a server).
-    pub retries: Option<crate::backend::RetryStats>,
+    pub retries: Option<bertqa::backend::RetryStats>,
     /// Each endpoint's figures (empty without a server).
-    pub endpoints: Vec<crate::backend::pool::EndpointReport>,
+    pub endpoints: Vec<bertqa::backend::pool::EndpointReport>,
     /// NaN or infinite logits (decoded as −∞).
-    pub non_finite: crate::decode::non_finite::NonFinite,
+    pub non_finite: bertqa::decode::non_finite::NonFinite,
     /// The run's fingerprint (data digest, settings, model): what `merge` checks.
     pub fingerprint: Value,
 }

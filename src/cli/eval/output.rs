@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::decode::{self, Prediction};
-use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
-use crate::journal::Fingerprint;
-use crate::pipeline::PartialOutcome;
-use crate::types::Dataset;
+use bertqa::decode::{self, Prediction};
+use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
+use bertqa::journal::Fingerprint;
+use bertqa::pipeline::PartialOutcome;
+use bertqa::types::Dataset;
 
 /// Scores decoded predictions as the official scripts score predictions.json (with
 /// null_odds.json as the na-prob file for v2).
@@ -19,7 +19,7 @@ pub fn score_predictions(
     predictions: &[Prediction],
     version_2: bool,
     na_prob_thresh: f64,
-) -> crate::Result<Scores> {
+) -> bertqa::Result<Scores> {
     let preds = Predictions::from_decoded(predictions);
     let na = version_2.then(|| NaProbs::from_decoded(predictions));
     evaluate::score(
@@ -40,7 +40,7 @@ pub fn write_predictions(
     predictions: &[Prediction],
     version_2: bool,
     nbest: Option<decode::NbestStream>,
-) -> crate::Result<Vec<String>> {
+) -> bertqa::Result<Vec<String>> {
     decode::write_outputs_with(dir, predictions, version_2, nbest)?;
     let mut files = vec![
         "predictions.json".to_string(),
@@ -57,9 +57,9 @@ pub fn write_per_question(
     dir: &Path,
     predictions: &[Prediction],
     scores: &Scores,
-) -> crate::Result<()> {
+) -> bertqa::Result<()> {
     let lines = render_per_question(predictions, scores);
-    crate::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
+    bertqa::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
 }
 
 /// The lines of per_question.jsonl: serde_json's compact rendering of
@@ -105,7 +105,7 @@ pub fn write_partial(
     p: &Partial<'_>,
     outcome: PartialOutcome,
     error: Option<String>,
-    nbest: Option<crate::decode::NbestStream>,
+    nbest: Option<bertqa::decode::NbestStream>,
 ) -> anyhow::Result<String> {
     let total = p.dataset.examples.len();
     let done = outcome.done();
@@ -126,7 +126,7 @@ pub fn write_partial(
         Some(e) => format!("error: {e}"),
         None => "interrupted".to_string(),
     };
-    files.push(crate::journal::FILE_NAME.into());
+    files.push(bertqa::journal::FILE_NAME.into());
     files.push("metrics.json".into());
     let doc = json!({
         "schema": 1,
@@ -146,7 +146,10 @@ pub fn write_partial(
         "files": files,
         "resume": "rerun the same command with --resume",
     });
-    crate::output_file::write_atomic(&p.dir.join("metrics.json"), format!("{doc:#}\n").as_bytes())?;
+    bertqa::output_file::write_atomic(
+        &p.dir.join("metrics.json"),
+        format!("{doc:#}\n").as_bytes(),
+    )?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
     Ok(format!(
         "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
@@ -160,7 +163,7 @@ pub fn write_partial(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{Metrics, QuestionScore};
+    use bertqa::evaluate::{Metrics, QuestionScore};
 
     /// The direct rendering equals `json!({...}).to_string()` per line: escapes,
     /// non-ASCII, floats ryu writes in exponent form, and non-finite values (`null`).

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
-use crate::evaluate;
+use bertqa::evaluate;
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -59,7 +59,7 @@ fn r6(x: f64) -> f64 {
 /// The `--json` document (also written as metrics.json); described by
 /// `schema/eval.schema.json`.
 pub fn render_json(r: &EvalReport) -> Value {
-    use crate::report::eval::*;
+    use bertqa::report::eval::*;
     let latency_ms = match &r.infer {
         Some(i) if i.requests > 0 => Some(LatencyMs {
             p50: r6(i.latency_ms(0.50)),
@@ -79,7 +79,7 @@ pub fn render_json(r: &EvalReport) -> Value {
         max_batch_size: b.max_batch_size,
         binding: serde_json::to_value(b).unwrap_or(Value::Null),
     });
-    let default_retries = crate::backend::RetryStats::default();
+    let default_retries = bertqa::backend::RetryStats::default();
     let retries = r.retries.as_ref().unwrap_or(&default_retries);
     let doc = EvalJson {
         schema: 1,
@@ -126,12 +126,12 @@ pub fn render_json(r: &EvalReport) -> Value {
             features: r.non_finite.features,
         },
         endpoints: r.endpoints.iter().map(|e| endpoint(e, r.wall)).collect(),
-        missing_predictions: crate::report::CountedIds::first(
+        missing_predictions: bertqa::report::CountedIds::first(
             &r.scores.missing,
             r.scores.missing.len(),
             FIRST_IDS,
         ),
-        featureless_questions: crate::report::CountedIds::first(
+        featureless_questions: bertqa::report::CountedIds::first(
             &r.featureless,
             r.featureless.len(),
             FIRST_IDS,
@@ -155,8 +155,8 @@ pub fn render_json(r: &EvalReport) -> Value {
 }
 
 /// The `padding` object of metrics.json.
-fn padding(p: &crate::pipeline::PaddingReport) -> crate::report::eval::Padding {
-    crate::report::eval::Padding {
+fn padding(p: &bertqa::pipeline::PaddingReport) -> bertqa::report::eval::Padding {
+    bertqa::report::eval::Padding {
         mode: p.mode(),
         seq_len: p.fixed_len,
         probe_features: p.probe_features,
@@ -166,12 +166,12 @@ fn padding(p: &crate::pipeline::PaddingReport) -> crate::report::eval::Padding {
 }
 
 /// The `padding` object of metrics.json (also used by `compare`).
-pub(crate) fn padding_json(p: &crate::pipeline::PaddingReport) -> Value {
+pub(crate) fn padding_json(p: &bertqa::pipeline::PaddingReport) -> Value {
     serde_json::to_value(padding(p)).expect("a report serializes")
 }
 
 /// The text report's padding line.
-fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
+fn padding_line(p: &bertqa::pipeline::PaddingReport) -> String {
     let probe = match (p.probe_features, p.probe_unsafe) {
         (0, _) => String::new(),
         (n, 0) => format!("; probe of {n} features: shorter padding keeps every answer"),
@@ -196,8 +196,8 @@ fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
 
 /// The text report's line on how requests travelled (`--transport`), when the run had
 /// a server.
-pub(crate) fn requests_line(endpoints: &[crate::backend::pool::EndpointReport]) -> Option<String> {
-    use crate::backend::Transport;
+pub(crate) fn requests_line(endpoints: &[bertqa::backend::pool::EndpointReport]) -> Option<String> {
+    use bertqa::backend::Transport;
     let first = endpoints.first()?;
     let connections: usize = endpoints.iter().map(|e| e.connections).sum();
     let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
@@ -212,7 +212,7 @@ pub(crate) fn requests_line(endpoints: &[crate::backend::pool::EndpointReport]) 
 }
 
 /// The text report's line on how input tensors travelled.
-pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
+pub(crate) fn inputs_line(m: &bertqa::pipeline::SharedMemoryReport) -> String {
     let used = match m.outputs {
         true => "through shared memory, outputs too",
         false => "through shared memory, outputs in each response",
@@ -227,10 +227,10 @@ pub(crate) fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
 
 /// One endpoint of metrics.json's `endpoints`.
 fn endpoint(
-    e: &crate::backend::pool::EndpointReport,
+    e: &bertqa::backend::pool::EndpointReport,
     wall: Duration,
-) -> crate::report::eval::Endpoint<'_> {
-    use crate::report::eval::{Endpoint, EndpointLatencyMs, Errors};
+) -> bertqa::report::eval::Endpoint<'_> {
+    use bertqa::report::eval::{Endpoint, EndpointLatencyMs, Errors};
     let q = |x: f64| {
         if e.latency_us.is_empty() {
             0.0

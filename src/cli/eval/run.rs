@@ -9,21 +9,20 @@ use std::time::{Duration, Instant};
 
 use super::super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
+    model_padding, pipeline_runtime, print_stdout, run_config as common_run_config,
 };
-use super::super::{pipeline_runtime, print_stdout};
+use super::super::flags::name_flags;
 use super::output::{score_predictions, write_partial, write_per_question, write_predictions};
 use super::report::{gates, render_json, render_text};
 use super::{Args, EvalReport, Gate};
-use crate::backend::Binding;
 use crate::cli::resume;
-use crate::decode::{self, DecodeConfig, Prediction};
-use crate::features::FeatureConfig;
-use crate::journal::{Fingerprint, Journal};
-use crate::pipeline::{
-    self, InferConfig, InferReport, Padding, Phases, RunConfig, RunObserver, RunOutcome,
-};
-use crate::tokenize::BertTokenizer;
-use crate::types::Dataset;
+use bertqa::backend::Binding;
+use bertqa::decode::{self, DecodeConfig, Prediction};
+use bertqa::features::FeatureConfig;
+use bertqa::journal::{Fingerprint, Journal};
+use bertqa::pipeline::{self, InferReport, Padding, Phases, RunConfig, RunObserver, RunOutcome};
+use bertqa::tokenize::BertTokenizer;
+use bertqa::types::Dataset;
 
 /// The questions and the settings every run has.
 pub(super) struct Input {
@@ -43,7 +42,7 @@ pub(super) struct Ran {
     pub url: Option<String>,
     pub binding: Option<Binding>,
     pub batch_size: usize,
-    pub net: Option<crate::backend::Pool>,
+    pub net: Option<bertqa::backend::Pool>,
     /// The n-best lists streamed into their file as questions were decoded (a live run).
     pub nbest: Option<decode::NbestStream>,
 }
@@ -66,10 +65,11 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
             );
         }
     }
-    let lower_case = crate::types::TokenText::lower_case(&tokenizer);
+    let lower_case = bertqa::types::TokenText::lower_case(&tokenizer);
     let decode = decode_config(&args.run.decode, version_2, lower_case);
     let features = feature_config(&args.run.window)?;
-    std::fs::create_dir_all(&args.output_dir).map_err(|e| crate::Error::io(&args.output_dir, e))?;
+    std::fs::create_dir_all(&args.output_dir)
+        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
     let fingerprint = resume::base_fingerprint(
         data_sha256,
         args.limit,
@@ -103,10 +103,10 @@ pub(super) fn from_logits(
         features,
         ..
     } = input;
-    let mut logits = crate::logits_io::load(path)?;
-    let non_finite = crate::decode::non_finite::sanitize_all(&mut logits);
+    let mut logits = bertqa::logits_io::load(path)?;
+    let non_finite = bertqa::decode::non_finite::sanitize_all(&mut logits);
     let t = Instant::now();
-    let (feats, featureless) = crate::features::build(tokenizer, *features, dataset)?;
+    let (feats, featureless) = bertqa::features::build(tokenizer, *features, dataset)?;
     let features_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let predictions = decode::decode(decode, dataset, &feats, &logits, tokenizer)?;
@@ -210,7 +210,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         let error = outcome
             .error
             .take()
-            .map(|e| format!("{:#}", stopped(e, &client)));
+            .map(|e| name_flags(&format!("{:#}", stopped(e, &client))));
         let partial = super::output::Partial {
             dir: &args.output_dir,
             data: &args.data,
@@ -226,7 +226,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         eprintln!("warning: {w}");
     }
     if let Some(note) = outcome.infer.padding.note(model) {
-        eprintln!("{note}");
+        eprintln!("{}", name_flags(&note));
     }
     Ok(Ran {
         outcome,
@@ -238,37 +238,21 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     })
 }
 
-/// The run's configuration for the model's binding.
+/// The run's configuration for the model's binding (`common::run_config`, keeping the
+/// logits when asked to save them).
 fn run_config(args: &Args, input: &Input, binding: &Binding) -> anyhow::Result<RunConfig> {
     let features = input.features;
-    let decode = &input.decode;
-    let batch_size = pipeline::effective_batch_size(args.run.load.batch_size, binding)?;
-    let concurrency = args.run.load.concurrency.max(1);
-    let padding = Padding::for_model(
+    let padding = model_padding(&args.run.load, binding, features.max_seq_length);
+    let mut config = common_run_config(
+        &args.run.load,
         binding,
-        features.max_seq_length,
-        !args.run.load.fixed_seq_len,
-    );
-    check_padding(padding, features.max_seq_length, binding)?;
-    Ok(RunConfig {
         features,
-        decode: decode.clone(),
-        infer: InferConfig {
-            batch_size,
-            concurrency,
-            refill: pipeline::refill_group(concurrency, batch_size, binding),
-            warmup: args.run.load.warmup,
-            padding,
-            guard: args
-                .run
-                .load
-                .padding_guard(decode.n_best_size, features.max_seq_length),
-            shared_memory: args.run.load.shared_memory.into(),
-            max_seq_len: features.max_seq_length,
-        },
-        keep_logits: args.save_logits,
-        keep_features: false,
-    })
+        input.decode.clone(),
+        padding,
+    )?;
+    config.keep_logits = args.save_logits;
+    check_padding(padding, features.max_seq_length, binding)?;
+    Ok(config)
 }
 
 /// Opens the journal (continued with `--resume`): the journal, the logits it already
@@ -278,7 +262,7 @@ fn open_journal(
     input: &Input,
 ) -> anyhow::Result<(
     Journal,
-    std::collections::HashMap<u64, crate::types::Logits>,
+    std::collections::HashMap<u64, bertqa::types::Logits>,
     Option<bool>,
 )> {
     let (mut journal, mut journaled) =
@@ -318,7 +302,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         ran.nbest.take(),
     )?;
     if args.save_logits {
-        crate::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
+        bertqa::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
         files.push("logits.bin".into());
     }
     let scores = score_predictions(
@@ -387,7 +371,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     report.gates = gates(args, &report);
     let json = render_json(&report);
     let metrics_path = args.output_dir.join("metrics.json");
-    crate::output_file::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    bertqa::output_file::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
     report.files.push("metrics.json".into());
     if args.from_logits.is_none() {
         resume::finish(&args.output_dir)?;
@@ -421,7 +405,7 @@ fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> 
 }
 
 /// Adds the run's retry counts (when there were any) to the error that stopped it.
-fn stopped(e: crate::Error, pool: &crate::backend::Pool) -> anyhow::Error {
+fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
     let s = pool.retry_stats();
     if s.retries.is_empty() {
         return e.into();
@@ -496,13 +480,13 @@ impl RunObserver for EvalObserver<'_> {
 
     fn on_answer(
         &self,
-        logits: &crate::types::Logits,
+        logits: &bertqa::types::Logits,
         candidates: Option<&decode::Candidates>,
-    ) -> crate::Result<()> {
+    ) -> bertqa::Result<()> {
         self.journal.answer(logits, candidates)
     }
 
-    fn on_padding_decided(&self, dynamic: bool) -> crate::Result<()> {
+    fn on_padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
         self.journal.padding_decided(dynamic)
     }
 
