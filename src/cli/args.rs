@@ -11,18 +11,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-/// Help headings, in the order a command's help shows them.
-pub const INPUT: &str = "Input and windows";
-/// The input heading of commands that build no windows (`score`, `merge`).
-pub const FILES: &str = "Input";
-pub const MODEL: &str = "Model";
-pub const SERVER: &str = "Server";
-pub const SECURITY: &str = "Security";
-pub const DECODING: &str = "Decoding";
-pub const SCORING: &str = "Scoring";
-pub const RUN: &str = "Run";
-pub const OUTPUT: &str = "Output";
-pub const GATES: &str = "Gates";
+pub use super::heading::*;
 
 /// `--url`'s help for the commands that spread requests over every endpoint given.
 pub const URL_SPREAD_HELP: &str =

@@ -13,6 +13,7 @@ mod compare;
 mod eval;
 mod features;
 mod flags;
+mod heading;
 mod merge;
 mod models;
 mod perf;

@@ -14,7 +14,7 @@ use bertqa::Error;
 
 /// TLS, mutual TLS, and metadata sent with every call.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = super::args::SECURITY)]
+#[command(next_help_heading = super::heading::SECURITY)]
 pub struct SecurityArgs {
     /// Use TLS (implied by https:// and by every other --ssl-* flag)
     #[arg(long)]

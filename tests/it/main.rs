@@ -1,6 +1,7 @@
 //! bertqa's one integration-test binary. Tests that need a server start the real local
 //! Triton themselves (free ports, one server per test binary) and never skip.
 
+mod architecture;
 mod common;
 mod compare;
 mod decode;
