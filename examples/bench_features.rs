@@ -1,5 +1,5 @@
 //! Feature-building benchmark: the client CPU that `bertqa eval` spends turning a SQuAD
-//! file into model windows (tokenizing and windowing, spec §2–§4).
+//! file into model windows (tokenizing and windowing, algorithm §2–§4).
 //!
 //! Usage: `bench_features FILE.json [REPEATS] [VOCAB]` (generate a SQuAD-dev-sized file
 //! with `python3 scripts/gen_squad.py /tmp/dev-sized.json`; VOCAB defaults to

@@ -11,12 +11,12 @@ Run through scripts/golden_decode.sh (the reference venv: transformers 4.46.3, P
 2. takes logits from --logits (a JSON list of {"unique_id", "start", "end"}, e.g. saved
    from a live model) or makes seeded random ones with hand-shaped patterns (ties,
    all-equal rows, peaks on "##" pieces, strong no-answer rows), saved to logits.json;
-3. hf/: runs transformers' compute_predictions_logits (the H port, spec §6.13);
+3. hf/: runs transformers' compute_predictions_logits (the H port, algorithm §6.13);
 4. nvidia/: runs a from-scratch implementation, written from the spec, of the
    Google/NVIDIA write_predictions rules (§6.1–§6.10, with H's "empty" fallback, §10.19);
 5. diffs.json: every question where the two modes' predictions differ, and checks that
    re-running (4) with H's detokenization (§6.13.1) reproduces (3) byte for byte;
-6. scores.json: the official evaluate-v1.1 / evaluate-v2.0 algorithms (spec §8,
+6. scores.json: the official evaluate-v1.1 / evaluate-v2.0 algorithms (algorithm §8,
    written out below) on each mode's predictions (v2: without na-probs, and with
    null_odds.json at thresholds 1.0 and 0.0) and on perturbed predictions; v2 numbers
    are cross-checked against transformers' squad_evaluate where the two agree (§8.5).

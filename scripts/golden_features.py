@@ -13,13 +13,13 @@ casing and window geometry, one JSON line per feature in exactly the format of
 transformers (spec "H") departs from NVIDIA's reference ("N", which bertqa follows) in
 three places that our fixtures reach; this script switches each one to N's rule, so
 the goldens are N's output:
-  1. NFC before the whitespace split (H slow tokenizer, spec §3.6/§3.7): turned off.
+  1. NFC before the whitespace split (H slow tokenizer, algorithm §3.6/§3.7): turned off.
      It changes cased tokenization of decomposed accents ("Cafe\u0301").
   2. `PreTrainedTokenizer.tokenize` splits the text on added special tokens before the
      basic tokenizer (so "text[SEP]glued" gives a real [SEP]) and lower-cases the
      text one character at a time (so Greek final sigma is never produced): replaced
      by N's full tokenizer, basic tokenizer then WordPiece on every basic token.
-  3. example_index (spec §4.7): H numbers only examples that produced features; N
+  3. example_index (algorithm §4.7): H numbers only examples that produced features; N
      counts every example. We write N's index (the example's position in the file).
   4. A question without pieces (empty, §10): H's encode_plus rejects the empty id list
      (ValueError); N builds [CLS] [SEP] doc [SEP]. For that case only, the pair goes

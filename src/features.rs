@@ -1,4 +1,4 @@
-//! Stage `features`: examples → model windows, exactly as the reference (spec §4, G = N).
+//! Stage `features`: examples → model windows, exactly as the reference (algorithm §4, G = N).
 //!
 //! Contract, per example in dataset order:
 //! - the question is tokenized as one string and cut to its first `max_query_length`
@@ -27,7 +27,7 @@ use crate::types::{Dataset, Example, Feature, Paragraph};
 /// First `unique_id` (§4.7).
 pub const FIRST_UNIQUE_ID: u64 = 1_000_000_000;
 
-/// Window geometry (spec §0.2, §4). `doc_stride` is the step between window starts.
+/// Window geometry (algorithm §0.2, §4). `doc_stride` is the step between window starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureConfig {
     /// Tokens per feature, `[CLS]` and both `[SEP]` included.

@@ -13,6 +13,9 @@
 //! its `cli` modules, built with the default `cli` feature) does that. Messages name a
 //! setting as its configuration does, in backticks (`` `doc_stride` ``,
 //! `` `root_cert` ``), never as a command-line flag; the binary writes them as its flags.
+//!
+//! A `§N.M` in a comment cites docs/algorithm.md, where the reference rules this code
+//! reproduces (and their traps) are written down.
 
 pub mod backend;
 pub mod decode;

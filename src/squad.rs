@@ -1,4 +1,4 @@
-//! Stage `squad`: a SQuAD v1.1 / v2.0 file → [`Dataset`] (spec §1, §2).
+//! Stage `squad`: a SQuAD v1.1 / v2.0 file → [`Dataset`] (algorithm §1, §2).
 //!
 //! Contract:
 //! - Articles → paragraphs → questions are kept in file order; that order is
@@ -296,7 +296,7 @@ fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
                     location: Location::question(path, &para.qas[0].id),
                     message: format!(
                         "the context has no words (only whitespace), so its {} question(s) \
-                         get no features and no answer (spec §10.18)",
+                         get no features and no answer (algorithm §10.18)",
                         para.qas.len()
                     ),
                 });

@@ -6,7 +6,7 @@
 //! Only `backend` knows about protobuf or tokio.
 //!
 //! Features keep their token ids **unpadded**: segment ids and the attention mask follow
-//! from the layout of spec §4.4 (`[CLS] q [SEP] doc [SEP]`), and padding is added by
+//! from the layout of algorithm §4.4 (`[CLS] q [SEP] doc [SEP]`), and padding is added by
 //! whoever needs a fixed length (the wire encoder pads to the batch's sequence length).
 
 /// One gold answer as written in the SQuAD file.
@@ -17,7 +17,7 @@ pub struct Answer {
     pub answer_start: usize,
 }
 
-/// A SQuAD paragraph, split into whitespace words once (spec §2.1) and shared by all of
+/// A SQuAD paragraph, split into whitespace words once (algorithm §2.1) and shared by all of
 /// its questions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Paragraph {
@@ -26,7 +26,7 @@ pub struct Paragraph {
     pub doc_tokens: Words,
 }
 
-/// A paragraph's words (spec §2.1): their text one after another in one buffer, each
+/// A paragraph's words (algorithm §2.1): their text one after another in one buffer, each
 /// followed by one space, and where each ends. One allocation per paragraph rather than
 /// one per word (SQuAD dev has a quarter of a million words), a paragraph's words lie
 /// together in memory, and `" ".join` of a run of words is one slice of the buffer.
@@ -216,7 +216,7 @@ pub struct Dataset {
 
 impl Dataset {
     /// True when the SQuAD 2.0 rules apply: the version starts with `v2` / `2`, or any
-    /// question is marked impossible (cli-contract `--version-2-with-negative` auto).
+    /// question is marked impossible (`--version-2-with-negative` auto).
     pub fn looks_like_v2(&self) -> bool {
         let v = self.version.trim_start_matches('v');
         v.starts_with('2') || self.examples.iter().any(|e| e.is_impossible)
@@ -228,7 +228,7 @@ impl Dataset {
     }
 }
 
-/// One window sent to the model (NVIDIA's logs call it a "sentence"), spec §4.4–§4.7.
+/// One window sent to the model (NVIDIA's logs call it a "sentence"), algorithm §4.4–§4.7.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Feature {
     /// Global counter over all features, from 1000000000 (§4.7).
@@ -325,8 +325,8 @@ pub struct Logits {
 }
 
 /// What span decoding needs from the tokenizer: the text of a token id (for the
-/// feature's `tokens`, spec §4.4) and the basic tokenizer with the configured casing
-/// (for `get_final_text`, spec §6.7). Implemented by [`crate::tokenize`]'s tokenizer;
+/// feature's `tokens`, algorithm §4.4) and the basic tokenizer with the configured casing
+/// (for `get_final_text`, algorithm §6.7). Implemented by [`crate::tokenize`]'s tokenizer;
 /// tests may implement it with a fixed table.
 pub trait TokenText {
     /// The vocabulary entry of `id` (e.g. `"##ing"`, `"[CLS]"`).

@@ -1,4 +1,4 @@
-//! Which tensor of a deployed model plays which BERT-QA role (spec §9.2, §9.6).
+//! Which tensor of a deployed model plays which BERT-QA role (algorithm §9.2, §9.6).
 //!
 //! A binding is inferred from `ModelMetadata` (+ `ModelConfig` for `max_batch_size` and
 //! batching) by tensor *name*, never by position: the Hugging Face export declares
@@ -164,7 +164,7 @@ impl fmt::Display for SeqLen {
     }
 }
 
-/// Explicit tensor names that override inference (cli-contract binding flags).
+/// Explicit tensor names that override inference (the binding flags).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BindingOverrides {
     pub input_ids: Option<String>,

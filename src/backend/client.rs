@@ -3,7 +3,7 @@
 //! transport ([`Transport`]: [`UnaryTransport`] or [`StreamTransport`]).
 //!
 //! Inference always carries raw tensor contents (little-endian, row-major); Triton
-//! always answers with raw contents (protocol facts §4). tonic's 4 MiB decode limit is
+//! always answers with raw contents (docs/design.md, protocol item 1). tonic's 4 MiB decode limit is
 //! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
 //! return far more.
 

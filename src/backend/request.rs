@@ -1,10 +1,10 @@
 //! An inference request as bertqa sends it: a checked batch of features for a bound
-//! model, and its `ModelInferRequest` message (protocol facts §3.4, §4).
+//! model, and its `ModelInferRequest` message (docs/design.md, protocol item 1).
 //!
 //! [`prepare_request`] only checks a batch and keeps its features; the tensors are
 //! written when the request is sent ([`InferRequest::to_proto`], encoded by prost), or
 //! into a shared memory slot ([`InferRequest::write_contents_to`]). Raw contents are
-//! little-endian and row-major, padded to the batch's sequence length (spec §4.4: pad
+//! little-endian and row-major, padded to the batch's sequence length (algorithm §4.4: pad
 //! id 0, segment 0, mask 0), one entry per input in the model's declared input order.
 //!
 //! The request is cheap to clone (shared features), so a retry builds the same message
@@ -39,7 +39,7 @@ pub struct InferRequest {
 }
 
 /// Where a request's input tensors lie in a registered system shared memory region
-/// instead of in the message (facts §5.4): one after another from `offset`, in the
+/// instead of in the message (docs/design.md, protocol item 4): one after another from `offset`, in the
 /// binding's input order, exactly as [`InferRequest::write_contents`] lays them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShmInputs {
@@ -50,7 +50,7 @@ pub struct ShmInputs {
 }
 
 /// Where the server writes a request's output tensors in a registered system shared
-/// memory region instead of returning their bytes in the response (facts §5.4): one
+/// memory region instead of returning their bytes in the response (docs/design.md, protocol item 4): one
 /// after another from `offset`, in the binding's output order
 /// ([`Binding::output_bindings`]), each exactly as long as the batch's output (the
 /// response then has an empty raw entry for each).
@@ -111,7 +111,7 @@ impl InferRequest {
         self
     }
 
-    /// Adds a request-level parameter (e.g. `priority`, `timeout`; facts §5.3).
+    /// Adds a request-level parameter (e.g. `priority`, `timeout`; docs/design.md, protocol item 3).
     pub fn with_parameter(mut self, key: impl Into<String>, value: InferParameter) -> Self {
         self.parameters.push((key.into(), value));
         self
@@ -327,7 +327,7 @@ impl InferRequest {
 }
 
 /// The parameters that place a tensor of `len` bytes at `offset` of shared memory region
-/// `region` (facts §5.4).
+/// `region` (docs/design.md, protocol item 4).
 fn shm_parameters(region: &str, len: usize, offset: u64) -> HashMap<String, InferParameter> {
     let param = |choice| InferParameter {
         parameter_choice: Some(choice),

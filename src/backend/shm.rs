@@ -1,4 +1,4 @@
-//! Tensors through system shared memory (facts §2 and §5.4), for a server on this
+//! Tensors through system shared memory (docs/design.md, "Shared memory" and protocol item 4), for a server on this
 //! machine.
 //!
 //! A BERT request is mostly its three `[batch, seq]` integer tensors (about 330 KB for

@@ -10,8 +10,8 @@
 //! - One stream per connection ([`InferStream`]), opened on first use on the caller's
 //!   runtime, opened again after it ended. A current-thread runtime drives its tasks
 //!   only inside `block_on`: send a connection's requests from one runtime.
-//! - Each request gets a decimal `id` that its response carries back (protocol facts
-//!   §3.5); responses are matched by id, in whatever order they come.
+//! - Each request gets a decimal `id` that its response carries back (docs/design.md,
+//!   protocol item 5); responses are matched by id, in whatever order they come.
 //! - A response with an `error_message` is [`StreamError::Rejected`]: on a stream the
 //!   server sends the message without a status code, so [`StreamTransport`] asks again
 //!   with `ModelInfer`, whose status the retry policy can read, and sends every later

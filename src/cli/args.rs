@@ -134,7 +134,7 @@ impl TokenizerArgs {
     }
 }
 
-/// Window geometry (spec §4).
+/// Window geometry (algorithm §4).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = INPUT)]
 pub struct WindowArgs {
@@ -164,7 +164,7 @@ pub enum Postprocess {
 /// `--version-2-with-negative`'s help for `ask`, which reads no file.
 pub const ASK_V2_HELP: &str = "SQuAD 2.0 rules: the answer may be that there is none";
 
-/// Span decoding (spec §6).
+/// Span decoding (algorithm §6).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = DECODING)]
 pub struct DecodeArgs {

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         let message = format!(
             "{} (question id {:?}): the context has no word pieces (only characters the \
              tokenizer removes), so the question gets no features and no answer \
-             (spec §10.18)",
+             (docs/algorithm.md §10.18)",
             args.data.display(),
             example.qas_id
         );

@@ -1,6 +1,6 @@
 //! `bertqa score`: the offline evaluator. Reads a SQuAD file and a predictions file
 //! (and optionally a na-prob file such as `null_odds.json`) and prints the official
-//! SQuAD v1.1 or v2.0 metrics (spec §8), as a text table or, with `--json`, as
+//! SQuAD v1.1 or v2.0 metrics (algorithm §8), as a text table or, with `--json`, as
 //! `{"schema": 1, "version", "metrics": {official keys}, "questions",
 //! "missing_predictions": {"count", "first_ids"}, "unknown_predictions"}`.
 

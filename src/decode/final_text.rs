@@ -1,4 +1,4 @@
-//! `get_final_text` (spec §6.7): project the detokenized prediction back onto the
+//! `get_final_text` (algorithm §6.7): project the detokenized prediction back onto the
 //! original words' characters.
 //!
 //! Python semantics: indexes count code points; `find` is the leftmost occurrence; only

@@ -1,5 +1,5 @@
 //! Span decoding: start/end logits of every feature → the answer, the n-best list and the
-//! no-answer odds of each question (spec §6), byte-compatible output files (§6.11, §7).
+//! no-answer odds of each question (algorithm §6), byte-compatible output files (§6.11, §7).
 //!
 //! Contract:
 //! - Input per question: its paragraph's `doc_tokens`, its [`Feature`]s in creation order
@@ -52,17 +52,17 @@ use {
     span_text::{span_text, span_text_general, SpanScratch},
 };
 
-/// Which post-processing family to reproduce (cli-contract `--postprocess`).
+/// Which post-processing family to reproduce (`--postprocess`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Postprocess {
-    /// Google/NVIDIA `write_predictions` (the reference, spec §6.1–§6.10).
+    /// Google/NVIDIA `write_predictions` (the reference, algorithm §6.1–§6.10).
     #[default]
     Nvidia,
-    /// transformers 4.x `compute_predictions_logits` (spec §6.13).
+    /// transformers 4.x `compute_predictions_logits` (algorithm §6.13).
     Hf,
 }
 
-/// Decoding options; the defaults are the BERT-SQuAD reference values (spec §0.2).
+/// Decoding options; the defaults are the BERT-SQuAD reference values (algorithm §0.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeConfig {
     /// Start and end indexes kept per feature, and n-best entries kept per question.
@@ -91,7 +91,7 @@ impl Default for DecodeConfig {
     }
 }
 
-/// One entry of a question's n-best list (spec §6.9: `text`, `probability`,
+/// One entry of a question's n-best list (algorithm §6.9: `text`, `probability`,
 /// `start_logit`, `end_logit`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NbestEntry {
@@ -350,7 +350,7 @@ fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> R
     Ok(())
 }
 
-/// Python's `str.split()` whitespace (spec §3.5).
+/// Python's `str.split()` whitespace (algorithm §3.5).
 pub(crate) use crate::tokenize::is_python_whitespace as is_py_whitespace;
 
 /// `" ".join(s.split())` with Python's whitespace set.

@@ -66,6 +66,10 @@ impl Formatter for PyFormatter {
         fragment: &str,
     ) -> io::Result<()> {
         // `"`, `\` and controls below U+0020 come as char escapes; the rest is here.
+        // Most fragments are printable ASCII, written as they are.
+        if fragment.is_ascii() && !fragment.as_bytes().contains(&0x7f) {
+            return w.write_all(fragment.as_bytes());
+        }
         let mut rest = fragment;
         while let Some(at) = rest.bytes().position(|b| !(b' '..=b'~').contains(&b)) {
             w.write_all(&rest.as_bytes()[..at])?;

@@ -1,4 +1,4 @@
-//! Every place where `--postprocess nvidia` and `--postprocess hf` differ (spec §6.13),
+//! Every place where `--postprocess nvidia` and `--postprocess hf` differ (algorithm §6.13),
 //! and the fallback rules both share (§6.6 steps 5–7).
 //!
 //! | Rule | nvidia (G/N `write_predictions`) | hf (transformers 4.x) |

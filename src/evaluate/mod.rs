@@ -1,4 +1,4 @@
-//! Scoring predictions exactly as the official SQuAD scripts do (spec §8).
+//! Scoring predictions exactly as the official SQuAD scripts do (algorithm §8).
 //!
 //! Contract:
 //! - v1.1 ([`score`] with `version_2_with_negative = false`) is `evaluate-v1.1.py`

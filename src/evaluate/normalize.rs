@@ -1,4 +1,4 @@
-//! The official answer normalization and per-answer metrics (spec §8.1, §8.2, §8.4).
+//! The official answer normalization and per-answer metrics (algorithm §8.1, §8.2, §8.4).
 //!
 //! `normalize_answer`: Python `lower()`, delete the 32 ASCII characters of
 //! `string.punctuation`, replace each whole word `a`/`an`/`the` (`\b(a|an|the)\b`) by a
@@ -347,7 +347,7 @@ mod tests {
             .unwrap();
     }
 
-    /// Spec §11.7 edge cases.
+    /// Algorithm §11.7 edge cases.
     #[test]
     fn f1_edge_cases() {
         assert_eq!(f1_v1("", "cat"), 0.0);

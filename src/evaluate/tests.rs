@@ -47,7 +47,7 @@ fn v2() -> ScoreConfig {
     }
 }
 
-/// Spec §8.4 worked example.
+/// Algorithm §8.4 worked example.
 #[test]
 fn best_threshold_worked_example() {
     let ds = dataset(&[("a", &["x"]), ("b", &[]), ("c", &["p q"]), ("d", &[])]);

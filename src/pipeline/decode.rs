@@ -162,7 +162,7 @@ impl<'a> DecodeStage<'a> {
         }
         if self.keep_logits {
             // Padded positions included: the reference ranks start/end indexes over the
-            // whole padded sequence (spec §6.2).
+            // whole padded sequence (algorithm §6.2).
             self.kept.extend(windows.into_iter().map(|a| a.logits));
         }
         Ok(())

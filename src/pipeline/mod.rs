@@ -8,7 +8,7 @@
 //!   to the moment its response arrives; the request is encoded by the transport
 //!   ([`InferTransport`](crate::backend::InferTransport)), so that serialization
 //!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
-//!   "latency" measured that queue, spec §9.4).
+//!   "latency" measured that queue, algorithm §9.4).
 //! - Channels are drained as many messages at a time as are queued (`recv_many`, and
 //!   room for a whole batch of results reserved at once), not one per wake-up.
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured

@@ -44,7 +44,7 @@ impl Padding {
 }
 
 /// The guard on dynamic padding. The reference ranks its top `n_best` start and end
-/// positions over the whole padded sequence (spec §6.2), so a model whose padding
+/// positions over the whole padded sequence (algorithm §6.2), so a model whose padding
 /// positions score high pushes real positions out of the top, and padding less then
 /// changes the answers. Under a guard with `probe` the first requests, up to
 /// [`PROBE_FEATURES`] features, are padded to `full_len` as a probe: when, for any of
@@ -103,7 +103,7 @@ impl PaddingReport {
             return Some(format!(
                 "note: model {model:?} ranks padding positions among its top start/end \
                  logits ({} of the {} probe features), so padding less would change answers \
-                 (spec §6.2): every batch was padded to {} as the reference does \
+                 (algorithm §6.2): every batch was padded to {} as the reference does \
                  (`probe = false` pads to each batch's longest feature anyway)",
                 self.probe_unsafe,
                 self.probe_features,
@@ -114,7 +114,7 @@ impl PaddingReport {
             format!(
                 "warning: in {} features padding positions pushed real ones out of the top \
                  start/end logits of model {model:?}: with dynamic sequence length their \
-                 answers may differ from padding to the full length (spec §6.2; \
+                 answers may differ from padding to the full length (algorithm §6.2; \
                  `Padding::Fixed` gives the reference's)",
                 self.displaced
             )

@@ -1,4 +1,4 @@
-//! The BERT basic tokenizer of the reference (spec §3.3, N = NVIDIA's `BasicTokenizer`),
+//! The BERT basic tokenizer of the reference (algorithm §3.3, N = NVIDIA's `BasicTokenizer`),
 //! on plain `&str`, with character classes pinned to Unicode 14.0.0 ([`super::tables`]).
 //!
 //! Steps, in the reference's order:

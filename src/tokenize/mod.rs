@@ -1,5 +1,5 @@
 //! Stage `tokenize`: text → WordPiece ids, exactly as the reference's full tokenizer
-//! (spec §3: N's `BasicTokenizer`, then WordPiece on each basic token).
+//! (algorithm §3: N's `BasicTokenizer`, then WordPiece on each basic token).
 //!
 //! Contract:
 //! - [`BertTokenizer`] is built from a `vocab.txt` (§3.1: one token per line, id = line
@@ -80,7 +80,7 @@ pub struct BertTokenizer {
     unk_id: u32,
     cls_id: u32,
     sep_id: u32,
-    /// Set when the vocabulary looks wrong for the casing (spec §10.15).
+    /// Set when the vocabulary looks wrong for the casing (algorithm §10.15).
     casing_warning: Option<String>,
 }
 
@@ -232,7 +232,7 @@ impl BertTokenizer {
     }
 
     /// A warning when the vocabulary looks wrong for the casing (a cased vocabulary
-    /// lower-cased, or an uncased one used with `--no-lower-case`), spec §10.15.
+    /// lower-cased, or an uncased one used with `--no-lower-case`), algorithm §10.15.
     pub fn casing_warning(&self) -> Option<&str> {
         self.casing_warning.as_deref()
     }

@@ -1,7 +1,7 @@
 //! Golden tests of span decoding: our decoder on the features and logits that
 //! scripts/golden_decode.py saved must reproduce transformers' outputs (`hf`) and the
 //! script's Google/NVIDIA implementation (`nvidia`) byte for byte, and every question
-//! where the two modes differ must be explained by spec §6.13.1.
+//! where the two modes differ must be explained by algorithm §6.13.1.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

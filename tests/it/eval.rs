@@ -97,7 +97,7 @@ fn oracle_misses_on_the_unicode_fixture_are_the_explained_ones() {
     // u-2: the oracle tokenizes with transformers' BertTokenizer, which lower-cases
     //      "ΟΔΟΣ?" to "οδοσ" where the reference (Python str.lower on the whole
     //      whitespace token) gives the final sigma "οδος": the oracle cannot recognise a
-    //      question the reference tokenizes differently (spec §3.7).
+    //      question the reference tokenizes differently (algorithm §3.7).
     // u-3: the question contains a literal "[SEP]", which both tokenizers keep as the
     //      special token, so the question ends early for anyone reading the window;
     //      the gold answer "text[SEP]glued" contains it too.
@@ -537,7 +537,7 @@ fn inputs_through_shared_memory_give_the_answers_of_inputs_in_each_message() {
 fn the_padding_probe_keeps_the_reference_answers_when_padding_ranks_high() {
     // bert-onnx (seeded random weights) ranks padding positions among its top 20 start
     // and end logits, so padding less would change answers (the reference ranks padding
-    // too, spec §6.2): the probe makes the run pad to 384, byte-identical to
+    // too, algorithm §6.2): the probe makes the run pad to 384, byte-identical to
     // --fixed-seq-len. --dynamic-seq-len pads less anyway and warns.
     let tmp = tempfile::tempdir().unwrap();
     let data = fixture("v2-long.json");

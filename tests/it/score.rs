@@ -1,4 +1,4 @@
-//! `bertqa score` and the evaluator: official numbers from the golden script (spec §8),
+//! `bertqa score` and the evaluator: official numbers from the golden script (algorithm §8),
 //! invariances (property tests), and located errors with exit code 2.
 
 use std::path::{Path, PathBuf};
