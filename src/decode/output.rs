@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::{Serialize, Serializer};
 
-use super::pyjson::{self, py_float, PyFloat};
+use super::pyjson::{self, PyFloat};
 use super::{NbestEntry, Prediction};
 use crate::error::{Error, Result};
 use crate::output_file::{self, AtomicFile};
@@ -34,26 +34,56 @@ pub fn render_null_odds(preds: &[Prediction]) -> Vec<u8> {
 /// An n-best list as the output files hold it (the spans are not written).
 struct NbestList<'a>(&'a [NbestEntry]);
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct EntryOut<'a> {
     text: &'a str,
-    #[serde(serialize_with = "py_float")]
+    #[serde(serialize_with = "pyjson::py_float")]
     probability: f64,
-    #[serde(serialize_with = "py_float")]
+    #[serde(serialize_with = "pyjson::py_float")]
     start_logit: f64,
-    #[serde(serialize_with = "py_float")]
+    #[serde(serialize_with = "pyjson::py_float")]
     end_logit: f64,
 }
 
 impl Serialize for NbestList<'_> {
+    /// Rendered by [`write_nbest_list`] and handed to [`PyFormatter`](pyjson::PyFormatter)
+    /// as raw text: the n-best file is the largest output, and its fixed keys need no
+    /// escaping pass each.
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|e| EntryOut {
-            text: &e.text,
-            probability: e.probability,
-            start_logit: e.start_logit,
-            end_logit: e.end_logit,
-        }))
+        let mut text = Vec::with_capacity(160 * self.0.len() + 8);
+        write_nbest_list(&mut text, self.0).map_err(serde::ser::Error::custom)?;
+        s.serialize_bytes(&text)
     }
+}
+
+/// One question's n-best list as `json.dumps(indent=4)` writes it one level deep in the
+/// file's object (byte-identical to serializing [`EntryOut`]s through the formatter; the
+/// decode tests compare the two).
+fn write_nbest_list(w: &mut Vec<u8>, entries: &[NbestEntry]) -> io::Result<()> {
+    if entries.is_empty() {
+        w.extend_from_slice(b"[]");
+        return Ok(());
+    }
+    w.push(b'[');
+    for (i, e) in entries.iter().enumerate() {
+        w.extend_from_slice(if i == 0 {
+            b"\n        {"
+        } else {
+            b",\n        {"
+        });
+        w.extend_from_slice(b"\n            \"text\": ");
+        pyjson::write_str(w, &e.text)?;
+        w.extend_from_slice(b",\n            \"probability\": ");
+        pyjson::write_float(w, e.probability)?;
+        w.extend_from_slice(b",\n            \"start_logit\": ");
+        pyjson::write_float(w, e.start_logit)?;
+        w.extend_from_slice(b",\n            \"end_logit\": ");
+        pyjson::write_float(w, e.end_logit)?;
+        w.extend_from_slice(b"\n        }");
+    }
+    w.extend_from_slice(b"\n    ]");
+    Ok(())
 }
 
 /// Writes `predictions.json`, `nbest_predictions.json` and, for v2, `null_odds.json`
@@ -258,6 +288,52 @@ impl NbestStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The n-best list written directly equals the same entries serialized through the
+    /// formatter: plain, escaped and non-ASCII texts, every float form, and no entries.
+    #[test]
+    fn nbest_list_equals_the_formatter() {
+        let entry = |text: &str, p: f64, s: f64, e: f64| NbestEntry {
+            text: text.into(),
+            probability: p,
+            start_logit: s,
+            end_logit: e,
+            span: None,
+        };
+        let lists = [
+            vec![],
+            vec![entry("plain text", 0.5, 1.25, -3.0)],
+            vec![
+                entry("say \"hi\" \\ back\tslash", 1e-7, f64::NAN, f64::INFINITY),
+                entry(
+                    "caf\u{e9} \u{1f600} \u{7f}",
+                    123456789012345680.0,
+                    -0.0,
+                    1e22,
+                ),
+                entry("", 0.1 + 0.2, f64::NEG_INFINITY, 5e-324),
+            ],
+        ];
+        for list in &lists {
+            let mut direct = Vec::new();
+            write_nbest_list(&mut direct, list).unwrap();
+            let entries: Vec<EntryOut<'_>> = list
+                .iter()
+                .map(|e| EntryOut {
+                    text: &e.text,
+                    probability: e.probability,
+                    start_logit: e.start_logit,
+                    end_logit: e.end_logit,
+                })
+                .collect();
+            let mut through_serde = Vec::new();
+            pyjson::write_value(&mut through_serde, &entries, 1).unwrap();
+            assert_eq!(
+                String::from_utf8(direct).unwrap(),
+                String::from_utf8(through_serde).unwrap()
+            );
+        }
+    }
 
     fn pred(id: &str, answer: &str, nbest: Vec<NbestEntry>, odds: Option<f64>) -> Prediction {
         Prediction {

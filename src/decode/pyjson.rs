@@ -223,7 +223,7 @@ pub fn py_float_repr(x: f64) -> String {
 /// those, the closest to `x`, an exact tie rounded half to even, which is what Python's
 /// `dtoa` mode 0 answers (Rust's own `{:e}` rounds such ties up: 9.2206573486328125
 /// gives …813 there, …812 in Python). Only the layout is Python's own.
-fn write_float<W: ?Sized + Write>(w: &mut W, x: f64) -> io::Result<()> {
+pub(crate) fn write_float<W: ?Sized + Write>(w: &mut W, x: f64) -> io::Result<()> {
     if let Some(text) = non_finite_text(x) {
         return w.write_all(text.as_bytes());
     }
@@ -256,6 +256,22 @@ fn write_float<W: ?Sized + Write>(w: &mut W, x: f64) -> io::Result<()> {
         "{sign}{first}{point}{rest}e{exp_sign}{:02}",
         exp.unsigned_abs()
     )
+}
+
+/// A string as the formatter writes it (`"…"`, ASCII escapes), with printable ASCII
+/// written as it is without serde's escaping pass.
+pub(crate) fn write_str(w: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    let plain = s
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
+    if plain {
+        w.push(b'"');
+        w.extend_from_slice(s.as_bytes());
+        w.push(b'"');
+        Ok(())
+    } else {
+        write_value(w, s, 0)
+    }
 }
 
 #[cfg(test)]
