@@ -88,6 +88,14 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 
+    /// There is nothing to work on (e.g. a dataset without questions to score).
+    #[error("{0}")]
+    Empty(String),
+
+    /// A fault of bertqa itself (a worker task that panicked): a bug to report.
+    #[error("internal error: {0}")]
+    Internal(String),
+
     /// The server could not be reached (connection refused, DNS, TLS, timeout on
     /// connect) or answered UNAVAILABLE.
     #[error("cannot reach Triton at {url}: {message}")]

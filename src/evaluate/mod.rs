@@ -202,9 +202,7 @@ pub fn score(
     config: &ScoreConfig,
 ) -> Result<Scores> {
     if dataset.examples.is_empty() {
-        return Err(Error::Config(
-            "the dataset has no questions to score".into(),
-        ));
+        return Err(Error::Empty("the dataset has no questions to score".into()));
     }
     // Predictions made from this dataset come one per question in its order: then the
     // i-th is question i's and none is unknown, without hashing a single id.

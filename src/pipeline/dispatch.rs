@@ -425,7 +425,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     async fn await_probe(&mut self) -> Result<()> {
         let joined = self.inflight.join_next().await.expect("just spawned");
         let answered =
-            joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+            joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))??;
         let decided = self
             .policy
             .probed(&answered.rows, &answered.batch, &mut self.report.padding);
@@ -442,7 +442,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         joined: std::result::Result<Result<Answered>, tokio::task::JoinError>,
     ) -> Result<()> {
         let answered =
-            joined.map_err(|e| Error::Config(format!("inference task failed: {e}")))??;
+            joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))??;
         self.deliver(answered).await;
         Ok(())
     }
