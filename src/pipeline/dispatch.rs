@@ -424,8 +424,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     /// The probe request just sent: its answers decide the padding of every later one.
     async fn await_probe(&mut self) -> Result<()> {
         let joined = self.inflight.join_next().await.expect("just spawned");
-        let answered =
-            joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))??;
+        let answered = answered(joined)?;
         let decided = self
             .policy
             .probed(&answered.rows, &answered.batch, &mut self.report.padding);
@@ -437,13 +436,8 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         Ok(())
     }
 
-    async fn reap(
-        &mut self,
-        joined: std::result::Result<Result<Answered>, tokio::task::JoinError>,
-    ) -> Result<()> {
-        let answered =
-            joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))??;
-        self.deliver(answered).await;
+    async fn reap(&mut self, joined: Joined) -> Result<()> {
+        self.deliver(answered(joined)?).await;
         Ok(())
     }
 
@@ -486,4 +480,12 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             left -= n;
         }
     }
+}
+
+/// What a request task returns, as the run's dispatcher joins it.
+type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
+
+/// A joined request task's answers; a task that panicked is a fault of bertqa's own.
+fn answered(joined: Joined) -> Result<Answered> {
+    joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))?
 }
