@@ -45,6 +45,36 @@ pub struct ClientConfig {
     pub security: Security,
     /// How inference requests travel.
     pub transport: Transport,
+    /// Which of Triton's protocols the server is spoken to in.
+    pub protocol: Protocol,
+}
+
+/// Which of Triton's two protocols a client speaks (perf_analyzer's `-i`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// KServe v2 over gRPC (Triton's port 8001 by default).
+    #[default]
+    Grpc,
+    /// KServe v2 over HTTP/REST with the binary tensor data extension (port 8000).
+    Http,
+}
+
+impl Protocol {
+    /// The name `--protocol` takes, and reports print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Grpc => "grpc",
+            Protocol::Http => "http",
+        }
+    }
+
+    /// Triton's default port for the protocol, used when a URL names none.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Protocol::Grpc => 8001,
+            Protocol::Http => 8000,
+        }
+    }
 }
 
 /// How inference requests travel to the server.
@@ -80,6 +110,7 @@ impl Default for ClientConfig {
             request_timeout: Duration::from_millis(60_000),
             security: Security::default(),
             transport: Transport::Unary,
+            protocol: Protocol::Grpc,
         }
     }
 }

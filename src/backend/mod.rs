@@ -29,7 +29,7 @@ pub mod transport;
 pub mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
-pub use client::{ClientConfig, Transport, TritonClient};
+pub use client::{ClientConfig, Protocol, Transport, TritonClient};
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};

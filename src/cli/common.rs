@@ -12,7 +12,8 @@ use super::args::{
     TransportArg, WindowArgs,
 };
 use bertqa::backend::{
-    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport,
+    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, Protocol, RetryPolicy,
+    Transport,
 };
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
@@ -121,6 +122,7 @@ pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
         request_timeout: Duration::from_millis(args.timeout_ms),
         security: super::security::security(&args.security)?,
         transport: Transport::Unary,
+        protocol: Protocol::Grpc,
     })
 }
 
