@@ -1,34 +1,29 @@
-//! A typed Triton gRPC client over tonic, with `tonic::Status` mapped into [`Error`]:
-//! one connection, its metadata calls, and inference through the connection's
-//! transport ([`Transport`]: [`UnaryTransport`] or [`StreamTransport`]).
+//! A typed Triton client speaking either of Triton's protocols ([`Protocol`]): one
+//! connection (gRPC, `grpc.rs`) or one server's pool of HTTP/1.1 connections (KServe v2
+//! REST, `http/`), its metadata calls returning the gRPC proto messages whatever the
+//! protocol, and inference through the connection's transport.
 //!
 //! Inference always carries raw tensor contents (little-endian, row-major); Triton
-//! always answers with raw contents (docs/design.md, protocol item 1). tonic's 4 MiB decode limit is
-//! raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but other deployments
-//! return far more.
+//! always answers with raw contents (docs/design.md, protocol item 1), in gRPC's
+//! `raw_*_contents` or HTTP's binary tensor data.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
+use tonic::Status;
 
+use super::grpc::GrpcConn;
+use super::http::{HttpClient, HttpTransport};
 use super::peer::Peer;
-use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::{
-    ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
-    ModelMetadataResponse, ModelReadyRequest, ModelStatistics, ModelStatisticsRequest,
-    RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
-    ServerReadyRequest, SystemSharedMemoryRegisterRequest, SystemSharedMemoryUnregisterRequest,
+    ModelConfig, ModelInferResponse, ModelMetadataResponse, ModelStatistics, ServerMetadataResponse,
 };
 use super::request::InferRequest;
-use super::security::{self, Security, TlsConfig};
-use super::status::root_cause;
-use super::stream::StreamTransport;
+use super::security::{Security, TlsConfig};
 use super::transport::{InferTransport, SendFuture};
-use super::unary::UnaryTransport;
 use crate::error::{Error, Result};
 
+pub use super::grpc::Transport;
 pub use super::proto::repository_index_response::ModelIndex;
 pub use super::status::map_status;
 pub use super::transport::MAX_MESSAGE_BYTES;
@@ -77,31 +72,6 @@ impl Protocol {
     }
 }
 
-/// How inference requests travel to the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Transport {
-    /// One `ModelInfer` call per request.
-    #[default]
-    Unary,
-    /// Requests multiplexed on one `ModelStreamInfer` call per connection
-    /// ([`StreamTransport`]); a request the stream answers with an error is asked
-    /// again with `ModelInfer`, and so is every later one on that connection. The stream
-    /// is driven by a task on the runtime of the request that opened it: send a
-    /// client's requests from one runtime (a current-thread runtime drives its tasks
-    /// only inside `block_on`; requests from elsewhere would wait for their deadline).
-    Stream,
-}
-
-impl Transport {
-    /// The name `--transport` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Unary => "unary",
-            Transport::Stream => "stream",
-        }
-    }
-}
-
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
@@ -116,8 +86,9 @@ impl Default for ClientConfig {
 }
 
 /// Turns a user URL into an `http://host:port` URI, or `https://host:port` for an
-/// `https://` URL (which turns TLS on).
-pub fn normalize_url(url: &str) -> Result<String> {
+/// `https://` URL (which turns TLS on). A URL without a port gets the protocol's
+/// default port ([`Protocol::default_port`]).
+pub fn normalize_url(url: &str, protocol: Protocol) -> Result<String> {
     let trimmed = url.trim().trim_end_matches('/');
     let mut scheme = "http";
     let rest = if let Some(r) = trimmed.strip_prefix("http://") {
@@ -141,34 +112,55 @@ pub fn normalize_url(url: &str) -> Result<String> {
     let with_port = if has_port {
         rest.to_string()
     } else {
-        format!("{rest}:8001")
+        format!("{rest}:{}", protocol.default_port())
     };
     Ok(format!("{scheme}://{with_port}"))
 }
 
-/// A connected client. Cheap to clone: clones share the HTTP/2 connection.
+/// A connected client. Cheap to clone: clones share the connection (gRPC) or the
+/// connection pool (HTTP).
 #[derive(Debug, Clone)]
 pub struct TritonClient {
-    grpc: GrpcInferenceServiceClient<Channel>,
     /// The server as every call sees it.
     peer: Arc<Peer>,
-    /// How inference requests travel on this connection.
-    infer: Inference,
+    conn: Conn,
 }
 
-/// The transport of a connection's inference requests ([`Transport`]).
+/// The connection in one of the protocols. Made once per connection, never per
+/// request: the sizes of the variants do not matter.
 #[derive(Debug, Clone)]
-enum Inference {
-    Unary(UnaryTransport),
-    Stream(Arc<StreamTransport>),
+#[allow(clippy::large_enum_variant)]
+enum Conn {
+    Grpc(GrpcConn),
+    Http(HttpTransport),
+}
+
+/// The hint for a gRPC client whose server answers in HTTP/1.1.
+const HTTP_PORT_HINT: &str = "the server answers HTTP/1.1, not gRPC: this looks like \
+     Triton's HTTP port; use `Protocol::Http`, or gRPC's port (usually 8001)";
+
+/// Dispatches a call to the protocol's half; a gRPC failure gets the wrong-port check.
+macro_rules! call {
+    ($self:ident, $c:ident => $call:expr) => {
+        match &$self.conn {
+            Conn::Grpc($c) => {
+                let r = $call.await;
+                $self.grpc_checked(r).await
+            }
+            Conn::Http(t) => {
+                let $c = t.client();
+                $call.await
+            }
+        }
+    };
 }
 
 impl TritonClient {
-    /// Connects, bounded by the connect timeout. A server that is not there is
-    /// [`Error::Unavailable`] naming the address. TLS is on with `security.tls` or an
-    /// `https://` URL (see [`security`]).
+    /// Connects, bounded by the connect timeout, in `config.protocol`. A server that
+    /// is not there is [`Error::Unavailable`] naming the address. TLS is on with
+    /// `security.tls` or an `https://` URL (see [`security`](super::security)).
     pub async fn connect(config: &ClientConfig) -> Result<TritonClient> {
-        let mut uri = normalize_url(&config.url)?;
+        let mut uri = normalize_url(&config.url, config.protocol)?;
         let tls = match (&config.security.tls, uri.starts_with("https://")) {
             (Some(tls), _) => Some(tls.clone()),
             (None, true) => Some(TlsConfig::default()),
@@ -177,67 +169,63 @@ impl TritonClient {
         if tls.is_some() && !uri.starts_with("https://") {
             uri = uri.replacen("http://", "https://", 1);
         }
-        let mut endpoint = Endpoint::from_shared(uri.clone())
-            .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
-            .connect_timeout(config.connect_timeout)
-            .timeout(config.request_timeout)
-            .tcp_nodelay(true);
-        if let Some(tls) = &tls {
-            endpoint = security::tls_endpoint(endpoint, tls)?;
-        }
-        let unavailable = |message: String| Error::Unavailable {
-            url: config.url.clone(),
-            message,
-        };
-        let channel = match tokio::time::timeout(config.connect_timeout, endpoint.connect()).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => {
-                return Err(unavailable(security::explain(
-                    &root_cause(&e),
-                    tls.is_some(),
-                )))
-            }
-            Err(_) => {
-                return Err(unavailable(format!(
-                    "no connection within {} ms",
-                    config.connect_timeout.as_millis()
-                )))
-            }
-        };
         let peer = Arc::new(Peer {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
             tls: tls.is_some(),
         });
-        let infer = match config.transport {
-            Transport::Unary => {
-                Inference::Unary(UnaryTransport::new(channel.clone(), peer.clone()))
+        let conn = match config.protocol {
+            Protocol::Grpc => {
+                let conn = GrpcConn::connect(
+                    uri.clone(),
+                    config.connect_timeout,
+                    config.transport,
+                    tls.as_ref(),
+                    peer.clone(),
+                )
+                .await;
+                match conn {
+                    Ok(conn) => Conn::Grpc(conn),
+                    Err(e) => return Err(http_port_check(e, &peer, &uri).await),
+                }
             }
-            Transport::Stream => Inference::Stream(Arc::new(StreamTransport::new(
-                channel.clone(),
-                peer.clone(),
-            ))),
+            Protocol::Http => {
+                if tls.is_some() {
+                    return Err(Error::Config(format!(
+                        "{}: TLS (https://) with `Protocol::Http` is not supported yet",
+                        config.url
+                    )));
+                }
+                let rest = HttpClient::connect(&uri, config.connect_timeout, peer.clone()).await?;
+                Conn::Http(HttpTransport::new(rest))
+            }
         };
-        let grpc = GrpcInferenceServiceClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(TritonClient { grpc, peer, infer })
+        Ok(TritonClient { peer, conn })
     }
 
-    /// How this client's requests travel (as configured).
+    /// The protocol this client speaks.
+    pub fn protocol(&self) -> Protocol {
+        match self.conn {
+            Conn::Grpc(_) => Protocol::Grpc,
+            Conn::Http(_) => Protocol::Http,
+        }
+    }
+
+    /// How this client's requests travel (as configured; over HTTP every request is
+    /// one POST, reported as [`Transport::Unary`]).
     pub fn transport(&self) -> Transport {
-        match self.infer {
-            Inference::Unary(_) => Transport::Unary,
-            Inference::Stream(_) => Transport::Stream,
+        match &self.conn {
+            Conn::Grpc(c) => c.transport(),
+            Conn::Http(_) => Transport::Unary,
         }
     }
 
     /// Whether a stream error sent this connection's requests unary for good.
     pub fn went_unary(&self) -> bool {
-        match &self.infer {
-            Inference::Unary(_) => false,
-            Inference::Stream(s) => s.went_unary(),
+        match &self.conn {
+            Conn::Grpc(c) => c.went_unary(),
+            Conn::Http(_) => false,
         }
     }
 
@@ -246,58 +234,41 @@ impl TritonClient {
         &self.peer.url
     }
 
-    fn request<T>(&self, msg: T) -> tonic::Request<T> {
-        self.peer.request(msg)
+    /// A gRPC call's result, its failure checked for a server that answers HTTP/1.1
+    /// (a wrong port).
+    async fn grpc_checked<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let uri = normalize_url(&self.peer.url, Protocol::Grpc)?;
+                Err(http_port_check(e, &self.peer, &uri).await)
+            }
+        }
     }
 
-    /// `ServerLive`.
+    /// `ServerLive` (`GET /v2/health/live`).
     pub async fn server_live(&self) -> Result<bool> {
-        let r = self
-            .grpc
-            .clone()
-            .server_live(self.request(ServerLiveRequest {}))
-            .await;
-        Ok(r.map_err(|s| self.status(s, None))?.into_inner().live)
+        call!(self, c => c.server_live())
     }
 
-    /// `ServerReady`.
+    /// `ServerReady` (`GET /v2/health/ready`).
     pub async fn server_ready(&self) -> Result<bool> {
-        let r = self
-            .grpc
-            .clone()
-            .server_ready(self.request(ServerReadyRequest {}))
-            .await;
-        Ok(r.map_err(|s| self.status(s, None))?.into_inner().ready)
+        call!(self, c => c.server_ready())
     }
 
     /// `ModelReady` (empty version: the server's choice).
     pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
-        let req = ModelReadyRequest {
-            name: model.into(),
-            version: version.into(),
-        };
-        let r = self.grpc.clone().model_ready(self.request(req)).await;
-        Ok(r.map_err(|s| self.status(s, None))?.into_inner().ready)
+        call!(self, c => c.model_ready(model, version))
     }
 
     /// `ServerMetadata`: name, version, extensions.
     pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
-        let r = self
-            .grpc
-            .clone()
-            .server_metadata(self.request(ServerMetadataRequest {}))
-            .await;
-        Ok(r.map_err(|s| self.status(s, None))?.into_inner())
+        call!(self, c => c.server_metadata())
     }
 
     /// `RepositoryIndex`: every model version and its state.
     pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
-        let req = RepositoryIndexRequest {
-            repository_name: String::new(),
-            ready: false,
-        };
-        let r = self.grpc.clone().repository_index(self.request(req)).await;
-        Ok(r.map_err(|s| self.status(s, None))?.into_inner().models)
+        call!(self, c => c.repository_index())
     }
 
     /// `ModelMetadata`. An unknown or unready model becomes [`Error::ModelNotFound`] /
@@ -307,25 +278,19 @@ impl TritonClient {
         model: &str,
         version: &str,
     ) -> Result<ModelMetadataResponse> {
-        let req = ModelMetadataRequest {
-            name: model.into(),
-            version: version.into(),
-        };
-        match self.grpc.clone().model_metadata(self.request(req)).await {
-            Ok(r) => Ok(r.into_inner()),
-            Err(s) => Err(self.model_error(s, model).await),
+        let r = call!(self, c => c.model_metadata(model, version));
+        match r {
+            Ok(m) => Ok(m),
+            Err(e) => Err(self.model_error(e, model).await),
         }
     }
 
     /// `ModelConfig`.
     pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
-        let req = ModelConfigRequest {
-            name: model.into(),
-            version: version.into(),
-        };
-        match self.grpc.clone().model_config(self.request(req)).await {
-            Ok(r) => Ok(r.into_inner().config.unwrap_or_default()),
-            Err(s) => Err(self.model_error(s, model).await),
+        let r = call!(self, c => c.model_config(model, version));
+        match r {
+            Ok(m) => Ok(m),
+            Err(e) => Err(self.model_error(e, model).await),
         }
     }
 
@@ -344,31 +309,14 @@ impl TritonClient {
         key: &str,
         byte_size: u64,
     ) -> Result<()> {
-        let req = SystemSharedMemoryRegisterRequest {
-            name: name.into(),
-            key: key.into(),
-            offset: 0,
-            byte_size,
-        };
-        let r = self
-            .grpc
-            .clone()
-            .system_shared_memory_register(self.request(req))
-            .await;
-        r.map(|_| ()).map_err(|s| self.status(s, None))
+        call!(self, c => c.register_system_shared_memory(name, key, byte_size))
     }
 
     /// `SystemSharedMemoryUnregister` of one region (never every region: others may
     /// belong to other clients).
     pub async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
         debug_assert!(!name.is_empty(), "an empty name unregisters every region");
-        let req = SystemSharedMemoryUnregisterRequest { name: name.into() };
-        let r = self
-            .grpc
-            .clone()
-            .system_shared_memory_unregister(self.request(req))
-            .await;
-        r.map(|_| ()).map_err(|s| self.status(s, None))
+        call!(self, c => c.unregister_system_shared_memory(name))
     }
 
     /// `ModelStatistics` for one model (empty name: all models).
@@ -377,38 +325,27 @@ impl TritonClient {
         model: &str,
         version: &str,
     ) -> Result<Vec<ModelStatistics>> {
-        let req = ModelStatisticsRequest {
-            name: model.into(),
-            version: version.into(),
-        };
-        match self.grpc.clone().model_statistics(self.request(req)).await {
-            Ok(r) => Ok(r.into_inner().model_stats),
-            Err(s) if model.is_empty() => Err(self.status(s, None)),
-            Err(s) => Err(self.model_error(s, model).await),
+        let r = call!(self, c => c.model_statistics(model, version));
+        match r {
+            Ok(s) => Ok(s),
+            Err(e) if model.is_empty() => Err(e),
+            Err(e) => Err(self.model_error(e, model).await),
         }
     }
 
-    /// Runs a prepared request on this connection's transport ([`Transport`]).
+    /// Runs a prepared request on this connection's transport.
     pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
         self.send(request).await
     }
 
-    /// Maps a status from a model-specific call; for "unknown model" style answers it
-    /// asks the repository which models exist and are ready.
-    async fn model_error(&self, status: Status, model: &str) -> Error {
-        let msg = status.message().to_ascii_lowercase();
-        let about_model = matches!(
-            status.code(),
-            Code::NotFound | Code::InvalidArgument | Code::Unavailable
-        ) && (msg.contains("unknown model")
-            || msg.contains("not found")
-            || msg.contains("is not ready")
-            || msg.contains("no version is available"));
-        if !about_model {
-            return self.status(status, Some(model));
+    /// A model-specific call's error; for "unknown model" style answers it asks the
+    /// repository which models exist and are ready.
+    async fn model_error(&self, error: Error, model: &str) -> Error {
+        if !about_model(&error) {
+            return error;
         }
         let Ok(index) = self.repository_index().await else {
-            return self.status(status, Some(model));
+            return error;
         };
         let ready: Vec<String> = ready_models(&index);
         match index.iter().find(|m| m.name == model) {
@@ -436,18 +373,64 @@ impl TritonClient {
     }
 }
 
+/// Whether a model-specific call failed because of the model: an unknown model, one
+/// not ready or without the version asked for (NOT_FOUND, INVALID_ARGUMENT or
+/// UNAVAILABLE answers saying so, in either protocol).
+fn about_model(error: &Error) -> bool {
+    let message = match error {
+        Error::Server { code, message, .. } => {
+            let name = code.split_whitespace().next().unwrap_or("");
+            if !matches!(name, "NotFound" | "InvalidArgument") {
+                return false;
+            }
+            message
+        }
+        Error::Unavailable { message, .. } => message,
+        _ => return false,
+    };
+    let msg = message.to_ascii_lowercase();
+    msg.contains("unknown model")
+        || msg.contains("not found")
+        || msg.contains("is not ready")
+        || msg.contains("no version is available")
+}
+
+/// A gRPC connection failure, checked for a server that answers HTTP/1.1 at `uri`
+/// (Triton's HTTP port given where the gRPC one was meant): when one answers, the
+/// error says so and names the flag to use. Refused connections and TLS are left as
+/// they are.
+async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
+    let Error::Unavailable { url, message } = &error else {
+        return error;
+    };
+    let lower = message.to_ascii_lowercase();
+    if peer.tls || lower.contains("refused") || lower.contains("no connection within") {
+        return error;
+    }
+    let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
+    let probe = HttpClient::new(uri, probe_timeout, peer.clone());
+    let answered = tokio::time::timeout(probe_timeout, probe.server_live()).await;
+    match answered {
+        Ok(Ok(_)) => Error::Unavailable {
+            url: url.clone(),
+            message: HTTP_PORT_HINT.to_string(),
+        },
+        _ => error,
+    }
+}
+
 impl InferTransport for TritonClient {
     fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        match &self.infer {
-            Inference::Unary(t) => t.send(request),
-            Inference::Stream(t) => t.send(request),
+        match &self.conn {
+            Conn::Grpc(c) => c.send(request),
+            Conn::Http(t) => t.send(request),
         }
     }
 }
 
 /// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
 pub fn is_loopback_url(url: &str) -> bool {
-    let Ok(uri) = normalize_url(url) else {
+    let Ok(uri) = normalize_url(url, Protocol::Grpc) else {
         return false;
     };
     let authority = uri.split_once("://").map_or(uri.as_str(), |(_, rest)| rest);
@@ -481,23 +464,43 @@ mod tests {
     #[test]
     fn urls_with_and_without_scheme() {
         assert_eq!(
-            normalize_url("localhost:8001").unwrap(),
+            normalize_url("localhost:8001", Protocol::Grpc).unwrap(),
             "http://localhost:8001"
         );
         assert_eq!(
-            normalize_url("http://10.0.0.1:9").unwrap(),
+            normalize_url("http://10.0.0.1:9", Protocol::Grpc).unwrap(),
             "http://10.0.0.1:9"
         );
-        assert_eq!(normalize_url("triton").unwrap(), "http://triton:8001");
-        assert_eq!(normalize_url("http://h:1/").unwrap(), "http://h:1");
-        assert_eq!(normalize_url("[::1]:8001").unwrap(), "http://[::1]:8001");
         assert_eq!(
-            normalize_url("https://triton.example:443").unwrap(),
+            normalize_url("triton", Protocol::Grpc).unwrap(),
+            "http://triton:8001"
+        );
+        assert_eq!(
+            normalize_url("http://h:1/", Protocol::Grpc).unwrap(),
+            "http://h:1"
+        );
+        assert_eq!(
+            normalize_url("[::1]:8001", Protocol::Grpc).unwrap(),
+            "http://[::1]:8001"
+        );
+        assert_eq!(
+            normalize_url("https://triton.example:443", Protocol::Grpc).unwrap(),
             "https://triton.example:443"
         );
-        assert_eq!(normalize_url("https://h").unwrap(), "https://h:8001");
-        assert!(normalize_url("ftp://h:1").is_err());
-        assert!(normalize_url("").is_err());
+        assert_eq!(
+            normalize_url("https://h", Protocol::Grpc).unwrap(),
+            "https://h:8001"
+        );
+        assert_eq!(
+            normalize_url("triton", Protocol::Http).unwrap(),
+            "http://triton:8000"
+        );
+        assert_eq!(
+            normalize_url("http://h:8001", Protocol::Http).unwrap(),
+            "http://h:8001"
+        );
+        assert!(normalize_url("ftp://h:1", Protocol::Grpc).is_err());
+        assert!(normalize_url("", Protocol::Grpc).is_err());
     }
 
     #[test]

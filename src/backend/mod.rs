@@ -5,16 +5,20 @@
 //!
 //! Layers, each using only those below it:
 //! - [`pool`] (endpoints, health, [`retry`]) over [`client::TritonClient`] (one
-//!   connection: metadata calls, and inference through its transport);
+//!   connection in either protocol, gRPC or [`http`]: metadata calls, and inference
+//!   through its transport);
 //! - [`shm`]: system shared memory as a decorator over any transport;
 //! - the transport seam [`transport::InferTransport`] ("send this batch, get its
 //!   logits"), implemented by [`unary`] (`ModelInfer`) and [`stream`]
-//!   (`ModelStreamInfer`);
+//!   (`ModelStreamInfer`) on a gRPC connection, and by [`http::HttpTransport`] (KServe
+//!   v2 REST with binary tensor data) on HTTP/1.1 connections;
 //! - [`peer`] (deadline, headers, error mapping), [`security`], [`status`];
 //! - [`request`], [`tensor`], [`binding`], [`proto`].
 
 pub mod binding;
 pub mod client;
+mod grpc;
+pub mod http;
 pub mod peer;
 pub mod pool;
 pub mod proto;

@@ -258,8 +258,46 @@ impl InferRequest {
     /// parameters that say where they lie.
     pub fn to_proto(&self) -> ModelInferRequest {
         let b = &self.binding;
+        let raw_input_contents = match self.shm {
+            Some(_) => Vec::new(),
+            None => b
+                .inputs
+                .iter()
+                .map(|input| {
+                    let mut bytes = Vec::with_capacity(self.raw_len(input));
+                    self.put_contents(&mut bytes, input);
+                    bytes::Bytes::from(bytes)
+                })
+                .collect(),
+        };
+        ModelInferRequest {
+            model_name: b.model.clone(),
+            model_version: b.version.clone(),
+            id: self.id.clone(),
+            parameters: self.parameters.iter().cloned().collect(),
+            inputs: self.input_tensors(),
+            outputs: self.output_tensors(),
+            raw_input_contents,
+        }
+    }
+
+    /// The request id (empty: none).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The request-level parameters, in the order they were added.
+    pub fn parameters(&self) -> &[(String, InferParameter)] {
+        &self.parameters
+    }
+
+    /// The input tensors as the message describes them (name, datatype, shape, and the
+    /// shared memory parameters when they lie in a region), in the binding's order:
+    /// what any protocol sends ahead of the bytes [`write_contents`](Self::write_contents)
+    /// lays out.
+    pub fn input_tensors(&self) -> Vec<InferInputTensor> {
         let mut input_at = self.shm.as_ref().map(|at| at.offset);
-        let inputs = b
+        self.binding
             .inputs
             .iter()
             .map(|input| {
@@ -280,23 +318,16 @@ impl InferRequest {
                     ..Default::default()
                 }
             })
-            .collect();
-        let raw_input_contents = match self.shm {
-            Some(_) => Vec::new(),
-            None => b
-                .inputs
-                .iter()
-                .map(|input| {
-                    let mut bytes = Vec::with_capacity(self.raw_len(input));
-                    self.put_contents(&mut bytes, input);
-                    bytes::Bytes::from(bytes)
-                })
-                .collect(),
-        };
+            .collect()
+    }
+
+    /// The outputs asked for, in the binding's output order, with the shared memory
+    /// parameters when the server is to write them into a region.
+    pub fn output_tensors(&self) -> Vec<InferRequestedOutputTensor> {
+        let b = &self.binding;
         let values = b.output_values(self.rows(), self.seq_len);
         let mut output_at = self.shm_out.as_ref().map(|at| at.offset);
-        let outputs = b
-            .output_bindings()
+        b.output_bindings()
             .iter()
             .map(|o| {
                 let len = values * o.datatype.size();
@@ -313,16 +344,7 @@ impl InferRequest {
                     parameters,
                 }
             })
-            .collect();
-        ModelInferRequest {
-            model_name: b.model.clone(),
-            model_version: b.version.clone(),
-            id: self.id.clone(),
-            parameters: self.parameters.iter().cloned().collect(),
-            inputs,
-            outputs,
-            raw_input_contents,
-        }
+            .collect()
     }
 }
 

@@ -95,6 +95,16 @@ impl Header {
     pub fn name(&self) -> &str {
         self.name.as_str()
     }
+
+    /// The header as a plain HTTP header (KServe v2 REST), its value marked sensitive.
+    pub(crate) fn to_http(&self) -> (http::HeaderName, http::HeaderValue) {
+        let name = http::HeaderName::from_bytes(self.name.as_str().as_bytes())
+            .expect("a valid metadata key is a valid header name");
+        let mut value = http::HeaderValue::from_bytes(self.value.as_encoded_bytes())
+            .expect("printable ASCII is a valid header value");
+        value.set_sensitive(true);
+        (name, value)
+    }
 }
 
 impl fmt::Debug for Header {

@@ -2,9 +2,9 @@
 //!
 //! Everything above this trait (the endpoint pool, retries, shared memory as a
 //! decorator, the pipeline) is the same for every way of talking to Triton; everything
-//! below it is one file per protocol: gRPC `ModelInfer` (`unary.rs`) and gRPC
-//! `ModelStreamInfer` (`stream.rs`). A further protocol (KServe v2 HTTP/REST) is one
-//! more file implementing [`InferTransport`], with no change above the seam.
+//! below it is one file per way: gRPC `ModelInfer` (`unary.rs`), gRPC
+//! `ModelStreamInfer` (`stream.rs`), and KServe v2 HTTP/REST with binary tensor data
+//! (`http/infer.rs`).
 
 use std::future::Future;
 use std::pin::Pin;

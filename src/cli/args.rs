@@ -15,22 +15,27 @@ pub use super::heading::*;
 
 /// `--url`'s help for the commands that spread requests over every endpoint given.
 pub const URL_SPREAD_HELP: &str =
-    "Triton gRPC endpoint; repeat it (or give a comma list) to use several servers";
+    "Triton endpoint; repeat it (or give a comma list) to use several servers";
 
 /// Where the Triton server is and how to talk to it.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = SERVER)]
 pub struct ServerArgs {
-    /// Triton gRPC endpoint (http:// or https:// may lead)
+    /// Triton endpoint (http:// or https:// may lead)
     #[arg(
         long,
         default_value = "localhost:8001",
+        default_value_if("protocol", "http", Some("localhost:8000")),
         env = "BERTQA_URL",
         value_delimiter = ',',
         action = clap::ArgAction::Append,
         value_name = "HOST:PORT"
     )]
     pub url: Vec<String>,
+
+    /// Triton's gRPC or HTTP/REST protocol (http: port 8000 by default)
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
+    pub protocol: ProtocolArg,
 
     /// Deadline of each request, in milliseconds
     #[arg(long, default_value_t = 60_000, value_name = "MS")]
@@ -43,6 +48,22 @@ pub struct ServerArgs {
     /// TLS and headers (credentials).
     #[command(flatten)]
     pub security: super::security::SecurityArgs,
+}
+
+/// `--protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    Grpc,
+    Http,
+}
+
+impl From<ProtocolArg> for bertqa::backend::Protocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Grpc => Self::Grpc,
+            ProtocolArg::Http => Self::Http,
+        }
+    }
 }
 
 impl ServerArgs {
@@ -72,7 +93,13 @@ pub struct NetArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub connections: u32,
     /// One gRPC stream per connection, or one call per request
-    #[arg(long, value_enum, default_value_t = TransportArg::Stream, value_name = "MODE")]
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = TransportArg::Stream,
+        default_value_if("protocol", "http", Some("unary")),
+        value_name = "MODE"
+    )]
     pub transport: TransportArg,
 }
 

@@ -8,12 +8,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
-    TransportArg, WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ProtocolArg, ServerArgs,
+    TokenizerArgs, TransportArg, WindowArgs,
 };
 use bertqa::backend::{
-    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, Protocol, RetryPolicy,
-    Transport,
+    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport,
 };
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
@@ -122,7 +121,7 @@ pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
         request_timeout: Duration::from_millis(args.timeout_ms),
         security: super::security::security(&args.security)?,
         transport: Transport::Unary,
-        protocol: Protocol::Grpc,
+        protocol: args.protocol.into(),
     })
 }
 
@@ -144,6 +143,15 @@ pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolCon
         if !urls.iter().any(|v| v == u) {
             urls.push(u.to_string());
         }
+    }
+    // Over HTTP every request is one POST: `--transport` is a gRPC setting, defaulting
+    // to `unary` under `--protocol http` (args.rs), so `stream` here was asked for.
+    if server.protocol == ProtocolArg::Http && net.transport == TransportArg::Stream {
+        return Err(bertqa::Error::Config(
+            "--transport stream is gRPC's ModelStreamInfer; with --protocol http every \
+             request is one POST (leave --transport out)"
+                .into(),
+        ));
     }
     Ok(PoolConfig {
         urls,

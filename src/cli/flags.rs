@@ -27,6 +27,9 @@ const FLAGS: &[(&str, &str)] = &[
     ("`SharedMemory::System`", "--shared-memory system"),
     ("`wait_ready`", "--wait-ready"),
     ("`retries`", "--retries"),
+    // The protocol (backend::Protocol).
+    ("`Protocol::Grpc`", "--protocol grpc"),
+    ("`Protocol::Http`", "--protocol http"),
     // TLS (backend::TlsConfig).
     ("`tls`", "--ssl"),
     ("`root_cert`", "--ssl-root-cert"),
