@@ -10,6 +10,7 @@ mod fake;
 mod features;
 mod fuzz;
 mod help;
+mod http;
 mod merge;
 mod models;
 mod net;
