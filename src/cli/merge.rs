@@ -97,6 +97,8 @@ fn common(run: &Fingerprint) -> Fingerprint {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    // Held until the merge ends; before anything is read or written.
+    let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let shards = args
         .dirs
         .iter()
@@ -185,8 +187,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    std::fs::create_dir_all(&args.output_dir)
-        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
     let mut files = Vec::new();
     let mut names = vec!["predictions.json", "nbest_predictions.json"];
     if version_2 {

@@ -16,6 +16,7 @@ mod flags;
 mod heading;
 mod merge;
 mod models;
+mod outdir;
 mod perf;
 mod resume;
 mod score;
