@@ -174,7 +174,9 @@ fn not_squad(bytes: &[u8]) -> Option<String> {
                 n += 1;
             }
             let s = if n == 1 { "" } else { "s" };
-            Ok(Some(format!("a JSON array of {n} item{s} at the top level")))
+            Ok(Some(format!(
+                "a JSON array of {n} item{s} at the top level"
+            )))
         }
     }
     // Other top-level values: named by their kind.

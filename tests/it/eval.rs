@@ -330,6 +330,37 @@ fn ask_answers_with_character_spans_and_no_answer() {
     assert!(out.contains(" 2. "), "{out}");
 }
 
+/// Issue 26, item 5: when no span can answer (here none is short enough), the text
+/// says "no answer" instead of the reference's placeholder "empty", which reads like an
+/// answer; the JSON keeps the reference's text.
+#[test]
+fn ask_says_no_answer_for_the_empty_placeholder() {
+    let ask = |extra: &[&str]| {
+        let mut args = vec![
+            "ask",
+            "--url",
+            &server().url,
+            "--model",
+            "tiny-bert",
+            "--max-answer-length",
+            "0",
+            "--question",
+            "Who built it?",
+            "--context",
+            "The lighthouse was built in 1874 by Miriam Holt.",
+        ];
+        args.extend_from_slice(extra);
+        let o = bertqa(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = ask(&[]);
+    assert!(text.contains("\nA: (no answer)\n"), "{text}");
+    assert!(!text.contains("empty"), "{text}");
+    let v: Value = serde_json::from_str(&ask(&["--json"])).unwrap();
+    assert_eq!(v["answers"][0]["answer"], "empty", "{v:#}");
+}
+
 #[test]
 fn eval_errors_name_the_problem() {
     let tmp = tempfile::tempdir().unwrap();
