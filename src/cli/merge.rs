@@ -305,16 +305,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             s,
             "merged       {count} shards, {total} questions, {features} features"
         );
-        for (k, v) in scores.metrics.official() {
-            let _ = writeln!(
-                s,
-                "{k:<18} {}",
-                match v {
-                    evaluate::MetricValue::Float(x) => format!("{x:.4}"),
-                    evaluate::MetricValue::Count(n) => n.to_string(),
-                }
-            );
-        }
+        s.push_str(&super::common::metric_lines(&scores.metrics, ""));
         let _ = writeln!(s, "output       {}", args.output_dir.display());
         print_stdout(&s)?;
     }

@@ -361,6 +361,52 @@ fn ask_says_no_answer_for_the_empty_placeholder() {
     assert_eq!(v["answers"][0]["answer"], "empty", "{v:#}");
 }
 
+/// Issue 26, item 5: `eval` and `score` print the same metrics the same way (three
+/// decimals); the JSON keeps them in full.
+#[test]
+fn eval_and_score_text_reports_print_metrics_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v1-long.json");
+    let o = eval(&data, "tiny-bert", tmp.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let eval_text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let preds = tmp.path().join("predictions.json");
+    let score = |extra: &[&str]| {
+        let mut args = vec![
+            "score",
+            "--data",
+            &data,
+            "--predictions",
+            preds.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = bertqa(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let score_text = score(&[]);
+    let value = |text: &str, key: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        line.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let metrics: Value = serde_json::from_str(&read(tmp.path().join("metrics.json"))).unwrap();
+    let json: Value = serde_json::from_str(&score(&["--json"])).unwrap();
+    for key in ["exact_match", "f1"] {
+        let shown = value(&eval_text, key);
+        assert_eq!(shown, value(&score_text, key), "{eval_text}\n{score_text}");
+        let full = metrics["metrics"][key].as_f64().unwrap();
+        assert_eq!(shown, format!("{full:.3}"));
+        assert_eq!(
+            json["metrics"][key].as_f64().unwrap(),
+            full,
+            "full precision in JSON"
+        );
+    }
+}
+
 #[test]
 fn eval_errors_name_the_problem() {
     let tmp = tempfile::tempdir().unwrap();

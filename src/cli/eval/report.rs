@@ -7,7 +7,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
-use bertqa::evaluate;
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -301,16 +300,7 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
         r.features
     );
     let _ = writeln!(s);
-    for (k, v) in r.scores.metrics.official() {
-        match v {
-            evaluate::MetricValue::Float(x) => {
-                let _ = writeln!(s, "{k:<18} {x:>10.3}");
-            }
-            evaluate::MetricValue::Count(n) => {
-                let _ = writeln!(s, "{k:<18} {n:>10}");
-            }
-        }
-    }
+    s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));
     let _ = writeln!(s);
 }
 
