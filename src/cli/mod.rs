@@ -22,6 +22,8 @@ mod resume;
 mod score;
 mod security;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use clap::{Parser, Subcommand};
 
 use common::Outcome;
@@ -58,6 +60,15 @@ pub enum Command {
     Score(score::Args),
 }
 
+/// `-v` was given (set once, before the command runs).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-v` was given: reports add the lines that describe bertqa's own workings,
+/// errors their causes and context.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
 /// Entry point of the `bertqa` binary: the process's exit status.
 pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
@@ -69,6 +80,7 @@ pub fn main() -> u8 {
         }
     };
     let verbose = cli.verbose;
+    VERBOSE.store(verbose, Ordering::Relaxed);
     let result = match cli.command {
         Command::Models(a) => models::run(*a),
         Command::Ask(a) => ask::run(*a),

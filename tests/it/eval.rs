@@ -407,6 +407,79 @@ fn eval_and_score_text_reports_print_metrics_alike() {
     }
 }
 
+/// Issue 26, item 5: the text report's lines on bertqa's own workings (padding, how
+/// inputs and requests travelled, the client's share) show with `-v` only; without it,
+/// a run that bertqa's CPU limited (the `null` model answers at once, so the client is
+/// the limit) ends its figures with one plain sentence, and a run the server limited
+/// (`oracle-slow`, one feature per request) says nothing of the kind.
+#[test]
+fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    // Eight copies of the file's articles (ids made distinct), in windows 8 pieces
+    // apart: about 3,000 features, a run of most of a second.
+    let mut doc: Value = serde_json::from_str(&read(PathBuf::from(&data))).unwrap();
+    let articles = doc["data"].to_string();
+    let mut copies: Vec<Value> = Vec::new();
+    for i in 0..8 {
+        let copy = articles.replace("\"id\":\"v2-", &format!("\"id\":\"v2-{i}-"));
+        copies.extend(serde_json::from_str::<Vec<Value>>(&copy).unwrap());
+    }
+    doc["data"] = Value::from(copies);
+    let big = tmp.path().join("big.json");
+    std::fs::write(&big, doc.to_string()).unwrap();
+    let big = big.to_str().unwrap();
+    let internal = [
+        "padding      ",
+        "inputs       ",
+        "requests     ",
+        "client       ",
+    ];
+    let sentence = "more --concurrency will not help; --shard over machines will";
+    let many = ["--doc-stride", "8"];
+    let o = eval(big, "null", &tmp.path().join("plain"), &many);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let metrics: Value =
+        serde_json::from_str(&read(tmp.path().join("plain/metrics.json"))).unwrap();
+    assert_eq!(
+        metrics["client"]["cpu_limited"], true,
+        "{:#}",
+        metrics["client"]
+    );
+    for line in internal {
+        assert!(!text.contains(line), "{line:?} without -v:\n{text}");
+    }
+    let said = text
+        .lines()
+        .find(|l| l.ends_with(sentence))
+        .unwrap_or_else(|| panic!("no CPU sentence:\n{text}"));
+    assert!(
+        said.starts_with("bertqa's CPU was the limit for "),
+        "{said}"
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains("CPU"),
+        "said once, in the report: {stderr}"
+    );
+
+    let verbose = [&many[..], &["-v"]].concat();
+    let o = eval(big, "null", &tmp.path().join("verbose"), &verbose);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    for line in internal {
+        assert!(text.contains(line), "{line:?} with -v:\n{text}");
+    }
+    assert!(text.contains("client       limited the run "), "{text}");
+
+    let slow = ["--batch-size", "1", "--concurrency", "1", "--limit", "2"];
+    let o = eval(&data, "oracle-slow", &tmp.path().join("slow"), &slow);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(!text.contains("CPU") && !text.contains(sentence), "{text}");
+}
+
 #[test]
 fn eval_errors_name_the_problem() {
     let tmp = tempfile::tempdir().unwrap();

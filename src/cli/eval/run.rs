@@ -220,7 +220,12 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         };
         anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
     };
-    if let Some(w) = outcome.infer.client_bound_warning() {
+    // The text report says so in a sentence of its own (`report::cpu_limit_line`).
+    if let Some(w) = outcome
+        .infer
+        .client_bound_warning()
+        .filter(|_| args.run.output.json)
+    {
         eprintln!("warning: {w}");
     }
     if let Some(note) = outcome.infer.padding.note(model) {
@@ -377,7 +382,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     if args.run.output.json {
         print_stdout(&format!("{json:#}\n"))?;
     } else {
-        print_stdout(&render_text(&report))?;
+        print_stdout(&render_text(&report, crate::cli::verbose()))?;
     }
     Ok(report
         .gates
