@@ -10,6 +10,7 @@ mod args;
 mod ask;
 mod common;
 mod compare;
+mod errors;
 mod eval;
 mod features;
 mod flags;
@@ -81,6 +82,11 @@ pub fn main() -> u8 {
     };
     let verbose = cli.verbose;
     VERBOSE.store(verbose, Ordering::Relaxed);
+    let context = if verbose {
+        errors::context(&cli.command)
+    } else {
+        Vec::new()
+    };
     let result = match cli.command {
         Command::Models(a) => models::run(*a),
         Command::Ask(a) => ask::run(*a),
@@ -101,20 +107,7 @@ pub fn main() -> u8 {
         }
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            if verbose {
-                eprintln!("error: {}", flags::name_flags(&format!("{e:?}")));
-            } else {
-                // One line: the error and its causes joined.
-                let mut line = e.to_string();
-                for cause in e.chain().skip(1) {
-                    let c = cause.to_string();
-                    if !line.contains(&c) {
-                        line.push_str(": ");
-                        line.push_str(&c);
-                    }
-                }
-                eprintln!("error: {}", flags::name_flags(&line.replace('\n', " ")));
-            }
+            eprintln!("{}", errors::render(&e, verbose, &context));
             2
         }
     }

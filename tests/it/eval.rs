@@ -480,6 +480,93 @@ fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
     assert!(!text.contains("CPU") && !text.contains(sentence), "{text}");
 }
 
+/// Issue 26, item 5: `-v` adds the cause chain and the context (command, server, model,
+/// files) to an error; a Rust backtrace only when RUST_BACKTRACE asks for one, and then
+/// only with `-v`.
+#[test]
+fn v_adds_causes_and_context_to_errors_and_a_backtrace_only_when_asked() {
+    let run = |args: &[&str], backtrace: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bertqa"));
+        cmd.args(args)
+            .current_dir(root())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        if backtrace {
+            cmd.env("RUST_BACKTRACE", "1");
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let url = &server().url;
+    let data = fixture("v2-long.json");
+    let eval = [
+        "eval",
+        "--data",
+        &data,
+        "--model",
+        "no-such-model",
+        "--url",
+        url,
+        "--output-dir",
+        out.to_str().unwrap(),
+    ];
+    let plain = run(&eval, false);
+    assert_eq!(plain.lines().count(), 1, "{plain}");
+    assert!(
+        plain.starts_with(&format!(
+            "error: model \"no-such-model\" not found on {url}"
+        )),
+        "{plain}"
+    );
+    let verbose = run(&[&["-v"][..], &eval].concat(), false);
+    assert!(verbose.starts_with(&plain), "{verbose}");
+    for line in [
+        "  command     eval\n".to_string(),
+        format!(
+            "  server      {url} (no TLS; connect timeout 5000 ms, request timeout 60000 ms)\n"
+        ),
+        "  model       \"no-such-model\" (version: the server's choice)\n".to_string(),
+        format!("  data        {data}\n"),
+    ] {
+        assert!(verbose.contains(&line), "{line:?} not in\n{verbose}");
+    }
+    // A cause chain: each cause on a line of its own.
+    let empty = tmp.path().join("empty.json");
+    let preds = tmp.path().join("preds.json");
+    std::fs::write(&empty, "{\"data\": []}").unwrap();
+    std::fs::write(&preds, "{}").unwrap();
+    let score = [
+        "score",
+        "--data",
+        empty.to_str().unwrap(),
+        "--predictions",
+        preds.to_str().unwrap(),
+    ];
+    let plain = run(&score, false);
+    let cause = "the dataset has no questions to score";
+    assert_eq!(
+        plain,
+        format!("error: scoring {}: {cause}\n", preds.display())
+    );
+    let verbose = run(&[&["-v"][..], &score].concat(), false);
+    assert!(
+        verbose.starts_with(&format!(
+            "error: scoring {}\n  caused by: {cause}\n  command     score\n",
+            preds.display()
+        )),
+        "{verbose}"
+    );
+    for text in [&plain, &verbose] {
+        assert!(!text.to_lowercase().contains("backtrace"), "{text}");
+    }
+    // Asked for: with -v only.
+    assert!(!run(&score, true).contains("backtrace"));
+    assert!(run(&[&["-v"][..], &score].concat(), true).contains("Stack backtrace:"));
+}
+
 #[test]
 fn eval_errors_name_the_problem() {
     let tmp = tempfile::tempdir().unwrap();
