@@ -33,7 +33,7 @@ use common::Outcome;
 #[derive(Debug, Parser)]
 #[command(name = "bertqa", version, about, long_about = None)]
 pub struct Cli {
-    /// More detail in error messages.
+    /// More detail in errors (causes, context) and in eval's report
     #[arg(long, short, global = true)]
     pub verbose: bool,
 
