@@ -112,11 +112,14 @@ pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Loaded> {
     convert(parse(bytes, path)?, path)
 }
 
-/// The UTF-8 byte order mark some Windows editors write at the start of a file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+/// `bytes` without the UTF-8 byte order mark some Windows editors write at the start of
+/// a file (JSON parsers refuse it; Python's `utf-8-sig` drops it).
+pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
 
 fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
-    let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+    let bytes = strip_bom(bytes);
     serde_json::from_slice(bytes).map_err(|e| {
         // JSON of another shape is named as such, not with serde's message about the
         // records it expected; syntax errors and errors deeper in a SQuAD file keep theirs.
