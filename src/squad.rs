@@ -7,7 +7,9 @@
 //!   characters (§2.1: U+0020, `\t`, `\r`, `\n`, U+202F) and a `char_to_word_offset` entry
 //!   per code point; all its questions share the [`Paragraph`].
 //! - The file is parsed into typed records (no generic JSON tree), so memory stays a
-//!   small multiple of the file size. Syntax and type errors name the file, line and
+//!   small multiple of the file size. A leading UTF-8 byte order mark is skipped. JSON
+//!   of another shape (an array, an object without a `data` array) is refused as "not a
+//!   SQuAD file", saying what it holds. Syntax and type errors name the file, line and
 //!   column; semantic errors (missing `question`, duplicate `id`, an `answer_start`
 //!   outside the context) name the question id.
 //! - Degenerate but valid input (§10: an empty question, a context without words) is
@@ -110,8 +112,126 @@ pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Loaded> {
     convert(parse(bytes, path)?, path)
 }
 
+/// `bytes` without the UTF-8 byte order mark some Windows editors write at the start of
+/// a file (JSON parsers refuse it; Python's `utf-8-sig` drops it).
+pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
 fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
-    serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))
+    let bytes = strip_bom(bytes);
+    serde_json::from_slice(bytes).map_err(|e| {
+        // JSON of another shape is named as such, not with serde's message about the
+        // records it expected; syntax errors and errors deeper in a SQuAD file keep theirs.
+        match e.is_data().then(|| not_squad(bytes)).flatten() {
+            Some(found) => Error::input(
+                Location::file(path),
+                format!("not a SQuAD file: {found}; a SQuAD file is a JSON object whose \"data\" is an array of articles"),
+            ),
+            None => json_error(path, &e),
+        }
+    })
+}
+
+/// What a JSON document that is not shaped as a SQuAD file holds instead (`None`: it
+/// is an object with a `data` array, or not JSON at all). Reads the document once more
+/// without keeping any of it: only after the typed parse failed.
+fn not_squad(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess};
+    struct Top;
+    impl<'de> serde::de::Visitor<'de> for Top {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut keys, mut data) = (Vec::new(), None);
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "data" {
+                    data = Some(map.next_value::<Kind>()?.0);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                    keys.push(format!("{key:?}"));
+                }
+            }
+            Ok(match data {
+                Some("an array") => None,
+                Some(kind) => Some(format!("its \"data\" is {kind}")),
+                None if keys.is_empty() => Some("an empty JSON object".into()),
+                None => {
+                    let more = if keys.len() > 5 { ", …" } else { "" };
+                    keys.truncate(5);
+                    Some(format!(
+                        "an object without \"data\" (keys {}{more})",
+                        keys.join(", ")
+                    ))
+                }
+            })
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            let s = if n == 1 { "" } else { "s" };
+            Ok(Some(format!(
+                "a JSON array of {n} item{s} at the top level"
+            )))
+        }
+    }
+    // Other top-level values: named by their kind.
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match de.deserialize_any(Top) {
+        Ok(found) => found,
+        Err(_) => {
+            let kind = serde_json::from_slice::<Kind>(bytes).ok()?.0;
+            Some(format!("{kind} at the top level"))
+        }
+    }
+}
+
+/// The kind of a JSON value, its content skipped.
+struct Kind(&'static str);
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = &'static str;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok("true or false")
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok("a number")
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok("a number")
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok("a number")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok("a string")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok("null")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_seq(seq).map(|_| "an array")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map).map(|_| "an object")
+            }
+        }
+        d.deserialize_any(V).map(Kind)
+    }
 }
 
 fn json_error(path: &Path, e: &serde_json::Error) -> Error {

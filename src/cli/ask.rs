@@ -195,7 +195,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.run.output.json {
         print_stdout(&format!("{doc:#}\n"))?;
     } else {
-        print_stdout(&render_text(&doc))?;
+        let placeholders: Vec<bool> = outcome.predictions.iter().map(is_placeholder).collect();
+        print_stdout(&render_text(&doc, &placeholders))?;
     }
     Ok(Outcome::Success)
 }
@@ -244,7 +245,19 @@ fn outcome_feature(
     Some(&outcome.kept_features[i])
 }
 
-fn render_text(doc: &Value) -> String {
+/// The answer is the reference's `"empty"` placeholder (no span to answer with), not a
+/// span of the context that reads "empty". JSON keeps the reference's text.
+fn is_placeholder(p: &Prediction) -> bool {
+    !p.answer.is_empty()
+        && p.nbest
+            .iter()
+            .find(|e| e.text == p.answer)
+            .is_some_and(|e| e.span.is_none())
+}
+
+/// The text report; `placeholders[i]`: the i-th answer is the placeholder, shown as no
+/// answer.
+fn render_text(doc: &Value, placeholders: &[bool]) -> String {
     let mut s = String::new();
     let answers = doc["answers"].as_array().cloned().unwrap_or_default();
     for (i, a) in answers.iter().enumerate() {
@@ -258,6 +271,11 @@ fn render_text(doc: &Value) -> String {
                 "A: (no answer)   null odds {:.3}",
                 a["null_odds"].as_f64().unwrap_or(0.0)
             );
+        } else if placeholders.get(i) == Some(&true) {
+            let _ = match a["null_odds"].as_f64() {
+                Some(odds) => writeln!(s, "A: (no answer)   null odds {odds:.3}"),
+                None => writeln!(s, "A: (no answer)"),
+            };
         } else {
             let span = match (a["start_char"].as_u64(), a["end_char"].as_u64()) {
                 (Some(x), Some(y)) => format!(", characters {x}..{y}"),

@@ -141,6 +141,8 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             args.models.len()
         );
     }
+    // Held until the comparison ends; before anything is read or written.
+    let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.run.tokenizer)?;
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();

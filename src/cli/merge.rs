@@ -97,6 +97,8 @@ fn common(run: &Fingerprint) -> Fingerprint {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
+    // Held until the merge ends; before anything is read or written.
+    let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let shards = args
         .dirs
         .iter()
@@ -185,8 +187,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    std::fs::create_dir_all(&args.output_dir)
-        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
     let mut files = Vec::new();
     let mut names = vec!["predictions.json", "nbest_predictions.json"];
     if version_2 {
@@ -305,16 +305,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             s,
             "merged       {count} shards, {total} questions, {features} features"
         );
-        for (k, v) in scores.metrics.official() {
-            let _ = writeln!(
-                s,
-                "{k:<18} {}",
-                match v {
-                    evaluate::MetricValue::Float(x) => format!("{x:.4}"),
-                    evaluate::MetricValue::Count(n) => n.to_string(),
-                }
-            );
-        }
+        s.push_str(&super::common::metric_lines(&scores.metrics, ""));
         let _ = writeln!(s, "output       {}", args.output_dir.display());
         print_stdout(&s)?;
     }

@@ -10,16 +10,20 @@ mod args;
 mod ask;
 mod common;
 mod compare;
+mod errors;
 mod eval;
 mod features;
 mod flags;
 mod heading;
 mod merge;
 mod models;
+mod outdir;
 mod perf;
 mod resume;
 mod score;
 mod security;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 
@@ -29,7 +33,7 @@ use common::Outcome;
 #[derive(Debug, Parser)]
 #[command(name = "bertqa", version, about, long_about = None)]
 pub struct Cli {
-    /// More detail in error messages.
+    /// More detail in errors (causes, context) and in eval's report
     #[arg(long, short, global = true)]
     pub verbose: bool,
 
@@ -57,6 +61,15 @@ pub enum Command {
     Score(score::Args),
 }
 
+/// `-v` was given (set once, before the command runs).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-v` was given: reports add the lines that describe bertqa's own workings,
+/// errors their causes and context.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
 /// Entry point of the `bertqa` binary: the process's exit status.
 pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
@@ -68,6 +81,12 @@ pub fn main() -> u8 {
         }
     };
     let verbose = cli.verbose;
+    VERBOSE.store(verbose, Ordering::Relaxed);
+    let context = if verbose {
+        errors::context(&cli.command)
+    } else {
+        Vec::new()
+    };
     let result = match cli.command {
         Command::Models(a) => models::run(*a),
         Command::Ask(a) => ask::run(*a),
@@ -88,20 +107,7 @@ pub fn main() -> u8 {
         }
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            if verbose {
-                eprintln!("error: {}", flags::name_flags(&format!("{e:?}")));
-            } else {
-                // One line: the error and its causes joined.
-                let mut line = e.to_string();
-                for cause in e.chain().skip(1) {
-                    let c = cause.to_string();
-                    if !line.contains(&c) {
-                        line.push_str(": ");
-                        line.push_str(&c);
-                    }
-                }
-                eprintln!("error: {}", flags::name_flags(&line.replace('\n', " ")));
-            }
+            eprintln!("{}", errors::render(&e, verbose, &context));
             2
         }
     }

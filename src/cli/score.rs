@@ -11,8 +11,7 @@ use anyhow::Context as _;
 
 use super::args::{FILES, OUTPUT, SCORING};
 use super::common::Outcome;
-use bertqa::decode::py_float_repr;
-use bertqa::evaluate::{self, MetricValue, ScoreConfig, Scores};
+use bertqa::evaluate::{self, ScoreConfig, Scores};
 
 /// How many ids of questions without a prediction are named.
 const FIRST_IDS: usize = 5;
@@ -126,7 +125,8 @@ pub fn render_json(s: &Scores, v2: bool) -> String {
     out
 }
 
-/// The text table: official keys and values as the scripts print them (Python repr).
+/// The text table: the official keys, their values as every text report shows them
+/// (`--json` has them in full).
 pub fn render_text(s: &Scores, v2: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -136,15 +136,7 @@ pub fn render_text(s: &Scores, v2: bool) -> String {
         version_name(v2),
         s.questions.len()
     );
-    let rows = s.metrics.official();
-    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (k, v) in rows {
-        let v = match v {
-            MetricValue::Float(x) => py_float_repr(x),
-            MetricValue::Count(n) => n.to_string(),
-        };
-        let _ = writeln!(out, "  {k:<width$}  {v}");
-    }
+    out.push_str(&super::common::metric_lines(&s.metrics, "  "));
     if !s.missing.is_empty() {
         let _ = writeln!(out, "missing: {}", missing_line(s));
     }

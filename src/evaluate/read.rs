@@ -179,7 +179,7 @@ pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
 
 fn read_map<V: DeserializeOwned>(path: &Path, what: &'static str) -> Result<IdMap<V>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let mut de = serde_json::Deserializer::from_slice(crate::squad::strip_bom(&bytes));
     let parsed = de
         .deserialize_map(MapVisitor::<V> {
             what,
@@ -250,6 +250,14 @@ mod tests {
         let m = read_predictions(&p).unwrap();
         let v: Vec<(&str, &String)> = m.iter().collect();
         assert_eq!(v, [("b", &"z".to_string()), ("a", &"y".to_string())]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let (_d, p) = write("\u{feff}{\"a\": \"x\"}");
+        assert_eq!(read_predictions(&p).unwrap().get("a").unwrap(), "x");
+        let (_d, p) = write("\u{feff}{\"a\": 0.5}");
+        assert_eq!(read_na_probs(&p).unwrap().get("a"), Some(&0.5));
     }
 
     #[test]

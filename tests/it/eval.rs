@@ -330,6 +330,243 @@ fn ask_answers_with_character_spans_and_no_answer() {
     assert!(out.contains(" 2. "), "{out}");
 }
 
+/// Issue 26, item 5: when no span can answer (here none is short enough), the text
+/// says "no answer" instead of the reference's placeholder "empty", which reads like an
+/// answer; the JSON keeps the reference's text.
+#[test]
+fn ask_says_no_answer_for_the_empty_placeholder() {
+    let ask = |extra: &[&str]| {
+        let mut args = vec![
+            "ask",
+            "--url",
+            &server().url,
+            "--model",
+            "tiny-bert",
+            "--max-answer-length",
+            "0",
+            "--question",
+            "Who built it?",
+            "--context",
+            "The lighthouse was built in 1874 by Miriam Holt.",
+        ];
+        args.extend_from_slice(extra);
+        let o = bertqa(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = ask(&[]);
+    assert!(text.contains("\nA: (no answer)\n"), "{text}");
+    assert!(!text.contains("empty"), "{text}");
+    let v: Value = serde_json::from_str(&ask(&["--json"])).unwrap();
+    assert_eq!(v["answers"][0]["answer"], "empty", "{v:#}");
+}
+
+/// Issue 26, item 5: `eval` and `score` print the same metrics the same way (three
+/// decimals); the JSON keeps them in full.
+#[test]
+fn eval_and_score_text_reports_print_metrics_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v1-long.json");
+    let o = eval(&data, "tiny-bert", tmp.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let eval_text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let preds = tmp.path().join("predictions.json");
+    let score = |extra: &[&str]| {
+        let mut args = vec![
+            "score",
+            "--data",
+            &data,
+            "--predictions",
+            preds.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = bertqa(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let score_text = score(&[]);
+    let value = |text: &str, key: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        line.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let metrics: Value = serde_json::from_str(&read(tmp.path().join("metrics.json"))).unwrap();
+    let json: Value = serde_json::from_str(&score(&["--json"])).unwrap();
+    for key in ["exact_match", "f1"] {
+        let shown = value(&eval_text, key);
+        assert_eq!(shown, value(&score_text, key), "{eval_text}\n{score_text}");
+        let full = metrics["metrics"][key].as_f64().unwrap();
+        assert_eq!(shown, format!("{full:.3}"));
+        assert_eq!(
+            json["metrics"][key].as_f64().unwrap(),
+            full,
+            "full precision in JSON"
+        );
+    }
+}
+
+/// Issue 26, item 5: the text report's lines on bertqa's own workings (padding, how
+/// inputs and requests travelled, the client's share) show with `-v` only; without it,
+/// a run that bertqa's CPU limited (the `null` model answers at once, so the client is
+/// the limit) ends its figures with one plain sentence, and a run the server limited
+/// (`oracle-slow`, one feature per request) says nothing of the kind.
+#[test]
+fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = fixture("v2-long.json");
+    // Eight copies of the file's articles (ids made distinct), in windows 8 pieces
+    // apart: about 3,000 features, a run of most of a second.
+    let mut doc: Value = serde_json::from_str(&read(PathBuf::from(&data))).unwrap();
+    let articles = doc["data"].to_string();
+    let mut copies: Vec<Value> = Vec::new();
+    for i in 0..8 {
+        let copy = articles.replace("\"id\":\"v2-", &format!("\"id\":\"v2-{i}-"));
+        copies.extend(serde_json::from_str::<Vec<Value>>(&copy).unwrap());
+    }
+    doc["data"] = Value::from(copies);
+    let big = tmp.path().join("big.json");
+    std::fs::write(&big, doc.to_string()).unwrap();
+    let big = big.to_str().unwrap();
+    let internal = [
+        "padding      ",
+        "inputs       ",
+        "requests     ",
+        "client       ",
+    ];
+    let sentence = "more --concurrency will not help; --shard over machines will";
+    let many = ["--doc-stride", "8"];
+    let o = eval(big, "null", &tmp.path().join("plain"), &many);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let metrics: Value =
+        serde_json::from_str(&read(tmp.path().join("plain/metrics.json"))).unwrap();
+    assert_eq!(
+        metrics["client"]["cpu_limited"], true,
+        "{:#}",
+        metrics["client"]
+    );
+    for line in internal {
+        assert!(!text.contains(line), "{line:?} without -v:\n{text}");
+    }
+    let said = text
+        .lines()
+        .find(|l| l.ends_with(sentence))
+        .unwrap_or_else(|| panic!("no CPU sentence:\n{text}"));
+    assert!(
+        said.starts_with("bertqa's CPU was the limit for "),
+        "{said}"
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains("CPU"),
+        "said once, in the report: {stderr}"
+    );
+
+    let verbose = [&many[..], &["-v"]].concat();
+    let o = eval(big, "null", &tmp.path().join("verbose"), &verbose);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    for line in internal {
+        assert!(text.contains(line), "{line:?} with -v:\n{text}");
+    }
+    assert!(text.contains("client       limited the run "), "{text}");
+
+    let slow = ["--batch-size", "1", "--concurrency", "1", "--limit", "2"];
+    let o = eval(&data, "oracle-slow", &tmp.path().join("slow"), &slow);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(!text.contains("CPU") && !text.contains(sentence), "{text}");
+}
+
+/// Issue 26, item 5: `-v` adds the cause chain and the context (command, server, model,
+/// files) to an error; a Rust backtrace only when RUST_BACKTRACE asks for one, and then
+/// only with `-v`.
+#[test]
+fn v_adds_causes_and_context_to_errors_and_a_backtrace_only_when_asked() {
+    let run = |args: &[&str], backtrace: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bertqa"));
+        cmd.args(args)
+            .current_dir(root())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        if backtrace {
+            cmd.env("RUST_BACKTRACE", "1");
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let url = &server().url;
+    let data = fixture("v2-long.json");
+    let eval = [
+        "eval",
+        "--data",
+        &data,
+        "--model",
+        "no-such-model",
+        "--url",
+        url,
+        "--output-dir",
+        out.to_str().unwrap(),
+    ];
+    let plain = run(&eval, false);
+    assert_eq!(plain.lines().count(), 1, "{plain}");
+    assert!(
+        plain.starts_with(&format!(
+            "error: model \"no-such-model\" not found on {url}"
+        )),
+        "{plain}"
+    );
+    let verbose = run(&[&["-v"][..], &eval].concat(), false);
+    assert!(verbose.starts_with(&plain), "{verbose}");
+    for line in [
+        "  command     eval\n".to_string(),
+        format!(
+            "  server      {url} (no TLS; connect timeout 5000 ms, request timeout 60000 ms)\n"
+        ),
+        "  model       \"no-such-model\" (version: the server's choice)\n".to_string(),
+        format!("  data        {data}\n"),
+    ] {
+        assert!(verbose.contains(&line), "{line:?} not in\n{verbose}");
+    }
+    // A cause chain: each cause on a line of its own.
+    let empty = tmp.path().join("empty.json");
+    let preds = tmp.path().join("preds.json");
+    std::fs::write(&empty, "{\"data\": []}").unwrap();
+    std::fs::write(&preds, "{}").unwrap();
+    let score = [
+        "score",
+        "--data",
+        empty.to_str().unwrap(),
+        "--predictions",
+        preds.to_str().unwrap(),
+    ];
+    let plain = run(&score, false);
+    let cause = "the dataset has no questions to score";
+    assert_eq!(
+        plain,
+        format!("error: scoring {}: {cause}\n", preds.display())
+    );
+    let verbose = run(&[&["-v"][..], &score].concat(), false);
+    assert!(
+        verbose.starts_with(&format!(
+            "error: scoring {}\n  caused by: {cause}\n  command     score\n",
+            preds.display()
+        )),
+        "{verbose}"
+    );
+    for text in [&plain, &verbose] {
+        assert!(!text.to_lowercase().contains("backtrace"), "{text}");
+    }
+    // Asked for: with -v only.
+    assert!(!run(&score, true).contains("backtrace"));
+    assert!(run(&[&["-v"][..], &score].concat(), true).contains("Stack backtrace:"));
+}
+
 #[test]
 fn eval_errors_name_the_problem() {
     let tmp = tempfile::tempdir().unwrap();

@@ -465,3 +465,62 @@ fn paragraph_words_map_back_through_token_to_orig() {
     }
     assert_eq!(start, doc.ids.len());
 }
+
+/// Issue 26, item 4: a SQuAD file that starts with a UTF-8 byte order mark reads as the
+/// same file without it; JSON that is not a SQuAD file is named as such, with what it
+/// holds instead of serde's message about the records it expected.
+#[test]
+fn a_byte_order_mark_is_accepted_and_other_json_is_not_a_squad_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = fixture("v2-long.json");
+    let bom = tmp.path().join("bom.json");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(&plain).unwrap());
+    std::fs::write(&bom, bytes).unwrap();
+    let (a, b) = (
+        bertqa(&["features", "--data", plain.to_str().unwrap()]),
+        bertqa(&["features", "--data", bom.to_str().unwrap()]),
+    );
+    assert_eq!(b.status.code(), Some(0), "{}", stderr(&b));
+    assert!(!a.stdout.is_empty() && a.stdout == b.stdout);
+
+    let cases = [
+        (
+            "[{\"data\": []}]",
+            "a JSON array of 1 item at the top level",
+        ),
+        (
+            "{\"version\": \"1.1\", \"articles\": []}",
+            "an object without \"data\" (keys \"version\", \"articles\")",
+        ),
+        (
+            "{\"data\": {\"title\": \"x\"}}",
+            "its \"data\" is an object",
+        ),
+        ("\u{feff}{\"data\": \"x\"}", "its \"data\" is a string"),
+        ("{}", "an empty JSON object"),
+        ("3", "a number at the top level"),
+    ];
+    for (i, (text, found)) in cases.iter().enumerate() {
+        let path = tmp.path().join(format!("other{i}.json"));
+        std::fs::write(&path, text).unwrap();
+        let o = bertqa(&["features", "--data", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        let want = format!(
+            "error: {}: not a SQuAD file: {found}; a SQuAD file is a JSON object whose \
+             \"data\" is an array of articles\n",
+            path.display()
+        );
+        assert_eq!(stderr(&o), want, "{text}");
+    }
+    // A SQuAD file's own errors keep their place, BOM or not.
+    let path = tmp.path().join("deeper.json");
+    std::fs::write(&path, "\u{feff}{\"data\": [{\"x\": 1}]}").unwrap();
+    let o = bertqa(&["features", "--data", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("missing field `paragraphs`"),
+        "{}",
+        stderr(&o)
+    );
+}

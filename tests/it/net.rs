@@ -121,7 +121,8 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
     let metrics: Value = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
     assert_eq!(metrics["retries"], v["retries"]);
 
-    // The text report says so too, with the endpoint's line.
+    // The text report says so too, with the endpoint's line (and, with -v, how the
+    // requests travelled).
     let text_out = tmp.path().join("text");
     let mut args = eval_args(
         &sample(),
@@ -130,7 +131,7 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
         &text_out,
     );
     args.retain(|a| a != "--json");
-    args.extend(["--batch-size", "1"].map(String::from));
+    args.extend(["--batch-size", "1", "-v"].map(String::from));
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);

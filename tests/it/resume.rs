@@ -368,3 +368,139 @@ fn sigterm_stops_like_ctrl_c() {
     assert_eq!(m["partial"], true);
     assert_eq!(m["features"]["journaled"], journaled(tmp.path()) as u64);
 }
+
+/// Issue 26, item 2: one run per output directory. A second `eval`, a `merge` and a
+/// `compare` into the directory of a running `eval` exit 2 at once naming its pid, and
+/// touch nothing; once the first run is SIGKILLed its lock binds no one: `--resume`
+/// finishes the run.
+#[test]
+fn a_second_run_into_a_busy_output_directory_exits_2_and_a_killed_runs_lock_binds_no_one() {
+    let url = &server().url;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut first = spawn(&args(url, "oracle-slow", &out, &[]));
+    wait_for_journal(&mut first, &out, 10);
+    let busy = format!(
+        "error: another bertqa (pid {}) is writing to {}",
+        first.id(),
+        out.display()
+    );
+    let out_s = out.to_str().unwrap();
+    let shard = tmp.path().join("shard");
+    let shard_s = shard.to_str().unwrap();
+    let others: [Vec<&str>; 4] = [
+        args(url, "oracle-slow", &out, &[]),
+        args(url, "oracle-slow", &out, &["--resume"]),
+        vec!["merge", shard_s, "--output-dir", out_s],
+        vec![
+            "compare",
+            "--models",
+            "oracle,oracle-slow",
+            "--url",
+            url,
+            "--data",
+            DATA,
+            "--output-dir",
+            out_s,
+        ],
+    ];
+    for other in &others {
+        let journal_before = journaled(&out);
+        let started = Instant::now();
+        let o = bertqa(other);
+        assert_eq!(o.status.code(), Some(2), "{other:?}: {}", show(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.starts_with(&busy) && stderr.lines().count() == 1,
+            "{other:?}: {stderr}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "refused at once"
+        );
+        assert!(
+            journaled(&out) >= journal_before,
+            "the first run's journal kept"
+        );
+        assert!(
+            !out.join("metrics.json").exists(),
+            "{other:?} wrote nothing"
+        );
+    }
+    assert!(first.try_wait().unwrap().is_none(), "the first run goes on");
+
+    first.kill().unwrap(); // SIGKILL: the lock file stays, its lock goes with the process
+    first.wait().unwrap();
+    let lock = out.join(".bertqa.lock");
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap().trim(),
+        first.id().to_string()
+    );
+    let o = bertqa(&args(url, "oracle-slow", &out, &["--resume"]));
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("features already answered"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(metrics(&out)["questions"], 8);
+    assert!(!lock.exists(), "a finished run takes its lock file away");
+}
+
+/// Issue 26, item 5: a run that fails before producing anything (connection refused,
+/// an unknown model) leaves no output directory behind; one that existed is left as it
+/// was.
+#[test]
+fn a_run_failing_before_any_output_leaves_no_output_directory() {
+    let url = &server().url;
+    let refused = format!("127.0.0.1:{}", crate::common::free_port());
+    let tmp = tempfile::tempdir().unwrap();
+    let existing = tmp.path().join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    for (url, model, want) in [
+        (refused.as_str(), "oracle", "cannot reach Triton"),
+        (url.as_str(), "no-such-model", "not found"),
+    ] {
+        let new = tmp.path().join("new/out");
+        for dir in [&new, &existing] {
+            let o = bertqa(&args(url, model, dir, &[]));
+            assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+            assert!(
+                String::from_utf8_lossy(&o.stderr).contains(want),
+                "{}",
+                show(&o)
+            );
+        }
+        assert!(
+            !tmp.path().join("new").exists(),
+            "{model}: no directory left"
+        );
+        assert_eq!(
+            std::fs::read_dir(&existing).unwrap().count(),
+            0,
+            "left as it was"
+        );
+    }
+    // The same for merge (no shard there) and compare (an unknown model).
+    let new = tmp.path().join("new");
+    let o = bertqa(&[
+        "merge",
+        "/nonexistent/shard",
+        "--output-dir",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let o = bertqa(&[
+        "compare",
+        "--models",
+        "oracle,no-such-model",
+        "--url",
+        url,
+        "--data",
+        DATA,
+        "--output-dir",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(!new.exists());
+}

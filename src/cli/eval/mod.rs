@@ -121,6 +121,8 @@ pub struct EvalReport {
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
+    // Held until the run ends; before anything is read or written.
+    let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let mut input = run::load(&args)?;
     let mut ran = match &args.from_logits {
         Some(path) => run::from_logits(&args, &input, path, started)?,

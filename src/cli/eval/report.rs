@@ -7,7 +7,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
-use bertqa::evaluate;
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -264,11 +263,13 @@ fn endpoint(
     }
 }
 
-/// The human report.
-pub fn render_text(r: &EvalReport) -> String {
+/// The human report. The lines on bertqa's own workings (padding, how inputs and
+/// requests travelled, the client's share of the time) only with `verbose` (`-v`);
+/// without it, one sentence when bertqa's CPU limited the run.
+pub fn render_text(r: &EvalReport, verbose: bool) -> String {
     let mut s = String::new();
     text_run_and_scores(&mut s, r);
-    text_figures(&mut s, r);
+    text_figures(&mut s, r, verbose);
     text_outcome(&mut s, r);
     s
 }
@@ -301,21 +302,13 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
         r.features
     );
     let _ = writeln!(s);
-    for (k, v) in r.scores.metrics.official() {
-        match v {
-            evaluate::MetricValue::Float(x) => {
-                let _ = writeln!(s, "{k:<18} {x:>10.3}");
-            }
-            evaluate::MetricValue::Count(n) => {
-                let _ = writeln!(s, "{k:<18} {n:>10}");
-            }
-        }
-    }
+    s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));
     let _ = writeln!(s);
 }
 
-/// The text report's throughput, latency, retries, endpoints, padding and inputs.
-fn text_figures(s: &mut String, r: &EvalReport) {
+/// The text report's throughput, latency, retries, endpoints, then (`verbose`) padding,
+/// inputs, requests and the client's share.
+fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
     let _ = writeln!(
         s,
         "wall time    {:.3} s   throughput {:.1} features/s, {:.1} questions/s",
@@ -385,7 +378,12 @@ fn text_figures(s: &mut String, r: &EvalReport) {
             );
         }
     }
-    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+    if !verbose {
+        if let Some(line) = r.infer.as_ref().and_then(cpu_limit_line) {
+            let _ = writeln!(s, "{line}");
+        }
+    }
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0 && verbose) {
         let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
         let _ = writeln!(s, "inputs       {}", inputs_line(&i.shared_memory));
         if let Some(line) = requests_line(&r.endpoints) {
@@ -399,7 +397,7 @@ fn text_figures(s: &mut String, r: &EvalReport) {
             r.non_finite.values, r.non_finite.features
         );
     }
-    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0) {
+    if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0 && verbose) {
         let _ = writeln!(
             s,
             "client       limited the run {:.3} s (sender waited {:.3} s for features, decoding \
@@ -414,6 +412,18 @@ fn text_figures(s: &mut String, r: &EvalReport) {
             }
         );
     }
+}
+
+/// The sentence a run that bertqa's own CPU limited ends its figures with (the rule of
+/// [`bertqa::pipeline::InferReport::client_bound_warning`]).
+fn cpu_limit_line(i: &bertqa::pipeline::InferReport) -> Option<String> {
+    i.client_bound_warning()?;
+    Some(format!(
+        "bertqa's CPU was the limit for {:.2} of {:.2} s: more --concurrency will not help; \
+         --shard over machines will",
+        i.client_limited().as_secs_f64(),
+        i.wall.as_secs_f64()
+    ))
 }
 
 /// The text report's questions left out, outputs and gates.

@@ -47,8 +47,8 @@ pub(super) struct Ran {
     pub nbest: Option<decode::NbestStream>,
 }
 
-/// Loads the data (the shard of it asked for) and the tokenizer, creates the output
-/// directory and fingerprints the settings.
+/// Loads the data (the shard of it asked for) and the tokenizer and fingerprints the
+/// settings (the output directory is `eval::run`'s, held by then).
 pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
     let (mut dataset, data_sha256) =
         load_data_digest(&args.data, args.run.window.strict, args.limit)?;
@@ -68,8 +68,6 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
     let lower_case = bertqa::types::TokenText::lower_case(&tokenizer);
     let decode = decode_config(&args.run.decode, version_2, lower_case);
     let features = feature_config(&args.run.window)?;
-    std::fs::create_dir_all(&args.output_dir)
-        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
     let fingerprint = resume::base_fingerprint(
         data_sha256,
         args.limit,
@@ -222,7 +220,12 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         };
         anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
     };
-    if let Some(w) = outcome.infer.client_bound_warning() {
+    // The text report says so in a sentence of its own (`report::cpu_limit_line`).
+    if let Some(w) = outcome
+        .infer
+        .client_bound_warning()
+        .filter(|_| args.run.output.json)
+    {
         eprintln!("warning: {w}");
     }
     if let Some(note) = outcome.infer.padding.note(model) {
@@ -379,7 +382,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     if args.run.output.json {
         print_stdout(&format!("{json:#}\n"))?;
     } else {
-        print_stdout(&render_text(&report))?;
+        print_stdout(&render_text(&report, crate::cli::verbose()))?;
     }
     Ok(report
         .gates

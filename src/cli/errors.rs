@@ -1,0 +1,171 @@
+//! How a command that failed says so on stderr: one line, `error: ` and the error with
+//! its causes joined. With `-v`, each cause on a line of its own, then the context the
+//! command ran in (command, server, TLS, timeouts, model, files), so a report or a
+//! colleague has what the line leaves out. A Rust backtrace only when one was asked for
+//! (`RUST_BACKTRACE` or `RUST_LIB_BACKTRACE`, which make anyhow capture it), and only
+//! with `-v`.
+
+use std::backtrace::BacktraceStatus;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::args::{NetArgs, ServerArgs, TransportArg};
+use super::flags::name_flags;
+use super::Command;
+
+/// What the command was asked to work with, as (label, text) lines for `-v`.
+pub fn context(command: &Command) -> Vec<(&'static str, String)> {
+    let mut c = Vec::new();
+    let model = |name: &str, version: &str| {
+        let version = match version {
+            "" => "the server's choice".to_string(),
+            v => v.to_string(),
+        };
+        ("model", format!("{name:?} (version: {version})"))
+    };
+    let file = |label: &'static str, p: &Path| (label, p.display().to_string());
+    match command {
+        Command::Models(a) => {
+            c.push(("command", "models".into()));
+            c.push(server(&a.server));
+            if let Some(m) = &a.model {
+                c.push(model(m, &a.model_version));
+            }
+        }
+        Command::Ask(a) => {
+            c.push(("command", "ask".into()));
+            c.push(server(&a.run.server));
+            c.push(requests(&a.run.net));
+            c.push(model(&a.model, &a.model_version));
+        }
+        Command::Compare(a) => {
+            c.push(("command", "compare".into()));
+            c.push(server(&a.run.server));
+            c.push(requests(&a.run.net));
+            c.push(("models", a.models.join(", ")));
+            c.push(file("data", &a.data));
+            c.push(file("output", &a.output_dir));
+        }
+        Command::Eval(a) => {
+            c.push(("command", "eval".into()));
+            match (&a.model, &a.from_logits) {
+                (Some(m), _) => {
+                    c.push(server(&a.run.server));
+                    c.push(requests(&a.run.net));
+                    c.push(model(m, &a.model_version));
+                }
+                (None, Some(logits)) => c.push(file("logits", logits)),
+                (None, None) => {}
+            }
+            c.push(file("data", &a.data));
+            c.push(file("output", &a.output_dir));
+        }
+        Command::Features(a) => {
+            c.push(("command", "features".into()));
+            c.push(file("data", &a.data));
+        }
+        Command::Merge(a) => {
+            c.push(("command", "merge".into()));
+            let dirs: Vec<String> = a.dirs.iter().map(|d| d.display().to_string()).collect();
+            c.push(("shards", dirs.join(", ")));
+            c.push(file("output", &a.output_dir));
+        }
+        Command::Perf(a) => {
+            c.push(("command", "perf".into()));
+            c.push(server(&a.server));
+            c.push(model(&a.model, &a.model_version));
+            c.push(file("data", &a.data));
+        }
+        Command::Score(a) => {
+            c.push(("command", "score".into()));
+            c.push(file("data", &a.data));
+            c.push(file("predictions", &a.predictions));
+        }
+    }
+    c
+}
+
+/// The server line: endpoints, TLS and its files, headers (counted, never shown),
+/// deadlines.
+fn server(s: &ServerArgs) -> (&'static str, String) {
+    let sec = &s.security;
+    let https = s.url.iter().any(|u| u.starts_with("https://"));
+    let mut tls = if sec.ssl
+        || https
+        || sec.ssl_root_cert.is_some()
+        || sec.ssl_client_cert.is_some()
+        || sec.ssl_target_name.is_some()
+    {
+        "TLS".to_string()
+    } else {
+        "no TLS".to_string()
+    };
+    if let Some(ca) = &sec.ssl_root_cert {
+        let _ = write!(tls, ", CA {}", ca.display());
+    }
+    if let Some(cert) = &sec.ssl_client_cert {
+        let _ = write!(tls, ", client certificate {}", cert.display());
+    }
+    if let Some(name) = &sec.ssl_target_name {
+        let _ = write!(tls, ", server name {name:?}");
+    }
+    let headers = sec.headers.len() + sec.header_env.len() + sec.header_file.len();
+    if headers > 0 {
+        let _ = write!(tls, ", {headers} header(s), values not shown");
+    }
+    (
+        "server",
+        format!(
+            "{} ({tls}; connect timeout {} ms, request timeout {} ms)",
+            s.url.join(", "),
+            s.connect_timeout_ms,
+            s.timeout_ms
+        ),
+    )
+}
+
+/// The requests line: transport, connections and retries.
+fn requests(n: &NetArgs) -> (&'static str, String) {
+    let transport = match n.transport {
+        TransportArg::Stream => "one stream per connection",
+        TransportArg::Unary => "one call per request",
+    };
+    (
+        "requests",
+        format!(
+            "{transport}, {} connection(s) per server, {} retries, waiting {} s for readiness",
+            n.connections, n.retries, n.wait_ready
+        ),
+    )
+}
+
+/// The text for stderr (without the final newline).
+pub fn render(e: &anyhow::Error, verbose: bool, context: &[(&'static str, String)]) -> String {
+    if !verbose {
+        // One line: the error and its causes joined.
+        let mut line = e.to_string();
+        for cause in e.chain().skip(1) {
+            let c = cause.to_string();
+            if !line.contains(&c) {
+                line.push_str(": ");
+                line.push_str(&c);
+            }
+        }
+        return format!("error: {}", name_flags(&line.replace('\n', " ")));
+    }
+    let mut s = format!("error: {}", name_flags(&e.to_string()));
+    for cause in e.chain().skip(1) {
+        // A cause the message already quotes (an io error's) is not repeated.
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            let _ = write!(s, "\n  caused by: {}", name_flags(&c));
+        }
+    }
+    for (label, text) in context {
+        let _ = write!(s, "\n  {label:<12}{text}");
+    }
+    if e.backtrace().status() == BacktraceStatus::Captured {
+        let _ = write!(s, "\n\nStack backtrace:\n{}", e.backtrace());
+    }
+    s
+}
