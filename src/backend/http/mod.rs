@@ -21,7 +21,7 @@
 //!   the flag to use.
 
 mod infer;
-pub mod json;
+mod json;
 
 use std::sync::Arc;
 use std::time::Duration;
