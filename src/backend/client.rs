@@ -177,19 +177,27 @@ impl TritonClient {
         if tls.is_some() && !uri.starts_with("https://") {
             uri = uri.replacen("http://", "https://", 1);
         }
-        let mut endpoint = Endpoint::from_shared(uri.clone())
+        let endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
             .tcp_nodelay(true);
-        if let Some(tls) = &tls {
-            endpoint = security::tls_endpoint(endpoint, tls)?;
-        }
+        // TLS connections are bertqa's own (security::GrpcTlsConnector), not tonic's.
+        let connector = match &tls {
+            Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
+            None => None,
+        };
         let unavailable = |message: String| Error::Unavailable {
             url: config.url.clone(),
             message,
         };
-        let channel = match tokio::time::timeout(config.connect_timeout, endpoint.connect()).await {
+        let connecting = async {
+            match connector {
+                Some(connector) => endpoint.connect_with_connector(connector).await,
+                None => endpoint.connect().await,
+            }
+        };
+        let channel = match tokio::time::timeout(config.connect_timeout, connecting).await {
             Ok(Ok(ch)) => ch,
             Ok(Err(e)) => {
                 return Err(unavailable(security::explain(

@@ -45,6 +45,18 @@ fn leaf(
     dir: &Path,
     stem: &str,
 ) {
+    leaf_with(issuer, names, usage, dir, stem, |_| {});
+}
+
+/// [`leaf`], with `adjust` applied to the certificate's parameters before signing.
+fn leaf_with(
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    names: &[&str],
+    usage: ExtendedKeyUsagePurpose,
+    dir: &Path,
+    stem: &str,
+    adjust: impl FnOnce(&mut CertificateParams),
+) {
     let key = KeyPair::generate().unwrap();
     let mut params =
         CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
@@ -53,14 +65,18 @@ fn leaf(
         .push(DnType::CommonName, names[0].to_string());
     params.extended_key_usages = vec![usage];
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    adjust(&mut params);
     let cert = params.signed_by(&key, issuer).unwrap();
     std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).unwrap();
     std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).unwrap();
 }
 
-/// `ca.pem` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
+/// `ca.pem`/`.key` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
 /// issued for `localhost` and `triton.test` only (not for 127.0.0.1, so that connecting
-/// by address needs --ssl-target-name), `client.pem`/`.key` for mutual TLS.
+/// by address needs --ssl-target-name), `expired.pem`/`.key` (like `server`, but expired
+/// in 2020), `client.pem`/`.key` for mutual TLS, `stranger.pem`/`.key` (a client
+/// certificate of `other-ca`), and `client-v1.pem`/`.key`, an X.509 v1 client
+/// certificate made the quick way with the `openssl` command (no extensions).
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(|| {
@@ -71,7 +87,28 @@ fn pki() -> &'static Pki {
             .keep();
         let authority = ca("A");
         std::fs::write(dir.join("ca.pem"), authority.pem()).unwrap();
-        std::fs::write(dir.join("other-ca.pem"), ca("B").pem()).unwrap();
+        std::fs::write(dir.join("ca.key"), authority.key().serialize_pem()).unwrap();
+        let other = ca("B");
+        std::fs::write(dir.join("other-ca.pem"), other.pem()).unwrap();
+        leaf_with(
+            &authority,
+            &["localhost", "triton.test"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &dir,
+            "expired",
+            |p| {
+                p.not_before = rcgen::date_time_ymd(2019, 1, 1);
+                p.not_after = rcgen::date_time_ymd(2020, 1, 1);
+            },
+        );
+        leaf(
+            &other,
+            &["bertqa-stranger"],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &dir,
+            "stranger",
+        );
+        openssl_v1_client(&dir);
         leaf(
             &authority,
             &["localhost", "triton.test"],
@@ -88,6 +125,56 @@ fn pki() -> &'static Pki {
         );
         Pki { dir }
     })
+}
+
+/// `client-v1.pem`/`.key`: an RSA key and an X.509 v1 certificate for it, issued by
+/// `ca.pem`/`ca.key` as a user would with the `openssl` command (`x509 -req` without
+/// an extension file makes a v1 certificate).
+fn openssl_v1_client(dir: &Path) {
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (the tests need the openssl command)");
+        assert!(o.status.success(), "openssl {args:?}: {}", show(&o));
+    };
+    run(&["genrsa", "-out", "client-v1.key", "2048"]);
+    run(&[
+        "req",
+        "-new",
+        "-key",
+        "client-v1.key",
+        "-subj",
+        "/CN=bertqa-client-v1",
+        "-out",
+        "client-v1.csr",
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "client-v1.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-out",
+        "client-v1.pem",
+    ]);
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in", "client-v1.pem"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Version: 1 (0x0)"),
+        "not a v1 certificate:\n{text}"
+    );
 }
 
 /// A server with only `oracle` loaded, on loopback, with `extra` flags.
@@ -245,6 +332,45 @@ fn mutual_tls_is_required_and_satisfied() {
         ],
     );
     assert_answered(&o);
+
+    // An X.509 v1 client certificate (openssl x509 -req, no extensions): bertqa sends
+    // it, and this server accepts it.
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &p.path("client-v1.pem"),
+            "--ssl-client-key",
+            &p.path("client-v1.key"),
+        ],
+    );
+    assert_answered(&o);
+
+    // A certificate with another certificate's key: refused before connecting, naming
+    // both files.
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &p.path("client.pem"),
+            "--ssl-client-key",
+            &p.path("client-v1.key"),
+        ],
+    );
+    assert_fails_with(
+        &o,
+        &[&format!(
+            "error: invalid configuration: --ssl-client-cert {} and --ssl-client-key {} \
+                 do not belong together: the certificate was issued for another key (pass \
+                 the key the certificate was made for)",
+            p.path("client.pem"),
+            p.path("client-v1.key")
+        )],
+    );
 }
 
 #[test]

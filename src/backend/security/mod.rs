@@ -6,19 +6,19 @@
 //! on the wire as *sensitive* metadata values. No error of this module quotes a value
 //! or the contents of a key file; they name the header, the flag or the path.
 //!
-//! TLS uses rustls (ring) through tonic. Trust comes from `--ssl-root-cert` when
-//! given, else from the system's CA store. The name checked in the server certificate
-//! is the URL's host (a DNS name or an IP address) unless `target_name` overrides it
-//! (ingress, or a certificate issued for a name while connecting by address).
+//! TLS is [`tls`]'s: bertqa's own rustls configuration, for every transport
+//! ([`tls::rustls_client_config`], [`tls::server_name`]).
+
+pub(crate) mod tls;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-use super::status::root_cause;
 use crate::error::{Error, Result};
+
+pub(crate) use tls::GrpcTlsConnector;
+pub use tls::TlsConfig;
 
 /// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -110,19 +110,6 @@ pub fn apply(headers: &[Header], metadata: &mut MetadataMap) {
     }
 }
 
-/// TLS settings. Either both or neither of `client_cert` and `client_key`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsConfig {
-    /// PEM file with the CA certificate(s) to trust (default: the system's CAs).
-    pub root_cert: Option<PathBuf>,
-    /// PEM client certificate chain, for mutual TLS.
-    pub client_cert: Option<PathBuf>,
-    /// PEM private key of `client_cert`.
-    pub client_key: Option<PathBuf>,
-    /// The name to check in the server certificate instead of the URL's host.
-    pub target_name: Option<String>,
-}
-
 /// Everything about who bertqa is and how it is protected on the wire.
 #[derive(Debug, Clone, Default)]
 pub struct Security {
@@ -130,63 +117,6 @@ pub struct Security {
     pub tls: Option<TlsConfig>,
     /// Metadata sent with every call.
     pub headers: Vec<Header>,
-}
-
-/// Configures TLS on an `https://` endpoint. File problems are [`Error::Io`] or
-/// [`Error::Config`] naming the file and setting.
-pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoint> {
-    let mut config = ClientTlsConfig::new();
-    match &tls.root_cert {
-        Some(path) => {
-            let pem = read_pem(path, "CERTIFICATE", "`root_cert`")?;
-            config = config.ca_certificate(Certificate::from_pem(pem));
-        }
-        None => config = config.with_native_roots(),
-    }
-    match (&tls.client_cert, &tls.client_key) {
-        (Some(cert), Some(key)) => {
-            let cert = read_pem(cert, "CERTIFICATE", "`client_cert`")?;
-            let key = read_pem(key, "PRIVATE KEY", "`client_key`")?;
-            config = config.identity(Identity::from_pem(cert, key));
-        }
-        (None, None) => {}
-        _ => {
-            return Err(Error::Config(
-                "mutual TLS needs both `client_cert` and `client_key`".into(),
-            ))
-        }
-    }
-    if let Some(name) = &tls.target_name {
-        config = config.domain_name(name.clone());
-    }
-    endpoint.tls_config(config).map_err(|e| {
-        let cause = root_cause(&e);
-        let hint = if tls.root_cert.is_none() && cause.contains("native certs") {
-            " (no CA certificates found on this system: pass `root_cert` FILE)"
-        } else {
-            ""
-        };
-        Error::Config(format!("TLS configuration: {cause}{hint}"))
-    })
-}
-
-/// Reads a PEM file and checks that it holds a block of the expected kind (`CERTIFICATE`,
-/// or any `... PRIVATE KEY`); never quotes the contents.
-fn read_pem(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let found = text.lines().any(|l| {
-        l.trim()
-            .strip_prefix("-----BEGIN ")
-            .is_some_and(|rest| rest.trim_end_matches('-').ends_with(kind))
-    });
-    if !found {
-        return Err(Error::Config(format!(
-            "{setting} {}: no PEM {kind} block in the file",
-            path.display()
-        )));
-    }
-    Ok(bytes)
 }
 
 /// Adds what a user can act on to a client error: the names (never the values) of the
@@ -317,24 +247,6 @@ mod tests {
                 "{text}"
             );
         }
-    }
-
-    #[test]
-    fn pem_files_are_checked_without_quoting_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = dir.path().join("key.pem");
-        std::fs::write(&key, "not a pem: hunter2").unwrap();
-        let e = read_pem(&key, "CERTIFICATE", "`root_cert`").unwrap_err();
-        let text = e.to_string();
-        assert!(
-            text.contains("`root_cert`") && text.contains("key.pem"),
-            "{text}"
-        );
-        assert!(!text.contains("hunter2"), "{text}");
-        std::fs::write(&key, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n").unwrap();
-        assert!(read_pem(&key, "PRIVATE KEY", "`client_key`").is_ok());
-        let e = read_pem(&dir.path().join("missing.pem"), "CERTIFICATE", "x").unwrap_err();
-        assert!(matches!(e, Error::Io { .. }), "{e}");
     }
 
     #[test]
