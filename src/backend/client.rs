@@ -23,7 +23,6 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{self, Security, TlsConfig};
-use super::status::root_cause;
 use super::stream::StreamTransport;
 use super::transport::{InferTransport, SendFuture};
 use super::unary::UnaryTransport;
@@ -199,12 +198,7 @@ impl TritonClient {
         };
         let channel = match tokio::time::timeout(config.connect_timeout, connecting).await {
             Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => {
-                return Err(unavailable(security::explain(
-                    &root_cause(&e),
-                    tls.is_some(),
-                )))
-            }
+            Ok(Err(e)) => return Err(unavailable(security::connect_error(&e, tls.as_ref()))),
             Err(_) => {
                 return Err(unavailable(format!(
                     "no connection within {} ms",
@@ -216,7 +210,7 @@ impl TritonClient {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
-            tls: tls.is_some(),
+            tls,
         });
         let infer = match config.transport {
             Transport::Unary => {

@@ -7,18 +7,21 @@
 //! or the contents of a key file; they name the header, the flag or the path.
 //!
 //! TLS is [`tls`]'s: bertqa's own rustls configuration, for every transport
-//! ([`tls::rustls_client_config`], [`tls::server_name`]).
+//! ([`tls::rustls_client_config`], [`tls::server_name`]). [`tls_errors`] turns TLS
+//! failures into sentences naming the file or setting and what to do (for a handshake
+//! of another transport: [`tls_errors::handshake_error`] and [`tls_errors::TlsFailure`]).
 
 pub(crate) mod tls;
+pub(crate) mod tls_errors;
 
 use std::fmt;
+use std::path::PathBuf;
 
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
 
 use crate::error::{Error, Result};
 
 pub(crate) use tls::GrpcTlsConnector;
-pub use tls::TlsConfig;
 
 /// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -110,6 +113,36 @@ pub fn apply(headers: &[Header], metadata: &mut MetadataMap) {
     }
 }
 
+/// A failed connection attempt (tonic's error) as what a user is told: the sentence of a
+/// failed TLS handshake ([`tls_errors::TlsFailure`]), else the innermost cause with the
+/// hints of [`explain`].
+pub(crate) fn connect_error(
+    error: &(dyn std::error::Error + 'static),
+    tls: Option<&TlsConfig>,
+) -> String {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(failure) = e.downcast_ref::<tls_errors::TlsFailure>() {
+            return failure.to_string();
+        }
+        cause = e.source();
+    }
+    explain(&super::status::root_cause(error), tls)
+}
+
+/// TLS settings. Either both or neither of `client_cert` and `client_key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// PEM file with the CA certificate(s) to trust (default: the system's CAs).
+    pub root_cert: Option<PathBuf>,
+    /// PEM client certificate chain, for mutual TLS.
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// The name to check in the server certificate instead of the URL's host.
+    pub target_name: Option<String>,
+}
+
 /// Everything about who bertqa is and how it is protected on the wire.
 #[derive(Debug, Clone, Default)]
 pub struct Security {
@@ -120,9 +153,9 @@ pub struct Security {
 }
 
 /// Adds what a user can act on to a client error: the names (never the values) of the
-/// headers sent to a server that denied permission, and the TLS hints of [`explain`]
-/// to a connection failure.
-pub(crate) fn annotate(error: Error, headers: &[Header], tls: bool) -> Error {
+/// headers sent to a server that denied permission, and the TLS sentences and hints of
+/// [`explain`] to a connection failure (`tls`: the TLS configuration in use, if any).
+pub(crate) fn annotate(error: Error, headers: &[Header], tls: Option<&TlsConfig>) -> Error {
     match error {
         Error::PermissionDenied { url, mut message } if !headers.is_empty() => {
             let names: Vec<&str> = headers.iter().map(Header::name).collect();
@@ -140,54 +173,24 @@ pub(crate) fn annotate(error: Error, headers: &[Header], tls: bool) -> Error {
     }
 }
 
-/// Adds what a user can do to a connection failure's message, given whether TLS was
-/// on. The message is the innermost cause from the transport.
-pub(crate) fn explain(message: &str, tls: bool) -> String {
+/// Adds what a user can do to a connection failure's message (the innermost cause from
+/// the transport), given the TLS configuration in use, if any: with TLS, the sentences
+/// of [`tls_errors::explain_tls`]; without, a hint where the server may want TLS.
+pub(crate) fn explain(message: &str, tls: Option<&TlsConfig>) -> String {
+    if let Some(tls) = tls {
+        return tls_errors::explain_tls(message, tls);
+    }
     let lower = message.to_ascii_lowercase();
-    let hint = if tls {
-        if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-            "the server's certificate is not signed by a trusted CA (check `root_cert`)"
-        } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-            "the server's certificate is not issued for this host name \
-             (use the name in the certificate, or `target_name` NAME)"
-        } else if lower.contains("certificaterequired") || lower.contains("certificate required") {
-            "the server requires a client certificate (mutual TLS: \
-             `client_cert` FILE `client_key` FILE)"
-        } else if lower.contains("badcertificate")
-            || lower.contains("bad certificate")
-            || lower.contains("unknownca")
-            || lower.contains("unknown ca")
-        {
-            "the server rejected the client certificate (mutual TLS)"
-        } else if lower.contains("close_notify")
-            || lower.contains("unexpected eof")
-            || closed_connection(&lower)
-        {
-            "the server closed the TLS connection during or right after the handshake: \
-             it may require a client certificate (`client_cert` FILE `client_key` \
-             FILE) or not accept the one sent"
-        } else if lower.contains("corrupt message")
-            || lower.contains("invalidcontenttype")
-            || lower.contains("invalid content type")
-            || lower.contains("http/2 was not negotiated")
-        {
-            "the server does not seem to speak TLS (try without `tls` / https://)"
-        } else {
-            ""
-        }
-    } else if closed_connection(&lower)
+    if closed_connection(&lower)
         || lower.contains("frame with invalid size")
         || lower.contains("protocol error")
     {
-        "the server closed the plain-text connection; if it requires TLS, use `tls` \
-         (with `root_cert` FILE) or an https:// URL"
+        format!(
+            "{message} (the server closed the plain-text connection; if it requires TLS, \
+             use `tls` (with `root_cert` FILE) or an https:// URL)"
+        )
     } else {
-        ""
-    };
-    if hint.is_empty() {
         message.to_string()
-    } else {
-        format!("{message} ({hint})")
     }
 }
 
@@ -251,15 +254,19 @@ mod tests {
 
     #[test]
     fn connection_failures_get_a_hint() {
-        assert!(explain("invalid peer certificate: UnknownIssuer", true).contains("`root_cert`"));
-        assert!(explain("connection closed by the server (x)", false).contains("`tls`"));
+        assert!(explain(
+            "invalid peer certificate: UnknownIssuer",
+            Some(&TlsConfig::default())
+        )
+        .contains("`root_cert`"));
+        assert!(explain("connection closed by the server (x)", None).contains("`tls`"));
         assert!(explain(
             "peer closed connection without sending TLS close_notify",
-            true
+            Some(&TlsConfig::default())
         )
         .contains("`client_cert`"));
         assert_eq!(
-            explain("Connection refused (os error 111)", false),
+            explain("Connection refused (os error 111)", None),
             "Connection refused (os error 111)"
         );
     }

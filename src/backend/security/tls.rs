@@ -10,8 +10,7 @@
 //! an IP address) unless `target_name` overrides it.
 
 use std::future::Future;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -28,20 +27,9 @@ use tokio_rustls::client::TlsStream;
 use tonic::transport::Uri;
 use x509_parser::prelude::{FromDer, SubjectPublicKeyInfo, X509Certificate};
 
+use super::tls_errors::{handshake_error, TlsFailure, NOT_GRPC};
+use super::TlsConfig;
 use crate::error::{Error, Result};
-
-/// TLS settings. Either both or neither of `client_cert` and `client_key`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsConfig {
-    /// PEM file with the CA certificate(s) to trust (default: the system's CAs).
-    pub root_cert: Option<PathBuf>,
-    /// PEM client certificate chain, for mutual TLS.
-    pub client_cert: Option<PathBuf>,
-    /// PEM private key of `client_cert`.
-    pub client_key: Option<PathBuf>,
-    /// The name to check in the server certificate instead of the URL's host.
-    pub target_name: Option<String>,
-}
 
 /// The ALPN protocol of gRPC (HTTP/2).
 pub(crate) const ALPN_H2: &[u8] = b"h2";
@@ -103,7 +91,7 @@ fn root_store(tls: &TlsConfig) -> Result<RootCertStore> {
                 roots.add(cert).map_err(|_| {
                     Error::Config(format!(
                         "`root_cert` {}: certificate {} of the file is not a valid X.509 \
-                         certificate",
+                         certificate (is the file complete?)",
                         path.display(),
                         i + 1
                     ))
@@ -173,7 +161,7 @@ fn check_pair(
     let (_, parsed) = X509Certificate::from_der(cert.as_ref()).map_err(|_| {
         Error::Config(format!(
             "`client_cert` {}: the first certificate of the file is not a valid X.509 \
-             certificate",
+             certificate (is the file complete?)",
             cert_path.display()
         ))
     })?;
@@ -200,7 +188,7 @@ fn check_pair(
 
 /// The certificates of a PEM file, in order (at least one).
 fn read_certs(path: &Path, setting: &str) -> Result<Vec<CertificateDer<'static>>> {
-    let pem = read_pem(path, "CERTIFICATE", setting)?;
+    let pem = read_setting(path, "CERTIFICATE", setting)?;
     CertificateDer::pem_slice_iter(&pem)
         .collect::<std::result::Result<Vec<_>, _>>()
         .ok()
@@ -216,7 +204,7 @@ fn read_certs(path: &Path, setting: &str) -> Result<Vec<CertificateDer<'static>>
 
 /// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1; not encrypted).
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
-    let pem = read_pem(path, "PRIVATE KEY", "`client_key`")?;
+    let pem = read_setting(path, "PRIVATE KEY", "`client_key`")?;
     PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
         Error::Config(format!(
             "`client_key` {}: no private key bertqa can read in the file (PEM PRIVATE KEY, \
@@ -227,51 +215,92 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
 }
 
 /// Reads a PEM file and checks that it holds a block of the expected kind (`CERTIFICATE`,
-/// or any `... PRIVATE KEY`); never quotes the contents.
-pub(super) fn read_pem(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
+/// or any `... PRIVATE KEY`); never quotes the contents. A file that cannot be read is
+/// [`Error::Io`]; one without such a block is [`Error::Config`] saying what it holds.
+fn read_pem(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let text = String::from_utf8_lossy(&bytes);
-    let found = text.lines().any(|l| {
-        l.trim()
-            .strip_prefix("-----BEGIN ")
-            .is_some_and(|rest| rest.trim_end_matches('-').ends_with(kind))
-    });
-    if !found {
-        return Err(Error::Config(format!(
-            "{setting} {}: no PEM {kind} block in the file",
-            path.display()
-        )));
+    let blocks: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("-----BEGIN "))
+        .map(|rest| rest.trim_end_matches('-'))
+        .collect();
+    if blocks.iter().any(|b| b.ends_with(kind)) {
+        return Ok(bytes);
     }
-    Ok(bytes)
+    let found = if bytes.iter().all(u8::is_ascii_whitespace) {
+        "the file is empty".to_string()
+    } else if let Some(other) = blocks.first() {
+        format!(
+            "no PEM {kind} block in the file (it holds a PEM {other} block: is it the right file?)"
+        )
+    } else {
+        format!("no PEM {kind} block in the file (not PEM; DER files must be converted to PEM)")
+    };
+    Err(Error::Config(format!(
+        "{setting} {}: {found}: pass {} in PEM (-----BEGIN {kind}-----)",
+        path.display(),
+        match kind {
+            "CERTIFICATE" if setting == "`root_cert`" => "the CA certificate(s)",
+            "CERTIFICATE" => "the client certificate",
+            _ => "the private key",
+        }
+    )))
+}
+
+/// [`read_pem`], a file that cannot be read included as [`Error::Config`] naming the
+/// setting.
+fn read_setting(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
+    read_pem(path, kind, setting).map_err(|e| match e {
+        Error::Io { path, source } => Error::Config(format!(
+            "{setting} {} cannot be read ({source}): check the path",
+            path.display()
+        )),
+        e => e,
+    })
 }
 
 /// Opens the TLS connections of a gRPC channel (tonic's connector): TCP to the URI's
 /// host and port, then the handshake with the configuration of
-/// [`rustls_client_config`], checking [`server_name`]; HTTP/2 must be negotiated.
+/// [`rustls_client_config`], checking [`server_name`]; HTTP/2 must be negotiated. A
+/// failed handshake is a [`TlsFailure`] (a sentence); a TCP failure is the
+/// [`io::Error`] as it is.
 #[derive(Clone)]
 pub(crate) struct GrpcTlsConnector {
+    config: Arc<TlsConfig>,
     tls: tokio_rustls::TlsConnector,
     name: ServerName<'static>,
 }
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl GrpcTlsConnector {
     /// The connector of `tls` for the server at `uri`.
     pub(crate) fn new(tls: &TlsConfig, uri: &Uri) -> Result<GrpcTlsConnector> {
         let config = rustls_client_config(tls, &[ALPN_H2])?;
         Ok(GrpcTlsConnector {
+            config: Arc::new(tls.clone()),
             tls: tokio_rustls::TlsConnector::from(config),
             name: server_name(tls, uri.host().unwrap_or_default())?,
         })
     }
 
-    async fn connect(self, uri: Uri) -> io::Result<TokioIo<TlsStream<TcpStream>>> {
+    async fn connect(
+        self,
+        uri: Uri,
+    ) -> std::result::Result<TokioIo<TlsStream<TcpStream>>, BoxError> {
         let host = uri.host().unwrap_or_default();
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let tcp = TcpStream::connect((host, uri.port_u16().unwrap_or(443))).await?;
         tcp.set_nodelay(true)?;
-        let stream = self.tls.connect(self.name, tcp).await?;
+        let stream = self.tls.connect(self.name, tcp).await.map_err(|e| {
+            match handshake_error(&e, &self.config) {
+                Some(sentence) => BoxError::from(TlsFailure(sentence)),
+                None => BoxError::from(e),
+            }
+        })?;
         if stream.get_ref().1.alpn_protocol() != Some(ALPN_H2) {
-            return Err(io::Error::other("HTTP/2 was not negotiated"));
+            return Err(TlsFailure(NOT_GRPC.to_string()).into());
         }
         Ok(TokioIo::new(stream))
     }
@@ -279,10 +308,11 @@ impl GrpcTlsConnector {
 
 impl tower_service::Service<Uri> for GrpcTlsConnector {
     type Response = TokioIo<TlsStream<TcpStream>>;
-    type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
+    type Error = BoxError;
+    type Future =
+        Pin<Box<dyn Future<Output = std::result::Result<Self::Response, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<std::result::Result<(), BoxError>> {
         Poll::Ready(Ok(()))
     }
 
