@@ -342,4 +342,29 @@ mod tests {
         let e = read_pem(&dir.path().join("missing.pem"), "CERTIFICATE", "x").unwrap_err();
         assert!(matches!(e, Error::Io { .. }), "{e}");
     }
+
+    #[test]
+    fn the_server_name_is_the_target_name_else_the_host() {
+        let plain = TlsConfig::default();
+        let name =
+            |tls: &TlsConfig, host: &str| server_name(tls, host).map(|n| n.to_str().into_owned());
+        assert_eq!(name(&plain, "localhost").unwrap(), "localhost");
+        assert_eq!(name(&plain, "[::1]").unwrap(), "::1");
+        assert_eq!(name(&plain, "10.0.0.1").unwrap(), "10.0.0.1");
+        let target = TlsConfig {
+            target_name: Some("triton.test".into()),
+            ..TlsConfig::default()
+        };
+        assert_eq!(name(&target, "10.0.0.1").unwrap(), "triton.test");
+        let bad = TlsConfig {
+            target_name: Some("not a name".into()),
+            ..TlsConfig::default()
+        };
+        let e = name(&bad, "localhost").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid configuration: `target_name` \"not a name\" is neither a DNS name nor an \
+             IP address"
+        );
+    }
 }
