@@ -23,7 +23,6 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{self, Security, TlsConfig};
-use super::status::root_cause;
 use super::stream::StreamTransport;
 use super::transport::{InferTransport, SendFuture};
 use super::unary::UnaryTransport;
@@ -177,26 +176,29 @@ impl TritonClient {
         if tls.is_some() && !uri.starts_with("https://") {
             uri = uri.replacen("http://", "https://", 1);
         }
-        let mut endpoint = Endpoint::from_shared(uri.clone())
+        let endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", config.url)))?
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
             .tcp_nodelay(true);
-        if let Some(tls) = &tls {
-            endpoint = security::tls_endpoint(endpoint, tls)?;
-        }
+        // TLS connections are bertqa's own (security::GrpcTlsConnector), not tonic's.
+        let connector = match &tls {
+            Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
+            None => None,
+        };
         let unavailable = |message: String| Error::Unavailable {
             url: config.url.clone(),
             message,
         };
-        let channel = match tokio::time::timeout(config.connect_timeout, endpoint.connect()).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => {
-                return Err(unavailable(security::explain(
-                    &root_cause(&e),
-                    tls.is_some(),
-                )))
+        let connecting = async {
+            match connector {
+                Some(connector) => endpoint.connect_with_connector(connector).await,
+                None => endpoint.connect().await,
             }
+        };
+        let channel = match tokio::time::timeout(config.connect_timeout, connecting).await {
+            Ok(Ok(ch)) => ch,
+            Ok(Err(e)) => return Err(unavailable(security::connect_error(&e, tls.as_ref()))),
             Err(_) => {
                 return Err(unavailable(format!(
                     "no connection within {} ms",
@@ -208,7 +210,7 @@ impl TritonClient {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
-            tls: tls.is_some(),
+            tls,
         });
         let infer = match config.transport {
             Transport::Unary => {
