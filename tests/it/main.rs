@@ -18,3 +18,4 @@ mod pipeline;
 mod resume;
 mod score;
 mod security;
+mod testbed;
