@@ -173,7 +173,7 @@ impl TritonClient {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
-            tls: tls.is_some(),
+            tls: tls.clone(),
         });
         let conn = match config.protocol {
             Protocol::Grpc => {
@@ -404,7 +404,7 @@ async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
         return error;
     };
     let lower = message.to_ascii_lowercase();
-    if peer.tls || lower.contains("refused") || lower.contains("no connection within") {
+    if peer.tls.is_some() || lower.contains("refused") || lower.contains("no connection within") {
         return error;
     }
     let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));

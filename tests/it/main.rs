@@ -19,3 +19,4 @@ mod pipeline;
 mod resume;
 mod score;
 mod security;
+mod testbed;

@@ -200,7 +200,7 @@ impl HttpClient {
                 message,
             },
             &self.peer.headers,
-            self.peer.tls,
+            self.peer.tls.as_ref(),
         )
     }
 
@@ -240,7 +240,7 @@ impl HttpClient {
                 }
             }
         };
-        security::annotate(error, &self.peer.headers, self.peer.tls)
+        security::annotate(error, &self.peer.headers, self.peer.tls.as_ref())
     }
 
     /// A GET (or a POST of `body`) whose answer is JSON of type `T`.
@@ -397,7 +397,7 @@ mod tests {
             url: "h:8000".into(),
             request_timeout: Duration::from_millis(7),
             headers: Arc::from(Vec::new()),
-            tls: false,
+            tls: None,
         });
         HttpClient::new("http://h:8000/", Duration::from_secs(1), peer)
     }
