@@ -89,7 +89,7 @@ pub struct NetArgs {
     /// Wait this long for servers and model to be ready
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     pub wait_ready: f64,
-    /// HTTP/2 connections per server
+    /// Connections per server
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub connections: u32,
     /// One gRPC stream per connection, or one call per request
