@@ -31,7 +31,7 @@ pub struct SecurityArgs {
     /// Name to expect in the server's certificate, not the URL's host
     #[arg(long, value_name = "NAME")]
     pub ssl_target_name: Option<String>,
-    /// Header sent with every call (metadata in gRPC); the value is never shown
+    /// Header sent with every call; the value is never shown
     #[arg(long = "header", value_name = "KEY:VALUE", value_parser = secret_arg)]
     pub headers: Vec<Secret>,
     /// Like --header, the value from environment variable ENVVAR
