@@ -173,7 +173,7 @@ impl TritonClient {
             url: config.url.clone(),
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
-            tls: tls.is_some(),
+            tls: tls.clone(),
         });
         let conn = match config.protocol {
             Protocol::Grpc => {
@@ -191,12 +191,6 @@ impl TritonClient {
                 }
             }
             Protocol::Http => {
-                if tls.is_some() {
-                    return Err(Error::Config(format!(
-                        "{}: TLS (https://) with `Protocol::Http` is not supported yet",
-                        config.url
-                    )));
-                }
                 let rest = HttpClient::connect(&uri, config.connect_timeout, peer.clone()).await?;
                 Conn::Http(HttpTransport::new(rest))
             }
@@ -404,11 +398,13 @@ async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
         return error;
     };
     let lower = message.to_ascii_lowercase();
-    if peer.tls || lower.contains("refused") || lower.contains("no connection within") {
+    if peer.tls.is_some() || lower.contains("refused") || lower.contains("no connection within") {
         return error;
     }
     let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
-    let probe = HttpClient::new(uri, probe_timeout, peer.clone());
+    let Ok(probe) = HttpClient::new(uri, probe_timeout, peer.clone()) else {
+        return error;
+    };
     let answered = tokio::time::timeout(probe_timeout, probe.server_live()).await;
     match answered {
         Ok(Ok(_)) => Error::Unavailable {

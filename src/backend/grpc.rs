@@ -22,7 +22,6 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{self, TlsConfig};
-use super::status::root_cause;
 use super::stream::StreamTransport;
 use super::transport::{InferTransport, SendFuture, MAX_MESSAGE_BYTES};
 use super::unary::UnaryTransport;
@@ -78,26 +77,29 @@ impl GrpcConn {
         tls: Option<&TlsConfig>,
         peer: Arc<Peer>,
     ) -> Result<GrpcConn> {
-        let mut endpoint = Endpoint::from_shared(uri)
+        let endpoint = Endpoint::from_shared(uri)
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", peer.url)))?
             .connect_timeout(connect_timeout)
             .timeout(peer.request_timeout)
             .tcp_nodelay(true);
-        if let Some(tls) = tls {
-            endpoint = security::tls_endpoint(endpoint, tls)?;
-        }
+        // TLS connections are bertqa's own (security::GrpcTlsConnector), not tonic's.
+        let connector = match tls {
+            Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
+            None => None,
+        };
         let unavailable = |message: String| Error::Unavailable {
             url: peer.url.clone(),
             message,
         };
-        let channel = match tokio::time::timeout(connect_timeout, endpoint.connect()).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => {
-                return Err(unavailable(security::explain(
-                    &root_cause(&e),
-                    tls.is_some(),
-                )))
+        let connecting = async {
+            match connector {
+                Some(connector) => endpoint.connect_with_connector(connector).await,
+                None => endpoint.connect().await,
             }
+        };
+        let channel = match tokio::time::timeout(connect_timeout, connecting).await {
+            Ok(Ok(ch)) => ch,
+            Ok(Err(e)) => return Err(unavailable(security::connect_error(&e, tls))),
             Err(_) => {
                 return Err(unavailable(format!(
                     "no connection within {} ms",

@@ -34,6 +34,7 @@ pub mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, Protocol, Transport, TritonClient};
+pub use http::HttpTransport;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
-use super::security::{self, Header};
+use super::security::{self, Header, TlsConfig};
 use super::status::{is_transport, map_status};
 use crate::error::Error;
 
@@ -21,8 +21,9 @@ pub struct Peer {
     pub request_timeout: Duration,
     /// Metadata sent with every call (values are secrets).
     pub headers: Arc<[Header]>,
-    /// Whether the channel uses TLS (for the hints in connection errors).
-    pub tls: bool,
+    /// The channel's TLS configuration, if it uses TLS (for the messages of connection
+    /// errors).
+    pub tls: Option<TlsConfig>,
 }
 
 impl Peer {
@@ -64,6 +65,6 @@ impl Peer {
         } else {
             map_status(&self.url, self.request_timeout, status, model)
         };
-        security::annotate(error, &self.headers, self.tls)
+        security::annotate(error, &self.headers, self.tls.as_ref())
     }
 }

@@ -74,7 +74,11 @@ pub fn start_server(repo: &Path, extra: &[String]) -> Server {
 }
 
 /// [`start_server`] on the given (gRPC, HTTP, metrics) ports, or free ones: a test can
-/// start a server again where a killed one was.
+/// start a server again where a killed one was. The server is ready when the process
+/// started here holds the gRPC and HTTP ports and answers ready: a server it did not
+/// start is never used. A port in use (before the start, or taken before the server
+/// could bind it) fails the start naming its holder; free ports picked here are picked
+/// again instead.
 pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u16)>) -> Server {
     let env = triton_env().clone();
     let repo = repo.to_path_buf();
@@ -83,14 +87,27 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
     // The spawning thread must outlive the server: PR_SET_PDEATHSIG fires when the
     // thread that forked the child exits.
     std::thread::spawn(move || {
-        let (grpc, http, metrics) =
-            ports.unwrap_or_else(|| (free_port(), free_port(), free_port()));
+        let mut picked = ports.unwrap_or_else(free_ports);
         // The python backend now and then fails to start (a boost::interprocess lock
         // exception in its shared-memory set-up, independent of the models); such a
         // start is retried on the same ports, anything else fails the tests at once.
         let mut attempt = 0;
         let mut child = 'attempts: loop {
             attempt += 1;
+            // A port given by the test may still be held by a server it just killed.
+            let grace = Duration::from_secs(if ports.is_some() { 5 } else { 0 });
+            if let Some(taken) = ports_in_use(picked, grace) {
+                if ports.is_none() && attempt < 3 {
+                    picked = free_ports();
+                    continue 'attempts;
+                }
+                tx.send(Err(format!(
+                    "cannot start tritonserver: {taken} (a test never uses a server it did not start)"
+                )))
+                .unwrap();
+                return;
+            }
+            let (grpc, http, metrics) = picked;
             let log = std::env::temp_dir().join(format!(
                 "bertqa-triton-{}-{grpc}-{attempt}.log",
                 std::process::id()
@@ -140,14 +157,24 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
                         );
                         continue 'attempts;
                     }
+                    // Taken between the check above and the server's bind.
+                    let taken = ports_in_use(picked, Duration::ZERO);
+                    if let Some(taken) = &taken {
+                        if ports.is_none() && attempt < 3 {
+                            eprintln!("tritonserver could not bind: {taken}; retrying on other ports ({attempt}/3)");
+                            picked = free_ports();
+                            continue 'attempts;
+                        }
+                    }
                     tx.send(Err(format!(
-                        "tritonserver exited during start-up ({status}):\n{}",
+                        "tritonserver exited during start-up ({status}){}:\n{}",
+                        taken.map(|t| format!(": {t}")).unwrap_or_default(),
                         log_tail(&log, 40)
                     )))
                     .unwrap();
                     return;
                 }
-                if http_ready(http) {
+                if listens(server.pid, grpc) && listens(server.pid, http) && http_ready(http) {
                     tx.send(Ok(server)).unwrap();
                     break 'attempts child;
                 }
@@ -230,6 +257,100 @@ fn http_ready(port: u16) -> bool {
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200")
+}
+
+/// Three distinct free loopback ports (held together while picked).
+fn free_ports() -> (u16, u16, u16) {
+    let held: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let port = |i: usize| held[i].local_addr().unwrap().port();
+    (port(0), port(1), port(2))
+}
+
+/// The ports of `(gRPC, HTTP, metrics)` that something listens on, with who holds
+/// them, waiting up to `grace` for them to be released; `None` when all are free.
+fn ports_in_use((grpc, http, metrics): (u16, u16, u16), grace: Duration) -> Option<String> {
+    let deadline = Instant::now() + grace;
+    loop {
+        let taken: Vec<String> = [("gRPC", grpc), ("HTTP", http), ("metrics", metrics)]
+            .into_iter()
+            .filter(|&(_, port)| !listen_inodes(port).is_empty())
+            .map(|(name, port)| format!("port {port} ({name}) is in use by {}", port_holder(port)))
+            .collect();
+        if taken.is_empty() {
+            return None;
+        }
+        if Instant::now() >= deadline {
+            return Some(taken.join("; "));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The inodes of the TCP sockets listening on `port` at any address (Linux's
+/// /proc/net/tcp and tcp6).
+fn listen_inodes(port: u16) -> Vec<String> {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let f: Vec<&str> = line.split_whitespace().collect();
+                    // Fields: sl, local address, remote address, state (0A: listening),
+                    // ..., inode (the tenth).
+                    (f.len() > 9 && f[3] == "0A" && f[1].ends_with(&suffix))
+                        .then(|| f[9].to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The pids among `pids` holding a socket listening on `port`.
+fn listening_pids(port: u16, pids: impl Iterator<Item = u32>) -> Vec<u32> {
+    let sockets: Vec<String> = listen_inodes(port)
+        .iter()
+        .map(|i| format!("socket:[{i}]"))
+        .collect();
+    if sockets.is_empty() {
+        return Vec::new();
+    }
+    pids.filter(|pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|link| sockets.iter().any(|s| link.as_os_str() == s.as_str()))
+    })
+    .collect()
+}
+
+/// Whether process `pid` holds a socket listening on `port`.
+fn listens(pid: u32, port: u16) -> bool {
+    !listening_pids(port, std::iter::once(pid)).is_empty()
+}
+
+/// Who listens on `port`, in words: pid and command line when this user may see them.
+fn port_holder(port: u16) -> String {
+    let pids = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    match listening_pids(port, pids).first() {
+        Some(pid) => {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            format!("pid {pid} ({})", cmd.trim_end())
+        }
+        None => "a process this user cannot see".to_string(),
+    }
 }
 
 /// The last `n` lines of a log file.

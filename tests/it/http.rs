@@ -358,3 +358,21 @@ fn a_run_over_http_killed_midway_resumes_to_identical_files() {
         assert!(read(reference.join(f)) == read(out.join(f)), "{f} differs");
     }
 }
+
+#[test]
+fn http_503_answers_are_retried_as_unavailable() {
+    // The oracle refusing every 10th request with UNAVAILABLE: HTTP 503 over REST.
+    let tmp = tempfile::tempdir().unwrap();
+    let v = json_of(&eval(
+        "http",
+        &http_url(),
+        "fault-unavailable-10pct",
+        tmp.path(),
+        &["--batch-size", "1"],
+    ));
+    assert_eq!(v["metrics"]["exact"], 100.0, "{}", v["metrics"]);
+    let retries = v["retries"]["total"].as_u64().unwrap();
+    assert!(retries >= 1, "{}", v["retries"]);
+    assert_eq!(v["retries"]["by_code"]["UNAVAILABLE"], retries);
+    assert_eq!(v["retries"]["failed_requests"], 0);
+}

@@ -20,4 +20,5 @@ mod pipeline;
 mod resume;
 mod score;
 mod security;
+mod testbed;
 mod tls_proxy;

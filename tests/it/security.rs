@@ -45,6 +45,18 @@ fn leaf(
     dir: &Path,
     stem: &str,
 ) {
+    leaf_with(issuer, names, usage, dir, stem, |_| {});
+}
+
+/// [`leaf`], with `adjust` applied to the certificate's parameters before signing.
+fn leaf_with(
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    names: &[&str],
+    usage: ExtendedKeyUsagePurpose,
+    dir: &Path,
+    stem: &str,
+    adjust: impl FnOnce(&mut CertificateParams),
+) {
     let key = KeyPair::generate().unwrap();
     let mut params =
         CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
@@ -53,14 +65,18 @@ fn leaf(
         .push(DnType::CommonName, names[0].to_string());
     params.extended_key_usages = vec![usage];
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    adjust(&mut params);
     let cert = params.signed_by(&key, issuer).unwrap();
     std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).unwrap();
     std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).unwrap();
 }
 
-/// `ca.pem` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
+/// `ca.pem`/`.key` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
 /// issued for `localhost` and `triton.test` only (not for 127.0.0.1, so that connecting
-/// by address needs --ssl-target-name), `client.pem`/`.key` for mutual TLS.
+/// by address needs --ssl-target-name), `expired.pem`/`.key` (like `server`, but expired
+/// in 2020), `client.pem`/`.key` for mutual TLS, `stranger.pem`/`.key` (a client
+/// certificate of `other-ca`), and `client-v1.pem`/`.key`, an X.509 v1 client
+/// certificate made the quick way with the `openssl` command (no extensions).
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(|| {
@@ -71,7 +87,28 @@ fn pki() -> &'static Pki {
             .keep();
         let authority = ca("A");
         std::fs::write(dir.join("ca.pem"), authority.pem()).unwrap();
-        std::fs::write(dir.join("other-ca.pem"), ca("B").pem()).unwrap();
+        std::fs::write(dir.join("ca.key"), authority.key().serialize_pem()).unwrap();
+        let other = ca("B");
+        std::fs::write(dir.join("other-ca.pem"), other.pem()).unwrap();
+        leaf_with(
+            &authority,
+            &["localhost", "triton.test"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &dir,
+            "expired",
+            |p| {
+                p.not_before = rcgen::date_time_ymd(2019, 1, 1);
+                p.not_after = rcgen::date_time_ymd(2020, 1, 1);
+            },
+        );
+        leaf(
+            &other,
+            &["bertqa-stranger"],
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &dir,
+            "stranger",
+        );
+        openssl_v1_client(&dir);
         leaf(
             &authority,
             &["localhost", "triton.test"],
@@ -88,6 +125,56 @@ fn pki() -> &'static Pki {
         );
         Pki { dir }
     })
+}
+
+/// `client-v1.pem`/`.key`: an RSA key and an X.509 v1 certificate for it, issued by
+/// `ca.pem`/`ca.key` as a user would with the `openssl` command (`x509 -req` without
+/// an extension file makes a v1 certificate).
+fn openssl_v1_client(dir: &Path) {
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (the tests need the openssl command)");
+        assert!(o.status.success(), "openssl {args:?}: {}", show(&o));
+    };
+    run(&["genrsa", "-out", "client-v1.key", "2048"]);
+    run(&[
+        "req",
+        "-new",
+        "-key",
+        "client-v1.key",
+        "-subj",
+        "/CN=bertqa-client-v1",
+        "-out",
+        "client-v1.csr",
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "client-v1.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-out",
+        "client-v1.pem",
+    ]);
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in", "client-v1.pem"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Version: 1 (0x0)"),
+        "not a v1 certificate:\n{text}"
+    );
 }
 
 /// A server with only `oracle` loaded, on loopback, with `extra` flags.
@@ -150,6 +237,21 @@ fn assert_fails_with(o: &Output, want: &[&str]) {
     }
 }
 
+/// No Debug dump of a library error, no link into rustls's manual: a sentence.
+fn assert_a_sentence(o: &Output) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    for dump in [
+        "Other(",
+        "Error(",
+        "DnsName(",
+        "docs.rs",
+        "close_notify",
+        "Context",
+    ] {
+        assert!(!err.contains(dump), "{dump:?} in\n{}", show(o));
+    }
+}
+
 fn port(server: &Server) -> &str {
     server.url.rsplit_once(':').unwrap().1
 }
@@ -207,14 +309,27 @@ fn tls_server_refuses_plain_text_and_checks_the_ca_and_the_name() {
         &o,
         &[
             "error: cannot reach Triton at",
-            "UnknownIssuer",
-            "--ssl-root-cert",
+            &format!(
+                ": the server's certificate is not issued by a CA in --ssl-root-cert {}: \
+                 pass the certificate of the CA that issued it as --ssl-root-cert",
+                p.path("other-ca.pem")
+            ),
         ],
     );
+    assert_a_sentence(&o);
 
     // By address: the certificate names no IP, so the name check fails ...
     let o = ask(&server.url, &["--ssl-root-cert", &ca]);
-    assert_fails_with(&o, &["error: cannot reach Triton at", "--ssl-target-name"]);
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            ": the server's certificate is not issued for 127.0.0.1 (it names localhost, \
+             triton.test): connect by one of those names, or pass the name to check as \
+             --ssl-target-name NAME",
+        ],
+    );
+    assert_a_sentence(&o);
     // ... unless the name to check is given.
     let o = ask(
         &server.url,
@@ -232,6 +347,40 @@ fn mutual_tls_is_required_and_satisfied() {
 
     let o = ask(&url, &["--ssl-root-cert", &ca]);
     assert_fails_with(&o, &["error: ", "client certificate"]);
+    // Whether the server's alert or its closing of the connection arrives first
+    // depends on timing; both read as the same advice.
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            "requires a client certificate (mutual TLS: pass --ssl-client-cert FILE and \
+             --ssl-client-key FILE)",
+        ],
+    );
+    assert_a_sentence(&o);
+
+    // A client certificate of a CA the server does not trust for clients.
+    let stranger = p.path("stranger.pem");
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &stranger,
+            "--ssl-client-key",
+            &p.path("stranger.key"),
+        ],
+    );
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            &format!("client certificate --ssl-client-cert {stranger}"),
+            "issued by a CA it trusts for clients",
+        ],
+    );
+    assert_a_sentence(&o);
 
     let o = ask(
         &url,
@@ -245,6 +394,45 @@ fn mutual_tls_is_required_and_satisfied() {
         ],
     );
     assert_answered(&o);
+
+    // An X.509 v1 client certificate (openssl x509 -req, no extensions): bertqa sends
+    // it, and this server accepts it.
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &p.path("client-v1.pem"),
+            "--ssl-client-key",
+            &p.path("client-v1.key"),
+        ],
+    );
+    assert_answered(&o);
+
+    // A certificate with another certificate's key: refused before connecting, naming
+    // both files.
+    let o = ask(
+        &url,
+        &[
+            "--ssl-root-cert",
+            &ca,
+            "--ssl-client-cert",
+            &p.path("client.pem"),
+            "--ssl-client-key",
+            &p.path("client-v1.key"),
+        ],
+    );
+    assert_fails_with(
+        &o,
+        &[&format!(
+            "error: invalid configuration: --ssl-client-cert {} and --ssl-client-key {} \
+                 do not belong together: the certificate was issued for another key (pass \
+                 the key the certificate was made for)",
+            p.path("client.pem"),
+            p.path("client-v1.key")
+        )],
+    );
 }
 
 #[test]
@@ -333,4 +521,111 @@ fn an_inference_key_is_sent_from_flag_env_or_file_and_never_shown() {
         files >= 4 && out.join("metrics.json").exists(),
         "{files} files"
     );
+}
+
+#[test]
+fn tls_files_that_cannot_serve_are_named_with_what_to_do() {
+    let p = pki();
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let empty = file("empty.pem", "");
+    let garbage = file(
+        "garbage.pem",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    );
+    let bad_key = file(
+        "bad.key",
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    );
+    let missing = dir.path().join("missing.pem").display().to_string();
+    let (ca, cert, key) = (p.path("ca.pem"), p.path("client.pem"), p.path("client.key"));
+    // Each fails before any connection: no server is needed.
+    let url = "localhost:1";
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--ssl-root-cert", &missing],
+            format!("--ssl-root-cert {missing} cannot be read (No such file or directory (os error 2)): check the path"),
+        ),
+        (
+            vec!["--ssl-root-cert", &empty],
+            format!("--ssl-root-cert {empty}: the file is empty: pass the CA certificate(s) in PEM (-----BEGIN CERTIFICATE-----)"),
+        ),
+        (
+            vec!["--ssl-root-cert", &garbage],
+            format!("--ssl-root-cert {garbage}: certificate 1 of the file is not a valid X.509 certificate (is the file complete?)"),
+        ),
+        (
+            vec!["--ssl-root-cert", &ca, "--ssl-client-cert", &key, "--ssl-client-key", &key],
+            format!("--ssl-client-cert {key}: no PEM CERTIFICATE block in the file (it holds a PEM PRIVATE KEY block: is it the right file?): pass the client certificate in PEM (-----BEGIN CERTIFICATE-----)"),
+        ),
+        (
+            vec!["--ssl-root-cert", &ca, "--ssl-client-cert", &cert, "--ssl-client-key", &bad_key],
+            format!("--ssl-client-key {bad_key}: not a private key bertqa can use (an RSA, ECDSA P-256 or P-384, or Ed25519 key in PEM)"),
+        ),
+        (
+            vec!["--ssl-root-cert", &ca, "--ssl-client-cert", &garbage, "--ssl-client-key", &key],
+            format!("--ssl-client-cert {garbage}: the first certificate of the file is not a valid X.509 certificate (is the file complete?)"),
+        ),
+    ];
+    for (flags, want) in cases {
+        let o = ask(url, &flags);
+        assert_fails_with(&o, &[&format!("error: invalid configuration: {want}\n")]);
+        assert_a_sentence(&o);
+    }
+}
+
+#[test]
+fn tls_to_servers_that_do_not_speak_it_or_have_expired_is_explained() {
+    let p = pki();
+    let ca = p.path("ca.pem");
+    let plain = crate::common::server();
+
+    // TLS to a plain-text gRPC port: it answers in plain text.
+    let o = ask(&plain.url, &["--ssl-root-cert", &ca]);
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            ": the server does not speak TLS on this port: it answered in plain text (try \
+             without --ssl / https://)",
+        ],
+    );
+    assert_a_sentence(&o);
+
+    // TLS to Triton's HTTP port: it hangs up on the TLS greeting.
+    let http = format!("127.0.0.1:{}", plain.http_port);
+    let o = ask(&http, &["--ssl-root-cert", &ca]);
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            ": the server closed the connection during the TLS handshake: this port does not \
+             seem to speak TLS (try without --ssl / https://, or check the port)",
+        ],
+    );
+    assert_a_sentence(&o);
+
+    // A server whose certificate expired in 2020.
+    let expired = secure_server(&[
+        "--grpc-use-ssl=true".into(),
+        format!("--grpc-server-cert={}", p.path("expired.pem")),
+        format!("--grpc-server-key={}", p.path("expired.key")),
+    ]);
+    let o = ask(
+        &format!("localhost:{}", port(&expired)),
+        &["--ssl-root-cert", &ca],
+    );
+    assert_fails_with(
+        &o,
+        &[
+            "error: cannot reach Triton at",
+            ": the server's certificate expired on 2020-01-01: the server needs a renewed \
+             certificate (or this machine's clock is wrong)",
+        ],
+    );
+    assert_a_sentence(&o);
 }

@@ -1,5 +1,6 @@
 //! Triton's KServe v2 HTTP/REST protocol: one server's REST calls over HTTP/1.1
-//! keep-alive connections (hyper-util's pooled client), their failures mapped into the
+//! keep-alive connections (hyper-util's pooled client; TLS for `https://` with bertqa's
+//! rustls configuration, `connect.rs`), their failures mapped into the
 //! same [`Error`]s as gRPC's, and inference with the binary tensor data extension
 //! ([`HttpTransport`]).
 //!
@@ -20,8 +21,9 @@
 //! - A server that answers in HTTP/2 only (Triton's gRPC port) is named as such, with
 //!   the flag to use.
 
+mod connect;
 mod infer;
-pub mod json;
+mod json;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,18 +32,18 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;
 
+use connect::Connector;
 pub use infer::HttpTransport;
 
 use super::peer::Peer;
 use super::proto::repository_index_response::ModelIndex;
 use super::proto::{ModelConfig, ModelMetadataResponse, ModelStatistics, ServerMetadataResponse};
-use super::security;
+use super::security::{self, tls_errors::TlsFailure};
 use super::status::root_cause;
 use crate::error::{Error, Result};
 
@@ -52,10 +54,11 @@ pub const GRPC_PORT_HINT: &str = "this looks like a gRPC port (HTTP/2 only): use
 /// Characters of a model name or region name that are escaped in a URL path.
 const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.');
 
-/// One server spoken to over HTTP/1.1. Cheap to clone: clones share the connections.
-#[derive(Debug, Clone)]
+/// One server spoken to over HTTP/1.1 (TLS for an `https://` server, or with the
+/// peer's TLS configuration). Cheap to clone: clones share the connections.
+#[derive(Clone)]
 pub struct HttpClient {
-    hyper: Client<HttpConnector, Full<Bytes>>,
+    hyper: Client<Connector, Full<Bytes>>,
     /// `http://host:port`, without a trailing slash.
     base: Arc<str>,
     /// The configured headers, values marked sensitive.
@@ -70,25 +73,38 @@ pub(crate) struct Answer {
     pub body: Bytes,
 }
 
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("base", &self.base)
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
 impl HttpClient {
-    /// A client of the server at `base` (`http://host:port`). Nothing is sent until
-    /// the first call; [`connect`](Self::connect) checks that the server is there.
-    pub fn new(base: &str, connect_timeout: Duration, peer: Arc<Peer>) -> HttpClient {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(connect_timeout));
+    /// A client of the server at `base` (`http://host:port` or `https://host:port`),
+    /// with TLS when the peer has a TLS configuration. Nothing is sent until the first
+    /// call; [`connect`](Self::connect) checks that the server is there. A TLS
+    /// configuration that cannot serve (files) is an error naming the file.
+    pub fn new(base: &str, connect_timeout: Duration, peer: Arc<Peer>) -> Result<HttpClient> {
+        let base = base.trim_end_matches('/');
+        let uri: http::Uri = base
+            .parse()
+            .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", peer.url)))?;
+        let connector = Connector::new(&uri, peer.tls.as_ref(), connect_timeout)?;
         let hyper = Client::builder(TokioExecutor::new()).build(connector);
         let mut headers = HeaderMap::new();
         for h in peer.headers.iter() {
             let (name, value) = h.to_http();
             headers.insert(name, value);
         }
-        HttpClient {
+        Ok(HttpClient {
             hyper,
-            base: base.trim_end_matches('/').into(),
+            base: base.into(),
             headers: Arc::new(headers),
             peer,
-        }
+        })
     }
 
     /// [`new`](Self::new), then one request (`GET /v2/health/live`) within
@@ -100,7 +116,7 @@ impl HttpClient {
         connect_timeout: Duration,
         peer: Arc<Peer>,
     ) -> Result<HttpClient> {
-        let client = HttpClient::new(base, connect_timeout, peer);
+        let client = HttpClient::new(base, connect_timeout, peer)?;
         match tokio::time::timeout(
             connect_timeout,
             client.call(Method::GET, "/v2/health/live", None),
@@ -181,6 +197,16 @@ impl HttpClient {
 
     /// A failure to exchange a request and its answer, by meaning.
     fn transport_error(&self, e: &(dyn std::error::Error + 'static)) -> Error {
+        let mut source = Some(e);
+        while let Some(s) = source {
+            if let Some(failure) = s.downcast_ref::<TlsFailure>() {
+                return Error::Unavailable {
+                    url: self.peer.url.clone(),
+                    message: failure.to_string(),
+                };
+            }
+            source = s.source();
+        }
         let cause = root_cause(e);
         let lower = cause.to_ascii_lowercase();
         // A gRPC server sends its HTTP/2 settings at once: hyper sees bytes before its
@@ -189,7 +215,9 @@ impl HttpClient {
             || lower.contains("received unexpected message from connection");
         let message = if http2_only {
             format!("{cause} ({GRPC_PORT_HINT})")
-        } else if lower.contains("connection closed before message completed") {
+        } else if lower.contains("connection closed before message completed")
+            || lower.contains("connection was not ready")
+        {
             format!("connection closed by the server ({cause})")
         } else {
             cause
@@ -200,7 +228,7 @@ impl HttpClient {
                 message,
             },
             &self.peer.headers,
-            self.peer.tls,
+            self.peer.tls.as_ref(),
         )
     }
 
@@ -240,7 +268,7 @@ impl HttpClient {
                 }
             }
         };
-        security::annotate(error, &self.peer.headers, self.peer.tls)
+        security::annotate(error, &self.peer.headers, self.peer.tls.as_ref())
     }
 
     /// A GET (or a POST of `body`) whose answer is JSON of type `T`.
@@ -397,9 +425,9 @@ mod tests {
             url: "h:8000".into(),
             request_timeout: Duration::from_millis(7),
             headers: Arc::from(Vec::new()),
-            tls: false,
+            tls: None,
         });
-        HttpClient::new("http://h:8000/", Duration::from_secs(1), peer)
+        HttpClient::new("http://h:8000/", Duration::from_secs(1), peer).unwrap()
     }
 
     #[test]

@@ -6,19 +6,22 @@
 //! on the wire as *sensitive* metadata values. No error of this module quotes a value
 //! or the contents of a key file; they name the header, the flag or the path.
 //!
-//! TLS uses rustls (ring) through tonic. Trust comes from `--ssl-root-cert` when
-//! given, else from the system's CA store. The name checked in the server certificate
-//! is the URL's host (a DNS name or an IP address) unless `target_name` overrides it
-//! (ingress, or a certificate issued for a name while connecting by address).
+//! TLS is [`tls`]'s: bertqa's own rustls configuration, for every transport
+//! ([`tls::rustls_client_config`], [`tls::server_name`]). [`tls_errors`] turns TLS
+//! failures into sentences naming the file or setting and what to do (for a handshake
+//! of another transport: [`tls_errors::handshake_error`] and [`tls_errors::TlsFailure`]).
+
+pub(crate) mod tls;
+pub(crate) mod tls_errors;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-use super::status::root_cause;
 use crate::error::{Error, Result};
+
+pub(crate) use tls::GrpcTlsConnector;
 
 /// A secret string. It is never shown: `Debug` and `Display` print `<redacted>`.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -120,6 +123,23 @@ pub fn apply(headers: &[Header], metadata: &mut MetadataMap) {
     }
 }
 
+/// A failed connection attempt (tonic's error) as what a user is told: the sentence of a
+/// failed TLS handshake ([`tls_errors::TlsFailure`]), else the innermost cause with the
+/// hints of [`explain`].
+pub(crate) fn connect_error(
+    error: &(dyn std::error::Error + 'static),
+    tls: Option<&TlsConfig>,
+) -> String {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if let Some(failure) = e.downcast_ref::<tls_errors::TlsFailure>() {
+            return failure.to_string();
+        }
+        cause = e.source();
+    }
+    explain(&super::status::root_cause(error), tls)
+}
+
 /// TLS settings. Either both or neither of `client_cert` and `client_key`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsConfig {
@@ -142,67 +162,10 @@ pub struct Security {
     pub headers: Vec<Header>,
 }
 
-/// Configures TLS on an `https://` endpoint. File problems are [`Error::Io`] or
-/// [`Error::Config`] naming the file and setting.
-pub(crate) fn tls_endpoint(endpoint: Endpoint, tls: &TlsConfig) -> Result<Endpoint> {
-    let mut config = ClientTlsConfig::new();
-    match &tls.root_cert {
-        Some(path) => {
-            let pem = read_pem(path, "CERTIFICATE", "`root_cert`")?;
-            config = config.ca_certificate(Certificate::from_pem(pem));
-        }
-        None => config = config.with_native_roots(),
-    }
-    match (&tls.client_cert, &tls.client_key) {
-        (Some(cert), Some(key)) => {
-            let cert = read_pem(cert, "CERTIFICATE", "`client_cert`")?;
-            let key = read_pem(key, "PRIVATE KEY", "`client_key`")?;
-            config = config.identity(Identity::from_pem(cert, key));
-        }
-        (None, None) => {}
-        _ => {
-            return Err(Error::Config(
-                "mutual TLS needs both `client_cert` and `client_key`".into(),
-            ))
-        }
-    }
-    if let Some(name) = &tls.target_name {
-        config = config.domain_name(name.clone());
-    }
-    endpoint.tls_config(config).map_err(|e| {
-        let cause = root_cause(&e);
-        let hint = if tls.root_cert.is_none() && cause.contains("native certs") {
-            " (no CA certificates found on this system: pass `root_cert` FILE)"
-        } else {
-            ""
-        };
-        Error::Config(format!("TLS configuration: {cause}{hint}"))
-    })
-}
-
-/// Reads a PEM file and checks that it holds a block of the expected kind (`CERTIFICATE`,
-/// or any `... PRIVATE KEY`); never quotes the contents.
-fn read_pem(path: &Path, kind: &str, setting: &str) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let found = text.lines().any(|l| {
-        l.trim()
-            .strip_prefix("-----BEGIN ")
-            .is_some_and(|rest| rest.trim_end_matches('-').ends_with(kind))
-    });
-    if !found {
-        return Err(Error::Config(format!(
-            "{setting} {}: no PEM {kind} block in the file",
-            path.display()
-        )));
-    }
-    Ok(bytes)
-}
-
 /// Adds what a user can act on to a client error: the names (never the values) of the
-/// headers sent to a server that denied permission, and the TLS hints of [`explain`]
-/// to a connection failure.
-pub(crate) fn annotate(error: Error, headers: &[Header], tls: bool) -> Error {
+/// headers sent to a server that denied permission, and the TLS sentences and hints of
+/// [`explain`] to a connection failure (`tls`: the TLS configuration in use, if any).
+pub(crate) fn annotate(error: Error, headers: &[Header], tls: Option<&TlsConfig>) -> Error {
     match error {
         Error::PermissionDenied { url, mut message } if !headers.is_empty() => {
             let names: Vec<&str> = headers.iter().map(Header::name).collect();
@@ -220,54 +183,24 @@ pub(crate) fn annotate(error: Error, headers: &[Header], tls: bool) -> Error {
     }
 }
 
-/// Adds what a user can do to a connection failure's message, given whether TLS was
-/// on. The message is the innermost cause from the transport.
-pub(crate) fn explain(message: &str, tls: bool) -> String {
+/// Adds what a user can do to a connection failure's message (the innermost cause from
+/// the transport), given the TLS configuration in use, if any: with TLS, the sentences
+/// of [`tls_errors::explain_tls`]; without, a hint where the server may want TLS.
+pub(crate) fn explain(message: &str, tls: Option<&TlsConfig>) -> String {
+    if let Some(tls) = tls {
+        return tls_errors::explain_tls(message, tls);
+    }
     let lower = message.to_ascii_lowercase();
-    let hint = if tls {
-        if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-            "the server's certificate is not signed by a trusted CA (check `root_cert`)"
-        } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-            "the server's certificate is not issued for this host name \
-             (use the name in the certificate, or `target_name` NAME)"
-        } else if lower.contains("certificaterequired") || lower.contains("certificate required") {
-            "the server requires a client certificate (mutual TLS: \
-             `client_cert` FILE `client_key` FILE)"
-        } else if lower.contains("badcertificate")
-            || lower.contains("bad certificate")
-            || lower.contains("unknownca")
-            || lower.contains("unknown ca")
-        {
-            "the server rejected the client certificate (mutual TLS)"
-        } else if lower.contains("close_notify")
-            || lower.contains("unexpected eof")
-            || closed_connection(&lower)
-        {
-            "the server closed the TLS connection during or right after the handshake: \
-             it may require a client certificate (`client_cert` FILE `client_key` \
-             FILE) or not accept the one sent"
-        } else if lower.contains("corrupt message")
-            || lower.contains("invalidcontenttype")
-            || lower.contains("invalid content type")
-            || lower.contains("http/2 was not negotiated")
-        {
-            "the server does not seem to speak TLS (try without `tls` / https://)"
-        } else {
-            ""
-        }
-    } else if closed_connection(&lower)
+    if closed_connection(&lower)
         || lower.contains("frame with invalid size")
         || lower.contains("protocol error")
     {
-        "the server closed the plain-text connection; if it requires TLS, use `tls` \
-         (with `root_cert` FILE) or an https:// URL"
+        format!(
+            "{message} (the server closed the plain-text connection; if it requires TLS, \
+             use `tls` (with `root_cert` FILE) or an https:// URL)"
+        )
     } else {
-        ""
-    };
-    if hint.is_empty() {
         message.to_string()
-    } else {
-        format!("{message} ({hint})")
     }
 }
 
@@ -330,34 +263,20 @@ mod tests {
     }
 
     #[test]
-    fn pem_files_are_checked_without_quoting_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = dir.path().join("key.pem");
-        std::fs::write(&key, "not a pem: hunter2").unwrap();
-        let e = read_pem(&key, "CERTIFICATE", "`root_cert`").unwrap_err();
-        let text = e.to_string();
-        assert!(
-            text.contains("`root_cert`") && text.contains("key.pem"),
-            "{text}"
-        );
-        assert!(!text.contains("hunter2"), "{text}");
-        std::fs::write(&key, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n").unwrap();
-        assert!(read_pem(&key, "PRIVATE KEY", "`client_key`").is_ok());
-        let e = read_pem(&dir.path().join("missing.pem"), "CERTIFICATE", "x").unwrap_err();
-        assert!(matches!(e, Error::Io { .. }), "{e}");
-    }
-
-    #[test]
     fn connection_failures_get_a_hint() {
-        assert!(explain("invalid peer certificate: UnknownIssuer", true).contains("`root_cert`"));
-        assert!(explain("connection closed by the server (x)", false).contains("`tls`"));
+        assert!(explain(
+            "invalid peer certificate: UnknownIssuer",
+            Some(&TlsConfig::default())
+        )
+        .contains("`root_cert`"));
+        assert!(explain("connection closed by the server (x)", None).contains("`tls`"));
         assert!(explain(
             "peer closed connection without sending TLS close_notify",
-            true
+            Some(&TlsConfig::default())
         )
         .contains("`client_cert`"));
         assert_eq!(
-            explain("Connection refused (os error 111)", false),
+            explain("Connection refused (os error 111)", None),
             "Connection refused (os error 111)"
         );
     }
