@@ -185,6 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         "schema": 1,
         "model": binding.model,
         "url": args.run.server.url.join(","),
+        "protocol": client.first_client().protocol().as_str(),
         "features": outcome.features,
         "latency_ms": {
             "max": outcome.infer.latency_us.max() as f64 / 1000.0,

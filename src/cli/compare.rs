@@ -75,6 +75,7 @@ pub struct Args {
 struct ModelRun {
     name: String,
     url: String,
+    protocol: bertqa::backend::Protocol,
     dir_name: String,
     binding: Binding,
     outcome: RunOutcome,
@@ -250,6 +251,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         Ok(ModelRun {
             name,
             url,
+            protocol: client.first_client().protocol(),
             dir_name,
             binding,
             outcome,
@@ -317,6 +319,7 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
             ModelJson {
                 name: r.name.clone(),
                 url: r.url.clone(),
+                protocol: r.protocol.as_str(),
                 platform: r.binding.platform.clone(),
                 output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
                 metrics: r.scores.metrics.to_json(),
@@ -431,9 +434,15 @@ fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: 
 fn render_text(doc: &Value) -> String {
     let mut s = String::new();
     let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let models = doc["models"].as_array().cloned().unwrap_or_default();
+    // Every model is spoken to in the one --protocol.
+    let protocol = bertqa::report::protocol_words(match models.first().map(|m| &m["protocol"]) {
+        Some(p) if p == "http" => bertqa::backend::Protocol::Http,
+        _ => bertqa::backend::Protocol::Grpc,
+    });
     let _ = writeln!(
         s,
-        "data {}: {} questions, {} features ({})\n",
+        "data {}: {} questions, {} features ({} over {protocol})\n",
         doc["data"].as_str().unwrap_or(""),
         doc["questions"],
         doc["features"],
@@ -458,7 +467,6 @@ fn render_text(doc: &Value) -> String {
         " {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}",
         "features/s", "p50 ms", "p95 ms", "p99 ms", "agree", "Linf start", "Linf end"
     );
-    let models = doc["models"].as_array().cloned().unwrap_or_default();
     let comps = doc["comparisons"].as_array().cloned().unwrap_or_default();
     for (i, m) in models.iter().enumerate() {
         let mm = &m["metrics"];

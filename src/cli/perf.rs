@@ -241,6 +241,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         version: binding.version.clone(),
         platform: binding.platform.clone(),
         url: args.server.first_url().to_string(),
+        protocol: client.protocol(),
         max_batch_size: binding.max_batch_size,
         data: args.data.display().to_string(),
         features: features.len(),

@@ -24,6 +24,8 @@ pub struct CompareJson {
 pub struct ModelJson {
     pub name: String,
     pub url: String,
+    /// `--protocol`: `grpc` or `http`.
+    pub protocol: &'static str,
     pub platform: String,
     pub output_dir: String,
     pub metrics: Value,
@@ -102,6 +104,7 @@ mod tests {
         let model = |name: &str| ModelJson {
             name: name.into(),
             url: "localhost:8001".into(),
+            protocol: "grpc",
             platform: "onnxruntime_onnx".into(),
             output_dir: format!("out/{name}"),
             metrics: json!({"exact": 50.0, "f1": 60.0, "total": 2}),

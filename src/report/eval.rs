@@ -141,6 +141,8 @@ pub struct Model<'a> {
     pub name: &'a str,
     pub version: &'a str,
     pub url: Option<&'a str>,
+    /// `--protocol`: `grpc` or `http`.
+    pub protocol: &'static str,
     pub platform: &'a str,
     pub max_batch_size: usize,
     pub binding: Value,
@@ -268,7 +270,8 @@ mod tests {
         doc.model = Some(Model {
             name: "null",
             version: "",
-            url: Some("localhost:8001"),
+            url: Some("localhost:8000"),
+            protocol: "http",
             platform: "python",
             max_batch_size: 64,
             binding: json!({}),

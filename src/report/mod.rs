@@ -9,6 +9,17 @@ pub mod merge;
 
 use serde::Serialize;
 
+use crate::backend::Protocol;
+
+/// The protocol as the text reports name it (the JSON reports write
+/// [`Protocol::as_str`], the `--protocol` value).
+pub fn protocol_words(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Grpc => "gRPC",
+        Protocol::Http => "HTTP",
+    }
+}
+
 /// How many question ids a report lists where it counts them.
 #[derive(Debug, Clone, Serialize)]
 pub struct CountedIds<'a> {

@@ -99,6 +99,8 @@ pub struct EvalReport {
     pub postprocess: &'static str,
     pub batch_size: usize,
     pub concurrency: usize,
+    /// The protocol the server was spoken to in (`None` without a server).
+    pub protocol: Option<bertqa::backend::Protocol>,
     pub questions: usize,
     pub features: u64,
     pub featureless: Vec<String>,

@@ -70,14 +70,20 @@ pub fn render_json(r: &EvalReport) -> Value {
         }),
         _ => None,
     };
-    let model = r.binding.as_ref().map(|b| Model {
-        name: &b.model,
-        version: &b.version,
-        url: r.url.as_deref(),
-        platform: &b.platform,
-        max_batch_size: b.max_batch_size,
-        binding: serde_json::to_value(b).unwrap_or(Value::Null),
-    });
+    // A run with a server has both; one from saved logits neither.
+    let model = r
+        .binding
+        .as_ref()
+        .zip(r.protocol)
+        .map(|(b, protocol)| Model {
+            name: &b.model,
+            version: &b.version,
+            url: r.url.as_deref(),
+            protocol: protocol.as_str(),
+            platform: &b.platform,
+            max_batch_size: b.max_batch_size,
+            binding: serde_json::to_value(b).unwrap_or(Value::Null),
+        });
     let default_retries = bertqa::backend::RetryStats::default();
     let retries = r.retries.as_ref().unwrap_or(&default_retries);
     let doc = EvalJson {
@@ -281,12 +287,17 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
     } else {
         "SQuAD 1.1 rules"
     };
-    match (&r.binding, &r.url) {
-        (Some(b), Some(url)) => {
+    match (&r.binding, &r.url, r.protocol) {
+        (Some(b), Some(url), Some(protocol)) => {
             let _ = writeln!(
                 s,
-                "model        {} at {} ({}, batch {}, concurrency {})",
-                b.model, url, b.platform, r.batch_size, r.concurrency
+                "model        {} at {} over {} ({}, batch {}, concurrency {})",
+                b.model,
+                url,
+                bertqa::report::protocol_words(protocol),
+                b.platform,
+                r.batch_size,
+                r.concurrency
             );
         }
         _ => {

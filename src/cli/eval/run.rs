@@ -335,6 +335,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         },
         batch_size: ran.batch_size,
         concurrency: args.run.load.concurrency.max(1),
+        protocol: net.map(|p| p.first_client().protocol()),
         questions: dataset.examples.len(),
         features: outcome.features,
         featureless: outcome

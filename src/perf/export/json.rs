@@ -39,6 +39,8 @@ pub struct Model<'a> {
     pub name: &'a str,
     pub version: &'a str,
     pub url: &'a str,
+    /// `--protocol`: `grpc` or `http`.
+    pub protocol: &'static str,
     pub platform: &'a str,
     pub max_batch_size: usize,
 }
@@ -142,6 +144,7 @@ pub fn render(report: &Report) -> PerfJson<'_> {
             name: &report.model,
             version: &report.version,
             url: &report.url,
+            protocol: report.protocol.as_str(),
             platform: &report.platform,
             max_batch_size: report.max_batch_size,
         },
@@ -271,6 +274,7 @@ mod tests {
     fn levels_carry_every_part_of_the_latency() {
         let v = serde_json::to_value(render(&sample::report())).unwrap();
         assert_eq!(v["schema"], 1);
+        assert_eq!(v["model"]["protocol"], "grpc");
         assert_eq!(v["mode"], "concurrency");
         assert_eq!(v["measurement"]["request_count"], 50);
         assert_eq!(v["measurement"]["interval_ms"], Value::Null);

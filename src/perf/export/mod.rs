@@ -22,6 +22,8 @@ pub struct Report {
     pub version: String,
     pub platform: String,
     pub url: String,
+    /// The protocol the server was spoken to in.
+    pub protocol: crate::backend::Protocol,
     pub max_batch_size: usize,
     /// The SQuAD file the features came from.
     pub data: String,
@@ -141,6 +143,7 @@ pub(crate) mod sample {
             version: String::new(),
             platform: "python".into(),
             url: "127.0.0.1:8001".into(),
+            protocol: crate::backend::Protocol::Grpc,
             max_batch_size: 8,
             data: "data/sample.json".into(),
             features: 52,

@@ -34,8 +34,12 @@ pub fn render(r: &Report) -> String {
     };
     let _ = writeln!(
         s,
-        "model        {}{version} at {} ({}, max batch {})",
-        r.model, r.url, r.platform, r.max_batch_size
+        "model        {}{version} at {} over {} ({}, max batch {})",
+        r.model,
+        r.url,
+        crate::report::protocol_words(r.protocol),
+        r.platform,
+        r.max_batch_size
     );
     let _ = writeln!(
         s,
@@ -173,6 +177,7 @@ mod tests {
     fn every_part_is_shown_and_adds_up() {
         let r = sample::report();
         let text = render(&r);
+        assert!(text.starts_with("model        tiny-bert at 127.0.0.1:8001 over gRPC (python"));
         assert!(text.contains("concurrency 1: stable after 3 windows; 150 requests in 1.50 s"));
         assert!(text.contains("concurrency 2: NOT STABLE after 10 windows"));
         assert!(text.contains(
