@@ -629,3 +629,81 @@ fn tls_to_servers_that_do_not_speak_it_or_have_expired_is_explained() {
     );
     assert_a_sentence(&o);
 }
+
+/// `scripts/tls_proxy.py` (OpenSSL, as nginx or envoy terminate TLS) in front of the
+/// shared server's HTTP port, requiring client certificates of `ca.pem`; killed on drop.
+struct OpensslProxy {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for OpensslProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn openssl_proxy() -> OpensslProxy {
+    use std::io::BufRead;
+    let p = pki();
+    let python = crate::common::triton_env()
+        .get("TRITON_PYTHON")
+        .cloned()
+        .unwrap_or_else(|| "python3".into());
+    let target = format!("127.0.0.1:{}", crate::common::server().http_port);
+    let mut child = std::process::Command::new(python)
+        .arg(root().join("scripts/tls_proxy.py"))
+        .args(["--listen", "0", "--target", &target])
+        .args([
+            "--cert",
+            &p.path("server.pem"),
+            "--key",
+            &p.path("server.key"),
+        ])
+        .args(["--client-ca", &p.path("ca.pem")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start scripts/tls_proxy.py");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("tls_proxy.py did not start: {line:?}"));
+    OpensslProxy { child, port }
+}
+
+/// Mutual TLS over HTTPS with an X.509 v1 client certificate, through a TLS-terminating
+/// proxy that accepts what OpenSSL accepts (Triton's HTTP server has no TLS of its own):
+/// bertqa sends the certificate and the proxy decides. A certificate of another CA is
+/// refused by the proxy, in a sentence.
+#[test]
+fn mutual_tls_over_https_sends_an_x509_v1_client_certificate() {
+    let p = pki();
+    let proxy = openssl_proxy();
+    let url = format!("https://localhost:{}", proxy.port);
+    let ca = p.path("ca.pem");
+    let with = |stem: &str| {
+        ask(
+            &url,
+            &[
+                "--protocol",
+                "http",
+                "--ssl-root-cert",
+                &ca,
+                "--ssl-client-cert",
+                &p.path(&format!("{stem}.pem")),
+                "--ssl-client-key",
+                &p.path(&format!("{stem}.key")),
+            ],
+        )
+    };
+    assert_answered(&with("client-v1"));
+    assert_answered(&with("client"));
+    let o = with("stranger");
+    assert_fails_with(&o, &["does not accept the client certificate"]);
+    assert_a_sentence(&o);
+}
