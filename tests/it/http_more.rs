@@ -150,6 +150,7 @@ fn reports_say_which_protocol_was_used() {
         &["--protocol", "http", "--url", &http_url()],
     );
     args.retain(|a| a != "--json");
+    args.push("-v".into());
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -158,6 +159,10 @@ fn reports_say_which_protocol_was_used() {
             "model        oracle at {} over HTTP (",
             http_url()
         )),
+        "{text}"
+    );
+    assert!(
+        text.contains("requests     one POST to the model's /infer each"),
         "{text}"
     );
 

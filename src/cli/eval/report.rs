@@ -199,13 +199,19 @@ fn padding_line(p: &bertqa::pipeline::PaddingReport) -> String {
     }
 }
 
-/// The text report's line on how requests travelled (`--transport`), when the run had
-/// a server.
-pub(crate) fn requests_line(endpoints: &[bertqa::backend::pool::EndpointReport]) -> Option<String> {
-    use bertqa::backend::Transport;
+/// The text report's line on how requests travelled (`--protocol`, `--transport`), when
+/// the run had a server.
+pub(crate) fn requests_line(
+    endpoints: &[bertqa::backend::pool::EndpointReport],
+    protocol: Option<bertqa::backend::Protocol>,
+) -> Option<String> {
+    use bertqa::backend::{Protocol, Transport};
     let first = endpoints.first()?;
     let connections: usize = endpoints.iter().map(|e| e.connections).sum();
     let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
+    if protocol == Some(Protocol::Http) {
+        return Some("one POST to the model's /infer each, on keep-alive connections".into());
+    }
     Some(match (first.transport, unary) {
         (Transport::Unary, _) => "one ModelInfer call each".into(),
         (Transport::Stream, 0) => "on one ModelStreamInfer stream per connection".into(),
@@ -397,7 +403,7 @@ fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
     if let Some(i) = r.infer.as_ref().filter(|i| i.requests > 0 && verbose) {
         let _ = writeln!(s, "padding      {}", padding_line(&i.padding));
         let _ = writeln!(s, "inputs       {}", inputs_line(&i.shared_memory));
-        if let Some(line) = requests_line(&r.endpoints) {
+        if let Some(line) = requests_line(&r.endpoints, r.protocol) {
             let _ = writeln!(s, "requests     {line}");
         }
     }
