@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite (issue #7): bertqa against the Python reference client
-# ($BERTQA_REF_CLIENT, by default ../shared/reference/ref_client.py beside the clone, a
-# program run here, not documentation: transformers 4.46 + tritonclient, batches of 8 sent
-# one after another) on the same local Triton and the same SQuAD-format files, in one run.
+# ($BERTQA_REF_CLIENT, a ref_client.py kept outside the project and run here:
+# transformers 4.46 + tritonclient, batches of 8 sent one after another) on the same local Triton and the same SQuAD-format files, in one run.
 # Release build; a script, never a timed test. Prints every ratio with the numbers behind
 # it and whether each target is met.
 #
@@ -33,8 +32,8 @@
 #      Target: well under 0.5 s, >= 100x. Skip with BENCH_DECODE=0.
 #
 # Default data: the SQuAD-dev-sized file made by scripts/gen_squad.py, plus
-# ../shared/data/econ-squad-v1.1.json beside the clone when present (input data read at
-# run time, not shipped with bertqa; else a note). Method and figures: docs/performance.md.
+# $BERTQA_EXTRA_DATA when set (e.g. a public SQuAD file with very long contexts, read at
+# run time, not shipped with bertqa). Method and figures: docs/performance.md.
 # The reference client takes minutes per file: its results are cached in
 # $BENCH_DIR/ref-*.json keyed by the file's and the client's checksums (BENCH_FRESH_REF=1
 # runs it again). Without the reference client only bertqa is measured.
@@ -47,8 +46,9 @@ mkdir -p "$BENCH_DIR"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 BQ="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/release/bertqa"
-REF="${BERTQA_REF_CLIENT:-$BERTQA_ROOT/../shared/reference/ref_client.py}"
-[ -f "$REF" ] || { log "no reference client at $REF: measuring bertqa only"; REF=""; }
+REF="${BERTQA_REF_CLIENT:-}"
+if [ -n "$REF" ] && [ ! -f "$REF" ]; then die "BERTQA_REF_CLIENT=$REF: no such file"; fi
+[ -n "$REF" ] || log "BERTQA_REF_CLIENT not set: measuring bertqa only"
 REFPY=""
 [ -n "$REF" ] && REFPY="$(bash scripts/setup_ref_venv.sh)"
 WORK="$(mktemp -d)"
@@ -58,8 +58,11 @@ RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
 if [ $# -eq 0 ]; then
   [ -f "$BENCH_DIR/dev-sized.json" ] || python3 scripts/gen_squad.py "$BENCH_DIR/dev-sized.json" >&2
   set -- "$BENCH_DIR/dev-sized.json"
-  ECON="$BERTQA_ROOT/../shared/data/econ-squad-v1.1.json"
-  if [ -f "$ECON" ]; then set -- "$@" "$ECON"; else log "note: $ECON absent, skipped"; fi
+  ECON="${BERTQA_EXTRA_DATA:-}"
+  if [ -n "$ECON" ]; then
+    [ -f "$ECON" ] || die "BERTQA_EXTRA_DATA=$ECON: no such file"
+    set -- "$@" "$ECON"
+  fi
 fi
 GRPC=18421 HTTP=18420
 URL="$(bash scripts/triton.sh start --name bench-suite --grpc-port $GRPC --http-port $HTTP --metrics-port 18422)"

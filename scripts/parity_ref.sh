@@ -6,14 +6,14 @@
 #
 #   scripts/parity_ref.sh DATA.json [MODEL]      (MODEL default: bert-onnx)
 #
-# The reference client is $BERTQA_REF_CLIENT or, by default, ../shared/reference/ref_client.py
-# beside the clone: a program run here, not part of bertqa or its documentation.
+# The reference client is $BERTQA_REF_CLIENT (a ref_client.py kept outside the project):
+# a program run here, not part of bertqa or its documentation.
 # Not part of the tests (it needs the reference client and takes minutes).
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 DATA="${1:?usage: $0 DATA.json [MODEL]}"; MODEL="${2:-bert-onnx}"
-REF="${BERTQA_REF_CLIENT:-$BERTQA_ROOT/../shared/reference/ref_client.py}"
-[ -f "$REF" ] || die "no reference client at $REF (set BERTQA_REF_CLIENT)"
+REF="${BERTQA_REF_CLIENT:?set BERTQA_REF_CLIENT to the reference client (ref_client.py)}"
+[ -f "$REF" ] || die "BERTQA_REF_CLIENT=$REF: no such file"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 PY="$(bash scripts/setup_ref_venv.sh)"
