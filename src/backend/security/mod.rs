@@ -1,15 +1,16 @@
-//! Transport security and credentials: TLS (and mutual TLS) for the channel, and gRPC
-//! metadata (headers) sent with every call.
+//! Transport security and credentials: TLS (and mutual TLS) for the connection, and the
+//! headers (gRPC metadata, or HTTP headers) sent with every call.
 //!
-//! Header values are secrets (API keys, Triton's `triton-grpc-protocol-infer-key`):
-//! they live in [`Secret`], whose `Debug` and `Display` print `<redacted>`, and are put
-//! on the wire as *sensitive* metadata values. No error of this module quotes a value
-//! or the contents of a key file; they name the header, the flag or the path.
+//! Header values are secrets (API keys, Triton's `triton-grpc-protocol-infer-key` or
+//! HTTP `infer-key`): they live in [`Secret`], whose `Debug` and `Display` print
+//! `<redacted>`, and are put on the wire as *sensitive* values. No error of this module
+//! quotes a value or the contents of a key file; they name the header, the flag or the
+//! path.
 //!
-//! TLS is [`tls`]'s: bertqa's own rustls configuration, for every transport
-//! ([`tls::rustls_client_config`], [`tls::server_name`]). [`tls_errors`] turns TLS
+//! TLS is the private `tls` module's: bertqa's own rustls configuration, for every
+//! transport (`tls::rustls_client_config`, `tls::server_name`). `tls_errors` turns TLS
 //! failures into sentences naming the file or setting and what to do (for a handshake
-//! of another transport: [`tls_errors::handshake_error`] and [`tls_errors::TlsFailure`]).
+//! of another transport: `tls_errors::handshake_error` and `tls_errors::TlsFailure`).
 
 pub(crate) mod tls;
 pub(crate) mod tls_errors;
