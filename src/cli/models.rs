@@ -36,6 +36,7 @@ pub struct Args {
 /// What `models` found, rendered as text or JSON.
 struct Report {
     url: String,
+    protocol: bertqa::backend::Protocol,
     name: String,
     version: String,
     live: bool,
@@ -129,6 +130,7 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
     };
     Ok(Report {
         url: args.server.first_url().to_string(),
+        protocol: client.protocol(),
         name: meta.name,
         version: meta.version,
         live,
@@ -193,7 +195,7 @@ fn to_json(r: &Report) -> Value {
     json!({
         "schema": 1,
         "server": {
-            "url": r.url, "name": r.name, "version": r.version, "live": r.live,
+            "url": r.url, "protocol": r.protocol.as_str(), "name": r.name, "version": r.version, "live": r.live,
             "ready": r.ready, "extensions": r.extensions,
         },
         "models": models,
@@ -204,7 +206,14 @@ fn to_json(r: &Report) -> Value {
 fn render_text(r: &Report) -> String {
     let mut s = String::new();
     let yes = |b: bool| if b { "yes" } else { "no" };
-    let _ = writeln!(s, "server   {} {} at {}", r.name, r.version, r.url);
+    let _ = writeln!(
+        s,
+        "server   {} {} at {} over {}",
+        r.name,
+        r.version,
+        r.url,
+        bertqa::report::protocol_words(r.protocol)
+    );
     let _ = writeln!(s, "live     {}   ready {}", yes(r.live), yes(r.ready));
     let _ = writeln!(s, "extensions {}", r.extensions.join(" "));
     let _ = writeln!(s);

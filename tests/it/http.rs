@@ -76,7 +76,19 @@ fn models_shows_the_bindings_of_both_layouts_as_over_grpc() {
             over_grpc["server"]["extensions"]
         );
         assert_eq!(over_http["server"]["url"], http_url());
+        assert_eq!(over_http["server"]["protocol"], "http");
+        assert_eq!(over_grpc["server"]["protocol"], "grpc");
     }
+    // The text report says it on the server line.
+    let o = bertqa(&["models", "--protocol", "http", "--url", &http_url()]);
+    assert!(o.status.success(), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("server   triton ") && l.ends_with(" over HTTP")),
+        "{text}"
+    );
 }
 
 #[test]
