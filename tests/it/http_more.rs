@@ -7,14 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::{
-    bertqa, free_port, kill_server, log_tail, root, server, show, spawn_bertqa, start_server,
-    start_server_on, Server,
+    bertqa, free_port, log_tail, root, server, show, spawn_bertqa, start_server, Server,
 };
+use crate::net::{kill_after, served, slow_server};
 use crate::tls_proxy;
 
 const SAMPLE: &str = "data/sample-squad-v2.json";
@@ -390,30 +390,6 @@ fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
     );
 }
 
-/// Successful inferences of `model` so far (HTTP statistics; 0 when unreachable).
-fn served(http_port: u16, model: &str) -> u64 {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", http_port)) else {
-        return 0;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = format!(
-        "GET /v2/models/{model}/stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return 0;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    let Some((_, body)) = buf.split_once("\r\n\r\n") else {
-        return 0;
-    };
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["model_stats"][0]["inference_stats"]["success"]["count"].as_u64())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
@@ -424,16 +400,6 @@ fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
         &["--url", &server().url],
     )));
     let ports = (free_port(), free_port(), free_port());
-    let slow = || {
-        start_server_on(
-            &root().join("models/repo"),
-            &[
-                "--model-control-mode=explicit".to_string(),
-                "--load-model=oracle-slow".to_string(),
-            ],
-            Some(ports),
-        )
-    };
     let out = tmp.path().join("restarted");
     let url = format!("127.0.0.1:{}", ports.1);
     // Started before the server: --wait-ready waits for it; 100 retries with backoff
@@ -459,23 +425,10 @@ fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
         ],
     );
     let mut eval = spawn_bertqa(&args);
-    let first = slow();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while served(first.http_port, "oracle-slow") < 8 {
-        assert!(
-            eval.try_wait().unwrap().is_none(),
-            "ended before 8 requests"
-        );
-        assert!(Instant::now() < deadline, "no progress on {url}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(
-        eval.try_wait().unwrap().is_none(),
-        "evaluation already over"
-    );
-    kill_server(&first);
+    let first = slow_server(Some(ports));
+    kill_after(&first, 8, &mut eval);
     std::thread::sleep(Duration::from_secs(1));
-    let second = slow();
+    let second = slow_server(Some(ports));
     let o = eval.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),

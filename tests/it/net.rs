@@ -253,7 +253,7 @@ fn non_finite_logits_are_decoded_as_negative_infinity_counted_and_warned() {
 }
 
 /// A server of its own with only `oracle-slow` (40 ms per execution) loaded.
-fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
+pub(crate) fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
     start_server_on(
         &root().join("models/repo"),
         &[
@@ -265,7 +265,7 @@ fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
 }
 
 /// Successful inferences of `model` so far (HTTP statistics; 0 when unreachable).
-fn served(http_port: u16, model: &str) -> u64 {
+pub(crate) fn served(http_port: u16, model: &str) -> u64 {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", http_port)) else {
         return 0;
@@ -290,7 +290,7 @@ fn served(http_port: u16, model: &str) -> u64 {
 
 /// Waits until `server` has answered `n` requests of oracle-slow, then SIGKILLs it; the
 /// evaluation must still be running at that moment (so the kill is mid-run).
-fn kill_after(server: &Server, n: u64, eval: &mut Child) {
+pub(crate) fn kill_after(server: &Server, n: u64, eval: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while served(server.http_port, "oracle-slow") < n {
         assert!(
