@@ -7,14 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{
-    bertqa, free_port, log_tail, root, server, show, spawn_bertqa, start_server, Server,
-};
-use crate::net::{kill_after, served, slow_server};
+use crate::common::{bertqa, root, server, show, start_server, Server};
 use crate::tls_proxy;
 
 const SAMPLE: &str = "data/sample-squad-v2.json";
@@ -392,63 +388,8 @@ fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
 
 #[test]
 fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let clean = tmp.path().join("clean");
-    json_of(&run(&eval_args(
-        "oracle",
-        &clean,
-        &["--url", &server().url],
-    )));
-    let ports = (free_port(), free_port(), free_port());
-    let out = tmp.path().join("restarted");
-    let url = format!("127.0.0.1:{}", ports.1);
-    // Started before the server: --wait-ready waits for it; 100 retries with backoff
-    // capped at 1 s outlast a restart of several seconds. One feature per request.
-    let args = eval_args(
-        "oracle-slow",
-        &out,
-        &[
-            "--protocol",
-            "http",
-            "--url",
-            &url,
-            "--batch-size",
-            "1",
-            "--concurrency",
-            "2",
-            "--wait-ready",
-            "300",
-            "--retries",
-            "100",
-            "--retry-max-backoff-ms",
-            "1000",
-        ],
-    );
-    let mut eval = spawn_bertqa(&args);
-    let first = slow_server(Some(ports));
-    kill_after(&first, 8, &mut eval);
-    std::thread::sleep(Duration::from_secs(1));
-    let second = slow_server(Some(ports));
-    let o = eval.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}\n--- server log\n{}",
-        show(&o),
-        log_tail(&second.log, 20)
-    );
-    let v = json_of(&o);
+    let v = crate::net::killed_and_restarted_mid_run("http");
     assert_eq!(v["model"]["protocol"], "http");
-    assert!(
-        v["retries"]["total"].as_u64().unwrap() >= 1,
-        "{}",
-        v["retries"]
-    );
-    assert_eq!(v["retries"]["failed_requests"], 0);
-    assert_eq!(v["requests"], 52);
-    assert_same_outputs(&clean, &out);
-    // The restarted server answered the rest (its counter starts from zero).
-    assert!(served(second.http_port, "oracle-slow") < 52);
 }
 
 /// `GET /v2/health/ready` through a proxy with rustls directly (client certificate

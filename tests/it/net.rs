@@ -253,7 +253,7 @@ fn non_finite_logits_are_decoded_as_negative_infinity_counted_and_warned() {
 }
 
 /// A server of its own with only `oracle-slow` (40 ms per execution) loaded.
-pub(crate) fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
+fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
     start_server_on(
         &root().join("models/repo"),
         &[
@@ -265,7 +265,7 @@ pub(crate) fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
 }
 
 /// Successful inferences of `model` so far (HTTP statistics; 0 when unreachable).
-pub(crate) fn served(http_port: u16, model: &str) -> u64 {
+fn served(http_port: u16, model: &str) -> u64 {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", http_port)) else {
         return 0;
@@ -290,7 +290,7 @@ pub(crate) fn served(http_port: u16, model: &str) -> u64 {
 
 /// Waits until `server` has answered `n` requests of oracle-slow, then SIGKILLs it; the
 /// evaluation must still be running at that moment (so the kill is mid-run).
-pub(crate) fn kill_after(server: &Server, n: u64, eval: &mut Child) {
+fn kill_after(server: &Server, n: u64, eval: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while served(server.http_port, "oracle-slow") < n {
         assert!(
@@ -317,19 +317,25 @@ fn slow_args(urls: &str, out: &Path, concurrency: usize, extra: &[&str]) -> Vec<
     args
 }
 
-#[test]
-fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
+/// An `eval` of oracle-slow over `protocol` ("grpc" or "http") whose server is killed
+/// after 8 requests and started again on the same ports. Checks that it completes
+/// (exit 0, retries, no failed request) with files identical to an uninterrupted run's
+/// and that the restarted server answered the rest; returns its JSON report.
+pub(crate) fn killed_and_restarted_mid_run(protocol: &str) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let clean = clean_oracle_run(tmp.path());
     let ports = (free_port(), free_port(), free_port());
     let out = tmp.path().join("restarted");
+    let port = if protocol == "http" { ports.1 } else { ports.0 };
     // Started before the server: --wait-ready waits for it. Then 100 retries with
     // backoff capped at 1 s outlast a restart of several seconds.
     let args = slow_args(
-        &format!("127.0.0.1:{}", ports.0),
+        &format!("127.0.0.1:{port}"),
         &out,
         2,
         &[
+            "--protocol",
+            protocol,
             "--wait-ready",
             "300",
             "--retries",
@@ -360,6 +366,15 @@ fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
     );
     assert_eq!(v["retries"]["failed_requests"], 0);
     assert_eq!(v["requests"], 52);
+    assert_same_outputs(&clean, &out);
+    // The restarted server answered the rest (its counter starts from zero).
+    assert!(served(second.http_port, "oracle-slow") < 52);
+    v
+}
+
+#[test]
+fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
+    let v = killed_and_restarted_mid_run("grpc");
     // The restarted server did not know the shared memory region: the rest of the
     // requests carried their tensors.
     assert_eq!(v["shared_memory"]["used"], true, "{}", v["shared_memory"]);
@@ -370,9 +385,6 @@ fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
         "{}",
         v["shared_memory"]
     );
-    assert_same_outputs(&clean, &out);
-    // The restarted server answered the rest (its counter starts from zero).
-    assert!(served(second.http_port, "oracle-slow") < 52);
 }
 
 #[test]
