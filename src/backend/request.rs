@@ -224,6 +224,12 @@ impl InferRequest {
         input_len(input, self.rows(), self.seq_len)
     }
 
+    /// Bytes of each input tensor's raw contents, in the order of
+    /// [`input_tensors`](Self::input_tensors).
+    pub fn input_lens(&self) -> impl Iterator<Item = usize> + '_ {
+        self.binding.inputs.iter().map(|i| self.raw_len(i))
+    }
+
     /// The raw contents of one input for every row.
     fn put_contents<B: BufMut>(&self, buf: &mut B, input: &InputBinding) {
         let t = input.datatype;

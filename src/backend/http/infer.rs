@@ -142,16 +142,6 @@ struct OutputHeader<'a> {
     parameters: Parameters<'a>,
 }
 
-/// Bytes of one element of an integer input's `datatype`.
-fn element_size(datatype: &str) -> usize {
-    match datatype {
-        "INT32" | "UINT32" | "FP32" => 4,
-        "INT16" | "UINT16" | "FP16" | "BF16" => 2,
-        "INT8" | "UINT8" | "BOOL" => 1,
-        _ => 8,
-    }
-}
-
 /// The request body and the length of its JSON header. Inputs in shared memory carry
 /// their region's parameters and no bytes; the others `binary_data_size` and their
 /// bytes after the header, in the same order.
@@ -170,15 +160,14 @@ fn encode(request: &InferRequest) -> Result<(Vec<u8>, usize)> {
         ),
         inputs: inputs
             .iter()
-            .map(|t| {
+            .zip(request.input_lens())
+            .map(|(t, len)| {
                 let mut parameters: Vec<_> = t
                     .parameters
                     .iter()
                     .map(|(k, v)| (k.as_str(), Value::from(v)))
                     .collect();
                 if !in_shm {
-                    let values: i64 = t.shape.iter().product();
-                    let len = values as usize * element_size(&t.datatype);
                     parameters.push(("binary_data_size", Value::Uint(len as u64)));
                 }
                 InputHeader {
