@@ -46,11 +46,7 @@ mkdir -p "$BENCH_DIR"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 BQ="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/release/bertqa"
-REF="${BERTQA_REF_CLIENT:-}"
-if [ -n "$REF" ] && [ ! -f "$REF" ]; then die "BERTQA_REF_CLIENT=$REF: no such file"; fi
-[ -n "$REF" ] || log "BERTQA_REF_CLIENT not set: measuring bertqa only"
-REFPY=""
-[ -n "$REF" ] && REFPY="$(bash scripts/setup_ref_venv.sh)"
+ref_client
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"; bash scripts/triton.sh stop --name bench-suite >/dev/null 2>&1 || true' EXIT
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"

@@ -33,11 +33,7 @@ mkdir -p "$BENCH_DIR"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 BQ="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/release/bertqa"
-REF="${BERTQA_REF_CLIENT:-}"
-if [ -n "$REF" ] && [ ! -f "$REF" ]; then die "BERTQA_REF_CLIENT=$REF: no such file"; fi
-[ -n "$REF" ] || log "BERTQA_REF_CLIENT not set: the reference client is not measured"
-REFPY=""
-[ -n "$REF" ] && REFPY="$(bash scripts/setup_ref_venv.sh)"
+ref_client
 DATA="${1:-$BENCH_DIR/dev-sized.json}"
 if [ ! -f "$DATA" ]; then
   [ "$DATA" = "$BENCH_DIR/dev-sized.json" ] || die "$DATA: no such file"

@@ -27,6 +27,20 @@ ensure_venv() {
   fi
 }
 
+# ref_client: sets REF to $BERTQA_REF_CLIENT (the Python reference pipeline, a program
+# kept outside the project) and REFPY to the python of its venv; both empty, with a note,
+# when the variable is not set.
+ref_client() {
+  REF="${BERTQA_REF_CLIENT:-}"
+  REFPY=""
+  if [ -z "$REF" ]; then
+    log "BERTQA_REF_CLIENT not set: the reference client is not measured"
+    return 0
+  fi
+  [ -f "$REF" ] || die "BERTQA_REF_CLIENT=$REF: no such file"
+  REFPY="$(bash "$BERTQA_ROOT/scripts/setup_ref_venv.sh")"
+}
+
 # shell_quote ARG...: the arguments as one line that a shell reads back as the same words
 # (quoted only where needed), for commands shown to be pasted.
 shell_quote() {

@@ -12,11 +12,11 @@
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 DATA="${1:?usage: $0 DATA.json [MODEL]}"; MODEL="${2:-bert-onnx}"
-REF="${BERTQA_REF_CLIENT:?set BERTQA_REF_CLIENT to the reference client (ref_client.py)}"
-[ -f "$REF" ] || die "BERTQA_REF_CLIENT=$REF: no such file"
+[ -n "${BERTQA_REF_CLIENT:-}" ] || die "set BERTQA_REF_CLIENT to the reference client (ref_client.py)"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
-PY="$(bash scripts/setup_ref_venv.sh)"
+ref_client
+PY="$REFPY"
 OUT="${BERTQA_PARITY_OUT:-$(mktemp -d)}"; mkdir -p "$OUT"
 URL="$(bash scripts/triton.sh start --name parity --grpc-port 18501 --http-port 18500 --metrics-port 18502)"
 trap 'bash scripts/triton.sh stop --name parity' EXIT
