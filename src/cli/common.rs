@@ -241,20 +241,17 @@ pub fn run_config(
     })
 }
 
-/// The official metrics as every text report shows them (`eval`, `merge`, `score`): one
-/// line each, the key, then the value right-aligned, percentages and thresholds to three
-/// decimals (the JSON and the files keep full precision). `indent` leads each line.
-pub fn metric_lines(metrics: &bertqa::evaluate::Metrics, indent: &str) -> String {
-    use bertqa::evaluate::MetricValue;
-    let mut s = String::new();
-    for (k, v) in metrics.official() {
-        let v = match v {
-            MetricValue::Float(x) => format!("{x:.3}"),
-            MetricValue::Count(n) => n.to_string(),
-        };
-        s.push_str(&format!("{indent}{k:<18} {v:>10}\n"));
+pub use bertqa::report::text::metric_lines;
+
+/// How a command's report is shown: `--json`, or the text (`-v`: verbose).
+pub(crate) fn report_format(json: bool) -> bertqa::report::Format {
+    if json {
+        bertqa::report::Format::Json
+    } else {
+        bertqa::report::Format::Text {
+            verbose: super::verbose(),
+        }
     }
-    s
 }
 
 /// How a command that ran to completion ended.

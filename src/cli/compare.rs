@@ -7,22 +7,27 @@
 //! whose attention mask is 1, and the questions that disagree. Gates: `--min-agreement`,
 //! `--max-logit-diff`, `--max-f1-drop` → exit 1.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, run_config, shared_pipeline_runtime, Outcome,
+    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Outcome,
 };
 use super::eval::{score_predictions, write_per_question, write_predictions};
-use bertqa::backend::{Binding, SeqLen};
+use bertqa::backend::{Binding, Pool, SeqLen};
+use bertqa::decode::{DecodeConfig, Prediction};
 use bertqa::evaluate::Scores;
+use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, NoProgress, Padding, RunConfig, RunOutcome};
-use bertqa::types::{Feature, Logits};
+use bertqa::report::compare::{
+    CompareJson, ComparisonJson, Disagreement, Disagreements, GateJson, LatencyMs, LogitDiffJson,
+    ModelJson, Throughput,
+};
+use bertqa::report::{Format, Render as _};
+use bertqa::tokenize::BertTokenizer;
+use bertqa::types::{Dataset, Feature, Logits};
 
 /// Compare several deployments of a model on one SQuAD file.
 #[derive(Debug, clap::Args)]
@@ -69,17 +74,6 @@ pub struct Args {
     /// Exit 1 when a model's F1 is more than X points below the first's
     #[arg(long, value_name = "X", help_heading = args::GATES)]
     pub max_f1_drop: Option<f64>,
-}
-
-/// One model's run.
-struct ModelRun {
-    name: String,
-    url: String,
-    protocol: bertqa::backend::Protocol,
-    dir_name: String,
-    binding: Binding,
-    outcome: RunOutcome,
-    scores: Scores,
 }
 
 /// Differences of one model against the first.
@@ -135,6 +129,44 @@ fn split_model(spec: &str, default_url: &str) -> (String, String) {
     }
 }
 
+/// A model to run: named, connected and bound.
+struct Target {
+    name: String,
+    url: String,
+    client: Pool,
+    binding: Binding,
+}
+
+/// A model's run, ready to start.
+struct Job {
+    target: Target,
+    /// Its directory under --output-dir.
+    dir_name: String,
+    config: RunConfig,
+}
+
+/// One model's run.
+struct ModelRun {
+    name: String,
+    url: String,
+    protocol: bertqa::backend::Protocol,
+    dir_name: String,
+    binding: Binding,
+    outcome: RunOutcome,
+    scores: Scores,
+}
+
+/// What every model's run shares: the questions, their features (built once) and the
+/// runtime.
+struct Shared<'a> {
+    args: &'a Args,
+    rt: &'a tokio::runtime::Runtime,
+    dataset: &'a Dataset,
+    tokenizer: &'a BertTokenizer,
+    features: &'a [Arc<Feature>],
+    version_2: bool,
+}
+
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.models.len() < 2 {
         anyhow::bail!(
@@ -160,8 +192,40 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         pipeline_runtime()?
     };
+    let targets = connect(&args, &rt)?;
+    let jobs = jobs(&args, targets, features_config, &decode)?;
+    let shared = Shared {
+        args: &args,
+        rt: &rt,
+        dataset: &dataset,
+        tokenizer: &tokenizer,
+        features: &features,
+        version_2,
+    };
+    let runs = run_all(&shared, jobs)?;
 
-    // Connect and bind every model first: a wrong name fails before any run.
+    let doc = report(&args, &runs, &features, version_2);
+    let json = doc.render(Format::Json);
+    bertqa::output_file::write_atomic(&args.output_dir.join("compare.json"), json.as_bytes())?;
+    print_stdout(&match report_format(args.run.output.json) {
+        Format::Json => json,
+        text => doc.render(text),
+    })?;
+    let failed: Vec<String> = doc
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .map(GateJson::describe)
+        .collect();
+    Ok(if failed.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed(failed)
+    })
+}
+
+/// Connects and binds every model first: a wrong name fails before any run.
+fn connect(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<Target>> {
     let mut targets = Vec::new();
     for spec in &args.models {
         let (name, url) = split_model(spec, args.run.server.first_url());
@@ -176,378 +240,303 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             "",
             &args.run.binding,
         ))?;
-        targets.push((name, url, client, binding));
+        targets.push(Target {
+            name,
+            url,
+            client,
+            binding,
+        });
     }
-    // The same padding for all, so logits are comparable: each batch padded to its
-    // longest feature only when every model takes any length.
-    let all_dynamic = targets.iter().all(|t| t.3.seq_len == SeqLen::Dynamic);
+    Ok(targets)
+}
+
+/// The same padding for all, so logits are comparable: each batch padded to its longest
+/// feature only when every model takes any length. A fixed-length model must take the
+/// window length.
+fn shared_padding(
+    args: &Args,
+    targets: &[Target],
+    max_seq_length: usize,
+) -> anyhow::Result<Padding> {
+    let all_dynamic = targets.iter().all(|t| t.binding.seq_len == SeqLen::Dynamic);
     let padding = if all_dynamic && !args.run.load.fixed_seq_len {
         Padding::Longest { multiple: 8 }
     } else {
-        Padding::Fixed(features_config.max_seq_length)
+        Padding::Fixed(max_seq_length)
     };
-    for (name, _, _, binding) in &targets {
-        if let SeqLen::Fixed(n) = binding.seq_len {
-            if n != features_config.max_seq_length {
+    for t in targets {
+        if let SeqLen::Fixed(n) = t.binding.seq_len {
+            if n != max_seq_length {
                 anyhow::bail!(
-                    "model {name:?} takes {n} tokens but --max-seq-length is {}",
-                    features_config.max_seq_length
+                    "model {:?} takes {n} tokens but --max-seq-length is {max_seq_length}",
+                    t.name
                 );
             }
         }
     }
+    Ok(padding)
+}
+
+/// Each model's run settings and directory name (its name, made a distinct file name).
+fn jobs(
+    args: &Args,
+    targets: Vec<Target>,
+    features_config: FeatureConfig,
+    decode: &DecodeConfig,
+) -> anyhow::Result<Vec<Job>> {
+    let padding = shared_padding(args, &targets, features_config.max_seq_length)?;
     let mut dir_names: Vec<String> = Vec::new();
     let mut jobs = Vec::new();
-    for (name, url, client, binding) in targets {
-        let mut dir_name = name.replace(['/', '\\'], "_");
+    for target in targets {
+        let mut dir_name = target.name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);
         }
         dir_names.push(dir_name.clone());
         let mut config = run_config(
             &args.run.load,
-            &binding,
+            &target.binding,
             features_config,
             decode.clone(),
             padding,
         )?;
         config.keep_logits = true;
-        jobs.push((name, url, dir_name, client, binding, config));
-    }
-
-    let run_one = |(name, url, dir_name, client, binding, config): (
-        String,
-        String,
-        String,
-        bertqa::backend::Pool,
-        Binding,
-        RunConfig,
-    )|
-     -> anyhow::Result<ModelRun> {
-        let outcome = pipeline::run_prebuilt(
-            &rt,
-            &client,
-            Arc::new(binding.clone()),
-            &dataset,
-            &tokenizer,
-            &features,
-            &config,
-            &NoProgress,
-        )
-        .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
-        if let Some(note) = outcome.infer.padding.note(&name) {
-            eprintln!("{}", super::flags::name_flags(&note));
-        }
-        let dir = args.output_dir.join(&dir_name);
-        std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
-        write_predictions(&dir, &outcome.predictions, version_2, None)?;
-        let scores = score_predictions(
-            &dataset,
-            &outcome.predictions,
-            version_2,
-            args.scoring.na_prob_thresh,
-        )?;
-        write_per_question(&dir, &outcome.predictions, &scores)?;
-        Ok(ModelRun {
-            name,
-            url,
-            protocol: client.first_client().protocol(),
+        jobs.push(Job {
+            target,
             dir_name,
-            binding,
-            outcome,
-            scores,
-        })
-    };
-    let runs: Vec<ModelRun> = if args.parallel {
+            config,
+        });
+    }
+    Ok(jobs)
+}
+
+/// Runs every job: one after another, or (`--parallel`) each on a thread of its own.
+fn run_all(shared: &Shared<'_>, jobs: Vec<Job>) -> anyhow::Result<Vec<ModelRun>> {
+    if shared.args.parallel {
         std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .into_iter()
-                .map(|j| scope.spawn(|| run_one(j)))
+                .map(|j| scope.spawn(|| run_one(shared, j)))
                 .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().expect("model thread"))
-                .collect::<anyhow::Result<Vec<_>>>()
-        })?
-    } else {
-        jobs.into_iter()
-            .map(run_one)
-            .collect::<anyhow::Result<Vec<_>>>()?
-    };
-
-    let doc = report(&args, &runs, &features, version_2);
-    bertqa::output_file::write_atomic(
-        &args.output_dir.join("compare.json"),
-        format!("{doc:#}\n").as_bytes(),
-    )?;
-    if args.run.output.json {
-        print_stdout(&format!("{doc:#}\n"))?;
-    } else {
-        print_stdout(&render_text(&doc))?;
-    }
-    let failed: Vec<String> = doc["gates"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|g| g["passed"] == false)
-        .map(|g| {
-            format!(
-                "{} {}: model {} measured {}",
-                g["flag"].as_str().unwrap_or(""),
-                g["threshold"],
-                g["model"].as_str().unwrap_or(""),
-                g["value"]
-            )
+                .collect()
         })
-        .collect();
-    Ok(if failed.is_empty() {
-        Outcome::Success
     } else {
-        Outcome::GateFailed(failed)
+        jobs.into_iter().map(|j| run_one(shared, j)).collect()
+    }
+}
+
+/// One model's pipeline run over the features built once for all.
+fn run_pipeline(
+    shared: &Shared<'_>,
+    client: &Pool,
+    binding: &Binding,
+    config: &RunConfig,
+) -> bertqa::Result<RunOutcome> {
+    let Shared {
+        rt,
+        dataset,
+        tokenizer,
+        features,
+        ..
+    } = *shared;
+    pipeline::run_prebuilt(
+        rt,
+        client,
+        Arc::new(binding.clone()),
+        dataset,
+        tokenizer,
+        features,
+        config,
+        &NoProgress,
+    )
+}
+
+/// Runs one model, then writes and scores its answers in its directory.
+fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
+    let Job {
+        target,
+        dir_name,
+        config,
+    } = job;
+    let Target {
+        name,
+        url,
+        client,
+        binding,
+    } = target;
+    let outcome = run_pipeline(shared, &client, &binding, &config)
+        .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
+    if let Some(note) = outcome.infer.padding.note(&name) {
+        eprintln!("{}", super::flags::name_flags(&note));
+    }
+    let (args, version_2) = (shared.args, shared.version_2);
+    let dir = args.output_dir.join(&dir_name);
+    std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
+    write_predictions(&dir, &outcome.predictions, version_2, None)?;
+    let scores = score_predictions(
+        shared.dataset,
+        &outcome.predictions,
+        version_2,
+        args.scoring.na_prob_thresh,
+    )?;
+    write_per_question(&dir, &outcome.predictions, &scores)?;
+    Ok(ModelRun {
+        name,
+        url,
+        protocol: client.first_client().protocol(),
+        dir_name,
+        binding,
+        outcome,
+        scores,
     })
 }
 
-fn report(args: &Args, runs: &[ModelRun], features: &[Arc<Feature>], version_2: bool) -> Value {
-    use bertqa::report::compare::*;
+fn per_s(n: f64, wall: f64) -> f64 {
+    if wall > 0.0 {
+        n / wall
+    } else {
+        0.0
+    }
+}
+
+/// The report: every model's run, each against the first, and the gates.
+fn report(
+    args: &Args,
+    runs: &[ModelRun],
+    features: &[Arc<Feature>],
+    version_2: bool,
+) -> CompareJson {
     let first = &runs[0];
-    let per_s = |n: f64, wall: f64| if wall > 0.0 { n / wall } else { 0.0 };
-    let models = runs
-        .iter()
-        .map(|r| {
-            let i = &r.outcome.infer;
-            let wall = r.outcome.wall.as_secs_f64();
-            ModelJson {
-                name: r.name.clone(),
-                url: r.url.clone(),
-                protocol: r.protocol.as_str(),
-                platform: r.binding.platform.clone(),
-                output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
-                metrics: r.scores.metrics.to_json(),
-                wall_s: wall,
-                throughput: Throughput {
-                    features_per_s: per_s(r.outcome.features as f64, wall),
-                    questions_per_s: per_s(r.outcome.predictions.len() as f64, wall),
-                },
-                latency_ms: LatencyMs {
-                    p50: i.latency_ms(0.5),
-                    p95: i.latency_ms(0.95),
-                    p99: i.latency_ms(0.99),
-                },
-                padding: super::eval::padding_json(&i.padding),
-            }
-        })
-        .collect();
     let mut gates = Vec::new();
     let comparisons = runs[1..]
         .iter()
         .map(|r| {
-            let pairs = first.outcome.predictions.iter().zip(&r.outcome.predictions);
-            let total = first.outcome.predictions.len();
-            let disagree: Vec<Disagreement> = pairs
-                .filter(|(a, b)| a.answer != b.answer)
-                .map(|(a, b)| {
-                    let score = |p: &bertqa::decode::Prediction| {
-                        p.nbest
-                            .iter()
-                            .find(|e| e.text == p.answer)
-                            .map(|e| e.start_logit + e.end_logit)
-                    };
-                    Disagreement {
-                        id: a.qas_id.clone(),
-                        answers: [a.answer.clone(), b.answer.clone()],
-                        scores: [score(a), score(b)],
-                    }
-                })
-                .collect();
-            let agreement = if total > 0 {
-                (total - disagree.len()) as f64 / total as f64
-            } else {
-                1.0
-            };
-            let (s, e) = logit_diffs(features, &first.outcome.logits, &r.outcome.logits);
-            let f1_drop = first.scores.metrics.f1() - r.scores.metrics.f1();
-            let linf = s.linf.max(e.linf);
-            let mut gate = |flag: &str, threshold: Option<f64>, value: f64, passed: bool| {
-                if let Some(threshold) = threshold {
-                    gates.push(GateJson {
-                        flag: flag.into(),
-                        model: r.name.clone(),
-                        threshold,
-                        value,
-                        passed,
-                    });
-                }
-            };
-            gate(
-                "--min-agreement",
-                args.min_agreement,
-                agreement,
-                args.min_agreement.is_none_or(|t| agreement >= t),
-            );
-            gate(
-                "--max-logit-diff",
-                args.max_logit_diff,
-                linf,
-                args.max_logit_diff.is_none_or(|t| linf <= t),
-            );
-            gate(
-                "--max-f1-drop",
-                args.max_f1_drop,
-                f1_drop,
-                args.max_f1_drop.is_none_or(|t| f1_drop <= t),
-            );
-            ComparisonJson {
-                model: r.name.clone(),
-                against: first.name.clone(),
-                agreement,
-                start_logits: LogitDiffJson {
-                    linf: s.linf,
-                    mean_abs: s.mean_abs,
-                },
-                end_logits: LogitDiffJson {
-                    linf: e.linf,
-                    mean_abs: e.mean_abs,
-                },
-                f1_drop,
-                disagreements: Disagreements {
-                    count: disagree.len(),
-                    first: disagree.into_iter().take(args.show).collect(),
-                },
-            }
+            let c = comparison(args, first, r, features);
+            gates.extend(gates_of(args, &c));
+            c
         })
         .collect();
-    let doc = CompareJson {
+    CompareJson {
         schema: 1,
         data: args.data.display().to_string(),
         version_2_with_negative: version_2,
         questions: first.outcome.predictions.len(),
         features: features.len(),
         parallel: args.parallel,
-        models,
+        models: runs.iter().map(|r| model_json(args, r)).collect(),
         comparisons,
         gates,
-    };
-    // The text report and the gates read the document as the JSON reader would.
-    serde_json::to_value(&doc).expect("a report serializes")
+    }
 }
 
-fn render_text(doc: &Value) -> String {
-    let mut s = String::new();
-    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-    let models = doc["models"].as_array().cloned().unwrap_or_default();
-    // Every model is spoken to in the one --protocol.
-    let protocol = bertqa::report::protocol_words(match models.first().map(|m| &m["protocol"]) {
-        Some(p) if p == "http" => bertqa::backend::Protocol::Http,
-        _ => bertqa::backend::Protocol::Grpc,
-    });
-    let _ = writeln!(
-        s,
-        "data {}: {} questions, {} features ({} over {protocol})\n",
-        doc["data"].as_str().unwrap_or(""),
-        doc["questions"],
-        doc["features"],
-        if doc["parallel"] == true {
-            "models run in parallel"
-        } else {
-            "models run one after another"
-        }
-    );
-    let v2 = doc["version_2_with_negative"] == true;
-    let em_key = if v2 { "exact" } else { "exact_match" };
-    let _ = write!(s, "{:<24} {:>8} {:>8}", "model", "EM", "F1");
-    if v2 {
-        let _ = write!(
-            s,
-            " {:>8} {:>8} {:>8} {:>8}",
-            "HasEM", "HasF1", "NoEM", "NoF1"
-        );
+/// One model's run as the report lists it.
+fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
+    let i = &r.outcome.infer;
+    let wall = r.outcome.wall.as_secs_f64();
+    ModelJson {
+        name: r.name.clone(),
+        url: r.url.clone(),
+        protocol: r.protocol,
+        platform: r.binding.platform.clone(),
+        output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
+        metrics: r.scores.metrics.clone(),
+        wall_s: wall,
+        throughput: Throughput {
+            features_per_s: per_s(r.outcome.features as f64, wall),
+            questions_per_s: per_s(r.outcome.predictions.len() as f64, wall),
+        },
+        latency_ms: LatencyMs {
+            p50: i.latency_ms(0.5),
+            p95: i.latency_ms(0.95),
+            p99: i.latency_ms(0.99),
+        },
+        padding: (&i.padding).into(),
     }
-    let _ = writeln!(
-        s,
-        " {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}",
-        "features/s", "p50 ms", "p95 ms", "p99 ms", "agree", "Linf start", "Linf end"
-    );
-    let comps = doc["comparisons"].as_array().cloned().unwrap_or_default();
-    for (i, m) in models.iter().enumerate() {
-        let mm = &m["metrics"];
-        let _ = write!(
-            s,
-            "{:<24} {:>8.3} {:>8.3}",
-            m["name"].as_str().unwrap_or(""),
-            f(&mm[em_key]),
-            f(&mm["f1"])
-        );
-        if v2 {
-            let _ = write!(
-                s,
-                " {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
-                f(&mm["HasAns_exact"]),
-                f(&mm["HasAns_f1"]),
-                f(&mm["NoAns_exact"]),
-                f(&mm["NoAns_f1"])
-            );
-        }
-        let _ = write!(
-            s,
-            " {:>11.1} {:>9.2} {:>9.2} {:>9.2}",
-            f(&m["throughput"]["features_per_s"]),
-            f(&m["latency_ms"]["p50"]),
-            f(&m["latency_ms"]["p95"]),
-            f(&m["latency_ms"]["p99"])
-        );
-        if i == 0 {
-            let _ = writeln!(s, " {:>9} {:>11} {:>11}", "(ref)", "", "");
-        } else {
-            let c = &comps[i - 1];
-            let _ = writeln!(
-                s,
-                " {:>9.4} {:>11.3e} {:>11.3e}",
-                f(&c["agreement"]),
-                f(&c["start_logits"]["linf"]),
-                f(&c["end_logits"]["linf"])
-            );
-        }
-    }
-    for c in &comps {
-        let d = &c["disagreements"];
-        let _ = writeln!(
-            s,
-            "\n{} vs {}: mean |Δ| start {:.3e}, end {:.3e}; F1 drop {:.3}; {} questions disagree",
-            c["model"].as_str().unwrap_or(""),
-            c["against"].as_str().unwrap_or(""),
-            f(&c["start_logits"]["mean_abs"]),
-            f(&c["end_logits"]["mean_abs"]),
-            f(&c["f1_drop"]),
-            d["count"]
-        );
-        for q in d["first"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "  {}: {:?} ({:.3}) vs {:?} ({:.3})",
-                q["id"].as_str().unwrap_or(""),
-                q["answers"][0].as_str().unwrap_or(""),
-                f(&q["scores"][0]),
-                q["answers"][1].as_str().unwrap_or(""),
-                f(&q["scores"][1])
-            );
-        }
-    }
-    for g in doc["gates"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            s,
-            "gate {} {} for {}: measured {} {}",
-            g["flag"].as_str().unwrap_or(""),
-            g["threshold"],
-            g["model"].as_str().unwrap_or(""),
-            g["value"],
-            if g["passed"] == true {
-                "passed"
-            } else {
-                "FAILED"
+}
+
+/// Model `r` against the first: answers, logits and F1.
+fn comparison(
+    args: &Args,
+    first: &ModelRun,
+    r: &ModelRun,
+    features: &[Arc<Feature>],
+) -> ComparisonJson {
+    let total = first.outcome.predictions.len();
+    let disagree: Vec<Disagreement> = first
+        .outcome
+        .predictions
+        .iter()
+        .zip(&r.outcome.predictions)
+        .filter(|(a, b)| a.answer != b.answer)
+        .map(|(a, b)| {
+            // The answer's start + end logits, when it is in the n-best list.
+            let score = |p: &Prediction| {
+                p.nbest
+                    .iter()
+                    .find(|e| e.text == p.answer)
+                    .map(|e| e.start_logit + e.end_logit)
+            };
+            Disagreement {
+                id: a.qas_id.clone(),
+                answers: [a.answer.clone(), b.answer.clone()],
+                scores: [score(a), score(b)],
             }
-        );
+        })
+        .collect();
+    let agreement = if total > 0 {
+        (total - disagree.len()) as f64 / total as f64
+    } else {
+        1.0
+    };
+    let (s, e) = logit_diffs(features, &first.outcome.logits, &r.outcome.logits);
+    ComparisonJson {
+        model: r.name.clone(),
+        against: first.name.clone(),
+        agreement,
+        start_logits: LogitDiffJson {
+            linf: s.linf,
+            mean_abs: s.mean_abs,
+        },
+        end_logits: LogitDiffJson {
+            linf: e.linf,
+            mean_abs: e.mean_abs,
+        },
+        f1_drop: first.scores.metrics.f1() - r.scores.metrics.f1(),
+        disagreements: Disagreements {
+            count: disagree.len(),
+            first: disagree.into_iter().take(args.show).collect(),
+        },
     }
-    s
+}
+
+/// The gates the flags ask for on one comparison, and how they went.
+fn gates_of(args: &Args, c: &ComparisonJson) -> Vec<GateJson> {
+    let linf = c.start_logits.linf.max(c.end_logits.linf);
+    let checks = [
+        ("--min-agreement", args.min_agreement, c.agreement, false),
+        ("--max-logit-diff", args.max_logit_diff, linf, true),
+        ("--max-f1-drop", args.max_f1_drop, c.f1_drop, true),
+    ];
+    checks
+        .into_iter()
+        .filter_map(|(flag, threshold, value, at_most)| {
+            let threshold = threshold?;
+            Some(GateJson {
+                flag: flag.into(),
+                model: c.model.clone(),
+                threshold,
+                value,
+                passed: if at_most {
+                    value <= threshold
+                } else {
+                    value >= threshold
+                },
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

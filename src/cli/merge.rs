@@ -15,13 +15,18 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{FILES, OUTPUT, SCORING};
-use super::common::{print_stdout, Outcome};
-use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig};
+use super::common::{print_stdout, report_format, Outcome};
+use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
 use bertqa::journal::Fingerprint;
+use bertqa::report::eval::EvalJson;
+use bertqa::report::merge::{MergeJson, ShardJson};
+use bertqa::report::{CountedIds, Format, Render as _};
 use bertqa::shard::Shard;
+use bertqa::types::Dataset;
 
 /// Combine `eval --shard I/N` output directories into one run's files and metrics.
 #[derive(Debug, clap::Args)]
@@ -46,30 +51,50 @@ pub struct Args {
 struct ShardDir {
     dir: PathBuf,
     shard: Shard,
-    metrics: Value,
-    run: Fingerprint,
+    /// Its metrics.json.
+    report: EvalJson,
+}
+
+/// What a shard's metrics.json is read for first: whether its run completed (a partial
+/// run's file has `"partial": true` and another shape), and whether it has a run
+/// record at all.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    partial: bool,
+    #[serde(default)]
+    run: Option<serde::de::IgnoredAny>,
 }
 
 /// Fingerprint keys that differ between the shards of one evaluation.
 const PER_SHARD: [&str; 2] = ["shard", "questions"];
 
+/// The answer files merged, in the order written.
+const ANSWER_FILES: [&str; 3] = [
+    "predictions.json",
+    "nbest_predictions.json",
+    "null_odds.json",
+];
+
 fn read_shard(dir: &Path) -> anyhow::Result<ShardDir> {
     let path = dir.join("metrics.json");
     let text = std::fs::read_to_string(&path).map_err(|e| bertqa::Error::io(&path, e))?;
-    let metrics: Value = serde_json::from_str(&text).map_err(|e| bertqa::Error::json(&path, &e))?;
-    if metrics["partial"] == Value::Bool(true) {
+    let head: Head = serde_json::from_str(&text).map_err(|e| bertqa::Error::json(&path, &e))?;
+    if head.partial {
         bail!(
             "{}: this shard did not complete (partial results); finish it with eval --resume first",
             path.display()
         );
     }
-    let run = Fingerprint::from_json(&metrics["run"]).with_context(|| {
-        format!(
+    if head.run.is_none() {
+        bail!(
             "{}: no run record (written by an older bertqa, or not an eval output)",
             path.display()
-        )
-    })?;
-    let shard: Shard = match run.get("shard") {
+        );
+    }
+    let report: EvalJson =
+        serde_json::from_str(&text).map_err(|e| bertqa::Error::json(&path, &e))?;
+    let shard: Shard = match report.run.get("shard") {
         Some("all") | None => bail!(
             "{}: not a shard (the run had no --shard I/N)",
             path.display()
@@ -81,8 +106,7 @@ fn read_shard(dir: &Path) -> anyhow::Result<ShardDir> {
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         shard,
-        metrics,
-        run,
+        report,
     })
 }
 
@@ -104,10 +128,59 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         .iter()
         .map(|d| read_shard(d))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let by_index = complete_set(&shards)?;
+    let first = &shards[0];
+    let (data, dataset) = load_data(&args, first)?;
+    let version_2 = first.report.version_2_with_negative;
+    let owner = owners(&by_index, dataset.examples.len())?;
+    let (mut files, merged) =
+        merge_answers(&args.output_dir, &by_index, &dataset, &owner, version_2)?;
+    let scores = score(&args, &dataset, &merged, version_2)?;
+    files.push("per_question.jsonl".into());
+    files.push("metrics.json".into());
+
+    let total = dataset.examples.len();
+    let mut run = common(&first.report.run);
+    run.0.push(("shard".into(), "merged".into()));
+    run.0.push(("questions".into(), total.to_string()));
+    let doc = MergeJson {
+        schema: 1,
+        data: data.display().to_string(),
+        version_2_with_negative: version_2,
+        postprocess: first.report.postprocess.clone(),
+        metrics: scores.metrics.clone(),
+        questions: total,
+        features: shards.iter().map(|s| s.report.features).sum(),
+        missing_predictions: CountedIds::first(&scores.missing, scores.missing.len(), 5),
+        shards: by_index
+            .values()
+            .map(|s| ShardJson {
+                shard: s.shard.to_string(),
+                dir: s.dir.display().to_string(),
+                questions: s.shard.range(total).len(),
+                wall_s: s.report.wall_s,
+            })
+            .collect(),
+        run,
+        output_dir: args.output_dir.display().to_string(),
+        files,
+    };
+    let json = doc.render(Format::Json);
+    bertqa::output_file::write_atomic(&args.output_dir.join("metrics.json"), json.as_bytes())?;
+    print_stdout(&match report_format(args.json) {
+        Format::Json => json,
+        text => doc.render(text),
+    })?;
+    Ok(Outcome::Success)
+}
+
+/// The shards by index, once each and all N of them, of one evaluation (the same
+/// fingerprint but for the shard and its question count).
+fn complete_set(shards: &[ShardDir]) -> anyhow::Result<BTreeMap<usize, &ShardDir>> {
     let first = &shards[0];
     let count = first.shard.count;
     let mut by_index: BTreeMap<usize, &ShardDir> = BTreeMap::new();
-    for s in &shards {
+    for s in shards {
         if s.shard.count != count {
             bail!(
                 "{} is shard {} but {} is shard {}: not the same split",
@@ -117,13 +190,13 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
                 first.shard
             );
         }
-        let diffs = common(&first.run).differences(&common(&s.run));
+        let diffs = common(&first.report.run).differences_from(&common(&s.report.run), "the first");
         if !diffs.is_empty() {
             bail!(
                 "{} and {} are not shards of the same evaluation ({})",
                 first.dir.display(),
                 s.dir.display(),
-                diffs.join("; ").replace("in the journal", "in the first")
+                diffs.join("; ")
             );
         }
         if let Some(other) = by_index.insert(s.shard.index, s) {
@@ -142,60 +215,78 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     if !missing.is_empty() {
         bail!("missing shard(s) {} of this evaluation", missing.join(", "));
     }
+    Ok(by_index)
+}
 
-    // The data, checked against the digest every shard recorded.
-    let data = match &args.data {
-        Some(d) => d.clone(),
-        None => PathBuf::from(
-            first.metrics["data"]
-                .as_str()
-                .context("metrics.json without a data path")?,
-        ),
-    };
+/// The data file (`--data`, or where the shards read it), checked against the digest
+/// every shard recorded, and its questions (`--limit` as the shards had it).
+fn load_data(args: &Args, first: &ShardDir) -> anyhow::Result<(PathBuf, Dataset)> {
+    let run = &first.report.run;
+    let data = args
+        .data
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&first.report.data));
     let digest = bertqa::sha256::of_file(&data)?;
-    if Some(digest.as_str()) != first.run.get("data_sha256") {
+    if Some(digest.as_str()) != run.get("data_sha256") {
         bail!(
             "{}: sha256 {digest} is not the data the shards evaluated ({})",
             data.display(),
-            first.run.get("data_sha256").unwrap_or("?")
+            run.get("data_sha256").unwrap_or("?")
         );
     }
-    let limit = match first.run.get("limit") {
+    let limit = match run.get("limit") {
         Some("all") | None => None,
         Some(n) => Some(n.parse::<usize>().context("bad limit in the run record")?),
     };
     let dataset = super::common::load_data(&data, false, limit)?;
-    let version_2 = first.metrics["version_2_with_negative"] == Value::Bool(true);
+    Ok((data, dataset))
+}
 
-    // Which shard answers each question.
-    let total = dataset.examples.len();
+/// Which shard answers each question (by index into the data's questions), each shard
+/// checked to hold the slice of them its split gives it.
+fn owners(by_index: &BTreeMap<usize, &ShardDir>, total: usize) -> anyhow::Result<Vec<usize>> {
     let mut owner = vec![0usize; total];
-    for (&index, s) in &by_index {
+    for (&index, s) in by_index {
         let range = s.shard.range(total);
-        if s.run.get("questions") != Some(range.len().to_string().as_str()) {
+        if s.report.run.get("questions") != Some(range.len().to_string().as_str()) {
             bail!(
                 "{}: shard {} of {} questions should hold {}, it recorded {}",
                 s.dir.display(),
                 s.shard,
                 total,
                 range.len(),
-                s.run.get("questions").unwrap_or("?")
+                s.report.run.get("questions").unwrap_or("?")
             );
         }
         for o in &mut owner[range] {
             *o = index;
         }
     }
+    Ok(owner)
+}
 
+/// The merged answer files, by name.
+type Merged = BTreeMap<&'static str, Map<String, Value>>;
+
+/// Writes the answer files, each the shards' entries in the data's question order, and
+/// returns their names and contents.
+fn merge_answers(
+    out_dir: &Path,
+    by_index: &BTreeMap<usize, &ShardDir>,
+    dataset: &Dataset,
+    owner: &[usize],
+    version_2: bool,
+) -> anyhow::Result<(Vec<String>, Merged)> {
+    let names = if version_2 {
+        &ANSWER_FILES[..]
+    } else {
+        &ANSWER_FILES[..2]
+    };
     let mut files = Vec::new();
-    let mut names = vec!["predictions.json", "nbest_predictions.json"];
-    if version_2 {
-        names.push("null_odds.json");
-    }
-    let mut merged: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
-    for name in names {
+    let mut merged = Merged::new();
+    for &name in names {
         let mut parts: BTreeMap<usize, Map<String, Value>> = BTreeMap::new();
-        for (&index, s) in &by_index {
+        for (&index, s) in by_index {
             let path = s.dir.join(name);
             let text = std::fs::read_to_string(&path).map_err(|e| bertqa::Error::io(&path, e))?;
             let v: Map<String, Value> =
@@ -203,7 +294,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             parts.insert(index, v);
         }
         let mut out = Map::new();
-        for (e, &index) in dataset.examples.iter().zip(&owner) {
+        for (e, &index) in dataset.examples.iter().zip(owner) {
             match parts[&index].get(&e.qas_id) {
                 // Python dict semantics for a repeated id: first position, last value.
                 Some(v) => {
@@ -218,13 +309,23 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
             }
         }
         bertqa::output_file::write_atomic(
-            &args.output_dir.join(name),
+            &out_dir.join(name),
             &bertqa::decode::pyjson::to_vec(&out),
         )?;
         files.push(name.to_string());
         merged.insert(name, out);
     }
+    Ok((files, merged))
+}
 
+/// Scores the merged answers over all questions (never averaged over shards) and
+/// writes per_question.jsonl.
+fn score(
+    args: &Args,
+    dataset: &Dataset,
+    merged: &Merged,
+    version_2: bool,
+) -> anyhow::Result<Scores> {
     let preds = Predictions::from_pairs(
         merged["predictions.json"]
             .iter()
@@ -237,7 +338,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         )
     });
     let scores = evaluate::score(
-        &dataset,
+        dataset,
         &preds,
         na.as_ref(),
         &ScoreConfig {
@@ -260,56 +361,7 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.output_dir.join("per_question.jsonl"),
         lines.as_bytes(),
     )?;
-    files.push("per_question.jsonl".into());
-    files.push("metrics.json".into());
-    let features: u64 = shards
-        .iter()
-        .map(|s| s.metrics["features"].as_u64().unwrap_or(0))
-        .sum();
-    let mut run = common(&first.run);
-    run.0.push(("shard".into(), "merged".into()));
-    run.0.push(("questions".into(), total.to_string()));
-    let doc = bertqa::report::merge::MergeJson {
-        schema: 1,
-        data: data.display().to_string(),
-        version_2_with_negative: version_2,
-        postprocess: first.metrics["postprocess"].clone(),
-        metrics: scores.metrics.to_json(),
-        questions: total,
-        features,
-        missing_predictions: bertqa::report::CountedIds::first(
-            &scores.missing,
-            scores.missing.len(),
-            5,
-        ),
-        shards: by_index
-            .values()
-            .map(|s| bertqa::report::merge::ShardJson {
-                shard: s.shard.to_string(),
-                dir: s.dir.display().to_string(),
-                questions: s.shard.range(total).len(),
-                wall_s: s.metrics["wall_s"].clone(),
-            })
-            .collect(),
-        run: run.to_json(),
-        output_dir: args.output_dir.display().to_string(),
-        files,
-    };
-    let text = serde_json::to_string_pretty(&doc)? + "\n";
-    bertqa::output_file::write_atomic(&args.output_dir.join("metrics.json"), text.as_bytes())?;
-    if args.json {
-        print_stdout(&text)?;
-    } else {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "merged       {count} shards, {total} questions, {features} features"
-        );
-        s.push_str(&super::common::metric_lines(&scores.metrics, ""));
-        let _ = writeln!(s, "output       {}", args.output_dir.display());
-        print_stdout(&s)?;
-    }
-    Ok(Outcome::Success)
+    Ok(scores)
 }
 
 #[cfg(test)]

@@ -13,12 +13,14 @@ use super::args::{
     RUN,
 };
 use super::common::{
-    client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
+    client_config, feature_config, load_data, load_tokenizer, print_stdout, report_format, runtime,
+    Outcome,
 };
 use bertqa::perf::{
     self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
 };
 use bertqa::pipeline::{self, Padding};
+use bertqa::report::Render as _;
 
 /// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
 /// `poisson`, exponential gaps (a Poisson process) seeded by `--seed`.
@@ -267,10 +269,6 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
     for w in report.levels.iter().flat_map(|l| &l.warnings) {
         eprintln!("warning: {w}");
     }
-    if args.output.json {
-        print_stdout(&(serde_json::to_string_pretty(&export::json::render(&report))? + "\n"))?;
-    } else {
-        print_stdout(&export::text::render(&report))?;
-    }
+    print_stdout(&report.render(report_format(args.output.json)))?;
     Ok(Outcome::Success)
 }

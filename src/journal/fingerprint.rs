@@ -43,17 +43,23 @@ impl Fingerprint {
 
     /// The settings that differ, described as `key: "old" in the journal, "new" now`.
     pub fn differences(&self, now: &Fingerprint) -> Vec<String> {
+        self.differences_from(now, "the journal")
+    }
+
+    /// The settings that differ, naming where `self` was recorded: `key: "old" in
+    /// {then}, "new" now`.
+    pub fn differences_from(&self, now: &Fingerprint, then: &str) -> Vec<String> {
         let mut out = Vec::new();
         for (k, v) in &now.0 {
             match self.get(k) {
                 Some(old) if old == v => {}
-                Some(old) => out.push(format!("{k}: {old:?} in the journal, {v:?} now")),
-                None => out.push(format!("{k}: not in the journal, {v:?} now")),
+                Some(old) => out.push(format!("{k}: {old:?} in {then}, {v:?} now")),
+                None => out.push(format!("{k}: not in {then}, {v:?} now")),
             }
         }
         for (k, v) in &self.0 {
             if now.get(k).is_none() {
-                out.push(format!("{k}: {v:?} in the journal, not set now"));
+                out.push(format!("{k}: {v:?} in {then}, not set now"));
             }
         }
         out

@@ -1,8 +1,16 @@
-//! `bertqa compare --json`, also `compare.json` (`schema/compare.schema.json`).
-//! Floats that are not finite are written as `null`.
+//! `bertqa compare --json`, also `compare.json` (`schema/compare.schema.json`), and
+//! the text `compare` prints. Floats that are not finite are written as `null` (and
+//! shown as NaN in the text).
+
+use std::fmt::Write as _;
 
 use serde::Serialize;
-use serde_json::Value;
+
+use super::eval::Padding;
+use super::text::{as_in_json, json_number};
+use super::Render;
+use crate::backend::Protocol;
+use crate::evaluate::Metrics;
 
 #[derive(Debug, Serialize)]
 pub struct CompareJson {
@@ -25,14 +33,16 @@ pub struct ModelJson {
     pub name: String,
     pub url: String,
     /// `--protocol`: `grpc` or `http`.
-    pub protocol: &'static str,
+    #[serde(with = "super::json::protocol")]
+    pub protocol: Protocol,
     pub platform: String,
     pub output_dir: String,
-    pub metrics: Value,
+    #[serde(with = "super::json::metrics")]
+    pub metrics: Metrics,
     pub wall_s: f64,
     pub throughput: Throughput,
     pub latency_ms: LatencyMs,
-    pub padding: Value,
+    pub padding: Padding,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,20 +104,196 @@ pub struct GateJson {
     pub passed: bool,
 }
 
+impl GateJson {
+    /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
+    /// (numbers as the JSON has them).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}: model {} measured {}",
+            self.flag,
+            json_number(self.threshold),
+            self.model,
+            json_number(self.value)
+        )
+    }
+}
+
+impl Render for CompareJson {
+    type Json<'a> = &'a CompareJson;
+
+    fn json(&self) -> &CompareJson {
+        self
+    }
+
+    /// The setting, a table of the models (scores, speed, agreement with the first),
+    /// each comparison's disagreements, then the gates.
+    fn text(&self, _verbose: bool) -> String {
+        let mut s = String::new();
+        self.text_table(&mut s);
+        for c in &self.comparisons {
+            c.text(&mut s);
+        }
+        for g in &self.gates {
+            let _ = writeln!(
+                s,
+                "gate {} {} for {}: measured {} {}",
+                g.flag,
+                json_number(g.threshold),
+                g.model,
+                json_number(g.value),
+                if g.passed { "passed" } else { "FAILED" }
+            );
+        }
+        s
+    }
+}
+
+impl CompareJson {
+    /// The data line and one row per model.
+    fn text_table(&self, s: &mut String) {
+        // Every model is spoken to in the one --protocol.
+        let protocol = self.models.first().map_or(Protocol::Grpc, |m| m.protocol);
+        let _ = writeln!(
+            s,
+            "data {}: {} questions, {} features ({} over {})\n",
+            self.data,
+            self.questions,
+            self.features,
+            if self.parallel {
+                "models run in parallel"
+            } else {
+                "models run one after another"
+            },
+            super::protocol_words(protocol)
+        );
+        let v2 = self.version_2_with_negative;
+        let _ = write!(s, "{:<24} {:>8} {:>8}", "model", "EM", "F1");
+        if v2 {
+            let _ = write!(
+                s,
+                " {:>8} {:>8} {:>8} {:>8}",
+                "HasEM", "HasF1", "NoEM", "NoF1"
+            );
+        }
+        let _ = writeln!(
+            s,
+            " {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}",
+            "features/s", "p50 ms", "p95 ms", "p99 ms", "agree", "Linf start", "Linf end"
+        );
+        for (i, m) in self.models.iter().enumerate() {
+            m.text_row(s, v2);
+            match i.checked_sub(1).map(|i| &self.comparisons[i]) {
+                None => {
+                    let _ = writeln!(s, " {:>9} {:>11} {:>11}", "(ref)", "", "");
+                }
+                Some(c) => {
+                    let _ = writeln!(
+                        s,
+                        " {:>9.4} {:>11.3e} {:>11.3e}",
+                        as_in_json(c.agreement),
+                        as_in_json(c.start_logits.linf),
+                        as_in_json(c.end_logits.linf)
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl ModelJson {
+    /// The model's row up to its comparison's columns.
+    fn text_row(&self, s: &mut String, v2: bool) {
+        let m = &self.metrics;
+        let _ = write!(
+            s,
+            "{:<24} {:>8.3} {:>8.3}",
+            self.name,
+            as_in_json(m.exact()),
+            as_in_json(m.f1())
+        );
+        if v2 {
+            // A breakdown the metrics lack shows as NaN.
+            let (has, no) = match m {
+                Metrics::V2 {
+                    has_ans, no_ans, ..
+                } => (*has_ans, *no_ans),
+                Metrics::V1 { .. } => (None, None),
+            };
+            let [has_em, has_f1, no_em, no_f1] = [
+                has.map(|b| b.exact),
+                has.map(|b| b.f1),
+                no.map(|b| b.exact),
+                no.map(|b| b.f1),
+            ]
+            .map(|x| x.map_or(f64::NAN, as_in_json));
+            let _ = write!(s, " {has_em:>8.3} {has_f1:>8.3} {no_em:>8.3} {no_f1:>8.3}");
+        }
+        let _ = write!(
+            s,
+            " {:>11.1} {:>9.2} {:>9.2} {:>9.2}",
+            as_in_json(self.throughput.features_per_s),
+            as_in_json(self.latency_ms.p50),
+            as_in_json(self.latency_ms.p95),
+            as_in_json(self.latency_ms.p99)
+        );
+    }
+}
+
+impl ComparisonJson {
+    /// The comparison's summary line and the disagreements it lists.
+    fn text(&self, s: &mut String) {
+        let d = &self.disagreements;
+        let _ = writeln!(
+            s,
+            "\n{} vs {}: mean |Δ| start {:.3e}, end {:.3e}; F1 drop {:.3}; {} questions disagree",
+            self.model,
+            self.against,
+            as_in_json(self.start_logits.mean_abs),
+            as_in_json(self.end_logits.mean_abs),
+            as_in_json(self.f1_drop),
+            d.count
+        );
+        let score = |x: Option<f64>| x.map_or(f64::NAN, as_in_json);
+        for q in &d.first {
+            let _ = writeln!(
+                s,
+                "  {}: {:?} ({:.3}) vs {:?} ({:.3})",
+                q.id,
+                q.answers[0],
+                score(q.scores[0]),
+                q.answers[1],
+                score(q.scores[1])
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::evaluate::Breakdown;
+    use crate::report::Format;
+    use serde_json::Value;
 
-    #[test]
-    fn follows_the_schema() {
-        let model = |name: &str| ModelJson {
+    fn model(name: &str, f1: f64) -> ModelJson {
+        ModelJson {
             name: name.into(),
             url: "localhost:8001".into(),
-            protocol: "grpc",
+            protocol: Protocol::Grpc,
             platform: "onnxruntime_onnx".into(),
             output_dir: format!("out/{name}"),
-            metrics: json!({"exact": 50.0, "f1": 60.0, "total": 2}),
+            metrics: Metrics::V2 {
+                exact: 50.0,
+                f1,
+                total: 2,
+                has_ans: Some(Breakdown {
+                    exact: 100.0,
+                    f1: 100.0,
+                    total: 1,
+                }),
+                no_ans: None,
+                best: None,
+            },
             wall_s: 1.5,
             throughput: Throughput {
                 features_per_s: 2.0,
@@ -118,54 +304,102 @@ mod tests {
                 p95: 2.0,
                 p99: 3.0,
             },
-            padding: json!({
-                "mode": "dynamic", "seq_len": null, "probe_features": 0,
-                "probe_unsafe_features": 0, "displaced_features": 0,
-            }),
-        };
-        let doc = CompareJson {
+            padding: Padding {
+                mode: "dynamic".into(),
+                seq_len: None,
+                probe_features: 0,
+                probe_unsafe_features: 0,
+                displaced_features: 0,
+            },
+        }
+    }
+
+    fn doc() -> CompareJson {
+        CompareJson {
             schema: 1,
             data: "dev.json".into(),
-            version_2_with_negative: false,
+            version_2_with_negative: true,
             questions: 2,
             features: 2,
             parallel: true,
-            models: vec![model("a"), model("b")],
+            models: vec![model("a", 60.0), model("b", 59.0)],
             comparisons: vec![ComparisonJson {
                 model: "b".into(),
                 against: "a".into(),
                 agreement: 0.5,
                 start_logits: LogitDiffJson {
-                    linf: 0.3,
+                    linf: f64::INFINITY,
                     mean_abs: 0.1,
                 },
                 end_logits: LogitDiffJson {
                     linf: 0.2,
-                    mean_abs: 0.1,
+                    mean_abs: 1e-5,
                 },
                 f1_drop: 1.0,
                 disagreements: Disagreements {
                     count: 1,
                     first: vec![Disagreement {
                         id: "q1".into(),
-                        answers: ["x".into(), "y".into()],
+                        answers: ["x".into(), "y \"z\"".into()],
                         scores: [Some(3.5), None],
                     }],
                 },
             }],
-            gates: vec![GateJson {
-                flag: "--min-agreement".into(),
-                model: "b".into(),
-                threshold: 0.9,
-                value: 0.5,
-                passed: false,
-            }],
-        };
+            gates: vec![
+                GateJson {
+                    flag: "--min-agreement".into(),
+                    model: "b".into(),
+                    threshold: 0.9,
+                    value: 0.5,
+                    passed: false,
+                },
+                GateJson {
+                    flag: "--max-logit-diff".into(),
+                    model: "b".into(),
+                    threshold: 1e-7,
+                    value: f64::INFINITY,
+                    passed: false,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn follows_the_schema() {
+        let doc = doc();
         let v = serde_json::to_value(&doc).unwrap();
         assert_eq!(
             v["comparisons"][0]["disagreements"]["first"][0]["scores"][1],
             Value::Null
         );
+        assert_eq!(v["comparisons"][0]["start_logits"]["linf"], Value::Null);
+        assert_eq!(v["models"][0]["protocol"], "grpc");
+        assert_eq!(v["models"][0]["metrics"]["HasAns_total"], 1);
         super::super::assert_follows(include_str!("../../schema/compare.schema.json"), &v);
+        assert_eq!(doc.render(Format::Json), format!("{v:#}\n"));
+    }
+
+    /// The text as `compare` printed it when it read the JSON document back: values
+    /// that are not finite (null there) and breakdowns the metrics lack show as NaN,
+    /// gate numbers as the JSON writes them.
+    #[test]
+    fn text_reads_as_before() {
+        let want = "\
+data dev.json: 2 questions, 2 features (models run in parallel over gRPC)
+
+model                          EM       F1    HasEM    HasF1     NoEM     NoF1  features/s    p50 ms    p95 ms    p99 ms     agree  Linf start    Linf end
+a                          50.000   60.000  100.000  100.000      NaN      NaN         2.0      1.00      2.00      3.00     (ref)                        
+b                          50.000   59.000  100.000  100.000      NaN      NaN         2.0      1.00      2.00      3.00    0.5000         NaN    2.000e-1
+
+b vs a: mean |Δ| start 1.000e-1, end 1.000e-5; F1 drop 1.000; 1 questions disagree
+  q1: \"x\" (3.500) vs \"y \\\"z\\\"\" (NaN)
+gate --min-agreement 0.9 for b: measured 0.5 FAILED
+gate --max-logit-diff 1e-7 for b: measured null FAILED
+";
+        assert_eq!(doc().render(Format::Text { verbose: false }), want);
+        assert_eq!(
+            doc().gates[1].describe(),
+            "--max-logit-diff 1e-7: model b measured null"
+        );
     }
 }

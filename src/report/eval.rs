@@ -1,22 +1,26 @@
 //! `bertqa eval --json`, also `metrics.json` (`schema/eval.schema.json`). Times in
 //! seconds (`_s`) or milliseconds (`_ms`), rounded to 6 decimals; floats that are not
-//! finite are written as `null`.
+//! finite are written as `null`. `merge` reads the shards' files back into [`EvalJson`].
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CountedIds;
+use crate::backend::Protocol;
+use crate::evaluate::Metrics;
+use crate::journal::Fingerprint;
 
-#[derive(Debug, Serialize)]
-pub struct EvalJson<'a> {
+#[derive(Debug, Serialize, Deserialize)]
+pub struct EvalJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
     pub version_2_with_negative: bool,
-    pub postprocess: &'a str,
-    pub metrics: Value,
+    pub postprocess: String,
+    #[serde(with = "super::json::metrics")]
+    pub metrics: Metrics,
     pub questions: usize,
     pub features: u64,
     pub requests: u64,
@@ -30,26 +34,28 @@ pub struct EvalJson<'a> {
     /// `None` without a server, as the next two.
     pub client: Option<Client>,
     pub padding: Option<Padding>,
-    pub shared_memory: Option<SharedMemory<'a>>,
-    pub retries: Retries<'a>,
+    pub shared_memory: Option<SharedMemory>,
+    pub retries: Retries,
     pub non_finite_logits: NonFiniteLogits,
-    pub endpoints: Vec<Endpoint<'a>>,
-    pub missing_predictions: CountedIds<'a>,
-    pub featureless_questions: CountedIds<'a>,
-    pub model: Option<Model<'a>>,
-    pub gates: Vec<Gate<'a>>,
+    pub endpoints: Vec<Endpoint>,
+    pub missing_predictions: CountedIds,
+    pub featureless_questions: CountedIds,
+    pub model: Option<Model>,
+    pub gates: Vec<Gate>,
     pub output_dir: String,
-    pub files: &'a [String],
-    pub run: &'a Value,
+    pub files: Vec<String>,
+    /// The run's fingerprint: what `merge` checks.
+    #[serde(with = "super::json::fingerprint")]
+    pub run: Fingerprint,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct LatencyMs {
     pub p50: f64,
     pub p90: f64,
@@ -59,7 +65,7 @@ pub struct LatencyMs {
     pub mean: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct PhasesS {
     pub features: f64,
     pub inference: f64,
@@ -67,7 +73,7 @@ pub struct PhasesS {
 }
 
 /// Where the client's own time went.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Client {
     pub starved_s: f64,
     pub decode_lag_s: f64,
@@ -76,83 +82,99 @@ pub struct Client {
 }
 
 /// How batches were padded (also in `compare`'s models).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Padding {
-    pub mode: &'static str,
+    pub mode: String,
     pub seq_len: Option<usize>,
     pub probe_features: u64,
     pub probe_unsafe_features: u64,
     pub displaced_features: u64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct SharedMemory<'a> {
+impl From<&crate::pipeline::PaddingReport> for Padding {
+    fn from(p: &crate::pipeline::PaddingReport) -> Self {
+        Padding {
+            mode: p.mode().into(),
+            seq_len: p.fixed_len,
+            probe_features: p.probe_features,
+            probe_unsafe_features: p.probe_unsafe,
+            displaced_features: p.displaced,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SharedMemory {
     pub used: bool,
     pub outputs: bool,
-    pub note: Option<&'a str>,
+    pub note: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Retries<'a> {
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Retries {
     pub total: u64,
-    pub by_code: &'a BTreeMap<String, u64>,
+    pub by_code: BTreeMap<String, u64>,
     pub failed_requests: u64,
-    pub failures_by_code: &'a BTreeMap<String, u64>,
+    pub failures_by_code: BTreeMap<String, u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct NonFiniteLogits {
     pub values: u64,
     pub features: u64,
 }
 
 /// One server endpoint's figures.
-#[derive(Debug, Serialize)]
-pub struct Endpoint<'a> {
-    pub url: &'a str,
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub url: String,
     pub connections: usize,
-    pub transport: &'static str,
+    pub transport: String,
     pub unary_connections: usize,
     pub requests: u64,
     pub features: u64,
     pub features_per_s: f64,
     pub latency_ms: EndpointLatencyMs,
-    pub errors: Errors<'a>,
+    pub errors: Errors,
     pub taken_out: u64,
     pub healthy_at_end: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct EndpointLatencyMs {
     pub p50: f64,
     pub p99: f64,
     pub mean: f64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Errors<'a> {
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Errors {
     pub total: u64,
-    pub by_code: &'a BTreeMap<String, u64>,
+    pub by_code: BTreeMap<String, u64>,
 }
 
 /// The model the run used.
-#[derive(Debug, Serialize)]
-pub struct Model<'a> {
-    pub name: &'a str,
-    pub version: &'a str,
-    pub url: Option<&'a str>,
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Model {
+    pub name: String,
+    pub version: String,
+    pub url: Option<String>,
     /// `--protocol`: `grpc` or `http`.
-    pub protocol: &'static str,
-    pub platform: &'a str,
+    #[serde(with = "super::json::protocol")]
+    pub protocol: Protocol,
+    pub platform: String,
     pub max_batch_size: usize,
+    /// The tensor binding as [`crate::backend::Binding`] serializes it.
     pub binding: Value,
 }
 
 /// A `--min-exact`, `--min-f1` or `--max-p99-ms` gate.
-#[derive(Debug, Serialize)]
-pub struct Gate<'a> {
-    pub flag: &'a str,
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Gate {
+    pub flag: String,
+    #[serde(deserialize_with = "super::json::nan_if_null")]
     pub threshold: f64,
+    #[serde(deserialize_with = "super::json::nan_if_null")]
     pub value: f64,
     pub passed: bool,
 }
@@ -169,14 +191,18 @@ mod tests {
         let none = BTreeMap::new();
         let by_code = BTreeMap::from([("UNAVAILABLE".to_string(), 2u64)]);
         let ids = ["q1".to_string()];
-        let files = ["predictions.json".to_string()];
-        let run = json!({"data_sha256": "ab", "model": "null"});
+        let run = Fingerprint::default()
+            .with("data_sha256", "ab")
+            .with("model", "null");
         let mut doc = EvalJson {
             schema: 1,
             data: "dev.json".into(),
             version_2_with_negative: false,
-            postprocess: "nvidia",
-            metrics: json!({"exact": 50.0, "f1": 60.0, "total": 2}),
+            postprocess: "nvidia".into(),
+            metrics: Metrics::V1 {
+                exact_match: 50.0,
+                f1: 60.0,
+            },
             questions: 2,
             features: 3,
             requests: 0,
@@ -198,9 +224,9 @@ mod tests {
             shared_memory: None,
             retries: Retries {
                 total: 0,
-                by_code: &none,
+                by_code: none.clone(),
                 failed_requests: 0,
-                failures_by_code: &none,
+                failures_by_code: none,
             },
             non_finite_logits: NonFiniteLogits {
                 values: 0,
@@ -212,11 +238,12 @@ mod tests {
             model: None,
             gates: vec![],
             output_dir: "out".into(),
-            files: &files,
-            run: &run,
+            files: vec!["predictions.json".into()],
+            run,
         };
         let schema = include_str!("../../schema/eval.schema.json");
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());
+        writes_as_a_value_and_reads_back(&doc);
 
         doc.requests = 1;
         doc.latency_ms = Some(LatencyMs {
@@ -234,7 +261,7 @@ mod tests {
             cpu_limited: false,
         });
         doc.padding = Some(Padding {
-            mode: "fixed",
+            mode: "fixed".into(),
             seq_len: Some(384),
             probe_features: 16,
             probe_unsafe_features: 1,
@@ -243,14 +270,14 @@ mod tests {
         doc.shared_memory = Some(SharedMemory {
             used: false,
             outputs: false,
-            note: Some("remote server"),
+            note: Some("remote server".into()),
         });
-        doc.retries.by_code = &by_code;
+        doc.retries.by_code = by_code.clone();
         doc.retries.total = 2;
         doc.endpoints = vec![Endpoint {
-            url: "localhost:8001",
+            url: "localhost:8001".into(),
             connections: 1,
-            transport: "stream",
+            transport: "stream".into(),
             unary_connections: 0,
             requests: 1,
             features: 3,
@@ -260,28 +287,49 @@ mod tests {
                 p99: 1.0,
                 mean: 1.0,
             },
-            errors: Errors {
-                total: 2,
-                by_code: &by_code,
-            },
+            errors: Errors { total: 2, by_code },
             taken_out: 0,
             healthy_at_end: true,
         }];
         doc.model = Some(Model {
-            name: "null",
-            version: "",
-            url: Some("localhost:8000"),
-            protocol: "http",
-            platform: "python",
+            name: "null".into(),
+            version: String::new(),
+            url: Some("localhost:8000".into()),
+            protocol: Protocol::Http,
+            platform: "python".into(),
             max_batch_size: 64,
             binding: json!({}),
         });
         doc.gates = vec![Gate {
-            flag: "--min-f1",
+            flag: "--min-f1".into(),
             threshold: 50.0,
             value: 60.0,
             passed: true,
         }];
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());
+        writes_as_a_value_and_reads_back(&doc);
+
+        // Floats that are not finite (`null`) and ones of many digits.
+        doc.metrics = Metrics::V2 {
+            exact: 50.0,
+            f1: f64::NAN,
+            total: 2,
+            has_ans: None,
+            no_ans: None,
+            best: None,
+        };
+        doc.wall_s = 1.0 / 3.0;
+        doc.gates[0].threshold = f64::INFINITY;
+        writes_as_a_value_and_reads_back(&doc);
+    }
+
+    /// The writer's bytes are those of the document as a `serde_json::Value` (how
+    /// metrics.json was written before the report was typed), and `merge` reads them
+    /// back to the same document.
+    fn writes_as_a_value_and_reads_back(doc: &EvalJson) {
+        let text = super::super::json::to_string(doc);
+        assert_eq!(text, format!("{:#}\n", serde_json::to_value(doc).unwrap()));
+        let back: EvalJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(super::super::json::to_string(&back), text);
     }
 }

@@ -1,26 +1,32 @@
 //! `bertqa merge --json`, also the merged directory's `metrics.json`
-//! (`schema/merge.schema.json`).
+//! (`schema/merge.schema.json`), and the text `merge` prints.
+
+use std::fmt::Write as _;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::CountedIds;
+use super::{CountedIds, Render};
+use crate::evaluate::Metrics;
+use crate::journal::Fingerprint;
 
 #[derive(Debug, Serialize)]
-pub struct MergeJson<'a> {
+pub struct MergeJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
     pub version_2_with_negative: bool,
     /// As the first shard's metrics.json has it.
-    pub postprocess: Value,
+    pub postprocess: String,
     /// The official metrics over all questions.
-    pub metrics: Value,
+    #[serde(with = "super::json::metrics")]
+    pub metrics: Metrics,
     pub questions: usize,
     pub features: u64,
-    pub missing_predictions: CountedIds<'a>,
+    pub missing_predictions: CountedIds,
     pub shards: Vec<ShardJson>,
-    pub run: Value,
+    /// The shards' common fingerprint, with `shard` `merged` and every question.
+    #[serde(with = "super::json::fingerprint")]
+    pub run: Fingerprint,
     pub output_dir: String,
     pub files: Vec<String>,
 }
@@ -33,39 +39,93 @@ pub struct ShardJson {
     pub dir: String,
     pub questions: usize,
     /// As the shard's metrics.json has it.
-    pub wall_s: Value,
+    pub wall_s: f64,
+}
+
+impl Render for MergeJson {
+    type Json<'a> = &'a MergeJson;
+
+    fn json(&self) -> &MergeJson {
+        self
+    }
+
+    fn text(&self, _verbose: bool) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "merged       {} shards, {} questions, {} features",
+            self.shards.len(),
+            self.questions,
+            self.features
+        );
+        s.push_str(&super::text::metric_lines(&self.metrics, ""));
+        let _ = writeln!(s, "output       {}", self.output_dir);
+        s
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::report::Format;
 
-    #[test]
-    fn follows_the_schema() {
+    fn doc() -> MergeJson {
         let ids = ["q1".to_string(), "q2".to_string()];
-        let doc = MergeJson {
+        MergeJson {
             schema: 1,
             data: "dev.json".into(),
             version_2_with_negative: true,
-            postprocess: json!("nvidia"),
-            metrics: json!({"exact": 50.0, "total": 2}),
+            postprocess: "nvidia".into(),
+            metrics: Metrics::V2 {
+                exact: 50.0,
+                f1: 62.5,
+                total: 2,
+                has_ans: None,
+                no_ans: None,
+                best: None,
+            },
             questions: 2,
             features: 3,
             missing_predictions: CountedIds::first(&ids, 2, 5),
-            shards: vec![ShardJson {
-                shard: "1/2".into(),
-                dir: "out1".into(),
-                questions: 1,
-                wall_s: json!(0.25),
-            }],
-            run: json!({"model": "null", "shard": "merged"}),
+            shards: vec![
+                ShardJson {
+                    shard: "1/2".into(),
+                    dir: "out1".into(),
+                    questions: 1,
+                    wall_s: 0.25,
+                },
+                ShardJson {
+                    shard: "2/2".into(),
+                    dir: "out2".into(),
+                    questions: 1,
+                    wall_s: 0.5,
+                },
+            ],
+            run: Fingerprint::default()
+                .with("model", "null")
+                .with("shard", "merged"),
             output_dir: "merged".into(),
             files: vec!["predictions.json".into(), "metrics.json".into()],
-        };
-        let v = serde_json::to_value(&doc).unwrap();
+        }
+    }
+
+    #[test]
+    fn follows_the_schema() {
+        let v = serde_json::to_value(doc()).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys[..3], ["schema", "data", "version_2_with_negative"]);
         super::super::assert_follows(include_str!("../../schema/merge.schema.json"), &v);
+    }
+
+    #[test]
+    fn text_names_the_shards_the_metrics_and_the_output() {
+        assert_eq!(
+            doc().render(Format::Text { verbose: false }),
+            "merged       2 shards, 2 questions, 3 features\n\
+             exact                  50.000\n\
+             f1                     62.500\n\
+             total                       2\n\
+             output       merged\n"
+        );
     }
 }

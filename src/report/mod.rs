@@ -1,38 +1,71 @@
-//! The JSON reports of `eval`, `merge` and `compare` (`"schema": 1`; `schema/*.schema.json`)
-//! as plain structs: keys in field order, snake_case, the same values the commands
-//! computed. Pure data: the commands fill them in, `serde_json` writes them, and the
-//! unit tests here check what they produce against the committed schemas.
+//! The reports of `eval`, `merge`, `compare` and `perf`, in one shape.
+//!
+//! Each command's report implements [`Render`]: it gives its JSON document (`"schema":
+//! 1`; `schema/*.schema.json`), a plain struct whose keys are its fields in order, and
+//! its human text. [`Render::render`] turns either into the bytes the command prints or
+//! writes, the JSON of every report through the one writer of [`json`]. The documents
+//! of `eval`, `merge` and `compare` are here ([`eval`], [`merge`], [`compare`]; pure
+//! data, checked against the committed schemas by the unit tests); `perf`'s is in
+//! [`crate::perf::export`], with its CSV and SVG renderers.
+//!
+//! The two formats each have a file: [`json`] (the writer, and how the library's own
+//! types appear in the documents) and [`text`] (what the text reports share).
 
 pub mod compare;
 pub mod eval;
+pub mod json;
 pub mod merge;
+pub mod text;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::backend::Protocol;
+pub use text::protocol_words;
 
-/// The protocol as the text reports name it (the JSON reports write
-/// [`Protocol::as_str`], the `--protocol` value).
-pub fn protocol_words(protocol: Protocol) -> &'static str {
-    match protocol {
-        Protocol::Grpc => "gRPC",
-        Protocol::Http => "HTTP",
+/// How a report is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The human text; `verbose` (`-v`) adds the lines on bertqa's own workings where
+    /// the report has any.
+    Text { verbose: bool },
+    /// The JSON document.
+    Json,
+}
+
+/// A command's finished report.
+pub trait Render {
+    /// The JSON document: keys in field order, snake_case.
+    type Json<'a>: Serialize
+    where
+        Self: 'a;
+
+    /// The JSON document of this report.
+    fn json(&self) -> Self::Json<'_>;
+
+    /// The human text (see [`Format::Text`]).
+    fn text(&self, verbose: bool) -> String;
+
+    /// The report as printed (and, in JSON, as written to the command's files).
+    fn render(&self, format: Format) -> String {
+        match format {
+            Format::Text { verbose } => self.text(verbose),
+            Format::Json => json::to_string(&self.json()),
+        }
     }
 }
 
 /// How many question ids a report lists where it counts them.
-#[derive(Debug, Clone, Serialize)]
-pub struct CountedIds<'a> {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountedIds {
     pub count: usize,
-    pub first_ids: Vec<&'a str>,
+    pub first_ids: Vec<String>,
 }
 
-impl<'a> CountedIds<'a> {
+impl CountedIds {
     /// The count of `ids` and the first `n` of them.
-    pub fn first<I: IntoIterator<Item = &'a String>>(ids: I, count: usize, n: usize) -> Self {
+    pub fn first<'a, I: IntoIterator<Item = &'a String>>(ids: I, count: usize, n: usize) -> Self {
         CountedIds {
             count,
-            first_ids: ids.into_iter().take(n).map(String::as_str).collect(),
+            first_ids: ids.into_iter().take(n).cloned().collect(),
         }
     }
 }

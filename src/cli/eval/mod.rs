@@ -10,8 +10,6 @@ mod run;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
 use super::common::Outcome;
 use bertqa::backend::Binding;
@@ -19,7 +17,7 @@ use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
 
 pub use output::{score_predictions, write_per_question, write_predictions};
-pub(crate) use report::{inputs_line, padding_json};
+pub(crate) use report::inputs_line;
 
 /// How many ids are named when questions are listed in a report.
 const FIRST_IDS: usize = 5;
@@ -118,7 +116,7 @@ pub struct EvalReport {
     /// NaN or infinite logits (decoded as −∞).
     pub non_finite: bertqa::decode::non_finite::NonFinite,
     /// The run's fingerprint (data digest, settings, model): what `merge` checks.
-    pub fingerprint: Value,
+    pub fingerprint: bertqa::journal::Fingerprint,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {

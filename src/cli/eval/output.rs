@@ -148,7 +148,7 @@ pub fn write_partial(
     });
     bertqa::output_file::write_atomic(
         &p.dir.join("metrics.json"),
-        format!("{doc:#}\n").as_bytes(),
+        bertqa::report::json::to_string(&doc).as_bytes(),
     )?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
     Ok(format!(

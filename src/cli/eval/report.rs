@@ -1,9 +1,11 @@
-//! `eval`'s report: the gates, the `--json` document (also metrics.json, described by
-//! `schema/eval.schema.json`) and the human text.
+//! `eval`'s report: the gates, and its [`Render`]: the `--json` document (also
+//! metrics.json, described by `schema/eval.schema.json`) and the human text.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use bertqa::report::eval::EvalJson;
+use bertqa::report::Render;
 use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
@@ -55,9 +57,29 @@ fn r6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-/// The `--json` document (also written as metrics.json); described by
-/// `schema/eval.schema.json`.
-pub fn render_json(r: &EvalReport) -> Value {
+impl Render for EvalReport {
+    type Json<'a> = EvalJson;
+
+    /// The `--json` document (also written as metrics.json); described by
+    /// `schema/eval.schema.json`.
+    fn json(&self) -> EvalJson {
+        json(self)
+    }
+
+    /// The human report. The lines on bertqa's own workings (padding, how inputs and
+    /// requests travelled, the client's share of the time) only with `verbose` (`-v`);
+    /// without it, one sentence when bertqa's CPU limited the run.
+    fn text(&self, verbose: bool) -> String {
+        let mut s = String::new();
+        text_run_and_scores(&mut s, self);
+        text_figures(&mut s, self, verbose);
+        text_outcome(&mut s, self);
+        s
+    }
+}
+
+/// The JSON document of [`Render::json`].
+fn json(r: &EvalReport) -> EvalJson {
     use bertqa::report::eval::*;
     let latency_ms = match &r.infer {
         Some(i) if i.requests > 0 => Some(LatencyMs {
@@ -76,22 +98,22 @@ pub fn render_json(r: &EvalReport) -> Value {
         .as_ref()
         .zip(r.protocol)
         .map(|(b, protocol)| Model {
-            name: &b.model,
-            version: &b.version,
-            url: r.url.as_deref(),
-            protocol: protocol.as_str(),
-            platform: &b.platform,
+            name: b.model.clone(),
+            version: b.version.clone(),
+            url: r.url.clone(),
+            protocol,
+            platform: b.platform.clone(),
             max_batch_size: b.max_batch_size,
             binding: serde_json::to_value(b).unwrap_or(Value::Null),
         });
     let default_retries = bertqa::backend::RetryStats::default();
     let retries = r.retries.as_ref().unwrap_or(&default_retries);
-    let doc = EvalJson {
+    EvalJson {
         schema: 1,
         data: r.data.display().to_string(),
         version_2_with_negative: r.version_2,
-        postprocess: r.postprocess,
-        metrics: r.scores.metrics.to_json(),
+        postprocess: r.postprocess.into(),
+        metrics: r.scores.metrics.clone(),
         questions: r.questions,
         features: r.features,
         requests: r.infer.as_ref().map_or(0, |i| i.requests),
@@ -114,17 +136,17 @@ pub fn render_json(r: &EvalReport) -> Value {
             limited_s: r6(i.client_limited().as_secs_f64()),
             cpu_limited: i.client_bound_warning().is_some(),
         }),
-        padding: r.infer.as_ref().map(|i| padding(&i.padding)),
+        padding: r.infer.as_ref().map(|i| Padding::from(&i.padding)),
         shared_memory: r.infer.as_ref().map(|i| SharedMemory {
             used: i.shared_memory.used,
             outputs: i.shared_memory.outputs,
-            note: i.shared_memory.note.as_deref(),
+            note: i.shared_memory.note.clone(),
         }),
         retries: Retries {
             total: retries.total_retries(),
-            by_code: &retries.retries,
+            by_code: retries.retries.clone(),
             failed_requests: retries.total_failures(),
-            failures_by_code: &retries.failures,
+            failures_by_code: retries.failures.clone(),
         },
         non_finite_logits: NonFiniteLogits {
             values: r.non_finite.values,
@@ -146,33 +168,16 @@ pub fn render_json(r: &EvalReport) -> Value {
             .gates
             .iter()
             .map(|g| Gate {
-                flag: g.flag,
+                flag: g.flag.into(),
                 threshold: g.threshold,
                 value: r6(g.value),
                 passed: g.passed,
             })
             .collect(),
         output_dir: r.output_dir.display().to_string(),
-        files: &r.files,
-        run: &r.fingerprint,
-    };
-    serde_json::to_value(&doc).expect("a report serializes")
-}
-
-/// The `padding` object of metrics.json.
-fn padding(p: &bertqa::pipeline::PaddingReport) -> bertqa::report::eval::Padding {
-    bertqa::report::eval::Padding {
-        mode: p.mode(),
-        seq_len: p.fixed_len,
-        probe_features: p.probe_features,
-        probe_unsafe_features: p.probe_unsafe,
-        displaced_features: p.displaced,
+        files: r.files.clone(),
+        run: r.fingerprint.clone(),
     }
-}
-
-/// The `padding` object of metrics.json (also used by `compare`).
-pub(crate) fn padding_json(p: &bertqa::pipeline::PaddingReport) -> Value {
-    serde_json::to_value(padding(p)).expect("a report serializes")
 }
 
 /// The text report's padding line.
@@ -240,7 +245,7 @@ pub(crate) fn inputs_line(m: &bertqa::pipeline::SharedMemoryReport) -> String {
 fn endpoint(
     e: &bertqa::backend::pool::EndpointReport,
     wall: Duration,
-) -> bertqa::report::eval::Endpoint<'_> {
+) -> bertqa::report::eval::Endpoint {
     use bertqa::report::eval::{Endpoint, EndpointLatencyMs, Errors};
     let q = |x: f64| {
         if e.latency_us.is_empty() {
@@ -250,9 +255,9 @@ fn endpoint(
         }
     };
     Endpoint {
-        url: &e.url,
+        url: e.url.clone(),
         connections: e.connections,
-        transport: e.transport.as_str(),
+        transport: e.transport.as_str().into(),
         unary_connections: e.unary_connections,
         requests: e.requests,
         features: e.features,
@@ -268,22 +273,11 @@ fn endpoint(
         },
         errors: Errors {
             total: e.errors.values().sum::<u64>(),
-            by_code: &e.errors,
+            by_code: e.errors.clone(),
         },
         taken_out: e.taken_out,
         healthy_at_end: e.healthy,
     }
-}
-
-/// The human report. The lines on bertqa's own workings (padding, how inputs and
-/// requests travelled, the client's share of the time) only with `verbose` (`-v`);
-/// without it, one sentence when bertqa's CPU limited the run.
-pub fn render_text(r: &EvalReport, verbose: bool) -> String {
-    let mut s = String::new();
-    text_run_and_scores(&mut s, r);
-    text_figures(&mut s, r, verbose);
-    text_outcome(&mut s, r);
-    s
 }
 
 /// The text report's model and data lines, then the official scores.

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::super::common::{
     connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
-    model_padding, pipeline_runtime, print_stdout, run_config as common_run_config,
+    model_padding, pipeline_runtime, print_stdout, report_format, run_config as common_run_config,
 };
 use super::super::flags::name_flags;
 use super::output::{score_predictions, write_partial, write_per_question, write_predictions};
-use super::report::{gates, render_json, render_text};
+use super::report::gates;
 use super::{Args, EvalReport, Gate};
 use crate::cli::resume;
 use bertqa::backend::Binding;
@@ -21,6 +21,7 @@ use bertqa::decode::{self, DecodeConfig, Prediction};
 use bertqa::features::FeatureConfig;
 use bertqa::journal::{Fingerprint, Journal};
 use bertqa::pipeline::{self, InferReport, Padding, Phases, RunConfig, RunObserver, RunOutcome};
+use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::Dataset;
 
@@ -357,7 +358,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         retries: net.map(|p| p.retry_stats()),
         endpoints: net.map(|p| p.endpoint_reports()).unwrap_or_default(),
         non_finite,
-        fingerprint: input.fingerprint.to_json(),
+        fingerprint: input.fingerprint.clone(),
     };
     let nf = non_finite;
     if nf.values > 0 {
@@ -373,18 +374,19 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         );
     }
     report.gates = gates(args, &report);
-    let json = render_json(&report);
+    let json = report.render(Format::Json);
     let metrics_path = args.output_dir.join("metrics.json");
-    bertqa::output_file::write_atomic(&metrics_path, format!("{json:#}\n").as_bytes())?;
+    bertqa::output_file::write_atomic(&metrics_path, json.as_bytes())?;
+    // The text lists metrics.json among the outputs; the document lists the files
+    // written before it.
     report.files.push("metrics.json".into());
     if args.from_logits.is_none() {
         resume::finish(&args.output_dir)?;
     }
-    if args.run.output.json {
-        print_stdout(&format!("{json:#}\n"))?;
-    } else {
-        print_stdout(&render_text(&report, crate::cli::verbose()))?;
-    }
+    print_stdout(&match report_format(args.run.output.json) {
+        Format::Json => json,
+        text => report.render(text),
+    })?;
     Ok(report
         .gates
         .iter()

@@ -1,5 +1,6 @@
-//! Renderers of a finished sweep. Each is pure: a [`Report`] in, bytes out (the
-//! hyperfine way), so each is unit tested without a server.
+//! Renderers of a finished sweep, one file per format. Each is pure: a [`Report`] in,
+//! bytes out (the hyperfine way), so each is unit tested without a server. The text and
+//! JSON are the report's [`Render`](crate::report::Render), as every command's are.
 //!
 //! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
 //!   increasing throughput), so existing spreadsheets and scripts read it.
@@ -68,6 +69,18 @@ impl Report {
             Window::Time(d) => format!("windows of {} ms", d.as_millis()),
             Window::Count(n) => format!("windows of {n} requests"),
         }
+    }
+}
+
+impl crate::report::Render for Report {
+    type Json<'a> = json::PerfJson<'a>;
+
+    fn json(&self) -> json::PerfJson<'_> {
+        json::render(self)
+    }
+
+    fn text(&self, _verbose: bool) -> String {
+        text::render(self)
     }
 }
 

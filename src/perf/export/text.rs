@@ -24,9 +24,21 @@ pub fn accounted_us(l: &LevelResult) -> f64 {
         + l.client.recv_us
 }
 
-/// The report's text.
+/// The report's text: the setting, each level, the summary table.
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
+    setting(&mut s, r);
+    for l in &r.levels {
+        let _ = writeln!(s);
+        level(&mut s, l, r.batch_size);
+    }
+    let _ = writeln!(s);
+    table(&mut s, r);
+    s
+}
+
+/// The model, data, inputs and load lines.
+fn setting(s: &mut String, r: &Report) {
     let version = if r.version.is_empty() {
         String::new()
     } else {
@@ -55,94 +67,98 @@ pub fn render(r: &Report) -> String {
         fmt_num(r.stability_percent),
         r.max_trials
     );
-    for l in &r.levels {
-        let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "{}: {} after {} windows; {} requests in {:.2} s",
-            l.level,
-            if l.stable { "stable" } else { "NOT STABLE" },
-            l.trials,
-            l.requests,
-            l.window_s
-        );
-        let _ = writeln!(
-            s,
-            "  throughput   {:.1} infer/s ({:.1} requests/s of {} features)",
-            l.features_per_s, l.requests_per_s, r.batch_size
-        );
-        let lat = &l.latency;
-        let _ = writeln!(
-            s,
-            "  latency      p50 {}  p90 {}  p95 {}  p99 {}  avg {} ms",
-            ms(lat.p50_us),
-            ms(lat.p90_us),
-            ms(lat.p95_us),
-            ms(lat.p99_us),
-            ms(lat.avg_us)
-        );
-        let (c, v) = (&l.client, &l.server);
-        let _ = writeln!(
-            s,
-            "  client       send {} + recv {} ms (encoding, decoding); response wait {} ms",
-            ms(c.send_us),
-            ms(c.recv_us),
-            ms(c.response_wait_us)
-        );
-        let _ = writeln!(
-            s,
-            "  network      {} ms (response wait − server request {} ms)",
-            ms(c.network_us),
-            ms(v.request_us)
-        );
-        let _ = writeln!(
-            s,
-            "  server       queue {} + compute input {} + infer {} + output {} + other {} ms",
-            ms(v.queue_us),
-            ms(v.compute_input_us),
-            ms(v.compute_infer_us),
-            ms(v.compute_output_us),
-            ms(v.other_us)
-        );
-        let _ = writeln!(
-            s,
-            "  accounted    {} ms of the average latency {} ms by send + network + queue + \
+}
+
+/// One level's figures, every part of the latency shown.
+fn level(s: &mut String, l: &LevelResult, batch_size: usize) {
+    let _ = writeln!(
+        s,
+        "{}: {} after {} windows; {} requests in {:.2} s",
+        l.level,
+        if l.stable { "stable" } else { "NOT STABLE" },
+        l.trials,
+        l.requests,
+        l.window_s
+    );
+    let _ = writeln!(
+        s,
+        "  throughput   {:.1} infer/s ({:.1} requests/s of {} features)",
+        l.features_per_s, l.requests_per_s, batch_size
+    );
+    let lat = &l.latency;
+    let _ = writeln!(
+        s,
+        "  latency      p50 {}  p90 {}  p95 {}  p99 {}  avg {} ms",
+        ms(lat.p50_us),
+        ms(lat.p90_us),
+        ms(lat.p95_us),
+        ms(lat.p99_us),
+        ms(lat.avg_us)
+    );
+    let (c, v) = (&l.client, &l.server);
+    let _ = writeln!(
+        s,
+        "  client       send {} + recv {} ms (encoding, decoding); response wait {} ms",
+        ms(c.send_us),
+        ms(c.recv_us),
+        ms(c.response_wait_us)
+    );
+    let _ = writeln!(
+        s,
+        "  network      {} ms (response wait − server request {} ms)",
+        ms(c.network_us),
+        ms(v.request_us)
+    );
+    let _ = writeln!(
+        s,
+        "  server       queue {} + compute input {} + infer {} + output {} + other {} ms",
+        ms(v.queue_us),
+        ms(v.compute_input_us),
+        ms(v.compute_infer_us),
+        ms(v.compute_output_us),
+        ms(v.other_us)
+    );
+    let _ = writeln!(
+        s,
+        "  accounted    {} ms of the average latency {} ms by send + network + queue + \
              compute + recv",
-            ms(accounted_us(l)),
-            ms(lat.avg_us)
-        );
-        let busy = if l.window_s > 0.0 {
-            v.busy_us / 1e6 / l.window_s * 100.0
-        } else {
-            0.0
-        };
-        let per_exec = if v.executions > 0 {
-            v.inferences as f64 / v.executions as f64
-        } else {
-            0.0
-        };
-        let _ = writeln!(
+        ms(accounted_us(l)),
+        ms(lat.avg_us)
+    );
+    let busy = if l.window_s > 0.0 {
+        v.busy_us / 1e6 / l.window_s * 100.0
+    } else {
+        0.0
+    };
+    let per_exec = if v.executions > 0 {
+        v.inferences as f64 / v.executions as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
             s,
             "  server busy  {busy:.0}% of the time: {} executions of {per_exec:.1} inferences, {} ms each",
             v.executions,
             ms(v.compute_per_execution_us)
         );
-        let _ = writeln!(
-            s,
-            "  bertqa CPU   {:.3} s, {:.0}% of all CPUs{}",
-            l.client_cpu_s,
-            l.client_cpu_fraction * 100.0,
-            match l.level {
-                crate::perf::Level::RequestRate(_) => format!(
-                    "; sent {:.1} requests/s, {} ms behind schedule on average",
-                    l.sent_per_s,
-                    ms(l.send_delay_us)
-                ),
-                crate::perf::Level::Concurrency(_) => String::new(),
-            }
-        );
-    }
-    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "  bertqa CPU   {:.3} s, {:.0}% of all CPUs{}",
+        l.client_cpu_s,
+        l.client_cpu_fraction * 100.0,
+        match l.level {
+            crate::perf::Level::RequestRate(_) => format!(
+                "; sent {:.1} requests/s, {} ms behind schedule on average",
+                l.sent_per_s,
+                ms(l.send_delay_us)
+            ),
+            crate::perf::Level::Concurrency(_) => String::new(),
+        }
+    );
+}
+
+/// The summary: a row per level.
+fn table(s: &mut String, r: &Report) {
     let head = match r.load {
         Load::Concurrency(_) => "concurrency",
         Load::RequestRate { .. } => "rate /s",
@@ -165,7 +181,6 @@ pub fn render(r: &Report) -> String {
             if l.stable { "yes" } else { "NO" }
         );
     }
-    s
 }
 
 #[cfg(test)]
