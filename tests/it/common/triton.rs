@@ -6,8 +6,6 @@
 //! lives as long as the process so that `PR_SET_PDEATHSIG` ends the server with the tests.
 //! A server that cannot start fails the tests with its log tail: nothing skips.
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpListener;

@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::common::tls_proxy;
 use crate::common::{bertqa, root, server, show, start_server, Server};
-use crate::tls_proxy;
 
 const SAMPLE: &str = "data/sample-squad-v2.json";
 
@@ -388,7 +388,7 @@ fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
 
 #[test]
 fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
-    let v = crate::net::killed_and_restarted_mid_run("http");
+    let v = crate::reliability::killed_and_restarted_mid_run("http");
     assert_eq!(v["model"]["protocol"], "http");
 }
 

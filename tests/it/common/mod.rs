@@ -1,0 +1,8 @@
+//! What the integration tests share.
+
+#![allow(dead_code)]
+
+pub mod tls_proxy;
+mod triton;
+
+pub use triton::*;
