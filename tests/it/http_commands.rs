@@ -1,131 +1,30 @@
-//! More of `--protocol http` against real tritonservers: the reports name the protocol,
-//! Triton's restricted HTTP API (an inference key in a plain header), TLS and mutual
-//! TLS through a TLS-terminating proxy (tls_proxy.rs), a server killed and restarted
-//! mid-run, and `compare` and `perf` (with the server breakdown from the HTTP
-//! statistics endpoint).
+//! `eval`, `ask`, `compare` and `perf` over `--protocol http` against real tritonservers:
+//! the reports name the protocol, `compare` and `perf` give what they give over gRPC
+//! (`perf` with the server breakdown from the HTTP statistics endpoint), and Triton's
+//! restricted HTTP API (an inference key in a plain header) is passed and never shown.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::tls_proxy;
-use crate::common::{bertqa, root, server, show, start_server, Server};
-
-const SAMPLE: &str = "data/sample-squad-v2.json";
-
-/// The shared server's HTTP address, `127.0.0.1:PORT`.
-fn http_url() -> String {
-    format!("127.0.0.1:{}", server().http_port)
-}
-
-fn json_of(o: &Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
-}
-
-/// Checks `v` against `schema/NAME.schema.json`.
-fn assert_schema(name: &str, v: &Value) {
-    let path = root().join(format!("schema/{name}.schema.json"));
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
-}
-
-fn read(p: PathBuf) -> Vec<u8> {
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn assert_same_outputs(a: &Path, b: &Path) {
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-    ] {
-        assert!(
-            read(a.join(f)) == read(b.join(f)),
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
-}
-
-/// `bertqa eval` of `model` on the sample into `out`, `--json`, with `extra` flags.
-fn eval_args(model: &str, out: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "eval",
-        "--data",
-        SAMPLE,
-        "--model",
-        model,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-fn run(args: &[String]) -> Output {
-    bertqa(&args.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-const CONTEXT: &str = "The lighthouse at Varne Point was built in 1874 by the engineer Miriam \
-                       Holt, who designed its tower of granite blocks.";
-
-/// `bertqa ask --json` on the oracle (its question comes from the sample).
-fn ask(extra: &[&str]) -> Output {
-    let mut args = vec![
-        "ask",
-        "--model",
-        "oracle",
-        "--json",
-        "--question",
-        "Who designed the lighthouse at Varne Point?",
-        "--context",
-        CONTEXT,
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
-}
-
-fn assert_answered(o: &Output) -> Value {
-    let v = json_of(o);
-    assert_eq!(v["answers"][0]["answer"], "Miriam Holt", "{}", show(o));
-    v
-}
-
-/// Exit 2 with one `error:` line on stderr holding every piece of `want`.
-fn assert_fails_with(o: &Output, want: &[&str]) {
-    assert_eq!(o.status.code(), Some(2), "{}", show(o));
-    assert!(o.stdout.is_empty(), "{}", show(o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.starts_with("error: "), "{}", show(o));
-    for w in want {
-        assert!(err.contains(w), "missing {w:?}\n{}", show(o));
-    }
-}
+use crate::common::{
+    ask_oracle, assert_answered, assert_fails_with, assert_same_outputs, assert_schema, bertqa,
+    http_url, json_of, read_bytes, read_json, root, sample_eval, server, show, start_server_with,
+    Server, SAMPLE,
+};
 
 #[test]
 fn reports_say_which_protocol_was_used() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = |n: &str| tmp.path().join(n);
-    let grpc = json_of(&run(&eval_args(
+    let grpc = json_of(&bertqa(&sample_eval(
         "oracle",
         &dir("grpc"),
         &["--url", &server().url],
     )));
-    let http = json_of(&run(&eval_args(
+    let http = json_of(&bertqa(&sample_eval(
         "oracle",
         &dir("http"),
         &["--protocol", "http", "--url", &http_url()],
@@ -135,19 +34,19 @@ fn reports_say_which_protocol_was_used() {
         assert_eq!(v["model"]["protocol"], protocol, "{}", v["model"]);
         assert_eq!(v["metrics"]["exact"], 100.0);
     }
-    let metrics: Value = serde_json::from_slice(&read(dir("http").join("metrics.json"))).unwrap();
+    let metrics: Value = read_json(dir("http").join("metrics.json"));
     assert_eq!(metrics["model"]["protocol"], "http");
     assert_same_outputs(&dir("grpc"), &dir("http"));
 
     // The text report says it on the model line.
-    let mut args = eval_args(
+    let mut args = sample_eval(
         "oracle",
         &dir("text"),
         &["--protocol", "http", "--url", &http_url()],
     );
     args.retain(|a| a != "--json");
     args.push("-v".into());
-    let o = run(&args);
+    let o = bertqa(&args);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -163,9 +62,9 @@ fn reports_say_which_protocol_was_used() {
     );
 
     // ask names it beside the URL.
-    let v = assert_answered(&ask(&["--protocol", "http", "--url", &http_url()]));
+    let v = assert_answered(&ask_oracle(&["--protocol", "http", "--url", &http_url()]));
     assert_eq!(v["protocol"], "http");
-    let v = assert_answered(&ask(&["--url", &server().url]));
+    let v = assert_answered(&ask_oracle(&["--url", &server().url]));
     assert_eq!(v["protocol"], "grpc");
 }
 
@@ -234,17 +133,12 @@ const WRONG: &str = "wr0ng-Pz19-never-shown";
 fn restricted_server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        start_server(
-            &root().join("models/repo"),
-            &[
-                "--http-address=127.0.0.1".into(),
-                "--grpc-address=127.0.0.1".into(),
-                "--model-control-mode=explicit".into(),
-                "--load-model=oracle".into(),
-                "--load-model=null".into(),
-                format!("--http-restricted-api=inference:infer-key={KEY}"),
-            ],
-        )
+        let flags = [
+            "--http-address=127.0.0.1".into(),
+            "--grpc-address=127.0.0.1".into(),
+            format!("--http-restricted-api=inference:infer-key={KEY}"),
+        ];
+        start_server_with(&["oracle", "null"], &flags, None)
     })
 }
 
@@ -263,10 +157,10 @@ fn the_restricted_http_api_needs_the_header_and_never_shows_it() {
     let tmp = tempfile::tempdir().unwrap();
 
     // No key: exit 2 naming the header.
-    let o = ask(&server);
+    let o = ask_oracle(&server);
     assert_fails_with(&o, &["infer-key"]);
     no_secret(&o);
-    let o = run(&eval_args("oracle", &tmp.path().join("none"), &server));
+    let o = bertqa(&sample_eval("oracle", &tmp.path().join("none"), &server));
     assert_fails_with(&o, &["infer-key"]);
     no_secret(&o);
 
@@ -274,7 +168,7 @@ fn the_restricted_http_api_needs_the_header_and_never_shows_it() {
     let wrong = format!("infer-key:{WRONG}");
     let mut extra = server.to_vec();
     extra.extend(["-v", "--header", &wrong]);
-    let o = ask(&extra);
+    let o = ask_oracle(&extra);
     assert_fails_with(&o, &["infer-key"]);
     no_secret(&o);
 
@@ -282,22 +176,22 @@ fn the_restricted_http_api_needs_the_header_and_never_shows_it() {
     let right = format!("infer-key:{KEY}");
     let mut extra = server.to_vec();
     extra.extend(["--header", &right]);
-    let o = ask(&extra);
+    let o = ask_oracle(&extra);
     let v = assert_answered(&o);
     assert_eq!(v["protocol"], "http");
     no_secret(&o);
     let out = tmp.path().join("eval");
     let mut args = vec!["-v".to_string()];
-    args.extend(eval_args("oracle", &out, &extra));
+    args.extend(sample_eval("oracle", &out, &extra));
     args.push("--save-logits".into());
-    let o = run(&args);
+    let o = bertqa(&args);
     let v = json_of(&o);
     no_secret(&o);
     assert_eq!(v["metrics"]["exact"], 100.0);
     let mut files = 0;
     for entry in std::fs::read_dir(&out).unwrap() {
         let path = entry.unwrap().path();
-        let bytes = read(path.clone());
+        let bytes = read_bytes(&path);
         for secret in [KEY, WRONG] {
             assert!(
                 !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
@@ -384,137 +278,4 @@ fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
         text.starts_with(&format!("model        null at {url} over HTTP (")),
         "{text}"
     );
-}
-
-#[test]
-fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
-    let v = crate::reliability::killed_and_restarted_mid_run("http");
-    assert_eq!(v["model"]["protocol"], "http");
-}
-
-/// `GET /v2/health/ready` through a proxy with rustls directly (client certificate
-/// when `client_cert`): the HTTP status line, or the error.
-fn ready_through(port: u16, client_cert: bool) -> Result<String, String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls::{self, pki_types::pem::PemObject, pki_types::CertificateDer};
-    let pki = tls_proxy::pki();
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(pki.path("ca.pem")).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = if client_cert {
-        let certs = CertificateDer::pem_file_iter(pki.path("client.pem"))
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(pki.path("client.key")).unwrap();
-        builder.with_client_auth_cert(certs, key).unwrap()
-    } else {
-        builder.with_no_client_auth()
-    };
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    crate::common::rt().block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(|e| e.to_string())?;
-        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-        let mut tls = connector
-            .connect(name, tcp)
-            .await
-            .map_err(|e| e.to_string())?;
-        tls.write_all(
-            b"GET /v2/health/ready HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        let mut buf = Vec::new();
-        tls.read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
-        let text = String::from_utf8_lossy(&buf);
-        Ok(text.lines().next().unwrap_or("").to_string())
-    })
-}
-
-#[test]
-fn the_tls_proxy_forwards_to_triton_and_checks_client_certificates() {
-    let plain = tls_proxy::start(server().http_port, false);
-    assert_eq!(ready_through(plain.port, false).unwrap(), "HTTP/1.1 200 OK");
-    let mutual = tls_proxy::start(server().http_port, true);
-    assert_eq!(ready_through(mutual.port, true).unwrap(), "HTTP/1.1 200 OK");
-    assert!(
-        !ready_through(mutual.port, false).is_ok_and(|s| s.starts_with("HTTP/1.1 200")),
-        "a client without a certificate got through"
-    );
-}
-
-/// One proxy of each kind in front of the shared server's HTTP port.
-fn proxies() -> &'static (tls_proxy::TlsProxy, tls_proxy::TlsProxy) {
-    static PROXIES: OnceLock<(tls_proxy::TlsProxy, tls_proxy::TlsProxy)> = OnceLock::new();
-    PROXIES.get_or_init(|| {
-        (
-            tls_proxy::start(server().http_port, false),
-            tls_proxy::start(server().http_port, true),
-        )
-    })
-}
-
-#[test]
-fn https_through_a_tls_proxy_gives_the_answers_of_plain_http() {
-    let pki = tls_proxy::pki();
-    let url = proxies().0.url();
-    let ca = pki.path("ca.pem");
-    let tmp = tempfile::tempdir().unwrap();
-    let plain = tmp.path().join("plain");
-    json_of(&run(&eval_args(
-        "oracle",
-        &plain,
-        &["--protocol", "http", "--url", &http_url()],
-    )));
-    let tls = tmp.path().join("tls");
-    let v = json_of(&run(&eval_args(
-        "oracle",
-        &tls,
-        &["--protocol", "http", "--url", &url, "--ssl-root-cert", &ca],
-    )));
-    assert_eq!(v["model"]["protocol"], "http");
-    assert_eq!(v["metrics"]["exact"], 100.0);
-    assert_same_outputs(&plain, &tls);
-    assert_answered(&ask(&[
-        "--protocol",
-        "http",
-        "--url",
-        &url,
-        "--ssl-root-cert",
-        &ca,
-    ]));
-    // Without the proxy's CA the server is not trusted: a sentence, exit 2.
-    let o = ask(&["--protocol", "http", "--url", &url]);
-    assert_fails_with(&o, &["127.0.0.1"]);
-}
-
-#[test]
-fn mutual_tls_through_a_tls_proxy_needs_the_client_certificate() {
-    let pki = tls_proxy::pki();
-    let url = proxies().1.url();
-    let ca = pki.path("ca.pem");
-    let o = ask(&["--protocol", "http", "--url", &url, "--ssl-root-cert", &ca]);
-    assert_fails_with(&o, &["the server requires a client certificate"]);
-    let (cert, key) = (pki.path("client.pem"), pki.path("client.key"));
-    let v = assert_answered(&ask(&[
-        "--protocol",
-        "http",
-        "--url",
-        &url,
-        "--ssl-root-cert",
-        &ca,
-        "--ssl-client-cert",
-        &cert,
-        "--ssl-client-key",
-        &key,
-    ]));
-    assert_eq!(v["protocol"], "http");
 }

@@ -12,6 +12,7 @@ mod fuzz;
 mod help;
 mod http;
 mod http_commands;
+mod http_tls;
 mod merge;
 mod models;
 mod perf;
