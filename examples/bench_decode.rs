@@ -1,5 +1,5 @@
 //! Decoding + scoring benchmark on the synthetic SQuAD-dev-sized input written by
-//! scripts/bench_decode.py (run it through scripts/bench_decode.sh).
+//! scripts/bench/bench_decode.py (run it through scripts/bench/bench_decode.sh).
 //!
 //! Usage: `bench_decode DIR [REPEATS]`. Loads everything first, then times, single
 //! threaded, the whole-dataset `decode` (hf rules, so the predictions can be compared

@@ -2,7 +2,7 @@
 //! file into model windows (tokenizing and windowing, algorithm §2–§4).
 //!
 //! Usage: `bench_features FILE.json [REPEATS] [VOCAB]` (generate a SQuAD-dev-sized file
-//! with `python3 scripts/gen_squad.py /tmp/dev-sized.json`; VOCAB defaults to
+//! with `python3 scripts/bench/gen_squad.py /tmp/dev-sized.json`; VOCAB defaults to
 //! `vocab/vocab.txt`). Single threaded, best of REPEATS (default 5), each repeat with a
 //! fresh [`FeatureBuilder`] (so a cold word cache, as in one `bertqa eval`):
 //!

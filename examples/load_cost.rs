@@ -1,5 +1,5 @@
 //! Prints how long bertqa's start-up steps take (vocabulary, tokenizer), for the
-//! client-side cost of `bertqa ask` (scripts/bench_ask.sh).
+//! client-side cost of `bertqa ask` (scripts/bench/bench_ask.sh).
 use std::path::Path;
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
-//! A pool of Triton endpoints for the inference path (issue #9 item 1), with the retry
-//! policy of [`retry`](super::retry) (issue #8 item 1).
+//! A pool of Triton endpoints that share a run's requests and outlive a lost one, with the retry
+//! policy of [`retry`](super::retry).
 //!
 //! Contract:
 //! - Each request goes to the healthy endpoint with the fewest outstanding requests

@@ -1,5 +1,5 @@
 //! Retry policy of the inference path: which errors are transient, how long to back off,
-//! and the counts the reports show (issue #8 item 1).
+//! and the counts the reports show: a server's brief outage costs a run time, not its answers.
 //!
 //! Contract:
 //! - Transient, retried up to `retries` times: UNAVAILABLE (which includes a refused or

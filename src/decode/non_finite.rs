@@ -1,4 +1,4 @@
-//! NaN and infinite logits (issue #8 item 3): a model that returns them must not win a
+//! NaN and infinite logits (an FP16 overflow, a broken model): a model that returns them must not win a
 //! span with `+inf` or poison a softmax with NaN. Every non-finite value is replaced by
 //! −∞ before span choice, so such a position never starts or ends a chosen span while a
 //! finite one is left, and the replacements are counted so reports can say how many.

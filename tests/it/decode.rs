@@ -1,5 +1,5 @@
 //! Golden tests of span decoding: our decoder on the features and logits that
-//! scripts/golden_decode.py saved must reproduce transformers' outputs (`hf`) and the
+//! scripts/golden/golden_decode.py saved must reproduce transformers' outputs (`hf`) and the
 //! script's Google/NVIDIA implementation (`nvidia`) byte for byte, and every question
 //! where the two modes differ must be explained by algorithm §6.13.1.
 
@@ -11,14 +11,7 @@ use bertqa::tokenize::BertTokenizer;
 use bertqa::types::{Dataset, Feature, Logits, TokenText};
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::common::{read_json, root};
 
 /// One golden set: dataset, features rebuilt over a vocabulary of the saved tokens,
 /// logits, and the decode configuration the script used.
@@ -39,7 +32,7 @@ pub fn load(version: &str) -> Golden {
         v => root().join(format!("tests/fixtures/decode/squad_{v}.json")),
     };
     let dataset = bertqa::squad::read(&data).expect("fixture");
-    let doc = read_json(&dir.join("features.json"));
+    let doc = read_json(dir.join("features.json"));
     let cfg = &doc["config"];
     let saved = doc["features"].as_array().expect("features");
     // A vocabulary of exactly the tokens the features use (ids by first appearance),
@@ -89,7 +82,7 @@ pub fn load(version: &str) -> Golden {
     }
     let tok = BertTokenizer::from_vocab_text(&vocab.join("\n"), true, Path::new("golden vocab"))
         .expect("vocab");
-    let logits = read_json(&dir.join("logits.json"))
+    let logits = read_json(dir.join("logits.json"))
         .as_array()
         .unwrap()
         .iter()
@@ -252,7 +245,7 @@ fn check_differences(version: &str, must_differ: bool) -> Vec<String> {
             differing.push(a.qas_id.clone());
         }
     }
-    let want: Vec<String> = read_json(&g.dir.join("diffs.json"))
+    let want: Vec<String> = read_json(g.dir.join("diffs.json"))
         .as_array()
         .unwrap()
         .iter()
@@ -309,7 +302,7 @@ fn per_example_equals_whole_dataset() {
 /// two shortest candidates are equally close.
 #[test]
 fn float_repr_matches_python() {
-    let cases = read_json(&root().join("tests/golden/decode/float_repr.json"));
+    let cases = read_json(root().join("tests/golden/decode/float_repr.json"));
     let cases = cases.as_array().unwrap();
     assert!(cases.len() > 2500);
     for c in cases {

@@ -1,43 +1,13 @@
 //! `bertqa eval` and `bertqa ask` end to end on the real local Triton.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{bertqa, root, server, show};
-
-fn fixture(name: &str) -> String {
-    root()
-        .join("tests/fixtures/squad")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn eval(data: &str, model: &str, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "eval",
-        "--data",
-        data,
-        "--model",
-        model,
-        "--url",
-        &server().url,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
-}
-
-fn json_of(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
-}
-
-fn read(p: PathBuf) -> String {
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use crate::common::{
+    assert_same_files, assert_same_outputs, assert_schema, bertqa, eval, fixture, json_of, read,
+    read_json, root, server, show, ANSWER_FILES,
+};
 
 fn per_question(dir: &Path) -> Vec<Value> {
     read(dir.join("per_question.jsonl"))
@@ -62,7 +32,6 @@ fn oracle_scores_100_on_our_fixtures() {
     ] {
         let out = tmp.path().join(Path::new(&data).file_stem().unwrap());
         let o = eval(&data, "oracle", &out, &["--json"]);
-        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         let v = json_of(&o);
         // Every question answered exactly: each window, id, segment, mask and the
         // decoding are right, since the oracle peaks only on the true answer pieces.
@@ -126,7 +95,6 @@ fn output_does_not_depend_on_concurrency_arrival_order_or_transport() {
         let mut extra: Vec<&str> = window.to_vec();
         extra.extend(["--concurrency", c, "--transport", transport, "--json"]);
         let o = eval(&fixture("v2-long.json"), "tiny-bert-jitter", &out, &extra);
-        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
         let v = json_of(&o);
         assert!(v["features"].as_u64().unwrap() >= 100, "{}", v["features"]);
         assert_eq!(v["requests"], v["features"]);
@@ -134,23 +102,14 @@ fn output_does_not_depend_on_concurrency_arrival_order_or_transport() {
         assert_eq!(v["endpoints"][0]["unary_connections"], 0);
         runs.push(out);
     }
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-        "per_question.jsonl",
-    ] {
-        for other in &runs[1..] {
-            assert_eq!(read(runs[0].join(f)), read(other.join(f)), "{f}");
-        }
+    for other in &runs[1..] {
+        let files = ["per_question.jsonl"];
+        assert_same_files(&runs[0], other, &[&ANSWER_FILES[..], &files].concat());
     }
 }
 
 #[test]
 fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
-    let schema: Value =
-        serde_json::from_str(&read(root().join("schema/eval.schema.json"))).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
     let tmp = tempfile::tempdir().unwrap();
     let data = fixture("v1-long.json");
 
@@ -170,13 +129,8 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
             "600000",
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_of(&o);
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
+    assert_schema("eval", &v);
     assert_eq!(
         v["run"]["data_sha256"],
         bertqa::sha256::of_file(data.as_ref()).unwrap().as_str()
@@ -189,8 +143,8 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
     );
     assert_eq!(v["requests"].as_u64().unwrap(), features.div_ceil(batch));
     // metrics.json is the same document.
-    let m: Value = serde_json::from_str(&read(tmp.path().join("metrics.json"))).unwrap();
-    assert!(validator.is_valid(&m));
+    let m: Value = read_json(tmp.path().join("metrics.json"));
+    assert_schema("eval", &m);
     assert_eq!(m["metrics"], v["metrics"]);
     let lat = &v["latency_ms"];
     assert!(lat["p50"].as_f64().unwrap() <= lat["p99"].as_f64().unwrap());
@@ -203,9 +157,8 @@ fn json_output_follows_the_committed_schema_and_gates_flip_the_exit_code() {
         &tmp.path().join("v2"),
         &["--json"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_of(&o);
-    assert!(validator.is_valid(&v), "{v:#}");
+    assert_schema("eval", &v);
     assert!(v["metrics"]["best_f1_thresh"].is_number());
 
     for (flag, value) in [
@@ -252,13 +205,7 @@ fn saved_logits_decode_again_without_the_server() {
     let logits = first.join("logits.bin");
     let o = from_logits(&data, &logits, &again, &["--url", "127.0.0.1:1"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-    ] {
-        assert_eq!(read(first.join(f)), read(again.join(f)), "{f}");
-    }
+    assert_same_outputs(&first, &again);
     // At another threshold the answers move towards "no answer".
     let high = tmp.path().join("high");
     let o = from_logits(
@@ -268,7 +215,7 @@ fn saved_logits_decode_again_without_the_server() {
         &["--null-score-diff-threshold", "-1000"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let p: Value = serde_json::from_str(&read(high.join("predictions.json"))).unwrap();
+    let p: Value = read_json(high.join("predictions.json"));
     assert!(p.as_object().unwrap().values().all(|a| a == ""), "{p}");
 }
 
@@ -292,7 +239,6 @@ fn ask_answers_with_character_spans_and_no_answer() {
     ]);
     // The oracle only knows questions of its data files; these come from
     // data/sample-squad-v2.json, whose context differs but whose answers occur here.
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_of(&o);
     let chars: Vec<char> = context.chars().collect();
     for (a, want) in v["answers"]
@@ -330,7 +276,7 @@ fn ask_answers_with_character_spans_and_no_answer() {
     assert!(out.contains(" 2. "), "{out}");
 }
 
-/// Issue 26, item 5: when no span can answer (here none is short enough), the text
+/// When no span can answer (here none is short enough), the text
 /// says "no answer" instead of the reference's placeholder "empty", which reads like an
 /// answer; the JSON keeps the reference's text.
 #[test]
@@ -361,7 +307,7 @@ fn ask_says_no_answer_for_the_empty_placeholder() {
     assert_eq!(v["answers"][0]["answer"], "empty", "{v:#}");
 }
 
-/// Issue 26, item 5: `eval` and `score` print the same metrics the same way (three
+/// `eval` and `score` print the same metrics the same way (three
 /// decimals); the JSON keeps them in full.
 #[test]
 fn eval_and_score_text_reports_print_metrics_alike() {
@@ -392,7 +338,7 @@ fn eval_and_score_text_reports_print_metrics_alike() {
             .unwrap_or_else(|| panic!("no {key} in {text}"));
         line.split_whitespace().nth(1).unwrap().to_string()
     };
-    let metrics: Value = serde_json::from_str(&read(tmp.path().join("metrics.json"))).unwrap();
+    let metrics: Value = read_json(tmp.path().join("metrics.json"));
     let json: Value = serde_json::from_str(&score(&["--json"])).unwrap();
     for key in ["exact_match", "f1"] {
         let shown = value(&eval_text, key);
@@ -407,7 +353,7 @@ fn eval_and_score_text_reports_print_metrics_alike() {
     }
 }
 
-/// Issue 26, item 5: the text report's lines on bertqa's own workings (padding, how
+/// The text report's lines on bertqa's own workings (padding, how
 /// inputs and requests travelled, the client's share) show with `-v` only; without it,
 /// a run that bertqa's CPU limited (the `null` model answers at once, so the client is
 /// the limit) ends its figures with one plain sentence, and a run the server limited
@@ -418,7 +364,7 @@ fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
     let data = fixture("v2-long.json");
     // Eight copies of the file's articles (ids made distinct), in windows 8 pieces
     // apart: about 3,000 features, a run of most of a second.
-    let mut doc: Value = serde_json::from_str(&read(PathBuf::from(&data))).unwrap();
+    let mut doc: Value = read_json(&data);
     let articles = doc["data"].to_string();
     let mut copies: Vec<Value> = Vec::new();
     for i in 0..8 {
@@ -440,8 +386,7 @@ fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
     let o = eval(big, "null", &tmp.path().join("plain"), &many);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    let metrics: Value =
-        serde_json::from_str(&read(tmp.path().join("plain/metrics.json"))).unwrap();
+    let metrics: Value = read_json(tmp.path().join("plain/metrics.json"));
     assert_eq!(
         metrics["client"]["cpu_limited"], true,
         "{:#}",
@@ -480,7 +425,7 @@ fn internal_report_lines_need_v_and_a_cpu_limited_run_says_so_plainly() {
     assert!(!text.contains("CPU") && !text.contains(sentence), "{text}");
 }
 
-/// Issue 26, item 5: `-v` adds the cause chain and the context (command, server, model,
+/// `-v` adds the cause chain and the context (command, server, model,
 /// files) to an error; a Rust backtrace only when RUST_BACKTRACE asks for one, and then
 /// only with `-v`.
 #[test]
@@ -620,7 +565,7 @@ fn assert_close(want: &Value, got: &Value, tol: f64, at: &str) {
 
 #[test]
 fn postprocess_hf_reproduces_transformers_on_tiny_bert() {
-    // Goldens: scripts/golden_eval.sh (transformers 4.46.3's own SQuAD pipeline against
+    // Goldens: scripts/golden/golden_eval.sh (transformers 4.46.3's own SQuAD pipeline against
     // the same tiny-bert model on Triton).
     let tmp = tempfile::tempdir().unwrap();
     for (golden, data) in [
@@ -650,8 +595,8 @@ fn postprocess_hf_reproduces_transformers_on_tiny_bert() {
         // The goldens hold on any x86-64 machine: tiny-bert computes in float64 and
         // rounds only its logits to float32 (models/lib/tinybert.py).
         for f in files {
-            let want: Value = serde_json::from_str(&read(dir.join(f))).unwrap();
-            let got: Value = serde_json::from_str(&read(out.join(f))).unwrap();
+            let want: Value = read_json(dir.join(f));
+            let got: Value = read_json(out.join(f));
             assert_close(&want, &got, 1e-6, &format!("{golden}/{f}"));
         }
     }
@@ -663,19 +608,8 @@ fn eval_ok(data: &str, model: &str, out: &Path, extra: &[&str]) -> (String, Valu
     args.extend_from_slice(extra);
     let o = eval(data, model, out, &args);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let metrics = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
+    let metrics = read_json(out.join("metrics.json"));
     (String::from_utf8_lossy(&o.stderr).into_owned(), metrics)
-}
-
-/// The three answer files of two output directories are byte-identical.
-fn assert_same_answers(a: &Path, b: &Path) {
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-    ] {
-        assert_eq!(read(a.join(f)), read(b.join(f)), "{f}");
-    }
 }
 
 /// Logits at every real (mask-1) position within 1e-5 of the fixed-length ones; returns
@@ -727,7 +661,7 @@ fn dynamic_length_padding_gives_the_fixed_length_answers() {
     assert_eq!(dynamic["padding"]["probe_unsafe_features"], 0);
     assert_eq!(dynamic["padding"]["displaced_features"], 0);
     assert!(!err.contains("padding"), "{err}");
-    assert_same_answers(&dir("pm-dynamic"), &dir("pm-fixed"));
+    assert_same_outputs(&dir("pm-dynamic"), &dir("pm-fixed"));
     let shorter = assert_logits_close(&dir("pm-dynamic"), &dir("pm-fixed"));
     assert!(
         shorter > 0,
@@ -762,12 +696,9 @@ fn inputs_through_shared_memory_give_the_answers_of_inputs_in_each_message() {
     assert_eq!(shm["shared_memory"]["outputs"], true);
     assert_eq!(shm["shared_memory"]["note"], Value::Null);
     assert_eq!(wire["padding"]["mode"], "dynamic");
-    assert_same_answers(&dir("shm"), &dir("wire"));
-    assert!(
-        std::fs::read(dir("shm").join("logits.bin")).unwrap()
-            == std::fs::read(dir("wire").join("logits.bin")).unwrap(),
-        "the same logits, bit for bit"
-    );
+    assert_same_outputs(&dir("shm"), &dir("wire"));
+    // The same logits, bit for bit.
+    assert_same_files(&dir("shm"), &dir("wire"), &["logits.bin"]);
 }
 
 #[test]
@@ -793,7 +724,7 @@ fn the_padding_probe_keeps_the_reference_answers_when_padding_ranks_high() {
         err.contains("ranks padding positions among its top"),
         "{err}"
     );
-    assert_same_answers(&dir("guarded"), &dir("fixed"));
+    assert_same_outputs(&dir("guarded"), &dir("fixed"));
     let (err, forced) = eval_ok(&data, "bert-onnx", &dir("forced"), &["--dynamic-seq-len"]);
     assert_eq!(forced["padding"]["mode"], "dynamic");
     assert_eq!(forced["padding"]["probe_features"], 0);

@@ -1,22 +1,16 @@
 //! Integration tests: tokenizer, SQuAD reader and features against the goldens of
-//! tests/golden/features (made by scripts/golden_features.sh), and `bertqa features`
+//! tests/golden/features (made by scripts/golden/golden_features.sh), and `bertqa features`
 //! error handling.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bertqa::features::{self, FeatureBuilder, FeatureConfig};
 use bertqa::squad;
 use bertqa::tokenize::{self, BertTokenizer};
 use bertqa::types::TokenText;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/squad").join(name)
-}
+use crate::common::{bertqa, fixture, root};
 
 fn golden_dir() -> PathBuf {
     root().join("tests/golden/features")
@@ -34,15 +28,7 @@ fn uncased_vocab() -> PathBuf {
 }
 
 fn cased_vocab() -> PathBuf {
-    fixture("vocab-cased.txt")
-}
-
-fn bertqa(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bertqa")
+    fixture("vocab-cased.txt").into()
 }
 
 fn stderr(o: &Output) -> String {
@@ -119,7 +105,7 @@ fn bertqa_features_equals_every_golden_byte_for_byte() {
         let mut args = vec![
             "features",
             "--data",
-            data.to_str().unwrap(),
+            &data,
             "--vocab",
             vocab.to_str().unwrap(),
             "--max-seq-length",
@@ -152,7 +138,7 @@ fn bertqa_features_equals_every_golden_byte_for_byte() {
 #[test]
 fn library_features_match_golden_fields() {
     let tok = BertTokenizer::from_vocab_file(&uncased_vocab(), true).unwrap();
-    let dataset = squad::read(&fixture("degenerate.json")).unwrap();
+    let dataset = squad::read(fixture("degenerate.json").as_ref()).unwrap();
     let (all, featureless) = features::build(&tok, FeatureConfig::default(), &dataset).unwrap();
     // d-2 (whitespace only) and d-3 (only removed characters) have no features; d-4
     // keeps its example_index 3 (G/N, not H).
@@ -334,7 +320,7 @@ fn degenerate_input_warns_and_strict_refuses() {
     let args = [
         "features",
         "--data",
-        data.to_str().unwrap(),
+        &data,
         "--vocab",
         vocab.to_str().unwrap(),
     ];
@@ -355,7 +341,7 @@ fn degenerate_input_warns_and_strict_refuses() {
     let out = bertqa(&[
         "features",
         "--data",
-        data.to_str().unwrap(),
+        &data,
         "--vocab",
         vocab.to_str().unwrap(),
         "--strict",
@@ -375,7 +361,7 @@ fn invalid_windows_and_missing_vocab_are_clear_errors() {
     let base = [
         "features",
         "--data",
-        data.to_str().unwrap(),
+        &data,
         "--vocab",
         vocab.to_str().unwrap(),
     ];
@@ -388,13 +374,7 @@ fn invalid_windows_and_missing_vocab_are_clear_errors() {
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains(needle), "{}", stderr(&out));
     }
-    let out = bertqa(&[
-        "features",
-        "--data",
-        data.to_str().unwrap(),
-        "--vocab",
-        "/nonexistent/v.txt",
-    ]);
+    let out = bertqa(&["features", "--data", &data, "--vocab", "/nonexistent/v.txt"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("scripts/install_vocab.sh"),
@@ -420,12 +400,7 @@ fn tokenizer_json_gives_the_same_features() {
 
     let data = fixture("unicode.json");
     let run = |source: &[&str]| {
-        let mut args = vec![
-            "features",
-            "--data",
-            data.to_str().unwrap(),
-            "--no-lower-case",
-        ];
+        let mut args = vec!["features", "--data", &data, "--no-lower-case"];
         args.extend_from_slice(source);
         let out = bertqa(&args);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -444,7 +419,7 @@ fn tokenizer_json_gives_the_same_features() {
 #[test]
 fn paragraph_words_map_back_through_token_to_orig() {
     let tok = BertTokenizer::from_vocab_file(&cased_vocab(), false).unwrap();
-    let dataset = squad::read(&fixture("v2-long.json")).unwrap();
+    let dataset = squad::read(fixture("v2-long.json").as_ref()).unwrap();
     let mut enc = tok.encoder();
     let para = &dataset.paragraphs[0];
     let doc = features::doc_pieces(&mut enc, para);
@@ -466,7 +441,7 @@ fn paragraph_words_map_back_through_token_to_orig() {
     assert_eq!(start, doc.ids.len());
 }
 
-/// Issue 26, item 4: a SQuAD file that starts with a UTF-8 byte order mark reads as the
+/// A SQuAD file that starts with a UTF-8 byte order mark reads as the
 /// same file without it; JSON that is not a SQuAD file is named as such, with what it
 /// holds instead of serde's message about the records it expected.
 #[test]
@@ -478,7 +453,7 @@ fn a_byte_order_mark_is_accepted_and_other_json_is_not_a_squad_file() {
     bytes.extend(std::fs::read(&plain).unwrap());
     std::fs::write(&bom, bytes).unwrap();
     let (a, b) = (
-        bertqa(&["features", "--data", plain.to_str().unwrap()]),
+        bertqa(&["features", "--data", &plain]),
         bertqa(&["features", "--data", bom.to_str().unwrap()]),
     );
     assert_eq!(b.status.code(), Some(0), "{}", stderr(&b));

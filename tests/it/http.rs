@@ -1,45 +1,17 @@
 //! KServe v2 HTTP/REST (`--protocol http`) against the real local Triton's HTTP port:
 //! the same bindings, answers, logits and scores as gRPC, and the wrong port named.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::process::Output;
 
 use bertqa::backend::proto::model_config::SchedulingChoice;
-use bertqa::backend::{ClientConfig, Protocol, TritonClient};
-use serde_json::Value;
+use bertqa::backend::Protocol;
 
-use crate::common::{bertqa, root, rt, server, show};
-
-/// The shared server's HTTP address, `127.0.0.1:PORT`.
-fn http_url() -> String {
-    format!("127.0.0.1:{}", server().http_port)
-}
-
-fn fixture(name: &str) -> String {
-    root()
-        .join("tests/fixtures/squad")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn ok(o: &std::process::Output) {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
-}
-
-fn json_of(o: &std::process::Output) -> Value {
-    ok(o);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
-}
-
-fn client(rt: &tokio::runtime::Runtime, protocol: Protocol, url: String) -> TritonClient {
-    let config = ClientConfig {
-        url,
-        protocol,
-        ..Default::default()
-    };
-    rt.block_on(TritonClient::connect(&config))
-        .expect("connect")
-}
+use crate::common::{
+    assert_same_files, assert_same_outputs, bertqa, client, eval_args, fixture, http_url,
+    journaled, json_of, ok, rt, server, show, spawn_bertqa, wait_for_journal, ANSWER_FILES,
+};
+use crate::resume;
 
 #[test]
 fn models_shows_the_bindings_of_both_layouts_as_over_grpc() {
@@ -138,43 +110,23 @@ fn rest_calls_answer_what_grpc_answers() {
     );
 }
 
-fn eval(
-    protocol: &str,
-    url: &str,
-    model: &str,
-    out: &Path,
-    extra: &[&str],
-) -> std::process::Output {
-    let out = out.to_str().unwrap();
+/// `eval --json` of `model` on the long v2 fixture over `protocol` at `url`, into `out`.
+fn eval_over(protocol: &str, url: &str, model: &str, out: &Path, extra: &[&str]) -> Output {
     let data = fixture("v2-long.json");
-    let mut args = vec![
-        "eval",
-        "--protocol",
-        protocol,
-        "--url",
-        url,
-        "--data",
+    let server = ["--protocol", protocol, "--url", url, "--json"];
+    bertqa(&eval_args(
         &data,
-        "--model",
         model,
-        "--output-dir",
         out,
-        "--quiet",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
-}
-
-fn read(p: PathBuf) -> Vec<u8> {
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        &[&server[..], extra].concat(),
+    ))
 }
 
 #[test]
 fn eval_over_http_writes_the_files_of_grpc_byte_for_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = |n: &str| tmp.path().join(n);
-    let grpc = json_of(&eval(
+    let grpc = json_of(&eval_over(
         "grpc",
         &server().url,
         "tiny-bert",
@@ -182,14 +134,14 @@ fn eval_over_http_writes_the_files_of_grpc_byte_for_byte() {
         &["--save-logits"],
     ));
     // Shared memory on by default (a loopback server), and off.
-    let shm = json_of(&eval(
+    let shm = json_of(&eval_over(
         "http",
         &http_url(),
         "tiny-bert",
         &dir("shm"),
         &["--save-logits"],
     ));
-    let wire = json_of(&eval(
+    let wire = json_of(&eval_over(
         "http",
         &http_url(),
         "tiny-bert",
@@ -204,17 +156,8 @@ fn eval_over_http_writes_the_files_of_grpc_byte_for_byte() {
     assert_eq!(shm["shared_memory"]["outputs"], true);
     assert_eq!(wire["shared_memory"]["used"], false);
     for run in ["shm", "wire"] {
-        for file in [
-            "predictions.json",
-            "nbest_predictions.json",
-            "null_odds.json",
-            "logits.bin",
-        ] {
-            assert!(
-                read(dir(run).join(file)) == read(dir("grpc").join(file)),
-                "{run}/{file} differs from gRPC's"
-            );
-        }
+        let files = [&ANSWER_FILES[..], &["logits.bin"]].concat();
+        assert_same_files(&dir(run), &dir("grpc"), &files);
     }
     assert_eq!(shm["metrics"], grpc["metrics"]);
 }
@@ -224,7 +167,7 @@ fn the_oracle_scores_100_over_http_on_two_endpoints() {
     let tmp = tempfile::tempdir().unwrap();
     let port = server().http_port;
     let urls = format!("127.0.0.1:{port},localhost:{port}");
-    let v = json_of(&eval(
+    let v = json_of(&eval_over(
         "http",
         &urls,
         "oracle",
@@ -264,7 +207,7 @@ fn a_port_of_the_other_protocol_is_named() {
 #[test]
 fn transport_stream_is_refused_over_http_and_model_errors_are_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = eval(
+    let o = eval_over(
         "http",
         &http_url(),
         "null",
@@ -278,7 +221,7 @@ fn transport_stream_is_refused_over_http_and_model_errors_are_named() {
         show(&o)
     );
     // A model error: its HTTP status and the server's {"error"} text, not the body.
-    let o = eval(
+    let o = eval_over(
         "http",
         &http_url(),
         "fault-internal",
@@ -295,87 +238,41 @@ fn transport_stream_is_refused_over_http_and_model_errors_are_named() {
     assert!(!stderr.contains("{\"error\""), "{stderr}");
 }
 
-/// Features in the journal of a run writing to `dir` (0 while there is none).
-fn journaled(dir: &Path) -> usize {
-    bertqa::journal::read(&dir.join("journal.bqj")).map_or(0, |(_, c)| c.logits.len())
-}
-
 #[test]
 fn a_run_over_http_killed_midway_resumes_to_identical_files() {
     let tmp = tempfile::tempdir().unwrap();
     let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
     let url = http_url();
-    // 192 features of the slow oracle, one per request, 2 in flight: a few seconds.
-    let args = |dir: &Path, extra: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = [
-            "eval",
-            "--protocol",
-            "http",
-            "--url",
-            &url,
-            "--data",
-            "tests/fixtures/squad/v2-long.json",
-            "--model",
-            "oracle-slow",
-            "--output-dir",
-            dir.to_str().unwrap(),
-            "--doc-stride",
-            "16",
-            "--batch-size",
-            "1",
-            "--concurrency",
-            "2",
-            "--quiet",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
-    };
-    let run = |a: Vec<String>| {
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        bertqa(&a)
-    };
-    ok(&run(args(&reference, &[])));
-    let mut child = crate::common::spawn_bertqa(&args(&out, &[]));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while journaled(&out) < 30 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended before 30 features"
-        );
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no 30 journaled features"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    // The slow oracle's 192 features, one per request, 2 in flight: a few seconds.
+    let http = ["--protocol", "http"];
+    ok(&bertqa(&resume::args(
+        &url,
+        "oracle-slow",
+        &reference,
+        &http,
+    )));
+    let mut child = spawn_bertqa(&resume::args(&url, "oracle-slow", &out, &http));
+    wait_for_journal(&mut child, &out, 30);
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = journaled(&out);
     assert!((30..192).contains(&kept), "{kept} journaled");
-    let o = run(args(&out, &["--resume"]));
+    let resumed = ["--protocol", "http", "--resume"];
+    let o = bertqa(&resume::args(&url, "oracle-slow", &out, &resumed));
     ok(&o);
     assert!(
         String::from_utf8_lossy(&o.stderr).contains(&format!("{kept} features already answered")),
         "{}",
         show(&o)
     );
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-    ] {
-        assert!(read(reference.join(f)) == read(out.join(f)), "{f} differs");
-    }
+    assert_same_outputs(&reference, &out);
 }
 
 #[test]
 fn http_503_answers_are_retried_as_unavailable() {
     // The oracle refusing every 10th request with UNAVAILABLE: HTTP 503 over REST.
     let tmp = tempfile::tempdir().unwrap();
-    let v = json_of(&eval(
+    let v = json_of(&eval_over(
         "http",
         &http_url(),
         "fault-unavailable-10pct",

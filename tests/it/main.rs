@@ -2,23 +2,23 @@
 //! Triton themselves (free ports, one server per test binary) and never skip.
 
 mod architecture;
+mod client_errors;
 mod common;
 mod compare;
 mod decode;
 mod eval;
-mod fake;
 mod features;
 mod fuzz;
 mod help;
 mod http;
-mod http_more;
+mod http_commands;
+mod http_tls;
 mod merge;
 mod models;
-mod net;
 mod perf;
 mod pipeline;
+mod reliability;
 mod resume;
 mod score;
 mod security;
 mod testbed;
-mod tls_proxy;

@@ -1,29 +1,13 @@
-//! `eval --shard I/N` and `bertqa merge` (issue 9, item 2) on the real local Triton:
-//! three shards merged equal one run, byte for byte; bad shard sets are refused.
+//! `eval --shard I/N` and `bertqa merge` on the real local Triton (one evaluation split
+//! over machines): three shards merged equal one run, byte for byte; bad shard sets are
+//! refused.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common::{bertqa, root, server, show};
-
-fn eval(data: &str, out: &Path, extra: &[&str]) -> Output {
-    let mut a = vec![
-        "eval",
-        "--data",
-        data,
-        "--model",
-        "oracle",
-        "--url",
-        &server().url,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
-    a.extend_from_slice(extra);
-    bertqa(&a)
-}
+use crate::common::{assert_same_files, assert_schema, bertqa, eval, ok, read_json, root, show};
 
 fn merge(dirs: &[&Path], out: &Path, extra: &[&str]) -> Output {
     let mut a = vec!["merge"];
@@ -31,18 +15,6 @@ fn merge(dirs: &[&Path], out: &Path, extra: &[&str]) -> Output {
     a.extend(["--output-dir", out.to_str().unwrap()]);
     a.extend_from_slice(extra);
     bertqa(&a)
-}
-
-fn read(p: PathBuf) -> Vec<u8> {
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn json(p: PathBuf) -> Value {
-    serde_json::from_slice(&read(p)).unwrap()
-}
-
-fn ok(o: &Output) {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
 }
 
 fn refused(o: &Output, needles: &[&str]) {
@@ -64,19 +36,24 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
         ("v1", "tests/fixtures/squad/v1-long.json", 3),
     ] {
         let single = t.join(format!("{name}-single"));
-        ok(&eval(data, &single, &["--doc-stride", "48"]));
+        ok(&eval(data, "oracle", &single, &["--doc-stride", "48"]));
         let shards: Vec<PathBuf> = (1..=3)
             .map(|i| t.join(format!("{name}-shard{i}")))
             .collect();
         let mut counted = 0;
         for (i, dir) in shards.iter().enumerate() {
             let spec = format!("{}/3", i + 1);
-            ok(&eval(data, dir, &["--doc-stride", "48", "--shard", &spec]));
-            let m = json(dir.join("metrics.json"));
+            ok(&eval(
+                data,
+                "oracle",
+                dir,
+                &["--doc-stride", "48", "--shard", &spec],
+            ));
+            let m = read_json(dir.join("metrics.json"));
             assert_eq!(m["run"]["shard"], spec.as_str());
             counted += m["questions"].as_u64().unwrap();
         }
-        let total = json(single.join("metrics.json"))["questions"]
+        let total = read_json(single.join("metrics.json"))["questions"]
             .as_u64()
             .unwrap();
         assert_eq!(counted, total, "the shards hold every question once");
@@ -93,21 +70,13 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
         if files == 4 {
             names.push("null_odds.json");
         }
-        for f in names {
-            assert!(
-                read(single.join(f)) == read(merged.join(f)),
-                "{name}: {f} differs"
-            );
-        }
+        assert_same_files(&single, &merged, &names);
         let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let schema = json(root().join("schema/merge.schema.json"));
-        let validator = jsonschema::validator_for(&schema).expect("valid schema");
-        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
-        let one = json(single.join("metrics.json"));
+        assert_schema("merge", &doc);
+        let one = read_json(single.join("metrics.json"));
         assert_eq!(doc["metrics"], one["metrics"], "{name}");
         assert_eq!(doc["features"], one["features"]);
-        assert_eq!(json(merged.join("metrics.json")), doc);
+        assert_eq!(read_json(merged.join("metrics.json")), doc);
     }
 
     let s: Vec<PathBuf> = (1..=3).map(|i| t.join(format!("v2-shard{i}"))).collect();
@@ -127,6 +96,7 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
     let other = t.join("v2-other3");
     ok(&eval(
         "tests/fixtures/squad/v2-long.json",
+        "oracle",
         &other,
         &["--doc-stride", "64", "--shard", "3/3"],
     ));
@@ -155,7 +125,11 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
         &t.join("moved"),
         &["--data", copy.to_str().unwrap()],
     ));
-    assert!(read(t.join("moved/predictions.json")) == read(t.join("v2-single/predictions.json")));
+    assert_same_files(
+        &t.join("moved"),
+        &t.join("v2-single"),
+        &["predictions.json"],
+    );
 }
 
 #[test]

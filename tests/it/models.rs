@@ -5,21 +5,13 @@ use std::time::{Duration, Instant};
 
 use bertqa::backend::binding::{FloatType, InputRole, IntType, Outputs};
 use bertqa::backend::{
-    bind, prepare_request, tensor, BindingOverrides, ClientConfig, SeqLen, Transport, TritonClient,
+    bind, prepare_request, tensor, BindingOverrides, ClientConfig, Protocol, SeqLen, Transport,
+    TritonClient,
 };
 use bertqa::types::Feature;
 use bertqa::Error;
 
-use crate::common::{bertqa, numpy_tiny_bert, rt, server, show};
-
-fn client(rt: &tokio::runtime::Runtime) -> TritonClient {
-    let config = ClientConfig {
-        url: server().url.clone(),
-        ..Default::default()
-    };
-    rt.block_on(TritonClient::connect(&config))
-        .expect("connect")
-}
+use crate::common::{bertqa, client, numpy_tiny_bert, rt, server, show};
 
 /// A hand-made feature: `[CLS] q [SEP] doc [SEP]` with `q` and `doc` ids.
 fn feature(unique_id: u64, q: &[u32], doc: &[u32]) -> Feature {
@@ -29,7 +21,7 @@ fn feature(unique_id: u64, q: &[u32], doc: &[u32]) -> Feature {
 #[test]
 fn health_and_server_metadata() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     assert!(rt.block_on(c.server_live()).unwrap());
     assert!(rt.block_on(c.server_ready()).unwrap());
     let meta = rt.block_on(c.server_metadata()).unwrap();
@@ -62,7 +54,7 @@ fn input_roles(b: &bertqa::backend::Binding) -> Vec<(&str, InputRole, IntType)> 
 #[test]
 fn binding_nvidia_convention() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let b = rt
         .block_on(bind(&c, "tiny-bert", "", &BindingOverrides::default()))
         .unwrap();
@@ -96,7 +88,7 @@ fn binding_nvidia_convention() {
 #[test]
 fn binding_hugging_face_convention_binds_by_name_not_position() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let b = rt
         .block_on(bind(&c, "tiny-bert-hf", "", &BindingOverrides::default()))
         .unwrap();
@@ -117,7 +109,7 @@ fn binding_hugging_face_convention_binds_by_name_not_position() {
 #[test]
 fn binding_stacked_fp16_output_and_overrides() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let b = rt
         .block_on(bind(
             &c,
@@ -178,7 +170,7 @@ fn padded(features: &[&Feature], seq: usize) -> (Rows, Rows, Rows) {
 
 fn round_trip(model: &str, seq: usize, tolerance: f32) {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let b = rt
         .block_on(bind(&c, model, "", &BindingOverrides::default()))
         .unwrap();
@@ -248,7 +240,7 @@ fn inference_round_trip_fp16_stacked() {
 #[test]
 fn null_model_takes_a_batch_of_64() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let b = rt
         .block_on(bind(&c, "null", "", &BindingOverrides::default()))
         .unwrap();
@@ -329,7 +321,7 @@ fn the_stream_transport_carries_requests_and_a_rejected_one_goes_unary() {
 #[test]
 fn unknown_model_lists_ready_models() {
     let rt = rt();
-    let c = client(&rt);
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
     let e = rt
         .block_on(c.model_metadata("no-such-model", ""))
         .unwrap_err();

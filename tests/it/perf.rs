@@ -6,29 +6,20 @@
 //! `tiny-bert`, and take turns on `null`, so the ModelStatistics deltas they read see
 //! no other test's requests.
 
-use std::path::Path;
 use std::process::Output;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{bertqa, root, show, start_server, Server};
+use crate::common::{
+    assert_schema, bertqa, json_of, read, show, start_server_with, Server, SAMPLE,
+};
 
-fn server() -> &'static Server {
+/// The sweeps' own server (see above).
+fn perf_server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        start_server(
-            &root().join("models/repo"),
-            &[
-                "--model-control-mode=explicit".into(),
-                "--load-model=null".into(),
-                "--load-model=tiny-bert".into(),
-            ],
-        )
-    })
+    SERVER.get_or_init(|| start_server_with(&["null", "tiny-bert"], &[], None))
 }
-
-const DATA: &str = "data/sample-squad-v2.json";
 
 /// Held by the tests that load `null`: one test's requests must not show in another's
 /// server statistics.
@@ -43,36 +34,16 @@ fn perf(model: &str, extra: &[&str]) -> Output {
         "--model",
         model,
         "--data",
-        DATA,
+        SAMPLE,
         "--url",
-        &server().url,
+        &perf_server().url,
     ];
     args.extend_from_slice(extra);
     bertqa(&args)
 }
 
-fn json_of(o: &Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
-}
-
-fn assert_schema(v: &Value) {
-    let text = std::fs::read_to_string(root().join("schema/perf.schema.json")).unwrap();
-    let schema: Value = serde_json::from_str(&text).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator
-        .iter_errors(v)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 #[test]
@@ -102,7 +73,7 @@ fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
         ],
     );
     let v = json_of(&o);
-    assert_schema(&v);
+    assert_schema("perf", &v);
     assert_eq!(v["mode"], "concurrency");
     // The local server is on a loopback address: --shared-memory auto uses it.
     assert_eq!(v["inputs"], "through shared memory, outputs too");
@@ -215,7 +186,7 @@ fn tiny_bert_breakdown_accounts_for_the_client_latency() {
         ],
     );
     let v = json_of(&o);
-    assert_schema(&v);
+    assert_schema("perf", &v);
     assert_eq!(v["padding"], "fixed 384");
     for l in v["levels"].as_array().unwrap() {
         let c = l["concurrency"].as_u64().unwrap();
@@ -281,7 +252,7 @@ fn request_rate_sweep_sends_at_the_requested_rates() {
         ],
     );
     let v = json_of(&o);
-    assert_schema(&v);
+    assert_schema("perf", &v);
     assert_eq!(v["mode"], "request_rate");
     assert_eq!(v["request_distribution"], "constant");
     let levels = v["levels"].as_array().unwrap();
@@ -314,7 +285,7 @@ fn request_rate_sweep_sends_at_the_requested_rates() {
         ],
     );
     let v = json_of(&o);
-    assert_schema(&v);
+    assert_schema("perf", &v);
     assert_eq!(v["request_distribution"], "poisson");
     assert_eq!(v["seed"], 7);
     assert_eq!(v["levels"].as_array().unwrap().len(), 1);
@@ -337,7 +308,7 @@ fn request_rate_sweep_sends_at_the_requested_rates() {
         ],
     );
     let v = json_of(&o);
-    assert_schema(&v);
+    assert_schema("perf", &v);
     let l = &v["levels"][0];
     assert!(f(&l["sent_per_s"]) < 95_000.0, "{l:#}");
     let warning = l["warnings"]
@@ -404,7 +375,7 @@ fn bad_ranges_and_settings_are_usage_errors() {
         "--model",
         "null",
         "--data",
-        DATA,
+        SAMPLE,
         "--concurrency-range",
         "1:2",
         "--request-rate-range",

@@ -1,17 +1,20 @@
-//! Nothing lost (issue 8, item 2): the eval journal, `--resume` after SIGKILL, after the
+//! Nothing lost when a run stops early: the eval journal, `--resume` after SIGKILL, after the
 //! server died, and after Ctrl-C; torn journals and journals of other settings. Runs use
 //! `oracle-slow` (the oracle sleeping 40 ms per execution) with one feature per
 //! request, so a run lasts a few seconds and is stopped once its journal holds a number
 //! of features (never after a fixed time).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bertqa, kill_server, root, server, show, spawn_bertqa, start_server, Server};
+use crate::common::{
+    assert_same_files, assert_schema, bertqa, journaled, kill_server, ok, read_bytes, read_json,
+    server, show, slow_server, spawn_bertqa, wait_for_journal,
+};
 
+/// The answer files and per_question.jsonl.
 const FILES: [&str; 4] = [
     "predictions.json",
     "nbest_predictions.json",
@@ -23,8 +26,13 @@ const FILES: [&str; 4] = [
 const DATA: &str = "tests/fixtures/squad/v2-long.json";
 
 /// eval arguments: 192 features of 384 tokens over 8 questions (doc stride 16), one
-/// feature per request.
-fn args<'a>(url: &'a str, model: &'a str, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+/// feature per request (also for the HTTP variant in http.rs).
+pub(crate) fn args<'a>(
+    url: &'a str,
+    model: &'a str,
+    out: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
     let mut a = vec![
         "eval",
         "--data",
@@ -47,49 +55,12 @@ fn args<'a>(url: &'a str, model: &'a str, out: &'a Path, extra: &[&'a str]) -> V
     a
 }
 
-fn spawn(args: &[&str]) -> Child {
-    spawn_bertqa(args)
-}
-
 fn journal(dir: &Path) -> PathBuf {
     dir.join("journal.bqj")
 }
 
-/// Features in a journal (0 while it does not exist yet).
-fn journaled(dir: &Path) -> usize {
-    match bertqa::journal::read(&journal(dir)) {
-        Ok((_, c)) => c.logits.len(),
-        Err(_) => 0,
-    }
-}
-
-/// Waits until the run's journal holds at least `n` features.
-fn wait_for_journal(child: &mut Child, dir: &Path, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while journaled(dir) < n {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("bertqa ended before journaling {n} features: {status}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {n} journaled features in 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read(p: PathBuf) -> Vec<u8> {
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn assert_same_files(a: &Path, b: &Path) {
-    for f in FILES {
-        assert!(read(a.join(f)) == read(b.join(f)), "{f} differs");
-    }
-}
-
 fn metrics(dir: &Path) -> Value {
-    serde_json::from_slice(&read(dir.join("metrics.json"))).unwrap()
+    read_json(dir.join("metrics.json"))
 }
 
 /// Features the server has run through `model` so far.
@@ -125,23 +96,9 @@ fn settled_count(url: &str, model: &str) -> u64 {
     }
 }
 
-fn slow_server() -> Server {
-    start_server(
-        &root().join("models/repo"),
-        &[
-            "--model-control-mode=explicit".to_string(),
-            "--load-model=oracle-slow".to_string(),
-        ],
-    )
-}
-
-fn ok(o: &Output) {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
-}
-
 #[test]
 fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() {
-    let s = slow_server();
+    let s = slow_server(None);
     let tmp = tempfile::tempdir().unwrap();
     let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
     ok(&bertqa(&args(&s.url, "oracle-slow", &reference, &[])));
@@ -152,7 +109,7 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
         "journal removed after a complete run"
     );
 
-    let mut child = spawn(&args(&s.url, "oracle-slow", &out, &[]));
+    let mut child = spawn_bertqa(&args(&s.url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut child, &out, 30);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -176,7 +133,7 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
         stderr.contains(&format!("{kept} features already answered")),
         "{stderr}"
     );
-    assert_same_files(&reference, &out);
+    assert_same_files(&reference, &out, &FILES);
     assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
     assert!(!journal(&out).exists());
 }
@@ -185,13 +142,13 @@ fn sigkill_then_resume_gives_identical_files_and_resends_no_journaled_feature() 
 /// its logits file equals an uninterrupted run's.
 #[test]
 fn resume_with_save_logits_sends_compact_records_again() {
-    let s = slow_server();
+    let s = slow_server(None);
     let tmp = tempfile::tempdir().unwrap();
     let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
     let save = ["--save-logits"];
     ok(&bertqa(&args(&s.url, "oracle-slow", &reference, &save)));
 
-    let mut child = spawn(&args(&s.url, "oracle-slow", &out, &[]));
+    let mut child = spawn_bertqa(&args(&s.url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut child, &out, 30);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -212,17 +169,17 @@ fn resume_with_save_logits_sends_compact_records_again() {
         "{stderr}"
     );
     assert_eq!(inference_count(&s.url, "oracle-slow") - before, 192);
-    assert_same_files(&reference, &out);
-    assert!(read(reference.join("logits.bin")) == read(out.join("logits.bin")));
+    assert_same_files(&reference, &out, &FILES);
+    assert_same_files(&reference, &out, &["logits.bin"]);
 }
 
 #[test]
 fn server_killed_mid_run_keeps_the_journal_and_resume_finishes_on_the_restarted_server() {
-    let first = slow_server();
+    let first = slow_server(None);
     let tmp = tempfile::tempdir().unwrap();
     let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
 
-    let mut child = spawn(&args(&first.url, "oracle-slow", &out, &[]));
+    let mut child = spawn_bertqa(&args(&first.url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut child, &out, 30);
     kill_server(&first);
     let o = child.wait_with_output().unwrap();
@@ -244,11 +201,11 @@ fn server_killed_mid_run_keeps_the_journal_and_resume_finishes_on_the_restarted_
     );
     assert_eq!(m["features"]["journaled"], kept as u64);
 
-    let second = slow_server();
+    let second = slow_server(None);
     let o = bertqa(&args(&second.url, "oracle-slow", &out, &["--resume"]));
     ok(&o);
     ok(&bertqa(&args(&second.url, "oracle-slow", &reference, &[])));
-    assert_same_files(&reference, &out);
+    assert_same_files(&reference, &out, &FILES);
     assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
     assert!(metrics(&out).get("partial").is_none());
 }
@@ -261,7 +218,7 @@ fn sigint_writes_partial_results_and_resume_drops_a_torn_tail_and_refuses_other_
     // The oracle without the sleep answers the same logits.
     ok(&bertqa(&args(url, "oracle", &reference, &[])));
 
-    let mut child = spawn(&args(url, "oracle-slow", &out, &[]));
+    let mut child = spawn_bertqa(&args(url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut child, &out, 30);
     // SAFETY: plain kill(2) of the child this test started.
     unsafe {
@@ -281,29 +238,24 @@ fn sigint_writes_partial_results_and_resume_drops_a_torn_tail_and_refuses_other_
 
     // Partial results: the questions fully answered, metrics marked partial.
     let m = metrics(&out);
-    let schema: Value =
-        serde_json::from_slice(&read(root().join("schema/partial.schema.json"))).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator.iter_errors(&m).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{m:#}");
+    assert_schema("partial", &m);
     assert_eq!(m["reason"], "interrupted");
     let kept = journaled(&out);
     // Requests in flight were drained into the journal: all answered are journaled.
     assert_eq!(m["features"]["journaled"], kept as u64);
     assert_eq!(m["features"]["answered"], kept as u64);
     assert!(kept < 192, "stopped before the end");
-    let preds: serde_json::Map<String, Value> =
-        serde_json::from_slice(&read(out.join("predictions.json"))).unwrap();
+    let preds = read_json(out.join("predictions.json"));
+    let preds = preds.as_object().unwrap();
     assert_eq!(m["questions"]["done"], preds.len() as u64);
     assert_eq!(m["questions"]["total"], 8);
-    let full: serde_json::Map<String, Value> =
-        serde_json::from_slice(&read(reference.join("predictions.json"))).unwrap();
-    for (id, answer) in &preds {
+    let full = read_json(reference.join("predictions.json"));
+    for (id, answer) in preds {
         assert_eq!(&full[id], answer, "partial answers are final answers");
     }
 
     // Other settings: refused, naming what differs; the journal is left alone.
-    let before = read(journal(&out));
+    let before = read_bytes(journal(&out));
     let mut other = args(url, "oracle-slow", &out, &["--resume"]);
     let stride = other.iter().position(|a| *a == "16").unwrap();
     other[stride] = "17";
@@ -316,7 +268,7 @@ fn sigint_writes_partial_results_and_resume_drops_a_torn_tail_and_refuses_other_
             && stderr.lines().count() == 1,
         "{stderr}"
     );
-    assert!(read(journal(&out)) == before);
+    assert!(read_bytes(journal(&out)) == before);
 
     // A torn record at the end (a write cut short by SIGKILL) is dropped.
     let mut torn = before.clone();
@@ -330,7 +282,7 @@ fn sigint_writes_partial_results_and_resume_drops_a_torn_tail_and_refuses_other_
             && stderr.contains("a torn record at the end (14 bytes) was dropped"),
         "{stderr}"
     );
-    assert_same_files(&reference, &out);
+    assert_same_files(&reference, &out, &FILES);
     assert_eq!(metrics(&out)["metrics"], metrics(&reference)["metrics"]);
     assert!(!journal(&out).exists());
 }
@@ -354,7 +306,7 @@ fn resume_without_a_journal_starts_from_the_beginning() {
 fn sigterm_stops_like_ctrl_c() {
     let url = &server().url;
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = spawn(&args(url, "oracle-slow", tmp.path(), &[]));
+    let mut child = spawn_bertqa(&args(url, "oracle-slow", tmp.path(), &[]));
     wait_for_journal(&mut child, tmp.path(), 10);
     // SAFETY: plain kill(2) of the child this test started.
     unsafe {
@@ -369,7 +321,7 @@ fn sigterm_stops_like_ctrl_c() {
     assert_eq!(m["features"]["journaled"], journaled(tmp.path()) as u64);
 }
 
-/// Issue 26, item 2: one run per output directory. A second `eval`, a `merge` and a
+/// One run per output directory. A second `eval`, a `merge` and a
 /// `compare` into the directory of a running `eval` exit 2 at once naming its pid, and
 /// touch nothing; once the first run is SIGKILLed its lock binds no one: `--resume`
 /// finishes the run.
@@ -378,7 +330,7 @@ fn a_second_run_into_a_busy_output_directory_exits_2_and_a_killed_runs_lock_bind
     let url = &server().url;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let mut first = spawn(&args(url, "oracle-slow", &out, &[]));
+    let mut first = spawn_bertqa(&args(url, "oracle-slow", &out, &[]));
     wait_for_journal(&mut first, &out, 10);
     let busy = format!(
         "error: another bertqa (pid {}) is writing to {}",
@@ -447,7 +399,7 @@ fn a_second_run_into_a_busy_output_directory_exits_2_and_a_killed_runs_lock_bind
     assert!(!lock.exists(), "a finished run takes its lock file away");
 }
 
-/// Issue 26, item 5: a run that fails before producing anything (connection refused,
+/// A run that fails before producing anything (connection refused,
 /// an unknown model) leaves no output directory behind; one that existed is left as it
 /// was.
 #[test]

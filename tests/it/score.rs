@@ -2,17 +2,15 @@
 //! invariances (property tests), and located errors with exit code 2.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use bertqa::evaluate::{self, IdMap, MetricValue, Predictions, ScoreConfig};
 use proptest::prelude::*;
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::{bertqa, root};
 
-fn fixture(version: &str) -> PathBuf {
+/// The SQuAD file of the decode goldens of `version`.
+fn decode_fixture(version: &str) -> PathBuf {
     root().join(format!("tests/fixtures/decode/squad_{version}.json"))
 }
 
@@ -20,18 +18,15 @@ fn golden(version: &str) -> PathBuf {
     root().join("tests/golden/decode").join(version)
 }
 
-fn bertqa(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .output()
-        .expect("run bertqa");
+/// `bertqa ARGS`: the exit code, stdout and stderr.
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = bertqa(args);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
-
 fn cases(version: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(golden(version).join("scores.json")).unwrap();
     serde_json::from_str::<Value>(&text)
@@ -51,7 +46,7 @@ fn close(ours: f64, want: f64, what: &str) {
 /// Every golden case, through the library: same keys in the same order, the same
 /// numbers (to 1e-9; in practice to the bit).
 fn check_library(version: &str) {
-    let dataset = bertqa::squad::read(&fixture(version)).unwrap();
+    let dataset = bertqa::squad::read(&decode_fixture(version)).unwrap();
     let dir = golden(version);
     let cases = cases(version);
     assert!(cases.len() >= 2);
@@ -104,7 +99,7 @@ fn cli_json_and_table() {
         .expect("a v2 case with na-probs");
     let preds = dir.join(case["predictions"].as_str().unwrap());
     let na = dir.join(case["na_prob_file"].as_str().unwrap());
-    let data = fixture("v2");
+    let data = decode_fixture("v2");
     let args = [
         "score",
         "--data",
@@ -116,7 +111,7 @@ fn cli_json_and_table() {
         "--na-prob-thresh",
         "0",
     ];
-    let (code, out, err) = bertqa(&[&args[..], &["--json"]].concat());
+    let (code, out, err) = run(&[&args[..], &["--json"]].concat());
     assert_eq!(code, 0, "{err}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["schema"], 1);
@@ -131,7 +126,7 @@ fn cli_json_and_table() {
     for (k, v) in want {
         close(got[k].as_f64().unwrap(), v.as_f64().unwrap(), k);
     }
-    let (code, table, _) = bertqa(&args);
+    let (code, table, _) = run(&args);
     assert_eq!(code, 0);
     assert!(table.starts_with("SQuAD v2.0"), "{table}");
     for k in want.keys() {
@@ -151,14 +146,14 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 #[test]
 fn malformed_files_exit_2_naming_the_place() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = fixture("v2");
+    let data = decode_fixture("v2");
     let data = data.to_str().unwrap();
     let bad = write(
         tmp.path(),
         "preds.json",
         "{\n  \"v2-tch-01\": \"x\",\n  \"v2-tch-02\": 7\n}\n",
     );
-    let (code, out, err) = bertqa(&[
+    let (code, out, err) = run(&[
         "score",
         "--data",
         data,
@@ -173,7 +168,7 @@ fn malformed_files_exit_2_naming_the_place() {
     );
 
     let truncated = write(tmp.path(), "cut.json", "{\"v2-tch-01\": \"x\"");
-    let (code, _, err) = bertqa(&[
+    let (code, _, err) = run(&[
         "score",
         "--data",
         data,
@@ -185,7 +180,7 @@ fn malformed_files_exit_2_naming_the_place() {
 
     let good = golden("v2").join("nvidia/predictions.json");
     let na = write(tmp.path(), "na.json", "{\"v2-tch-01\": \"high\"}");
-    let (code, _, err) = bertqa(&[
+    let (code, _, err) = run(&[
         "score",
         "--data",
         data,
@@ -199,7 +194,7 @@ fn malformed_files_exit_2_naming_the_place() {
 
     // Well-formed but missing a predicted question: named by id.
     let na = write(tmp.path(), "na2.json", "{\"v2-tch-01\": 0.5}");
-    let (code, _, err) = bertqa(&[
+    let (code, _, err) = run(&[
         "score",
         "--data",
         data,
@@ -214,7 +209,7 @@ fn malformed_files_exit_2_naming_the_place() {
         "{err}"
     );
 
-    let (code, _, err) = bertqa(&[
+    let (code, _, err) = run(&[
         "score",
         "--data",
         data,
@@ -228,13 +223,13 @@ fn malformed_files_exit_2_naming_the_place() {
 #[test]
 fn missing_predictions_are_reported_and_scored_zero() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = fixture("v1");
+    let data = decode_fixture("v1");
     let p = write(
         tmp.path(),
         "p.json",
         "{\"v1-tch-01\": \"1893\", \"nope\": \"x\"}",
     );
-    let (code, out, err) = bertqa(&[
+    let (code, out, err) = run(&[
         "score",
         "--data",
         data.to_str().unwrap(),
@@ -262,7 +257,7 @@ fn perturbed(version: &str) -> Vec<(String, String)> {
 }
 
 fn metrics(version: &str, pairs: Vec<(String, String)>) -> Vec<(&'static str, MetricValue)> {
-    let dataset = bertqa::squad::read(&fixture(version)).unwrap();
+    let dataset = bertqa::squad::read(&decode_fixture(version)).unwrap();
     let config = ScoreConfig {
         version_2_with_negative: version == "v2",
         ..ScoreConfig::default()

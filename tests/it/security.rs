@@ -2,74 +2,16 @@
 //! real tritonservers started here with certificates generated here (rcgen): each
 //! server loads only `oracle` and listens on loopback.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::OnceLock;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+use rcgen::ExtendedKeyUsagePurpose;
+
+use crate::common::pki::{ca, leaf, leaf_with, Pki};
+use crate::common::{
+    ask_oracle, assert_answered, assert_fails_with, bertqa, root, show, start_server_with, Server,
 };
-
-use crate::common::{bertqa, root, show, start_server, Server};
-
-/// A CA and certificates it issued, as PEM files in a directory kept for the process.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).display().to_string()
-    }
-}
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, format!("bertqa test CA {name}"));
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn leaf(
-    issuer: &CertifiedIssuer<'static, KeyPair>,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-    dir: &Path,
-    stem: &str,
-) {
-    leaf_with(issuer, names, usage, dir, stem, |_| {});
-}
-
-/// [`leaf`], with `adjust` applied to the certificate's parameters before signing.
-fn leaf_with(
-    issuer: &CertifiedIssuer<'static, KeyPair>,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-    dir: &Path,
-    stem: &str,
-    adjust: impl FnOnce(&mut CertificateParams),
-) {
-    let key = KeyPair::generate().unwrap();
-    let mut params =
-        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, names[0].to_string());
-    params.extended_key_usages = vec![usage];
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    adjust(&mut params);
-    let cert = params.signed_by(&key, issuer).unwrap();
-    std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).unwrap();
-    std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).unwrap();
-}
 
 /// `ca.pem`/`.key` (trusted), `other-ca.pem` (not the server's issuer), `server.pem`/`.key`
 /// issued for `localhost` and `triton.test` only (not for 127.0.0.1, so that connecting
@@ -80,11 +22,8 @@ fn leaf_with(
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("bertqa-pki-")
-            .tempdir()
-            .unwrap()
-            .keep();
+        let pki = Pki::new("bertqa-pki-");
+        let dir = &pki.dir;
         let authority = ca("A");
         std::fs::write(dir.join("ca.pem"), authority.pem()).unwrap();
         std::fs::write(dir.join("ca.key"), authority.key().serialize_pem()).unwrap();
@@ -94,7 +33,7 @@ fn pki() -> &'static Pki {
             &authority,
             &["localhost", "triton.test"],
             ExtendedKeyUsagePurpose::ServerAuth,
-            &dir,
+            dir,
             "expired",
             |p| {
                 p.not_before = rcgen::date_time_ymd(2019, 1, 1);
@@ -105,25 +44,25 @@ fn pki() -> &'static Pki {
             &other,
             &["bertqa-stranger"],
             ExtendedKeyUsagePurpose::ClientAuth,
-            &dir,
+            dir,
             "stranger",
         );
-        openssl_v1_client(&dir);
+        openssl_v1_client(dir);
         leaf(
             &authority,
             &["localhost", "triton.test"],
             ExtendedKeyUsagePurpose::ServerAuth,
-            &dir,
+            dir,
             "server",
         );
         leaf(
             &authority,
             &["bertqa-client"],
             ExtendedKeyUsagePurpose::ClientAuth,
-            &dir,
+            dir,
             "client",
         );
-        Pki { dir }
+        pki
     })
 }
 
@@ -182,11 +121,9 @@ fn secure_server(extra: &[String]) -> Server {
     let mut args = vec![
         "--grpc-address=127.0.0.1".to_string(),
         "--http-address=127.0.0.1".to_string(),
-        "--model-control-mode=explicit".to_string(),
-        "--load-model=oracle".to_string(),
     ];
     args.extend_from_slice(extra);
-    start_server(&root().join("models/repo"), &args)
+    start_server_with(&["oracle"], &args, None)
 }
 
 fn tls_flags(mutual: bool) -> Vec<String> {
@@ -200,41 +137,9 @@ fn tls_flags(mutual: bool) -> Vec<String> {
     ]
 }
 
-const CONTEXT: &str = "The lighthouse at Varne Point was built in 1874 by the engineer Miriam \
-                       Holt, who designed its tower of granite blocks.";
-
-/// `bertqa ask` on the oracle (its question comes from data/sample-squad-v2.json).
+/// [`ask_oracle`] of the server at `url`.
 fn ask(url: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "ask",
-        "--url",
-        url,
-        "--model",
-        "oracle",
-        "--json",
-        "--question",
-        "Who designed the lighthouse at Varne Point?",
-        "--context",
-        CONTEXT,
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
-}
-
-fn assert_answered(o: &Output) {
-    assert_eq!(o.status.code(), Some(0), "{}", show(o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["answers"][0]["answer"], "Miriam Holt", "{}", show(o));
-}
-
-/// Exit 2 with one `error:` line containing every piece of `want`.
-fn assert_fails_with(o: &Output, want: &[&str]) {
-    assert_eq!(o.status.code(), Some(2), "{}", show(o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.stdout.is_empty(), "{}", show(o));
-    for w in want {
-        assert!(err.contains(w), "missing {w:?}\n{}", show(o));
-    }
+    ask_oracle(&[&["--url", url][..], extra].concat())
 }
 
 /// No Debug dump of a library error, no link into rustls's manual: a sentence.

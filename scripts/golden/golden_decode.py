@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden data for span decoding and scoring (tests/golden/decode/).
 
-Run through scripts/golden_decode.sh (the reference venv: transformers 4.46.3, Python
+Run through scripts/golden/golden_decode.sh (the reference venv: transformers 4.46.3, Python
 3.11). For one SQuAD fixture it:
 
 1. builds features with transformers' slow BertTokenizer and

@@ -1,26 +1,21 @@
-//! Shared helpers: the real local Triton for this test binary, the `bertqa` binary,
-//! and the numpy twin of `tiny-bert`.
+//! The real local Triton of this test binary (and servers of a test's own), and the
+//! numpy twin of `tiny-bert`.
 //!
 //! The server is installed by `scripts/setup_triton.sh` (idempotent; cached outside the
 //! clone) and started once per test binary on free loopback ports, from a thread that
 //! lives as long as the process so that `PR_SET_PDEATHSIG` ends the server with the tests.
 //! A server that cannot start fails the tests with its log tail: nothing skips.
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The project root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use super::root;
 
 /// A running tritonserver.
 #[derive(Debug, Clone)]
@@ -65,6 +60,30 @@ pub fn free_port() -> u16 {
 pub fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| start_server(&root().join("models/repo"), &[]))
+}
+
+/// The shared server's HTTP address, `127.0.0.1:PORT`.
+pub fn http_url() -> String {
+    format!("127.0.0.1:{}", server().http_port)
+}
+
+/// A server of a test's own on the project's model repository that loads only `models`,
+/// with `extra` flags, on the given (gRPC, HTTP, metrics) ports or free ones.
+pub fn start_server_with(
+    models: &[&str],
+    extra: &[String],
+    ports: Option<(u16, u16, u16)>,
+) -> Server {
+    let mut args = vec!["--model-control-mode=explicit".to_string()];
+    args.extend(models.iter().map(|m| format!("--load-model={m}")));
+    args.extend_from_slice(extra);
+    start_server_on(&root().join("models/repo"), &args, ports)
+}
+
+/// A server of a test's own with only `oracle-slow` (the oracle sleeping 40 ms per
+/// execution) loaded, on the given (gRPC, HTTP, metrics) ports or free ones.
+pub fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
+    start_server_with(&["oracle-slow"], &[], ports)
 }
 
 /// Starts a tritonserver on `repo` with `extra` flags and waits until it is ready.
@@ -200,18 +219,6 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
         Ok(s) => s,
         Err(e) => panic!("{e}"),
     }
-}
-
-/// Starts `bertqa` with `args` in the project root, stdout and stderr piped, without
-/// waiting for it (for tests that signal or kill it, or its server, mid-run).
-pub fn spawn_bertqa<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bertqa")
 }
 
 /// SIGKILLs a server this test started, and its python backend stubs with it: a killed
@@ -360,25 +367,6 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Runs the `bertqa` binary.
-pub fn bertqa(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bertqa")
-}
-
-/// stdout and stderr of an output, for assertion messages.
-pub fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// Logits of `tiny-bert` recomputed by its numpy twin (models/lib/tinybert.py) for
 /// padded `[batch, seq]` inputs.
 pub fn numpy_tiny_bert(
@@ -417,12 +405,4 @@ pub fn numpy_tiny_bert(
             .collect()
     };
     (rows("start"), rows("end"))
-}
-
-/// A tokio runtime for async library calls in tests.
-pub fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }

@@ -2,8 +2,8 @@
 """Golden data for bertqa's tokenizer and feature tests (tests/golden/features/).
 
 Run it with the reference venv (transformers 4.46.3, Python 3.11 = Unicode 14.0):
-    bash scripts/golden_features.sh          # sets up the venv and vocab, then runs this
-    bash scripts/golden_features.sh --data FILE > ref.jsonl   # any file, to diff
+    bash scripts/golden/golden_features.sh          # sets up the venv and vocab, then runs this
+    bash scripts/golden/golden_features.sh --data FILE > ref.jsonl   # any file, to diff
 
 It calls transformers' slow BertTokenizer and squad_convert_examples_to_features
 (is_training=False) on our fixtures (tests/fixtures/squad/) and writes, per fixture,
@@ -43,7 +43,8 @@ hf_logging.set_verbosity_error()
 if unicodedata.unidata_version != "14.0.0":
     sys.exit(f"need Python 3.11 (Unicode 14.0.0), have {unicodedata.unidata_version}")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# scripts/golden/golden_features.py: the project root is three levels up.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures", "squad")
 OUT = os.path.join(ROOT, "tests", "golden", "features")
 UNCASED = os.path.join(ROOT, "vocab", "vocab.txt")

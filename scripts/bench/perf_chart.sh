@@ -3,11 +3,11 @@
 # local Triton (release build), written under docs/ (SVG chart, perf_analyzer CSV, JSON,
 # text report).
 #
-#   scripts/perf_chart.sh [MODEL ...]        (default: bert-onnx null)
+#   scripts/bench/perf_chart.sh [MODEL ...]        (default: bert-onnx null)
 #
 # Each MODEL gets docs/perf-MODEL.{svg,csv,json,txt}: concurrency 1 to 8, batches of 8,
 # 2-second windows, features of data/sample-squad-v2.json. Not part of the tests.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 [ $# -gt 0 ] || set -- bert-onnx null
 bash scripts/install_vocab.sh

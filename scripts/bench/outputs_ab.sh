@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: scripts/outputs_ab.sh BASE_BIN NEW_BIN [DATA.json ...]
+# usage: scripts/bench/outputs_ab.sh BASE_BIN NEW_BIN [DATA.json ...]
 #
 # Byte-for-byte comparison of every output file between two bertqa builds (e.g. a copy
 # of target/release/bertqa saved before a refactoring, and the build after it). Each
@@ -10,19 +10,19 @@
 # --postprocess and --limit). Every
 # file the runs write (predictions, n-best, null odds, per-question lines, logits) is
 # compared with `cmp`; metrics.json only on its deterministic keys (timings differ from
-# run to run). Default data: the SQuAD-dev-sized file of scripts/gen_squad.py, v1.1 and
+# run to run). Default data: the SQuAD-dev-sized file of scripts/bench/gen_squad.py, v1.1 and
 # v2. Prints one line per run and file, and exits 1 when any file differs.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
-[ $# -ge 2 ] || die "usage: scripts/outputs_ab.sh BASE_BIN NEW_BIN [DATA.json ...]"
+[ $# -ge 2 ] || die "usage: scripts/bench/outputs_ab.sh BASE_BIN NEW_BIN [DATA.json ...]"
 BASE="$(realpath "$1")" NEW="$(realpath "$2")"; shift 2
 for b in "$BASE" "$NEW"; do [ -x "$b" ] || die "$b: not an executable"; done
 TINY="${OUTPUTS_AB_TINY:-300}"
 bash scripts/install_vocab.sh
 mkdir -p target/bench
 if [ $# -eq 0 ]; then
-  [ -f target/bench/dev-sized.json ] || python3 scripts/gen_squad.py target/bench/dev-sized.json >&2
-  [ -f target/bench/dev-sized-v2.json ] || python3 scripts/gen_squad.py --v2 target/bench/dev-sized-v2.json >&2
+  [ -f target/bench/dev-sized.json ] || python3 scripts/bench/gen_squad.py target/bench/dev-sized.json >&2
+  [ -f target/bench/dev-sized-v2.json ] || python3 scripts/bench/gen_squad.py --v2 target/bench/dev-sized-v2.json >&2
   set -- target/bench/dev-sized.json target/bench/dev-sized-v2.json
 fi
 WORK="${OUTPUTS_AB_WORK:-$(mktemp -d)}"

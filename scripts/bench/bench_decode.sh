@@ -3,13 +3,13 @@
 # ~10,800 features of 384 random logit pairs) decoded by transformers'
 # compute_predictions_logits (post_s) and by bertqa (release build, single thread),
 # printed side by side. Targets: bertqa well under 0.5 s, at least 100x post_s.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 PY="$(bash "$BERTQA_ROOT/scripts/setup_ref_venv.sh")"
 DIR="${1:-$BERTQA_ROOT/target/bench-decode}"
 cd "$BERTQA_ROOT"
 cargo build --release --example bench_decode >&2
 log "generating the input and timing transformers in $DIR (about a minute)"
-REF="$("$PY" scripts/bench_decode.py --out "$DIR" 2>/dev/null)"
+REF="$("$PY" scripts/bench/bench_decode.py --out "$DIR" 2>/dev/null)"
 OURS="$("${CARGO_TARGET_DIR:-target}/release/examples/bench_decode" "$DIR" 5)"
 "$PY" - "$REF" "$OURS" <<'PYEOF'
 import json, sys

@@ -4,13 +4,13 @@
 # process, /usr/bin/time) beside each, on the `null` model so that the client and the
 # transport are what is measured. Release build; not part of the tests.
 #
-#   scripts/bench_connections.sh [DATA.json]
+#   scripts/bench/bench_connections.sh [DATA.json]
 #
-# Default data: a SQuAD-dev-sized file made by scripts/gen_squad.py. Settings:
+# Default data: a SQuAD-dev-sized file made by scripts/bench/gen_squad.py. Settings:
 # BERTQA_BENCH_BATCH (default 8) features per request, BERTQA_BENCH_CONCURRENCY
 # (default 16) requests in flight. All servers run on this machine, so with few cores
 # three servers share the CPU of one: the table shows the client's side of the story.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 BATCH="${BERTQA_BENCH_BATCH:-8}"
 CONC="${BERTQA_BENCH_CONCURRENCY:-16}"
@@ -24,7 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ $# -eq 0 ]; then
-  python3 scripts/gen_squad.py "$WORK/dev-sized.json" >&2
+  python3 scripts/bench/gen_squad.py "$WORK/dev-sized.json" >&2
   set -- "$WORK/dev-sized.json"
 fi
 DATA="$1"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The HTTP transport's benchmark (issue 25): bertqa over --protocol http against bertqa
+# The HTTP transport's benchmark: bertqa over --protocol http against bertqa
 # over gRPC, and against the Python reference client over tritonclient.http, on one local
 # Triton that loads only `null` (the client is what is measured), in one run. Release
 # build; a script, never a timed test.
 #
-#   scripts/bench_http.sh [DATA.json]
+#   scripts/bench/bench_http.sh [DATA.json]
 #
-# DATA: by default the SQuAD-dev-sized file made by scripts/gen_squad.py
-# (target/bench/dev-sized.json, as scripts/bench.sh makes it).
+# DATA: by default the SQuAD-dev-sized file made by scripts/bench/gen_squad.py
+# (target/bench/dev-sized.json, as scripts/bench/bench.sh makes it).
 #   1. Client CPU per feature at the defaults, HTTP vs gRPC: CPU (user + sys) of the whole
 #      `eval` on DATA minus the same on its first question, per feature; $BENCH_PAIRS
 #      rounds (default 7), each running one pair of each protocol, the order of the two
@@ -25,7 +25,7 @@
 #      part is skipped with a note.
 # Prints every figure behind each ratio, and the load average before and after (the
 # figures need a quiet machine).
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 BENCH_DIR="${BENCH_DIR:-$BERTQA_ROOT/target/bench}"
 PAIRS="${BENCH_PAIRS:-7}"
@@ -37,7 +37,7 @@ ref_client
 DATA="${1:-$BENCH_DIR/dev-sized.json}"
 if [ ! -f "$DATA" ]; then
   [ "$DATA" = "$BENCH_DIR/dev-sized.json" ] || die "$DATA: no such file"
-  python3 scripts/gen_squad.py "$DATA" >&2
+  python3 scripts/bench/gen_squad.py "$DATA" >&2
 fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"; bash scripts/triton.sh stop --name bench-http >/dev/null 2>&1 || true' EXIT
@@ -53,12 +53,12 @@ art = d["data"][0]; para = art["paragraphs"][0]
 json.dump({**d, "data": [{**art, "paragraphs": [{**para, "qas": para["qas"][:1]}]}]}, open(sys.argv[2], "w"))
 PY
 
-# measure ROWS LABEL FILE OUT cmd...: runs cmd under scripts/rusage.py; appends one JSON
+# measure ROWS LABEL FILE OUT cmd...: runs cmd under scripts/bench/rusage.py; appends one JSON
 # line (label, file, process wall, CPU, peak RSS, features from OUT/metrics.json or the
 # reference's last stdout line) to ROWS.
 measure() {
   local rows="$1" label="$2" file="$3" out="$4"; shift 4
-  python3 scripts/rusage.py "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
+  python3 scripts/bench/rusage.py "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
     || { tail -5 "$WORK/stderr" >&2; die "$label failed on $file"; }
   python3 - "$label" "$file" "$WORK/time" "$WORK/stdout" "$out" >> "$rows" <<'PY'
 import json, os, sys

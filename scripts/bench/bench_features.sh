@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Feature-building speed of bertqa against the Python reference, on the same files.
 #
-#   bash scripts/bench_features.sh FILE.json [FILE.json ...]
+#   bash scripts/bench/bench_features.sh FILE.json [FILE.json ...]
 #
 # bertqa: the wall time of `bertqa features --data F > /dev/null` (release build, whole
 # process, single thread), best of $BENCH_RUNS (default 3).
@@ -9,8 +9,8 @@
 # (threads=1, 384/128/64), timed like ref_client.py's `feature_s` (tokenizer load,
 # example reading and feature building), once per file, in the reference venv.
 # Prints one line per file with features/s of both and the ratio.
-. "$(dirname "$0")/common.sh"
-[ $# -ge 1 ] || die "usage: bash scripts/bench_features.sh FILE.json [FILE.json ...]"
+. "$(dirname "$0")/../common.sh"
+[ $# -ge 1 ] || die "usage: bash scripts/bench/bench_features.sh FILE.json [FILE.json ...]"
 RUNS="${BENCH_RUNS:-3}"
 cd "$BERTQA_ROOT"
 bash scripts/install_vocab.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: scripts/cpu_ab.sh BASE_BIN NEW_BIN [RUNS] [DATA.json] [-- extra eval args]
+# usage: scripts/bench/cpu_ab.sh BASE_BIN NEW_BIN [RUNS] [DATA.json] [-- extra eval args]
 #
 # A/B check of the client's CPU per feature between two bertqa builds (e.g. a copy of
 # target/release/bertqa saved before a change, and the build after it), the way the
@@ -9,9 +9,9 @@
 # task-clock (all threads), reported as medians, with page faults. Then the answer files
 # of the last runs are compared byte for byte. The machine's neighbours move single runs
 # by a fifth; alternating and medians keep the comparison fair. Needs `perf`.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
-[ $# -ge 2 ] || die "usage: scripts/cpu_ab.sh BASE_BIN NEW_BIN [RUNS] [DATA.json] [-- eval args]"
+[ $# -ge 2 ] || die "usage: scripts/bench/cpu_ab.sh BASE_BIN NEW_BIN [RUNS] [DATA.json] [-- eval args]"
 BASE="$1" NEW="$2"; shift 2
 RUNS=5
 DATA="$BERTQA_ROOT/target/bench/dev-sized.json"
@@ -22,7 +22,7 @@ command -v perf >/dev/null || die "perf not found (apt-get install linux-perf)"
 for b in "$BASE" "$NEW"; do [ -x "$b" ] || die "$b: not an executable"; done
 if [ ! -f "$DATA" ]; then
   [ "$DATA" = "$BERTQA_ROOT/target/bench/dev-sized.json" ] || die "$DATA: no such file"
-  python3 scripts/gen_squad.py "$DATA" >&2
+  python3 scripts/bench/gen_squad.py "$DATA" >&2
 fi
 bash scripts/install_vocab.sh
 WORK="$(mktemp -d)"

@@ -5,72 +5,41 @@
 //! bytes to and from the real Triton's HTTP port.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
-};
+use rcgen::ExtendedKeyUsagePurpose;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{self, RootCertStore};
 
-/// The proxy's PEM files: `ca.pem` (to trust), `server.pem`/`.key` (the proxy's,
-/// issued for `127.0.0.1` and `localhost`), `client.pem`/`.key` (for mutual TLS).
-pub struct ProxyPki {
-    dir: PathBuf,
-}
+use super::pki::{ca, leaf, Pki};
 
-impl ProxyPki {
-    pub fn path(&self, name: &str) -> String {
-        self.dir.join(name).display().to_string()
-    }
-}
-
-/// The files of [`ProxyPki`], made once per test process.
-pub fn pki() -> &'static ProxyPki {
-    static PKI: OnceLock<ProxyPki> = OnceLock::new();
+/// The proxy's PEM files, made once per test process: `ca.pem` (to trust),
+/// `server.pem`/`.key` (the proxy's, issued for `127.0.0.1` and `localhost`),
+/// `client.pem`/`.key` (for mutual TLS).
+pub fn pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("bertqa-proxy-pki-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "bertqa test proxy CA");
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-        let leaf = |names: &[&str], usage: ExtendedKeyUsagePurpose, stem: &str| {
-            let key = KeyPair::generate().unwrap();
-            let mut params =
-                CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                    .unwrap();
-            params
-                .distinguished_name
-                .push(DnType::CommonName, names[0].to_string());
-            params.extended_key_usages = vec![usage];
-            params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-            let cert = params.signed_by(&key, &ca).unwrap();
-            std::fs::write(dir.join(format!("{stem}.pem")), cert.pem()).unwrap();
-            std::fs::write(dir.join(format!("{stem}.key")), key.serialize_pem()).unwrap();
-        };
+        let pki = Pki::new("bertqa-proxy-pki-");
+        let authority = ca("proxy");
+        std::fs::write(pki.dir.join("ca.pem"), authority.pem()).unwrap();
         leaf(
+            &authority,
             &["127.0.0.1", "localhost"],
             ExtendedKeyUsagePurpose::ServerAuth,
+            &pki.dir,
             "server",
         );
         leaf(
+            &authority,
             &["bertqa-proxy-client"],
             ExtendedKeyUsagePurpose::ClientAuth,
+            &pki.dir,
             "client",
         );
-        ProxyPki { dir }
+        pki
     })
 }
 
@@ -125,7 +94,7 @@ pub fn start(target_port: u16, mutual: bool) -> TlsProxy {
     TlsProxy { port }
 }
 
-fn server_config(pki: &ProxyPki, mutual: bool) -> rustls::ServerConfig {
+fn server_config(pki: &Pki, mutual: bool) -> rustls::ServerConfig {
     let file = |name: &str| Path::new(&pki.path(name)).to_path_buf();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(file("server.pem"))
         .unwrap()

@@ -4,12 +4,12 @@
 # bertqa with --postprocess hf (transformers' rules) and --fixed-seq-len (the reference
 # always pads to 384) must give the same answer for every question.
 #
-#   scripts/parity_ref.sh DATA.json [MODEL]      (MODEL default: bert-onnx)
+#   scripts/bench/parity_ref.sh DATA.json [MODEL]      (MODEL default: bert-onnx)
 #
 # The reference client is $BERTQA_REF_CLIENT (a ref_client.py kept outside the project):
 # a program run here, not part of bertqa or its documentation.
 # Not part of the tests (it needs the reference client and takes minutes).
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 DATA="${1:?usage: $0 DATA.json [MODEL]}"; MODEL="${2:-bert-onnx}"
 [ -n "${BERTQA_REF_CLIENT:-}" ] || die "set BERTQA_REF_CLIENT to the reference client (ref_client.py)"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The benchmark suite (issue #7): bertqa against the Python reference client
+# The benchmark suite: bertqa against the Python reference client
 # ($BERTQA_REF_CLIENT, a ref_client.py kept outside the project and run here:
 # transformers 4.46 + tritonclient, batches of 8 sent one after another) on the same local Triton and the same SQuAD-format files, in one run.
 # Release build; a script, never a timed test. Prints every ratio with the numbers behind
 # it and whether each target is met.
 #
-#   scripts/bench.sh [DATA.json ...]
+#   scripts/bench/bench.sh [DATA.json ...]
 #
 # Parts (all on one Triton started here):
 #   1. end-to-end against `null` (the client is what is measured), bertqa at --batch-size 8,
@@ -28,16 +28,16 @@
 #      to 384) --dynamic-seq-len vs --fixed-seq-len, and how many answers differ.
 #      Target: >= 1.5x.
 #   4. decoding + scoring alone on a SQuAD-dev-sized synthetic input with random logits
-#      against transformers' compute_predictions_logits (scripts/bench_decode.sh).
+#      against transformers' compute_predictions_logits (scripts/bench/bench_decode.sh).
 #      Target: well under 0.5 s, >= 100x. Skip with BENCH_DECODE=0.
 #
-# Default data: the SQuAD-dev-sized file made by scripts/gen_squad.py, plus
+# Default data: the SQuAD-dev-sized file made by scripts/bench/gen_squad.py, plus
 # $BERTQA_EXTRA_DATA when set (e.g. a public SQuAD file with very long contexts, read at
 # run time, not shipped with bertqa). Method and figures: docs/performance.md.
 # The reference client takes minutes per file: its results are cached in
 # $BENCH_DIR/ref-*.json keyed by the file's and the client's checksums (BENCH_FRESH_REF=1
 # runs it again). Without the reference client only bertqa is measured.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 BENCH_DIR="${BENCH_DIR:-$BERTQA_ROOT/target/bench}"
 SUBSET="${BENCH_SUBSET:-400}"
@@ -52,7 +52,7 @@ trap 'rm -rf "$WORK"; bash scripts/triton.sh stop --name bench-suite >/dev/null 
 RESULTS="$WORK/results.jsonl"; : > "$RESULTS"
 
 if [ $# -eq 0 ]; then
-  [ -f "$BENCH_DIR/dev-sized.json" ] || python3 scripts/gen_squad.py "$BENCH_DIR/dev-sized.json" >&2
+  [ -f "$BENCH_DIR/dev-sized.json" ] || python3 scripts/bench/gen_squad.py "$BENCH_DIR/dev-sized.json" >&2
   set -- "$BENCH_DIR/dev-sized.json"
   ECON="${BERTQA_EXTRA_DATA:-}"
   if [ -n "$ECON" ]; then
@@ -81,12 +81,12 @@ json.dump({**d, "data": data}, open(dst, "w"))
 PY
 }
 
-# measure KIND NAME DATA OUTDIR cmd... : runs cmd under scripts/rusage.py (what
+# measure KIND NAME DATA OUTDIR cmd... : runs cmd under scripts/bench/rusage.py (what
 # /usr/bin/time reports, to the microsecond rather than the hundredth of a second) and
 # appends one JSON line (wall, CPU, peak RSS, the run's own figures) to $RESULTS.
 measure() {
   local kind="$1" name="$2" data="$3" out="$4"; shift 4
-  python3 scripts/rusage.py "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
+  python3 scripts/bench/rusage.py "$WORK/time" "$@" > "$WORK/stdout" 2> "$WORK/stderr" \
     || { tail -5 "$WORK/stderr" >&2; die "$name failed on $data"; }
   grep -i 'warning' "$WORK/stderr" >&2 || true
   python3 - "$kind" "$name" "$data" "$WORK/time" "$WORK/stdout" "$out" >> "$RESULTS" <<'PY'
@@ -240,7 +240,7 @@ PY
 
 # 4. Decoding + scoring alone against transformers.
 if [ "${BENCH_DECODE:-1}" != 0 ] && [ -n "$REF" ]; then
-  bash scripts/bench_decode.sh "$BENCH_DIR/decode" > "$WORK/decode.txt"
+  bash scripts/bench/bench_decode.sh "$BENCH_DIR/decode" > "$WORK/decode.txt"
 fi
 
 cp "$RESULTS" "$BENCH_DIR/last-results.jsonl"
@@ -328,7 +328,7 @@ if raw and rawfix:
           f"{differ[0]} of {differ[1]} predictions differ (padding ranks in this random model's top 20, spec 6.2; "
           f"by default the padding probe pads it to 384)")
 if os.path.exists(decode_txt) and os.path.getsize(decode_txt):
-    print("\n== decoding + scoring alone, SQuAD-dev-sized synthetic input, random logits (scripts/bench_decode.sh) ==")
+    print("\n== decoding + scoring alone, SQuAD-dev-sized synthetic input, random logits (scripts/bench/bench_decode.sh) ==")
     print("".join("  " + l for l in open(decode_txt)))
 print("\n== targets ==")
 print("\n".join(verdicts))

@@ -1,4 +1,4 @@
-//! Reliability and scale-out on the real local Triton (issues #8 items 1 and 3, #9 item 1):
+//! Reliability and scale-out on the real local Triton (docs/reliability.md):
 //! retries of transient errors, the fault-injecting models of `models/repo/fault-*`,
 //! servers killed (and restarted) under a running evaluation, and the endpoint pool over
 //! three servers.
@@ -10,77 +10,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    bertqa, free_port, kill_server, log_tail, root, server, show, spawn_bertqa, start_server_on,
-    Server,
+    assert_same_files, assert_same_outputs, assert_schema, bertqa, free_port, json_of, kill_server,
+    log_tail, read_json, sample_eval, server, show, slow_server, spawn_bertqa, Server,
 };
-
-fn sample() -> String {
-    root()
-        .join("data/sample-squad-v2.json")
-        .display()
-        .to_string()
-}
-
-fn eval_args(data: &str, model: &str, urls: &str, out: &Path) -> Vec<String> {
-    [
-        "eval",
-        "--data",
-        data,
-        "--model",
-        model,
-        "--url",
-        urls,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn run(args: &[String]) -> std::process::Output {
-    bertqa(&args.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-fn json_of(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
-}
-
-fn read(p: PathBuf) -> String {
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn validate(v: &Value) {
-    let schema: Value =
-        serde_json::from_str(&read(root().join("schema/eval.schema.json"))).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "schema violations: {errors:?}\n{v:#}");
-}
-
-/// The three answer files of two runs are byte-identical.
-fn assert_same_outputs(a: &Path, b: &Path) {
-    for f in [
-        "predictions.json",
-        "nbest_predictions.json",
-        "null_odds.json",
-    ] {
-        assert_eq!(
-            read(a.join(f)),
-            read(b.join(f)),
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
-}
 
 /// The clean reference run: `oracle` on the shared server.
 fn clean_oracle_run(tmp: &Path) -> PathBuf {
     let out = tmp.join("clean");
-    let o = run(&eval_args(&sample(), "oracle", &server().url, &out));
+    let o = bertqa(&sample_eval("oracle", &out, &["--url", &server().url]));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     out
 }
@@ -90,13 +27,12 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = clean_oracle_run(tmp.path());
     let out = tmp.path().join("faulty");
-    let mut args = eval_args(&sample(), "fault-unavailable-10pct", &server().url, &out);
+    let mut args = sample_eval("fault-unavailable-10pct", &out, &["--url", &server().url]);
     // One feature per request: 52 requests, so at least five are refused.
     args.extend(["--batch-size", "1"].map(String::from));
-    let o = run(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = bertqa(&args);
     let v = json_of(&o);
-    validate(&v);
+    assert_schema("eval", &v);
     let retries = v["retries"]["total"].as_u64().unwrap();
     assert!(retries >= 5, "{}", v["retries"]);
     assert_eq!(v["retries"]["by_code"]["UNAVAILABLE"], retries);
@@ -118,21 +54,20 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
         v["shared_memory"]
     );
     assert_same_outputs(&clean, &out);
-    let metrics: Value = serde_json::from_str(&read(out.join("metrics.json"))).unwrap();
+    let metrics: Value = read_json(out.join("metrics.json"));
     assert_eq!(metrics["retries"], v["retries"]);
 
     // The text report says so too, with the endpoint's line (and, with -v, how the
     // requests travelled).
     let text_out = tmp.path().join("text");
-    let mut args = eval_args(
-        &sample(),
+    let mut args = sample_eval(
         "fault-unavailable-10pct",
-        &server().url,
         &text_out,
+        &["--url", &server().url],
     );
     args.retain(|a| a != "--json");
     args.extend(["--batch-size", "1", "-v"].map(String::from));
-    let o = run(&args);
+    let o = bertqa(&args);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     let line = text
@@ -158,13 +93,12 @@ fn unavailable_on_a_tenth_of_requests_is_retried_and_answers_are_identical() {
 #[test]
 fn a_model_error_is_not_retried_unless_asked_and_names_model_and_message() {
     let tmp = tempfile::tempdir().unwrap();
-    let args = eval_args(
-        &sample(),
+    let args = sample_eval(
         "fault-internal",
-        &server().url,
         &tmp.path().join("a"),
+        &["--url", &server().url],
     );
-    let o = run(&args);
+    let o = bertqa(&args);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -174,14 +108,13 @@ fn a_model_error_is_not_retried_unless_asked_and_names_model_and_message() {
     assert!(!err.contains("retries"), "not retried: {err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
 
-    let mut args = eval_args(
-        &sample(),
+    let mut args = sample_eval(
         "fault-internal",
-        &server().url,
         &tmp.path().join("b"),
+        &["--url", &server().url],
     );
     args.extend(["--retry-model-errors", "--retries", "2"].map(String::from));
-    let o = run(&args);
+    let o = bertqa(&args);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -209,9 +142,9 @@ fn malformed_responses_fail_at_once_naming_model_tensor_expected_and_actual() {
              (response has [\"output__0\"])",
         ),
     ] {
-        let mut args = eval_args(&sample(), model, &server().url, &tmp.path().join(model));
+        let mut args = sample_eval(model, &tmp.path().join(model), &["--url", &server().url]);
         args.extend(["--fixed-seq-len", "--retries", "5"].map(String::from));
-        let o = run(&args);
+        let o = bertqa(&args);
         assert_eq!(o.status.code(), Some(2), "{model}: {}", show(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
@@ -227,41 +160,24 @@ fn non_finite_logits_are_decoded_as_negative_infinity_counted_and_warned() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = clean_oracle_run(tmp.path());
     let out = tmp.path().join("nan");
-    let o = run(&eval_args(
-        &sample(),
+    let o = bertqa(&sample_eval(
         "fault-non-finite-logits",
-        &server().url,
         &out,
+        &["--url", &server().url],
     ));
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_of(&o);
-    validate(&v);
+    assert_schema("eval", &v);
     // Every one of the 52 windows holds +inf, NaN and -inf (three values each).
     assert_eq!(v["non_finite_logits"]["features"], 52, "{v:#}");
     assert_eq!(v["non_finite_logits"]["values"], 52 * 3);
     // +inf taken at face value would start a winning span next to each true answer.
-    assert_eq!(
-        read(clean.join("predictions.json")),
-        read(out.join("predictions.json"))
-    );
+    assert_same_files(&clean, &out, &["predictions.json"]);
     assert_eq!(v["metrics"]["exact"], 100.0);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("warning: 156 NaN or infinite logits in 52 features from model \"fault-non-finite-logits\""),
         "{err}"
     );
-}
-
-/// A server of its own with only `oracle-slow` (40 ms per execution) loaded.
-fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
-    start_server_on(
-        &root().join("models/repo"),
-        &[
-            "--model-control-mode=explicit".to_string(),
-            "--load-model=oracle-slow".to_string(),
-        ],
-        ports,
-    )
 }
 
 /// Successful inferences of `model` so far (HTTP statistics; 0 when unreachable).
@@ -310,7 +226,7 @@ fn kill_after(server: &Server, n: u64, eval: &mut Child) {
 
 /// One feature per request (52 requests), `concurrency` in flight.
 fn slow_args(urls: &str, out: &Path, concurrency: usize, extra: &[&str]) -> Vec<String> {
-    let mut args = eval_args(&sample(), "oracle-slow", urls, out);
+    let mut args = sample_eval("oracle-slow", out, &["--url", urls]);
     args.extend(["--batch-size", "1", "--concurrency"].map(String::from));
     args.push(concurrency.to_string());
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -321,7 +237,7 @@ fn slow_args(urls: &str, out: &Path, concurrency: usize, extra: &[&str]) -> Vec<
 /// after 8 requests and started again on the same ports. Checks that it completes
 /// (exit 0, retries, no failed request) with files identical to an uninterrupted run's
 /// and that the restarted server answered the rest; returns its JSON report.
-pub(crate) fn killed_and_restarted_mid_run(protocol: &str) -> Value {
+fn killed_and_restarted_mid_run(protocol: &str) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let clean = clean_oracle_run(tmp.path());
     let ports = (free_port(), free_port(), free_port());
@@ -388,6 +304,12 @@ fn a_server_killed_mid_run_and_restarted_gives_identical_outputs() {
 }
 
 #[test]
+fn a_server_killed_mid_run_over_http_and_restarted_gives_identical_outputs() {
+    let v = killed_and_restarted_mid_run("http");
+    assert_eq!(v["model"]["protocol"], "http");
+}
+
+#[test]
 fn a_server_gone_for_good_exits_2_with_a_summary_after_the_retry_budget() {
     let tmp = tempfile::tempdir().unwrap();
     let gone = slow_server(None);
@@ -424,10 +346,9 @@ fn three_endpoints_share_the_load_and_survive_losing_one() {
 
     // All three healthy: every endpoint answers and is reported.
     let out = tmp.path().join("three");
-    let o = run(&slow_args(&urls, &out, 6, &[]));
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = bertqa(&slow_args(&urls, &out, 6, &[]));
     let v = json_of(&o);
-    validate(&v);
+    assert_schema("eval", &v);
     let eps = v["endpoints"].as_array().unwrap();
     assert_eq!(eps.len(), 3);
     let mut total = 0;
@@ -447,9 +368,8 @@ fn three_endpoints_share_the_load_and_survive_losing_one() {
     let base = served(servers[2].http_port, "oracle-slow");
     kill_after(&servers[2], base + 3, &mut eval);
     let o = eval.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v = json_of(&o);
-    validate(&v);
+    assert_schema("eval", &v);
     let dead = &v["endpoints"][2];
     assert!(dead["taken_out"].as_u64().unwrap() >= 1, "{dead}");
     assert_eq!(dead["healthy_at_end"], false, "{dead}");
@@ -467,9 +387,9 @@ fn three_endpoints_share_the_load_and_survive_losing_one() {
 fn wait_ready_gives_up_with_a_clear_message() {
     let tmp = tempfile::tempdir().unwrap();
     let url = format!("127.0.0.1:{}", free_port());
-    let mut args = eval_args(&sample(), "oracle", &url, tmp.path());
+    let mut args = sample_eval("oracle", tmp.path(), &["--url", &url]);
     args.extend(["--wait-ready", "0.5"].map(String::from));
-    let o = run(&args);
+    let o = bertqa(&args);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

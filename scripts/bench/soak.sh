@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Soak test (issue 8, item 6): one `bertqa eval` process sends at least 100,000 requests
+# Soak test (a long run must not leak): one `bertqa eval` process sends at least 100,000 requests
 # (one feature each) to the `null` model and its resident memory must stay flat: the RSS
 # late in the run may exceed the RSS early in the run (after warm-up) by less than 10%.
 #
-#   scripts/soak.sh [REQUESTS [EVAL_FLAGS...]]   (default: 100000 --n-best-size 1)
+#   scripts/bench/soak.sh [REQUESTS [EVAL_FLAGS...]]   (default: 100000 --n-best-size 1)
 #
-# The data is a synthetic file (scripts/gen_squad.py) cut into many small windows
+# The data is a synthetic file (scripts/bench/gen_squad.py) cut into many small windows
 # (--max-seq-length 64, --doc-stride 1): ~70 windows per question, so 100,000 requests
 # cover only ~1,500 questions and what a run must keep (one prediction per question) is
 # small; growth would come from the request path (in-flight window, histogram, journal,
@@ -16,7 +16,7 @@
 # "early" is the median of the samples between 10% and 20% of the run, "late" the median
 # of the last 10%. Release build; prints the numbers; exit 1 when growth >= 10%.
 # Not part of the tests.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 REQUESTS="${1:-100000}"; shift || true
 [ $# -gt 0 ] || set -- --n-best-size 1
@@ -28,7 +28,7 @@ URL="$(bash scripts/triton.sh start --name soak --grpc-port 18461 --http-port 18
   --metrics-port 18462 -- --model-control-mode=explicit --load-model=null)"
 # ~71.5 windows per question at these settings.
 QUESTIONS=$(( REQUESTS * 10 / 700 + 50 ))
-python3 scripts/gen_squad.py "$WORK/soak.json" --paragraphs $(( QUESTIONS / 5 + 1 )) \
+python3 scripts/bench/gen_squad.py "$WORK/soak.json" --paragraphs $(( QUESTIONS / 5 + 1 )) \
   --questions "$QUESTIONS" >&2
 log "bertqa eval: $QUESTIONS questions, one window per request, against null at $URL ($*)"
 "$BQ" eval --url "$URL" --model null --data "$WORK/soak.json" --output-dir "$WORK/out" \

@@ -4,11 +4,11 @@
 # spent at the server (send → response), over N runs against the `null` model on a local
 # Triton. Release build; not part of the tests.
 #
-#   scripts/bench_ask.sh [N]      (default 30)
+#   scripts/bench/bench_ask.sh [N]      (default 30)
 #
 # BERTQA_BIN=path measures that build instead of building target/release/bertqa (e.g. a
 # copy saved before a change, for a side-by-side figure).
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 N="${1:-30}"
 bash scripts/install_vocab.sh
