@@ -1,9 +1,9 @@
 //! A typed Triton client speaking either of Triton's protocols ([`Protocol`]): one
 //! connection (gRPC, `grpc.rs`) or one server's pool of HTTP/1.1 connections (KServe v2
-//! REST, `http/`). The two halves each implement the protocol face
-//! ([`ServerApi`](super::api)) for the calls other than inference, which return the
-//! gRPC proto messages whatever the protocol; the client holds one half ([`Conn`]) and
-//! passes each call to it with a `match`.
+//! REST, `http/`). The two halves each implement the protocol face (`ServerApi`,
+//! `api.rs`) for the calls other than inference, which return the gRPC proto messages
+//! whatever the protocol; the client holds one half (`Conn`) and passes each call to it
+//! with a `match`.
 //!
 //! Inference always carries raw tensor contents (little-endian, row-major); Triton
 //! always answers with raw contents (docs/design.md, protocol item 1), in gRPC's

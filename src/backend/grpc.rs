@@ -354,4 +354,36 @@ mod tests {
         };
         assert!(!may_be_wrong_port(&timeout, false));
     }
+
+    /// A port nobody listens on is known as refused by the io error's kind, in both
+    /// protocols.
+    #[tokio::test]
+    async fn a_refused_connection_is_known_by_its_kind() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let peer = Arc::new(Peer {
+            url: format!("127.0.0.1:{port}"),
+            request_timeout: Duration::from_secs(2),
+            headers: Arc::from(Vec::new()),
+            tls: None,
+        });
+        let uri = format!("http://127.0.0.1:{port}");
+        let timeout = Duration::from_secs(2);
+        let grpc = GrpcConn::connect(uri.clone(), timeout, GrpcCall::Unary, None, peer.clone());
+        let http = HttpClient::connect(&uri, timeout, peer.clone());
+        for e in [grpc.await.unwrap_err(), http.await.unwrap_err()] {
+            assert!(
+                matches!(
+                    e,
+                    Error::Unavailable {
+                        cause: Unreachable::Refused,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+        }
+    }
 }

@@ -201,6 +201,7 @@ fn date(secs: u64) -> String {
 /// that reaches bertqa of those errors. Anything else is returned as it is.
 pub(crate) fn explain_tls(message: &str, closed: bool, tls: &TlsConfig) -> String {
     let lower = message.to_ascii_lowercase();
+    // rustls's and h2's words (outside text): their errors reach here only as text.
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     if has(&["certificaterequired", "certificate required"]) {
         needs_client_certificate()
