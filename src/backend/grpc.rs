@@ -2,19 +2,16 @@
 //! (tonic), its calls of [`ServerApi`] with `tonic::Status` mapped into [`Error`], and
 //! its inference calls ([`GrpcCall`]: [`UnaryTransport`] or [`StreamTransport`]).
 //!
-//! The connection's service client is made once ([`service_client`]), with tonic's
-//! 4 MiB message limit raised: a batch of 64 × 384 FP32 logits pairs is 196 KiB, but
-//! other deployments return far more.
+//! The connection's service client is made once, by `transport::service_client`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 
 use super::api::ServerApi;
 use super::http::HttpClient;
 use super::peer::Peer;
-use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::repository_index_response::ModelIndex;
 use super::proto::{
     ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
@@ -26,20 +23,9 @@ use super::request::InferRequest;
 use super::security::{self, TlsConfig};
 use super::status::cause_of;
 use super::stream::StreamTransport;
-use super::transport::MAX_MESSAGE_BYTES;
+use super::transport::{service_client, ServiceClient};
 use super::unary::UnaryTransport;
 use crate::error::{Error, Result, Unreachable};
-
-/// The gRPC service client of a connection: the one place it is made.
-pub(crate) type ServiceClient = GrpcInferenceServiceClient<Channel>;
-
-/// The service client on `channel`, its message limits raised to
-/// [`MAX_MESSAGE_BYTES`].
-pub(crate) fn service_client(channel: Channel) -> ServiceClient {
-    GrpcInferenceServiceClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
-}
 
 /// Which gRPC call carries inference requests (`--transport`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -34,10 +34,10 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
-use super::grpc::ServiceClient;
 use super::peer::Peer;
 use super::proto::{ModelInferRequest, ModelInferResponse, ModelStreamInferResponse};
 use super::request::InferRequest;
+use super::transport::ServiceClient;
 use super::unary::UnaryTransport;
 use crate::error::Result;
 

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use super::grpc::ServiceClient;
 use super::peer::Peer;
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
+use super::transport::ServiceClient;
 use crate::error::Result;
 
 /// `ModelInfer` on one connection (cheap to clone: clones share it).
