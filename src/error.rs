@@ -1,7 +1,10 @@
-//! The library's one error type. Each variant carries what a user needs to act: the file
-//! and line/column, the question id, the model and tensor, the gRPC code and message.
-//! Binaries print it once as `error: …` and exit 2.
+//! The library's one error type. Each variant carries what a user needs to act, as
+//! values: the file and line/column, the question id, the model and tensor, the status
+//! [`Code`] (and HTTP status) and the server's message. Its sentence is rendered from
+//! them; decisions (retry, hints) read the values, never the sentence. Binaries print it
+//! once as `error: …` and exit 2.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -97,9 +100,14 @@ pub enum Error {
     Internal(String),
 
     /// The server could not be reached (connection refused, DNS, TLS, timeout on
-    /// connect) or answered UNAVAILABLE.
+    /// connect) or answered UNAVAILABLE; `cause` says which, `message` is what the user
+    /// reads (the transport's or the server's words, with bertqa's hints).
     #[error("cannot reach Triton at {url}: {message}")]
-    Unavailable { url: String, message: String },
+    Unavailable {
+        url: String,
+        cause: Unreachable,
+        message: String,
+    },
 
     /// The request ran past its deadline.
     #[error("request to {url} timed out after {timeout_ms} ms")]
@@ -145,23 +153,183 @@ pub enum Error {
     #[error("permission denied by {url}: {message}")]
     PermissionDenied { url: String, message: String },
 
-    /// Any other error status from the server.
-    #[error("Triton at {url} answered {code}: {message}")]
+    /// Any other error status from the server: its code (over HTTP, the code of the
+    /// same meaning as the HTTP status, which is kept too), for a model-specific call
+    /// the model, and the server's message.
+    #[error(
+        "Triton at {url} answered {code}{}{}: {message}",
+        http_suffix(*http),
+        model_suffix(model.as_deref())
+    )]
     Server {
         url: String,
-        code: String,
+        code: Code,
+        /// The HTTP status, when the server was spoken to over HTTP.
+        http: Option<u16>,
+        model: Option<String>,
+        message: String,
+    },
+
+    /// The server answered something its protocol does not allow (JSON of another
+    /// shape, an inference answer whose binary data does not add up): a server bug or
+    /// not a Triton server; `message` is why it cannot be read.
+    #[error("Triton at {url} answered {}: {message}", answer.describe())]
+    InvalidAnswer {
+        url: String,
+        answer: AnswerTo,
         message: String,
     },
 
     /// A request kept failing with transient errors until the retry budget was spent.
-    #[error("a request failed {attempts} times ({summary}; `retries` {retries} spent); last error: {last}")]
+    #[error(
+        "a request failed {attempts} times ({}; `retries` {retries} spent); last error: {last}",
+        summarize_codes(codes)
+    )]
     RetriesExhausted {
         attempts: u32,
         retries: u32,
-        /// The failed attempts' codes with counts, e.g. `UNAVAILABLE ×4`.
-        summary: String,
+        /// The failed attempts' codes (as the retry policy names them, e.g.
+        /// `UNAVAILABLE`) with counts.
+        codes: BTreeMap<&'static str, u32>,
         last: Box<Error>,
     },
+
+    /// A run ended without decoding this question: some of its windows were never
+    /// answered.
+    #[error("question {qas_id:?} was not decoded (its windows were not all answered)")]
+    NotDecoded { qas_id: String },
+
+    /// A dataset whose question names a paragraph it does not have (a dataset built by
+    /// hand: the reader never makes one).
+    #[error("question {qas_id:?} refers to paragraph {paragraph} of {paragraphs}")]
+    MissingParagraph {
+        qas_id: String,
+        paragraph: usize,
+        paragraphs: usize,
+    },
+
+    /// A worker task that did not finish: it panicked (a fault of bertqa itself: a bug
+    /// to report) or was cancelled (its runtime shut down). `message` is the runtime's.
+    #[error("internal error: {task} failed: {message}")]
+    TaskFailed {
+        task: String,
+        panicked: bool,
+        message: String,
+    },
+}
+
+/// A status code of Triton's protocols: gRPC's codes, which KServe v2 uses; an HTTP
+/// error status is read as the code of the same meaning (`500` as [`Code::Internal`]).
+/// Shown by its name (`ResourceExhausted`); [`Code::as_str`] is the proto name reports
+/// use (`RESOURCE_EXHAUSTED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    Cancelled,
+    Unknown,
+    InvalidArgument,
+    DeadlineExceeded,
+    NotFound,
+    AlreadyExists,
+    PermissionDenied,
+    ResourceExhausted,
+    FailedPrecondition,
+    Aborted,
+    OutOfRange,
+    Unimplemented,
+    Internal,
+    Unavailable,
+    DataLoss,
+    Unauthenticated,
+}
+
+impl Code {
+    /// The proto name (`UNAVAILABLE`), as reports and retry summaries write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Why a server could not be reached ([`Error::Unavailable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unreachable {
+    /// The connection was refused: nothing listens at the address.
+    Refused,
+    /// No connection within the connect timeout.
+    ConnectTimeout,
+    /// The connection failed otherwise (DNS, TLS, a reset): the transport's words.
+    Transport,
+    /// The server closed the connection (a TLS server closes a plain-text one).
+    Closed,
+    /// The server answered UNAVAILABLE (HTTP 502 or 503): its own words.
+    Answered,
+    /// The server speaks the other protocol (Triton's HTTP port asked for gRPC, or the
+    /// reverse).
+    WrongProtocol,
+    /// The server (or the model) did not become ready within `wait_ready`.
+    NotReady,
+}
+
+/// What an answer that cannot be read ([`Error::InvalidAnswer`]) was the answer to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerTo {
+    /// A call other than inference, by its HTTP path.
+    Call { path: String },
+    /// An inference request for the model.
+    Inference { model: String },
+}
+
+impl AnswerTo {
+    fn describe(&self) -> String {
+        match self {
+            AnswerTo::Call { path } => format!("an answer to {path} that is not the JSON expected"),
+            AnswerTo::Inference { model } => {
+                format!("an inference answer for model {model:?} that cannot be read")
+            }
+        }
+    }
+}
+
+fn http_suffix(http: Option<u16>) -> String {
+    http.map_or_else(String::new, |s| format!(" (HTTP {s})"))
+}
+
+fn model_suffix(model: Option<&str>) -> String {
+    model.map_or_else(String::new, |m| format!(" for model {m:?}"))
+}
+
+/// `UNAVAILABLE ×3, DEADLINE_EXCEEDED ×1`, in the map's order.
+pub(crate) fn summarize_codes(codes: &BTreeMap<&'static str, u32>) -> String {
+    codes
+        .iter()
+        .map(|(c, n)| format!("{c} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn list_or_none(names: &[String]) -> String {
@@ -203,5 +371,195 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+
+    /// A server that cannot be reached, for `cause`.
+    pub fn unavailable(
+        url: impl Into<String>,
+        cause: Unreachable,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::Unavailable {
+            url: url.into(),
+            cause,
+            message: message.into(),
+        }
+    }
+
+    /// The server's own words when the error is its answer (an error status, or
+    /// UNAVAILABLE as it answered it; over HTTP after the status, `HTTP 503: …`); `None` for every error bertqa or a library
+    /// worded. For the few decisions the protocol leaves to the message (a lost shared
+    /// memory region, an unknown model, both answered with a generic code).
+    pub fn server_message(&self) -> Option<&str> {
+        match self {
+            Error::Server { message, .. } => Some(message),
+            Error::Unavailable {
+                cause: Unreachable::Answered,
+                message,
+                ..
+            } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// A task's failure to finish, as the runtime reported it.
+    pub fn task_failed(task: impl Into<String>, e: &tokio::task::JoinError) -> Self {
+        Error::TaskFailed {
+            task: task.into(),
+            panicked: e.is_panic(),
+            message: e.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(code: Code, http: Option<u16>, model: Option<&str>) -> Error {
+        Error::Server {
+            url: "h:1".into(),
+            code,
+            http,
+            model: model.map(str::to_string),
+            message: "boom".into(),
+        }
+    }
+
+    /// The sentences are rendered from the values, as they always read.
+    #[test]
+    fn server_errors_render_their_status() {
+        let cases = [
+            (
+                server(Code::Internal, None, None),
+                "Triton at h:1 answered Internal: boom",
+            ),
+            (
+                server(Code::Internal, None, Some("m")),
+                "Triton at h:1 answered Internal for model \"m\": boom",
+            ),
+            (
+                server(Code::ResourceExhausted, Some(429), None),
+                "Triton at h:1 answered ResourceExhausted (HTTP 429): boom",
+            ),
+            (
+                server(Code::Internal, Some(500), Some("m")),
+                "Triton at h:1 answered Internal (HTTP 500) for model \"m\": boom",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+            assert_eq!(e.server_message(), Some("boom"));
+        }
+        let e = Error::InvalidAnswer {
+            url: "h:1".into(),
+            answer: AnswerTo::Call { path: "/v2".into() },
+            message: "expected value".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Triton at h:1 answered an answer to /v2 that is not the JSON expected: expected value"
+        );
+        let e = Error::InvalidAnswer {
+            url: "h:1".into(),
+            answer: AnswerTo::Inference { model: "m".into() },
+            message: "short".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Triton at h:1 answered an inference answer for model \"m\" that cannot be read: short"
+        );
+        assert_eq!(
+            e.server_message(),
+            None,
+            "bertqa's reading, not the server's words"
+        );
+    }
+
+    #[test]
+    fn codes_have_proto_names() {
+        assert_eq!(Code::ResourceExhausted.as_str(), "RESOURCE_EXHAUSTED");
+        assert_eq!(Code::Unauthenticated.as_str(), "UNAUTHENTICATED");
+        assert_eq!(Code::DeadlineExceeded.to_string(), "DeadlineExceeded");
+    }
+
+    #[test]
+    fn only_the_servers_words_are_its_message() {
+        let answered = Error::unavailable("h:1", Unreachable::Answered, "HTTP 503: busy");
+        assert_eq!(answered.server_message(), Some("HTTP 503: busy"));
+        for cause in [
+            Unreachable::Closed,
+            Unreachable::Refused,
+            Unreachable::NotReady,
+        ] {
+            let e = Error::unavailable("h:1", cause, "shared memory region not found");
+            assert_eq!(e.server_message(), None, "{cause:?}");
+            assert_eq!(
+                e.to_string(),
+                "cannot reach Triton at h:1: shared memory region not found"
+            );
+        }
+        let exhausted = Error::RetriesExhausted {
+            attempts: 2,
+            retries: 1,
+            codes: BTreeMap::from([("UNAVAILABLE", 1), ("DEADLINE_EXCEEDED", 1)]),
+            last: Box::new(server(Code::Internal, None, None)),
+        };
+        assert_eq!(exhausted.server_message(), None);
+    }
+
+    #[test]
+    fn run_failures_say_what_happened() {
+        let e = Error::RetriesExhausted {
+            attempts: 4,
+            retries: 3,
+            codes: BTreeMap::from([("UNAVAILABLE", 3), ("DEADLINE_EXCEEDED", 1)]),
+            last: Box::new(Error::Timeout {
+                url: "h:1".into(),
+                timeout_ms: 5,
+            }),
+        };
+        assert_eq!(
+            e.to_string(),
+            "a request failed 4 times (DEADLINE_EXCEEDED ×1, UNAVAILABLE ×3; `retries` 3 \
+             spent); last error: request to h:1 timed out after 5 ms"
+        );
+        let e = Error::NotDecoded {
+            qas_id: "q1".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "question \"q1\" was not decoded (its windows were not all answered)"
+        );
+        let e = Error::MissingParagraph {
+            qas_id: "q1".into(),
+            paragraph: 3,
+            paragraphs: 2,
+        };
+        assert_eq!(e.to_string(), "question \"q1\" refers to paragraph 3 of 2");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let joined = rt.block_on(async {
+            let task = tokio::spawn(std::future::pending::<()>());
+            task.abort();
+            task.await.unwrap_err()
+        });
+        let e = Error::task_failed("inference task", &joined);
+        assert!(
+            matches!(
+                e,
+                Error::TaskFailed {
+                    panicked: false,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("internal error: inference task failed: task "),
+            "{e}"
+        );
     }
 }

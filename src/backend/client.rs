@@ -1,7 +1,9 @@
 //! A typed Triton client speaking either of Triton's protocols ([`Protocol`]): one
 //! connection (gRPC, `grpc.rs`) or one server's pool of HTTP/1.1 connections (KServe v2
-//! REST, `http/`), its metadata calls returning the gRPC proto messages whatever the
-//! protocol, and inference through the connection's transport.
+//! REST, `http/`). The two halves each implement the protocol face (`ServerApi`,
+//! `api.rs`) for the calls other than inference, which return the gRPC proto messages
+//! whatever the protocol; the client holds one half (`Conn`) and passes each call to it
+//! with a `match`.
 //!
 //! Inference always carries raw tensor contents (little-endian, row-major); Triton
 //! always answers with raw contents (docs/design.md, protocol item 1), in gRPC's
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use tonic::Status;
 
+use super::api::ServerApi;
 use super::grpc::GrpcConn;
 use super::http::{HttpClient, HttpTransport};
 use super::peer::Peer;
@@ -20,10 +23,9 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{Security, TlsConfig};
-use super::transport::{InferTransport, SendFuture};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result, Unreachable};
 
-pub use super::grpc::Transport;
+pub use super::grpc::GrpcCall;
 pub use super::proto::repository_index_response::ModelIndex;
 pub use super::status::map_status;
 pub use super::transport::MAX_MESSAGE_BYTES;
@@ -38,8 +40,9 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// TLS and the metadata (headers) sent with every call.
     pub security: Security,
-    /// How inference requests travel.
-    pub transport: Transport,
+    /// Which gRPC call carries inference requests (over HTTP every request is one
+    /// POST, whatever this says).
+    pub transport: GrpcCall,
     /// Which of Triton's protocols the server is spoken to in.
     pub protocol: Protocol,
 }
@@ -79,7 +82,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_millis(5_000),
             request_timeout: Duration::from_millis(60_000),
             security: Security::default(),
-            transport: Transport::Unary,
+            transport: GrpcCall::Unary,
             protocol: Protocol::Grpc,
         }
     }
@@ -135,24 +138,94 @@ enum Conn {
     Http(HttpTransport),
 }
 
-/// The hint for a gRPC client whose server answers in HTTP/1.1.
-const HTTP_PORT_HINT: &str = "the server answers HTTP/1.1, not gRPC: this looks like \
-     Triton's HTTP port; use `Protocol::Http`, or gRPC's port (usually 8001)";
+impl Conn {
+    /// Sends an inference request on the connection's transport.
+    async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        match self {
+            Conn::Grpc(c) => c.infer(request).await,
+            Conn::Http(t) => t.send(request).await,
+        }
+    }
+}
 
-/// Dispatches a call to the protocol's half; a gRPC failure gets the wrong-port check.
-macro_rules! call {
-    ($self:ident, $c:ident => $call:expr) => {
-        match &$self.conn {
-            Conn::Grpc($c) => {
-                let r = $call.await;
-                $self.grpc_checked(r).await
-            }
+impl ServerApi for Conn {
+    async fn server_live(&self) -> Result<bool> {
+        match self {
+            Conn::Grpc(c) => c.server_live().await,
+            Conn::Http(t) => t.client().server_live().await,
+        }
+    }
+
+    async fn server_ready(&self) -> Result<bool> {
+        match self {
+            Conn::Grpc(c) => c.server_ready().await,
+            Conn::Http(t) => t.client().server_ready().await,
+        }
+    }
+
+    async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
+        match self {
+            Conn::Grpc(c) => c.model_ready(model, version).await,
+            Conn::Http(t) => t.client().model_ready(model, version).await,
+        }
+    }
+
+    async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
+        match self {
+            Conn::Grpc(c) => c.server_metadata().await,
+            Conn::Http(t) => t.client().server_metadata().await,
+        }
+    }
+
+    async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
+        match self {
+            Conn::Grpc(c) => c.repository_index().await,
+            Conn::Http(t) => t.client().repository_index().await,
+        }
+    }
+
+    async fn model_metadata(&self, model: &str, version: &str) -> Result<ModelMetadataResponse> {
+        match self {
+            Conn::Grpc(c) => c.model_metadata(model, version).await,
+            Conn::Http(t) => t.client().model_metadata(model, version).await,
+        }
+    }
+
+    async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
+        match self {
+            Conn::Grpc(c) => c.model_config(model, version).await,
+            Conn::Http(t) => t.client().model_config(model, version).await,
+        }
+    }
+
+    async fn model_statistics(&self, model: &str, version: &str) -> Result<Vec<ModelStatistics>> {
+        match self {
+            Conn::Grpc(c) => c.model_statistics(model, version).await,
+            Conn::Http(t) => t.client().model_statistics(model, version).await,
+        }
+    }
+
+    async fn register_system_shared_memory(
+        &self,
+        name: &str,
+        key: &str,
+        byte_size: u64,
+    ) -> Result<()> {
+        match self {
+            Conn::Grpc(c) => c.register_system_shared_memory(name, key, byte_size).await,
             Conn::Http(t) => {
-                let $c = t.client();
-                $call.await
+                let c = t.client();
+                c.register_system_shared_memory(name, key, byte_size).await
             }
         }
-    };
+    }
+
+    async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
+        match self {
+            Conn::Grpc(c) => c.unregister_system_shared_memory(name).await,
+            Conn::Http(t) => t.client().unregister_system_shared_memory(name).await,
+        }
+    }
 }
 
 impl TritonClient {
@@ -176,20 +249,16 @@ impl TritonClient {
             tls: tls.clone(),
         });
         let conn = match config.protocol {
-            Protocol::Grpc => {
-                let conn = GrpcConn::connect(
-                    uri.clone(),
+            Protocol::Grpc => Conn::Grpc(
+                GrpcConn::connect(
+                    uri,
                     config.connect_timeout,
                     config.transport,
                     tls.as_ref(),
                     peer.clone(),
                 )
-                .await;
-                match conn {
-                    Ok(conn) => Conn::Grpc(conn),
-                    Err(e) => return Err(http_port_check(e, &peer, &uri).await),
-                }
-            }
+                .await?,
+            ),
             Protocol::Http => {
                 let rest = HttpClient::connect(&uri, config.connect_timeout, peer.clone()).await?;
                 Conn::Http(HttpTransport::new(rest))
@@ -206,12 +275,12 @@ impl TritonClient {
         }
     }
 
-    /// How this client's requests travel (as configured; over HTTP every request is
-    /// one POST, reported as [`Transport::Unary`]).
-    pub fn transport(&self) -> Transport {
+    /// Which gRPC call carries this client's inference requests (as configured; over
+    /// HTTP every request is one POST, reported as [`GrpcCall::Unary`]).
+    pub fn transport(&self) -> GrpcCall {
         match &self.conn {
-            Conn::Grpc(c) => c.transport(),
-            Conn::Http(_) => Transport::Unary,
+            Conn::Grpc(c) => c.call(),
+            Conn::Http(_) => GrpcCall::Unary,
         }
     }
 
@@ -228,41 +297,29 @@ impl TritonClient {
         &self.peer.url
     }
 
-    /// A gRPC call's result, its failure checked for a server that answers HTTP/1.1
-    /// (a wrong port).
-    async fn grpc_checked<T>(&self, result: Result<T>) -> Result<T> {
-        match result {
-            Ok(v) => Ok(v),
-            Err(e) => {
-                let uri = normalize_url(&self.peer.url, Protocol::Grpc)?;
-                Err(http_port_check(e, &self.peer, &uri).await)
-            }
-        }
-    }
-
     /// `ServerLive` (`GET /v2/health/live`).
     pub async fn server_live(&self) -> Result<bool> {
-        call!(self, c => c.server_live())
+        self.conn.server_live().await
     }
 
     /// `ServerReady` (`GET /v2/health/ready`).
     pub async fn server_ready(&self) -> Result<bool> {
-        call!(self, c => c.server_ready())
+        self.conn.server_ready().await
     }
 
     /// `ModelReady` (empty version: the server's choice).
     pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
-        call!(self, c => c.model_ready(model, version))
+        self.conn.model_ready(model, version).await
     }
 
     /// `ServerMetadata`: name, version, extensions.
     pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
-        call!(self, c => c.server_metadata())
+        self.conn.server_metadata().await
     }
 
     /// `RepositoryIndex`: every model version and its state.
     pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
-        call!(self, c => c.repository_index())
+        self.conn.repository_index().await
     }
 
     /// `ModelMetadata`. An unknown or unready model becomes [`Error::ModelNotFound`] /
@@ -272,8 +329,7 @@ impl TritonClient {
         model: &str,
         version: &str,
     ) -> Result<ModelMetadataResponse> {
-        let r = call!(self, c => c.model_metadata(model, version));
-        match r {
+        match self.conn.model_metadata(model, version).await {
             Ok(m) => Ok(m),
             Err(e) => Err(self.model_error(e, model).await),
         }
@@ -281,8 +337,7 @@ impl TritonClient {
 
     /// `ModelConfig`.
     pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
-        let r = call!(self, c => c.model_config(model, version));
-        match r {
+        match self.conn.model_config(model, version).await {
             Ok(m) => Ok(m),
             Err(e) => Err(self.model_error(e, model).await),
         }
@@ -303,14 +358,16 @@ impl TritonClient {
         key: &str,
         byte_size: u64,
     ) -> Result<()> {
-        call!(self, c => c.register_system_shared_memory(name, key, byte_size))
+        self.conn
+            .register_system_shared_memory(name, key, byte_size)
+            .await
     }
 
     /// `SystemSharedMemoryUnregister` of one region (never every region: others may
     /// belong to other clients).
     pub async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
         debug_assert!(!name.is_empty(), "an empty name unregisters every region");
-        call!(self, c => c.unregister_system_shared_memory(name))
+        self.conn.unregister_system_shared_memory(name).await
     }
 
     /// `ModelStatistics` for one model (empty name: all models).
@@ -319,17 +376,17 @@ impl TritonClient {
         model: &str,
         version: &str,
     ) -> Result<Vec<ModelStatistics>> {
-        let r = call!(self, c => c.model_statistics(model, version));
-        match r {
+        match self.conn.model_statistics(model, version).await {
             Ok(s) => Ok(s),
             Err(e) if model.is_empty() => Err(e),
             Err(e) => Err(self.model_error(e, model).await),
         }
     }
 
-    /// Runs a prepared request on this connection's transport.
+    /// Runs a prepared request on this connection's transport (one attempt: see
+    /// `transport.rs` for the contract).
     pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        self.send(request).await
+        self.conn.infer(request).await
     }
 
     /// A model-specific call's error; for "unknown model" style answers it asks the
@@ -368,60 +425,23 @@ impl TritonClient {
 }
 
 /// Whether a model-specific call failed because of the model: an unknown model, one
-/// not ready or without the version asked for (NOT_FOUND, INVALID_ARGUMENT or
-/// UNAVAILABLE answers saying so, in either protocol).
+/// not ready or without the version asked for. The protocol answers those with a
+/// generic code (NOT_FOUND, INVALID_ARGUMENT or UNAVAILABLE, in either protocol), so
+/// the server's own words ([`Error::server_message`]) are read: outside text.
 fn about_model(error: &Error) -> bool {
-    let message = match error {
-        Error::Server { code, message, .. } => {
-            let name = code.split_whitespace().next().unwrap_or("");
-            if !matches!(name, "NotFound" | "InvalidArgument") {
-                return false;
-            }
-            message
-        }
-        Error::Unavailable { message, .. } => message,
-        _ => return false,
+    let by_code = match error {
+        Error::Server { code, .. } => matches!(code, Code::NotFound | Code::InvalidArgument),
+        Error::Unavailable { cause, .. } => *cause == Unreachable::Answered,
+        _ => false,
+    };
+    let Some(message) = error.server_message().filter(|_| by_code) else {
+        return false;
     };
     let msg = message.to_ascii_lowercase();
     msg.contains("unknown model")
         || msg.contains("not found")
         || msg.contains("is not ready")
         || msg.contains("no version is available")
-}
-
-/// A gRPC connection failure, checked for a server that answers HTTP/1.1 at `uri`
-/// (Triton's HTTP port given where the gRPC one was meant): when one answers, the
-/// error says so and names the flag to use. Refused connections and TLS are left as
-/// they are.
-async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
-    let Error::Unavailable { url, message } = &error else {
-        return error;
-    };
-    let lower = message.to_ascii_lowercase();
-    if peer.tls.is_some() || lower.contains("refused") || lower.contains("no connection within") {
-        return error;
-    }
-    let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
-    let Ok(probe) = HttpClient::new(uri, probe_timeout, peer.clone()) else {
-        return error;
-    };
-    let answered = tokio::time::timeout(probe_timeout, probe.server_live()).await;
-    match answered {
-        Ok(Ok(_)) => Error::Unavailable {
-            url: url.clone(),
-            message: HTTP_PORT_HINT.to_string(),
-        },
-        _ => error,
-    }
-}
-
-impl InferTransport for TritonClient {
-    fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        match &self.conn {
-            Conn::Grpc(c) => c.send(request),
-            Conn::Http(t) => t.send(request),
-        }
-    }
 }
 
 /// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
@@ -497,6 +517,33 @@ mod tests {
         );
         assert!(normalize_url("ftp://h:1", Protocol::Grpc).is_err());
         assert!(normalize_url("", Protocol::Grpc).is_err());
+    }
+
+    #[test]
+    fn model_errors_are_known_by_code_then_by_the_servers_words() {
+        let server = |code, message: &str| Error::Server {
+            url: "h:1".into(),
+            code,
+            http: None,
+            model: Some("m".into()),
+            message: message.into(),
+        };
+        assert!(about_model(&server(
+            Code::InvalidArgument,
+            "Request for unknown model: 'm' is not found"
+        )));
+        assert!(about_model(&server(
+            Code::NotFound,
+            "no version is available"
+        )));
+        // Another code is another failure, whatever it says.
+        assert!(!about_model(&server(Code::Internal, "unknown model")));
+        let answered = |cause| Error::unavailable("h:1", cause, "Request for unknown model 'm'");
+        assert!(about_model(&answered(Unreachable::Answered)));
+        // bertqa's or the transport's words are never the server's answer.
+        assert!(!about_model(&answered(Unreachable::Transport)));
+        assert!(!about_model(&answered(Unreachable::NotReady)));
+        assert!(!about_model(&Error::Config("model not found".into())));
     }
 
     #[test]

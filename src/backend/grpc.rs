@@ -1,35 +1,35 @@
 //! The gRPC half of [`TritonClient`](super::TritonClient): one HTTP/2 connection
-//! (tonic), its metadata calls with `tonic::Status` mapped into [`Error`], and its
-//! inference transport ([`Transport`]: [`UnaryTransport`] or [`StreamTransport`]).
+//! (tonic), its calls of [`ServerApi`] with `tonic::Status` mapped into [`Error`], and
+//! its inference calls ([`GrpcCall`]: [`UnaryTransport`] or [`StreamTransport`]).
 //!
-//! tonic's 4 MiB decode limit is raised: a batch of 64 × 384 FP32 logits pairs is
-//! 196 KiB, but other deployments return far more.
+//! The connection's service client is made once, by `transport::service_client`.
 
 use std::sync::Arc;
-
-use tonic::transport::{Channel, Endpoint};
-
 use std::time::Duration;
 
+use tonic::transport::Endpoint;
+
+use super::api::ServerApi;
+use super::http::HttpClient;
 use super::peer::Peer;
-use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::repository_index_response::ModelIndex;
 use super::proto::{
-    ModelConfig, ModelConfigRequest, ModelMetadataRequest, ModelMetadataResponse,
-    ModelReadyRequest, ModelStatistics, ModelStatisticsRequest, RepositoryIndexRequest,
-    ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse, ServerReadyRequest,
-    SystemSharedMemoryRegisterRequest, SystemSharedMemoryUnregisterRequest,
+    ModelConfig, ModelConfigRequest, ModelInferResponse, ModelMetadataRequest,
+    ModelMetadataResponse, ModelReadyRequest, ModelStatistics, ModelStatisticsRequest,
+    RepositoryIndexRequest, ServerLiveRequest, ServerMetadataRequest, ServerMetadataResponse,
+    ServerReadyRequest, SystemSharedMemoryRegisterRequest, SystemSharedMemoryUnregisterRequest,
 };
 use super::request::InferRequest;
 use super::security::{self, TlsConfig};
+use super::status::cause_of;
 use super::stream::StreamTransport;
-use super::transport::{InferTransport, SendFuture, MAX_MESSAGE_BYTES};
+use super::transport::{service_client, ServiceClient};
 use super::unary::UnaryTransport;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unreachable};
 
-/// How inference requests travel to the server.
+/// Which gRPC call carries inference requests (`--transport`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Transport {
+pub enum GrpcCall {
     /// One `ModelInfer` call per request.
     #[default]
     Unary,
@@ -42,25 +42,31 @@ pub enum Transport {
     Stream,
 }
 
-impl Transport {
+impl GrpcCall {
     /// The name `--transport` takes.
     pub fn as_str(self) -> &'static str {
         match self {
-            Transport::Unary => "unary",
-            Transport::Stream => "stream",
+            GrpcCall::Unary => "unary",
+            GrpcCall::Stream => "stream",
         }
     }
 }
 
+/// The hint for a gRPC client whose server answers in HTTP/1.1.
+const HTTP_PORT_HINT: &str = "the server answers HTTP/1.1, not gRPC: this looks like \
+     Triton's HTTP port; use `Protocol::Http`, or gRPC's port (usually 8001)";
+
 /// One gRPC connection to a server.
 #[derive(Debug, Clone)]
 pub(crate) struct GrpcConn {
-    grpc: GrpcInferenceServiceClient<Channel>,
+    grpc: ServiceClient,
     peer: Arc<Peer>,
+    /// `http://host:port` or `https://host:port`, for the wrong-port check.
+    uri: String,
     infer: Inference,
 }
 
-/// The transport of a connection's inference requests ([`Transport`]).
+/// The inference calls of a connection ([`GrpcCall`]).
 #[derive(Debug, Clone)]
 enum Inference {
     Unary(UnaryTransport),
@@ -68,16 +74,17 @@ enum Inference {
 }
 
 impl GrpcConn {
-    /// Connects to `uri` (`http://` or `https://`) within `connect_timeout`; requests
-    /// travel by `transport`.
+    /// Connects to `uri` (`http://` or `https://`) within `connect_timeout`; inference
+    /// requests travel by `call`. A failure is checked for a server that answers
+    /// HTTP/1.1 ([`http_port_check`]).
     pub async fn connect(
         uri: String,
         connect_timeout: Duration,
-        transport: Transport,
+        call: GrpcCall,
         tls: Option<&TlsConfig>,
         peer: Arc<Peer>,
     ) -> Result<GrpcConn> {
-        let endpoint = Endpoint::from_shared(uri)
+        let endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", peer.url)))?
             .connect_timeout(connect_timeout)
             .timeout(peer.request_timeout)
@@ -87,46 +94,48 @@ impl GrpcConn {
             Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
             None => None,
         };
-        let unavailable = |message: String| Error::Unavailable {
-            url: peer.url.clone(),
-            message,
-        };
         let connecting = async {
             match connector {
                 Some(connector) => endpoint.connect_with_connector(connector).await,
                 None => endpoint.connect().await,
             }
         };
-        let channel = match tokio::time::timeout(connect_timeout, connecting).await {
-            Ok(Ok(ch)) => ch,
-            Ok(Err(e)) => return Err(unavailable(security::connect_error(&e, tls))),
-            Err(_) => {
-                return Err(unavailable(format!(
-                    "no connection within {} ms",
-                    connect_timeout.as_millis()
-                )))
+        let failed = match tokio::time::timeout(connect_timeout, connecting).await {
+            Ok(Ok(channel)) => {
+                let grpc = service_client(channel);
+                let infer = match call {
+                    GrpcCall::Unary => {
+                        Inference::Unary(UnaryTransport::new(grpc.clone(), peer.clone()))
+                    }
+                    GrpcCall::Stream => Inference::Stream(Arc::new(StreamTransport::new(
+                        grpc.clone(),
+                        peer.clone(),
+                    ))),
+                };
+                return Ok(GrpcConn {
+                    grpc,
+                    peer,
+                    uri,
+                    infer,
+                });
             }
-        };
-        let infer = match transport {
-            Transport::Unary => {
-                Inference::Unary(UnaryTransport::new(channel.clone(), peer.clone()))
+            Ok(Err(e)) => {
+                Error::unavailable(&peer.url, cause_of(&e), security::connect_error(&e, tls))
             }
-            Transport::Stream => Inference::Stream(Arc::new(StreamTransport::new(
-                channel.clone(),
-                peer.clone(),
-            ))),
+            Err(_) => Error::unavailable(
+                &peer.url,
+                Unreachable::ConnectTimeout,
+                format!("no connection within {} ms", connect_timeout.as_millis()),
+            ),
         };
-        let grpc = GrpcInferenceServiceClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(GrpcConn { grpc, peer, infer })
+        Err(http_port_check(failed, &peer, &uri).await)
     }
 
-    /// How this connection's requests travel (as configured).
-    pub fn transport(&self) -> Transport {
+    /// How this connection's inference requests travel (as configured).
+    pub fn call(&self) -> GrpcCall {
         match self.infer {
-            Inference::Unary(_) => Transport::Unary,
-            Inference::Stream(_) => Transport::Stream,
+            Inference::Unary(_) => GrpcCall::Unary,
+            Inference::Stream(_) => GrpcCall::Stream,
         }
     }
 
@@ -138,88 +147,115 @@ impl GrpcConn {
         }
     }
 
+    /// Sends an inference request by this connection's call.
+    pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        match &self.infer {
+            Inference::Unary(t) => t.send(request).await,
+            Inference::Stream(t) => t.send(request).await,
+        }
+    }
+
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         self.peer.request(msg)
     }
 
-    fn client(&self) -> GrpcInferenceServiceClient<Channel> {
+    fn client(&self) -> ServiceClient {
         self.grpc.clone()
     }
 
-    /// `ServerLive`.
-    pub async fn server_live(&self) -> Result<bool> {
+    /// A call's answer, or its status as an [`Error`] (checked for a server that
+    /// answers HTTP/1.1: a wrong port).
+    async fn answer<T>(
+        &self,
+        result: std::result::Result<tonic::Response<T>, tonic::Status>,
+        model: Option<&str>,
+    ) -> Result<T> {
+        match result {
+            Ok(r) => Ok(r.into_inner()),
+            Err(status) => {
+                let e = self.peer.error(status, model);
+                Err(http_port_check(e, &self.peer, &self.uri).await)
+            }
+        }
+    }
+}
+
+impl ServerApi for GrpcConn {
+    async fn server_live(&self) -> Result<bool> {
         let r = self
             .client()
             .server_live(self.request(ServerLiveRequest {}))
             .await;
-        Ok(r.map_err(|s| self.peer.error(s, None))?.into_inner().live)
+        Ok(self.answer(r, None).await?.live)
     }
 
-    /// `ServerReady`.
-    pub async fn server_ready(&self) -> Result<bool> {
+    async fn server_ready(&self) -> Result<bool> {
         let r = self
             .client()
             .server_ready(self.request(ServerReadyRequest {}))
             .await;
-        Ok(r.map_err(|s| self.peer.error(s, None))?.into_inner().ready)
+        Ok(self.answer(r, None).await?.ready)
     }
 
-    /// `ModelReady`.
-    pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
+    async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
         let req = ModelReadyRequest {
             name: model.into(),
             version: version.into(),
         };
         let r = self.client().model_ready(self.request(req)).await;
-        Ok(r.map_err(|s| self.peer.error(s, None))?.into_inner().ready)
+        Ok(self.answer(r, None).await?.ready)
     }
 
-    /// `ServerMetadata`.
-    pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
+    async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
         let r = self
             .client()
             .server_metadata(self.request(ServerMetadataRequest {}))
             .await;
-        Ok(r.map_err(|s| self.peer.error(s, None))?.into_inner())
+        self.answer(r, None).await
     }
 
-    /// `RepositoryIndex` of every model version, whatever its state.
-    pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
+    async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
         let req = RepositoryIndexRequest {
             repository_name: String::new(),
             ready: false,
         };
         let r = self.client().repository_index(self.request(req)).await;
-        Ok(r.map_err(|s| self.peer.error(s, None))?.into_inner().models)
+        Ok(self.answer(r, None).await?.models)
     }
 
-    /// `ModelMetadata`.
-    pub async fn model_metadata(
-        &self,
-        model: &str,
-        version: &str,
-    ) -> Result<ModelMetadataResponse> {
+    async fn model_metadata(&self, model: &str, version: &str) -> Result<ModelMetadataResponse> {
         let req = ModelMetadataRequest {
             name: model.into(),
             version: version.into(),
         };
         let r = self.client().model_metadata(self.request(req)).await;
-        Ok(r.map_err(|s| self.peer.error(s, Some(model)))?.into_inner())
+        self.answer(r, Some(model)).await
     }
 
-    /// `ModelConfig`.
-    pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
+    async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
         let req = ModelConfigRequest {
             name: model.into(),
             version: version.into(),
         };
         let r = self.client().model_config(self.request(req)).await;
-        let r = r.map_err(|s| self.peer.error(s, Some(model)))?;
-        Ok(r.into_inner().config.unwrap_or_default())
+        Ok(self
+            .answer(r, Some(model))
+            .await?
+            .config
+            .unwrap_or_default())
     }
 
-    /// `SystemSharedMemoryRegister`.
-    pub async fn register_system_shared_memory(
+    async fn model_statistics(&self, model: &str, version: &str) -> Result<Vec<ModelStatistics>> {
+        let req = ModelStatisticsRequest {
+            name: model.into(),
+            version: version.into(),
+        };
+        let r = self.client().model_statistics(self.request(req)).await;
+        let named = (!model.is_empty()).then_some(model);
+        Ok(self.answer(r, named).await?.model_stats)
+    }
+
+    async fn register_system_shared_memory(
         &self,
         name: &str,
         key: &str,
@@ -235,41 +271,105 @@ impl GrpcConn {
             .client()
             .system_shared_memory_register(self.request(req))
             .await;
-        r.map(|_| ()).map_err(|s| self.peer.error(s, None))
+        self.answer(r, None).await.map(|_| ())
     }
 
-    /// `SystemSharedMemoryUnregister` of one region.
-    pub async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
+    async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
         let req = SystemSharedMemoryUnregisterRequest { name: name.into() };
         let r = self
             .client()
             .system_shared_memory_unregister(self.request(req))
             .await;
-        r.map(|_| ()).map_err(|s| self.peer.error(s, None))
+        self.answer(r, None).await.map(|_| ())
     }
+}
 
-    /// `ModelStatistics` (empty name: all models).
-    pub async fn model_statistics(
-        &self,
-        model: &str,
-        version: &str,
-    ) -> Result<Vec<ModelStatistics>> {
-        let req = ModelStatisticsRequest {
-            name: model.into(),
-            version: version.into(),
+/// A connection failure worth asking whether the server answers HTTP/1.1: one that
+/// may be a server speaking another protocol (a refused connection, or none within the
+/// timeout, is nobody there). TLS has its own sentences for that (`security`).
+fn may_be_wrong_port(error: &Error, tls: bool) -> bool {
+    match error {
+        Error::Unavailable { cause, .. } => {
+            !tls && !matches!(cause, Unreachable::Refused | Unreachable::ConnectTimeout)
+        }
+        _ => false,
+    }
+}
+
+/// A gRPC failure, checked for a server that answers HTTP/1.1 at `uri` (Triton's HTTP
+/// port given where the gRPC one was meant): when one answers, the error says so and
+/// names the setting to use ([`may_be_wrong_port`] says which failures are checked).
+async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
+    if !may_be_wrong_port(&error, peer.tls.is_some()) {
+        return error;
+    }
+    let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
+    let Ok(probe) = HttpClient::new(uri, probe_timeout, peer.clone()) else {
+        return error;
+    };
+    let answered = tokio::time::timeout(probe_timeout, probe.server_live()).await;
+    match answered {
+        Ok(Ok(_)) => Error::unavailable(&peer.url, Unreachable::WrongProtocol, HTTP_PORT_HINT),
+        _ => error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_failures_that_may_be_another_protocol_are_probed() {
+        let e = |cause| Error::unavailable("h:1", cause, "connection closed by the server");
+        for cause in [
+            Unreachable::Transport,
+            Unreachable::Closed,
+            Unreachable::Answered,
+        ] {
+            assert!(may_be_wrong_port(&e(cause), false), "{cause:?}");
+            assert!(!may_be_wrong_port(&e(cause), true), "{cause:?} with TLS");
+        }
+        // The words do not matter: the cause does.
+        let refused = Error::unavailable("h:1", Unreachable::Refused, "no such words");
+        assert!(!may_be_wrong_port(&refused, false));
+        let slow = Error::unavailable("h:1", Unreachable::ConnectTimeout, "refused?");
+        assert!(!may_be_wrong_port(&slow, false));
+        let timeout = Error::Timeout {
+            url: "h:1".into(),
+            timeout_ms: 5,
         };
-        let r = self.client().model_statistics(self.request(req)).await;
-        let named = (!model.is_empty()).then_some(model);
-        Ok(r.map_err(|s| self.peer.error(s, named))?
-            .into_inner()
-            .model_stats)
+        assert!(!may_be_wrong_port(&timeout, false));
     }
 
-    /// Sends a request on this connection's transport.
-    pub fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        match &self.infer {
-            Inference::Unary(t) => t.send(request),
-            Inference::Stream(t) => t.send(request),
+    /// A port nobody listens on is known as refused by the io error's kind, in both
+    /// protocols.
+    #[tokio::test]
+    async fn a_refused_connection_is_known_by_its_kind() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let peer = Arc::new(Peer {
+            url: format!("127.0.0.1:{port}"),
+            request_timeout: Duration::from_secs(2),
+            headers: Arc::from(Vec::new()),
+            tls: None,
+        });
+        let uri = format!("http://127.0.0.1:{port}");
+        let timeout = Duration::from_secs(2);
+        let grpc = GrpcConn::connect(uri.clone(), timeout, GrpcCall::Unary, None, peer.clone());
+        let http = HttpClient::connect(&uri, timeout, peer.clone());
+        for e in [grpc.await.unwrap_err(), http.await.unwrap_err()] {
+            assert!(
+                matches!(
+                    e,
+                    Error::Unavailable {
+                        cause: Unreachable::Refused,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
         }
     }
 }

@@ -5,16 +5,18 @@
 //!
 //! Layers, each using only those below it:
 //! - [`pool`] (endpoints, health, [`retry`]) over [`client::TritonClient`] (one
-//!   connection in either protocol, gRPC or [`http`]: metadata calls, and inference
-//!   through its transport);
-//! - [`shm`]: system shared memory as a decorator over any transport;
-//! - the transport seam [`transport::InferTransport`] ("send this batch, get its
-//!   logits"), implemented by [`unary`] (`ModelInfer`) and [`stream`]
-//!   (`ModelStreamInfer`) on a gRPC connection, and by [`http::HttpTransport`] (KServe
-//!   v2 REST with binary tensor data) on HTTP/1.1 connections;
+//!   connection in either protocol, gRPC or [`http`]: the calls other than inference
+//!   through the protocol face both halves implement (`api.rs`), and inference through
+//!   the connection's transport);
+//! - [`shm`]: system shared memory as a decorator over a client;
+//! - the transports ("send this batch, get its logits", contract in [`transport`]):
+//!   [`unary`] (`ModelInfer`) and [`stream`] (`ModelStreamInfer`) on a gRPC
+//!   connection, chosen by [`GrpcCall`], and [`http::HttpTransport`] (KServe v2 REST
+//!   with binary tensor data) on HTTP/1.1 connections;
 //! - [`peer`] (deadline, headers, error mapping), [`security`], [`status`];
 //! - [`request`], [`tensor`], [`binding`], [`proto`].
 
+mod api;
 pub mod binding;
 pub mod client;
 mod grpc;
@@ -33,7 +35,7 @@ pub mod transport;
 pub mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
-pub use client::{ClientConfig, Protocol, Transport, TritonClient};
+pub use client::{ClientConfig, GrpcCall, Protocol, TritonClient};
 pub use http::HttpTransport;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
@@ -41,7 +43,6 @@ pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::{SharedMemory, ShmTransport};
 pub use stream::StreamTransport;
-pub use transport::InferTransport;
 pub use unary::UnaryTransport;
 
 /// Connects and infers the binding of `model` in one step (metadata + config).

@@ -9,8 +9,8 @@ use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
 use super::security::{self, Header, TlsConfig};
-use super::status::{is_transport, map_status};
-use crate::error::Error;
+use super::status::{is_timeout, is_transport, map_status};
+use crate::error::{Error, Unreachable};
 
 /// One server as the calls to it see it. Cheap to share (`Arc`).
 #[derive(Debug)]
@@ -54,14 +54,14 @@ impl Peer {
     /// means the server closed the connection (a TLS server closes a plain-text one);
     /// TLS and header hints are added by `security::annotate`.
     pub fn error(&self, status: Status, model: Option<&str>) -> Error {
-        let closed = status.code() == Code::Cancelled
-            && is_transport(&status)
-            && !status.message().contains("Timeout expired");
+        let closed =
+            status.code() == Code::Cancelled && is_transport(&status) && !is_timeout(&status);
         let error = if closed {
-            Error::Unavailable {
-                url: self.url.clone(),
-                message: format!("connection closed by the server ({})", status.message()),
-            }
+            Error::unavailable(
+                &self.url,
+                Unreachable::Closed,
+                format!("connection closed by the server ({})", status.message()),
+            )
         } else {
             map_status(&self.url, self.request_timeout, status, model)
         };

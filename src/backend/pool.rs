@@ -27,13 +27,12 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::client::{ClientConfig, Transport, TritonClient};
+use super::client::{ClientConfig, GrpcCall, TritonClient};
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
-use super::retry::{summarize, RetryPolicy, RetryStats};
+use super::retry::{RetryPolicy, RetryStats};
 use super::shm::{InputRegion, ShmTransport};
-use super::transport::InferTransport;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unreachable};
 
 /// How often an endpoint that was taken out is checked.
 pub const HEALTH_INTERVAL: Duration = Duration::from_millis(250);
@@ -88,7 +87,7 @@ pub struct EndpointReport {
     pub connections: usize,
     /// How its requests travelled (`--transport`), and how many of its connections went
     /// unary after a stream error.
-    pub transport: Transport,
+    pub transport: GrpcCall,
     pub unary_connections: usize,
     /// Successful requests and the features they carried.
     pub requests: u64,
@@ -320,7 +319,7 @@ impl Pool {
                         .send(request.clone())
                         .await
                 }
-                _ => conn.send(request.clone()).await,
+                _ => conn.infer(request.clone()).await,
             };
             drop(guard);
             let error = match result {
@@ -365,7 +364,7 @@ impl Pool {
                 return Err(Error::RetriesExhausted {
                     attempts: attempt + 1,
                     retries: policy.retries,
-                    summary: summarize(&codes),
+                    codes,
                     last: Box::new(error),
                 });
             }
@@ -443,13 +442,14 @@ pub async fn wait_ready(
             Err(e) => e.to_string(),
         };
         if Instant::now() >= deadline {
-            return Err(Error::Unavailable {
-                url: config.url.clone(),
-                message: format!(
+            return Err(Error::unavailable(
+                &config.url,
+                Unreachable::NotReady,
+                format!(
                     "not ready within `wait_ready` {} s: {last}",
                     limit.as_secs_f64()
                 ),
-            });
+            ));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::error::Error;
+use super::status::is_dropped_connection;
+use crate::error::{Code, Error};
 
 /// How the inference path retries.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,28 +58,8 @@ pub struct Verdict {
     pub endpoint_suspect: bool,
 }
 
-/// gRPC codes as written in reports (tonic's `Code` Debug names → the proto names).
-const CODES: [(&str, &str); 16] = [
-    ("Cancelled", "CANCELLED"),
-    ("Unknown", "UNKNOWN"),
-    ("InvalidArgument", "INVALID_ARGUMENT"),
-    ("DeadlineExceeded", "DEADLINE_EXCEEDED"),
-    ("NotFound", "NOT_FOUND"),
-    ("AlreadyExists", "ALREADY_EXISTS"),
-    ("PermissionDenied", "PERMISSION_DENIED"),
-    ("ResourceExhausted", "RESOURCE_EXHAUSTED"),
-    ("FailedPrecondition", "FAILED_PRECONDITION"),
-    ("Aborted", "ABORTED"),
-    ("OutOfRange", "OUT_OF_RANGE"),
-    ("Unimplemented", "UNIMPLEMENTED"),
-    ("Internal", "INTERNAL"),
-    ("Unavailable", "UNAVAILABLE"),
-    ("DataLoss", "DATA_LOSS"),
-    ("Unauthenticated", "UNAUTHENTICATED"),
-];
-
 impl RetryPolicy {
-    /// Classifies a failed attempt under this policy.
+    /// Classifies a failed attempt under this policy, by the error's variant and code.
     pub fn classify(&self, error: &Error) -> Verdict {
         let v = |code, retryable, endpoint_suspect| Verdict {
             code,
@@ -89,20 +70,28 @@ impl RetryPolicy {
             Error::Unavailable { .. } => v("UNAVAILABLE", true, true),
             Error::Timeout { .. } => v("DEADLINE_EXCEEDED", true, false),
             Error::PermissionDenied { .. } => v("PERMISSION_DENIED", false, false),
-            Error::TensorMismatch { .. } => v("INVALID_RESPONSE", false, false),
+            Error::TensorMismatch { .. } | Error::InvalidAnswer { .. } => {
+                v("INVALID_RESPONSE", false, false)
+            }
             Error::ModelNotFound { .. } => v("NOT_FOUND", false, false),
             Error::ModelNotReady { .. } => v("UNAVAILABLE", true, true),
-            Error::Server { code, message, .. } => {
-                let name = code.split_whitespace().next().unwrap_or("");
-                let code = CODES
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map_or("OTHER", |(_, v)| *v);
+            Error::Server {
+                code,
+                http,
+                message,
+                ..
+            } => {
+                let name = code.as_str();
                 match code {
-                    "RESOURCE_EXHAUSTED" | "DEADLINE_EXCEEDED" => v(code, true, false),
-                    // hyper's "connection reset" without a transport source.
-                    "UNKNOWN" | "CANCELLED" if is_reset(message) => v(code, true, true),
-                    _ => v(code, self.retry_model_errors, false),
+                    Code::ResourceExhausted | Code::DeadlineExceeded => v(name, true, false),
+                    // A gRPC connection lost mid-call, which tonic reports without a
+                    // transport source (see `status::is_dropped_connection`).
+                    Code::Unknown | Code::Cancelled
+                        if http.is_none() && is_dropped_connection(message) =>
+                    {
+                        v(name, true, true)
+                    }
+                    _ => v(name, self.retry_model_errors, false),
                 }
             }
             _ => v("OTHER", false, false),
@@ -118,18 +107,6 @@ impl RetryPolicy {
         let half = d / 2;
         half + half.mul_f64(jitter())
     }
-}
-
-fn is_reset(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    [
-        "connection reset",
-        "broken pipe",
-        "connection closed",
-        "h2 protocol error",
-    ]
-    .iter()
-    .any(|s| m.contains(s))
 }
 
 /// A uniform number in [0, 1) from a process-wide splitmix64 sequence seeded by the
@@ -169,68 +146,126 @@ impl RetryStats {
     }
 }
 
-/// `UNAVAILABLE ×3, DEADLINE_EXCEEDED ×1`.
-pub fn summarize(codes: &BTreeMap<&'static str, u32>) -> String {
-    codes
-        .iter()
-        .map(|(c, n)| format!("{c} ×{n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{AnswerTo, Unreachable};
 
-    fn server(code: &str) -> Error {
+    fn server(code: Code, http: Option<u16>, message: &str) -> Error {
         Error::Server {
             url: "h:1".into(),
-            code: format!("{code} for model \"m\""),
-            message: "boom".into(),
+            code,
+            http,
+            model: Some("m".into()),
+            message: message.into(),
         }
     }
 
-    #[test]
-    fn transient_codes_are_retried_and_model_errors_only_on_request() {
-        let p = RetryPolicy::default();
-        let unavailable = Error::Unavailable {
-            url: "h:1".into(),
-            message: "Connection refused (os error 111)".into(),
-        };
-        let c = p.classify(&unavailable);
-        assert_eq!(
-            (c.code, c.retryable, c.endpoint_suspect),
-            ("UNAVAILABLE", true, true)
-        );
-        let timeout = Error::Timeout {
-            url: "h:1".into(),
-            timeout_ms: 5,
-        };
-        assert_eq!(p.classify(&timeout).code, "DEADLINE_EXCEEDED");
-        assert!(p.classify(&timeout).retryable);
-        let exhausted = p.classify(&server("ResourceExhausted"));
-        assert_eq!(exhausted.code, "RESOURCE_EXHAUSTED");
-        assert!(exhausted.retryable && !exhausted.endpoint_suspect);
-        let internal = p.classify(&server("Internal"));
-        assert_eq!(internal.code, "INTERNAL");
-        assert!(!internal.retryable);
+    /// (code, retryable, endpoint suspect) of `e` under the default policy and under
+    /// one that retries model errors.
+    fn verdicts(e: &Error) -> [(&'static str, bool, bool); 2] {
         let lenient = RetryPolicy {
             retry_model_errors: true,
             ..RetryPolicy::default()
         };
-        assert!(lenient.classify(&server("Internal")).retryable);
-        let mismatch = Error::TensorMismatch {
-            model: "m".into(),
-            tensor: "t".into(),
-            expected: "FP32".into(),
-            actual: "FP64".into(),
+        [RetryPolicy::default(), lenient].map(|p| {
+            let v = p.classify(e);
+            (v.code, v.retryable, v.endpoint_suspect)
+        })
+    }
+
+    #[test]
+    fn transient_codes_are_retried_and_model_errors_only_on_request() {
+        let unreachable = [
+            Unreachable::Refused,
+            Unreachable::ConnectTimeout,
+            Unreachable::Transport,
+            Unreachable::Closed,
+            Unreachable::Answered,
+            Unreachable::WrongProtocol,
+            Unreachable::NotReady,
+        ];
+        for cause in unreachable {
+            let e = Error::unavailable("h:1", cause, "whatever the words");
+            assert_eq!(verdicts(&e), [("UNAVAILABLE", true, true); 2], "{cause:?}");
+        }
+        let timeout = Error::Timeout {
+            url: "h:1".into(),
+            timeout_ms: 5,
         };
-        assert!(!lenient.classify(&mismatch).retryable);
+        assert_eq!(verdicts(&timeout), [("DEADLINE_EXCEEDED", true, false); 2]);
+        let not_ready = Error::ModelNotReady {
+            url: "h:1".into(),
+            model: "m".into(),
+            state: "UNAVAILABLE".into(),
+            ready: vec![],
+        };
+        assert_eq!(verdicts(&not_ready), [("UNAVAILABLE", true, true); 2]);
+        for code in [Code::ResourceExhausted, Code::DeadlineExceeded] {
+            for http in [None, Some(429)] {
+                let e = server(code, http, "slow down");
+                assert_eq!(verdicts(&e), [(code.as_str(), true, false); 2], "{e}");
+            }
+        }
+        for code in [Code::Internal, Code::InvalidArgument, Code::Unknown] {
+            let e = server(code, Some(500), "injected fault");
+            assert_eq!(
+                verdicts(&e),
+                [(code.as_str(), false, false), (code.as_str(), true, false)],
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_grpc_connection_lost_mid_call_is_transient_whatever_its_code() {
+        for code in [Code::Unknown, Code::Cancelled] {
+            let e = server(code, None, "h2 protocol error: connection reset");
+            assert_eq!(verdicts(&e), [(code.as_str(), true, true); 2], "{e}");
+            // Over HTTP the message is the server's answer, not a lost connection.
+            let e = server(code, Some(499), "connection reset");
+            assert!(!RetryPolicy::default().classify(&e).retryable, "{e}");
+        }
+        // Only those codes: an INTERNAL that says so is the model's error.
+        let e = server(Code::Internal, None, "connection reset");
+        assert!(!RetryPolicy::default().classify(&e).retryable);
+    }
+
+    #[test]
+    fn malformed_answers_and_refusals_are_never_retried() {
+        let never = [
+            Error::TensorMismatch {
+                model: "m".into(),
+                tensor: "t".into(),
+                expected: "FP32".into(),
+                actual: "FP64".into(),
+            },
+            Error::InvalidAnswer {
+                url: "h:1".into(),
+                answer: AnswerTo::Inference { model: "m".into() },
+                message: "short".into(),
+            },
+        ];
+        for e in &never {
+            assert_eq!(verdicts(e), [("INVALID_RESPONSE", false, false); 2], "{e}");
+        }
         let denied = Error::PermissionDenied {
             url: "h:1".into(),
             message: "no".into(),
         };
-        assert!(!lenient.classify(&denied).retryable);
+        assert_eq!(verdicts(&denied), [("PERMISSION_DENIED", false, false); 2]);
+        let unknown = Error::ModelNotFound {
+            url: "h:1".into(),
+            model: "m".into(),
+            available: vec![],
+        };
+        assert_eq!(verdicts(&unknown), [("NOT_FOUND", false, false); 2]);
+        for e in [
+            Error::Config("`batch_size` must be at least 1".into()),
+            Error::NotDecoded { qas_id: "q".into() },
+        ] {
+            assert_eq!(verdicts(&e), [("OTHER", false, false); 2], "{e}");
+        }
     }
 
     #[test]
@@ -254,13 +289,5 @@ mod tests {
         }
         let draws: std::collections::BTreeSet<_> = (0..20).map(|_| p.backoff(3)).collect();
         assert!(draws.len() > 1, "jitter spreads the waits");
-    }
-
-    #[test]
-    fn summaries_list_codes_with_counts() {
-        let mut m = BTreeMap::new();
-        m.insert("UNAVAILABLE", 3);
-        m.insert("DEADLINE_EXCEEDED", 1);
-        assert_eq!(summarize(&m), "DEADLINE_EXCEEDED ×1, UNAVAILABLE ×3");
     }
 }

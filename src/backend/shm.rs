@@ -39,8 +39,8 @@
 //!   on a loopback address and the server accepts the registration (a server in a
 //!   container with its own `/dev/shm` refuses it); otherwise the tensors go in the
 //!   message. [`SharedMemory::System`] makes a refusal an error.
-//! - [`ShmTransport`] does all of this as a decorator over any
-//!   [`InferTransport`]: the answer it returns carries the logits in the message, as if
+//! - [`ShmTransport`] does all of this as a decorator over a
+//!   [`TritonClient`]: the answer it returns carries the logits in the message, as if
 //!   shared memory had not been used.
 
 use std::fs::File;
@@ -55,7 +55,6 @@ use super::binding::Binding;
 use super::client::TritonClient;
 use super::proto::ModelInferResponse;
 use super::request::{InferRequest, ShmInputs, ShmOutputs};
-use super::transport::{InferTransport, SendFuture};
 use crate::error::{Error, Result};
 
 /// Whether tensors go through system shared memory (inputs, and the outputs after them).
@@ -420,7 +419,7 @@ pub struct ShmTransport<T> {
     region: InputRegion,
 }
 
-impl<T: InferTransport> ShmTransport<T> {
+impl<T: std::borrow::Borrow<TritonClient>> ShmTransport<T> {
     /// `inner` with its requests' tensors in `region` (registered with the server
     /// `inner` sends to).
     pub fn new(inner: T, region: InputRegion) -> ShmTransport<T> {
@@ -433,25 +432,24 @@ impl<T: InferTransport> ShmTransport<T> {
     }
 }
 
-impl<T: InferTransport> InferTransport for ShmTransport<T> {
-    fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        Box::pin(async move {
-            let mut slot = self.region.take();
-            let placed = match slot.as_mut() {
-                Some(slot) => slot.place(request.clone()),
-                None => request.clone(),
-            };
-            let (mut response, in_shm) = send_placed(Some(&self.region), &request, &placed, |r| {
-                self.inner.send(r)
-            })
-            .await?;
-            let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
-            let from_shm = outputs.is_some_and(|o| fill_outputs(&request, &mut response, o));
-            if let Some(slot) = slot {
-                slot.answered(from_shm);
-            }
-            Ok(response)
+impl<T: std::borrow::Borrow<TritonClient>> ShmTransport<T> {
+    /// Sends `request` through the region (see the type's header).
+    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        let mut slot = self.region.take();
+        let placed = match slot.as_mut() {
+            Some(slot) => slot.place(request.clone()),
+            None => request.clone(),
+        };
+        let (mut response, in_shm) = send_placed(Some(&self.region), &request, &placed, |r| {
+            self.inner.borrow().infer(r)
         })
+        .await?;
+        let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
+        let from_shm = outputs.is_some_and(|o| fill_outputs(&request, &mut response, o));
+        if let Some(slot) = slot {
+            slot.answered(from_shm);
+        }
+        Ok(response)
     }
 }
 
@@ -484,7 +482,8 @@ fn fill_outputs(request: &InferRequest, response: &mut ModelInferResponse, shm: 
 /// Whether `error` is the server saying that a request's shared memory region is not
 /// registered (a server restarted since the region was registered).
 pub fn is_lost_region(error: &Error) -> bool {
-    let text = error.to_string().to_ascii_lowercase();
+    // The server's words: the protocol answers a missing region with a generic code.
+    let text = error.server_message().unwrap_or("").to_ascii_lowercase();
     // Not "invalid offset + byte size": that is a request that does not fit the region,
     // a bug on this side, and it must not pass for a restart.
     text.contains("shared memory region")
@@ -496,7 +495,8 @@ pub fn is_lost_region(error: &Error) -> bool {
 /// dtype or a larger shape). The request is then sent again with its outputs in the
 /// message, where the answer is checked against the binding and the mismatch named.
 pub fn is_output_room_short(error: &Error) -> bool {
-    let text = error.to_string().to_ascii_lowercase();
+    // The server's words: the protocol answers a short output region with a generic code.
+    let text = error.server_message().unwrap_or("").to_ascii_lowercase();
     text.contains("shared memory size specified with the request for output")
 }
 
@@ -602,7 +602,9 @@ mod tests {
     fn only_an_unknown_region_counts_as_lost() {
         let server = |message: &str| Error::Server {
             url: "127.0.0.1:8001".into(),
-            code: "InvalidArgument".into(),
+            code: crate::error::Code::InvalidArgument,
+            http: None,
+            model: None,
             message: message.into(),
         };
         assert!(is_lost_region(&server(

@@ -2,53 +2,98 @@
 
 use std::time::Duration;
 
-use tonic::{Code, Status};
+use tonic::Status;
 
-use crate::error::Error;
+use crate::error::{Code, Error, Unreachable};
 
 /// `tonic::Status` → [`Error`].
 pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&str>) -> Error {
+    let timed_out = || Error::Timeout {
+        url: url.into(),
+        timeout_ms: timeout.as_millis() as u64,
+    };
+    let code = code_of(status.code());
     let message = status.message().to_string();
-    match status.code() {
+    match code {
+        // Triton's words for a restricted protocol without its header: the protocol
+        // answers only UNAVAILABLE, so the server's message is all there is to read.
         Code::Unavailable if message.to_ascii_lowercase().contains("header") => {
             Error::PermissionDenied {
                 url: url.into(),
                 message,
             }
         }
-        Code::Unavailable | Code::Unknown if is_transport(&status) => Error::Unavailable {
-            url: url.into(),
-            message: transport_message(&status),
-        },
-        Code::Unavailable => Error::Unavailable {
-            url: url.into(),
-            message,
-        },
-        Code::DeadlineExceeded => Error::Timeout {
-            url: url.into(),
-            timeout_ms: timeout.as_millis() as u64,
-        },
-        Code::Cancelled if message.contains("Timeout expired") => Error::Timeout {
-            url: url.into(),
-            timeout_ms: timeout.as_millis() as u64,
-        },
+        Code::Unavailable | Code::Unknown if is_transport(&status) => {
+            Error::unavailable(url, transport_cause(&status), transport_message(&status))
+        }
+        Code::Unavailable => Error::unavailable(url, Unreachable::Answered, message),
+        Code::DeadlineExceeded => timed_out(),
+        Code::Cancelled if is_timeout(&status) => timed_out(),
         Code::Unauthenticated | Code::PermissionDenied => Error::PermissionDenied {
             url: url.into(),
             message,
         },
         code => Error::Server {
             url: url.into(),
-            code: match model {
-                Some(m) => format!("{code:?} for model {m:?}"),
-                None => format!("{code:?}"),
-            },
+            code,
+            http: None,
+            model: model.map(str::to_string),
             message,
         },
     }
 }
 
+/// tonic's code as the library's ([`Code`]); `Ok`, never an error's, as `Unknown`.
+pub fn code_of(code: tonic::Code) -> Code {
+    use tonic::Code as T;
+    match code {
+        T::Ok | T::Unknown => Code::Unknown,
+        T::Cancelled => Code::Cancelled,
+        T::InvalidArgument => Code::InvalidArgument,
+        T::DeadlineExceeded => Code::DeadlineExceeded,
+        T::NotFound => Code::NotFound,
+        T::AlreadyExists => Code::AlreadyExists,
+        T::PermissionDenied => Code::PermissionDenied,
+        T::ResourceExhausted => Code::ResourceExhausted,
+        T::FailedPrecondition => Code::FailedPrecondition,
+        T::Aborted => Code::Aborted,
+        T::OutOfRange => Code::OutOfRange,
+        T::Unimplemented => Code::Unimplemented,
+        T::Internal => Code::Internal,
+        T::Unavailable => Code::Unavailable,
+        T::DataLoss => Code::DataLoss,
+        T::Unauthenticated => Code::Unauthenticated,
+    }
+}
+
+/// Whether the status comes from the transport (it has a source error), not from the
+/// server.
 pub fn is_transport(status: &Status) -> bool {
     std::error::Error::source(status).is_some()
+}
+
+/// Whether the status is the channel's own deadline passing (tonic's `TimeoutExpired`
+/// in its source), not the server's.
+pub fn is_timeout(status: &Status) -> bool {
+    chain(std::error::Error::source(status)).any(|e| e.is::<tonic::TimeoutExpired>())
+}
+
+/// What a transport failure means: a refused connection (an `io::Error` of that kind in
+/// the chain), or another failure of the transport.
+pub fn cause_of(e: &(dyn std::error::Error + 'static)) -> Unreachable {
+    let refused = chain(Some(e)).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    });
+    if refused {
+        Unreachable::Refused
+    } else {
+        Unreachable::Transport
+    }
+}
+
+fn transport_cause(status: &Status) -> Unreachable {
+    std::error::Error::source(status).map_or(Unreachable::Transport, cause_of)
 }
 
 fn transport_message(status: &Status) -> String {
@@ -58,14 +103,34 @@ fn transport_message(status: &Status) -> String {
     }
 }
 
+/// Whether a gRPC status message is tonic's report of a connection lost mid-call
+/// (hyper's or h2's words, handed over as UNKNOWN or CANCELLED without the error
+/// itself): outside text, with no typed alternative.
+pub fn is_dropped_connection(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "connection reset",
+        "broken pipe",
+        "connection closed",
+        "h2 protocol error",
+    ]
+    .iter()
+    .any(|s| m.contains(s))
+}
+
+/// An error and its sources, outermost first.
+pub fn chain<'a>(
+    e: Option<&'a (dyn std::error::Error + 'static)>,
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(e, |e| e.source())
+}
+
 /// The innermost cause of an error chain, which is the part users can act on
 /// ("Connection refused (os error 111)").
 pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
+    chain(Some(e))
+        .last()
+        .map_or_else(String::new, |c| c.to_string())
 }
 
 #[cfg(test)]
@@ -87,9 +152,68 @@ mod tests {
         );
         assert!(matches!(e, Error::PermissionDenied { .. }), "{e}");
         let e = map_status("h:1", t, Status::internal("boom"), Some("m"));
+        assert!(
+            matches!(
+                &e,
+                Error::Server { code: Code::Internal, http: None, model: Some(m), message, .. }
+                    if m == "m" && message == "boom"
+            ),
+            "{e:?}"
+        );
         assert_eq!(
             e.to_string(),
             "Triton at h:1 answered Internal for model \"m\": boom"
+        );
+        let e = map_status("h:1", t, Status::unavailable("busy"), None);
+        assert!(
+            matches!(
+                e,
+                Error::Unavailable {
+                    cause: Unreachable::Answered,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e.server_message(), Some("busy"));
+    }
+
+    #[test]
+    fn transport_failures_are_known_by_type() {
+        let t = Duration::from_millis(5);
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let status = Status::from_error(Box::new(refused));
+        let e = map_status("h:1", t, status, None);
+        assert!(
+            matches!(
+                e,
+                Error::Unavailable {
+                    cause: Unreachable::Refused,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.server_message(),
+            None,
+            "the transport's words, not the server's"
+        );
+        // The channel's deadline, as tonic reports it: CANCELLED with the source.
+        let status = Status::from_error(Box::new(tonic::TimeoutExpired(())));
+        let e = map_status("h:1", t, status, None);
+        assert!(matches!(e, Error::Timeout { timeout_ms: 5, .. }), "{e:?}");
+        // The same words from the server are its answer.
+        let e = map_status("h:1", t, Status::cancelled("Timeout expired"), None);
+        assert!(
+            matches!(
+                e,
+                Error::Server {
+                    code: Code::Cancelled,
+                    ..
+                }
+            ),
+            "{e:?}"
         );
     }
 }

@@ -32,15 +32,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::metadata::MetadataMap;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use super::peer::Peer;
-use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use super::proto::{ModelInferRequest, ModelInferResponse, ModelStreamInferResponse};
 use super::request::InferRequest;
-use super::transport::{InferTransport, SendFuture, MAX_MESSAGE_BYTES};
+use super::transport::ServiceClient;
 use super::unary::UnaryTransport;
+use crate::error::Result;
 
 /// Why a request sent on the stream has no response.
 #[derive(Debug, Clone)]
@@ -151,12 +150,13 @@ pub struct InferStream {
 }
 
 impl InferStream {
-    /// Opens a stream on `channel` with `metadata` (the headers of every call). The
-    /// task that drives it is spawned on the current runtime.
-    pub fn open(channel: Channel, metadata: MetadataMap) -> InferStream {
+    /// Opens a stream with the connection's service client `grpc`, with `metadata`
+    /// (the headers of every call). The task that drives it is spawned on the current
+    /// runtime.
+    pub fn open(grpc: ServiceClient, metadata: MetadataMap) -> InferStream {
         let (requests, queued) = mpsc::unbounded_channel::<ModelInferRequest>();
         let shared = Arc::new(Shared::default());
-        tokio::spawn(drive(channel, metadata, queued, shared.clone()));
+        tokio::spawn(drive(grpc, metadata, queued, shared.clone()));
         InferStream { requests, shared }
     }
 
@@ -216,16 +216,13 @@ impl Drop for Pending<'_> {
 /// Runs the call: sends what `queued` yields, hands each response to its request, and
 /// closes the stream with the status it ended with.
 async fn drive(
-    channel: Channel,
+    mut grpc: ServiceClient,
     metadata: MetadataMap,
     queued: mpsc::UnboundedReceiver<ModelInferRequest>,
     shared: Arc<Shared>,
 ) {
     let closer = CloseOnDrop(shared);
     let shared = &closer.0;
-    let mut grpc = GrpcInferenceServiceClient::new(channel)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let request = tonic::Request::from_parts(
         metadata,
         Default::default(),
@@ -251,7 +248,7 @@ async fn drive(
 /// transport it falls back to.
 #[derive(Debug)]
 pub struct StreamTransport {
-    channel: Channel,
+    grpc: ServiceClient,
     peer: Arc<Peer>,
     current: Mutex<Option<Arc<InferStream>>>,
     /// Set for good once the stream answered with an error or is not offered: the
@@ -261,12 +258,12 @@ pub struct StreamTransport {
 }
 
 impl StreamTransport {
-    /// The transport of `channel`, a connection to `peer`; the stream opens on the
-    /// first request.
-    pub fn new(channel: Channel, peer: Arc<Peer>) -> StreamTransport {
+    /// The transport of `grpc`, the service client of a connection to `peer`; the
+    /// stream opens on the first request.
+    pub fn new(grpc: ServiceClient, peer: Arc<Peer>) -> StreamTransport {
         StreamTransport {
-            fallback: UnaryTransport::new(channel.clone(), peer.clone()),
-            channel,
+            fallback: UnaryTransport::new(grpc.clone(), peer.clone()),
+            grpc,
             peer,
             current: Mutex::new(None),
             unary: AtomicBool::new(false),
@@ -284,36 +281,30 @@ impl StreamTransport {
         match current.as_ref() {
             Some(s) if !s.is_closed() => s.clone(),
             _ => {
-                let s = Arc::new(InferStream::open(
-                    self.channel.clone(),
-                    self.peer.metadata(),
-                ));
+                let s = Arc::new(InferStream::open(self.grpc.clone(), self.peer.metadata()));
                 *current = Some(s.clone());
                 s
             }
         }
     }
-}
 
-impl InferTransport for StreamTransport {
-    fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        Box::pin(async move {
-            if !self.went_unary() {
-                let stream = self.open_stream();
-                let timeout = self.peer.request_timeout;
-                match stream.infer(request.clone(), timeout).await {
-                    Ok(response) => return Ok(response),
-                    Err(StreamError::TimedOut) => return Err(self.peer.timeout()),
-                    Err(StreamError::Closed(status)) if status.code() != Code::Unimplemented => {
-                        return Err(self.peer.error(status, Some(request.model())))
-                    }
-                    // Rejected (no status code on a stream), or no stream offered: this
-                    // request and every later one go unary.
-                    Err(_) => self.unary.store(true, Ordering::Relaxed),
+    /// Sends `request` and waits for its answer (the contract of `transport.rs`).
+    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        if !self.went_unary() {
+            let stream = self.open_stream();
+            let timeout = self.peer.request_timeout;
+            match stream.infer(request.clone(), timeout).await {
+                Ok(response) => return Ok(response),
+                Err(StreamError::TimedOut) => return Err(self.peer.timeout()),
+                Err(StreamError::Closed(status)) if status.code() != Code::Unimplemented => {
+                    return Err(self.peer.error(status, Some(request.model())))
                 }
+                // Rejected (no status code on a stream), or no stream offered: this
+                // request and every later one go unary.
+                Err(_) => self.unary.store(true, Ordering::Relaxed),
             }
-            self.fallback.send(request).await
-        })
+        }
+        self.fallback.send(request).await
     }
 }
 

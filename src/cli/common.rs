@@ -12,7 +12,7 @@ use super::args::{
     TokenizerArgs, TransportArg, WindowArgs,
 };
 use bertqa::backend::{
-    bind, Binding, BindingOverrides, ClientConfig, Pool, PoolConfig, RetryPolicy, Transport,
+    bind, Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig, RetryPolicy,
 };
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
@@ -120,7 +120,7 @@ pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
         request_timeout: Duration::from_millis(args.timeout_ms),
         security: super::security::security(&args.security)?,
-        transport: Transport::Unary,
+        transport: GrpcCall::Unary,
         protocol: args.protocol.into(),
     })
 }
@@ -158,8 +158,8 @@ pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolCon
         connections: net.connections.max(1) as usize,
         client: ClientConfig {
             transport: match net.transport {
-                TransportArg::Stream => Transport::Stream,
-                TransportArg::Unary => Transport::Unary,
+                TransportArg::Stream => GrpcCall::Stream,
+                TransportArg::Unary => GrpcCall::Unary,
             },
             ..client_config(server)?
         },

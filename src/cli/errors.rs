@@ -139,6 +139,21 @@ fn requests(n: &NetArgs) -> (&'static str, String) {
     )
 }
 
+/// The exit status of a command that failed: 0 for a broken pipe on stdout (the reader
+/// went away: `bertqa … | head`), else 2 (README.md, "Exit codes"). Known by the
+/// error's value (an `io::Error` of that kind in its chain), never by its text.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    let broken_pipe = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        0
+    } else {
+        2
+    }
+}
+
 /// The text for stderr (without the final newline).
 pub fn render(e: &anyhow::Error, verbose: bool, context: &[(&'static str, String)]) -> String {
     if !verbose {
@@ -168,4 +183,59 @@ pub fn render(e: &anyhow::Error, verbose: bool, context: &[(&'static str, String
         let _ = write!(s, "\n\nStack backtrace:\n{}", e.backtrace());
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use bertqa::error::{Code, Unreachable};
+    use bertqa::Error;
+
+    use super::*;
+
+    #[test]
+    fn a_broken_pipe_exits_0_and_every_other_error_2() {
+        let pipe = || io::Error::from(io::ErrorKind::BrokenPipe);
+        let quiet = [
+            anyhow::Error::from(pipe()),
+            anyhow::Error::from(Error::io("-", pipe())),
+            anyhow::Error::from(Error::io("-", pipe())).context("writing the predictions"),
+        ];
+        for e in &quiet {
+            assert_eq!(exit_code(e), 0, "{e:#}");
+        }
+        let failed = [
+            Error::Config("`batch_size` must be at least 1".into()),
+            Error::unavailable("h:1", Unreachable::Refused, "Connection refused"),
+            Error::Server {
+                url: "h:1".into(),
+                code: Code::Internal,
+                http: None,
+                model: None,
+                // A server's words never decide: only the error's value does.
+                message: "Broken pipe (os error 32)".into(),
+            },
+            Error::io("out.json", io::Error::from(io::ErrorKind::PermissionDenied)),
+            Error::NotDecoded { qas_id: "q".into() },
+        ];
+        for e in failed {
+            assert_eq!(exit_code(&anyhow::Error::from(e)), 2);
+        }
+        assert_eq!(exit_code(&anyhow::anyhow!("broken pipe")), 2);
+    }
+
+    #[test]
+    fn the_line_names_flags_and_joins_causes() {
+        let e = anyhow::Error::from(Error::unavailable(
+            "h:1",
+            Unreachable::NotReady,
+            "not ready within `wait_ready` 0.5 s: the server is not ready",
+        ));
+        assert_eq!(
+            render(&e, false, &[]),
+            "error: cannot reach Triton at h:1: not ready within --wait-ready 0.5 s: the \
+             server is not ready"
+        );
+    }
 }

@@ -105,19 +105,14 @@ pub fn main() -> u8 {
             }
             1
         }
-        Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
-            eprintln!("{}", errors::render(&e, verbose, &context));
-            2
+            let code = errors::exit_code(&e);
+            if code != 0 {
+                eprintln!("{}", errors::render(&e, verbose, &context));
+            }
+            code
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 #[cfg(test)]

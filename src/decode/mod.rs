@@ -270,13 +270,10 @@ pub fn decode(
         let paragraph = dataset
             .paragraphs
             .get(example.paragraph_index)
-            .ok_or_else(|| {
-                Error::Config(format!(
-                    "question {:?} refers to paragraph {} of {}",
-                    example.qas_id,
-                    example.paragraph_index,
-                    dataset.paragraphs.len()
-                ))
+            .ok_or_else(|| Error::MissingParagraph {
+                qas_id: example.qas_id.clone(),
+                paragraph: example.paragraph_index,
+                paragraphs: dataset.paragraphs.len(),
             })?;
         for w in &windows {
             check_window(

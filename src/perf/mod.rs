@@ -616,7 +616,7 @@ async fn measure(
         if shared.stop.load(Ordering::SeqCst) {
             return Err(shared
                 .take_error()
-                .unwrap_or_else(|| Error::Config("the load stopped unexpectedly".into())));
+                .unwrap_or_else(|| Error::Internal("the load stopped unexpectedly".into())));
         }
         let records = std::mem::take(&mut *shared.records.lock().expect("records lock"));
         let after = mark(shared).await?;

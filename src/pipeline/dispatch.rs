@@ -487,5 +487,5 @@ type Joined = std::result::Result<Result<Answered>, tokio::task::JoinError>;
 
 /// A joined request task's answers; a task that panicked is a fault of bertqa's own.
 fn answered(joined: Joined) -> Result<Answered> {
-    joined.map_err(|e| Error::Internal(format!("inference task failed: {e}")))?
+    joined.map_err(|e| Error::task_failed("inference task", &e))?
 }

@@ -6,7 +6,7 @@
 //!   max batch size) and sent with at most `concurrency` requests in flight.
 //! - Each request's latency is measured from the moment it is handed to the transport
 //!   to the moment its response arrives; the request is encoded by the transport
-//!   ([`InferTransport`](crate::backend::InferTransport)), so that serialization
+//!   ([`transport`](crate::backend::transport)), so that serialization
 //!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
 //!   "latency" measured that queue, algorithm §9.4).
 //! - Channels are drained as many messages at a time as are queued (`recv_many`, and

@@ -106,11 +106,8 @@ impl PartialOutcome {
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                p.ok_or_else(|| {
-                    Error::Config(format!(
-                        "question {:?} was not decoded (its windows were not all answered)",
-                        dataset.examples[i].qas_id
-                    ))
+                p.ok_or_else(|| Error::NotDecoded {
+                    qas_id: dataset.examples[i].qas_id.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

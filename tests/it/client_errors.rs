@@ -14,8 +14,8 @@ use bertqa::backend::proto::model_metadata_response::TensorMetadata;
 use bertqa::backend::proto::repository_index_response::ModelIndex;
 use bertqa::backend::proto::*;
 use bertqa::backend::{
-    bind, prepare_request, tensor, Binding, BindingOverrides, ClientConfig, InferRequest, Pool,
-    PoolConfig, RetryPolicy, Transport, TritonClient,
+    bind, prepare_request, tensor, Binding, BindingOverrides, ClientConfig, GrpcCall, InferRequest,
+    Pool, PoolConfig, RetryPolicy, TritonClient,
 };
 use bertqa::types::Feature;
 use bertqa::Error;
@@ -595,19 +595,19 @@ fn a_server_that_never_answers_is_bounded_by_the_timeout() {
 
 /// A pool over `urls` with a fast backoff.
 fn pool(rt: &tokio::runtime::Runtime, urls: &[&str], retries: u32) -> Pool {
-    pool_of(rt, urls, 2, Transport::Unary, retries)
+    pool_of(rt, urls, 2, GrpcCall::Unary, retries)
 }
 
 /// A pool of one connection to `url` whose requests go on a stream.
 fn stream_pool(rt: &tokio::runtime::Runtime, url: &str, retries: u32) -> Pool {
-    pool_of(rt, &[url], 1, Transport::Stream, retries)
+    pool_of(rt, &[url], 1, GrpcCall::Stream, retries)
 }
 
 fn pool_of(
     rt: &tokio::runtime::Runtime,
     urls: &[&str],
     connections: usize,
-    transport: Transport,
+    transport: GrpcCall,
     retries: u32,
 ) -> Pool {
     let config = PoolConfig {

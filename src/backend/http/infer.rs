@@ -22,8 +22,8 @@ use crate::backend::proto::infer_parameter::ParameterChoice;
 use crate::backend::proto::model_infer_response::InferOutputTensor;
 use crate::backend::proto::{InferParameter, ModelInferResponse};
 use crate::backend::request::InferRequest;
-use crate::backend::transport::{InferTransport, SendFuture, MAX_MESSAGE_BYTES};
-use crate::error::{Error, Result};
+use crate::backend::transport::MAX_MESSAGE_BYTES;
+use crate::error::{AnswerTo, Error, Result};
 
 /// One `POST …/infer` per request on a server's HTTP connections (cheap to clone).
 #[derive(Debug, Clone)]
@@ -41,35 +41,34 @@ impl HttpTransport {
     pub fn client(&self) -> &HttpClient {
         &self.client
     }
-}
 
-impl InferTransport for HttpTransport {
-    fn send(&self, request: InferRequest) -> SendFuture<'_> {
-        Box::pin(async move {
-            let model = request.model();
-            let (body, json_len) = encode(&request)?;
-            let path = format!(
-                "{}/infer",
-                super::model_path(model, &request.binding().version)
-            );
-            let answer = self
+    /// Sends `request` and waits for its answer (the contract of `transport.rs`).
+    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+        let model = request.model();
+        let (body, json_len) = encode(&request)?;
+        let path = format!(
+            "{}/infer",
+            super::model_path(model, &request.binding().version)
+        );
+        let answer = self
+            .client
+            .call(Method::POST, &path, Some((body, Some(json_len))))
+            .await?;
+        if !answer.status.is_success() {
+            return Err(self
                 .client
-                .call(Method::POST, &path, Some((body, Some(json_len))))
-                .await?;
-            if !answer.status.is_success() {
-                return Err(self
-                    .client
-                    .status_error(answer.status, &answer.body, Some(model)));
-            }
-            let json_len = answer
-                .headers
-                .get("inference-header-content-length")
-                .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<usize>().ok()));
-            decode(answer.body, json_len, model).map_err(|message| Error::Server {
-                url: self.client.peer.url.clone(),
-                code: format!("an inference answer for model {model:?} that cannot be read"),
-                message,
-            })
+                .status_error(answer.status, &answer.body, Some(model)));
+        }
+        let json_len = answer
+            .headers
+            .get("inference-header-content-length")
+            .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<usize>().ok()));
+        decode(answer.body, json_len, model).map_err(|message| Error::InvalidAnswer {
+            url: self.client.peer.url.clone(),
+            answer: AnswerTo::Inference {
+                model: model.into(),
+            },
+            message,
         })
     }
 }

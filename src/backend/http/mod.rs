@@ -40,12 +40,13 @@ use serde::de::DeserializeOwned;
 use connect::Connector;
 pub use infer::HttpTransport;
 
+use super::api::ServerApi;
 use super::peer::Peer;
 use super::proto::repository_index_response::ModelIndex;
 use super::proto::{ModelConfig, ModelMetadataResponse, ModelStatistics, ServerMetadataResponse};
 use super::security::{self, tls_errors::TlsFailure};
-use super::status::root_cause;
-use crate::error::{Error, Result};
+use super::status::{cause_of, chain, root_cause};
+use crate::error::{AnswerTo, Code, Error, Result, Unreachable};
 
 /// The hint for a server that answers HTTP/1.1 requests in HTTP/2 only.
 pub const GRPC_PORT_HINT: &str = "this looks like a gRPC port (HTTP/2 only): use \
@@ -125,10 +126,11 @@ impl HttpClient {
         {
             Ok(Ok(_)) => Ok(client),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::Unavailable {
-                url: client.peer.url.clone(),
-                message: format!("no connection within {} ms", connect_timeout.as_millis()),
-            }),
+            Err(_) => Err(Error::unavailable(
+                &client.peer.url,
+                Unreachable::ConnectTimeout,
+                format!("no connection within {} ms", connect_timeout.as_millis()),
+            )),
         }
     }
 
@@ -197,39 +199,37 @@ impl HttpClient {
 
     /// A failure to exchange a request and its answer, by meaning.
     fn transport_error(&self, e: &(dyn std::error::Error + 'static)) -> Error {
-        let mut source = Some(e);
-        while let Some(s) = source {
-            if let Some(failure) = s.downcast_ref::<TlsFailure>() {
-                return Error::Unavailable {
-                    url: self.peer.url.clone(),
-                    message: failure.to_string(),
-                };
-            }
-            source = s.source();
+        let url = &self.peer.url;
+        if let Some(failure) = chain(Some(e)).find_map(|s| s.downcast_ref::<TlsFailure>()) {
+            return Error::unavailable(url, Unreachable::Transport, failure.to_string());
         }
         let cause = root_cause(e);
         let lower = cause.to_ascii_lowercase();
         // A gRPC server sends its HTTP/2 settings at once: hyper sees bytes before its
-        // request went out, or a status line that is not HTTP/1.x.
+        // request went out, or a status line that is not HTTP/1.x. hyper's words: it
+        // has no public test for either.
         let http2_only = lower.contains("invalid http version")
             || lower.contains("received unexpected message from connection");
-        let message = if http2_only {
-            format!("{cause} ({GRPC_PORT_HINT})")
-        } else if lower.contains("connection closed before message completed")
-            || lower.contains("connection was not ready")
-        {
-            format!("connection closed by the server ({cause})")
+        // The server closed the connection before answering, or while it was idle.
+        let closed = chain(Some(e))
+            .filter_map(|s| s.downcast_ref::<hyper::Error>())
+            .any(|h| h.is_incomplete_message() || h.is_canceled());
+        let error = if http2_only {
+            Error::unavailable(
+                url,
+                Unreachable::WrongProtocol,
+                format!("{cause} ({GRPC_PORT_HINT})"),
+            )
+        } else if closed {
+            Error::unavailable(
+                url,
+                Unreachable::Closed,
+                format!("connection closed by the server ({cause})"),
+            )
         } else {
-            cause
+            Error::unavailable(url, cause_of(e), cause)
         };
-        security::annotate(
-            Error::Unavailable {
-                url: self.peer.url.clone(),
-                message,
-            },
-            &self.peer.headers,
-            self.peer.tls.as_ref(),
-        )
+        security::annotate(error, &self.peer.headers, self.peer.tls.as_ref())
     }
 
     /// An error status, by meaning (see the module's contract); `model` names the model
@@ -243,30 +243,27 @@ impl HttpClient {
                 url,
                 message: format!("HTTP {code}: {message}"),
             },
-            502 | 503 => Error::Unavailable {
+            502 | 503 => Error::unavailable(
                 url,
-                message: format!("HTTP {code}: {message}"),
-            },
+                Unreachable::Answered,
+                format!("HTTP {code}: {message}"),
+            ),
             408 | 504 => self.peer.timeout(),
-            _ => {
-                let name = match code {
-                    400 => "InvalidArgument",
-                    404 => "NotFound",
-                    409 => "AlreadyExists",
-                    429 => "ResourceExhausted",
-                    500 => "Internal",
-                    501 => "Unimplemented",
-                    _ => "Unknown",
-                };
-                Error::Server {
-                    url,
-                    code: match model {
-                        Some(m) => format!("{name} (HTTP {code}) for model {m:?}"),
-                        None => format!("{name} (HTTP {code})"),
-                    },
-                    message,
-                }
-            }
+            _ => Error::Server {
+                url,
+                code: match code {
+                    400 => Code::InvalidArgument,
+                    404 => Code::NotFound,
+                    409 => Code::AlreadyExists,
+                    429 => Code::ResourceExhausted,
+                    500 => Code::Internal,
+                    501 => Code::Unimplemented,
+                    _ => Code::Unknown,
+                },
+                http: Some(code),
+                model: model.map(str::to_string),
+                message,
+            },
         };
         security::annotate(error, &self.peer.headers, self.peer.tls.as_ref())
     }
@@ -283,9 +280,9 @@ impl HttpClient {
         if !answer.status.is_success() {
             return Err(self.status_error(answer.status, &answer.body, model));
         }
-        serde_json::from_slice(&answer.body).map_err(|e| Error::Server {
+        serde_json::from_slice(&answer.body).map_err(|e| Error::InvalidAnswer {
             url: self.peer.url.clone(),
-            code: format!("an answer to {path} that is not the JSON expected"),
+            answer: AnswerTo::Call { path: path.into() },
             message: e.to_string(),
         })
     }
@@ -301,30 +298,41 @@ impl HttpClient {
         }
     }
 
+    async fn post_ok(&self, path: &str, body: Vec<u8>) -> Result<()> {
+        let answer = self.call(Method::POST, path, Some((body, None))).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(self.status_error(answer.status, &answer.body, None))
+        }
+    }
+}
+
+impl ServerApi for HttpClient {
     /// `GET /v2/health/live`.
-    pub async fn server_live(&self) -> Result<bool> {
+    async fn server_live(&self) -> Result<bool> {
         self.yes_or_no("/v2/health/live").await
     }
 
     /// `GET /v2/health/ready`.
-    pub async fn server_ready(&self) -> Result<bool> {
+    async fn server_ready(&self) -> Result<bool> {
         self.yes_or_no("/v2/health/ready").await
     }
 
     /// `GET /v2/models/M[/versions/V]/ready`.
-    pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
+    async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
         self.yes_or_no(&format!("{}/ready", model_path(model, version)))
             .await
     }
 
     /// `GET /v2`.
-    pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
+    async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
         let m: json::ServerMetadata = self.json(Method::GET, "/v2", None, None).await?;
         Ok(m.into())
     }
 
     /// `POST /v2/repository/index`: every model version and its state.
-    pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
+    async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
         let index: Vec<json::IndexEntry> = self
             .json(
                 Method::POST,
@@ -337,11 +345,7 @@ impl HttpClient {
     }
 
     /// `GET /v2/models/M[/versions/V]`.
-    pub async fn model_metadata(
-        &self,
-        model: &str,
-        version: &str,
-    ) -> Result<ModelMetadataResponse> {
+    async fn model_metadata(&self, model: &str, version: &str) -> Result<ModelMetadataResponse> {
         let m: json::ModelMetadata = self
             .json(Method::GET, &model_path(model, version), None, Some(model))
             .await?;
@@ -349,18 +353,14 @@ impl HttpClient {
     }
 
     /// `GET /v2/models/M[/versions/V]/config`.
-    pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
+    async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
         let path = format!("{}/config", model_path(model, version));
         let c: json::Config = self.json(Method::GET, &path, None, Some(model)).await?;
         Ok(c.into())
     }
 
     /// `GET /v2/models/M[/versions/V]/stats` (empty model: `/v2/models/stats`, all).
-    pub async fn model_statistics(
-        &self,
-        model: &str,
-        version: &str,
-    ) -> Result<Vec<ModelStatistics>> {
+    async fn model_statistics(&self, model: &str, version: &str) -> Result<Vec<ModelStatistics>> {
         let (path, model) = if model.is_empty() {
             ("/v2/models/stats".to_string(), None)
         } else {
@@ -371,7 +371,7 @@ impl HttpClient {
     }
 
     /// `POST /v2/systemsharedmemory/region/R/register`.
-    pub async fn register_system_shared_memory(
+    async fn register_system_shared_memory(
         &self,
         name: &str,
         key: &str,
@@ -383,18 +383,9 @@ impl HttpClient {
     }
 
     /// `POST /v2/systemsharedmemory/region/R/unregister`.
-    pub async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
+    async fn unregister_system_shared_memory(&self, name: &str) -> Result<()> {
         let path = format!("/v2/systemsharedmemory/region/{}/unregister", segment(name));
         self.post_ok(&path, Vec::new()).await
-    }
-
-    async fn post_ok(&self, path: &str, body: Vec<u8>) -> Result<()> {
-        let answer = self.call(Method::POST, path, Some((body, None))).await?;
-        if answer.status.is_success() {
-            Ok(())
-        } else {
-            Err(self.status_error(answer.status, &answer.body, None))
-        }
     }
 }
 
@@ -441,12 +432,42 @@ mod tests {
         let c = client();
         let body = br#"{"error":"injected fault: model exploded"}"#;
         let e = c.status_error(StatusCode::INTERNAL_SERVER_ERROR, body, Some("m"));
+        assert!(
+            matches!(
+                &e,
+                Error::Server { code: Code::Internal, http: Some(500), model: Some(m), message, .. }
+                    if m == "m" && message == "injected fault: model exploded"
+            ),
+            "{e:?}"
+        );
         assert_eq!(
             e.to_string(),
             "Triton at h:8000 answered Internal (HTTP 500) for model \"m\": injected fault: model exploded"
         );
         let e = c.status_error(StatusCode::SERVICE_UNAVAILABLE, b"{\"error\":\"x\"}", None);
-        assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::Unavailable {
+                    cause: Unreachable::Answered,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.server_message(), Some("HTTP 503: x"));
+        let e = c.status_error(StatusCode::IM_A_TEAPOT, b"", None);
+        assert!(
+            matches!(
+                e,
+                Error::Server {
+                    code: Code::Unknown,
+                    http: Some(418),
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let e = c.status_error(StatusCode::GATEWAY_TIMEOUT, b"", None);
         assert!(matches!(e, Error::Timeout { timeout_ms: 7, .. }), "{e}");
         let e = c.status_error(

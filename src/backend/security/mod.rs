@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue, MetadataMap};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unreachable};
 
 pub(crate) use tls::GrpcTlsConnector;
 
@@ -131,14 +131,12 @@ pub(crate) fn connect_error(
     error: &(dyn std::error::Error + 'static),
     tls: Option<&TlsConfig>,
 ) -> String {
-    let mut cause = Some(error);
-    while let Some(e) = cause {
-        if let Some(failure) = e.downcast_ref::<tls_errors::TlsFailure>() {
-            return failure.to_string();
-        }
-        cause = e.source();
+    let failure =
+        super::status::chain(Some(error)).find_map(|e| e.downcast_ref::<tls_errors::TlsFailure>());
+    match failure {
+        Some(failure) => failure.to_string(),
+        None => explain(&super::status::root_cause(error), false, tls),
     }
-    explain(&super::status::root_cause(error), tls)
 }
 
 /// TLS settings. Either both or neither of `client_cert` and `client_key`.
@@ -176,8 +174,13 @@ pub(crate) fn annotate(error: Error, headers: &[Header], tls: Option<&TlsConfig>
             ));
             Error::PermissionDenied { url, message }
         }
-        Error::Unavailable { url, message } => Error::Unavailable {
-            message: explain(&message, tls),
+        Error::Unavailable {
+            url,
+            cause,
+            message,
+        } => Error::Unavailable {
+            message: explain(&message, cause == Unreachable::Closed, tls),
+            cause,
             url,
         },
         e => e,
@@ -185,17 +188,18 @@ pub(crate) fn annotate(error: Error, headers: &[Header], tls: Option<&TlsConfig>
 }
 
 /// Adds what a user can do to a connection failure's message (the innermost cause from
-/// the transport), given the TLS configuration in use, if any: with TLS, the sentences
-/// of [`tls_errors::explain_tls`]; without, a hint where the server may want TLS.
-pub(crate) fn explain(message: &str, tls: Option<&TlsConfig>) -> String {
+/// the transport; `closed`: the server closed the connection), given the TLS
+/// configuration in use, if any: with TLS, the sentences of
+/// [`tls_errors::explain_tls`]; without, a hint where the server may want TLS.
+pub(crate) fn explain(message: &str, closed: bool, tls: Option<&TlsConfig>) -> String {
     if let Some(tls) = tls {
-        return tls_errors::explain_tls(message, tls);
+        return tls_errors::explain_tls(message, closed, tls);
     }
     let lower = message.to_ascii_lowercase();
-    if closed_connection(&lower)
-        || lower.contains("frame with invalid size")
-        || lower.contains("protocol error")
-    {
+    // h2's words for a TLS server's answer to plain text: outside text, as it comes.
+    let refused_plain_text =
+        lower.contains("frame with invalid size") || lower.contains("protocol error");
+    if closed || dropped_connection(&lower) || refused_plain_text {
         format!(
             "{message} (the server closed the plain-text connection; if it requires TLS, \
              use `tls` (with `root_cert` FILE) or an https:// URL)"
@@ -205,12 +209,11 @@ pub(crate) fn explain(message: &str, tls: Option<&TlsConfig>) -> String {
     }
 }
 
-/// The ways a server's closing of the connection shows up (which one depends on
-/// timing).
-fn closed_connection(lower: &str) -> bool {
-    lower.contains("connection closed by the server")
-        || lower.contains("broken pipe")
-        || lower.contains("connection reset")
+/// Whether a transport's message (lower case) says the server dropped the connection:
+/// the io error's words, which reach bertqa only as text (tonic and hyper keep the
+/// message, not the error).
+fn dropped_connection(lower: &str) -> bool {
+    lower.contains("broken pipe") || lower.contains("connection reset")
 }
 
 #[cfg(test)]
@@ -267,18 +270,76 @@ mod tests {
     fn connection_failures_get_a_hint() {
         assert!(explain(
             "invalid peer certificate: UnknownIssuer",
+            false,
             Some(&TlsConfig::default())
         )
         .contains("`root_cert`"));
-        assert!(explain("connection closed by the server (x)", None).contains("`tls`"));
+        assert!(explain("stream closed because of a broken pipe", false, None).contains("`tls`"));
         assert!(explain(
             "peer closed connection without sending TLS close_notify",
+            false,
             Some(&TlsConfig::default())
         )
         .contains("`client_cert`"));
         assert_eq!(
-            explain("Connection refused (os error 111)", None),
+            explain("Connection refused (os error 111)", false, None),
             "Connection refused (os error 111)"
         );
+    }
+
+    /// The hints are chosen by the error's cause, not by bertqa's own words in it.
+    #[test]
+    fn hints_follow_the_cause() {
+        let closed = |message: &str| Error::unavailable("h:1", Unreachable::Closed, message);
+        let e = annotate(closed("connection closed by the server (x)"), &[], None);
+        assert_eq!(
+            e.to_string(),
+            "cannot reach Triton at h:1: connection closed by the server (x) (the server \
+             closed the plain-text connection; if it requires TLS, use `tls` (with \
+             `root_cert` FILE) or an https:// URL)"
+        );
+        // Whatever the words: a closed connection gets the hint; a refused one does not.
+        let e = annotate(closed("operation was canceled"), &[], None);
+        assert!(e.to_string().contains("use `tls`"), "{e}");
+        let words = "connection closed by the server (x)";
+        let e = annotate(
+            Error::unavailable("h:1", Unreachable::Refused, words),
+            &[],
+            None,
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("cannot reach Triton at h:1: {words}")
+        );
+        // With TLS, a closed connection right after the handshake is about certificates.
+        let tls = TlsConfig::default();
+        let e = annotate(closed("operation was canceled"), &[], Some(&tls));
+        assert!(
+            e.to_string()
+                .contains("the server closed the TLS connection: right after the handshake"),
+            "{e}"
+        );
+        assert!(matches!(
+            e,
+            Error::Unavailable {
+                cause: Unreachable::Closed,
+                ..
+            }
+        ));
+        // A server's refusal names the headers sent, never their values.
+        let h = Header::new("infer-key", &Secret::new("hunter2")).unwrap();
+        let denied = Error::PermissionDenied {
+            url: "h:1".into(),
+            message: "HTTP 403: no".into(),
+        };
+        let e = annotate(denied, &[h], None);
+        assert_eq!(
+            e.to_string(),
+            "permission denied by h:1: HTTP 403: no (bertqa sent header(s) infer-key; their \
+             values are not shown)"
+        );
+        // Anything else is left as it is.
+        let e = annotate(Error::Config("x".into()), &[], Some(&tls));
+        assert_eq!(e.to_string(), "invalid configuration: x");
     }
 }

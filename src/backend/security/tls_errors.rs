@@ -8,7 +8,7 @@ use std::io;
 
 use rustls::{AlertDescription, CertificateError};
 
-use super::{closed_connection, TlsConfig};
+use super::{dropped_connection, TlsConfig};
 
 /// A TLS handshake that failed, as a sentence (see [`handshake_error`]).
 #[derive(Debug)]
@@ -194,12 +194,14 @@ fn date(secs: u64) -> String {
     }
 }
 
-/// A connection failure's message (the innermost cause from the transport) on a TLS
-/// connection configured by `tls`, as a sentence where it is TLS's: what rustls and
-/// the HTTP/2 layer say after the handshake (a refused client certificate shows only
-/// then), by its text. Anything else is returned as it is.
-pub(crate) fn explain_tls(message: &str, tls: &TlsConfig) -> String {
+/// A connection failure's message (the innermost cause from the transport; `closed`:
+/// the server closed the connection) on a TLS connection configured by `tls`, as a
+/// sentence where it is TLS's: what rustls and the HTTP/2 layer say after the
+/// handshake (a refused client certificate shows only then), by its text, which is all
+/// that reaches bertqa of those errors. Anything else is returned as it is.
+pub(crate) fn explain_tls(message: &str, closed: bool, tls: &TlsConfig) -> String {
     let lower = message.to_ascii_lowercase();
+    // rustls's and h2's words (outside text): their errors reach here only as text.
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     if has(&["certificaterequired", "certificate required"]) {
         needs_client_certificate()
@@ -218,7 +220,9 @@ pub(crate) fn explain_tls(message: &str, tls: &TlsConfig) -> String {
         "accessdenied",
     ]) {
         client_certificate_refused(tls)
-    } else if has(&["close_notify", "unexpected eof", "handshake eof"]) || closed_connection(&lower)
+    } else if closed
+        || dropped_connection(&lower)
+        || has(&["close_notify", "unexpected eof", "handshake eof"])
     {
         match &tls.client_cert {
             Some(path) => format!(
@@ -258,7 +262,7 @@ mod tests {
             ..TlsConfig::default()
         };
         assert_eq!(
-            explain_tls("stream closed because of a broken pipe", &plain),
+            explain_tls("stream closed because of a broken pipe", false, &plain),
             "the server closed the TLS connection: right after the handshake, this means it \
              requires a client certificate (mutual TLS: pass `client_cert` FILE and \
              `client_key` FILE)"
@@ -266,6 +270,7 @@ mod tests {
         assert_eq!(
             explain_tls(
                 "peer closed connection without sending TLS close_notify: https://docs.rs/x",
+                false,
                 &mutual
             ),
             "the server closed the TLS connection: right after the handshake, this means it \
@@ -273,18 +278,21 @@ mod tests {
              accepts client certificates issued by a CA it trusts for clients)"
         );
         assert!(
-            explain_tls("received fatal alert: CertificateRequired", &plain)
+            explain_tls("received fatal alert: CertificateRequired", false, &plain)
                 .starts_with("the server requires a client certificate")
         );
-        assert!(explain_tls("received fatal alert: UnknownCA", &mutual)
-            .starts_with("the server refused the client certificate `client_cert` client.pem"));
+        assert!(
+            explain_tls("received fatal alert: UnknownCA", false, &mutual)
+                .starts_with("the server refused the client certificate `client_cert` client.pem")
+        );
         assert!(explain_tls(
             "received corrupt message of type InvalidContentType",
+            false,
             &plain
         )
         .starts_with("the server does not speak TLS on this port"));
         assert_eq!(
-            explain_tls("Connection refused (os error 111)", &plain),
+            explain_tls("Connection refused (os error 111)", false, &plain),
             "Connection refused (os error 111)"
         );
     }

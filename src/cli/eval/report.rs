@@ -210,7 +210,7 @@ pub(crate) fn requests_line(
     endpoints: &[bertqa::backend::pool::EndpointReport],
     protocol: Option<bertqa::backend::Protocol>,
 ) -> Option<String> {
-    use bertqa::backend::{Protocol, Transport};
+    use bertqa::backend::{GrpcCall, Protocol};
     let first = endpoints.first()?;
     let connections: usize = endpoints.iter().map(|e| e.connections).sum();
     let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
@@ -218,9 +218,9 @@ pub(crate) fn requests_line(
         return Some("one POST to the model's /infer each, on keep-alive connections".into());
     }
     Some(match (first.transport, unary) {
-        (Transport::Unary, _) => "one ModelInfer call each".into(),
-        (Transport::Stream, 0) => "on one ModelStreamInfer stream per connection".into(),
-        (Transport::Stream, n) => format!(
+        (GrpcCall::Unary, _) => "one ModelInfer call each".into(),
+        (GrpcCall::Stream, 0) => "on one ModelStreamInfer stream per connection".into(),
+        (GrpcCall::Stream, n) => format!(
             "on one ModelStreamInfer stream per connection; {n} of {connections} connections \
              went unary after the stream answered with an error"
         ),
