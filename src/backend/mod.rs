@@ -7,7 +7,8 @@
 //! - [`pool`] (endpoints, health, [`retry`]) over [`client::TritonClient`] (one
 //!   connection in either protocol, gRPC or [`http`]: metadata calls, and inference
 //!   through its transport);
-//! - [`shm`]: system shared memory as a decorator over any transport;
+//! - [`shm`]: a system shared memory region of request slots, registered through a
+//!   client (a run places its requests' tensors there: `pipeline`'s `SharedRegion`);
 //! - the transport seam [`transport::InferTransport`] ("send this batch, get its
 //!   logits"), implemented by [`unary`] (`ModelInfer`) and [`stream`]
 //!   (`ModelStreamInfer`) on a gRPC connection, and by [`http::HttpTransport`] (KServe
@@ -39,7 +40,7 @@ pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
-pub use shm::{SharedMemory, ShmTransport};
+pub use shm::SharedMemory;
 pub use stream::StreamTransport;
 pub use transport::InferTransport;
 pub use unary::UnaryTransport;

@@ -21,7 +21,7 @@ use super::common::{
 use super::eval::{score_predictions, write_per_question, write_predictions};
 use bertqa::backend::{Binding, SeqLen};
 use bertqa::evaluate::Scores;
-use bertqa::pipeline::{self, NoProgress, Padding, RunConfig, RunOutcome};
+use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::types::{Feature, Logits};
 
 /// Compare several deployments of a model on one SQuAD file.
@@ -224,16 +224,16 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         RunConfig,
     )|
      -> anyhow::Result<ModelRun> {
-        let outcome = pipeline::run_prebuilt(
+        let outcome = pipeline::Run::new(
             &rt,
             &client,
             Arc::new(binding.clone()),
             &dataset,
             &tokenizer,
-            &features,
             &config,
-            &NoProgress,
         )
+        .prebuilt(&features)
+        .run()
         .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
         if let Some(note) = outcome.infer.padding.note(&name) {
             eprintln!("{}", super::flags::name_flags(&note));

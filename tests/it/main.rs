@@ -20,5 +20,6 @@ mod pipeline;
 mod resume;
 mod score;
 mod security;
+mod shared_memory;
 mod testbed;
 mod tls_proxy;
