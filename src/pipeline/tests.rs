@@ -260,22 +260,30 @@ fn shared_memory_needs_one_server_auto_falls_back_system_fails() {
         shared_memory: SharedMemory::System,
         ..echo_config(0, None)
     };
+    let err = echo_error(&config, Vec::new());
+    assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
+}
+
+/// The error [`infer_all`] ends with against [`Echo`] on `batches`.
+fn echo_error(config: &InferConfig, batches: Vec<Vec<Arc<Feature>>>) -> crate::Error {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (_ftx, frx) = mpsc::channel(1);
-    let (rtx, _rrx) = mpsc::channel(1);
-    let err = rt
-        .block_on(infer_all(
-            &Echo::default(),
-            Arc::new(echo_binding()),
-            &config,
-            frx,
-            rtx,
-        ))
-        .unwrap_err();
-    assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
+    let (ftx, frx) = mpsc::channel(batches.len().max(1));
+    let (rtx, _rrx) = mpsc::channel(16);
+    for b in batches {
+        ftx.try_send(b).unwrap();
+    }
+    drop(ftx);
+    rt.block_on(infer_all(
+        &Echo::default(),
+        Arc::new(echo_binding()),
+        config,
+        frx,
+        rtx,
+    ))
+    .unwrap_err()
 }
 
 #[test]
@@ -297,23 +305,7 @@ fn a_batch_over_the_batch_size_is_refused() {
         shared_memory: SharedMemory::None,
         ..echo_config(0, None)
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (ftx, frx) = mpsc::channel(1);
-    let (rtx, _rrx) = mpsc::channel(16);
-    ftx.try_send(echo_features(9)).unwrap();
-    drop(ftx);
-    let err = rt
-        .block_on(infer_all(
-            &Echo::default(),
-            Arc::new(echo_binding()),
-            &config,
-            frx,
-            rtx,
-        ))
-        .unwrap_err();
+    let err = echo_error(&config, vec![echo_features(9)]);
     assert!(err.to_string().contains("over `batch_size` 8"), "{err}");
 }
 
