@@ -23,6 +23,7 @@ pub mod error;
 pub mod evaluate;
 pub mod features;
 pub mod journal;
+mod latency;
 pub mod logits_io;
 pub mod output_file;
 pub mod perf;

@@ -8,7 +8,8 @@
 //!   connection in either protocol, gRPC or [`http`]: the calls other than inference
 //!   through the protocol face both halves implement (`api.rs`), and inference through
 //!   the connection's transport);
-//! - [`shm`]: system shared memory as a decorator over a client;
+//! - [`shm`]: a system shared memory region of request slots, registered through a
+//!   client (a run places its requests' tensors there: `pipeline`'s `SharedRegion`);
 //! - the transports ("send this batch, get its logits", contract in [`transport`]):
 //!   [`unary`] (`ModelInfer`) and [`stream`] (`ModelStreamInfer`) on a gRPC
 //!   connection, chosen by [`GrpcCall`], and [`http::HttpTransport`] (KServe v2 REST
@@ -41,7 +42,7 @@ pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
-pub use shm::{SharedMemory, ShmTransport};
+pub use shm::SharedMemory;
 pub use stream::StreamTransport;
 pub use unary::UnaryTransport;
 

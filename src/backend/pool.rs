@@ -15,14 +15,15 @@
 //!   the retry budget, not the health check, decides when to give up.
 //! - Latency recorded per endpoint is that of the successful attempt (send to response),
 //!   never the backoff.
-//! - With a shared memory region ([`Pool::use_shared_memory`]), each attempt of a request
-//!   not placed by its caller goes through [`ShmTransport`] over the chosen connection:
-//!   it takes its own slot, and the answer holds the logits in the message.
+//! - A request placed in a shared memory region that the server lost
+//!   ([`shm::lost_region`]) is not retried: the error goes back to the caller, which
+//!   sends it again with its tensors in the message. A retry asks for its outputs in the
+//!   message (the failed attempt may still write them into its slot).
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -31,7 +32,7 @@ use super::client::{ClientConfig, GrpcCall, TritonClient};
 use super::proto::ModelInferResponse;
 use super::request::InferRequest;
 use super::retry::{RetryPolicy, RetryStats};
-use super::shm::{InputRegion, ShmTransport};
+use super::shm;
 use crate::error::{Error, Result, Unreachable};
 
 /// How often an endpoint that was taken out is checked.
@@ -130,8 +131,6 @@ struct Inner {
     model: Mutex<(String, String)>,
     last_pick: AtomicUsize,
     stats: Mutex<RetryStats>,
-    /// The shared memory region requests go through, once set.
-    shm: OnceLock<InputRegion>,
 }
 
 /// A set of endpoints with least-outstanding balancing, health checks and retries.
@@ -183,8 +182,7 @@ impl Pool {
                     features: 0,
                     errors: BTreeMap::new(),
                     taken_out: 0,
-                    latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3)
-                        .expect("valid bounds"),
+                    latency_us: crate::latency::histogram(),
                 }),
             });
         }
@@ -195,7 +193,6 @@ impl Pool {
                 model: Mutex::new((model.to_string(), version.to_string())),
                 last_pick: AtomicUsize::new(usize::MAX),
                 stats: Mutex::new(RetryStats::default()),
-                shm: OnceLock::new(),
             }),
         })
     }
@@ -208,13 +205,6 @@ impl Pool {
     /// The endpoints' URLs, in the order given.
     pub fn urls(&self) -> Vec<String> {
         self.inner.endpoints.iter().map(|e| e.url.clone()).collect()
-    }
-
-    /// Sends the tensors of every later request through `region` (registered with this
-    /// pool's one server, see [`Infer::single_server`]), as [`ShmTransport`] does. A
-    /// region can be set once: returns `false` (and leaves the first) when one is set.
-    pub fn use_shared_memory(&self, region: InputRegion) -> bool {
-        self.inner.shm.set(region).is_ok()
     }
 
     /// Retries and failures so far.
@@ -313,18 +303,11 @@ impl Pool {
             e.outstanding.fetch_add(1, Ordering::Relaxed);
             let guard = Outstanding(&e.outstanding);
             let sent = Instant::now();
-            let result = match self.inner.shm.get() {
-                Some(region) if request.shm_inputs().is_none() => {
-                    ShmTransport::new(conn, region.clone())
-                        .send(request.clone())
-                        .await
-                }
-                _ => conn.infer(request.clone()).await,
-            };
+            let result = conn.infer(request.clone()).await;
             drop(guard);
             let error = match result {
                 Ok(response) => {
-                    let us = sent.elapsed().as_micros().clamp(1, 3_600_000_000) as u64;
+                    let us = crate::latency::micros(sent.elapsed());
                     let mut s = e.stats.lock().expect("stats lock");
                     s.requests += 1;
                     s.features += rows as u64;
@@ -335,7 +318,7 @@ impl Pool {
             };
             // Not a failure of the request: the caller sends it again with its tensors
             // in the message (a restarted server forgot the shared memory region).
-            if request.shm_inputs().is_some() && super::shm::is_lost_region(&error) {
+            if shm::lost_region(&request, &error) {
                 return Err(error);
             }
             let verdict = policy.classify(&error);

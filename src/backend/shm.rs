@@ -32,16 +32,17 @@
 //!   dropped, never reused, so a late write cannot land in another request's outputs.
 //!   A retry asks for its outputs in the message.
 //! - A server that no longer knows the region (it restarted mid-run) answers with an
-//!   error naming it; that request is sent again with its tensors in the message
-//!   ([`is_lost_region`]), the region is given up ([`InputRegion::abandon`]) and every
-//!   later request carries its tensors.
+//!   error naming it ([`lost_region`]); that request is sent again with its tensors in
+//!   the message, the region is given up ([`InputRegion::abandon`]) and every later
+//!   request carries its tensors.
 //! - [`SharedMemory::Auto`] (the default) uses a region when the run has one endpoint
 //!   on a loopback address and the server accepts the registration (a server in a
 //!   container with its own `/dev/shm` refuses it); otherwise the tensors go in the
 //!   message. [`SharedMemory::System`] makes a refusal an error.
-//! - [`ShmTransport`] does all of this as a decorator over a
-//!   [`TritonClient`]: the answer it returns carries the logits in the message, as if
-//!   shared memory had not been used.
+//!
+//! This module is the region and its slots; a run's use of them (open, place, send with
+//! the fallbacks above, read, close and the report) is `pipeline`'s `SharedRegion`, the
+//! one path `eval`, `compare`, `ask` and `perf` take.
 
 use std::fs::File;
 use std::io;
@@ -53,7 +54,6 @@ use memmap2::{MmapMut, MmapOptions};
 
 use super::binding::Binding;
 use super::client::TritonClient;
-use super::proto::ModelInferResponse;
 use super::request::{InferRequest, ShmInputs, ShmOutputs};
 use crate::error::{Error, Result};
 
@@ -91,6 +91,8 @@ struct Inner {
     abandoned: AtomicBool,
     /// Slots never handed out again (see [`Slot`]).
     retired: AtomicU64,
+    /// Some request was answered with its inputs read from a slot.
+    inputs_read: AtomicBool,
     /// Some request's outputs were read from a slot.
     outputs_read: AtomicBool,
 }
@@ -197,6 +199,7 @@ impl InputRegion {
                 server: server.clone(),
                 abandoned: AtomicBool::new(false),
                 retired: AtomicU64::new(0),
+                inputs_read: AtomicBool::new(false),
                 outputs_read: AtomicBool::new(false),
             }),
         }))
@@ -229,6 +232,17 @@ impl InputRegion {
     /// Stops handing out slots: the server no longer knows the region.
     pub fn abandon(&self) {
         self.inner.abandoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Records that a request was answered with its inputs read from the region.
+    pub fn inputs_answered(&self) {
+        self.inner.inputs_read.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether some request was answered with its inputs read from the region
+    /// ([`inputs_answered`](Self::inputs_answered)).
+    pub fn inputs_used(&self) -> bool {
+        self.inner.inputs_read.load(Ordering::Relaxed)
     }
 
     /// Whether some request's outputs came back through the region.
@@ -264,8 +278,11 @@ impl InputRegion {
                 .unregister_system_shared_memory(&self.inner.name)
                 .await;
             match result {
+                // The server's words: a region still in use by a request it is finishing
+                // has no code of its own.
                 Err(e)
-                    if e.to_string().to_ascii_lowercase().contains("in use")
+                    if e.server_message()
+                        .is_some_and(|m| m.to_ascii_lowercase().contains("in use"))
                         && std::time::Instant::now() < deadline =>
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -340,143 +357,11 @@ impl Drop for Slot {
     }
 }
 
-/// Sends `placed` (`request` as [`Slot::place`] returned it) with `send`, and again in
-/// the two cases where shared memory is given up for this request: a server that lost
-/// the region ([`is_lost_region`]: `request` with its tensors in the message, and the
-/// region abandoned for the rest of the run) and outputs larger than their room
-/// ([`is_output_room_short`]: `placed` with its outputs in the message). Returns the
-/// answer and whether the request's inputs went through shared memory.
-pub async fn send_placed<T, F, Fut>(
-    region: Option<&InputRegion>,
-    request: &InferRequest,
-    placed: &InferRequest,
-    send: F,
-) -> Result<(T, bool)>
-where
-    F: Fn(InferRequest) -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let in_shm = placed.shm_inputs().is_some();
-    match send(placed.clone()).await {
-        Ok(answer) => Ok((answer, in_shm)),
-        Err(e) if in_shm && is_lost_region(&e) => {
-            // The server restarted and forgot the region: this request and every later
-            // one carry their tensors.
-            if let Some(r) = region {
-                r.abandon();
-            }
-            Ok((send(request.clone()).await?, false))
-        }
-        Err(e) if placed.shm_outputs().is_some() && is_output_room_short(&e) => {
-            // More output than the binding says: asked again in the message, where the
-            // answer is checked and the mismatch named.
-            Ok((send(placed.clone().without_shm_outputs()).await?, in_shm))
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// The logits of `request`'s `response`, read from `slot` when the server wrote them
-/// there (`in_shm`: the answer is to the request as placed in the slot), and the slot's
-/// use ended ([`Slot::answered`]; a slot dropped on an error is retired).
-pub fn decode_answer(
-    slot: Option<Slot>,
-    request: &InferRequest,
-    response: &ModelInferResponse,
-    in_shm: bool,
-) -> Result<Vec<crate::types::Logits>> {
-    read_answer(slot, request, response, in_shm, |checked| {
-        checked.logits(request.features().iter().map(|f| f.unique_id))
-    })
-}
-
-/// [`decode_answer`] that hands the checked outputs to `read` (while the slot's memory
-/// is still held) and returns what it made of them.
-pub fn read_answer<T>(
-    slot: Option<Slot>,
-    request: &InferRequest,
-    response: &ModelInferResponse,
-    in_shm: bool,
-    read: impl FnOnce(&super::tensor::Checked<'_>) -> T,
-) -> Result<T> {
-    let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
-    let checked = super::tensor::check_response_in(request, response, outputs)?;
-    let from_shm = checked.from_shm();
-    let read = read(&checked);
-    if let Some(slot) = slot {
-        slot.answered(from_shm);
-    }
-    Ok(read)
-}
-
-/// Shared memory as a decorator over a transport: each request takes a free slot of
-/// `region`, its inputs are written there and its outputs asked for after them, and the
-/// answer comes back with the outputs copied from the slot into its raw entries (see
-/// the module header for the slots' lifecycle and the fallbacks to the message).
-#[derive(Debug, Clone)]
-pub struct ShmTransport<T> {
-    inner: T,
-    region: InputRegion,
-}
-
-impl<T: std::borrow::Borrow<TritonClient>> ShmTransport<T> {
-    /// `inner` with its requests' tensors in `region` (registered with the server
-    /// `inner` sends to).
-    pub fn new(inner: T, region: InputRegion) -> ShmTransport<T> {
-        ShmTransport { inner, region }
-    }
-
-    /// The region requests use.
-    pub fn region(&self) -> &InputRegion {
-        &self.region
-    }
-}
-
-impl<T: std::borrow::Borrow<TritonClient>> ShmTransport<T> {
-    /// Sends `request` through the region (see the type's header).
-    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        let mut slot = self.region.take();
-        let placed = match slot.as_mut() {
-            Some(slot) => slot.place(request.clone()),
-            None => request.clone(),
-        };
-        let (mut response, in_shm) = send_placed(Some(&self.region), &request, &placed, |r| {
-            self.inner.borrow().infer(r)
-        })
-        .await?;
-        let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
-        let from_shm = outputs.is_some_and(|o| fill_outputs(&request, &mut response, o));
-        if let Some(slot) = slot {
-            slot.answered(from_shm);
-        }
-        Ok(response)
-    }
-}
-
-/// Copies into `response` each output the server wrote into `shm` (the slot's memory
-/// from the request's output offset on) instead of returning it: one whose raw entry is
-/// empty, found by name in the binding's order. Returns whether any was.
-fn fill_outputs(request: &InferRequest, response: &mut ModelInferResponse, shm: &[u8]) -> bool {
-    let binding = request.binding();
-    let values = binding.output_values(request.rows(), request.seq_len());
-    let n = response.outputs.len();
-    if response.raw_output_contents.len() < n {
-        response.raw_output_contents.resize(n, bytes::Bytes::new());
-    }
-    let mut filled = false;
-    let mut at = 0;
-    for o in binding.output_bindings().iter() {
-        let len = values * o.datatype.size();
-        let i = response.outputs.iter().position(|t| t.name == o.name);
-        if let (Some(i), Some(bytes)) = (i, shm.get(at..at + len)) {
-            if response.raw_output_contents[i].is_empty() {
-                response.raw_output_contents[i] = bytes::Bytes::copy_from_slice(bytes);
-                filled = true;
-            }
-        }
-        at += len;
-    }
-    filled
+/// Whether `error`, the answer to `request`, is the server saying that the region
+/// `request`'s inputs were placed in is not registered ([`is_lost_region`]): the
+/// request is not retried as it is, but sent again with its tensors in the message.
+pub fn lost_region(request: &InferRequest, error: &Error) -> bool {
+    request.shm_inputs().is_some() && is_lost_region(error)
 }
 
 /// Whether `error` is the server saying that a request's shared memory region is not

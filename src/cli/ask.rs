@@ -15,7 +15,7 @@ use super::common::{
     pipeline_runtime, print_stdout, run_config, Outcome,
 };
 use bertqa::decode::Prediction;
-use bertqa::pipeline::{self, NoProgress};
+use bertqa::pipeline;
 use bertqa::types::{Dataset, Example, Paragraph};
 
 /// Ask questions about a context.
@@ -163,15 +163,15 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
         config.infer.shared_memory = bertqa::backend::SharedMemory::None;
     }
     config.keep_features = true;
-    let outcome = pipeline::run(
+    let outcome = pipeline::Run::new(
         &rt,
         &client,
         Arc::new(binding.clone()),
         &dataset,
         &tokenizer,
         &config,
-        &NoProgress,
-    )?;
+    )
+    .run()?;
     if let Some(note) = outcome.infer.padding.note(&binding.model) {
         eprintln!("{}", super::flags::name_flags(&note));
     }

@@ -20,7 +20,7 @@ use bertqa::backend::{Binding, Pool, SeqLen};
 use bertqa::decode::{DecodeConfig, Prediction};
 use bertqa::evaluate::Scores;
 use bertqa::features::FeatureConfig;
-use bertqa::pipeline::{self, NoProgress, Padding, RunConfig, RunOutcome};
+use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::report::compare::{
     CompareJson, ComparisonJson, Disagreement, Disagreements, GateJson, LatencyMs, LogitDiffJson,
     ModelJson, Throughput,
@@ -342,16 +342,16 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    pipeline::run_prebuilt(
+    pipeline::Run::new(
         rt,
         client,
         Arc::new(binding.clone()),
         dataset,
         tokenizer,
-        features,
         config,
-        &NoProgress,
     )
+    .prebuilt(features)
+    .run()
 }
 
 /// Runs one model, then writes and scores its answers in its directory.

@@ -163,16 +163,17 @@ pub fn finish(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// A receiver that turns `true` at the first SIGINT or SIGTERM; the second one exits
-/// the process at once (code 2). The signals are watched by a thread of their own, with
+/// A token cancelled at the first SIGINT or SIGTERM; the second one exits the process
+/// at once (code 2). The signals are watched by a thread of their own, with
 /// its own small runtime, registered before this returns: they are seen whether or not
 /// the pipeline's runtime (a current-thread one, driven only inside its `block_on`) is
 /// running, for instance while the answers are written.
 pub fn stop_on_signals(
     on_quit: impl FnOnce() + Send + 'static,
-) -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
+) -> anyhow::Result<tokio_util::sync::CancellationToken> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let tx = stop.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -192,14 +193,14 @@ pub fn stop_on_signals(
                 eprintln!(
                     "\nstopping: no new requests; waiting for those in flight (interrupt again to quit at once)"
                 );
-                let _ = tx.send(true);
+                tx.cancel();
                 any_signal(&mut int, &mut term).await;
                 on_quit();
                 eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
                 std::process::exit(2);
             })
         })?;
-    Ok(rx)
+    Ok(stop)
 }
 
 async fn any_signal(

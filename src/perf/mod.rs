@@ -31,14 +31,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use crate::backend::shm::{self, InputRegion, SharedMemory};
+use crate::backend::shm::{self, SharedMemory};
 use crate::backend::{prepare_request, Binding, TritonClient};
 use crate::error::{Error, Result};
-use crate::pipeline::{Padding, Placed, SharedMemoryReport};
+use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use stats::{Arrivals, ServerCounters};
 pub use stats::{Distribution, Range, ServerBreakdown};
@@ -114,7 +113,8 @@ pub struct Batch {
 }
 
 /// Groups features into full batches of `batch_size` in file order, wrapping around to
-/// the first features to fill the last batch, so every request has the same size.
+/// the first features to fill the last batch, so every request has the same size; each
+/// padded as the pipeline pads ([`Padding::length`]).
 pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -> Vec<Batch> {
     let n = features.len();
     if n == 0 || batch_size == 0 {
@@ -126,15 +126,7 @@ pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -
             let features: Vec<Arc<Feature>> = (0..batch_size)
                 .map(|j| shared[(k * batch_size + j) % n].clone())
                 .collect();
-            let seq_len = match padding {
-                Padding::Fixed(len) => len,
-                // The same rule as the pipeline: the longest feature, rounded up.
-                Padding::Longest { multiple } => {
-                    let m = multiple.max(1);
-                    let longest = features.iter().map(|f| f.len()).max().unwrap_or(1);
-                    longest.div_ceil(m) * m
-                }
-            };
+            let seq_len = padding.length(&features);
             Batch { features, seq_len }
         })
         .collect()
@@ -251,8 +243,8 @@ impl Record {
 /// State shared by the load generators of one level and the measuring loop.
 struct Shared {
     client: TritonClient,
-    /// Slots for the tensors in shared memory, when used.
-    region: Option<InputRegion>,
+    /// The tensors' shared memory region, if any.
+    shm: SharedRegion,
     binding: Arc<Binding>,
     batches: Arc<Vec<Batch>>,
     next_batch: AtomicUsize,
@@ -282,8 +274,8 @@ impl Shared {
         self.error.lock().expect("error lock").take()
     }
 
-    /// Prepares, sends and decodes one batch through the pipeline's dispatch stage
-    /// ([`Placed`]), recording the three times. The tensors are serialized by the
+    /// Prepares, sends and decodes one batch as the pipeline's dispatch stage does
+    /// ([`SharedRegion`]), recording the three times. The tensors are serialized by the
     /// transport as the request is sent, so that time counts in the response wait, not
     /// in the preparation.
     async fn one_request(&self) -> Result<()> {
@@ -292,10 +284,10 @@ impl Shared {
         let t0 = Instant::now();
         let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
         // Writing the tensors into shared memory is preparation, as building them is.
-        let placed = Placed::new(self.region.as_ref(), request);
+        let placed = self.shm.place(request);
         let t1 = Instant::now();
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, _, in_shm) = placed.send(&self.client, self.region.as_ref()).await?;
+        let (response, _, in_shm) = placed.send(&self.client).await?;
         let t2 = Instant::now();
         let (logits, _) = placed.read(&response, in_shm, |checked, features| {
             checked.logits(features.iter().map(|f| f.unique_id))
@@ -388,51 +380,31 @@ pub async fn sweep(
     if let Window::Count(0) = config.window {
         return Err(Error::Config("`Window::Count` must be at least 1".into()));
     }
-    // A slot per request the sweep can have in flight (a spare, too), each for the
-    // largest batch.
+    // Slots for the sweep's requests in flight, each for the largest batch.
     let most_inflight = match &config.load {
         Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
         Load::RequestRate { .. } => config.max_inflight.min(shm::MAX_SLOTS),
     };
-    let largest = batches
-        .iter()
-        .map(|b| crate::backend::request::contents_len(&binding, b.features.len(), b.seq_len))
-        .max()
-        .unwrap_or(0);
-    let opened = shm::InputRegion::open(
+    let rows = batches.iter().map(|b| b.features.len()).max().unwrap_or(1);
+    let seq_len = batches.iter().map(|b| b.seq_len).max().unwrap_or(1);
+    let shm = SharedRegion::open(
         config.shared_memory,
         Some(client),
-        most_inflight.clamp(1, shm::MAX_SLOTS - 1) + 1,
-        largest,
+        most_inflight,
+        &binding,
+        rows,
+        seq_len,
     )
     .await?;
-    let (region, note) = match opened {
-        shm::Opened::Region(r) => (Some(r), None),
-        shm::Opened::Message(note) => (None, note),
-    };
-    let swept = sweep_levels(client, &region, binding, batches, config, progress).await;
-    let mut report = SharedMemoryReport {
-        used: region.is_some(),
-        outputs: region.as_ref().is_some_and(|r| r.outputs_used()),
-        note,
-    };
-    if let Some(r) = region {
-        if r.is_abandoned() {
-            report.note = Some("the server lost the shared memory region (a restart?)".to_string());
-        }
-        if let Err(e) = r.close().await {
-            report.note = Some(format!(
-                "the shared memory region was not unregistered: {e}"
-            ));
-        }
-    }
+    let swept = sweep_levels(client, &shm, binding, batches, config, progress).await;
+    let report = shm.close().await;
     Ok((swept?, report))
 }
 
 /// [`sweep`] once the shared memory region (if any) is open.
 async fn sweep_levels(
     client: &TritonClient,
-    region: &Option<InputRegion>,
+    shm: &SharedRegion,
     binding: Arc<Binding>,
     batches: Vec<Batch>,
     config: &PerfConfig,
@@ -440,7 +412,7 @@ async fn sweep_levels(
 ) -> Result<Vec<LevelResult>> {
     let batches = Arc::new(batches);
     for _ in 0..config.warmup {
-        let shared = new_shared(client, region, &binding, &batches);
+        let shared = new_shared(client, shm, &binding, &batches);
         shared.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
@@ -450,7 +422,7 @@ async fn sweep_levels(
     let mut results = Vec::with_capacity(levels.len());
     for (i, level) in levels.into_iter().enumerate() {
         progress.level(level);
-        let shared = new_shared(client, region, &binding, &batches);
+        let shared = new_shared(client, shm, &binding, &batches);
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
         let measured = measure(&shared, level, config, progress).await;
@@ -468,13 +440,13 @@ async fn sweep_levels(
 
 fn new_shared(
     client: &TritonClient,
-    region: &Option<InputRegion>,
+    shm: &SharedRegion,
     binding: &Arc<Binding>,
     batches: &Arc<Vec<Batch>>,
 ) -> Arc<Shared> {
     Arc::new(Shared {
         client: client.clone(),
-        region: region.clone(),
+        shm: shm.clone(),
         binding: binding.clone(),
         batches: batches.clone(),
         next_batch: AtomicUsize::new(0),
@@ -676,9 +648,9 @@ fn summarize(
             records.iter().map(|r| f(r) as f64).sum::<f64>() / n / 1000.0
         }
     };
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+    let mut hist = crate::latency::histogram();
     for r in &records {
-        hist.saturating_record((r.latency_ns() / 1000).max(1));
+        hist.saturating_record(crate::latency::micros(Duration::from_nanos(r.latency_ns())));
     }
     let q = |x: f64| {
         if hist.is_empty() {

@@ -5,7 +5,8 @@
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::decode::ToDecoder;
 use super::dispatch::{Answer, RunEvent};
@@ -30,13 +31,13 @@ pub(super) struct Collected {
 }
 
 /// Hands each event to `observer` and each answer on to the decoder; on an observer's
-/// error, asks the gate to stop (`abort`) and stops.
+/// error, closes the gate (`cancel`) and stops.
 pub(super) async fn collect(
     mut events: mpsc::Receiver<RunEvent>,
     observer: &dyn RunObserver,
     keep_logits: bool,
     to_decoder: std_mpsc::Sender<ToDecoder>,
-    abort: watch::Sender<bool>,
+    cancel: CancellationToken,
 ) -> Collected {
     let records = observer.answer_needs() != AnswerNeeds::Nothing;
     let mut out = Collected::default();
@@ -60,7 +61,7 @@ pub(super) async fn collect(
         if let Some(dynamic) = decided {
             if let Err(e) = observer.on_padding_decided(dynamic) {
                 out.error = Some(e);
-                let _ = abort.send(true);
+                cancel.cancel();
                 break;
             }
         }
@@ -77,7 +78,7 @@ pub(super) async fn collect(
             for mut a in answers {
                 if let Err(e) = observer.on_answer(&a.logits, a.candidates.as_ref()) {
                     out.error = Some(e);
-                    let _ = abort.send(true);
+                    cancel.cancel();
                     // Those before the failure are decoded; a resumed run sends again
                     // any that the journal could not keep (the rest are dropped).
                     break;
@@ -108,55 +109,32 @@ pub(super) async fn collect(
     out
 }
 
-/// Waits until `stop` turns true; forever if it never can.
-async fn stopped(stop: &mut Option<watch::Receiver<bool>>) {
-    match stop {
-        Some(rx) => {
-            if rx.wait_for(|s| *s).await.is_err() {
-                std::future::pending::<()>().await
-            }
-        }
-        None => std::future::pending::<()>().await,
-    }
-}
-
-/// Passes the produced chunks of features to the dispatch stage until they end, `stop`
-/// turns true (returns true: the run was stopped) or `abort` does. Few features wait
-/// behind the gate (a batch), so little is sent after a stop.
+/// Passes the produced batches to the dispatch stage until they end or `cancel` is
+/// cancelled (returns true: the run was cut short). At most one batch waits behind the
+/// gate, so little is sent after a stop.
 pub(super) async fn gate(
     mut produced: mpsc::Receiver<Vec<Arc<Feature>>>,
-    gated: mpsc::Sender<Arc<Feature>>,
-    mut stop: Option<watch::Receiver<bool>>,
-    abort: watch::Receiver<bool>,
+    gated: mpsc::Sender<Vec<Arc<Feature>>>,
+    cancel: CancellationToken,
 ) -> bool {
-    let mut abort = Some(abort);
-    let mut was_stopped = false;
-    // One chunk at a time: at most a batch, what the gated channel holds, so that room
-    // for all of it can be asked for at once.
+    let mut cut_short = false;
     loop {
-        let waiting = tokio::select! {
+        let batch = tokio::select! {
             biased;
-            _ = stopped(&mut stop) => { was_stopped = true; None }
-            _ = stopped(&mut abort) => None,
-            c = produced.recv() => c,
+            _ = cancel.cancelled() => { cut_short = true; None }
+            b = produced.recv() => b,
         };
-        let Some(mut waiting) = waiting else { break };
-        if waiting.is_empty() {
-            continue;
-        }
-        let permits = tokio::select! {
+        let Some(batch) = batch else { break };
+        let permit = tokio::select! {
             biased;
-            _ = stopped(&mut stop) => { was_stopped = true; None }
-            _ = stopped(&mut abort) => None,
-            r = gated.reserve_many(waiting.len()) => r.ok(),
+            _ = cancel.cancelled() => { cut_short = true; None }
+            p = gated.reserve() => p.ok(),
         };
-        let Some(permits) = permits else { break };
-        for (permit, f) in permits.zip(waiting.drain(..)) {
-            permit.send(f);
-        }
+        let Some(permit) = permit else { break };
+        permit.send(batch);
     }
     // Closing both ends: the producer stops building, the dispatch stage drains.
     drop(produced);
     drop(gated);
-    was_stopped
+    cut_short
 }

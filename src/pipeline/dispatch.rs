@@ -1,10 +1,10 @@
 //! The dispatch stage: features → batches → requests kept in flight → answers.
 //!
 //! Contract:
-//! - Features are packed into batches of at most `batch_size` and sent with at most
-//!   `concurrency` requests in flight; a full window waits for `refill` answers, then
-//!   sends as many requests in a row (they leave in one write, and the server's batcher
-//!   takes them together).
+//! - Features arrive in batches (one request each, at most `batch_size` features) and
+//!   are sent with at most `concurrency` requests in flight; a full window waits for
+//!   `refill` answers, then sends as many requests in a row (they leave in one write,
+//!   and the server's batcher takes them together).
 //! - Each request's latency runs from the moment it is handed to the transport to the
 //!   moment its response arrives. Time a batch waits for a free slot is not latency.
 //! - Answers are handed on as [`RunEvent::Answer`]s as they arrive, in any order; once
@@ -22,10 +22,10 @@ use super::padding::{
     padding_displaces_ranked, Padding, PaddingGuard, PaddingPolicy, RequestPadding,
 };
 use super::rank::{read_rows, Rank};
-use super::report::{InFlight, InferReport, SharedMemoryReport};
-use crate::backend::proto::ModelInferResponse;
-use crate::backend::shm::{self, InputRegion, SharedMemory};
-use crate::backend::{prepare_request, tensor, Binding, Infer, InferRequest};
+use super::report::{InFlight, InferReport};
+use super::shared_memory::SharedRegion;
+use crate::backend::shm::SharedMemory;
+use crate::backend::{prepare_request, tensor, Binding, Infer};
 use crate::decode::Candidates;
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
@@ -102,58 +102,6 @@ pub enum RunEvent {
     PaddingDecided { dynamic: bool },
 }
 
-/// A request ready to go: its input tensors in a shared memory slot when the region has
-/// one free (and they fit), in the message otherwise.
-pub(crate) struct Placed {
-    request: InferRequest,
-    placed: InferRequest,
-    slot: Option<shm::Slot>,
-}
-
-impl Placed {
-    pub fn new(region: Option<&InputRegion>, request: InferRequest) -> Self {
-        let mut slot = region.and_then(|r| r.take());
-        let placed = match slot.as_mut() {
-            Some(slot) => slot.place(request.clone()),
-            None => request.clone(),
-        };
-        Placed {
-            request,
-            placed,
-            slot,
-        }
-    }
-
-    /// Sends it (again in the message if the server lost the region): the response, when
-    /// it was handed to the transport, and whether its inputs went through shared memory.
-    pub async fn send<B: Infer>(
-        &self,
-        client: &B,
-        region: Option<&InputRegion>,
-    ) -> Result<(ModelInferResponse, Instant, bool)> {
-        let ((response, sent), in_shm) =
-            shm::send_placed(region, &self.request, &self.placed, |r| {
-                client.infer_timed(r)
-            })
-            .await?;
-        Ok((response, sent, in_shm))
-    }
-
-    /// Hands the checked answer to `read` where it lies, then frees the slot.
-    pub fn read<T>(
-        self,
-        response: &ModelInferResponse,
-        in_shm: bool,
-        read: impl FnOnce(&tensor::Checked<'_>, &[Arc<Feature>]) -> T,
-    ) -> Result<(T, Vec<Arc<Feature>>)> {
-        let Placed { request, slot, .. } = self;
-        let read = shm::read_answer(slot, &request, response, in_shm, |c| {
-            read(c, request.features())
-        })?;
-        Ok((read, request.into_features()))
-    }
-}
-
 /// A completed request.
 struct Answered {
     batch: Vec<Arc<Feature>>,
@@ -167,19 +115,18 @@ struct Answered {
     /// Features whose padding pushed real positions out of the top n-best (counted for
     /// dynamically padded requests under a [`super::PaddingGuard`]).
     displaced: u64,
-    /// Whether its input tensors went through shared memory.
-    in_shm: bool,
 }
 
-/// Runs inference over `features`, handing each `(feature, logits)` to `results` as
-/// responses arrive (the padding decision, [`RunEvent::PaddingDecided`], is not handed
-/// on). Returns when every feature has been answered, or at the first error (requests
-/// still in flight are then abandoned).
+/// Runs inference over `batches` (one request each, at most `batch_size` features),
+/// handing each `(feature, logits)` to `results` as responses arrive (the padding
+/// decision, [`RunEvent::PaddingDecided`], is not handed on). Returns when every feature
+/// has been answered, or at the first error (requests still in flight are then
+/// abandoned).
 pub async fn infer_all<B: Infer>(
     client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,
-    features: mpsc::Receiver<Arc<Feature>>,
+    batches: mpsc::Receiver<Vec<Arc<Feature>>>,
     results: mpsc::Sender<(Arc<Feature>, Logits)>,
 ) -> Result<InferReport> {
     let (events, mut received) = mpsc::channel(results.max_capacity());
@@ -193,21 +140,22 @@ pub async fn infer_all<B: Infer>(
         }
     };
     let (report, ()) = tokio::join!(
-        infer_events(client, binding, config, None, features, events),
+        infer_events(client, binding, config, None, batches, events),
         forward
     );
     report
 }
 
-/// The dispatch stage: sends `features` and hands each answer, and the padding
-/// decision, to `events`. With `rank`, each feature's candidates are ranked as its
-/// answer is read and its logits kept only where needed ([`Rank`]).
+/// The dispatch stage: sends `batches` (one request each, at most `batch_size`
+/// features; a larger one is an error) and hands each answer, and the padding decision,
+/// to `events`. With `rank`, each feature's candidates are ranked as its answer is read
+/// and its logits kept only where needed ([`Rank`]).
 pub async fn infer_events<B: Infer>(
     client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,
     rank: Option<Rank>,
-    features: mpsc::Receiver<Arc<Feature>>,
+    batches: mpsc::Receiver<Vec<Arc<Feature>>>,
     events: mpsc::Sender<RunEvent>,
 ) -> Result<InferReport> {
     if config.batch_size == 0 || config.batch_size > binding.batch_limit() {
@@ -218,51 +166,25 @@ pub async fn infer_events<B: Infer>(
             binding.model
         )));
     }
-    // A slot per request in flight (at most shm::MAX_SLOTS), and one spare, each for a
-    // full batch at the longest length a request can be padded to.
+    // Slots for a full batch at the longest length a request can be padded to.
     let longest = match config.padding {
         Padding::Fixed(n) => n.max(config.max_seq_len),
         Padding::Longest { multiple } => config.max_seq_len.next_multiple_of(multiple.max(1)),
     };
-    let opened = shm::InputRegion::open(
+    let shm = SharedRegion::open(
         config.shared_memory,
         client.single_server(),
-        config.concurrency.clamp(1, shm::MAX_SLOTS - 1) + 1,
-        shm::slot_bytes(&binding, config.batch_size, longest),
+        config.concurrency,
+        &binding,
+        config.batch_size,
+        longest,
     )
     .await?;
-    let (region, note) = match opened {
-        shm::Opened::Region(r) => (Some(r), None),
-        shm::Opened::Message(note) => (None, note),
-    };
-    let dispatch = Dispatch::new(client, binding, config, rank, region.clone(), events);
-    let result = dispatch.run(features).await;
-    let lost = region.as_ref().is_some_and(|r| r.is_abandoned());
-    let outputs_used = region.as_ref().is_some_and(|r| r.outputs_used());
-    let closed = match region {
-        Some(r) => r.close().await,
-        None => Ok(()),
-    };
+    let dispatch = Dispatch::new(client, binding, config, rank, shm.clone(), events);
+    let result = dispatch.run(batches).await;
+    let shared_memory = shm.close().await;
     let mut report = result?;
-    // An unregistered region only holds a few MB of the server's memory until the
-    // server restarts: worth a note, not a failed run.
-    report.shared_memory = SharedMemoryReport {
-        used: report.shared_memory.used,
-        outputs: outputs_used,
-        note: note
-            .or_else(|| {
-                lost.then(|| {
-                    "the server lost the shared memory region (a restart?); later requests \
-                     carried their tensors"
-                        .to_string()
-                })
-            })
-            .or_else(|| {
-                closed
-                    .err()
-                    .map(|e| format!("the shared memory region was not unregistered: {e}"))
-            }),
-    };
+    report.shared_memory = shared_memory;
     Ok(report)
 }
 
@@ -272,7 +194,7 @@ struct Dispatch<'a, B: Infer> {
     binding: Arc<Binding>,
     config: &'a InferConfig,
     rank: Option<Rank>,
-    region: Option<InputRegion>,
+    shm: SharedRegion,
     events: mpsc::Sender<RunEvent>,
     inflight: JoinSet<Result<Answered>>,
     policy: PaddingPolicy,
@@ -288,7 +210,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         binding: Arc<Binding>,
         config: &'a InferConfig,
         rank: Option<Rank>,
-        region: Option<InputRegion>,
+        shm: SharedRegion,
         events: mpsc::Sender<RunEvent>,
     ) -> Self {
         let policy = PaddingPolicy::new(config.padding, config.guard);
@@ -299,7 +221,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             binding,
             config,
             rank,
-            region,
+            shm,
             events,
             inflight: JoinSet::new(),
             policy,
@@ -309,9 +231,9 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         }
     }
 
-    async fn run(mut self, mut features: mpsc::Receiver<Arc<Feature>>) -> Result<InferReport> {
+    async fn run(mut self, mut batches: mpsc::Receiver<Vec<Arc<Feature>>>) -> Result<InferReport> {
         let mut warmed = self.config.warmup == 0;
-        while let Some(batch) = self.next_batch(&mut features).await {
+        while let Some(batch) = self.next_batch(&mut batches).await? {
             if !warmed {
                 self.warm_up(&batch).await?;
                 warmed = true;
@@ -332,26 +254,31 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         Ok(report)
     }
 
-    /// The next batch (`None` once the features end). The producer is far faster than
-    /// any server, so waiting for a full batch costs nothing but the last one. Features
-    /// are taken as many at a time as are queued, not one per wake-up.
+    /// The next non-empty batch (`None` once the batches end); the time waited for it
+    /// once requests are being sent counts as starved.
     async fn next_batch(
         &mut self,
-        features: &mut mpsc::Receiver<Arc<Feature>>,
-    ) -> Option<Vec<Arc<Feature>>> {
-        let size = self.config.batch_size;
-        let mut batch: Vec<Arc<Feature>> = Vec::with_capacity(size);
+        batches: &mut mpsc::Receiver<Vec<Arc<Feature>>>,
+    ) -> Result<Option<Vec<Arc<Feature>>>> {
         let waited = Instant::now();
-        while batch.len() < size {
-            let room = size - batch.len();
-            if features.recv_many(&mut batch, room).await == 0 {
+        let mut batch = None;
+        while let Some(b) = batches.recv().await {
+            if !b.is_empty() {
+                batch = Some(b);
                 break;
             }
         }
         if self.first.is_some() {
             self.report.starved += waited.elapsed();
         }
-        (!batch.is_empty()).then_some(batch)
+        match batch {
+            Some(b) if b.len() > self.config.batch_size => Err(Error::Config(format!(
+                "a batch of {} features is over `batch_size` {}",
+                b.len(),
+                self.config.batch_size
+            ))),
+            batch => Ok(batch),
+        }
     }
 
     /// Sends the warm-up copies of `batch`, one at a time, and discards their answers.
@@ -392,11 +319,10 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             ..r
         });
         let client = self.client.clone();
-        let region = self.region.clone();
+        let placed = self.shm.place(request);
         self.first.get_or_insert_with(Instant::now);
         self.inflight.spawn(async move {
-            let placed = Placed::new(region.as_ref(), request);
-            let (response, sent, in_shm) = placed.send(&client, region.as_ref()).await?;
+            let (response, sent, in_shm) = placed.send(&client).await?;
             let received = Instant::now();
             let mut scratch = Vec::new();
             let ((rows, non_finite), batch) = placed.read(&response, in_shm, |c, features| {
@@ -415,7 +341,6 @@ impl<'a, B: Infer> Dispatch<'a, B> {
                 received,
                 non_finite,
                 displaced,
-                in_shm,
             })
         });
         Ok(())
@@ -450,16 +375,15 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             received,
             non_finite,
             displaced,
-            in_shm,
         } = answered;
         let report = &mut self.report;
-        report.shared_memory.used |= in_shm;
         report.non_finite.add(&non_finite);
         report.padding.displaced += displaced;
         report.requests += 1;
         report.features += batch.len() as u64;
-        let us = (received - sent).as_micros().clamp(1, 3_600_000_000) as u64;
-        report.latency_us.saturating_record(us);
+        report
+            .latency_us
+            .saturating_record(crate::latency::micros(received - sent));
         self.intervals.push((sent, received));
         // Room for as many events as the channel takes at once, then one send each.
         let mut left = batch.len().min(rows.len());

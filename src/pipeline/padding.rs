@@ -32,7 +32,10 @@ impl Padding {
         }
     }
 
-    pub(super) fn length(self, batch: &[Arc<Feature>]) -> usize {
+    /// The length `batch` is padded to: the fixed length, or its longest feature rounded
+    /// up to the multiple (the multiple for an empty batch). The one padding rule of `eval` and
+    /// `perf`.
+    pub fn length(self, batch: &[Arc<Feature>]) -> usize {
         match self {
             Padding::Fixed(n) => n,
             Padding::Longest { multiple } => {

@@ -1,7 +1,8 @@
 //! The produce stage, on a thread of its own (feature building is CPU work): builds each
-//! example's features (or takes prebuilt ones), hands them to the dispatch stage in
-//! chunks of a batch, tells the decoder how many windows each example has, and sends a
-//! feature whose logits are already known (a journal's) straight to the decoder.
+//! example's features (or takes prebuilt ones), groups them into the batches the
+//! dispatch stage sends (one request each), tells the decoder how many windows each
+//! example has, and sends a feature whose logits are already known (a journal's)
+//! straight to the decoder.
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -33,7 +34,7 @@ pub(super) struct Produced {
 
 /// Where the produce stage's output goes.
 pub(super) struct Outlets {
-    /// Chunks of features for the dispatch stage.
+    /// Batches for the dispatch stage.
     pub to_dispatch: mpsc::Sender<Vec<Arc<Feature>>>,
     pub to_decoder: std_mpsc::Sender<ToDecoder>,
     /// For waiting on a full channel to the dispatch stage (this thread is no runtime's).
@@ -41,7 +42,8 @@ pub(super) struct Outlets {
 }
 
 /// Builds the features of `dataset` (or takes them, in unique-id order, from
-/// `prebuilt`), chunks of `chunk` at a time; known logits by unique id are not sent.
+/// `prebuilt`) and sends them in batches of `batch_size` in that order (the last one
+/// shorter); known logits by unique id are not sent.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn produce(
     dataset: &Dataset,
@@ -50,7 +52,7 @@ pub(super) fn produce(
     mut known: HashMap<u64, Logits>,
     observer: &dyn RunObserver,
     outlets: Outlets,
-    chunk: usize,
+    batch_size: usize,
 ) -> Produced {
     let mut out = Produced {
         busy: Duration::ZERO,
@@ -58,7 +60,7 @@ pub(super) fn produce(
         total: 0,
         reused: 0,
     };
-    let mut hand = Handover::new(outlets, chunk);
+    let mut hand = Handover::new(outlets, batch_size);
     let mut scratch: Vec<Arc<Feature>> = Vec::new();
     let mut built = Vec::new();
     let mut next = 0usize;
@@ -120,20 +122,19 @@ pub(super) fn produce(
 /// Features on their way to the dispatch stage, feature counts on theirs to the
 /// decoder.
 ///
-/// Features travel in chunks of a batch: one message (and at most one wake-up of the
-/// runtime's thread) per batch, not per feature. Feature counts go to the decoder in
-/// chunks too (one message, and one wake-up of the decoder thread, per example costs
-/// futex calls): a chunk is sent when full, before the
-/// producer waits for room, and at the end (also after a stop, so that answered
-/// questions are decoded).
+/// Features travel in the batches they are sent in: one message (and at most one
+/// wake-up of the runtime's thread) per request, not per feature. Feature counts go to
+/// the decoder in chunks (one message, and one wake-up of the decoder thread, per
+/// example costs futex calls): a chunk is sent when full, before the producer waits for
+/// room, and at the end (also after a stop, so that answered questions are decoded).
 struct Handover {
     outlets: Outlets,
-    chunk: usize,
+    batch_size: usize,
     expects: Vec<(usize, usize)>,
-    /// The chunk being filled.
+    /// The batch being filled.
     filling: Vec<Arc<Feature>>,
-    /// Full chunks not handed on yet. A producer ahead of the sender would otherwise
-    /// wait for room for each chunk and be woken for each one the sender takes (and,
+    /// Full batches not handed on yet. A producer ahead of the sender would otherwise
+    /// wait for room for each batch and be woken for each one the sender takes (and,
     /// before each wait, wake the decoder with the counts): it keeps building until
     /// half the channel's worth is ready, then waits for room for all of it at once.
     ready: Vec<Vec<Arc<Feature>>>,
@@ -141,13 +142,13 @@ struct Handover {
 }
 
 impl Handover {
-    fn new(outlets: Outlets, chunk: usize) -> Self {
+    fn new(outlets: Outlets, batch_size: usize) -> Self {
         let low_water = (outlets.to_dispatch.max_capacity() / 2).max(1);
         Handover {
             outlets,
-            chunk,
+            batch_size,
             expects: Vec::new(),
-            filling: Vec::with_capacity(chunk),
+            filling: Vec::with_capacity(batch_size),
             ready: Vec::new(),
             low_water,
         }
@@ -156,10 +157,10 @@ impl Handover {
     /// Adds a feature to send; false when inference stopped.
     fn push(&mut self, feature: Arc<Feature>) -> bool {
         self.filling.push(feature);
-        if self.filling.len() < self.chunk {
+        if self.filling.len() < self.batch_size {
             return true;
         }
-        let full = std::mem::replace(&mut self.filling, Vec::with_capacity(self.chunk));
+        let full = std::mem::replace(&mut self.filling, Vec::with_capacity(self.batch_size));
         self.ready.push(full);
         self.send(false)
     }
@@ -176,7 +177,7 @@ impl Handover {
                 .is_ok()
     }
 
-    /// Hands on the ready chunks if there is room (`last`, or half a channel's worth
+    /// Hands on the ready batches if there is room (`last`, or half a channel's worth
     /// ready: waits for room for all of them); false when inference stopped.
     fn send(&mut self, last: bool) -> bool {
         let tx = &self.outlets.to_dispatch;
@@ -198,7 +199,7 @@ impl Handover {
             return false;
         }
         let tx = &self.outlets.to_dispatch;
-        // At most `low_water` chunks are ever ready (more would have waited here
+        // At most `low_water` batches are ever ready (more would have waited here
         // already), and a reservation larger than the channel would fail.
         debug_assert!(self.ready.len() <= tx.max_capacity());
         match self

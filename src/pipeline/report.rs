@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::padding::PaddingReport;
+use super::shared_memory::SharedMemoryReport;
 
 #[derive(Debug, Clone)]
 pub struct InferReport {
@@ -25,24 +26,12 @@ pub struct InferReport {
     /// NaN or infinite logits the model returned (decoded as −∞).
     pub non_finite: crate::decode::non_finite::NonFinite,
     /// Time from the last response to the last question decoded: decoding that could
-    /// not keep up with the server (set by [`run`](super::run); zero from [`infer_all`](super::infer_all) alone).
+    /// not keep up with the server (set by [`Run`](super::Run); zero from [`infer_all`](super::infer_all) alone).
     pub decode_lag: Duration,
     /// How requests were padded.
     pub padding: PaddingReport,
     /// How tensors travelled: shared memory or the messages.
     pub shared_memory: SharedMemoryReport,
-}
-
-/// How tensors travelled.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SharedMemoryReport {
-    /// Some request's inputs went through a shared memory region.
-    pub used: bool,
-    /// Some request's outputs came back through it too.
-    pub outputs: bool,
-    /// Why they did not, when shared memory was asked for (or `auto`) and not used, or
-    /// what went wrong closing the region.
-    pub note: Option<String>,
 }
 
 impl InferReport {
@@ -51,7 +40,7 @@ impl InferReport {
         InferReport {
             requests: 0,
             features: 0,
-            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            latency_us: crate::latency::histogram(),
             wall: Duration::ZERO,
             busy: Duration::ZERO,
             starved: Duration::ZERO,

@@ -8,13 +8,14 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::collect::{collect, gate, Collected};
 use super::decode::{DecodeStage, Decoded, ToDecoder};
 use super::dispatch::InferConfig;
 use super::dispatch::{infer_events, RunEvent};
-use super::observe::{AnswerNeeds, RunObserver};
+use super::observe::{AnswerNeeds, NoProgress, RunObserver};
 use super::produce::{produce, Outlets, Produced};
 use super::rank::Rank;
 use super::report::{InferReport, Phases};
@@ -55,26 +56,26 @@ pub struct RunOutcome {
     pub kept_features: Vec<Arc<Feature>>,
 }
 
-/// Steers an interruptible run ([`run_controlled`]).
-#[derive(Default)]
-pub struct Control {
-    /// Logits already known (a journal's) by unique id: these features are not sent.
-    pub known: HashMap<u64, Logits>,
-    /// When this becomes `true`, no further request is sent; requests in flight are
-    /// drained (their answers observed and decoded) and the run returns, stopped.
-    pub stop: Option<watch::Receiver<bool>>,
+/// A request's features, on their way from the produce stage to the dispatch stage.
+type Batch = Vec<Arc<Feature>>;
+
+/// What the stages on the runtime (gate, dispatch, collect) did.
+struct Inferred {
+    report: Result<InferReport>,
+    collected: Collected,
+    stopped: bool,
 }
 
-/// What a controlled run got done, complete or not.
+/// What a run got done, complete or not ([`Run::run_partial`]).
 #[derive(Debug)]
 pub struct PartialOutcome {
     /// One per question, in file order; `None` for questions not fully answered.
     pub predictions: Vec<Option<Prediction>>,
     /// Features built (all of them unless the run stopped early).
     pub features: u64,
-    /// Features answered: taken from `Control::known` plus answered by the server.
+    /// Features answered: taken from [`Run::known`] plus answered by the server.
     pub answered: u64,
-    /// Features taken from `Control::known` (not sent).
+    /// Features taken from [`Run::known`] (not sent).
     pub known: u64,
     pub featureless: Vec<usize>,
     /// Empty when the run failed.
@@ -83,7 +84,7 @@ pub struct PartialOutcome {
     pub wall: Duration,
     pub logits: Vec<Logits>,
     pub kept_features: Vec<Arc<Feature>>,
-    /// The run was stopped through `Control::stop`.
+    /// The run was stopped through [`Run::stop_on`].
     pub stopped: bool,
     /// The error that ended the run early.
     pub error: Option<Error>,
@@ -124,10 +125,6 @@ impl PartialOutcome {
     }
 }
 
-/// [`run`] that can be stopped, skips features whose logits are already known, and
-/// hands every new feature's logits to a recorder (`eval`'s journal, `--resume`,
-/// Ctrl-C). Never fails as a whole: what was done is returned with the error that
-/// ended it, so partial results can be written.
 impl PartialOutcome {
     fn failed(dataset: &Dataset, e: Error) -> Self {
         PartialOutcome {
@@ -147,86 +144,14 @@ impl PartialOutcome {
     }
 }
 
-/// Runs the whole pipeline on `dataset`: builds features on one thread, keeps requests
-/// in flight on the runtime, decodes each question on another thread as soon as all of
-/// its windows are answered. Output is in file order whatever the arrival order.
-pub fn run<B: Infer>(
-    runtime: &tokio::runtime::Runtime,
-    client: &B,
-    binding: Arc<Binding>,
-    dataset: &Dataset,
-    tokenizer: &BertTokenizer,
-    config: &RunConfig,
-    observer: &dyn RunObserver,
-) -> Result<RunOutcome> {
-    let stages = Stages {
-        runtime,
-        client,
-        binding,
-        dataset,
-        tokenizer,
-        config,
-        observer,
-    };
-    stages.run(None, Control::default()).complete(dataset)
-}
-
-/// [`run`] with features built beforehand (all of the dataset's, in unique-id order),
-/// so that several models can be run on the same features (`compare`).
-#[allow(clippy::too_many_arguments)]
-pub fn run_prebuilt<B: Infer>(
-    runtime: &tokio::runtime::Runtime,
-    client: &B,
-    binding: Arc<Binding>,
-    dataset: &Dataset,
-    tokenizer: &BertTokenizer,
-    features: &[Arc<Feature>],
-    config: &RunConfig,
-    observer: &dyn RunObserver,
-) -> Result<RunOutcome> {
-    let stages = Stages {
-        runtime,
-        client,
-        binding,
-        dataset,
-        tokenizer,
-        config,
-        observer,
-    };
-    stages
-        .run(Some(features), Control::default())
-        .complete(dataset)
-}
-
-/// [`run`] that can be stopped and skips features whose logits are already known
-/// (`eval`'s journal, `--resume`, Ctrl-C); the observer sees every new answer. Never
-/// fails as a whole: what was done is returned with the error that ended it, so partial
-/// results can be written.
-#[allow(clippy::too_many_arguments)]
-pub fn run_controlled<B: Infer>(
-    runtime: &tokio::runtime::Runtime,
-    client: &B,
-    binding: Arc<Binding>,
-    dataset: &Dataset,
-    tokenizer: &BertTokenizer,
-    config: &RunConfig,
-    observer: &dyn RunObserver,
-    control: Control,
-) -> PartialOutcome {
-    let stages = Stages {
-        runtime,
-        client,
-        binding,
-        dataset,
-        tokenizer,
-        config,
-        observer,
-    };
-    stages.run(None, control)
-}
-
-/// Everything a run's stages share.
-struct Stages<'a, B: Infer> {
+/// One end-to-end run, built once: [`Run::new`] with what every run needs, then the
+/// optional settings, then [`run`](Run::run) (every question decoded, or the error) or
+/// [`run_partial`](Run::run_partial) (what was done, complete or not).
+///
+/// Builds features on one thread, keeps requests in flight on the runtime, decodes each
+/// question on another thread as soon as all of its windows are answered. Output is in
+/// file order whatever the arrival order.
+pub struct Run<'a, B: Infer> {
     runtime: &'a tokio::runtime::Runtime,
     client: &'a B,
     binding: Arc<Binding>,
@@ -234,35 +159,91 @@ struct Stages<'a, B: Infer> {
     tokenizer: &'a BertTokenizer,
     config: &'a RunConfig,
     observer: &'a dyn RunObserver,
+    prebuilt: Option<&'a [Arc<Feature>]>,
+    known: HashMap<u64, Logits>,
+    stop: Option<CancellationToken>,
 }
 
-/// What the stages on the runtime (gate, dispatch, collect) did.
-struct Inferred {
-    report: Result<InferReport>,
-    collected: Collected,
-    stopped: bool,
-}
+impl<'a, B: Infer> Run<'a, B> {
+    /// A run of `dataset` against `client` (model `binding`) on `runtime`, as `config`
+    /// says: features built from the dataset, every one sent, no observer, not
+    /// stoppable.
+    pub fn new(
+        runtime: &'a tokio::runtime::Runtime,
+        client: &'a B,
+        binding: Arc<Binding>,
+        dataset: &'a Dataset,
+        tokenizer: &'a BertTokenizer,
+        config: &'a RunConfig,
+    ) -> Self {
+        Run {
+            runtime,
+            client,
+            binding,
+            dataset,
+            tokenizer,
+            config,
+            observer: &NoProgress,
+            prebuilt: None,
+            known: HashMap::new(),
+            stop: None,
+        }
+    }
 
-impl<B: Infer> Stages<'_, B> {
-    fn run(self, prebuilt: Option<&[Arc<Feature>]>, control: Control) -> PartialOutcome {
+    /// Tells `observer` what happens as it happens (progress, answers, the padding
+    /// decision); its error stops the run.
+    pub fn observer(mut self, observer: &'a dyn RunObserver) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// Takes the features built beforehand (all of the dataset's, in unique-id order),
+    /// so that several models can be run on the same features (`compare`).
+    pub fn prebuilt(mut self, features: &'a [Arc<Feature>]) -> Self {
+        self.prebuilt = Some(features);
+        self
+    }
+
+    /// Logits already known (a journal's) by unique id: these features are not sent.
+    pub fn known(mut self, logits: HashMap<u64, Logits>) -> Self {
+        self.known = logits;
+        self
+    }
+
+    /// Once `stop` is cancelled, no further request is sent; requests in flight are
+    /// drained (their answers observed and decoded) and the run returns, stopped.
+    pub fn stop_on(mut self, stop: CancellationToken) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Runs to the end: every question decoded, or the error that ended the run.
+    pub fn run(self) -> Result<RunOutcome> {
+        let dataset = self.dataset;
+        self.run_partial().complete(dataset)
+    }
+
+    /// Runs until the end, a stop or an error. Never fails as a whole: what was done is
+    /// returned with the error that ended it, so partial results can be written.
+    pub fn run_partial(mut self) -> PartialOutcome {
         let started = Instant::now();
         let config = self.config;
         let builder = match crate::features::FeatureBuilder::new(self.tokenizer, config.features) {
             Ok(b) => b,
             Err(e) => return PartialOutcome::failed(self.dataset, e),
         };
+        let known = std::mem::take(&mut self.known);
         let infer = &config.infer;
         let queue = (infer.batch_size * infer.concurrency * 4).max(256);
-        // Features travel to the dispatch stage in chunks of a batch: a sender waiting for
-        // features was woken for every one of them otherwise, about one futex call per
-        // feature.
-        let chunk = infer.batch_size.max(1);
-        let (produced_tx, produced_rx) = mpsc::channel(queue.div_ceil(chunk));
+        // Features travel to the dispatch stage as the batches they are sent in: a
+        // sender waiting for features was woken for every one of them otherwise, about
+        // one futex call per feature.
+        let batch_size = infer.batch_size.max(1);
+        let (produced_tx, produced_rx) = mpsc::channel(queue.div_ceil(batch_size));
         // Between the producer and the dispatch stage, a gate that closes on a stop.
-        let (gated_tx, gated_rx) = mpsc::channel(infer.batch_size.max(1));
+        let (gated_tx, gated_rx) = mpsc::channel(1);
         let (events_tx, events_rx) = mpsc::channel(queue);
         let (decoder_tx, decoder_rx) = std_mpsc::channel();
-        let Control { known, stop } = control;
 
         std::thread::scope(|scope| {
             let outlets = Outlets {
@@ -270,15 +251,10 @@ impl<B: Infer> Stages<'_, B> {
                 to_decoder: decoder_tx.clone(),
                 runtime: self.runtime.handle().clone(),
             };
+            let (dataset, prebuilt, observer) = (self.dataset, self.prebuilt, self.observer);
             let producer = scope.spawn(move || {
                 produce(
-                    self.dataset,
-                    builder,
-                    prebuilt,
-                    known,
-                    self.observer,
-                    outlets,
-                    chunk,
+                    dataset, builder, prebuilt, known, observer, outlets, batch_size,
                 )
             });
             let decode = DecodeStage::new(
@@ -293,10 +269,8 @@ impl<B: Infer> Stages<'_, B> {
             let inferred = self.infer(
                 produced_rx,
                 (gated_tx, gated_rx),
-                events_tx,
-                events_rx,
+                (events_tx, events_rx),
                 decoder_tx,
-                stop,
             );
             let responses_done = Instant::now();
             let produced = producer.join().expect("producer thread");
@@ -309,12 +283,10 @@ impl<B: Infer> Stages<'_, B> {
     /// features end, the run is stopped or fails.
     fn infer(
         &self,
-        produced: mpsc::Receiver<Vec<Arc<Feature>>>,
-        (gated_tx, gated_rx): (mpsc::Sender<Arc<Feature>>, mpsc::Receiver<Arc<Feature>>),
-        events_tx: mpsc::Sender<RunEvent>,
-        events_rx: mpsc::Receiver<RunEvent>,
+        produced: mpsc::Receiver<Batch>,
+        (gated_tx, gated_rx): (mpsc::Sender<Batch>, mpsc::Receiver<Batch>),
+        (events_tx, events_rx): (mpsc::Sender<RunEvent>, mpsc::Receiver<RunEvent>),
         to_decoder: std_mpsc::Sender<ToDecoder>,
-        stop: Option<watch::Receiver<bool>>,
     ) -> Inferred {
         let config = self.config;
         // Answers are ranked as they are read; their logits are kept where something
@@ -323,9 +295,14 @@ impl<B: Infer> Stages<'_, B> {
             k: config.decode.n_best_size,
             keep_logits: config.keep_logits || self.observer.answer_needs() == AnswerNeeds::Logits,
         };
-        let (abort_tx, abort_rx) = watch::channel(false);
+        // The gate closes on one handle: cancelled by the caller's stop, or by the
+        // collector on an observer's error (which leaves the caller's untouched).
+        let cancel = self
+            .stop
+            .as_ref()
+            .map_or_else(CancellationToken::new, |s| s.child_token());
         self.runtime.block_on(async {
-            let (report, collected, stopped) = tokio::join!(
+            let (report, collected, cut_short) = tokio::join!(
                 infer_events(
                     self.client,
                     self.binding.clone(),
@@ -339,10 +316,11 @@ impl<B: Infer> Stages<'_, B> {
                     self.observer,
                     config.keep_logits,
                     to_decoder,
-                    abort_tx
+                    cancel.clone()
                 ),
-                gate(produced, gated_tx, stop, abort_rx)
+                gate(produced, gated_tx, cancel.clone())
             );
+            let stopped = cut_short && self.stop.as_ref().is_some_and(|s| s.is_cancelled());
             Inferred {
                 report,
                 collected,

@@ -115,8 +115,9 @@ fn echo_features(n: usize) -> Vec<Arc<Feature>> {
 
 type Echoed = (InferReport, Vec<(Arc<Feature>, Logits)>, Vec<usize>, usize);
 
-/// Runs the dispatch stage against [`Echo`]: the report, the answers, each request's
-/// rows and the most requests in flight at once.
+/// Runs the dispatch stage against [`Echo`] on `features` in batches of `batch_size`:
+/// the report, the answers, each request's rows and the most requests in flight at
+/// once.
 fn run_echo(config: &InferConfig, features: &[Arc<Feature>]) -> Echoed {
     run_echo_events(config, features).0
 }
@@ -133,10 +134,13 @@ fn run_echo_events(config: &InferConfig, features: &[Arc<Feature>]) -> (Echoed, 
         let (ftx, frx) = mpsc::channel(16);
         // An events channel smaller than a batch: answers go out in several rounds.
         let (etx, mut erx) = mpsc::channel(5);
-        let sent = features.to_vec();
+        let batches: Vec<Vec<Arc<Feature>>> = features
+            .chunks(config.batch_size)
+            .map(<[_]>::to_vec)
+            .collect();
         tokio::spawn(async move {
-            for f in sent {
-                ftx.send(f).await.unwrap();
+            for b in batches {
+                ftx.send(b).await.unwrap();
             }
         });
         let collect = tokio::spawn(async move {
@@ -256,26 +260,34 @@ fn shared_memory_needs_one_server_auto_falls_back_system_fails() {
         shared_memory: SharedMemory::System,
         ..echo_config(0, None)
     };
+    let err = echo_error(&config, Vec::new());
+    assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
+}
+
+/// The error [`infer_all`] ends with against [`Echo`] on `batches`.
+fn echo_error(config: &InferConfig, batches: Vec<Vec<Arc<Feature>>>) -> crate::Error {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (_ftx, frx) = mpsc::channel(1);
-    let (rtx, _rrx) = mpsc::channel(1);
-    let err = rt
-        .block_on(infer_all(
-            &Echo::default(),
-            Arc::new(echo_binding()),
-            &config,
-            frx,
-            rtx,
-        ))
-        .unwrap_err();
-    assert!(err.to_string().contains("`SharedMemory::System`"), "{err}");
+    let (ftx, frx) = mpsc::channel(batches.len().max(1));
+    let (rtx, _rrx) = mpsc::channel(16);
+    for b in batches {
+        ftx.try_send(b).unwrap();
+    }
+    drop(ftx);
+    rt.block_on(infer_all(
+        &Echo::default(),
+        Arc::new(echo_binding()),
+        config,
+        frx,
+        rtx,
+    ))
+    .unwrap_err()
 }
 
 #[test]
-fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
+fn infer_all_sends_each_batch_and_answers_every_feature_with_its_own_logits() {
     let n = 45;
     let config = echo_config(1, None);
     let (report, answers, rows, _) = run_echo(&config, &echo_features(n));
@@ -285,6 +297,16 @@ fn infer_all_fills_batches_and_answers_every_feature_with_its_own_logits() {
     check_echoed(&answers, n);
     assert_eq!(report.padding.mode(), "dynamic");
     assert_eq!(report.padding.probe_features, 0);
+}
+
+#[test]
+fn a_batch_over_the_batch_size_is_refused() {
+    let config = InferConfig {
+        shared_memory: SharedMemory::None,
+        ..echo_config(0, None)
+    };
+    let err = echo_error(&config, vec![echo_features(9)]);
+    assert!(err.to_string().contains("over `batch_size` 8"), "{err}");
 }
 
 #[test]

@@ -21,4 +21,5 @@ mod reliability;
 mod resume;
 mod score;
 mod security;
+mod shared_memory;
 mod testbed;

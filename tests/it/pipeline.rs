@@ -44,10 +44,11 @@ fn run(model: &str, feats: &[Arc<Feature>], config: InferConfig) -> (ById, Vec<u
         let (ftx, frx) = tokio::sync::mpsc::channel(64);
         let (rtx, mut rrx) =
             tokio::sync::mpsc::channel::<(Arc<Feature>, bertqa::types::Logits)>(64);
-        let owned = feats.to_vec();
+        let batches: Vec<Vec<Arc<Feature>>> =
+            feats.chunks(config.batch_size).map(<[_]>::to_vec).collect();
         tokio::spawn(async move {
-            for f in owned {
-                ftx.send(f).await.unwrap();
+            for b in batches {
+                ftx.send(b).await.unwrap();
             }
         });
         let collector = tokio::spawn(async move {

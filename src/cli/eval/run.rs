@@ -176,26 +176,25 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         }
     };
     let nbest = Mutex::new(decode::NbestStream::create(&args.output_dir)?);
-    let control = pipeline::Control {
-        known,
-        stop: Some(resume::stop_on_signals(on_quit)?),
-    };
+    let stop = resume::stop_on_signals(on_quit)?;
     let observer = EvalObserver {
         bar: Bar::new(args.run.output.quiet || args.run.output.json),
         journal: &recorder,
         nbest,
     };
     let binding = Arc::new(binding);
-    let outcome = pipeline::run_controlled(
+    let outcome = pipeline::Run::new(
         &rt,
         &client,
         binding.clone(),
         &input.dataset,
         &input.tokenizer,
         &config,
-        &observer,
-        control,
-    );
+    )
+    .observer(&observer)
+    .known(known)
+    .stop_on(stop)
+    .run_partial();
     observer.bar.finish();
     let stream = observer
         .nbest
