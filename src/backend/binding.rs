@@ -198,241 +198,23 @@ impl Binding {
         version: &str,
         overrides: &BindingOverrides,
     ) -> Result<Binding> {
-        let model = metadata.name.clone();
-        let max_batch_size = config
-            .map(|c| c.max_batch_size.max(0) as usize)
-            .unwrap_or_else(|| {
-                // Without a config, a leading -1 on every tensor means batching.
-                let all = metadata.inputs.iter().chain(&metadata.outputs);
-                if metadata.inputs.iter().all(|t| t.shape.first() == Some(&-1)) && all.count() > 0 {
-                    1
-                } else {
-                    0
-                }
-            });
-        let batched = max_batch_size > 0;
-        let per_row = |t: &TensorMetadata| -> Vec<i64> {
-            if batched {
-                t.shape.iter().skip(1).copied().collect()
-            } else {
-                t.shape.clone()
-            }
+        let max_batch_size = max_batch_size(metadata, config);
+        let model = Inference {
+            metadata,
+            batched: max_batch_size > 0,
         };
-        let fail = |message: String| Error::Binding {
-            model: model.clone(),
-            message: format!("{message}\n{}", describe_tensors(metadata)),
-        };
-
-        // Inputs: overrides first, then names.
-        let wanted = [
-            (InputRole::InputIds, &overrides.input_ids),
-            (InputRole::SegmentIds, &overrides.segment_ids),
-            (InputRole::InputMask, &overrides.input_mask),
-        ];
-        for (role, name) in wanted {
-            if let Some(name) = name {
-                if !metadata.inputs.iter().any(|t| &t.name == name) {
-                    return Err(fail(format!(
-                        "{} names input {name:?}, which the model does not have",
-                        role.setting()
-                    )));
-                }
-            }
-        }
-        let mut inputs = Vec::new();
-        for t in &metadata.inputs {
-            let overridden = wanted
-                .iter()
-                .find(|(_, n)| n.as_deref() == Some(t.name.as_str()))
-                .map(|(r, _)| *r);
-            let role = overridden.or_else(|| {
-                // A name-inferred role yields to an override that claims the same role.
-                InputRole::from_name(&t.name).filter(|r| {
-                    !wanted
-                        .iter()
-                        .any(|(wr, n)| wr == r && n.is_some() && n.as_deref() != Some(&t.name))
-                })
-            });
-            let Some(role) = role else {
-                return Err(fail(format!(
-                    "cannot tell what input {:?} is for; map the inputs with `input_ids`, \
-                     `segment_ids` and `input_mask`",
-                    t.name
-                )));
-            };
-            if inputs.iter().any(|b: &InputBinding| b.role == role) {
-                return Err(fail(format!(
-                    "two inputs are bound as {}; map them with `input_ids`, \
-                     `segment_ids` and `input_mask`",
-                    role.as_str()
-                )));
-            }
-            let datatype = match t.datatype.as_str() {
-                "INT32" => IntType::Int32,
-                "INT64" => IntType::Int64,
-                other => {
-                    return Err(Error::TensorMismatch {
-                        model: model.clone(),
-                        tensor: t.name.clone(),
-                        expected: "INT32 or INT64".into(),
-                        actual: other.into(),
-                    })
-                }
-            };
-            inputs.push(InputBinding {
-                name: t.name.clone(),
-                role,
-                datatype,
-                dims: per_row(t),
-            });
-        }
-        for role in [
-            InputRole::InputIds,
-            InputRole::SegmentIds,
-            InputRole::InputMask,
-        ] {
-            if !inputs.iter().any(|b| b.role == role) {
-                return Err(fail(format!(
-                    "no input for the {} role; map it with {}",
-                    role.as_str(),
-                    role.setting()
-                )));
-            }
-        }
-
-        // Sequence length: the token inputs must be 1-D per row and agree.
-        let mut seq_len: Option<SeqLen> = None;
-        for b in inputs.iter().filter(|b| b.role != InputRole::UniqueIds) {
-            let this = match b.dims.as_slice() {
-                [-1] => SeqLen::Dynamic,
-                [n] if *n > 0 => SeqLen::Fixed(*n as usize),
-                other => {
-                    return Err(Error::TensorMismatch {
-                        model: model.clone(),
-                        tensor: b.name.clone(),
-                        expected: format!("shape {}[seq]", if batched { "[batch] + " } else { "" }),
-                        actual: format!("per-row dims {other:?}"),
-                    })
-                }
-            };
-            match seq_len {
-                None => seq_len = Some(this),
-                Some(prev) if prev != this => {
-                    return Err(fail(format!(
-                        "inputs disagree on the sequence length ({prev} vs {this} for {:?})",
-                        b.name
-                    )))
-                }
-                _ => {}
-            }
-        }
-        let seq_len = seq_len.expect("three token inputs checked above");
-
-        // Outputs.
-        let out = |name: &str| metadata.outputs.iter().find(|t| t.name == name);
-        let float = |t: &TensorMetadata| -> Result<OutputBinding> {
-            let datatype = match t.datatype.as_str() {
-                "FP32" => FloatType::Fp32,
-                "FP16" => FloatType::Fp16,
-                other => {
-                    return Err(Error::TensorMismatch {
-                        model: model.clone(),
-                        tensor: t.name.clone(),
-                        expected: "FP32 or FP16".into(),
-                        actual: other.into(),
-                    })
-                }
-            };
-            Ok(OutputBinding {
-                name: t.name.clone(),
-                datatype,
-                dims: per_row(t),
-            })
-        };
-        let is_stacked = |t: &TensorMetadata| per_row(t).len() == 2 && per_row(t)[1] == 2;
-        let named = |o: &Option<String>, what: &str| -> Result<Option<&TensorMetadata>> {
-            match o {
-                None => Ok(None),
-                Some(n) => out(n).map(Some).ok_or_else(|| {
-                    fail(format!(
-                        "{what} names output {n:?}, which the model does not have"
-                    ))
-                }),
-            }
-        };
-        let start_o = named(&overrides.start_logits, "`start_logits`")?;
-        let end_o = named(&overrides.end_logits, "`end_logits`")?;
-        let outputs =
-            match (start_o, end_o) {
-                (Some(s), None) if is_stacked(s) => Outputs::Stacked { logits: float(s)? },
-                (Some(s), Some(e)) => Outputs::Split {
-                    start: float(s)?,
-                    end: float(e)?,
-                },
-                (s, e) => {
-                    let by_name = |pairs: &[(&str, &str)]| {
-                        pairs.iter().find_map(|(a, b)| Some((out(a)?, out(b)?)))
-                    };
-                    let guess = by_name(&[
-                        ("output__0", "output__1"),
-                        ("start_logits", "end_logits"),
-                        ("start_logit", "end_logit"),
-                        ("start_scores", "end_scores"),
-                    ]);
-                    let stacked: Vec<&TensorMetadata> =
-                        metadata.outputs.iter().filter(|t| is_stacked(t)).collect();
-                    match (s.or(guess.map(|g| g.0)), e.or(guess.map(|g| g.1))) {
-                        (Some(s), Some(e)) => Outputs::Split {
-                            start: float(s)?,
-                            end: float(e)?,
-                        },
-                        _ if stacked.len() == 1 && s.is_none() && e.is_none() => Outputs::Stacked {
-                            logits: float(stacked[0])?,
-                        },
-                        _ => return Err(fail(
-                            "cannot tell which outputs hold the start and end logits; map them \
-                             with `start_logits` and `end_logits` (or `start_logits` alone for \
-                             one [batch, seq, 2] output)"
-                                .into(),
-                        )),
-                    }
-                }
-            };
-        let check_seq = |o: &OutputBinding, stacked: bool| -> Result<()> {
-            let want = if stacked { 2 } else { 1 };
-            let ok = o.dims.len() == want
-                && match seq_len {
-                    SeqLen::Fixed(n) => o.dims[0] == n as i64 || o.dims[0] == -1,
-                    SeqLen::Dynamic => true,
-                };
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::TensorMismatch {
-                    model: model.clone(),
-                    tensor: o.name.clone(),
-                    expected: format!(
-                        "per-row dims [{}{}]",
-                        match seq_len {
-                            SeqLen::Fixed(n) => n.to_string(),
-                            SeqLen::Dynamic => "-1".into(),
-                        },
-                        if stacked { ", 2" } else { "" }
-                    ),
-                    actual: format!("{:?}", o.dims),
-                })
-            }
-        };
+        let inputs = model.inputs(overrides)?;
+        let seq_len = model.seq_len(&inputs)?;
+        let outputs = model.outputs(overrides)?;
         match &outputs {
             Outputs::Split { start, end } => {
-                check_seq(start, false)?;
-                check_seq(end, false)?;
+                model.check_seq(start, false, seq_len)?;
+                model.check_seq(end, false, seq_len)?;
             }
-            Outputs::Stacked { logits } => check_seq(logits, true)?,
+            Outputs::Stacked { logits } => model.check_seq(logits, true, seq_len)?,
         }
-
         Ok(Binding {
-            model: model.clone(),
+            model: metadata.name.clone(),
             version: version.to_string(),
             platform: config
                 .map(|c| {
@@ -519,6 +301,269 @@ impl<'a> IntoIterator for OutputList<'a> {
 
     fn into_iter(self) -> Self::IntoIter {
         self.items.into_iter().take(self.len)
+    }
+}
+
+/// The model's `max_batch_size`: the config's, or without one 1 when every input has a
+/// leading -1 (batching), 0 otherwise.
+fn max_batch_size(metadata: &ModelMetadataResponse, config: Option<&ModelConfig>) -> usize {
+    config
+        .map(|c| c.max_batch_size.max(0) as usize)
+        .unwrap_or_else(|| {
+            // Without a config, a leading -1 on every tensor means batching.
+            let all = metadata.inputs.iter().chain(&metadata.outputs);
+            if metadata.inputs.iter().all(|t| t.shape.first() == Some(&-1)) && all.count() > 0 {
+                1
+            } else {
+                0
+            }
+        })
+}
+
+/// A model's metadata, read for its binding ([`Binding::infer`]).
+struct Inference<'a> {
+    metadata: &'a ModelMetadataResponse,
+    /// The model batches: each tensor's first dimension is the batch.
+    batched: bool,
+}
+
+impl Inference<'_> {
+    /// A binding error: `message`, then the model's tensors.
+    fn fail(&self, message: String) -> Error {
+        Error::Binding {
+            model: self.metadata.name.clone(),
+            message: format!("{message}\n{}", describe_tensors(self.metadata)),
+        }
+    }
+
+    /// A tensor's shape per batch row.
+    fn per_row(&self, t: &TensorMetadata) -> Vec<i64> {
+        if self.batched {
+            t.shape.iter().skip(1).copied().collect()
+        } else {
+            t.shape.clone()
+        }
+    }
+
+    /// The inputs in the model's order, each with its role: overrides first, then
+    /// names. Every token role is bound, once.
+    fn inputs(&self, overrides: &BindingOverrides) -> Result<Vec<InputBinding>> {
+        let metadata = self.metadata;
+        let wanted = [
+            (InputRole::InputIds, &overrides.input_ids),
+            (InputRole::SegmentIds, &overrides.segment_ids),
+            (InputRole::InputMask, &overrides.input_mask),
+        ];
+        for (role, name) in wanted {
+            if let Some(name) = name {
+                if !metadata.inputs.iter().any(|t| &t.name == name) {
+                    return Err(self.fail(format!(
+                        "{} names input {name:?}, which the model does not have",
+                        role.setting()
+                    )));
+                }
+            }
+        }
+        let mut inputs = Vec::new();
+        for t in &metadata.inputs {
+            let overridden = wanted
+                .iter()
+                .find(|(_, n)| n.as_deref() == Some(t.name.as_str()))
+                .map(|(r, _)| *r);
+            let role = overridden.or_else(|| {
+                // A name-inferred role yields to an override that claims the same role.
+                InputRole::from_name(&t.name).filter(|r| {
+                    !wanted
+                        .iter()
+                        .any(|(wr, n)| wr == r && n.is_some() && n.as_deref() != Some(&t.name))
+                })
+            });
+            let Some(role) = role else {
+                return Err(self.fail(format!(
+                    "cannot tell what input {:?} is for; map the inputs with `input_ids`, \
+                     `segment_ids` and `input_mask`",
+                    t.name
+                )));
+            };
+            if inputs.iter().any(|b: &InputBinding| b.role == role) {
+                return Err(self.fail(format!(
+                    "two inputs are bound as {}; map them with `input_ids`, \
+                     `segment_ids` and `input_mask`",
+                    role.as_str()
+                )));
+            }
+            let datatype = match t.datatype.as_str() {
+                "INT32" => IntType::Int32,
+                "INT64" => IntType::Int64,
+                other => {
+                    return Err(Error::TensorMismatch {
+                        model: metadata.name.clone(),
+                        tensor: t.name.clone(),
+                        expected: "INT32 or INT64".into(),
+                        actual: other.into(),
+                    })
+                }
+            };
+            inputs.push(InputBinding {
+                name: t.name.clone(),
+                role,
+                datatype,
+                dims: self.per_row(t),
+            });
+        }
+        for role in [
+            InputRole::InputIds,
+            InputRole::SegmentIds,
+            InputRole::InputMask,
+        ] {
+            if !inputs.iter().any(|b| b.role == role) {
+                return Err(self.fail(format!(
+                    "no input for the {} role; map it with {}",
+                    role.as_str(),
+                    role.setting()
+                )));
+            }
+        }
+        Ok(inputs)
+    }
+
+    /// The sequence length: the token inputs must be 1-D per row and agree.
+    fn seq_len(&self, inputs: &[InputBinding]) -> Result<SeqLen> {
+        let mut seq_len: Option<SeqLen> = None;
+        for b in inputs.iter().filter(|b| b.role != InputRole::UniqueIds) {
+            let this = match b.dims.as_slice() {
+                [-1] => SeqLen::Dynamic,
+                [n] if *n > 0 => SeqLen::Fixed(*n as usize),
+                other => {
+                    return Err(Error::TensorMismatch {
+                        model: self.metadata.name.clone(),
+                        tensor: b.name.clone(),
+                        expected: format!(
+                            "shape {}[seq]",
+                            if self.batched { "[batch] + " } else { "" }
+                        ),
+                        actual: format!("per-row dims {other:?}"),
+                    })
+                }
+            };
+            match seq_len {
+                None => seq_len = Some(this),
+                Some(prev) if prev != this => {
+                    return Err(self.fail(format!(
+                        "inputs disagree on the sequence length ({prev} vs {this} for {:?})",
+                        b.name
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(seq_len.expect("three token inputs checked before"))
+    }
+
+    /// An output's binding: FP32 or FP16.
+    fn float(&self, t: &TensorMetadata) -> Result<OutputBinding> {
+        let datatype = match t.datatype.as_str() {
+            "FP32" => FloatType::Fp32,
+            "FP16" => FloatType::Fp16,
+            other => {
+                return Err(Error::TensorMismatch {
+                    model: self.metadata.name.clone(),
+                    tensor: t.name.clone(),
+                    expected: "FP32 or FP16".into(),
+                    actual: other.into(),
+                })
+            }
+        };
+        Ok(OutputBinding {
+            name: t.name.clone(),
+            datatype,
+            dims: self.per_row(t),
+        })
+    }
+
+    /// The outputs holding the logits: the overrides, or known names, or the one
+    /// `[batch, seq, 2]` output.
+    fn outputs(&self, overrides: &BindingOverrides) -> Result<Outputs> {
+        let metadata = self.metadata;
+        let out = |name: &str| metadata.outputs.iter().find(|t| t.name == name);
+        let is_stacked = |t: &TensorMetadata| self.per_row(t).len() == 2 && self.per_row(t)[1] == 2;
+        let named = |o: &Option<String>, what: &str| -> Result<Option<&TensorMetadata>> {
+            match o {
+                None => Ok(None),
+                Some(n) => out(n).map(Some).ok_or_else(|| {
+                    self.fail(format!(
+                        "{what} names output {n:?}, which the model does not have"
+                    ))
+                }),
+            }
+        };
+        let start_o = named(&overrides.start_logits, "`start_logits`")?;
+        let end_o = named(&overrides.end_logits, "`end_logits`")?;
+        Ok(match (start_o, end_o) {
+            (Some(s), None) if is_stacked(s) => Outputs::Stacked {
+                logits: self.float(s)?,
+            },
+            (Some(s), Some(e)) => Outputs::Split {
+                start: self.float(s)?,
+                end: self.float(e)?,
+            },
+            (s, e) => {
+                let by_name = |pairs: &[(&str, &str)]| {
+                    pairs.iter().find_map(|(a, b)| Some((out(a)?, out(b)?)))
+                };
+                let guess = by_name(&[
+                    ("output__0", "output__1"),
+                    ("start_logits", "end_logits"),
+                    ("start_logit", "end_logit"),
+                    ("start_scores", "end_scores"),
+                ]);
+                let stacked: Vec<&TensorMetadata> =
+                    metadata.outputs.iter().filter(|t| is_stacked(t)).collect();
+                match (s.or(guess.map(|g| g.0)), e.or(guess.map(|g| g.1))) {
+                    (Some(s), Some(e)) => Outputs::Split {
+                        start: self.float(s)?,
+                        end: self.float(e)?,
+                    },
+                    _ if stacked.len() == 1 && s.is_none() && e.is_none() => Outputs::Stacked {
+                        logits: self.float(stacked[0])?,
+                    },
+                    _ => {
+                        return Err(self.fail(
+                            "cannot tell which outputs hold the start and end logits; map \
+                             them with `start_logits` and `end_logits` (or `start_logits` \
+                             alone for one [batch, seq, 2] output)"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+        })
+    }
+
+    /// An output's per-row dims fit the sequence length (`[seq]`, or `[seq, 2]` stacked).
+    fn check_seq(&self, o: &OutputBinding, stacked: bool, seq_len: SeqLen) -> Result<()> {
+        let want = if stacked { 2 } else { 1 };
+        let ok = o.dims.len() == want
+            && match seq_len {
+                SeqLen::Fixed(n) => o.dims[0] == n as i64 || o.dims[0] == -1,
+                SeqLen::Dynamic => true,
+            };
+        if ok {
+            return Ok(());
+        }
+        Err(Error::TensorMismatch {
+            model: self.metadata.name.clone(),
+            tensor: o.name.clone(),
+            expected: format!(
+                "per-row dims [{}{}]",
+                match seq_len {
+                    SeqLen::Fixed(n) => n.to_string(),
+                    SeqLen::Dynamic => "-1".into(),
+                },
+                if stacked { ", 2" } else { "" }
+            ),
+            actual: format!("{:?}", o.dims),
+        })
     }
 }
 

@@ -14,7 +14,6 @@
 //!   [`Error::RetriesExhausted`] with a summary of the attempts' codes and the last error.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::status::is_dropped_connection;
@@ -109,20 +108,10 @@ impl RetryPolicy {
     }
 }
 
-/// A uniform number in [0, 1) from a process-wide splitmix64 sequence seeded by the
-/// clock: jitter needs spread, not cryptographic quality.
+/// A uniform number in [0, 1) from the thread's generator, seeded at random: jitter
+/// needs spread, not reproducibility or cryptographic quality.
 fn jitter() -> f64 {
-    static STATE: AtomicU64 = AtomicU64::new(0);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut z = STATE
-        .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-        .wrapping_add(seed);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    fastrand::f64()
 }
 
 /// Retries and final failures of a run, by code.

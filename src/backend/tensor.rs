@@ -218,16 +218,12 @@ impl Checked<'_> {
 }
 
 /// Little-endian FP32 bytes as the values they hold, in place: `None` when they are not
-/// aligned for `f32` or the machine is big-endian.
+/// aligned for `f32` or the machine is big-endian (the wire's byte order is little).
 fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
     if cfg!(target_endian = "big") {
         return None;
     }
-    // SAFETY: every bit pattern is an f32, and `align_to` only returns the part that is
-    // aligned for it; on a little-endian machine the wire's little-endian values read
-    // as they are.
-    let (head, values, tail) = unsafe { bytes.align_to::<f32>() };
-    (head.is_empty() && tail.is_empty()).then_some(values)
+    bytemuck::try_cast_slice(bytes).ok()
 }
 
 /// Row `row` of a tensor of `per_row` values per row.
@@ -466,6 +462,59 @@ mod tests {
             .unwrap()
             .row_f32(0)
             .is_none());
+    }
+
+    /// NaN (of any sign and payload), +∞ and −∞ read in place are the wire's values bit
+    /// for bit, as copying reads them, in start and end rows alike; their candidates,
+    /// ranked where they lie, say they are not finite (so the pipeline copies the row
+    /// out, replaces them and ranks again).
+    #[test]
+    fn non_finite_fp32_rows_read_in_place_as_they_are() {
+        let fp32 = Outputs::Split {
+            start: out("s", FloatType::Fp32, vec![-1]),
+            end: out("e", FloatType::Fp32, vec![-1]),
+        };
+        let quiet_negative_nan = f32::from_bits(0xffc0_0001);
+        let start = [
+            f32::NAN,
+            1.0,
+            f32::INFINITY,
+            -2.0,
+            0.5,
+            0.25,
+            f32::NEG_INFINITY,
+            quiet_negative_nan,
+            3.0,
+        ];
+        let end = [
+            f32::NEG_INFINITY,
+            0.0,
+            2.0,
+            f32::INFINITY,
+            f32::NAN,
+            -1.0,
+            1.0,
+            2.0,
+            3.0,
+        ];
+        let r = response(vec![
+            ("s", "FP32", vec![3, 3], le32(&start)),
+            ("e", "FP32", vec![3, 3], le32(&end)),
+        ]);
+        let b = binding(fp32, 4);
+        let checked = check_batch(&b, 3, 3, &r).unwrap();
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let (mut s, mut e) = (Vec::new(), Vec::new());
+        let mut scratch = Vec::new();
+        for row in 0..3 {
+            let (rs, re) = checked.row_f32(row).expect("aligned FP32");
+            checked.row_into(row, &mut s, &mut e);
+            assert_eq!(bits(rs), bits(&start[3 * row..3 * row + 3]), "row {row}");
+            assert_eq!(bits(re), bits(&end[3 * row..3 * row + 3]), "row {row}");
+            assert_eq!((bits(rs), bits(re)), (bits(&s), bits(&e)), "row {row}");
+            let c = crate::decode::Candidates::of_rows(rs, re, 2, &mut scratch);
+            assert!(!c.finite(), "row {row}");
+        }
     }
 
     #[test]

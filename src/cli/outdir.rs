@@ -12,7 +12,6 @@
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
 /// The lock file's name inside the output directory.
@@ -107,20 +106,13 @@ fn missing_ancestors(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Takes an exclusive `flock(2)` on `file` without waiting: false when another open
-/// file description holds it.
+/// Takes an exclusive lock on `file` without waiting (`flock(2)` on Unix): false when
+/// another open file description holds it.
 fn try_lock(file: &File) -> std::io::Result<bool> {
-    // SAFETY: flock(2) on a descriptor this `File` owns and keeps open; it touches no
-    // memory. (`File::try_lock` does the same from Rust 1.89, above this crate's MSRV.)
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    if e.kind() == std::io::ErrorKind::WouldBlock {
-        Ok(false)
-    } else {
-        Err(e)
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

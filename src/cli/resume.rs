@@ -17,58 +17,28 @@
 //!   partial results before exiting 2.
 //! - After a complete run the journal is removed.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bertqa::decode::Candidates;
+use bertqa::decode::Scores;
 use bertqa::journal::{self, Fingerprint, Journal};
 use bertqa::pipeline::AnswerNeeds;
-use bertqa::types::Logits;
-
-/// The journal keeps the padding probe's decision ([`bertqa::pipeline::PaddingGuard`]) as
-/// a record of its own, under this `unique_id` (no feature's): logits `[1.0]` for
-/// dynamic padding, `[0.0]` for the full length.
-const PADDING_DECISION_ID: u64 = u64::MAX;
-
-/// The journal record of the padding decision.
-fn padding_decision_record(dynamic: bool) -> Logits {
-    let v = if dynamic { 1.0 } else { 0.0 };
-    Logits {
-        unique_id: PADDING_DECISION_ID,
-        start: vec![v],
-        end: vec![v],
-    }
-}
-
-/// Takes the padding decision an earlier run's journal kept, if any, out of the
-/// journaled logits (true: dynamic padding).
-pub fn take_padding_decision(journaled: &mut HashMap<u64, Logits>) -> Option<bool> {
-    journaled
-        .remove(&PADDING_DECISION_ID)
-        .and_then(|l| l.start.first().map(|&v| v > 0.5))
-}
 
 /// Appends a run's answers and its padding decision to the journal as they come (the
 /// journal part of `eval`'s [`bertqa::pipeline::RunObserver`]).
 pub struct Recorder {
     journal: Arc<Mutex<Journal>>,
-    /// The journal holds the padding decision (from the earlier run, or this one's).
-    decision_journaled: AtomicBool,
     /// The journal writes compact records for the run's n-best size: candidates do
     /// where they stand for the logits.
     from_candidates: bool,
 }
 
 impl Recorder {
-    /// Records into `journal` (shared with the signal handler); `decided`: the journal
-    /// already holds the padding decision.
-    pub fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize, decided: bool) -> Self {
+    /// Records into `journal` (shared with the signal handler).
+    pub fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize) -> Self {
         let from_candidates = lock(&journal).compacts() == Some(n_best_size);
         Recorder {
             journal,
-            decision_journaled: AtomicBool::new(decided),
             from_candidates,
         }
     }
@@ -83,19 +53,18 @@ impl Recorder {
     }
 
     /// Appends a feature's answer.
-    pub fn answer(&self, logits: &Logits, candidates: Option<&Candidates>) -> bertqa::Result<()> {
-        lock(&self.journal).append_ranked(logits, candidates)
+    pub fn answer(&self, scores: &Scores) -> bertqa::Result<()> {
+        lock(&self.journal).append_answer(scores)
     }
 
     /// Appends the padding decision.
     pub fn padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
-        self.decision_journaled.store(true, Ordering::Relaxed);
-        lock(&self.journal).append_ranked(&padding_decision_record(dynamic), None)
+        lock(&self.journal).append_padding_decision(dynamic)
     }
 
-    /// Features in the journal (the padding decision is a record too).
+    /// Features in the journal.
     pub fn features(&self) -> u64 {
-        lock(&self.journal).records() - u64::from(self.decision_journaled.load(Ordering::Relaxed))
+        lock(&self.journal).features()
     }
 }
 
@@ -126,8 +95,7 @@ pub fn open(
         eprintln!(
             "resuming from {}: {} features already answered{torn}",
             path.display(),
-            // Features only: the padding probe's decision is a record too.
-            contents.logits.len() - usize::from(contents.logits.contains_key(&PADDING_DECISION_ID))
+            contents.logits.len()
         );
         return Ok((j, contents));
     }

@@ -30,6 +30,7 @@ pub mod non_finite;
 mod output;
 pub mod pyjson;
 pub mod rules;
+mod scores;
 mod span_text;
 
 use std::collections::HashMap;
@@ -45,6 +46,7 @@ pub use output::{
     NbestStream,
 };
 pub use pyjson::py_float_repr;
+pub use scores::Scores;
 use span_text::WordCache;
 #[cfg(test)]
 use {
@@ -125,19 +127,42 @@ pub struct Prediction {
     pub null_odds: Option<f64>,
 }
 
-/// One window of a question: the feature and the logits the model returned for it.
+/// One window of a question: the feature and what the model returned for it, its logits
+/// or their candidates ([`Window::new`], [`Window::of`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Window<'a> {
     pub feature: &'a Feature,
-    pub logits: &'a Logits,
-    /// The logits' candidates, when already ranked (by whoever journaled them). Ranked
-    /// for the decoding's n-best size, they are all that is read, and `logits` may then
-    /// be empty (its `unique_id` still pairs it with the feature); otherwise the logits
-    /// are ranked again.
-    pub candidates: Option<&'a Candidates>,
+    /// The feature the logits or candidates belong to (checked to be `feature`).
+    unique_id: u64,
+    /// Kept: at least one of `logits` and `candidates` is there.
+    logits: Option<&'a Logits>,
+    /// Ranked for the decoding's n-best size, they are all that is read; otherwise the
+    /// logits are ranked again.
+    candidates: Option<&'a Candidates>,
 }
 
 impl<'a> Window<'a> {
+    /// A window of `feature` answered by `logits`.
+    pub fn new(feature: &'a Feature, logits: &'a Logits) -> Window<'a> {
+        Window {
+            feature,
+            unique_id: logits.unique_id,
+            logits: Some(logits),
+            candidates: None,
+        }
+    }
+
+    /// A window of `feature` answered by `scores`: the candidates are read when ranked for
+    /// the decoding's n-best size, the logits otherwise.
+    pub fn of(feature: &'a Feature, scores: &'a Scores) -> Window<'a> {
+        Window {
+            feature,
+            unique_id: scores.unique_id(),
+            logits: scores.logits(),
+            candidates: scores.candidates(),
+        }
+    }
+
     /// The candidates, if ranked for n-best size `k`.
     fn ranked(&self, k: usize) -> Option<&'a Candidates> {
         self.candidates.filter(|c| c.k() == k)
@@ -261,11 +286,7 @@ pub fn decode(
                     example.qas_id
                 ),
             })?;
-            windows.push(Window {
-                feature: f,
-                logits: l,
-                candidates: None,
-            });
+            windows.push(Window::new(f, l));
         }
         let paragraph = dataset
             .paragraphs
@@ -308,20 +329,25 @@ fn check_casing(config: &DecodeConfig, tok: &dyn TokenText) -> Result<()> {
 
 fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> Result<()> {
     let f = w.feature;
-    let l = w.logits;
-    let (starts, ends) = w
-        .ranked(k)
-        .map_or((l.start.len(), l.end.len()), |c| c.lens());
     let err = |message: String| Error::Decode {
         unique_id: f.unique_id,
         message: format!("{message} (question {qas_id:?})"),
     };
-    if l.unique_id != f.unique_id {
+    if w.unique_id != f.unique_id {
         return Err(err(format!(
             "paired with the logits of feature {}",
-            l.unique_id
+            w.unique_id
         )));
     }
+    let (starts, ends) = match (w.ranked(k), w.logits) {
+        (Some(c), _) => c.lens(),
+        (None, Some(l)) => (l.start.len(), l.end.len()),
+        (None, None) => {
+            return Err(err(format!(
+                "its logits were not kept, and its candidates are not for n-best size {k}"
+            )))
+        }
+    };
     let need = f.len().max(1);
     if starts < need || ends < need {
         return Err(err(format!(

@@ -1,7 +1,8 @@
 //! One question's n-best list from its windows' candidates (§6.3–§6.10): the pairs,
 //! their order, the texts with de-duplication, the probabilities and the answer.
 
-use super::span_text::{span_text, SpanScratch};
+use super::rules::RawEntry;
+use super::span_text::{span_text, SpanScratch, WordCache};
 use super::{
     best_indexes, rules, DecodeCache, DecodeConfig, NbestEntry, Prediction, QuestionScratch, Span,
     Window,
@@ -61,6 +62,15 @@ fn softmax_into(scores: &[f64], probs: &mut Vec<f64>) {
     }
 }
 
+/// The null candidate of §6.4: the window with the lowest `start[0] + end[0]`.
+#[derive(Debug, Clone, Copy)]
+struct Null {
+    score: f64,
+    window: usize,
+    start: f64,
+    end: f64,
+}
+
 impl DecodeCache {
     pub(super) fn decode_checked(
         &mut self,
@@ -78,166 +88,28 @@ impl DecodeCache {
             scratch,
             ..
         } = self;
-        let v2 = config.version_2_with_negative;
-        let mut score_null = SCORE_NULL_INIT;
-        let (mut null_window, mut null_start, mut null_end) = (0usize, 0.0f64, 0.0f64);
-        // (position, logit) of the candidates; `ranked` is the ranking's scratch.
-        let QuestionScratch {
-            starts,
-            ends,
-            ranked,
-            nbest,
-            scores,
-            probs,
-        } = scratch;
-
-        for (wi, w) in windows.iter().enumerate() {
-            let (f, l) = (w.feature, w.logits);
-            starts.clear();
-            ends.clear();
-            let first = match w.ranked(config.n_best_size) {
-                Some(c) => {
-                    starts.extend(c.start_scores());
-                    ends.extend(c.end_scores());
-                    c.first()
-                }
-                None => {
-                    for (logits, out) in [(&l.start, &mut *starts), (&l.end, &mut *ends)] {
-                        best_indexes(logits, config.n_best_size, ranked);
-                        out.extend(ranked.iter().map(|&i| (i, logits[i])));
-                    }
-                    (l.start[0], l.end[0])
-                }
-            };
-            if v2 {
-                // §6.4: strict `<`, so equal null scores keep the earlier window.
-                let s0 = f64::from(first.0);
-                let e0 = f64::from(first.1);
-                let z = s0 + e0;
-                if z < score_null {
-                    score_null = z;
-                    null_window = wi;
-                    null_start = s0;
-                    null_end = e0;
-                }
-            }
-            // §6.3, in the reference's loop order: start rank, then end rank. The filters
-            // on one position alone are applied once per position, before the pairs.
-            starts.retain(|&(s, _)| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
-            ends.retain(|&(e, _)| e < f.len() && f.orig_word(e).is_some());
-            for &(s, start_logit) in starts.iter() {
-                for &(e, end_logit) in ends.iter() {
-                    if e < s || e - s + 1 > config.max_answer_length {
-                        continue;
-                    }
-                    prelims.push(Prelim {
-                        window: wi,
-                        start: s,
-                        end: e,
-                        start_logit: f64::from(start_logit),
-                        end_logit: f64::from(end_logit),
-                    });
-                }
-            }
-        }
-        if v2 {
+        let null = gather_prelims(config, windows, prelims, scratch);
+        if config.version_2_with_negative {
             prelims.push(Prelim {
-                window: null_window,
+                window: null.window,
                 start: 0,
                 end: 0,
-                start_logit: null_start,
-                end_logit: null_end,
+                start_logit: null.start,
+                end_logit: null.end,
             });
         }
-        // §6.5: stable, descending by start + end.
-        prelims.sort_by(|a, b| {
-            let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
-            if gt(y, x) {
-                std::cmp::Ordering::Greater
-            } else if gt(x, y) {
-                std::cmp::Ordering::Less
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
-
-        // §6.6: n-best with de-duplication by final text across all windows. The texts seen
-        // are exactly those of the entries kept so far (the null entry's is ""), at most
-        // n_best_size + 1 of them: a linear scan beats hashing.
-        let mut scratch = SpanScratch::default();
-        nbest.clear();
-        for p in prelims.iter() {
-            if nbest.len() >= config.n_best_size {
-                break;
-            }
-            let text = if p.start > 0 {
-                let f = windows[p.window].feature;
-                let text = span_text(
-                    config,
-                    doc_tokens,
-                    words,
-                    &mut scratch,
-                    f,
-                    p.start,
-                    p.end,
-                    tok,
-                );
-                if nbest.iter().any(|e| e.0 == *text) {
-                    continue;
-                }
-                text.into_owned()
-            } else {
-                String::new()
-            };
-            let span = windows.get(p.window).map(|w| Span {
-                unique_id: w.feature.unique_id,
-                start: p.start,
-                end: p.end,
-            });
-            nbest.push((text, p.start_logit, p.end_logit, span));
-        }
+        sort_prelims(prelims);
+        let nbest = &mut scratch.nbest;
+        fill_nbest(config, doc_tokens, words, prelims, windows, tok, nbest);
         let seen_null = nbest.iter().any(|e| e.0.is_empty());
-        let null_span = windows.get(null_window).map(|w| Span {
+        let null_span = windows.get(null.window).map(|w| Span {
             unique_id: w.feature.unique_id,
             start: 0,
             end: 0,
         });
-        rules::complete_nbest(config, nbest, seen_null, (null_start, null_end, null_span));
-
-        scores.clear();
-        scores.extend(nbest.iter().map(|(_, s, e, _)| s + e));
-        softmax_into(scores, probs);
-        let nbest: Vec<NbestEntry> = nbest
-            .drain(..)
-            .zip(probs.iter().copied())
-            .map(
-                |((text, start_logit, end_logit, span), probability)| NbestEntry {
-                    text,
-                    probability,
-                    start_logit,
-                    end_logit,
-                    span,
-                },
-            )
-            .collect();
-
-        // §6.10.
-        let (answer, null_odds) = if v2 {
-            // complete_nbest guarantees a non-empty text in a v2 list.
-            let best = nbest.iter().find(|e| !e.text.is_empty());
-            let (text, s, e) = best
-                .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
-                .unwrap_or(("empty", 0.0, 0.0));
-            let diff = score_null - s - e;
-            let answer = if diff > config.null_score_diff_threshold {
-                String::new()
-            } else {
-                text.to_string()
-            };
-            (answer, Some(diff))
-        } else {
-            (nbest[0].text.clone(), None)
-        };
+        rules::complete_nbest(config, nbest, seen_null, (null.start, null.end, null_span));
+        let nbest = with_probabilities(scratch);
+        let (answer, null_odds) = final_answer(config, &nbest, null.score);
         Prediction {
             qas_id: qas_id.to_string(),
             answer,
@@ -245,4 +117,195 @@ impl DecodeCache {
             null_odds,
         }
     }
+}
+
+/// §6.3 and §6.4: every window's candidate spans into `prelims`, in the reference's
+/// order, and the null candidate (its score stays at [`SCORE_NULL_INIT`] in v1).
+fn gather_prelims(
+    config: &DecodeConfig,
+    windows: &[Window<'_>],
+    prelims: &mut Vec<Prelim>,
+    scratch: &mut QuestionScratch,
+) -> Null {
+    let mut null = Null {
+        score: SCORE_NULL_INIT,
+        window: 0,
+        start: 0.0,
+        end: 0.0,
+    };
+    // (position, logit) of the candidates; `ranked` is the ranking's scratch.
+    let QuestionScratch {
+        starts,
+        ends,
+        ranked,
+        ..
+    } = scratch;
+    for (wi, w) in windows.iter().enumerate() {
+        let f = w.feature;
+        let first = window_candidates(config.n_best_size, w, starts, ends, ranked);
+        if config.version_2_with_negative {
+            // §6.4: strict `<`, so equal null scores keep the earlier window.
+            let s0 = f64::from(first.0);
+            let e0 = f64::from(first.1);
+            let z = s0 + e0;
+            if z < null.score {
+                null = Null {
+                    score: z,
+                    window: wi,
+                    start: s0,
+                    end: e0,
+                };
+            }
+        }
+        // §6.3, in the reference's loop order: start rank, then end rank. The filters
+        // on one position alone are applied once per position, before the pairs.
+        starts.retain(|&(s, _)| s < f.len() && f.orig_word(s).is_some() && f.is_max_context(s));
+        ends.retain(|&(e, _)| e < f.len() && f.orig_word(e).is_some());
+        for &(s, start_logit) in starts.iter() {
+            for &(e, end_logit) in ends.iter() {
+                if e < s || e - s + 1 > config.max_answer_length {
+                    continue;
+                }
+                prelims.push(Prelim {
+                    window: wi,
+                    start: s,
+                    end: e,
+                    start_logit: f64::from(start_logit),
+                    end_logit: f64::from(end_logit),
+                });
+            }
+        }
+    }
+    null
+}
+
+/// A window's first `k` start and end candidates (position, logit) into `starts` and
+/// `ends` (§6.2), from its candidates when ranked for `k`, ranked from its logits
+/// otherwise; returns position 0's start and end logits.
+fn window_candidates(
+    k: usize,
+    w: &Window<'_>,
+    starts: &mut Vec<(usize, f32)>,
+    ends: &mut Vec<(usize, f32)>,
+    ranked: &mut Vec<usize>,
+) -> (f32, f32) {
+    starts.clear();
+    ends.clear();
+    match (w.ranked(k), w.logits) {
+        (Some(c), _) => {
+            starts.extend(c.start_scores());
+            ends.extend(c.end_scores());
+            c.first()
+        }
+        (None, Some(l)) => {
+            for (logits, out) in [(&l.start, &mut *starts), (&l.end, &mut *ends)] {
+                best_indexes(logits, k, ranked);
+                out.extend(ranked.iter().map(|&i| (i, logits[i])));
+            }
+            (l.start[0], l.end[0])
+        }
+        (None, None) => unreachable!("check_window refuses a window with neither"),
+    }
+}
+
+/// §6.5: stable, descending by start + end.
+fn sort_prelims(prelims: &mut [Prelim]) {
+    prelims.sort_by(|a, b| {
+        let (x, y) = (a.start_logit + a.end_logit, b.start_logit + b.end_logit);
+        if gt(y, x) {
+            std::cmp::Ordering::Greater
+        } else if gt(x, y) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+}
+
+/// §6.6: the n-best list from the sorted `prelims`, de-duplicated by final text across
+/// all windows. The texts seen are exactly those of the entries kept so far (the null
+/// entry's is ""), at most n_best_size + 1 of them: a linear scan beats hashing.
+fn fill_nbest(
+    config: &DecodeConfig,
+    doc_tokens: &Words,
+    words: &mut WordCache,
+    prelims: &[Prelim],
+    windows: &[Window<'_>],
+    tok: &dyn TokenText,
+    nbest: &mut Vec<RawEntry>,
+) {
+    let mut spans = SpanScratch::default();
+    nbest.clear();
+    for p in prelims {
+        if nbest.len() >= config.n_best_size {
+            break;
+        }
+        let text = if p.start > 0 {
+            let f = windows[p.window].feature;
+            let text = span_text(
+                config, doc_tokens, words, &mut spans, f, p.start, p.end, tok,
+            );
+            if nbest.iter().any(|e| e.0 == *text) {
+                continue;
+            }
+            text.into_owned()
+        } else {
+            String::new()
+        };
+        let span = windows.get(p.window).map(|w| Span {
+            unique_id: w.feature.unique_id,
+            start: p.start,
+            end: p.end,
+        });
+        nbest.push((text, p.start_logit, p.end_logit, span));
+    }
+}
+
+/// §6.8: the completed list's entries with their probabilities (the list is drained).
+fn with_probabilities(scratch: &mut QuestionScratch) -> Vec<NbestEntry> {
+    let QuestionScratch {
+        nbest,
+        scores,
+        probs,
+        ..
+    } = scratch;
+    scores.clear();
+    scores.extend(nbest.iter().map(|(_, s, e, _)| s + e));
+    softmax_into(scores, probs);
+    nbest
+        .drain(..)
+        .zip(probs.iter().copied())
+        .map(
+            |((text, start_logit, end_logit, span), probability)| NbestEntry {
+                text,
+                probability,
+                start_logit,
+                end_logit,
+                span,
+            },
+        )
+        .collect()
+}
+
+/// §6.10: the answer and, in v2, the null odds against `score_null`.
+fn final_answer(
+    config: &DecodeConfig,
+    nbest: &[NbestEntry],
+    score_null: f64,
+) -> (String, Option<f64>) {
+    if !config.version_2_with_negative {
+        return (nbest[0].text.clone(), None);
+    }
+    // complete_nbest guarantees a non-empty text in a v2 list.
+    let best = nbest.iter().find(|e| !e.text.is_empty());
+    let (text, s, e) = best
+        .map(|b| (b.text.as_str(), b.start_logit, b.end_logit))
+        .unwrap_or(("empty", 0.0, 0.0));
+    let diff = score_null - s - e;
+    let answer = if diff > config.null_score_diff_threshold {
+        String::new()
+    } else {
+        text.to_string()
+    };
+    (answer, Some(diff))
 }

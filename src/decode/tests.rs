@@ -116,11 +116,7 @@ fn run(fx: &Fx, config: &DecodeConfig, feats: &[Feature], logs: &[Logits]) -> Pr
     let windows: Vec<Window<'_>> = feats
         .iter()
         .zip(logs)
-        .map(|(feature, logits)| Window {
-            feature,
-            logits,
-            candidates: None,
-        })
+        .map(|(feature, logits)| Window::new(feature, logits))
         .collect();
     decode_example(config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap()
 }
@@ -448,11 +444,7 @@ fn a_decode_cache_shared_across_questions_and_paragraphs_changes_no_answer() {
     for (paragraph, s, e) in cases {
         let (fx, f) = if paragraph == 0 { (&a, &fa) } else { (&b, &fb) };
         let l = logits(UID, f.len() + 4, &[(s, 5.0)], &[(e, 5.0)]);
-        let windows = [Window {
-            feature: f,
-            logits: &l,
-            candidates: None,
-        }];
+        let windows = [Window::new(f, &l)];
         let fresh = decode_example(&config, &fx.doc_tokens, "q", &windows, &fx.tok).unwrap();
         let shared = cache
             .decode_example(
@@ -689,30 +681,18 @@ fn bad_windows_are_errors() {
         start: vec![0.0; 3],
         end: vec![0.0; 3],
     };
-    let w = [Window {
-        feature: &f,
-        logits: &short,
-        candidates: None,
-    }];
+    let w = [Window::new(&f, &short)];
     let err = decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok);
     assert!(err.unwrap_err().to_string().contains("feature 1000000000"));
     let other = logits(UID + 7, 384, &[], &[]);
-    let w = [Window {
-        feature: &f,
-        logits: &other,
-        candidates: None,
-    }];
+    let w = [Window::new(&f, &other)];
     assert!(decode_example(&DecodeConfig::default(), &fx.doc_tokens, "q", &w, &fx.tok).is_err());
     let cased = DecodeConfig {
         lower_case: false,
         ..DecodeConfig::default()
     };
     let l = logits(UID, 384, &[], &[]);
-    let w = [Window {
-        feature: &f,
-        logits: &l,
-        candidates: None,
-    }];
+    let w = [Window::new(&f, &l)];
     assert!(matches!(
         decode_example(&cased, &fx.doc_tokens, "q", &w, &fx.tok),
         Err(Error::Config(_))
@@ -1016,42 +996,47 @@ fn ranked_candidates_decode_as_the_logits() {
                 start: (0..f.len() + 3).map(|i| v(i, 1)).collect(),
                 end: (0..f.len() + 3).map(|i| v(i, 4)).collect(),
             };
-            let plain = [Window {
-                feature: &f,
-                logits: &l,
-                candidates: None,
-            }];
+            let plain = [Window::new(&f, &l)];
             let want = decode_example(&config, &fx.doc_tokens, "q", &plain, &fx.tok).unwrap();
             let mut scratch = Vec::new();
             let right = Candidates::of(&l, config.n_best_size, &mut scratch);
             // Ranked for another size: ignored (ranked again).
             let other = Candidates::of(&l, config.n_best_size + 1 + case, &mut scratch);
             for c in [&right, &other] {
-                let ranked = [Window {
-                    feature: &f,
-                    logits: &l,
-                    candidates: Some(c),
-                }];
+                let scores = Scores::Logits {
+                    logits: l.clone(),
+                    candidates: Some(c.clone()),
+                };
+                let ranked = [Window::of(&f, &scores)];
                 let got = decode_example(&config, &fx.doc_tokens, "q", &ranked, &fx.tok).unwrap();
                 assert_eq!(got, want, "seed {seed}");
             }
             // The right candidates are all that is read: the logits may be gone.
-            let gone = Logits {
+            let only = |c: &Candidates| Scores::Candidates {
                 unique_id: UID,
-                start: Vec::new(),
-                end: Vec::new(),
+                candidates: c.clone(),
             };
-            let mut only = [Window {
-                feature: &f,
-                logits: &gone,
-                candidates: Some(&right),
-            }];
-            let got = decode_example(&config, &fx.doc_tokens, "q", &only, &fx.tok).unwrap();
+            let scores = only(&right);
+            let got = decode_example(
+                &config,
+                &fx.doc_tokens,
+                "q",
+                &[Window::of(&f, &scores)],
+                &fx.tok,
+            )
+            .unwrap();
             assert_eq!(got, want, "seed {seed}");
             // Candidates of another size cannot stand in for them: an error, not a guess.
-            only[0].candidates = Some(&other);
-            let e = decode_example(&config, &fx.doc_tokens, "q", &only, &fx.tok).unwrap_err();
-            assert!(e.to_string().contains("0 start and 0 end logits"), "{e}");
+            let scores = only(&other);
+            let e = decode_example(
+                &config,
+                &fx.doc_tokens,
+                "q",
+                &[Window::of(&f, &scores)],
+                &fx.tok,
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("not for n-best size"), "{e}");
         }
     }
 }

@@ -14,6 +14,10 @@
 //!     (`u32` position, f32 value) for the start logits and the same for the end logits:
 //!     the first `k` positions of each in the decoder's order ([`best_indexes`](crate::decode::best_indexes)).
 //!
+//! The padding probe's decision is a full record of its own under `unique_id`
+//! `u64::MAX` (no feature's): one position, `1.0` for dynamic padding, `0.0` for the full
+//! length; it is read back as [`Contents::padding_decision`], not as logits.
+//!
 //! A compact record holds everything decoding reads when `k` is the n-best size (a
 //! fingerprint setting): the candidates of §6.2, their logits and the null score's
 //! position 0. It is read back as logits in which every other position holds `f32::MIN`,
@@ -43,7 +47,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::decode::Candidates;
+use crate::decode::{Candidates, Scores};
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
 
@@ -75,6 +79,11 @@ fn checksum(bytes: &[u8]) -> u64 {
 /// `k` of a full record.
 const FULL: u32 = u32::MAX;
 
+/// The `unique_id` (no feature's) of the record that keeps the padding probe's decision:
+/// a full record of one position, logit `1.0` for dynamic padding, `0.0` for the full
+/// length.
+const PADDING_DECISION_ID: u64 = u64::MAX;
+
 /// The most positions a compact record describes (far above any model's sequence), so
 /// that a record cannot make the reader allocate more than a few MB per side.
 const MAX_COMPACT_POSITIONS: usize = 1 << 20;
@@ -87,6 +96,8 @@ pub struct Contents {
     /// Unique ids whose last record is compact: their logits hold only what decoding
     /// reads.
     pub compact: Vec<u64>,
+    /// The padding probe's decision, when journaled (true: dynamic padding).
+    pub padding_decision: Option<bool>,
     /// Bytes after the last good record (a torn or corrupt tail), dropped.
     pub torn_bytes: u64,
     /// Length of the good part of the file.
@@ -98,9 +109,12 @@ pub struct Contents {
 pub struct Journal {
     file: File,
     path: PathBuf,
-    records: u64,
+    /// Feature records (the padding decision's is not one).
+    features: u64,
     /// Records gathered in `buffer`, not yet written.
     gathered: u64,
+    /// Of them, feature records.
+    gathered_features: u64,
     /// Records not yet written, reused.
     buffer: Vec<u8>,
     /// Compact records of this many candidates where possible (see the module header).
@@ -123,8 +137,9 @@ impl Journal {
         Ok(Journal {
             file,
             path: path.to_path_buf(),
-            records: 0,
+            features: 0,
             gathered: 0,
+            gathered_features: 0,
             buffer: Vec::new(),
             compact: None,
             scratch: Vec::new(),
@@ -156,8 +171,9 @@ impl Journal {
         let mut journal = Journal {
             file,
             path: path.to_path_buf(),
-            records: contents.logits.len() as u64,
+            features: contents.logits.len() as u64,
             gathered: 0,
+            gathered_features: 0,
             buffer: Vec::new(),
             compact: None,
             scratch: Vec::new(),
@@ -183,63 +199,94 @@ impl Journal {
         self.compact
     }
 
-    /// Counts `n` fewer records: journaled features that will be sent (and journaled)
-    /// again.
-    pub fn uncount(&mut self, n: u64) {
-        self.records = self.records.saturating_sub(n);
+    /// For a run that keeps every feature's logits (`--save-logits`): drops from
+    /// `contents` the features whose last record is compact (it holds only what decoding
+    /// reads) and counts them out of the journal, so that they are sent and journaled
+    /// again in full. Returns how many.
+    pub fn resend_compact(&mut self, contents: &mut Contents) -> usize {
+        for id in &contents.compact {
+            contents.logits.remove(id);
+        }
+        let n = std::mem::take(&mut contents.compact).len();
+        self.features = self.features.saturating_sub(n as u64);
+        n
     }
 
-    /// Appends one feature's logits (written once [`WRITE_BYTES`] or [`WRITE_RECORDS`]
-    /// have gathered).
+    /// Appends one feature's logits in a full record, or in a compact one where the
+    /// journal compacts ([`Journal::compact_to`]) and one is exact (written once
+    /// [`WRITE_BYTES`] or [`WRITE_RECORDS`] have gathered).
     pub fn append(&mut self, logits: &Logits) -> Result<()> {
-        self.append_ranked(logits, None)
+        self.append_parts(logits.unique_id, Some(logits), None)
     }
 
-    /// [`Journal::append`] with the logits' candidates when they were ranked already
-    /// (used for a compact record when ranked for the journal's n-best size). Where the
-    /// candidates stand alone ([`stands_alone`]) the logits may be empty: the record is
-    /// made from the candidates only.
-    pub fn append_ranked(&mut self, logits: &Logits, ranked: Option<&Candidates>) -> Result<()> {
+    /// [`Journal::append`] for an answer as the run keeps it: its candidates make the
+    /// compact record when ranked for the journal's n-best size (ranked here from the
+    /// logits otherwise). An answer without logits whose candidates cannot make a
+    /// compact record ([`stands_alone`]) is an error, not a record.
+    pub fn append_answer(&mut self, scores: &Scores) -> Result<()> {
+        self.append_parts(scores.unique_id(), scores.logits(), scores.candidates())
+    }
+
+    /// Appends feature `unique_id`'s record from its logits, its candidates, or both.
+    fn append_parts(
+        &mut self,
+        unique_id: u64,
+        logits: Option<&Logits>,
+        candidates: Option<&Candidates>,
+    ) -> Result<()> {
         // The candidates of a compact record: those given, or ranked here; none when a
-        // compact record would not be smaller or exact (module header). Logits of
-        // unequal lengths (a malformed answer) are kept whole.
+        // compact record would not be smaller or exact (module header).
         let owned;
         let compact = match self.compact {
-            Some(k) => match ranked.filter(|c| c.k() == k) {
-                Some(c) => stands_alone(c, k).then_some(c),
-                None => {
-                    owned = Candidates::of(logits, k, &mut self.scratch);
+            Some(k) => match (candidates.filter(|c| c.k() == k), logits) {
+                (Some(c), _) => stands_alone(c, k).then_some(c),
+                (None, Some(l)) => {
+                    owned = Candidates::of(l, k, &mut self.scratch);
                     stands_alone(&owned, k).then_some(&owned)
                 }
+                (None, None) => None,
             },
             None => None,
         };
-        let n = match compact {
-            Some(c) => c.lens().0,
-            None => {
-                let lens = (logits.start.len(), logits.end.len());
-                if ranked.is_some_and(|c| c.lens() != lens) {
-                    return Err(Error::Decode {
-                        unique_id: logits.unique_id,
-                        message: "its logits were not kept for a full journal record".into(),
-                    });
-                }
-                lens.0.min(lens.1)
+        let body = match (compact, logits) {
+            (Some(c), _) => Body::Compact(c),
+            // Logits of unequal lengths (a malformed answer) are kept to the shorter.
+            (None, Some(l)) => {
+                let n = l.start.len().min(l.end.len());
+                Body::Full(&l.start[..n], &l.end[..n])
+            }
+            (None, None) => {
+                return Err(Error::Decode {
+                    unique_id,
+                    message: "its logits were not kept for a full journal record".into(),
+                })
             }
         };
-        let (start, end) = (
-            &logits.start[..n.min(logits.start.len())],
-            &logits.end[..n.min(logits.end.len())],
-        );
+        self.push(unique_id, body)?;
+        self.features += 1;
+        self.gathered_features += 1;
+        self.flush_if_full()
+    }
+
+    /// Appends the padding probe's decision (true: dynamic padding), read back as
+    /// [`Contents::padding_decision`].
+    pub fn append_padding_decision(&mut self, dynamic: bool) -> Result<()> {
+        let v = if dynamic { 1.0 } else { 0.0 };
+        self.push(PADDING_DECISION_ID, Body::Full(&[v], &[v]))?;
+        self.flush_if_full()
+    }
+
+    /// Gathers one record.
+    fn push(&mut self, unique_id: u64, body: Body<'_>) -> Result<()> {
         let record = &mut self.buffer;
         let at = record.len();
         // Length and checksum first, filled in once the payload is there.
         record.resize(at + 12, 0);
-        record.extend_from_slice(&logits.unique_id.to_le_bytes());
-        record.extend_from_slice(&(n as u32).to_le_bytes());
-        match compact {
-            Some(c) => {
+        record.extend_from_slice(&unique_id.to_le_bytes());
+        match body {
+            Body::Compact(c) => {
                 let (first_start, first_end) = c.first();
+                record.extend_from_slice(&(c.lens().0 as u32).to_le_bytes());
                 record.extend_from_slice(&(c.k() as u32).to_le_bytes());
                 record.extend_from_slice(&first_start.to_le_bytes());
                 record.extend_from_slice(&first_end.to_le_bytes());
@@ -253,7 +300,9 @@ impl Journal {
                     to[4..].copy_from_slice(&v.to_le_bytes());
                 }
             }
-            None => {
+            Body::Full(start, end) => {
+                let n = start.len();
+                record.extend_from_slice(&(n as u32).to_le_bytes());
                 record.extend_from_slice(&FULL.to_le_bytes());
                 for values in [start, end] {
                     let from = record.len();
@@ -268,9 +317,14 @@ impl Journal {
         let sum = checksum(&record[at + 12..]);
         record[at..at + 4].copy_from_slice(&len.to_le_bytes());
         record[at + 4..at + 12].copy_from_slice(&sum.to_le_bytes());
-        self.records += 1;
         self.gathered += 1;
-        if record.len() >= WRITE_BYTES || self.gathered >= WRITE_RECORDS {
+        Ok(())
+    }
+
+    /// Writes the gathered records once [`WRITE_BYTES`] or [`WRITE_RECORDS`] have
+    /// gathered.
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.buffer.len() >= WRITE_BYTES || self.gathered >= WRITE_RECORDS {
             self.flush()?;
         }
         Ok(())
@@ -284,18 +338,21 @@ impl Journal {
             let written = self.file.write_all(&self.buffer);
             self.buffer.clear();
             if let Err(e) = written {
-                self.records -= self.gathered;
+                self.features -= self.gathered_features;
                 self.gathered = 0;
+                self.gathered_features = 0;
                 return Err(Error::io(&self.path, e));
             }
         }
         self.gathered = 0;
+        self.gathered_features = 0;
         Ok(())
     }
 
-    /// Records in the journal (journaled before plus appended).
-    pub fn records(&self) -> u64 {
-        self.records
+    /// Features in the journal (journaled before plus appended; the padding decision is
+    /// not one).
+    pub fn features(&self) -> u64 {
+        self.features
     }
 
     /// Writes the gathered records and flushes the journal to disk (at the end of an
@@ -309,6 +366,14 @@ impl Journal {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// What a record holds.
+enum Body<'a> {
+    /// The start and end logits, as many of each.
+    Full(&'a [f32], &'a [f32]),
+    /// The candidates.
+    Compact(&'a Candidates),
 }
 
 /// Whether candidates `c` alone make an exact compact record for a journal compacting
@@ -387,13 +452,17 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
     let mut at = end + 8;
     let mut compact = std::collections::HashSet::new();
     while let Some((l, was_compact, next)) = record_at(bytes, at) {
+        at = next;
+        if l.unique_id == PADDING_DECISION_ID {
+            contents.padding_decision = l.start.first().map(|&v| v > 0.5);
+            continue;
+        }
         if was_compact {
             compact.insert(l.unique_id);
         } else {
             compact.remove(&l.unique_id);
         }
         contents.logits.insert(l.unique_id, l);
-        at = next;
     }
     contents.compact = compact.into_iter().collect();
     contents.compact.sort_unstable();
@@ -454,325 +523,4 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::decode::best_indexes;
-
-    fn logits(id: u64, n: usize) -> Logits {
-        Logits {
-            unique_id: id,
-            start: (0..n).map(|i| i as f32 * 0.5 - 1.0).collect(),
-            end: (0..n).map(|i| -(i as f32) * 0.25).collect(),
-        }
-    }
-
-    #[test]
-    fn records_are_written_in_groups_and_flushed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default().with("model", "m");
-        let mut j = Journal::create(&path, &fp).unwrap();
-        let header = std::fs::metadata(&path).unwrap().len();
-        let record = (12 + 16 + 384 * 8) as u64;
-        j.append(&logits(1_000_000_000, 384)).unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            header,
-            "gathered, not written"
-        );
-        let group = WRITE_BYTES.div_ceil(record as usize) as u64;
-        for id in 1..group + 1 {
-            j.append(&logits(1_000_000_000 + id, 384)).unwrap();
-        }
-        // The first `group` records reached WRITE_BYTES and were written in one go.
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            header + group * record
-        );
-        assert_eq!(j.records(), group + 1);
-        j.flush().unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            header + (group + 1) * record
-        );
-        j.append(&logits(1_000_000_999, 384)).unwrap();
-        j.sync().unwrap();
-        let (_, c) = read(&path).unwrap();
-        assert_eq!(c.logits.len() as u64, group + 2);
-        assert_eq!(c.logits[&1_000_000_999].end, logits(1_000_000_999, 384).end);
-
-        // Small records: written every WRITE_RECORDS records.
-        let small = (12 + 16 + 8 * 8) as u64;
-        let at = std::fs::metadata(&path).unwrap().len();
-        for id in 0..WRITE_RECORDS - 1 {
-            j.append(&logits(2_000_000_000 + id, 8)).unwrap();
-        }
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), at);
-        j.append(&logits(2_000_000_999, 8)).unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            at + WRITE_RECORDS * small
-        );
-    }
-
-    #[test]
-    fn round_trip_torn_tail_and_fingerprint_mismatch() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default()
-            .with("model", "m")
-            .with("doc_stride", 128);
-        let mut j = Journal::create(&path, &fp).unwrap();
-        for id in 0..3 {
-            j.append(&logits(1_000_000_000 + id, 7)).unwrap();
-        }
-        drop(j);
-        let full = std::fs::read(&path).unwrap();
-        // Tear the last record in the middle.
-        std::fs::write(&path, &full[..full.len() - 5]).unwrap();
-        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
-        assert_eq!(c.logits.len(), 2);
-        assert_eq!(c.torn_bytes, (12 + 16 + 7 * 8 - 5) as u64);
-        assert_eq!(
-            c.logits[&1_000_000_001].start,
-            logits(1_000_000_001, 7).start
-        );
-        j.append(&logits(1_000_000_002, 7)).unwrap();
-        drop(j);
-        // The torn bytes were cut away, so the re-appended record reads back.
-        assert_eq!(std::fs::read(&path).unwrap(), full);
-        // A flipped bit in a record drops it and everything after it.
-        let mut corrupt = full.clone();
-        let last = corrupt.len() - 1;
-        corrupt[last] ^= 1;
-        let (_, c) = parse(&corrupt, &path).unwrap();
-        assert_eq!(c.logits.len(), 2);
-
-        let other = Fingerprint::default()
-            .with("model", "m2")
-            .with("doc_stride", 128);
-        let e = Journal::resume(&path, &other).unwrap_err().to_string();
-        assert!(
-            e.contains("model: \"m\" in the journal, \"m2\" now") && !e.contains("doc_stride"),
-            "{e}"
-        );
-        let e = parse(b"garbage!garbage", &path).unwrap_err().to_string();
-        assert!(e.contains("bad magic"), "{e}");
-    }
-
-    /// A journal of an earlier version's format is refused with an error naming the
-    /// file and what to do; a new journal has this format's magic.
-    #[test]
-    fn earlier_format_journals_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default().with("model", "m");
-        for magic in OLDER_MAGICS {
-            let header = fp.to_json().to_string().into_bytes();
-            let mut bytes = magic.to_vec();
-            bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(&header);
-            bytes.extend_from_slice(&checksum(&header).to_le_bytes());
-            std::fs::write(&path, &bytes).unwrap();
-            let e = Journal::resume(&path, &fp).unwrap_err().to_string();
-            assert!(e.contains(&path.display().to_string()), "{e}");
-            assert!(e.contains("earlier version"), "{e}");
-            assert!(e.contains("without --resume"), "{e}");
-        }
-        let fresh = dir.path().join("new.bqj");
-        Journal::create(&fresh, &fp).unwrap();
-        assert_eq!(&std::fs::read(&fresh).unwrap()[..8], MAGIC);
-    }
-
-    /// Random logits with many ties (a few distinct values), as the decoder ranks them.
-    fn tied_logits(id: u64, n: usize, seed: u64) -> Logits {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 9) as f32 * 0.75 - 3.0
-        };
-        Logits {
-            unique_id: id,
-            start: (0..n).map(|_| next()).collect(),
-            end: (0..n).map(|_| next()).collect(),
-        }
-    }
-
-    /// A compact record reads back as logits whose first `k` candidates (positions and
-    /// values, in order) and position 0 equal the original's, for any `k` and length,
-    /// ties included; it is written only where it is smaller.
-    #[test]
-    fn compact_records_keep_what_decoding_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default().with("n_best_size", 3);
-        let mut written = Vec::new();
-        for (case, (n, k)) in [(64, 20), (41, 20), (40, 20), (7, 3), (384, 20), (200, 1)]
-            .into_iter()
-            .enumerate()
-        {
-            let mut j = Journal::create(&path, &fp).unwrap();
-            j.compact_to(k);
-            let mut originals = Vec::new();
-            for seed in 0..20u64 {
-                let l = tied_logits(1_000_000_000 + seed, n, seed * 31 + case as u64);
-                j.append(&l).unwrap();
-                originals.push(l);
-            }
-            drop(j);
-            let (_, c) = read(&path).unwrap();
-            let compact = 2 * k < n;
-            assert_eq!(c.compact.len(), if compact { 20 } else { 0 }, "n {n} k {k}");
-            for l in &originals {
-                let got = &c.logits[&l.unique_id];
-                assert_eq!((got.start.len(), got.end.len()), (n, n));
-                assert_eq!((got.start[0], got.end[0]), (l.start[0], l.end[0]));
-                for (a, b) in [(&l.start, &got.start), (&l.end, &got.end)] {
-                    let (mut ta, mut tb) = (Vec::new(), Vec::new());
-                    best_indexes(a, k, &mut ta);
-                    best_indexes(b, k, &mut tb);
-                    assert_eq!(ta, tb, "n {n} k {k}");
-                    assert!(ta.iter().all(|&i| a[i] == b[i]));
-                }
-                if !compact {
-                    assert_eq!(got, l);
-                }
-            }
-            written.push(std::fs::metadata(&path).unwrap().len());
-        }
-        // 384 positions, 20 candidates: about a sixth of the full record's bytes.
-        let header = std::fs::metadata(&path).unwrap().len() - 20 * (12 + 16 + 8 + 16);
-        assert_eq!(written[4], header + 20 * (12 + 16 + 8 + 16 * 20));
-    }
-
-    /// Records of logits ranked beforehand are the bytes of records ranked by the
-    /// journal; candidates for another size are ranked again. Candidates that stand
-    /// alone make the same records without the logits; others need the logits, and
-    /// their absence is an error, not a record.
-    #[test]
-    fn ranked_appends_write_the_same_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let fp = Fingerprint::default();
-        let (a, b, c) = (
-            dir.path().join("a.bqj"),
-            dir.path().join("b.bqj"),
-            dir.path().join("c.bqj"),
-        );
-        let (mut ja, mut jb, mut jc) = (
-            Journal::create(&a, &fp).unwrap(),
-            Journal::create(&b, &fp).unwrap(),
-            Journal::create(&c, &fp).unwrap(),
-        );
-        ja.compact_to(4);
-        jb.compact_to(4);
-        jc.compact_to(4);
-        let mut scratch = Vec::new();
-        let mut alone = 0;
-        for seed in 0..30u64 {
-            let mut l = tied_logits(seed, 8 + seed as usize, seed);
-            if seed % 7 == 3 {
-                l.end[2] = f32::INFINITY;
-            }
-            ja.append(&l).unwrap();
-            let k = if seed % 5 == 0 { 3 } else { 4 };
-            let ranked = Candidates::of(&l, k, &mut scratch);
-            jb.append_ranked(&l, Some(&ranked)).unwrap();
-            let empty = Logits {
-                unique_id: l.unique_id,
-                start: Vec::new(),
-                end: Vec::new(),
-            };
-            if stands_alone(&ranked, 4) {
-                alone += 1;
-                jc.append_ranked(&empty, Some(&ranked)).unwrap();
-            } else {
-                let err = jc.append_ranked(&empty, Some(&ranked)).unwrap_err();
-                assert!(err.to_string().contains("not kept"), "{err}");
-                jc.append_ranked(&l, Some(&ranked)).unwrap();
-            }
-        }
-        assert!((10..30).contains(&alone), "{alone}");
-        drop((ja, jb, jc));
-        let (ra, rb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-        assert!(ra == rb);
-        assert!(ra == std::fs::read(&c).unwrap());
-        let (_, c) = read(&a).unwrap();
-        assert!(c.compact.len() > 10, "{}", c.compact.len());
-    }
-
-    /// A compact record claiming more positions than any model has is a bad record (the
-    /// reader stops there), not an allocation of gigabytes.
-    #[test]
-    fn a_compact_record_claiming_huge_lengths_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default();
-        let mut j = Journal::create(&path, &fp).unwrap();
-        j.compact_to(1);
-        j.append(&tied_logits(7, 8, 7)).unwrap();
-        drop(j);
-        let good = std::fs::read(&path).unwrap();
-        let mut payload = 9u64.to_le_bytes().to_vec();
-        payload.extend_from_slice(&u32::MAX.wrapping_sub(1).to_le_bytes()); // n
-        payload.extend_from_slice(&1u32.to_le_bytes()); // k
-        payload.extend_from_slice(&[0; 8 + 16]);
-        let mut bytes = good.clone();
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&checksum(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        let (_, c) = parse(&bytes, &path).unwrap();
-        assert_eq!(c.compact, vec![7]);
-        assert_eq!(c.logits.len(), 1);
-        assert_eq!(c.good_len, good.len() as u64);
-    }
-
-    /// Non-finite values, or candidates at `f32::MIN`, keep the record full; so does a
-    /// journal not asked for compact records. A later full record of a feature replaces
-    /// its compact one.
-    #[test]
-    fn compact_records_only_where_exact() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let fp = Fingerprint::default();
-        let mut j = Journal::create(&path, &fp).unwrap();
-        let plain = tied_logits(1, 64, 1);
-        j.append(&plain).unwrap(); // not asked: full
-        j.compact_to(2);
-        let mut nan = tied_logits(2, 64, 2);
-        nan.end[40] = f32::NAN;
-        let mut inf = tied_logits(3, 64, 3);
-        inf.start[3] = f32::NEG_INFINITY;
-        let low = Logits {
-            unique_id: 4,
-            start: vec![f32::MIN; 64],
-            end: vec![0.0; 64],
-        };
-        let fine = tied_logits(5, 64, 5);
-        for l in [&nan, &inf, &low, &fine] {
-            j.append(l).unwrap();
-        }
-        drop(j);
-        let (mut j, c) = Journal::resume(&path, &fp).unwrap();
-        assert_eq!(c.compact, vec![5]);
-        for l in [&plain, &nan, &inf, &low] {
-            let got = &c.logits[&l.unique_id];
-            assert_eq!(got.start.len(), l.start.len());
-            for (a, b) in got
-                .start
-                .iter()
-                .chain(&got.end)
-                .zip(l.start.iter().chain(&l.end))
-            {
-                assert!(a == b || (a.is_nan() && b.is_nan()));
-            }
-        }
-        // Sent again (for --save-logits) and journaled in full: no longer compact.
-        j.append(&fine).unwrap();
-        drop(j);
-        let (_, c) = read(&path).unwrap();
-        assert!(c.compact.is_empty());
-        assert_eq!(c.logits[&5], fine);
-    }
-}
+mod tests;

@@ -80,35 +80,6 @@ impl fmt::Display for Range {
     }
 }
 
-/// A small seeded generator (SplitMix64) for reproducible Poisson arrivals; quality is
-/// ample for inter-arrival gaps and it needs no dependency.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1]: never 0, so `ln` is finite.
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// An exponential gap with mean `1 / rate` seconds (Poisson arrivals).
-    pub fn exponential_s(&mut self, rate_per_s: f64) -> f64 {
-        -self.unit().ln() / rate_per_s
-    }
-}
-
 /// How requests are spaced in request-rate mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Distribution {
@@ -132,7 +103,8 @@ impl Distribution {
 pub struct Arrivals {
     distribution: Distribution,
     rate_per_s: f64,
-    rng: Rng,
+    /// Seeded: the same seed gives the same gaps.
+    rng: fastrand::Rng,
 }
 
 impl Arrivals {
@@ -140,7 +112,7 @@ impl Arrivals {
         Arrivals {
             distribution,
             rate_per_s,
-            rng: Rng::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
         }
     }
 
@@ -148,7 +120,9 @@ impl Arrivals {
     pub fn next_gap_s(&mut self) -> f64 {
         match self.distribution {
             Distribution::Constant => 1.0 / self.rate_per_s,
-            Distribution::Poisson => self.rng.exponential_s(self.rate_per_s),
+            // An exponential gap with mean `1 / rate`: `1 − u` is in (0, 1], so `ln` is
+            // finite.
+            Distribution::Poisson => -(1.0 - self.rng.f64()).ln() / self.rate_per_s,
         }
     }
 }

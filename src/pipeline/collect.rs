@@ -12,7 +12,7 @@ use super::decode::ToDecoder;
 use super::dispatch::{Answer, RunEvent};
 use super::observe::{AnswerNeeds, RunObserver};
 use crate::error::Error;
-use crate::types::{Feature, Logits};
+use crate::types::Feature;
 
 /// Events the collector gathers before handing the answers to the decoder (fewer when
 /// the events end).
@@ -76,19 +76,15 @@ pub(super) async fn collect(
             // those the observer needed go here, and a question waiting for its other
             // windows holds only its candidates.
             for mut a in answers {
-                if let Err(e) = observer.on_answer(&a.logits, a.candidates.as_ref()) {
+                if let Err(e) = observer.on_answer(&a.scores) {
                     out.error = Some(e);
                     cancel.cancel();
                     // Those before the failure are decoded; a resumed run sends again
                     // any that the journal could not keep (the rest are dropped).
                     break;
                 }
-                if !keep_logits && a.candidates.is_some() {
-                    a.logits = Logits {
-                        unique_id: a.logits.unique_id,
-                        start: Vec::new(),
-                        end: Vec::new(),
-                    };
+                if !keep_logits {
+                    a.scores = a.scores.without_logits();
                 }
                 chunk.push(a);
             }

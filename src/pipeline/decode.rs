@@ -138,11 +138,7 @@ impl<'a> DecodeStage<'a> {
         let doc_tokens = &self.dataset.paragraph_of(example).doc_tokens;
         let views: Vec<Window<'_>> = windows
             .iter()
-            .map(|a| Window {
-                feature: &a.feature,
-                logits: &a.logits,
-                candidates: a.candidates.as_ref(),
-            })
+            .map(|a| Window::of(&a.feature, &a.scores))
             .collect();
         let mut p = self.cache.decode_example(
             self.config,
@@ -163,7 +159,8 @@ impl<'a> DecodeStage<'a> {
         if self.keep_logits {
             // Padded positions included: the reference ranks start/end indexes over the
             // whole padded sequence (algorithm §6.2).
-            self.kept.extend(windows.into_iter().map(|a| a.logits));
+            self.kept
+                .extend(windows.into_iter().filter_map(|a| a.scores.into_logits()));
         }
         Ok(())
     }

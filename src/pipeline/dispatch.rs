@@ -26,7 +26,7 @@ use super::report::{InFlight, InferReport};
 use super::shared_memory::SharedRegion;
 use crate::backend::shm::SharedMemory;
 use crate::backend::{prepare_request, tensor, Binding, Infer};
-use crate::decode::Candidates;
+use crate::decode::Scores;
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
 
@@ -86,10 +86,9 @@ pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) ->
 #[derive(Debug)]
 pub struct Answer {
     pub feature: Arc<Feature>,
-    /// Its logits (empty where the candidates stand for them, see [`Rank`]).
-    pub logits: Logits,
-    /// Its n-best candidates (none unless ranked).
-    pub candidates: Option<Candidates>,
+    /// Its logits and, when ranked, their candidates; or the candidates alone where
+    /// they stand for the logits (see [`Rank`]).
+    pub scores: Scores,
 }
 
 /// What the dispatch stage hands on, as it happens.
@@ -105,9 +104,8 @@ pub enum RunEvent {
 /// A completed request.
 struct Answered {
     batch: Vec<Arc<Feature>>,
-    /// Per feature: its logits (empty where the candidates stand for them) and, when
-    /// ranked, its candidates.
-    rows: Vec<(Logits, Option<Candidates>)>,
+    /// Per feature: its logits, its candidates, or both.
+    rows: Vec<Scores>,
     sent: Instant,
     received: Instant,
     /// The non-finite logits it held (replaced by −∞).
@@ -132,8 +130,13 @@ pub async fn infer_all<B: Infer>(
     let (events, mut received) = mpsc::channel(results.max_capacity());
     let forward = async move {
         while let Some(event) = received.recv().await {
-            if let RunEvent::Answer(a) = event {
-                if results.send((a.feature, a.logits)).await.is_err() {
+            // Unranked, every answer holds its logits.
+            if let RunEvent::Answer(Answer {
+                feature,
+                scores: Scores::Logits { logits, .. },
+            }) = event
+            {
+                if results.send((feature, logits)).await.is_err() {
                     break;
                 }
             }
@@ -331,7 +334,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             let displaced = check.map_or(0, |n| {
                 rows.iter()
                     .zip(&batch)
-                    .filter(|((l, c), f)| padding_displaces_ranked(l, c.as_ref(), f.len(), n))
+                    .filter(|(s, f)| padding_displaces_ranked(s, f.len(), n))
                     .count() as u64
             });
             Ok(Answered {
@@ -394,12 +397,8 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             let Ok(permits) = self.events.reserve_many(n).await else {
                 break;
             };
-            for (permit, (feature, (logits, candidates))) in permits.zip(&mut answers) {
-                permit.send(RunEvent::Answer(Answer {
-                    feature,
-                    logits,
-                    candidates,
-                }));
+            for (permit, (feature, scores)) in permits.zip(&mut answers) {
+                permit.send(RunEvent::Answer(Answer { feature, scores }));
             }
             left -= n;
         }

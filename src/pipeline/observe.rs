@@ -3,9 +3,8 @@
 //! as questions are decoded). The run calls them from its stages' threads, so they
 //! take `&self` and are `Sync`; every method does nothing unless implemented.
 
-use crate::decode::{Candidates, Prediction};
+use crate::decode::{Prediction, Scores};
 use crate::error::Result;
-use crate::types::Logits;
 
 /// What an observer reads of each answer the server returns ([`RunObserver::on_answer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,10 +33,11 @@ pub trait RunObserver: Sync {
         AnswerNeeds::Nothing
     }
 
-    /// A feature's logits as the server returned them, with their candidates for the
-    /// run's n-best size, before they are decoded (e.g. appended to a journal). An
-    /// error stops the run like a server error.
-    fn on_answer(&self, _logits: &Logits, _candidates: Option<&Candidates>) -> Result<()> {
+    /// A feature's answer as the server returned it (its logits, with their candidates
+    /// for the run's n-best size when ranked, or the candidates alone, see
+    /// [`AnswerNeeds`]), before it is decoded (e.g. appended to a journal). An error
+    /// stops the run like a server error.
+    fn on_answer(&self, _scores: &Scores) -> Result<()> {
         Ok(())
     }
 

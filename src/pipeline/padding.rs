@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use crate::backend::{Binding, SeqLen};
-use crate::decode::Candidates;
+use crate::decode::Scores;
 use crate::types::{Feature, Logits};
 
 /// How to pad a batch.
@@ -140,15 +140,13 @@ pub(super) fn shorter_padding_is_safe(l: &Logits, real: usize, multiple: usize, 
 }
 
 /// [`padding_displaces`] from the logits' candidates when ranked for `n` (the same
-/// positions [`crate::decode::real_in_top`] ranks), from the logits otherwise.
-pub(super) fn padding_displaces_ranked(
-    l: &Logits,
-    c: Option<&Candidates>,
-    real: usize,
-    n: usize,
-) -> bool {
-    let Some(c) = c.filter(|c| c.k() == n) else {
-        return padding_displaces(l, real, n);
+/// positions [`crate::decode::real_in_top`] ranks), from the logits otherwise (false
+/// when neither can tell).
+pub(super) fn padding_displaces_ranked(scores: &Scores, real: usize, n: usize) -> bool {
+    let Some(c) = scores.candidates().filter(|c| c.k() == n) else {
+        return scores
+            .logits()
+            .is_some_and(|l| padding_displaces(l, real, n));
     };
     let want = n.min(real);
     let (starts, ends) = c.lens();
@@ -301,7 +299,7 @@ impl PaddingPolicy {
     /// returns the decision (true: dynamic) once the probe has decided.
     pub fn probed(
         &mut self,
-        rows: &[(Logits, Option<Candidates>)],
+        rows: &[Scores],
         batch: &[Arc<Feature>],
         report: &mut PaddingReport,
     ) -> Option<bool> {
@@ -311,7 +309,11 @@ impl PaddingPolicy {
         let unsafe_features = rows
             .iter()
             .zip(batch)
-            .filter(|((l, _), f)| !shorter_padding_is_safe(l, f.len(), multiple, g.n_best))
+            // The probe keeps every answer's logits; one without them is not safe.
+            .filter(|(s, f)| {
+                s.logits()
+                    .is_none_or(|l| !shorter_padding_is_safe(l, f.len(), multiple, g.n_best))
+            })
             .count() as u64;
         report.probe_features += batch.len() as u64;
         report.probe_unsafe += unsafe_features;

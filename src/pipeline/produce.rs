@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::decode::ToDecoder;
 use super::dispatch::Answer;
 use super::observe::RunObserver;
+use crate::decode::Scores;
 use crate::features::FeatureBuilder;
 use crate::types::{Dataset, Feature, Logits};
 
@@ -93,8 +94,7 @@ pub(super) fn produce(
                 observer.answered(1);
                 let answer = Answer {
                     feature,
-                    logits,
-                    candidates: None,
+                    scores: Scores::of_logits(logits),
                 };
                 if hand
                     .outlets

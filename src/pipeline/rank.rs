@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::backend::tensor;
-use crate::decode::Candidates;
+use crate::decode::{Candidates, Scores};
 use crate::types::{Feature, Logits};
 
 /// Ranking each answer where it is read ([`infer_events`](super::infer_events)): candidates
@@ -28,10 +28,7 @@ pub(super) fn read_rows(
     features: &[Arc<Feature>],
     rank: Option<Rank>,
     scratch: &mut Vec<usize>,
-) -> (
-    Vec<(Logits, Option<Candidates>)>,
-    crate::decode::non_finite::NonFinite,
-) {
+) -> (Vec<Scores>, crate::decode::non_finite::NonFinite) {
     let mut out = Vec::with_capacity(checked.rows());
     let mut non_finite = crate::decode::non_finite::NonFinite::default();
     for (row, f) in features.iter().take(checked.rows()).enumerate() {
@@ -41,17 +38,16 @@ pub(super) fn read_rows(
             let (start, end) = checked.row_f32(row)?;
             Some(Candidates::of_rows(start, end, r.k, scratch))
         });
-        if let (Some(r), Some(c)) = (rank, ranked.as_ref()) {
-            if !r.keep_logits && crate::journal::stands_alone(c, r.k) {
-                let empty = Logits {
+        let ranked = match (rank, ranked) {
+            (Some(r), Some(c)) if !r.keep_logits && crate::journal::stands_alone(&c, r.k) => {
+                out.push(Scores::Candidates {
                     unique_id,
-                    start: Vec::new(),
-                    end: Vec::new(),
-                };
-                out.push((empty, ranked));
+                    candidates: c,
+                });
                 continue;
             }
-        }
+            (_, ranked) => ranked,
+        };
         let mut l = Logits {
             unique_id,
             start: Vec::new(),
@@ -70,7 +66,10 @@ pub(super) fn read_rows(
             (Some(r), _) => Some(Candidates::of(&l, r.k, scratch)),
             (None, _) => None,
         };
-        out.push((l, candidates));
+        out.push(Scores::Logits {
+            logits: l,
+            candidates,
+        });
     }
     (out, non_finite)
 }

@@ -13,7 +13,7 @@ use super::rank::read_rows;
 use super::report::{compact, union_length};
 use super::*;
 use crate::backend::{tensor, Binding, Infer, SeqLen, SharedMemory};
-use crate::decode::Candidates;
+use crate::decode::{Candidates, Scores};
 use crate::error::Result;
 use crate::types::{Feature, Logits};
 
@@ -147,7 +147,10 @@ fn run_echo_events(config: &InferConfig, features: &[Arc<Feature>]) -> (Echoed, 
             let (mut got, mut decisions) = (Vec::new(), Vec::new());
             while let Some(event) = erx.recv().await {
                 match event {
-                    RunEvent::Answer(a) => got.push((a.feature, a.logits)),
+                    RunEvent::Answer(a) => {
+                        let logits = a.scores.into_logits().expect("unranked: logits");
+                        got.push((a.feature, logits))
+                    }
                     RunEvent::PaddingDecided { dynamic } => decisions.push(dynamic),
                 }
             }
@@ -531,10 +534,13 @@ proptest::proptest! {
         let want = padding_displaces(&l, real, n);
         let mut scratch = Vec::new();
         let c = Candidates::of(&l, n, &mut scratch);
-        let dropped = logits(Vec::new(), Vec::new());
-        proptest::prop_assert_eq!(padding_displaces_ranked(&dropped, Some(&c), real, n), want);
-        let other = Candidates::of(&l, n + 1, &mut scratch);
-        proptest::prop_assert_eq!(padding_displaces_ranked(&l, Some(&other), real, n), want);
+        let dropped = Scores::Candidates { unique_id: l.unique_id, candidates: c };
+        proptest::prop_assert_eq!(padding_displaces_ranked(&dropped, real, n), want);
+        let other = Scores::Logits {
+            logits: l.clone(),
+            candidates: Some(Candidates::of(&l, n + 1, &mut scratch)),
+        };
+        proptest::prop_assert_eq!(padding_displaces_ranked(&other, real, n), want);
     }
 }
 
@@ -550,7 +556,16 @@ fn rows_keep_their_logits_only_where_the_candidates_cannot_stand_for_them() {
     let seq = 8;
     let rows: [Vec<f32>; 4] = [
         vec![0.5, 3.0, 1.0, 2.0, -1.0, 0.0, 2.5, 1.5],
-        vec![0.5, f32::INFINITY, 1.0, 2.0, f32::NAN, 0.0, 2.5, 1.5],
+        vec![
+            0.5,
+            f32::INFINITY,
+            1.0,
+            2.0,
+            f32::NAN,
+            f32::NEG_INFINITY,
+            2.5,
+            1.5,
+        ],
         vec![f32::MIN; 8],
         vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
     ];
@@ -581,21 +596,21 @@ fn rows_keep_their_logits_only_where_the_candidates_cannot_stand_for_them() {
     for (k, keep_logits) in [(3, false), (3, true), (4, false)] {
         let rank = Rank { k, keep_logits };
         let (read, non_finite) = read_rows(&checked, &features, Some(rank), &mut scratch);
-        assert_eq!((non_finite.values, non_finite.features), (2, 1));
-        for (row, (l, c)) in read.iter().enumerate() {
-            assert_eq!(l.unique_id, features[row].unique_id);
-            let c = c.as_ref().expect("ranked");
+        assert_eq!((non_finite.values, non_finite.features), (3, 1));
+        for (row, s) in read.iter().enumerate() {
+            assert_eq!(s.unique_id(), features[row].unique_id);
+            let c = s.candidates().expect("ranked");
             // 2k < 8 only for k = 3; row 1 is not finite; row 2's candidates sit
             // at f32::MIN.
             let dropped = k == 3 && !keep_logits && (row == 0 || row == 3);
-            assert_eq!(l.start.is_empty(), dropped, "k {k} row {row}");
+            assert_eq!(s.logits().is_none(), dropped, "k {k} row {row}");
             let mut full = Logits {
-                unique_id: l.unique_id,
+                unique_id: s.unique_id(),
                 start: rows[row].clone(),
                 end: end.clone(),
             };
             crate::decode::non_finite::sanitize(&mut full);
-            if !dropped {
+            if let Some(l) = s.logits() {
                 assert_eq!(l, &full);
             }
             assert_eq!(
@@ -609,8 +624,8 @@ fn rows_keep_their_logits_only_where_the_candidates_cannot_stand_for_them() {
     let (read, _) = read_rows(&checked, &features, None, &mut scratch);
     assert!(read
         .iter()
-        .all(|(l, c)| l.start.len() == seq && c.is_none()));
-    assert_eq!(read[1].0.start[1], f32::NEG_INFINITY);
+        .all(|s| s.logits().is_some_and(|l| l.start.len() == seq) && s.candidates().is_none()));
+    assert_eq!(read[1].logits().unwrap().start[1], f32::NEG_INFINITY);
 }
 
 #[test]

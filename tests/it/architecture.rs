@@ -1,6 +1,6 @@
 //! The shape of the source tree, checked: no module cycles among sibling modules, no
-//! hand-written source file over 800 lines, and no file that points readers into a
-//! directory outside the repository.
+//! hand-written source file over 800 lines, no hand-written function over 150 lines,
+//! and no file that points readers into a directory outside the repository.
 //!
 //! A module "uses" a sibling when its code (tests and comments left out) names it
 //! through `crate::` or `super::`. Two siblings that use each other, directly or around a loop, are a cycle:
@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 /// Files that are generated or hold tests, not hand-written program logic.
 const EXEMPT_FROM_LENGTH: &[&str] = &["src/tokenize/tables.rs"];
 const MAX_LINES: usize = 800;
+
+/// The most lines a hand-written function may span, from its `fn` line to its closing
+/// brace (test modules left out).
+const MAX_FN_LINES: usize = 150;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -227,6 +231,247 @@ fn no_source_file_over_800_lines() {
         }
     }
     assert!(long.is_empty(), "files over {MAX_LINES} lines: {long:?}");
+}
+
+/// `text` with every comment, string literal and character literal blanked out (their
+/// newlines kept, so lines still count), leaving the braces of the code alone.
+fn blank_literals(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let blank = |from: usize, to: usize, out: &mut Vec<u8>| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let after_ident = i > 0 && ident(b[i - 1]);
+        if rest.starts_with(b"//") {
+            let end = rest
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n);
+            blank(i, end, &mut out);
+            i = end;
+        } else if rest.starts_with(b"/*") {
+            // Block comments nest.
+            let (mut depth, mut j) = (0usize, i);
+            while j < b.len() {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            blank(i, j, &mut out);
+            i = j;
+        } else if !after_ident && raw_string_start(rest).is_some() {
+            let (open, hashes) = raw_string_start(rest).unwrap();
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            let body = i + open;
+            let end = b[body..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |n| body + n + close.len());
+            blank(i, end, &mut out);
+            i = end;
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(i, j + 1, &mut out);
+            i = j + 1;
+        } else if rest[0] == b'\'' && (!after_ident || byte_prefix(b, i)) {
+            // A character literal ('{', '\'', '\u{7b}', b'"'), or a lifetime or label
+            // ('a).
+            let end = if rest.get(1) == Some(&b'\\') {
+                rest.iter().skip(2).position(|&c| c == b'\'').map(|n| n + 3)
+            } else {
+                let width = std::str::from_utf8(&rest[1..rest.len().min(5)])
+                    .map_or(1, |t| t.chars().next().map_or(1, char::len_utf8));
+                (rest.get(1 + width) == Some(&b'\'')).then_some(2 + width)
+            };
+            let end = end.unwrap_or(1);
+            blank(i, i + end, &mut out);
+            i += end;
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether the `'` at `at` follows a `b` that starts a byte literal (`b'{'`).
+fn byte_prefix(b: &[u8], at: usize) -> bool {
+    at > 0
+        && b[at - 1] == b'b'
+        && (at < 2 || !(b[at - 2].is_ascii_alphanumeric() || b[at - 2] == b'_'))
+}
+
+/// At a raw string literal (`r"…"`, `r#"…"#`, `br"…"`, `cr"…"`): the length of its
+/// opening and its number of `#`.
+fn raw_string_start(text: &[u8]) -> Option<(usize, usize)> {
+    let prefix = match text {
+        [b'r', ..] => 1,
+        [b'b' | b'c', b'r', ..] => 2,
+        _ => return None,
+    };
+    let hashes = text[prefix..].iter().take_while(|&&c| c == b'#').count();
+    (text.get(prefix + hashes) == Some(&b'"')).then_some((prefix + hashes + 1, hashes))
+}
+
+/// The functions of a file's code (literals and comments blanked, see
+/// [`blank_literals`]) that have a body, as (name, lines from the `fn` line to the
+/// closing brace), leaving out `#[cfg(test)]` modules.
+fn function_lengths(code: &str) -> Vec<(String, usize)> {
+    let b = code.as_bytes();
+    let line_of = |at: usize| b[..at].iter().filter(|&&c| c == b'\n').count();
+    // The closing brace matching the opening one at `open`.
+    let close = |open: usize| {
+        let mut depth = 0usize;
+        for (j, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return j;
+                    }
+                }
+                _ => {}
+            }
+        }
+        b.len() - 1
+    };
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word_at = |at: usize, word: &str| {
+        code[at..].starts_with(word)
+            && (at == 0 || !ident(b[at - 1]))
+            && b.get(at + word.len())
+                .is_some_and(|c| c.is_ascii_whitespace())
+    };
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if code[i..].starts_with("#[cfg(test)]") {
+            // A test module is skipped whole.
+            let item = i + "#[cfg(test)]".len();
+            let next = code[item..].trim_start();
+            let next = next.strip_prefix("pub(crate)").unwrap_or(next).trim_start();
+            let next = next.strip_prefix("pub(super)").unwrap_or(next).trim_start();
+            if next.starts_with("mod ") {
+                let at = b.len() - next.len();
+                match code[at..].find(['{', ';']) {
+                    Some(n) if b[at + n] == b'{' => i = close(at + n) + 1,
+                    _ => i = item,
+                }
+                continue;
+            }
+            i = item;
+        } else if word_at(i, "fn") {
+            let name_at = i + 2 + code[i + 2..].len() - code[i + 2..].trim_start().len();
+            let name: String = code[name_at..]
+                .chars()
+                .take_while(|&c| c.is_alphanumeric() || c == '_')
+                .collect();
+            // A declaration without a body ends at `;` before any `{`.
+            if let Some(n) = code[i..].find(['{', ';']).filter(|&n| b[i + n] == b'{') {
+                let end = close(i + n);
+                found.push((name, line_of(end) - line_of(i) + 1));
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_over_150_lines() {
+    let root = repo();
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut long = Vec::new();
+    for f in files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let module = module_path(&root.join("src"), &f);
+        if EXEMPT_FROM_LENGTH.contains(&rel.as_str()) || is_test_file(&module) {
+            continue;
+        }
+        let code = blank_literals(&std::fs::read_to_string(&f).unwrap());
+        for (name, lines) in function_lengths(&code) {
+            if lines > MAX_FN_LINES {
+                long.push(format!("{rel}: fn {name}: {lines} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines: {long:#?}"
+    );
+}
+
+#[test]
+fn the_length_check_counts_functions_whatever_their_literals_hold() {
+    let text = r####"
+fn short() {
+    let open = '{';
+    let s = "}}} \" {";
+    let r = r#"{ "}" {"#;
+    let b = br"}";
+    let quote = b'"';
+    let escaped = '\'';
+    let unicode = '\u{7d}';
+    // } a comment
+    /* } /* nested { */ } */
+}
+
+fn generic<'a, T: 'a>(x: &'a T) -> &'a T {
+    'outer: loop {
+        break 'outer;
+    }
+    x
+}
+
+trait Declared {
+    fn declared(&self);
+}
+
+#[cfg(test)]
+mod tests {
+    fn skipped() {
+    }
+}
+
+fn last() {}
+"####;
+    let found = function_lengths(&blank_literals(text));
+    let found: Vec<(&str, usize)> = found.iter().map(|(n, l)| (n.as_str(), *l)).collect();
+    assert_eq!(found, [("short", 11), ("generic", 6), ("last", 1)]);
+    let long = format!("fn long() {{\n{}}}\n", "    let x = \"{\";\n".repeat(200));
+    assert_eq!(
+        function_lengths(&blank_literals(&long)),
+        [("long".to_owned(), 202)]
+    );
 }
 
 #[test]

@@ -280,11 +280,7 @@ fn per_example_equals_whole_dataset() {
             .features
             .iter()
             .filter(|f| f.example_index == ex.example_index)
-            .map(|f| decode::Window {
-                feature: f,
-                logits: by_uid[&f.unique_id],
-                candidates: None,
-            })
+            .map(|f| decode::Window::new(f, by_uid[&f.unique_id]))
             .collect();
         let p = decode::decode_example(
             &g.config,

@@ -275,7 +275,7 @@ fn decorate(text: &str, seed: &[u8]) -> String {
     let mut out = String::new();
     for (i, w) in text.split(' ').enumerate() {
         let k = seed.get(i % seed.len().max(1)).copied().unwrap_or(0) as usize;
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             out.push_str(EXTRA[k % EXTRA.len()]);
             out.push(' ');
         }

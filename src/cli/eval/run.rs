@@ -164,8 +164,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     // Shared with the signal handler, which writes the gathered records before a second
     // interrupt quits at once.
     let journal = Arc::new(Mutex::new(journal));
-    let recorder =
-        resume::Recorder::new(journal.clone(), input.decode.n_best_size, decided.is_some());
+    let recorder = resume::Recorder::new(journal.clone(), input.decode.n_best_size);
     let on_quit = {
         let journal = journal.clone();
         move || {
@@ -273,22 +272,17 @@ fn open_journal(
     if args.save_logits {
         // Compact records hold only what decoding reads: their features are sent again
         // for the logits file.
-        for id in &journaled.compact {
-            journaled.logits.remove(id);
-        }
-        if !journaled.compact.is_empty() {
+        let resent = journal.resend_compact(&mut journaled);
+        if resent > 0 {
             eprintln!(
-                "note: {} journaled features kept only their answer candidates; \
-                 sending them again for --save-logits",
-                journaled.compact.len()
+                "note: {resent} journaled features kept only their answer candidates; \
+                 sending them again for --save-logits"
             );
         }
-        journal.uncount(journaled.compact.len() as u64);
     } else {
         journal.compact_to(input.decode.n_best_size);
     }
-    let decided = resume::take_padding_decision(&mut journaled.logits);
-    Ok((journal, journaled.logits, decided))
+    Ok((journal, journaled.logits, journaled.padding_decision))
 }
 
 /// Writes the answers and the scores, then the report (metrics.json, and stdout);
@@ -483,12 +477,8 @@ impl RunObserver for EvalObserver<'_> {
         self.journal.needs()
     }
 
-    fn on_answer(
-        &self,
-        logits: &bertqa::types::Logits,
-        candidates: Option<&decode::Candidates>,
-    ) -> bertqa::Result<()> {
-        self.journal.answer(logits, candidates)
+    fn on_answer(&self, scores: &decode::Scores) -> bertqa::Result<()> {
+        self.journal.answer(scores)
     }
 
     fn on_padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
