@@ -8,13 +8,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bertqa::backend::binding::{
+use bertqa::proto::model_infer_response::InferOutputTensor;
+use bertqa::proto::ModelInferResponse;
+use bertqa::types::Feature;
+use bertqa::{decode_response, prepare_request};
+use bertqa::{
     Binding, FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs, SeqLen,
 };
-use bertqa::backend::proto::model_infer_response::InferOutputTensor;
-use bertqa::backend::proto::ModelInferResponse;
-use bertqa::backend::{prepare_request, tensor};
-use bertqa::types::Feature;
 use prost::Message;
 
 /// The allocator of the `bertqa` binary (src/main.rs).
@@ -96,7 +96,7 @@ fn main() {
     };
     let t = Instant::now();
     for _ in 0..rounds {
-        let logits = tensor::decode_response(&request, &response).expect("fits");
+        let logits = decode_response(&request, &response).expect("fits");
         std::hint::black_box(logits);
     }
     let decode_us = per_feature_us(t);

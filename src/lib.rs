@@ -4,20 +4,89 @@
 //! The pipeline, one stage per module, data flowing one way:
 //!
 //! ```text
-//! squad (read) → tokenize → features (windows) → backend (Triton gRPC)
+//! squad (read) → tokenize → features (windows) → backend (gRPC or HTTP)
 //!       → decode (spans, final text) → evaluate (EM/F1) → report
 //! ```
 //!
-//! Every stage but [`backend`] is plain synchronous Rust over the types of [`types`].
-//! The library never parses flags, prints or exits; the `bertqa` binary (src/main.rs and
-//! its `cli` modules, built with the default `cli` feature) does that. Messages name a
+//! Every stage but the backend is plain synchronous Rust over the types of [`types`].
+//! The library never parses flags, prints or exits; the `bertqa` binary (src/main.rs over
+//! the `cli` module, built with the default `cli` feature) does that. Messages name a
 //! setting as its configuration does, in backticks (`` `doc_stride` ``,
 //! `` `root_cert` ``), never as a command-line flag; the binary writes them as its flags.
 //!
 //! A `§N.M` in a comment cites docs/algorithm.md, where the reference rules this code
 //! reproduces (and their traps) are written down.
+//!
+//! # The front door
+//!
+//! What a program needs to ask questions of a BERT-QA model served by Triton (or any
+//! KServe v2 server) is re-exported here: read a dataset ([`squad`]), load the
+//! vocabulary ([`BertTokenizer`]), connect ([`TritonClient`], or a [`Pool`] of
+//! endpoints with retries), bind the model's tensors ([`bind`]), run ([`Run`]), score
+//! ([`evaluate::score`]). The topic modules ([`squad`], [`tokenize`], [`features`],
+//! [`decode`], [`evaluate`], [`types`], [`logits_io`], [`journal`], [`error`]) hold the
+//! rest of what a user can call; everything else is the crate's own.
+//!
+//! Asking one question:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
+//!
+//! # fn main() -> bertqa::Result<()> {
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
+//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
+//! let client = runtime.block_on(TritonClient::connect(&config))?;
+//! let binding = runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?;
+//! let dataset = bertqa::squad::questions_about(
+//!     "The lighthouse at Varne Point was designed by Ada Byron in 1851.",
+//!     &["Who designed the lighthouse?".to_string()],
+//! );
+//! let run = RunConfig::for_model(&binding);
+//! let outcome = Run::new(&runtime, &client, Arc::new(binding), &dataset, &tokenizer, &run).run()?;
+//! println!("{}", outcome.predictions[0].answer);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Evaluating a SQuAD file (a [`Pool`] of endpoints with retries serves as well as one
+//! client):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use bertqa::evaluate::{self, Predictions, ScoreConfig};
+//! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
+//!
+//! # fn main() -> bertqa::Result<()> {
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let dataset = bertqa::squad::read("dev-v2.0.json".as_ref())?;
+//! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
+//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
+//! let client = runtime.block_on(TritonClient::connect(&config))?;
+//! let binding = runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?;
+//! let run = RunConfig::for_model(&binding);
+//! let outcome = Run::new(&runtime, &client, Arc::new(binding), &dataset, &tokenizer, &run).run()?;
+//! let predictions = Predictions::from_decoded(&outcome.predictions);
+//! let scores = evaluate::score(&dataset, &predictions, None, &ScoreConfig::default())?;
+//! println!("{:?}", scores.metrics);
+//! # Ok(())
+//! # }
+//! ```
 
-pub mod backend;
+#![warn(unreachable_pub)]
+
+// The command-line code names the library `bertqa::`, as any user's code does.
+extern crate self as bertqa;
+
+mod backend;
+/// The `bertqa` command line (flags, rendering, exit codes): the binary's code, built
+/// with the `cli` feature. Not library API: the library's own modules never use it.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+// Its doc comments are the commands' help text (clap), written for a terminal.
+#[allow(rustdoc::all)]
+pub mod cli;
 pub mod decode;
 pub mod error;
 pub mod evaluate;
@@ -25,14 +94,27 @@ pub mod features;
 pub mod journal;
 mod latency;
 pub mod logits_io;
-pub mod output_file;
-pub mod perf;
-pub mod pipeline;
-pub mod report;
-pub mod sha256;
-pub mod shard;
+mod output_file;
+mod perf;
+mod pipeline;
+mod report;
+mod sha256;
+mod shard;
 pub mod squad;
 pub mod tokenize;
 pub mod types;
 
+pub use backend::binding::{FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs};
+pub use backend::tensor::decode_response;
+pub use backend::{
+    bind, prepare_request, proto, Binding, BindingOverrides, ClientConfig, GrpcCall, Header, Infer,
+    InferRequest, Pool, PoolConfig, Protocol, RetryPolicy, Secret, Security, SeqLen, SharedMemory,
+    TlsConfig, TritonClient,
+};
 pub use error::{Error, Result};
+pub use pipeline::{
+    infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding, PaddingGuard,
+    PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,
+    SharedMemoryReport,
+};
+pub use tokenize::BertTokenizer;

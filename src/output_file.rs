@@ -19,14 +19,14 @@ const BUFFER: usize = 1 << 16;
 
 /// An output file being written under a temporary name (module header).
 #[derive(Debug)]
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     path: PathBuf,
     file: BufWriter<NamedTempFile>,
 }
 
 impl AtomicFile {
     /// Starts writing `path` (its directory must exist).
-    pub fn create(path: &Path) -> Result<AtomicFile> {
+    pub(crate) fn create(path: &Path) -> Result<AtomicFile> {
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -43,18 +43,18 @@ impl AtomicFile {
     }
 
     /// The file's final path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Flushes and syncs the temporary file, then renames it over the target.
-    pub fn commit(self) -> Result<()> {
+    pub(crate) fn commit(self) -> Result<()> {
         self.put_in_place(true)
     }
 
     /// [`AtomicFile::commit`] without the sync: for a file that can be made again (the
     /// rename still makes it all or nothing for readers, short of a crash of the system).
-    pub fn commit_unsynced(self) -> Result<()> {
+    pub(crate) fn commit_unsynced(self) -> Result<()> {
         self.put_in_place(false)
     }
 
@@ -87,12 +87,12 @@ impl Write for AtomicFile {
 }
 
 /// Writes `bytes` to `path` atomically (module header).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
 /// [`write_atomic`] with the contents written by `write` (buffered).
-pub fn write_atomic_with(
+pub(crate) fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut AtomicFile) -> io::Result<()>,
 ) -> Result<()> {
@@ -103,7 +103,7 @@ pub fn write_atomic_with(
 
 /// Removes the temporary files of `path` that killed processes left behind. For a file
 /// that only one process writes at a time (a run's own output directory).
-pub fn remove_leftovers(path: &Path) {
+pub(crate) fn remove_leftovers(path: &Path) {
     let (Some(dir), Some(_)) = (path.parent(), path.file_name()) else {
         return;
     };

@@ -12,16 +12,16 @@ use crate::error::{Error, Result};
 
 /// An incremental SHA-256.
 #[derive(Debug, Clone, Default)]
-pub struct Sha256(sha2::Sha256);
+pub(crate) struct Sha256(sha2::Sha256);
 
 impl Sha256 {
     /// Adds bytes.
-    pub fn update(&mut self, data: &[u8]) {
+    pub(crate) fn update(&mut self, data: &[u8]) {
         self.0.update(data);
     }
 
     /// The digest as lower-case hex.
-    pub fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         self.0
             .finalize()
             .iter()
@@ -31,14 +31,14 @@ impl Sha256 {
 }
 
 /// SHA-256 of bytes, hex.
-pub fn of_bytes(data: &[u8]) -> String {
+pub(crate) fn of_bytes(data: &[u8]) -> String {
     let mut h = Sha256::default();
     h.update(data);
     h.hex()
 }
 
 /// SHA-256 of a file's contents, hex (read in chunks).
-pub fn of_file(path: &Path) -> Result<String> {
+pub(crate) fn of_file(path: &Path) -> Result<String> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut h = Sha256::default();
     let mut buf = vec![0u8; 1 << 20];

@@ -284,6 +284,28 @@ struct RawAnswer {
 
 pub use crate::types::is_reader_whitespace;
 
+/// The in-memory dataset of one context and its questions (ids `q1`, `q2`, …).
+pub fn questions_about(context: &str, questions: &[String]) -> Dataset {
+    let paragraph = split_context(context);
+    let examples = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| Example {
+            example_index: i,
+            qas_id: format!("q{}", i + 1),
+            question_text: q.clone(),
+            paragraph_index: 0,
+            answers: Vec::new(),
+            is_impossible: false,
+        })
+        .collect();
+    Dataset {
+        version: String::new(),
+        paragraphs: vec![paragraph],
+        examples,
+    }
+}
+
 /// Splits a context into words and the per-code-point word index (§2.1).
 pub fn split_context(context: &str) -> Paragraph {
     split_owned_context(context.to_string())

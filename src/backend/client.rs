@@ -26,9 +26,7 @@ use super::security::{Security, TlsConfig};
 use crate::error::{Code, Error, Result, Unreachable};
 
 pub use super::grpc::GrpcCall;
-pub use super::proto::repository_index_response::ModelIndex;
-pub use super::status::map_status;
-pub use super::transport::MAX_MESSAGE_BYTES;
+pub(crate) use super::proto::repository_index_response::ModelIndex;
 
 /// How to reach a server.
 #[derive(Debug, Clone)]
@@ -91,7 +89,7 @@ impl Default for ClientConfig {
 /// Turns a user URL into an `http://host:port` URI, or `https://host:port` for an
 /// `https://` URL (which turns TLS on). A URL without a port gets the protocol's
 /// default port ([`Protocol::default_port`]).
-pub fn normalize_url(url: &str, protocol: Protocol) -> Result<String> {
+pub(crate) fn normalize_url(url: &str, protocol: Protocol) -> Result<String> {
     let trimmed = url.trim().trim_end_matches('/');
     let mut scheme = "http";
     let rest = if let Some(r) = trimmed.strip_prefix("http://") {
@@ -231,7 +229,7 @@ impl ServerApi for Conn {
 impl TritonClient {
     /// Connects, bounded by the connect timeout, in `config.protocol`. A server that
     /// is not there is [`Error::Unavailable`] naming the address. TLS is on with
-    /// `security.tls` or an `https://` URL (see [`security`](super::security)).
+    /// `security.tls` or an `https://` URL (see `security`).
     pub async fn connect(config: &ClientConfig) -> Result<TritonClient> {
         let mut uri = normalize_url(&config.url, config.protocol)?;
         let tls = match (&config.security.tls, uri.starts_with("https://")) {
@@ -418,7 +416,7 @@ impl TritonClient {
         }
     }
 
-    /// Maps any gRPC status to the library error (see [`Peer::error`]).
+    /// Maps any gRPC status to the library error (see `Peer::error`).
     pub fn status(&self, status: Status, model: Option<&str>) -> Error {
         self.peer.error(status, model)
     }
@@ -445,7 +443,7 @@ fn about_model(error: &Error) -> bool {
 }
 
 /// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
-pub fn is_loopback_url(url: &str) -> bool {
+pub(crate) fn is_loopback_url(url: &str) -> bool {
     let Ok(uri) = normalize_url(url, Protocol::Grpc) else {
         return false;
     };
@@ -462,7 +460,7 @@ pub fn is_loopback_url(url: &str) -> bool {
 }
 
 /// Names of ready models, sorted and de-duplicated across versions.
-pub fn ready_models(index: &[ModelIndex]) -> Vec<String> {
+pub(crate) fn ready_models(index: &[ModelIndex]) -> Vec<String> {
     let mut v: Vec<String> = index
         .iter()
         .filter(|m| m.state == "READY")

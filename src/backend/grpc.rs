@@ -34,7 +34,7 @@ pub enum GrpcCall {
     #[default]
     Unary,
     /// Requests multiplexed on one `ModelStreamInfer` call per connection
-    /// ([`StreamTransport`]); a request the stream answers with an error is asked
+    /// (`StreamTransport`); a request the stream answers with an error is asked
     /// again with `ModelInfer`, and so is every later one on that connection. The stream
     /// is driven by a task on the runtime of the request that opened it: send a
     /// client's requests from one runtime (a current-thread runtime drives its tasks
@@ -77,7 +77,7 @@ impl GrpcConn {
     /// Connects to `uri` (`http://` or `https://`) within `connect_timeout`; inference
     /// requests travel by `call`. A failure is checked for a server that answers
     /// HTTP/1.1 ([`http_port_check`]).
-    pub async fn connect(
+    pub(crate) async fn connect(
         uri: String,
         connect_timeout: Duration,
         call: GrpcCall,
@@ -132,7 +132,7 @@ impl GrpcConn {
     }
 
     /// How this connection's inference requests travel (as configured).
-    pub fn call(&self) -> GrpcCall {
+    pub(crate) fn call(&self) -> GrpcCall {
         match self.infer {
             Inference::Unary(_) => GrpcCall::Unary,
             Inference::Stream(_) => GrpcCall::Stream,
@@ -140,7 +140,7 @@ impl GrpcConn {
     }
 
     /// Whether a stream error sent this connection's requests unary for good.
-    pub fn went_unary(&self) -> bool {
+    pub(crate) fn went_unary(&self) -> bool {
         match &self.infer {
             Inference::Unary(_) => false,
             Inference::Stream(s) => s.went_unary(),
@@ -148,7 +148,7 @@ impl GrpcConn {
     }
 
     /// Sends an inference request by this connection's call.
-    pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
+    pub(crate) async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
         match &self.infer {
             Inference::Unary(t) => t.send(request).await,
             Inference::Stream(t) => t.send(request).await,

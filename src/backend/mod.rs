@@ -18,33 +18,31 @@
 //! - [`request`], [`tensor`], [`binding`], [`proto`].
 
 mod api;
-pub mod binding;
-pub mod client;
+pub(crate) mod binding;
+pub(crate) mod client;
 mod grpc;
-pub mod http;
-pub mod peer;
-pub mod pool;
+pub(crate) mod http;
+pub(crate) mod peer;
+pub(crate) mod pool;
 pub mod proto;
-pub mod request;
-pub mod retry;
-pub mod security;
-pub mod shm;
-pub mod status;
-pub mod stream;
-pub mod tensor;
-pub mod transport;
-pub mod unary;
+pub(crate) mod request;
+pub(crate) mod retry;
+pub(crate) mod security;
+pub(crate) mod shm;
+pub(crate) mod status;
+pub(crate) mod stream;
+pub(crate) mod tensor;
+pub(crate) mod transport;
+pub(crate) mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, GrpcCall, Protocol, TritonClient};
-pub use http::HttpTransport;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
-pub use retry::{RetryPolicy, RetryStats};
+pub use retry::RetryPolicy;
+pub(crate) use retry::RetryStats;
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::SharedMemory;
-pub use stream::StreamTransport;
-pub use unary::UnaryTransport;
 
 /// Connects and infers the binding of `model` in one step (metadata + config).
 pub async fn bind(

@@ -14,7 +14,7 @@ use crate::error::{Error, Unreachable};
 
 /// One server as the calls to it see it. Cheap to share (`Arc`).
 #[derive(Debug)]
-pub struct Peer {
+pub(crate) struct Peer {
     /// The address as the user gave it, for messages.
     pub url: String,
     /// Deadline of each call.
@@ -28,7 +28,7 @@ pub struct Peer {
 
 impl Peer {
     /// `msg` as a call with this server's deadline and headers.
-    pub fn request<T>(&self, msg: T) -> tonic::Request<T> {
+    pub(crate) fn request<T>(&self, msg: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(msg);
         r.set_timeout(self.request_timeout);
         security::apply(&self.headers, r.metadata_mut());
@@ -36,14 +36,14 @@ impl Peer {
     }
 
     /// The headers as call metadata (for a stream's opening).
-    pub fn metadata(&self) -> MetadataMap {
+    pub(crate) fn metadata(&self) -> MetadataMap {
         let mut metadata = MetadataMap::new();
         security::apply(&self.headers, &mut metadata);
         metadata
     }
 
     /// The deadline passed, as an error.
-    pub fn timeout(&self) -> Error {
+    pub(crate) fn timeout(&self) -> Error {
         Error::Timeout {
             url: self.url.clone(),
             timeout_ms: self.request_timeout.as_millis() as u64,
@@ -53,7 +53,7 @@ impl Peer {
     /// Maps any gRPC status to the library error. A call cancelled by the transport
     /// means the server closed the connection (a TLS server closes a plain-text one);
     /// TLS and header hints are added by `security::annotate`.
-    pub fn error(&self, status: Status, model: Option<&str>) -> Error {
+    pub(crate) fn error(&self, status: Status, model: Option<&str>) -> Error {
         let closed =
             status.code() == Code::Cancelled && is_transport(&status) && !is_timeout(&status);
         let error = if closed {

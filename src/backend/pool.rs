@@ -36,7 +36,7 @@ use super::shm;
 use crate::error::{Error, Result, Unreachable};
 
 /// How often an endpoint that was taken out is checked.
-pub const HEALTH_INTERVAL: Duration = Duration::from_millis(250);
+pub(crate) const HEALTH_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Something that can run one inference request: a plain [`TritonClient`] (no retries),
 /// or a [`Pool`], or an in-process fake in tests. Returns the response and when the
@@ -399,7 +399,7 @@ async fn healthy(client: &TritonClient, model: &str, version: &str) -> bool {
 
 /// Polls a server until it accepts connections and it (and `model`, when named) is
 /// ready, for at most `limit`. The error says what was last seen.
-pub async fn wait_ready(
+pub(crate) async fn wait_ready(
     config: &ClientConfig,
     model: &str,
     version: &str,

@@ -131,7 +131,7 @@ impl InferRequest {
     }
 
     /// Asks the server to write the outputs into shared memory at `at` (laid out as
-    /// [`ShmOutputs`] says, [`outputs_len`](Self::outputs_len) bytes in all) instead of
+    /// `ShmOutputs` says, `outputs_len` bytes in all) instead of
     /// returning them in the response.
     pub fn with_shm_outputs(mut self, at: ShmOutputs) -> Self {
         self.shm_out = Some(at);
@@ -378,7 +378,7 @@ fn shm_parameters(region: &str, len: usize, offset: u64) -> HashMap<String, Infe
 
 /// Bytes of every input tensor of `binding` together, for `rows` features padded to
 /// `seq_len` tokens.
-pub fn contents_len(binding: &Binding, rows: usize, seq_len: usize) -> usize {
+pub(crate) fn contents_len(binding: &Binding, rows: usize, seq_len: usize) -> usize {
     binding
         .inputs
         .iter()

@@ -75,7 +75,7 @@ const SHM_DIR: &str = "/dev/shm";
 
 /// A registered region of request slots (input tensors, then room for the outputs).
 #[derive(Debug, Clone)]
-pub struct InputRegion {
+pub(crate) struct InputRegion {
     inner: Arc<Inner>,
 }
 
@@ -86,7 +86,8 @@ struct Inner {
     slot_bytes: usize,
     /// Free slots, each with its own mapping.
     free: Mutex<Vec<(usize, MmapMut)>>,
-    server: TritonClient,
+    /// The server it is registered with (`None`: none, a region of the slot tests).
+    server: Option<TritonClient>,
     /// The server lost the region: no slot is handed out any more.
     abandoned: AtomicBool,
     /// Slots never handed out again (see [`Slot`]).
@@ -101,7 +102,7 @@ struct Inner {
 /// or when dropped while no outputs were asked for in it; retired (never handed out
 /// again) otherwise.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     inner: Arc<Inner>,
     index: usize,
     /// `None` only while it is being given back.
@@ -112,7 +113,7 @@ pub struct Slot {
 
 /// What [`InputRegion::open`] decided.
 #[derive(Debug)]
-pub enum Opened {
+pub(crate) enum Opened {
     /// Requests use this region.
     Region(InputRegion),
     /// Tensors go in the message, for this reason (`None`: shared memory was not asked
@@ -122,11 +123,11 @@ pub enum Opened {
 
 /// Most slots a region has (requests in flight beyond them carry their tensors): each
 /// slot's memory is taken when the region is made.
-pub const MAX_SLOTS: usize = 64;
+pub(crate) const MAX_SLOTS: usize = 64;
 
 /// Bytes of one request's input and output tensors at most: `rows` features padded to
 /// `seq_len`.
-pub fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usize {
+pub(crate) fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usize {
     outputs_offset(super::request::contents_len(binding, rows, seq_len))
         + binding.outputs_len(rows, seq_len)
 }
@@ -140,7 +141,7 @@ fn outputs_offset(inputs_len: usize) -> usize {
 impl InputRegion {
     /// Creates and registers a region of `slots` slots of `slot_bytes` bytes with
     /// `server` (the run's one server; `None` when it has several endpoints).
-    pub async fn open(
+    pub(crate) async fn open(
         mode: SharedMemory,
         server: Option<&TritonClient>,
         slots: usize,
@@ -196,7 +197,7 @@ impl InputRegion {
                 name: name.into(),
                 slot_bytes,
                 free: Mutex::new(free),
-                server: server.clone(),
+                server: Some(server.clone()),
                 abandoned: AtomicBool::new(false),
                 retired: AtomicU64::new(0),
                 inputs_read: AtomicBool::new(false),
@@ -205,18 +206,8 @@ impl InputRegion {
         }))
     }
 
-    /// The registered name.
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-
-    /// Bytes each slot holds.
-    pub fn slot_bytes(&self) -> usize {
-        self.inner.slot_bytes
-    }
-
     /// A free slot, if any.
-    pub fn take(&self) -> Option<Slot> {
+    pub(crate) fn take(&self) -> Option<Slot> {
         if self.is_abandoned() {
             return None;
         }
@@ -230,33 +221,34 @@ impl InputRegion {
     }
 
     /// Stops handing out slots: the server no longer knows the region.
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         self.inner.abandoned.store(true, Ordering::Relaxed);
     }
 
     /// Records that a request was answered with its inputs read from the region.
-    pub fn inputs_answered(&self) {
+    pub(crate) fn inputs_answered(&self) {
         self.inner.inputs_read.store(true, Ordering::Relaxed);
     }
 
     /// Whether some request was answered with its inputs read from the region
     /// ([`inputs_answered`](Self::inputs_answered)).
-    pub fn inputs_used(&self) -> bool {
+    pub(crate) fn inputs_used(&self) -> bool {
         self.inner.inputs_read.load(Ordering::Relaxed)
     }
 
     /// Whether some request's outputs came back through the region.
-    pub fn outputs_used(&self) -> bool {
+    pub(crate) fn outputs_used(&self) -> bool {
         self.inner.outputs_read.load(Ordering::Relaxed)
     }
 
     /// Slots retired so far: their requests failed or were answered by a retry.
-    pub fn retired(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn retired(&self) -> u64 {
         self.inner.retired.load(Ordering::Relaxed)
     }
 
     /// Whether [`abandon`](Self::abandon) was called.
-    pub fn is_abandoned(&self) -> bool {
+    pub(crate) fn is_abandoned(&self) -> bool {
         self.inner.abandoned.load(Ordering::Relaxed)
     }
 
@@ -266,15 +258,13 @@ impl InputRegion {
     /// A server that still runs a request reading the region (one the client gave up on)
     /// refuses with "in use" (Triton 24.09 and later); the call is repeated for up to two
     /// seconds. Older servers unmap it at once, so a caller waits for its requests first.
-    pub async fn close(self) -> Result<()> {
-        if self.is_abandoned() {
+    pub(crate) async fn close(self) -> Result<()> {
+        let Some(server) = self.inner.server.as_ref().filter(|_| !self.is_abandoned()) else {
             return Ok(());
-        }
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         loop {
-            let result = self
-                .inner
-                .server
+            let result = server
                 .unregister_system_shared_memory(&self.inner.name)
                 .await;
             match result {
@@ -298,7 +288,7 @@ impl Slot {
     /// them there and asking for its outputs after them; the request unchanged (tensors
     /// in the message) when its inputs do not fit, with its outputs in the message when
     /// only they do not.
-    pub fn place(&mut self, request: InferRequest) -> InferRequest {
+    pub(crate) fn place(&mut self, request: InferRequest) -> InferRequest {
         let len = request.contents_len();
         let Some(map) = self.map.as_mut().filter(|m| len <= m.len()) else {
             return request;
@@ -324,7 +314,7 @@ impl Slot {
 
     /// The slot's memory from where [`place`](Self::place) asked for the outputs (what
     /// the server wrote there once the request is answered); `None` when it did not.
-    pub fn outputs(&self) -> Option<&[u8]> {
+    pub(crate) fn outputs(&self) -> Option<&[u8]> {
         Some(&self.map.as_ref()?[self.outputs_at?..])
     }
 
@@ -333,7 +323,7 @@ impl Slot {
     /// [`decode_response_in`](super::tensor::decode_response_in)). The slot is free
     /// again when they were, or when no outputs were asked for here; otherwise a retry
     /// answered, the first attempt may still write here, and the slot is retired.
-    pub fn answered(mut self, from_shm: bool) {
+    pub(crate) fn answered(mut self, from_shm: bool) {
         if from_shm {
             self.inner.outputs_read.store(true, Ordering::Relaxed);
             self.outputs_at = None;
@@ -360,13 +350,13 @@ impl Drop for Slot {
 /// Whether `error`, the answer to `request`, is the server saying that the region
 /// `request`'s inputs were placed in is not registered ([`is_lost_region`]): the
 /// request is not retried as it is, but sent again with its tensors in the message.
-pub fn lost_region(request: &InferRequest, error: &Error) -> bool {
+pub(crate) fn lost_region(request: &InferRequest, error: &Error) -> bool {
     request.shm_inputs().is_some() && is_lost_region(error)
 }
 
 /// Whether `error` is the server saying that a request's shared memory region is not
 /// registered (a server restarted since the region was registered).
-pub fn is_lost_region(error: &Error) -> bool {
+pub(crate) fn is_lost_region(error: &Error) -> bool {
     // The server's words: the protocol answers a missing region with a generic code.
     let text = error.server_message().unwrap_or("").to_ascii_lowercase();
     // Not "invalid offset + byte size": that is a request that does not fit the region,
@@ -379,7 +369,7 @@ pub fn is_lost_region(error: &Error) -> bool {
 /// it was given: a model that answers with more bytes than its binding says (another
 /// dtype or a larger shape). The request is then sent again with its outputs in the
 /// message, where the answer is checked against the binding and the mismatch named.
-pub fn is_output_room_short(error: &Error) -> bool {
+pub(crate) fn is_output_room_short(error: &Error) -> bool {
     // The server's words: the protocol answers a short output region with a generic code.
     let text = error.server_message().unwrap_or("").to_ascii_lowercase();
     text.contains("shared memory size specified with the request for output")
@@ -463,6 +453,108 @@ fn create(_: &std::path::Path, _: u64) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::binding::{FloatType, InputBinding, InputRole, IntType};
+    use crate::backend::binding::{OutputBinding, Outputs, SeqLen};
+    use crate::backend::{prepare_request, Binding};
+    use crate::types::Feature;
+
+    /// A region of `slots` slots that no server knows: the slot mechanics alone.
+    fn unregistered(slots: usize, slot_bytes: usize) -> InputRegion {
+        let slot_bytes = slot_bytes.max(1).div_ceil(PAGE) * PAGE;
+        let name = unique_name();
+        let path = PathBuf::from(SHM_DIR).join(&name);
+        let file = create(&path, (slots * slot_bytes) as u64).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let free = (0..slots)
+            .rev()
+            .map(|i| (i, map_slot(&file, i, slot_bytes).unwrap()))
+            .collect();
+        InputRegion {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                slot_bytes,
+                free: Mutex::new(free),
+                server: None,
+                abandoned: AtomicBool::new(false),
+                retired: AtomicU64::new(0),
+                inputs_read: AtomicBool::new(false),
+                outputs_read: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// NVIDIA's layout: three INT64 `[-1, 384]` inputs, two FP32 `[-1, 384]` outputs.
+    fn nvidia() -> Binding {
+        let input = |name: &str, role| InputBinding {
+            name: name.into(),
+            role,
+            datatype: IntType::Int64,
+            dims: vec![-1, 384],
+        };
+        let output = |name: &str| OutputBinding {
+            name: name.into(),
+            datatype: FloatType::Fp32,
+            dims: vec![-1, 384],
+        };
+        Binding {
+            model: "m".into(),
+            version: String::new(),
+            platform: "test".into(),
+            inputs: vec![
+                input("input__0", InputRole::InputIds),
+                input("input__1", InputRole::SegmentIds),
+                input("input__2", InputRole::InputMask),
+            ],
+            outputs: Outputs::Split {
+                start: output("output__0"),
+                end: output("output__1"),
+            },
+            max_batch_size: 8,
+            seq_len: SeqLen::Fixed(384),
+            dynamic_batching: false,
+        }
+    }
+
+    #[test]
+    fn a_slot_is_handed_out_again_only_after_an_answer_read_from_it() {
+        let b = Arc::new(nvidia());
+        let feature = Arc::new(Feature::from_pieces(1_000_000_000, 0, &[2054], &[1996]));
+        let request = || prepare_request(&b, vec![feature.clone()], 384).unwrap();
+        let region = unregistered(2, slot_bytes(&b, 1, 384));
+        // Inputs and then outputs in the slot, the outputs' room after the inputs.
+        let mut s = region.take().unwrap();
+        let placed = s.place(request());
+        let (inputs, outputs) = (placed.shm_inputs().unwrap(), placed.shm_outputs().unwrap());
+        assert!(outputs.offset >= inputs.offset + placed.contents_len() as u64);
+        assert!(s.outputs().unwrap().len() >= placed.outputs_len());
+        // Answered from the slot: free again, both slots can be taken.
+        s.answered(true);
+        let (mut s1, mut s2) = (region.take().unwrap(), region.take().unwrap());
+        assert!(region.take().is_none());
+        s1.place(request());
+        s2.place(request());
+        // A request that failed (its outputs may still be written) and one a retry
+        // answered in the message: both slots retired, none left to hand out.
+        drop(s1);
+        s2.answered(false);
+        assert_eq!(region.retired(), 2);
+        assert!(region.take().is_none());
+        assert!(
+            region.outputs_used(),
+            "the first answer was read from its slot"
+        );
+        // A slot given back without outputs asked for in it is simply free again.
+        let small = unregistered(1, 64);
+        let mut s = small.take().unwrap();
+        let placed = s.place(request());
+        assert!(
+            placed.shm_inputs().is_none() && s.outputs().is_none(),
+            "too small for the batch"
+        );
+        drop(s);
+        assert_eq!(small.retired(), 0);
+        assert!(small.take().is_some());
+    }
 
     #[cfg(unix)]
     #[test]

@@ -7,7 +7,12 @@ use tonic::Status;
 use crate::error::{Code, Error, Unreachable};
 
 /// `tonic::Status` → [`Error`].
-pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&str>) -> Error {
+pub(crate) fn map_status(
+    url: &str,
+    timeout: Duration,
+    status: Status,
+    model: Option<&str>,
+) -> Error {
     let timed_out = || Error::Timeout {
         url: url.into(),
         timeout_ms: timeout.as_millis() as u64,
@@ -29,6 +34,9 @@ pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&s
         Code::Unavailable => Error::unavailable(url, Unreachable::Answered, message),
         Code::DeadlineExceeded => timed_out(),
         Code::Cancelled if is_timeout(&status) => timed_out(),
+        // A tonic server's words when the deadline bertqa sent (grpc-timeout) passes on
+        // its side first: CANCELLED is all the protocol says, so its message is read.
+        Code::Cancelled if message == "Timeout expired" => timed_out(),
         Code::Unauthenticated | Code::PermissionDenied => Error::PermissionDenied {
             url: url.into(),
             message,
@@ -44,7 +52,7 @@ pub fn map_status(url: &str, timeout: Duration, status: Status, model: Option<&s
 }
 
 /// tonic's code as the library's ([`Code`]); `Ok`, never an error's, as `Unknown`.
-pub fn code_of(code: tonic::Code) -> Code {
+pub(crate) fn code_of(code: tonic::Code) -> Code {
     use tonic::Code as T;
     match code {
         T::Ok | T::Unknown => Code::Unknown,
@@ -68,19 +76,19 @@ pub fn code_of(code: tonic::Code) -> Code {
 
 /// Whether the status comes from the transport (it has a source error), not from the
 /// server.
-pub fn is_transport(status: &Status) -> bool {
+pub(crate) fn is_transport(status: &Status) -> bool {
     std::error::Error::source(status).is_some()
 }
 
 /// Whether the status is the channel's own deadline passing (tonic's `TimeoutExpired`
 /// in its source), not the server's.
-pub fn is_timeout(status: &Status) -> bool {
+pub(crate) fn is_timeout(status: &Status) -> bool {
     chain(std::error::Error::source(status)).any(|e| e.is::<tonic::TimeoutExpired>())
 }
 
 /// What a transport failure means: a refused connection (an `io::Error` of that kind in
 /// the chain), or another failure of the transport.
-pub fn cause_of(e: &(dyn std::error::Error + 'static)) -> Unreachable {
+pub(crate) fn cause_of(e: &(dyn std::error::Error + 'static)) -> Unreachable {
     let refused = chain(Some(e)).any(|e| {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
@@ -106,7 +114,7 @@ fn transport_message(status: &Status) -> String {
 /// Whether a gRPC status message is tonic's report of a connection lost mid-call
 /// (hyper's or h2's words, handed over as UNKNOWN or CANCELLED without the error
 /// itself): outside text, with no typed alternative.
-pub fn is_dropped_connection(message: &str) -> bool {
+pub(crate) fn is_dropped_connection(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     [
         "connection reset",
@@ -119,7 +127,7 @@ pub fn is_dropped_connection(message: &str) -> bool {
 }
 
 /// An error and its sources, outermost first.
-pub fn chain<'a>(
+pub(crate) fn chain<'a>(
     e: Option<&'a (dyn std::error::Error + 'static)>,
 ) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
     std::iter::successors(e, |e| e.source())
@@ -127,7 +135,7 @@ pub fn chain<'a>(
 
 /// The innermost cause of an error chain, which is the part users can act on
 /// ("Connection refused (os error 111)").
-pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     chain(Some(e))
         .last()
         .map_or_else(String::new, |c| c.to_string())
@@ -203,8 +211,11 @@ mod tests {
         let status = Status::from_error(Box::new(tonic::TimeoutExpired(())));
         let e = map_status("h:1", t, status, None);
         assert!(matches!(e, Error::Timeout { timeout_ms: 5, .. }), "{e:?}");
-        // The same words from the server are its answer.
+        // The same deadline passing on a tonic server's side first: its words.
         let e = map_status("h:1", t, Status::cancelled("Timeout expired"), None);
+        assert!(matches!(e, Error::Timeout { timeout_ms: 5, .. }), "{e:?}");
+        // Any other cancellation is the server's answer.
+        let e = map_status("h:1", t, Status::cancelled("shutting down"), None);
         assert!(
             matches!(
                 e,

@@ -43,9 +43,11 @@ use crate::error::Result;
 
 /// Why a request sent on the stream has no response.
 #[derive(Debug, Clone)]
-pub enum StreamError {
+pub(crate) enum StreamError {
     /// The server answered it with this error message (no status code on a stream).
-    Rejected(String),
+    /// (The message is for tests to check: the request is asked again unary, and that
+    /// answer is what a caller sees.)
+    Rejected(#[cfg_attr(not(test), allow(dead_code))] String),
     /// The stream ended before its response, with this status.
     Closed(Status),
     /// No response within the deadline.
@@ -144,7 +146,7 @@ impl Drop for CloseOnDrop {
 
 /// One open `ModelStreamInfer` call (see the module header).
 #[derive(Debug)]
-pub struct InferStream {
+pub(crate) struct InferStream {
     requests: mpsc::UnboundedSender<ModelInferRequest>,
     shared: Arc<Shared>,
 }
@@ -153,7 +155,7 @@ impl InferStream {
     /// Opens a stream with the connection's service client `grpc`, with `metadata`
     /// (the headers of every call). The task that drives it is spawned on the current
     /// runtime.
-    pub fn open(grpc: ServiceClient, metadata: MetadataMap) -> InferStream {
+    pub(crate) fn open(grpc: ServiceClient, metadata: MetadataMap) -> InferStream {
         let (requests, queued) = mpsc::unbounded_channel::<ModelInferRequest>();
         let shared = Arc::new(Shared::default());
         tokio::spawn(drive(grpc, metadata, queued, shared.clone()));
@@ -161,12 +163,12 @@ impl InferStream {
     }
 
     /// Whether the stream has ended (a new one is needed).
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.shared.ended.load(Ordering::Acquire) || self.requests.is_closed()
     }
 
     /// Sends `request` and waits up to `timeout` for its response.
-    pub async fn infer(&self, request: InferRequest, timeout: Duration) -> Reply {
+    pub(crate) async fn infer(&self, request: InferRequest, timeout: Duration) -> Reply {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.shared
@@ -247,7 +249,7 @@ async fn drive(
 /// The stream transport of one connection (see the module header), with the unary
 /// transport it falls back to.
 #[derive(Debug)]
-pub struct StreamTransport {
+pub(crate) struct StreamTransport {
     grpc: ServiceClient,
     peer: Arc<Peer>,
     current: Mutex<Option<Arc<InferStream>>>,
@@ -260,7 +262,7 @@ pub struct StreamTransport {
 impl StreamTransport {
     /// The transport of `grpc`, the service client of a connection to `peer`; the
     /// stream opens on the first request.
-    pub fn new(grpc: ServiceClient, peer: Arc<Peer>) -> StreamTransport {
+    pub(crate) fn new(grpc: ServiceClient, peer: Arc<Peer>) -> StreamTransport {
         StreamTransport {
             fallback: UnaryTransport::new(grpc.clone(), peer.clone()),
             grpc,
@@ -271,7 +273,7 @@ impl StreamTransport {
     }
 
     /// Whether a stream error sent this connection's requests unary for good.
-    pub fn went_unary(&self) -> bool {
+    pub(crate) fn went_unary(&self) -> bool {
         self.unary.load(Ordering::Relaxed)
     }
 
@@ -289,7 +291,7 @@ impl StreamTransport {
     }
 
     /// Sends `request` and waits for its answer (the contract of `transport.rs`).
-    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+    pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
         if !self.went_unary() {
             let stream = self.open_stream();
             let timeout = self.peer.request_timeout;

@@ -15,7 +15,7 @@ use crate::types::Logits;
 
 /// The logits outputs of one response, checked against the binding and the batch.
 #[derive(Debug, Clone, Copy)]
-pub struct Checked<'a> {
+pub(crate) struct Checked<'a> {
     rows: usize,
     seq_len: usize,
     layout: Layout<'a>,
@@ -38,7 +38,8 @@ enum Layout<'a> {
 /// Checks once that `response` holds the binding's outputs with the dtype, shape
 /// (`[rows, seq_len]`, `[rows, seq_len, 2]` stacked, no batch dim for a model that
 /// does not batch) and byte length a batch of `rows` needs.
-pub fn check_batch<'a>(
+#[cfg(test)]
+pub(crate) fn check_batch<'a>(
     binding: &Binding,
     rows: usize,
     seq_len: usize,
@@ -52,7 +53,7 @@ pub fn check_batch<'a>(
 /// [`ShmOutputs`](super::request::ShmOutputs) says), read for every output whose raw
 /// entry in the response is empty. An output returned in the message is read from the
 /// message.
-pub fn check_batch_in<'a>(
+pub(crate) fn check_batch_in<'a>(
     binding: &Binding,
     rows: usize,
     seq_len: usize,
@@ -148,7 +149,7 @@ pub fn check_batch_in<'a>(
 
 impl Checked<'_> {
     /// Batch rows.
-    pub fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.rows
     }
 
@@ -158,7 +159,7 @@ impl Checked<'_> {
     ///
     /// # Panics
     /// When `row` is not below [`rows`](Self::rows).
-    pub fn row_into(&self, row: usize, start: &mut Vec<f32>, end: &mut Vec<f32>) {
+    pub(crate) fn row_into(&self, row: usize, start: &mut Vec<f32>, end: &mut Vec<f32>) {
         assert!(row < self.rows, "row {row} of {}", self.rows);
         let n = self.seq_len;
         start.clear();
@@ -185,7 +186,7 @@ impl Checked<'_> {
     ///
     /// # Panics
     /// When `row` is not below [`rows`](Self::rows).
-    pub fn row_f32(&self, row: usize) -> Option<(&[f32], &[f32])> {
+    pub(crate) fn row_f32(&self, row: usize) -> Option<(&[f32], &[f32])> {
         assert!(row < self.rows, "row {row} of {}", self.rows);
         let Layout::Split {
             start: (s, FloatType::Fp32),
@@ -202,7 +203,7 @@ impl Checked<'_> {
     }
 
     /// Every row's logits, tagged with the unique ids of the batch's features in order.
-    pub fn logits(&self, unique_ids: impl IntoIterator<Item = u64>) -> Vec<Logits> {
+    pub(crate) fn logits(&self, unique_ids: impl IntoIterator<Item = u64>) -> Vec<Logits> {
         let mut out = Vec::with_capacity(self.rows);
         for (row, unique_id) in unique_ids.into_iter().take(self.rows).enumerate() {
             let mut l = Logits {
@@ -244,7 +245,7 @@ pub fn decode_response(
 /// [`decode_response`] for a request whose outputs may lie in shared memory (`shm`: the
 /// memory from its output offset on, see [`check_batch_in`]); also says whether any
 /// output was read from there.
-pub fn decode_response_in(
+pub(crate) fn decode_response_in(
     request: &InferRequest,
     response: &ModelInferResponse,
     shm: Option<&[u8]>,
@@ -255,7 +256,7 @@ pub fn decode_response_in(
 }
 
 /// [`check_batch_in`] for `request`'s batch and sequence length.
-pub fn check_response_in<'a>(
+pub(crate) fn check_response_in<'a>(
     request: &InferRequest,
     response: &'a ModelInferResponse,
     shm: Option<&'a [u8]>,
@@ -271,7 +272,7 @@ pub fn check_response_in<'a>(
 
 impl Checked<'_> {
     /// Whether some output was read from shared memory.
-    pub fn from_shm(&self) -> bool {
+    pub(crate) fn read_from_shm(&self) -> bool {
         self.from_shm
     }
 }

@@ -39,7 +39,7 @@ use tonic::transport::Channel;
 use super::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 
 /// Largest message bertqa accepts or sends (Triton's own limit is 2 GiB − 1).
-pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
 /// The gRPC service client of a connection.
 pub(crate) type ServiceClient = GrpcInferenceServiceClient<Channel>;

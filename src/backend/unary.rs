@@ -10,19 +10,19 @@ use crate::error::Result;
 
 /// `ModelInfer` on one connection (cheap to clone: clones share it).
 #[derive(Debug, Clone)]
-pub struct UnaryTransport {
+pub(crate) struct UnaryTransport {
     grpc: ServiceClient,
     peer: Arc<Peer>,
 }
 
 impl UnaryTransport {
     /// The transport of `grpc`, the service client of a connection to `peer`.
-    pub fn new(grpc: ServiceClient, peer: Arc<Peer>) -> UnaryTransport {
+    pub(crate) fn new(grpc: ServiceClient, peer: Arc<Peer>) -> UnaryTransport {
         UnaryTransport { grpc, peer }
     }
 
     /// Sends `request` and waits for its answer (the contract of `transport.rs`).
-    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+    pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
         let message = self.peer.request(request.to_proto());
         match self.grpc.clone().model_infer(message).await {
             Ok(response) => Ok(response.into_inner()),

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-pub use super::heading::*;
+pub(crate) use super::heading::*;
 
 /// `--url`'s help for the commands that spread requests over every endpoint given.
-pub const URL_SPREAD_HELP: &str =
+pub(crate) const URL_SPREAD_HELP: &str =
     "Triton endpoint; repeat it (or give a comma list) to use several servers";
 
 /// Where the Triton server is and how to talk to it.
@@ -189,7 +189,7 @@ pub enum Postprocess {
 }
 
 /// `--version-2-with-negative`'s help for `ask`, which reads no file.
-pub const ASK_V2_HELP: &str = "SQuAD 2.0 rules: the answer may be that there is none";
+pub(crate) const ASK_V2_HELP: &str = "SQuAD 2.0 rules: the answer may be that there is none";
 
 /// Span decoding (algorithm §6).
 #[derive(Debug, Clone, Args)]
@@ -225,7 +225,7 @@ pub struct OutputArgs {
 }
 
 /// `--shared-memory`'s help for `ask`, whose few requests gain less than a region costs.
-pub const ASK_SHARED_MEMORY_HELP: &str =
+pub(crate) const ASK_SHARED_MEMORY_HELP: &str =
     "Tensors in shared memory, for a server on this machine (auto: no, for ask)";
 
 /// Request flow settings shared by `eval`, `ask`, `compare` and `perf`.

@@ -16,7 +16,7 @@ use super::common::{
 };
 use bertqa::decode::Prediction;
 use bertqa::pipeline;
-use bertqa::types::{Dataset, Example, Paragraph};
+use bertqa::types::{Dataset, Paragraph};
 
 /// Ask questions about a context.
 #[derive(Debug, clap::Args)]
@@ -73,31 +73,9 @@ fn read_context(args: &Args) -> anyhow::Result<String> {
     }
 }
 
-/// The in-memory dataset of one context and its questions (ids `q1`, `q2`, …).
-pub fn dataset_of(context: &str, questions: &[String]) -> Dataset {
-    let paragraph: Paragraph = bertqa::squad::split_context(context);
-    let examples = questions
-        .iter()
-        .enumerate()
-        .map(|(i, q)| Example {
-            example_index: i,
-            qas_id: format!("q{}", i + 1),
-            question_text: q.clone(),
-            paragraph_index: 0,
-            answers: Vec::new(),
-            is_impossible: false,
-        })
-        .collect();
-    Dataset {
-        version: String::new(),
-        paragraphs: vec![paragraph],
-        examples,
-    }
-}
-
 /// The character span `[start, end)` (code points) of `text` in the context, found
 /// through the words the answer came from. `None` when the text cannot be located.
-pub fn char_span(
+pub(crate) fn char_span(
     paragraph: &Paragraph,
     first_word: usize,
     last_word: usize,
@@ -136,9 +114,9 @@ pub fn char_span(
     (start != usize::MAX && end != usize::MAX).then_some((start, end + 1))
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let context = read_context(&args)?;
-    let dataset = dataset_of(&context, &args.question);
+    let dataset = bertqa::squad::questions_about(&context, &args.question);
     let tokenizer = load_tokenizer(&args.run.tokenizer)?;
     let version_2 = args.run.decode.version_2_with_negative;
     let decode = decode_config(

@@ -21,13 +21,13 @@ use bertqa::tokenize::{self, BertTokenizer};
 use bertqa::types::Dataset;
 
 /// Inputs from this size up get transparent huge pages ([`huge_pages_for`]).
-pub const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
+pub(crate) const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
 
 /// Lets the allocator's arena use transparent huge pages from now on when `path` is a
 /// large input. The binary starts with them off (`src/main.rs`): a small run would zero
 /// whole 2 MiB pages it barely uses. A run over a large file fills tens of MB, where
 /// 4 KiB pages cost a page fault each and the word caches' random lookups miss the TLB.
-pub fn huge_pages_for(path: &Path) {
+pub(crate) fn huge_pages_for(path: &Path) {
     #[cfg(target_os = "linux")]
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= HUGE_PAGES_FROM_BYTES) {
         // SAFETY: prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) only clears a flag of this
@@ -39,14 +39,18 @@ pub fn huge_pages_for(path: &Path) {
 }
 
 /// Reads a SQuAD file; reader warnings go to stderr, or fail under `--strict`.
-pub fn load_data(path: &Path, strict: bool, limit: Option<usize>) -> bertqa::Result<Dataset> {
+pub(crate) fn load_data(
+    path: &Path,
+    strict: bool,
+    limit: Option<usize>,
+) -> bertqa::Result<Dataset> {
     huge_pages_for(path);
     let loaded = bertqa::squad::load(path)?;
     Ok(finish_loading(loaded, strict, limit)?.0)
 }
 
 /// [`load_data`], with the SHA-256 (hex) of the file's bytes as read.
-pub fn load_data_digest(
+pub(crate) fn load_data_digest(
     path: &Path,
     strict: bool,
     limit: Option<usize>,
@@ -78,7 +82,7 @@ fn finish_loading(
 }
 
 /// The tokenizer of `--vocab` / `--tokenizer`, warning when the casing looks wrong.
-pub fn load_tokenizer(args: &TokenizerArgs) -> bertqa::Result<BertTokenizer> {
+pub(crate) fn load_tokenizer(args: &TokenizerArgs) -> bertqa::Result<BertTokenizer> {
     let tokenizer = tokenize::load(&args.vocab, args.tokenizer.as_deref(), args.lower_case())?;
     if let Some(w) = tokenizer.casing_warning() {
         eprintln!("warning: {}", super::flags::name_flags(w));
@@ -87,7 +91,7 @@ pub fn load_tokenizer(args: &TokenizerArgs) -> bertqa::Result<BertTokenizer> {
 }
 
 /// The validated window geometry.
-pub fn feature_config(args: &WindowArgs) -> bertqa::Result<FeatureConfig> {
+pub(crate) fn feature_config(args: &WindowArgs) -> bertqa::Result<FeatureConfig> {
     let config = FeatureConfig {
         max_seq_length: args.max_seq_length,
         doc_stride: args.doc_stride,
@@ -98,7 +102,7 @@ pub fn feature_config(args: &WindowArgs) -> bertqa::Result<FeatureConfig> {
 }
 
 /// The decoding configuration for a dataset's rules and the tokenizer's casing.
-pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> DecodeConfig {
+pub(crate) fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> DecodeConfig {
     DecodeConfig {
         n_best_size: args.n_best_size,
         max_answer_length: args.max_answer_length,
@@ -114,7 +118,7 @@ pub fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> De
 
 /// The client configuration of the server flags (reads `--header-env` variables and
 /// `--header-file` files).
-pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
+pub(crate) fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
     Ok(ClientConfig {
         url: args.first_url().to_string(),
         connect_timeout: Duration::from_millis(args.connect_timeout_ms),
@@ -126,7 +130,7 @@ pub fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
 }
 
 /// The pool configuration of the server and network flags.
-pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
+pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
     if !(net.wait_ready.is_finite() && net.wait_ready >= 0.0) {
         return Err(bertqa::Error::Config(format!(
             "--wait-ready {} must be a number of seconds, 0 or more",
@@ -175,7 +179,7 @@ pub fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolCon
 
 /// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and
 /// infers the model's binding from the first.
-pub async fn connect_pool_and_bind(
+pub(crate) async fn connect_pool_and_bind(
     server: &ServerArgs,
     net: &NetArgs,
     model: &str,
@@ -195,7 +199,7 @@ pub async fn connect_pool_and_bind(
 
 /// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,
 /// `--start-logits` and `--end-logits`.
-pub fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
+pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
     BindingOverrides {
         input_ids: b.input_ids.clone(),
         segment_ids: b.segment_ids.clone(),
@@ -207,14 +211,14 @@ pub fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
 
 /// How batches for this model are padded: to `--max-seq-length` for a fixed-length
 /// model or under `--fixed-seq-len`, otherwise to each batch's longest feature.
-pub fn model_padding(load: &LoadArgs, binding: &Binding, max_seq_length: usize) -> Padding {
+pub(crate) fn model_padding(load: &LoadArgs, binding: &Binding, max_seq_length: usize) -> Padding {
     Padding::for_model(binding, max_seq_length, !load.fixed_seq_len)
 }
 
 /// The one place that turns the request-flow flags, the window and decoding settings
 /// and the model's binding into a pipeline run's configuration (`ask`, `compare`,
 /// `eval`). The caller chooses what the run keeps (logits, features).
-pub fn run_config(
+pub(crate) fn run_config(
     load: &LoadArgs,
     binding: &Binding,
     features: FeatureConfig,
@@ -241,7 +245,7 @@ pub fn run_config(
     })
 }
 
-pub use bertqa::report::text::metric_lines;
+pub(crate) use bertqa::report::text::metric_lines;
 
 /// How a command's report is shown: `--json`, or the text (`-v`: verbose).
 pub(crate) fn report_format(json: bool) -> bertqa::report::Format {
@@ -256,7 +260,7 @@ pub(crate) fn report_format(json: bool) -> bertqa::report::Format {
 
 /// How a command that ran to completion ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Everything passed.
     Success,
     /// The run completed but these gates failed (each named, e.g. `--min-f1 90: f1 85.2`).

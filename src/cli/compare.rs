@@ -78,13 +78,13 @@ pub struct Args {
 
 /// Differences of one model against the first.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LogitDiff {
+pub(crate) struct LogitDiff {
     pub linf: f64,
     pub mean_abs: f64,
 }
 
 /// L_inf and mean |Δ| of start and end logits over mask-1 positions of every feature.
-pub fn logit_diffs(
+pub(crate) fn logit_diffs(
     features: &[Arc<Feature>],
     a: &[Logits],
     b: &[Logits],
@@ -167,7 +167,7 @@ struct Shared<'a> {
     version_2: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.models.len() < 2 {
         anyhow::bail!(
             "--models needs at least two models to compare (got {})",

@@ -14,7 +14,7 @@ use super::flags::name_flags;
 use super::Command;
 
 /// What the command was asked to work with, as (label, text) lines for `-v`.
-pub fn context(command: &Command) -> Vec<(&'static str, String)> {
+pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
     let mut c = Vec::new();
     let model = |name: &str, version: &str| {
         let version = match version {
@@ -142,7 +142,7 @@ fn requests(n: &NetArgs) -> (&'static str, String) {
 /// The exit status of a command that failed: 0 for a broken pipe on stdout (the reader
 /// went away: `bertqa … | head`), else 2 (README.md, "Exit codes"). Known by the
 /// error's value (an `io::Error` of that kind in its chain), never by its text.
-pub fn exit_code(e: &anyhow::Error) -> u8 {
+pub(crate) fn exit_code(e: &anyhow::Error) -> u8 {
     let broken_pipe = e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
@@ -155,7 +155,11 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 }
 
 /// The text for stderr (without the final newline).
-pub fn render(e: &anyhow::Error, verbose: bool, context: &[(&'static str, String)]) -> String {
+pub(crate) fn render(
+    e: &anyhow::Error,
+    verbose: bool,
+    context: &[(&'static str, String)],
+) -> String {
     if !verbose {
         // One line: the error and its causes joined.
         let mut line = e.to_string();

@@ -34,7 +34,7 @@ pub struct Args {
     pub window: WindowArgs,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let config = feature_config(&args.window)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
@@ -72,14 +72,14 @@ pub fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 /// Writes features as JSON lines; token texts are escaped once per vocabulary entry.
-pub struct Renderer {
+pub(crate) struct Renderer {
     /// JSON string literal (quotes included) of every id's token.
     tokens: Vec<Vec<u8>>,
     max_seq_length: usize,
 }
 
 impl Renderer {
-    pub fn new(tokenizer: &BertTokenizer, max_seq_length: usize) -> Self {
+    pub(crate) fn new(tokenizer: &BertTokenizer, max_seq_length: usize) -> Self {
         let tokens = (0..tokenizer.vocab_size())
             .map(|id| json_string(tokenizer.id_to_token(id as u32)))
             .collect();
@@ -90,7 +90,7 @@ impl Renderer {
     }
 
     /// One feature as a JSON line (with the newline).
-    pub fn render(&self, out: &mut Vec<u8>, f: &Feature, dataset: &Dataset) {
+    pub(crate) fn render(&self, out: &mut Vec<u8>, f: &Feature, dataset: &Dataset) {
         let example = &dataset.examples[f.example_index];
         let seq = self.max_seq_length.max(f.len());
         out.extend_from_slice(b"{\"unique_id\":");

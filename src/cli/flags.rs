@@ -46,7 +46,7 @@ const FLAGS: &[(&str, &str)] = &[
 
 /// `text` (a library error, warning or note) with every setting it names written as
 /// its flag.
-pub fn name_flags(text: &str) -> String {
+pub(crate) fn name_flags(text: &str) -> String {
     let mut out = text.to_string();
     if out.contains('`') {
         for (setting, flag) in FLAGS {

@@ -120,7 +120,7 @@ fn common(run: &Fingerprint) -> Fingerprint {
     )
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Held until the merge ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let shards = args

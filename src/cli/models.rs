@@ -53,7 +53,7 @@ struct ModelReport {
     binding: Result<Binding, Error>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let report = rt.block_on(collect(&args))?;
     let text = if args.output.json {

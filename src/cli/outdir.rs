@@ -15,11 +15,11 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 /// The lock file's name inside the output directory.
-pub const LOCK_FILE: &str = ".bertqa.lock";
+pub(crate) const LOCK_FILE: &str = ".bertqa.lock";
 
 /// An output directory this process holds until it is dropped.
 #[derive(Debug)]
-pub struct OutputDir {
+pub(crate) struct OutputDir {
     lock: PathBuf,
     /// Held (locked) while this value lives; closing it releases the lock.
     file: Option<File>,
@@ -30,7 +30,7 @@ pub struct OutputDir {
 impl OutputDir {
     /// Creates `dir` if needed and takes its lock, or fails with
     /// `another bertqa (pid N) is writing to D` when another process holds it.
-    pub fn claim(dir: &Path) -> anyhow::Result<OutputDir> {
+    pub(crate) fn claim(dir: &Path) -> anyhow::Result<OutputDir> {
         let created = missing_ancestors(dir);
         std::fs::create_dir_all(dir).map_err(|e| bertqa::Error::io(dir, e))?;
         let mut held = OutputDir {

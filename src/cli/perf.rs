@@ -180,7 +180,7 @@ impl PerfProgress for Lines {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let config = perf_config(&args)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;

@@ -26,7 +26,7 @@ use bertqa::pipeline::AnswerNeeds;
 
 /// Appends a run's answers and its padding decision to the journal as they come (the
 /// journal part of `eval`'s [`bertqa::pipeline::RunObserver`]).
-pub struct Recorder {
+pub(crate) struct Recorder {
     journal: Arc<Mutex<Journal>>,
     /// The journal writes compact records for the run's n-best size: candidates do
     /// where they stand for the logits.
@@ -35,7 +35,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// Records into `journal` (shared with the signal handler).
-    pub fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize) -> Self {
+    pub(crate) fn new(journal: Arc<Mutex<Journal>>, n_best_size: usize) -> Self {
         let from_candidates = lock(&journal).compacts() == Some(n_best_size);
         Recorder {
             journal,
@@ -44,7 +44,7 @@ impl Recorder {
     }
 
     /// What the journal reads of each answer.
-    pub fn needs(&self) -> AnswerNeeds {
+    pub(crate) fn needs(&self) -> AnswerNeeds {
         if self.from_candidates {
             AnswerNeeds::Candidates
         } else {
@@ -53,29 +53,29 @@ impl Recorder {
     }
 
     /// Appends a feature's answer.
-    pub fn answer(&self, scores: &Scores) -> bertqa::Result<()> {
+    pub(crate) fn answer(&self, scores: &Scores) -> bertqa::Result<()> {
         lock(&self.journal).append_answer(scores)
     }
 
     /// Appends the padding decision.
-    pub fn padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
+    pub(crate) fn padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
         lock(&self.journal).append_padding_decision(dynamic)
     }
 
     /// Features in the journal.
-    pub fn features(&self) -> u64 {
+    pub(crate) fn features(&self) -> u64 {
         lock(&self.journal).features()
     }
 }
 
 /// The journal's path in an output directory.
-pub fn journal_path(dir: &Path) -> PathBuf {
+pub(crate) fn journal_path(dir: &Path) -> PathBuf {
     dir.join(journal::FILE_NAME)
 }
 
 /// Opens the journal for a run: continues it with `--resume` (checking the
 /// fingerprint), otherwise starts a new one. Returns it with the journaled logits.
-pub fn open(
+pub(crate) fn open(
     dir: &Path,
     resume: bool,
     fingerprint: &Fingerprint,
@@ -115,14 +115,14 @@ pub fn open(
 
 /// The journal behind a lock shared with the signal handler (a panic elsewhere does
 /// not stop it from being written).
-pub fn lock(journal: &std::sync::Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
+pub(crate) fn lock(journal: &std::sync::Mutex<Journal>) -> std::sync::MutexGuard<'_, Journal> {
     journal
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Removes the journal after a complete run.
-pub fn finish(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn finish(dir: &Path) -> anyhow::Result<()> {
     let path = journal_path(dir);
     match std::fs::remove_file(&path) {
         Ok(()) => Ok(()),
@@ -136,7 +136,7 @@ pub fn finish(dir: &Path) -> anyhow::Result<()> {
 /// its own small runtime, registered before this returns: they are seen whether or not
 /// the pipeline's runtime (a current-thread one, driven only inside its `block_on`) is
 /// running, for instance while the answers are written.
-pub fn stop_on_signals(
+pub(crate) fn stop_on_signals(
     on_quit: impl FnOnce() + Send + 'static,
 ) -> anyhow::Result<tokio_util::sync::CancellationToken> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -189,7 +189,7 @@ async fn any_signal(
 /// The fingerprint of the settings every run has (data, questions, tokenizer, windows,
 /// decoding); a server run adds the model, its binding and the padding. `data_sha256`:
 /// the digest of the data file's bytes as they were read.
-pub fn base_fingerprint(
+pub(crate) fn base_fingerprint(
     data_sha256: String,
     limit: Option<usize>,
     shard: Option<bertqa::shard::Shard>,
@@ -229,7 +229,7 @@ pub fn base_fingerprint(
 
 /// Adds the model, its binding and the padding to a fingerprint. Padding without the
 /// probe (`--dynamic-seq-len`, which can change answers) is a setting of its own.
-pub fn model_fingerprint(
+pub(crate) fn model_fingerprint(
     base: Fingerprint,
     binding: &bertqa::backend::Binding,
     padding: bertqa::pipeline::Padding,

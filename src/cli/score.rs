@@ -39,7 +39,7 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let loaded = bertqa::squad::load(&args.data)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
@@ -108,7 +108,7 @@ fn missing_line(s: &Scores) -> String {
 }
 
 /// The `--json` document.
-pub fn render_json(s: &Scores, v2: bool) -> String {
+pub(crate) fn render_json(s: &Scores, v2: bool) -> String {
     let doc = serde_json::json!({
         "schema": 1,
         "version": version_name(v2),
@@ -127,7 +127,7 @@ pub fn render_json(s: &Scores, v2: bool) -> String {
 
 /// The text table: the official keys, their values as every text report shows them
 /// (`--json` has them in full).
-pub fn render_text(s: &Scores, v2: bool) -> String {
+pub(crate) fn render_text(s: &Scores, v2: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

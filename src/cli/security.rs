@@ -48,7 +48,7 @@ fn secret_arg(s: &str) -> Result<Secret, std::convert::Infallible> {
 
 /// Resolves the flags into the library's [`Security`]: reads environment variables and
 /// files, validates every header.
-pub fn security(args: &SecurityArgs) -> bertqa::Result<Security> {
+pub(crate) fn security(args: &SecurityArgs) -> bertqa::Result<Security> {
     let mut headers = Vec::new();
     for spec in &args.headers {
         let Some((name, value)) = spec.expose().split_once(':') else {

@@ -31,7 +31,7 @@ pub fn normalize_answer(s: &str) -> String {
 }
 
 /// [`normalize_answer`] into `out` (replacing what it held), reusing its buffer.
-pub fn normalize_answer_into(s: &str, out: &mut String) {
+pub(crate) fn normalize_answer_into(s: &str, out: &mut String) {
     if s.is_ascii() {
         normalize_ascii_into(s.as_bytes(), out);
     } else {
@@ -145,14 +145,14 @@ pub(crate) struct Normalized {
 
 impl Normalized {
     #[cfg(test)]
-    pub fn new(s: &str) -> Self {
+    pub(crate) fn new(s: &str) -> Self {
         let mut n = Normalized::default();
         n.set(s);
         n
     }
 
     /// Becomes the normalization of `s`, in the buffers it has.
-    pub fn set(&mut self, s: &str) {
+    pub(crate) fn set(&mut self, s: &str) {
         normalize_answer_into(s, &mut self.text);
         let (text, tokens) = (&self.text, &mut self.tokens);
         tokens.clear();

@@ -24,8 +24,8 @@
 //! - The process's own CPU time is measured per window, so a level where bertqa itself
 //!   is the limit is reported as such (and a request rate the client could not keep).
 
-pub mod export;
-pub mod stats;
+pub(crate) mod export;
+pub(crate) mod stats;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,11 +40,11 @@ use crate::error::{Error, Result};
 use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use stats::{Arrivals, ServerCounters};
-pub use stats::{Distribution, Range, ServerBreakdown};
+pub(crate) use stats::{Distribution, Range, ServerBreakdown};
 
 /// How load is generated, and at which levels.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Load {
+pub(crate) enum Load {
     /// Closed loop: this many requests in flight, one level per value.
     Concurrency(Vec<usize>),
     /// Open loop: requests sent at these rates (per second), one level per value.
@@ -57,7 +57,7 @@ pub enum Load {
 
 impl Load {
     /// `"concurrency"` or `"request_rate"`.
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         match self {
             Load::Concurrency(_) => "concurrency",
             Load::RequestRate { .. } => "request_rate",
@@ -67,7 +67,7 @@ impl Load {
 
 /// One measurement window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Window {
+pub(crate) enum Window {
     /// A fixed time.
     Time(Duration),
     /// Until this many requests have been answered.
@@ -76,7 +76,7 @@ pub enum Window {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub struct PerfConfig {
+pub(crate) struct PerfConfig {
     pub load: Load,
     pub window: Window,
     /// Stability tolerance, percent (perf_analyzer: 10).
@@ -107,7 +107,7 @@ impl Default for PerfConfig {
 
 /// One request's worth of features, padded to `seq_len`.
 #[derive(Debug, Clone)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub features: Vec<Arc<Feature>>,
     pub seq_len: usize,
 }
@@ -115,7 +115,11 @@ pub struct Batch {
 /// Groups features into full batches of `batch_size` in file order, wrapping around to
 /// the first features to fill the last batch, so every request has the same size; each
 /// padded as the pipeline pads ([`Padding::length`]).
-pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -> Vec<Batch> {
+pub(crate) fn make_batches(
+    features: &[Feature],
+    batch_size: usize,
+    padding: Padding,
+) -> Vec<Batch> {
     let n = features.len();
     if n == 0 || batch_size == 0 {
         return Vec::new();
@@ -134,14 +138,14 @@ pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -
 
 /// Which level a result is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Level {
+pub(crate) enum Level {
     Concurrency(usize),
     RequestRate(f64),
 }
 
 impl Level {
     /// The level's value as perf_analyzer's first CSV column shows it.
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         match *self {
             Level::Concurrency(n) => n as f64,
             Level::RequestRate(r) => r,
@@ -160,7 +164,7 @@ impl std::fmt::Display for Level {
 
 /// Client latency percentiles and mean, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Latency {
+pub(crate) struct Latency {
     pub p50_us: f64,
     pub p90_us: f64,
     pub p95_us: f64,
@@ -171,7 +175,7 @@ pub struct Latency {
 
 /// Client-side parts of the latency, averaged per request, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ClientBreakdown {
+pub(crate) struct ClientBreakdown {
     /// Preparing the request (perf_analyzer's "Client Send"); the tensors themselves are
     /// serialized into the send buffer by the transport, inside the response wait.
     pub send_us: f64,
@@ -186,7 +190,7 @@ pub struct ClientBreakdown {
 
 /// What one level measured (the last three windows merged).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LevelResult {
+pub(crate) struct LevelResult {
     pub level: Level,
     /// The last three windows agreed within the stability tolerance.
     pub stable: bool,
@@ -213,17 +217,12 @@ pub struct LevelResult {
 }
 
 /// Progress callbacks (the library never prints).
-pub trait PerfProgress: Sync {
+pub(crate) trait PerfProgress: Sync {
     /// A level starts.
     fn level(&self, _level: Level) {}
     /// A window of `level` was measured.
     fn window(&self, _level: Level, _trial: usize, _requests_per_s: f64, _avg_latency_us: f64) {}
 }
-
-/// No progress display.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoPerfProgress;
-impl PerfProgress for NoPerfProgress {}
 
 /// One answered request.
 #[derive(Debug, Clone, Copy)]
@@ -359,7 +358,7 @@ fn rate(n: f64, d: Duration) -> f64 {
 
 /// Runs the sweep: every level of `config.load` in order, each until stable or
 /// `max_trials` windows. The first request error ends the sweep with that error.
-pub async fn sweep(
+pub(crate) async fn sweep(
     client: &TritonClient,
     binding: Arc<Binding>,
     batches: Vec<Batch>,
@@ -716,7 +715,7 @@ fn summarize(
 
 /// The honest notes on a level: not stable; bertqa's own CPU near its limit; in
 /// request-rate mode, a rate bertqa could not keep, or one the server could not.
-pub fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) -> Vec<String> {
+pub(crate) fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) -> Vec<String> {
     let level = l.level;
     let mut out = Vec::new();
     if !l.stable {
@@ -753,9 +752,9 @@ pub fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) -> Vec<St
 }
 
 /// Above this share of all CPUs, bertqa itself is reported as a possible limit.
-pub const CPU_LIMIT_FRACTION: f64 = 0.8;
+pub(crate) const CPU_LIMIT_FRACTION: f64 = 0.8;
 /// Below this share of the requested rate, a rate counts as not kept.
-pub const RATE_KEPT_FRACTION: f64 = 0.95;
+pub(crate) const RATE_KEPT_FRACTION: f64 = 0.95;
 
 #[cfg(test)]
 mod tests;

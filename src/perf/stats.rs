@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// `start:end:step` of `--concurrency-range` / `--request-rate-range` (perf_analyzer's
 /// syntax: `start`, `start:end` with step 1, or `start:end:step`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Range {
+pub(crate) struct Range {
     pub start: f64,
     pub end: f64,
     pub step: f64,
@@ -19,7 +19,7 @@ pub struct Range {
 
 impl Range {
     /// Parses a range; `integer` ranges (concurrency) take whole numbers ≥ 1.
-    pub fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
+    pub(crate) fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
         let bad = |why: String| Error::Config(format!("{flag} {text}: {why}"));
         let parts: Vec<&str> = text.split(':').collect();
         if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.trim().is_empty()) {
@@ -56,7 +56,7 @@ impl Range {
     }
 
     /// The levels: start, start + step, … up to end (inclusive, with float slack).
-    pub fn values(&self) -> Vec<f64> {
+    pub(crate) fn values(&self) -> Vec<f64> {
         let mut out = Vec::new();
         let mut i = 0u32;
         loop {
@@ -72,7 +72,7 @@ impl Range {
 }
 
 /// Most levels a sweep may have.
-pub const MAX_LEVELS: usize = 1000;
+pub(crate) const MAX_LEVELS: usize = 1000;
 
 impl fmt::Display for Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -82,7 +82,7 @@ impl fmt::Display for Range {
 
 /// How requests are spaced in request-rate mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Distribution {
+pub(crate) enum Distribution {
     /// Evenly, `1 / rate` apart.
     Constant,
     /// Exponential gaps (a Poisson process), seeded.
@@ -90,7 +90,7 @@ pub enum Distribution {
 }
 
 impl Distribution {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Distribution::Constant => "constant",
             Distribution::Poisson => "poisson",
@@ -100,7 +100,7 @@ impl Distribution {
 
 /// Gaps between sends, in seconds.
 #[derive(Debug, Clone)]
-pub struct Arrivals {
+pub(crate) struct Arrivals {
     distribution: Distribution,
     rate_per_s: f64,
     /// Seeded: the same seed gives the same gaps.
@@ -108,7 +108,7 @@ pub struct Arrivals {
 }
 
 impl Arrivals {
-    pub fn new(distribution: Distribution, rate_per_s: f64, seed: u64) -> Arrivals {
+    pub(crate) fn new(distribution: Distribution, rate_per_s: f64, seed: u64) -> Arrivals {
         Arrivals {
             distribution,
             rate_per_s,
@@ -117,7 +117,7 @@ impl Arrivals {
     }
 
     /// The gap before the next send.
-    pub fn next_gap_s(&mut self) -> f64 {
+    pub(crate) fn next_gap_s(&mut self) -> f64 {
         match self.distribution {
             Distribution::Constant => 1.0 / self.rate_per_s,
             // An exponential gap with mean `1 / rate`: `1 − u` is in (0, 1], so `ln` is
@@ -129,7 +129,7 @@ impl Arrivals {
 
 /// One model's cumulative statistics, summed over the versions the server reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerCounters {
+pub(crate) struct ServerCounters {
     /// Successful requests and their total server-side time (receipt to response).
     pub success: (u64, u64),
     /// Per-request times, counted once per request even when requests share a batched
@@ -155,7 +155,7 @@ fn batch_ns(b: &InferBatchStatistics) -> u64 {
 
 impl ServerCounters {
     /// Sums the entries of a `ModelStatistics` answer.
-    pub fn from_stats(stats: &[ModelStatistics]) -> ServerCounters {
+    pub(crate) fn from_stats(stats: &[ModelStatistics]) -> ServerCounters {
         let mut c = ServerCounters::default();
         for s in stats {
             if let Some(i) = &s.inference_stats {
@@ -175,7 +175,7 @@ impl ServerCounters {
     }
 
     /// The sum of two windows' deltas.
-    pub fn plus(&self, b: &ServerCounters) -> ServerCounters {
+    pub(crate) fn plus(&self, b: &ServerCounters) -> ServerCounters {
         ServerCounters {
             success: (self.success.0 + b.success.0, self.success.1 + b.success.1),
             queue_ns: self.queue_ns + b.queue_ns,
@@ -189,7 +189,7 @@ impl ServerCounters {
     }
 
     /// `self − earlier` (counters only grow; a restarted server gives zeros).
-    pub fn since(&self, earlier: &ServerCounters) -> ServerCounters {
+    pub(crate) fn since(&self, earlier: &ServerCounters) -> ServerCounters {
         ServerCounters {
             success: (
                 self.success.0.saturating_sub(earlier.success.0),
@@ -214,7 +214,7 @@ impl ServerCounters {
 
 /// Server-side time per request over a window, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ServerBreakdown {
+pub(crate) struct ServerBreakdown {
     pub requests: u64,
     pub inferences: u64,
     pub executions: u64,
@@ -234,7 +234,7 @@ pub struct ServerBreakdown {
 
 impl ServerBreakdown {
     /// Averages a window's counter delta per request.
-    pub fn from_delta(d: &ServerCounters) -> ServerBreakdown {
+    pub(crate) fn from_delta(d: &ServerCounters) -> ServerBreakdown {
         let per = |ns: u64, n: u64| {
             if n == 0 {
                 0.0
@@ -270,7 +270,7 @@ impl ServerBreakdown {
 
 /// perf_analyzer's stability rule: each of the last three windows' throughput and
 /// latency lies within `percent` % of the three windows' mean.
-pub fn is_stable(windows: &[(f64, f64)], percent: f64) -> bool {
+pub(crate) fn is_stable(windows: &[(f64, f64)], percent: f64) -> bool {
     if windows.len() < 3 {
         return false;
     }
@@ -289,7 +289,7 @@ pub fn is_stable(windows: &[(f64, f64)], percent: f64) -> bool {
 }
 
 /// User + system CPU time of this whole process so far.
-pub fn process_cpu() -> Duration {
+pub(crate) fn process_cpu() -> Duration {
     // SAFETY: getrusage only writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };

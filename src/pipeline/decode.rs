@@ -63,7 +63,7 @@ pub(super) struct DecodeStage<'a> {
 }
 
 impl<'a> DecodeStage<'a> {
-    pub fn new(
+    pub(crate) fn new(
         dataset: &'a Dataset,
         tokenizer: &'a BertTokenizer,
         config: &'a DecodeConfig,
@@ -89,7 +89,7 @@ impl<'a> DecodeStage<'a> {
     }
 
     /// Decodes what `messages` bring until they end (or decoding fails).
-    pub fn run(mut self, messages: Receiver<ToDecoder>) -> Result<Decoded> {
+    pub(crate) fn run(mut self, messages: Receiver<ToDecoder>) -> Result<Decoded> {
         for msg in messages {
             match msg {
                 ToDecoder::Answers(answers) => {

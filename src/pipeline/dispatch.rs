@@ -38,21 +38,21 @@ pub struct InferConfig {
     /// Requests in flight.
     pub concurrency: usize,
     /// Requests sent together: a full window waits until this many are answered, then
-    /// sends as many (1: one as soon as one is answered). See [`refill_group`].
+    /// sends as many (1: one as soon as one is answered). See `refill_group`.
     pub refill: usize,
     /// Requests sent (and discarded) before the measured run.
     pub warmup: usize,
     pub padding: Padding,
     /// Guards dynamic padding against changing answers (ignored for fixed padding).
     pub guard: Option<PaddingGuard>,
-    /// Tensors through system shared memory ([`crate::backend::shm`]).
+    /// Tensors through system shared memory (`crate::backend::shm`).
     pub shared_memory: SharedMemory,
     /// The longest sequence a request may carry (sizes the shared memory slots).
     pub max_seq_len: usize,
 }
 
 /// Checks a batch size against the model and returns the effective one.
-pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
+pub(crate) fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
     let limit = binding.batch_limit();
     match requested {
         None => Ok(limit),
@@ -76,7 +76,7 @@ fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
 /// request costs the client a wake-up, a write and the server's own wake-up; sent
 /// together they leave in one write, the server's batcher runs them as one batch, and
 /// their answers come back together (figures in docs/performance.md).
-pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
+pub(crate) fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
     per_model_batch(batch_size, binding)
         .min(concurrency / 2)
         .max(1)
@@ -84,7 +84,7 @@ pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) ->
 
 /// An answered feature.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub feature: Arc<Feature>,
     /// Its logits and, when ranked, their candidates; or the candidates alone where
     /// they stand for the logits (see [`Rank`]).
@@ -93,7 +93,7 @@ pub struct Answer {
 
 /// What the dispatch stage hands on, as it happens.
 #[derive(Debug)]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     /// A feature was answered.
     Answer(Answer),
     /// The padding probe ([`super::PaddingGuard`]) decided: `true` for dynamic padding,
@@ -117,7 +117,7 @@ struct Answered {
 
 /// Runs inference over `batches` (one request each, at most `batch_size` features),
 /// handing each `(feature, logits)` to `results` as responses arrive (the padding
-/// decision, [`RunEvent::PaddingDecided`], is not handed on). Returns when every feature
+/// decision, `RunEvent::PaddingDecided`, is not handed on). Returns when every feature
 /// has been answered, or at the first error (requests still in flight are then
 /// abandoned).
 pub async fn infer_all<B: Infer>(
@@ -153,7 +153,7 @@ pub async fn infer_all<B: Infer>(
 /// features; a larger one is an error) and hands each answer, and the padding decision,
 /// to `events`. With `rank`, each feature's candidates are ranked as its answer is read
 /// and its logits kept only where needed ([`Rank`]).
-pub async fn infer_events<B: Infer>(
+pub(crate) async fn infer_events<B: Infer>(
     client: &B,
     binding: Arc<Binding>,
     config: &InferConfig,

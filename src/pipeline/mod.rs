@@ -47,12 +47,10 @@ mod shared_memory;
 #[cfg(test)]
 mod tests;
 
-pub use dispatch::{
-    effective_batch_size, infer_all, infer_events, refill_group, Answer, InferConfig, RunEvent,
-};
+pub(crate) use dispatch::{effective_batch_size, refill_group};
+pub use dispatch::{infer_all, InferConfig};
 pub use observe::{AnswerNeeds, NoProgress, RunObserver};
-pub use padding::{Padding, PaddingGuard, PaddingReport, PROBE_FEATURES};
-pub use rank::Rank;
+pub use padding::{Padding, PaddingGuard, PaddingReport};
 pub use report::{InferReport, Phases};
 pub use run::{PartialOutcome, Run, RunConfig, RunOutcome};
 pub use shared_memory::SharedMemoryReport;

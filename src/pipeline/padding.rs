@@ -50,11 +50,11 @@ impl Padding {
 /// positions over the whole padded sequence (algorithm §6.2), so a model whose padding
 /// positions score high pushes real positions out of the top, and padding less then
 /// changes the answers. Under a guard with `probe` the first requests, up to
-/// [`PROBE_FEATURES`] features, are padded to `full_len` as a probe: when, for any of
+/// `PROBE_FEATURES` features, are padded to `full_len` as a probe: when, for any of
 /// their features, padding only to the feature's own length (rounded up) would keep
 /// other real positions in a top `n_best` than `full_len` does, the whole run pads to
 /// `full_len` (the probe's answers are the reference's either way). Once it has
-/// decided, the run hands the decision on ([`super::RunEvent::PaddingDecided`]). Later
+/// decided, the run hands the decision on (`super::RunEvent::PaddingDecided`). Later
 /// dynamically padded requests count the features whose padding still pushed real
 /// positions out ([`PaddingReport::displaced`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,7 @@ pub(super) fn max_ignoring_nan(x: &[f32]) -> f32 {
 
 /// Features the padding probe covers at least (its requests are sent one at a time,
 /// padded to the full length, before any other).
-pub const PROBE_FEATURES: u64 = 16;
+pub(crate) const PROBE_FEATURES: u64 = 16;
 
 /// Where a run's padding stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,7 +245,7 @@ pub(super) struct RequestPadding {
 impl PaddingPolicy {
     /// The starting state for `padding` under `guard` (a guard on fixed padding has
     /// nothing to guard).
-    pub fn new(padding: Padding, guard: Option<PaddingGuard>) -> Self {
+    pub(crate) fn new(padding: Padding, guard: Option<PaddingGuard>) -> Self {
         let guard = guard.filter(|_| matches!(padding, Padding::Longest { .. }));
         let state = match (padding, guard) {
             (Padding::Longest { multiple }, Some(g)) if g.probe => match g.decided {
@@ -260,7 +260,7 @@ impl PaddingPolicy {
     }
 
     /// The report's starting figures: dynamic, or the fixed length.
-    pub fn report(&self) -> PaddingReport {
+    pub(crate) fn report(&self) -> PaddingReport {
         let fixed_len = match self.state {
             State::Unguarded(Padding::Fixed(n)) => Some(n),
             State::Full => self.guard.map(|g| g.full_len),
@@ -274,7 +274,7 @@ impl PaddingPolicy {
     }
 
     /// How to pad the next request, carrying `batch`.
-    pub fn next(&self, batch: &[Arc<Feature>]) -> RequestPadding {
+    pub(crate) fn next(&self, batch: &[Arc<Feature>]) -> RequestPadding {
         let full_len = self.guard.map_or(usize::MAX, |g| g.full_len);
         let (seq_len, check, probe) = match self.state {
             State::Unguarded(padding) => (padding.length(batch), None, false),
@@ -297,7 +297,7 @@ impl PaddingPolicy {
 
     /// Takes a probe request's answers (`rows` of `batch`, in row order) into `report`;
     /// returns the decision (true: dynamic) once the probe has decided.
-    pub fn probed(
+    pub(crate) fn probed(
         &mut self,
         rows: &[Scores],
         batch: &[Arc<Feature>],

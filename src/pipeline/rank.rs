@@ -12,7 +12,7 @@ use crate::types::{Feature, Logits};
 /// for n-best size `k`, read straight from the response's memory, in the same pass that
 /// checks the logits for non-finite values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rank {
+pub(crate) struct Rank {
     /// The n-best size.
     pub k: usize,
     /// Keep every feature's logits too. Otherwise they are kept only where the

@@ -108,7 +108,7 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// One request, from its send to its response.
-    pub fn push(&mut self, interval: (Instant, Instant)) {
+    pub(crate) fn push(&mut self, interval: (Instant, Instant)) {
         self.intervals.push(interval);
         if self.intervals.len() >= COMPACT_INTERVALS {
             compact(&mut self.intervals);
@@ -116,7 +116,7 @@ impl InFlight {
     }
 
     /// Time with at least one request in flight.
-    pub fn busy(mut self) -> Duration {
+    pub(crate) fn busy(mut self) -> Duration {
         union_length(&mut self.intervals)
     }
 }

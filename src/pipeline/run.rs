@@ -37,6 +37,40 @@ pub struct RunConfig {
     pub keep_features: bool,
 }
 
+impl RunConfig {
+    /// The settings `bertqa eval` has by default, for the model `binding`: the
+    /// reference's windows and decoding, the model's largest batch, 4 requests in
+    /// flight, each batch padded to its longest feature under the guard that keeps the
+    /// answers those of full padding, and shared memory when the server is local.
+    pub fn for_model(binding: &Binding) -> RunConfig {
+        let features = crate::features::FeatureConfig::default();
+        let decode = crate::decode::DecodeConfig::default();
+        let batch_size = binding.batch_limit();
+        let concurrency = 4;
+        RunConfig {
+            infer: InferConfig {
+                batch_size,
+                concurrency,
+                refill: super::dispatch::refill_group(concurrency, batch_size, binding),
+                warmup: 0,
+                padding: super::Padding::for_model(binding, features.max_seq_length, true),
+                guard: Some(super::PaddingGuard {
+                    n_best: decode.n_best_size,
+                    full_len: features.max_seq_length,
+                    probe: true,
+                    decided: None,
+                }),
+                shared_memory: crate::backend::SharedMemory::Auto,
+                max_seq_len: features.max_seq_length,
+            },
+            features,
+            decode,
+            keep_logits: false,
+            keep_features: false,
+        }
+    }
+}
+
 /// The result of an end-to-end run.
 #[derive(Debug)]
 pub struct RunOutcome {

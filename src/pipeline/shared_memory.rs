@@ -44,7 +44,7 @@ impl SharedRegion {
     /// `None` when it has several endpoints): a slot per request in flight (at most
     /// [`shm::MAX_SLOTS`] in all) and one spare, each for `rows` features padded to
     /// `seq_len`, inputs and outputs. Requests beyond the slots carry their tensors.
-    pub async fn open(
+    pub(crate) async fn open(
         mode: SharedMemory,
         server: Option<&TritonClient>,
         in_flight: usize,
@@ -73,7 +73,7 @@ impl SharedRegion {
 
     /// `request` with its input tensors in a free slot, and its outputs asked for after
     /// them, when the region has one (and they fit); in the message otherwise.
-    pub fn place(&self, request: InferRequest) -> Placed {
+    pub(crate) fn place(&self, request: InferRequest) -> Placed {
         let taken = self
             .region
             .as_ref()
@@ -97,7 +97,7 @@ impl SharedRegion {
     /// Unregisters the region and reports how the run's tensors travelled. A region
     /// left registered only holds a few MB of the server's memory until it restarts:
     /// worth a note, not a failed run.
-    pub async fn close(self) -> SharedMemoryReport {
+    pub(crate) async fn close(self) -> SharedMemoryReport {
         let Some(region) = self.region else {
             return SharedMemoryReport {
                 used: false,
@@ -144,7 +144,10 @@ impl Placed {
     /// outputs in the message, where the answer is checked and the mismatch named).
     /// Returns the response, when the answered attempt was handed to the transport, and
     /// whether the request's inputs went through shared memory.
-    pub async fn send<B: Infer>(&self, client: &B) -> Result<(ModelInferResponse, Instant, bool)> {
+    pub(crate) async fn send<B: Infer>(
+        &self,
+        client: &B,
+    ) -> Result<(ModelInferResponse, Instant, bool)> {
         let in_shm = self.placed.shm_inputs().is_some();
         match client.infer_timed(self.placed.clone()).await {
             Ok((response, sent)) => Ok((response, sent, in_shm)),
@@ -168,7 +171,7 @@ impl Placed {
     /// [`send`](Self::send) said) to `read` where it lies, in the slot or the message,
     /// then ends the slot's use ([`Slot::answered`]; a slot dropped on an error is
     /// retired). Returns what `read` made of it, and the request's features.
-    pub fn read<T>(
+    pub(crate) fn read<T>(
         self,
         response: &ModelInferResponse,
         in_shm: bool,
@@ -182,7 +185,7 @@ impl Placed {
         } = self;
         let outputs = slot.as_ref().and_then(|s| s.outputs()).filter(|_| in_shm);
         let checked = tensor::check_response_in(&request, response, outputs)?;
-        let from_shm = checked.from_shm();
+        let from_shm = checked.read_from_shm();
         let value = read(&checked, request.features());
         if let (true, Some(region)) = (in_shm, &region) {
             region.inputs_answered();

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::dispatch::RunEvent;
+use super::dispatch::{infer_events, RunEvent};
 use super::padding::{
     max_ignoring_nan, padding_displaces, padding_displaces_ranked, shorter_padding_is_safe,
 };
-use super::rank::read_rows;
+use super::rank::{read_rows, Rank};
 use super::report::{compact, union_length};
 use super::*;
 use crate::backend::{tensor, Binding, Infer, SeqLen, SharedMemory};

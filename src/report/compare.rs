@@ -13,7 +13,7 @@ use crate::backend::Protocol;
 use crate::evaluate::Metrics;
 
 #[derive(Debug, Serialize)]
-pub struct CompareJson {
+pub(crate) struct CompareJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -29,7 +29,7 @@ pub struct CompareJson {
 
 /// One model's run.
 #[derive(Debug, Serialize)]
-pub struct ModelJson {
+pub(crate) struct ModelJson {
     pub name: String,
     pub url: String,
     /// `--protocol`: `grpc` or `http`.
@@ -46,13 +46,13 @@ pub struct ModelJson {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct LatencyMs {
+pub(crate) struct LatencyMs {
     pub p50: f64,
     pub p95: f64,
     pub p99: f64,
@@ -60,7 +60,7 @@ pub struct LatencyMs {
 
 /// One model against the first.
 #[derive(Debug, Serialize)]
-pub struct ComparisonJson {
+pub(crate) struct ComparisonJson {
     pub model: String,
     pub against: String,
     /// Share of questions with the same answer (0-1).
@@ -73,20 +73,20 @@ pub struct ComparisonJson {
 
 /// Differences of one logit side at the features' real positions.
 #[derive(Debug, Serialize)]
-pub struct LogitDiffJson {
+pub(crate) struct LogitDiffJson {
     pub linf: f64,
     pub mean_abs: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Disagreements {
+pub(crate) struct Disagreements {
     pub count: usize,
     pub first: Vec<Disagreement>,
 }
 
 /// A question the two models answer differently.
 #[derive(Debug, Clone, Serialize)]
-pub struct Disagreement {
+pub(crate) struct Disagreement {
     pub id: String,
     /// The first model's answer, then the other's.
     pub answers: [String; 2],
@@ -96,7 +96,7 @@ pub struct Disagreement {
 
 /// A `--min-agreement`, `--max-logit-diff` or `--max-f1-drop` gate.
 #[derive(Debug, Serialize)]
-pub struct GateJson {
+pub(crate) struct GateJson {
     pub flag: String,
     pub model: String,
     pub threshold: f64,
@@ -107,7 +107,7 @@ pub struct GateJson {
 impl GateJson {
     /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
     /// (numbers as the JSON has them).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} {}: model {} measured {}",
             self.flag,

@@ -13,7 +13,7 @@ use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct EvalJson {
+pub(crate) struct EvalJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -50,13 +50,13 @@ pub struct EvalJson {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct LatencyMs {
+pub(crate) struct LatencyMs {
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
@@ -66,7 +66,7 @@ pub struct LatencyMs {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct PhasesS {
+pub(crate) struct PhasesS {
     pub features: f64,
     pub inference: f64,
     pub decode: f64,
@@ -74,7 +74,7 @@ pub struct PhasesS {
 
 /// Where the client's own time went.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Client {
+pub(crate) struct Client {
     pub starved_s: f64,
     pub decode_lag_s: f64,
     pub limited_s: f64,
@@ -83,7 +83,7 @@ pub struct Client {
 
 /// How batches were padded (also in `compare`'s models).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Padding {
+pub(crate) struct Padding {
     pub mode: String,
     pub seq_len: Option<usize>,
     pub probe_features: u64,
@@ -104,14 +104,14 @@ impl From<&crate::pipeline::PaddingReport> for Padding {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct SharedMemory {
+pub(crate) struct SharedMemory {
     pub used: bool,
     pub outputs: bool,
     pub note: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Retries {
+pub(crate) struct Retries {
     pub total: u64,
     pub by_code: BTreeMap<String, u64>,
     pub failed_requests: u64,
@@ -119,14 +119,14 @@ pub struct Retries {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct NonFiniteLogits {
+pub(crate) struct NonFiniteLogits {
     pub values: u64,
     pub features: u64,
 }
 
 /// One server endpoint's figures.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub url: String,
     pub connections: usize,
     pub transport: String,
@@ -141,21 +141,21 @@ pub struct Endpoint {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct EndpointLatencyMs {
+pub(crate) struct EndpointLatencyMs {
     pub p50: f64,
     pub p99: f64,
     pub mean: f64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Errors {
+pub(crate) struct Errors {
     pub total: u64,
     pub by_code: BTreeMap<String, u64>,
 }
 
 /// The model the run used.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Model {
+pub(crate) struct Model {
     pub name: String,
     pub version: String,
     pub url: Option<String>,
@@ -170,7 +170,7 @@ pub struct Model {
 
 /// A `--min-exact`, `--min-f1` or `--max-p99-ms` gate.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Gate {
+pub(crate) struct Gate {
     pub flag: String,
     #[serde(deserialize_with = "super::json::nan_if_null")]
     pub threshold: f64,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A report document as the commands write it, on stdout and to their files:
 /// serde_json's pretty layout (two-space indent), keys in field order, floats as ryu
 /// writes them (`null` when not finite), and a final newline.
-pub fn to_string(doc: &impl Serialize) -> String {
+pub(crate) fn to_string(doc: &impl Serialize) -> String {
     // The documents are structs, strings, numbers and string-keyed maps: they always
     // serialize.
     let mut text = serde_json::to_string_pretty(doc).expect("a report serializes");
@@ -17,21 +17,21 @@ pub fn to_string(doc: &impl Serialize) -> String {
 /// A float the document may hold as `null` (it was not finite), read back as NaN: for
 /// the floats that come from the user (a gate's threshold) or may be undefined (a
 /// metric).
-pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+pub(crate) fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// [`Metrics`](crate::evaluate::Metrics) as the official scripts write them: their keys
 /// in their order ([`Metrics::official`](crate::evaluate::Metrics::official)), counts as
 /// integers, floats that are not finite as `null` (read back as NaN).
-pub mod metrics {
+pub(crate) mod metrics {
     use serde::de::Error as _;
     use serde::ser::SerializeMap;
     use serde::{Deserialize, Deserializer, Serializer};
 
     use crate::evaluate::{BestThresholds, Breakdown, MetricValue, Metrics};
 
-    pub fn serialize<S: Serializer>(metrics: &Metrics, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(metrics: &Metrics, s: S) -> Result<S::Ok, S::Error> {
         let official = metrics.official();
         let mut map = s.serialize_map(Some(official.len()))?;
         for (key, value) in official {
@@ -86,7 +86,7 @@ pub mod metrics {
         })
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Metrics, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Metrics, D::Error> {
         let o = Official::deserialize(d)?;
         let f1 = o.f1.ok_or_else(|| D::Error::missing_field("f1"))?;
         // v1.1 has `exact_match`; v2.0 has `exact` and `total`.
@@ -116,7 +116,7 @@ pub mod metrics {
 
 /// A run's [`Fingerprint`](crate::journal::Fingerprint) as an object of strings, keys in
 /// the fingerprint's order.
-pub mod fingerprint {
+pub(crate) mod fingerprint {
     use std::fmt;
 
     use serde::de::{MapAccess, Visitor};
@@ -124,7 +124,7 @@ pub mod fingerprint {
 
     use crate::journal::Fingerprint;
 
-    pub fn serialize<S: Serializer>(run: &Fingerprint, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(run: &Fingerprint, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(run.0.iter().map(|(k, v)| (k, v)))
     }
 
@@ -146,23 +146,23 @@ pub mod fingerprint {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Fingerprint, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Fingerprint, D::Error> {
         d.deserialize_map(Pairs)
     }
 }
 
 /// A [`Protocol`](crate::backend::Protocol) as `--protocol` names it (`grpc`, `http`).
-pub mod protocol {
+pub(crate) mod protocol {
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer, Serializer};
 
     use crate::backend::Protocol;
 
-    pub fn serialize<S: Serializer>(protocol: &Protocol, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(protocol: &Protocol, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(protocol.as_str())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Protocol, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Protocol, D::Error> {
         let name = String::deserialize(d)?;
         [Protocol::Grpc, Protocol::Http]
             .into_iter()

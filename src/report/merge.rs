@@ -10,7 +10,7 @@ use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
 #[derive(Debug, Serialize)]
-pub struct MergeJson {
+pub(crate) struct MergeJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -33,7 +33,7 @@ pub struct MergeJson {
 
 /// One shard of the merge.
 #[derive(Debug, Serialize)]
-pub struct ShardJson {
+pub(crate) struct ShardJson {
     /// `i/N`.
     pub shard: String,
     pub dir: String,

@@ -11,19 +11,19 @@
 //! The two formats each have a file: [`json`] (the writer, and how the library's own
 //! types appear in the documents) and [`text`] (what the text reports share).
 
-pub mod compare;
-pub mod eval;
-pub mod json;
-pub mod merge;
-pub mod text;
+pub(crate) mod compare;
+pub(crate) mod eval;
+pub(crate) mod json;
+pub(crate) mod merge;
+pub(crate) mod text;
 
 use serde::{Deserialize, Serialize};
 
-pub use text::protocol_words;
+pub(crate) use text::protocol_words;
 
 /// How a report is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// The human text; `verbose` (`-v`) adds the lines on bertqa's own workings where
     /// the report has any.
     Text { verbose: bool },
@@ -32,7 +32,7 @@ pub enum Format {
 }
 
 /// A command's finished report.
-pub trait Render {
+pub(crate) trait Render {
     /// The JSON document: keys in field order, snake_case.
     type Json<'a>: Serialize
     where
@@ -55,14 +55,18 @@ pub trait Render {
 
 /// How many question ids a report lists where it counts them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CountedIds {
+pub(crate) struct CountedIds {
     pub count: usize,
     pub first_ids: Vec<String>,
 }
 
 impl CountedIds {
     /// The count of `ids` and the first `n` of them.
-    pub fn first<'a, I: IntoIterator<Item = &'a String>>(ids: I, count: usize, n: usize) -> Self {
+    pub(crate) fn first<'a, I: IntoIterator<Item = &'a String>>(
+        ids: I,
+        count: usize,
+        n: usize,
+    ) -> Self {
         CountedIds {
             count,
             first_ids: ids.into_iter().take(n).cloned().collect(),

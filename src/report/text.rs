@@ -8,7 +8,7 @@ use crate::evaluate::{MetricValue, Metrics};
 
 /// The protocol as the text reports name it (the JSON reports write
 /// [`Protocol::as_str`], the `--protocol` value).
-pub fn protocol_words(protocol: Protocol) -> &'static str {
+pub(crate) fn protocol_words(protocol: Protocol) -> &'static str {
     match protocol {
         Protocol::Grpc => "gRPC",
         Protocol::Http => "HTTP",
@@ -18,7 +18,7 @@ pub fn protocol_words(protocol: Protocol) -> &'static str {
 /// The official metrics as every text report shows them (`eval`, `merge`, `score`): one
 /// line each, the key, then the value right-aligned, percentages and thresholds to three
 /// decimals (the JSON and the files keep full precision). `indent` leads each line.
-pub fn metric_lines(metrics: &Metrics, indent: &str) -> String {
+pub(crate) fn metric_lines(metrics: &Metrics, indent: &str) -> String {
     let mut s = String::new();
     for (k, v) in metrics.official() {
         let v = match v {
@@ -32,13 +32,13 @@ pub fn metric_lines(metrics: &Metrics, indent: &str) -> String {
 
 /// A float as the JSON document writes it (`0.9`, `1e-7`, `null` when not finite), for
 /// text that quotes a value the user gave or a gate measured.
-pub fn json_number(x: f64) -> String {
+pub(crate) fn json_number(x: f64) -> String {
     serde_json::to_string(&x).expect("a float serializes")
 }
 
 /// A float as the JSON document holds it: one that is not finite is `null` there, and
 /// shown as NaN.
-pub fn as_in_json(x: f64) -> f64 {
+pub(crate) fn as_in_json(x: f64) -> f64 {
     if x.is_finite() {
         x
     } else {

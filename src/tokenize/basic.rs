@@ -200,14 +200,14 @@ fn canonical_order(chars: &mut [char]) {
 
 /// Scratch buffers reused across calls, so tokenizing allocates only for its output.
 #[derive(Debug, Default)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     word: String,
     chars: Vec<char>,
     folded: String,
 }
 
 /// `str.lower()`, then NFD, then drop Mn (§3.3 step 4.2), written into `out`.
-pub fn lower_strip_accents(word: &str, chars: &mut Vec<char>, out: &mut String) {
+pub(crate) fn lower_strip_accents(word: &str, chars: &mut Vec<char>, out: &mut String) {
     out.clear();
     if word.is_ascii() {
         out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
@@ -235,7 +235,12 @@ pub fn lower_strip_accents(word: &str, chars: &mut Vec<char>, out: &mut String) 
 }
 
 /// Runs the basic tokenizer over `text`, calling `emit` with each basic token in order.
-pub fn for_each_token(text: &str, lower: bool, scratch: &mut Scratch, emit: impl FnMut(&str)) {
+pub(crate) fn for_each_token(
+    text: &str,
+    lower: bool,
+    scratch: &mut Scratch,
+    emit: impl FnMut(&str),
+) {
     if text.is_ascii() {
         for_each_token_ascii(text, lower, scratch, emit);
     } else {

@@ -11,7 +11,7 @@ use rustc_hash::FxBuildHasher;
 /// A string → ids memo. Entries are never removed. Keys are our own input's words (no
 /// adversary to defend against), hence FxHash rather than SipHash.
 #[derive(Debug, Clone, Default)]
-pub struct IdCache {
+pub(crate) struct IdCache {
     /// Key → where its ids start in `ids`, and how many there are.
     map: HashMap<CompactString, (u32, u32), FxBuildHasher>,
     ids: Vec<u32>,
@@ -19,19 +19,19 @@ pub struct IdCache {
 
 impl IdCache {
     /// Number of entries.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Makes room for `entries` entries in all, so that inserting up to that many never
     /// grows the table through intermediate sizes.
-    pub fn reserve(&mut self, entries: usize) {
+    pub(crate) fn reserve(&mut self, entries: usize) {
         self.map.reserve(entries.saturating_sub(self.map.len()));
     }
 
     /// The ids remembered for `key`.
     #[inline]
-    pub fn get(&self, key: &str) -> Option<&[u32]> {
+    pub(crate) fn get(&self, key: &str) -> Option<&[u32]> {
         self.map
             .get(key)
             .map(|&(at, n)| &self.ids[at as usize..(at + n) as usize])
@@ -39,7 +39,7 @@ impl IdCache {
 
     /// Remembers `ids` for `key` (replacing what it held). Returns false, remembering
     /// nothing, when the arena would pass 2^32 ids.
-    pub fn insert(&mut self, key: &str, ids: &[u32]) -> bool {
+    pub(crate) fn insert(&mut self, key: &str, ids: &[u32]) -> bool {
         let (Ok(at), Ok(n)) = (u32::try_from(self.ids.len()), u32::try_from(ids.len())) else {
             return false;
         };

@@ -209,6 +209,40 @@ fn the_cycle_check_sees_a_cycle() {
     );
 }
 
+/// The library's code never reaches into the command line: `cli` is the binary's code,
+/// compiled into the crate only with the `cli` feature.
+#[test]
+fn the_library_never_uses_the_command_line() {
+    let users: Vec<String> = source_modules()
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|top| top != "cli"))
+        .filter(|(_, text)| {
+            let code = code_of(text);
+            code.contains("crate::cli") || code.contains("bertqa::cli")
+        })
+        .map(|(m, _)| m.join("::"))
+        .collect();
+    assert!(users.is_empty(), "library modules using cli: {users:?}");
+}
+
+/// A `pub` item that nothing outside the crate can reach is `pub(crate)`: the lint
+/// `unreachable_pub` says so, and the test script's clippy run (`-D warnings`) fails on
+/// it. This keeps both in place.
+#[test]
+fn unreachable_pub_items_fail_the_build() {
+    let lib = std::fs::read_to_string(repo().join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("#![warn(unreachable_pub)]"),
+        "src/lib.rs lost the lint"
+    );
+    let test = std::fs::read_to_string(repo().join("scripts/test.sh")).unwrap();
+    assert!(
+        test.lines()
+            .any(|l| l.starts_with("cargo clippy") && l.contains("-D warnings")),
+        "scripts/test.sh no longer runs clippy with -D warnings"
+    );
+}
+
 #[test]
 fn no_source_file_over_800_lines() {
     let root = repo();

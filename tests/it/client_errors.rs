@@ -6,19 +6,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bertqa::backend::proto::grpc_inference_service_server::{
+use bertqa::proto::grpc_inference_service_server::{
     GrpcInferenceService, GrpcInferenceServiceServer,
 };
-use bertqa::backend::proto::model_infer_response::InferOutputTensor;
-use bertqa::backend::proto::model_metadata_response::TensorMetadata;
-use bertqa::backend::proto::repository_index_response::ModelIndex;
-use bertqa::backend::proto::*;
-use bertqa::backend::{
-    bind, prepare_request, tensor, Binding, BindingOverrides, ClientConfig, GrpcCall, InferRequest,
-    Pool, PoolConfig, RetryPolicy, TritonClient,
-};
+use bertqa::proto::model_infer_response::InferOutputTensor;
+use bertqa::proto::model_metadata_response::TensorMetadata;
+use bertqa::proto::repository_index_response::ModelIndex;
+use bertqa::proto::*;
 use bertqa::types::Feature;
 use bertqa::Error;
+use bertqa::{
+    bind, decode_response, prepare_request, Binding, BindingOverrides, ClientConfig, GrpcCall,
+    InferRequest, Pool, PoolConfig, RetryPolicy, TritonClient,
+};
 use tonic::{Request, Response, Status};
 
 use crate::common::{bertqa, rt, show};
@@ -322,7 +322,7 @@ fn infer_with(
     let f = one_feature();
     let req = prepare_request(&Arc::new(b), vec![Arc::new(f)], 384)?;
     let resp = rt.block_on(c.infer(req.clone()))?;
-    tensor::decode_response(&req, &resp)
+    decode_response(&req, &resp)
 }
 
 /// A request of one feature padded to 384 tokens.
@@ -810,63 +810,4 @@ fn a_failing_endpoint_is_taken_out_its_requests_go_elsewhere_and_it_rejoins() {
     assert_eq!(eps[0].requests + eps[1].requests, 7);
     assert_eq!(p.retry_stats().total_failures(), 0);
     drop((rt_a, rt_b));
-}
-
-#[test]
-fn a_shared_memory_slot_is_handed_out_again_only_after_an_answer_read_from_it() {
-    use bertqa::backend::shm::{self, InputRegion, Opened, SharedMemory};
-    let mut fake = nvidia();
-    fake.shm = true;
-    let (rt, url) = serve(fake);
-    let c = connect(&rt, &url, 5000);
-    let b = rt
-        .block_on(bind(&c, "m", "", &BindingOverrides::default()))
-        .unwrap();
-    let bytes = shm::slot_bytes(&b, 1, 384);
-    let opened = rt
-        .block_on(InputRegion::open(SharedMemory::System, Some(&c), 2, bytes))
-        .unwrap();
-    let Opened::Region(region) = opened else {
-        panic!("no region: {opened:?}")
-    };
-    let request = || one_request(&b, &one_feature());
-    // Inputs and then outputs in the slot, the outputs' room after the inputs.
-    let mut s = region.take().unwrap();
-    let placed = s.place(request());
-    let (inputs, outputs) = (placed.shm_inputs().unwrap(), placed.shm_outputs().unwrap());
-    assert!(outputs.offset >= inputs.offset + placed.contents_len() as u64);
-    assert!(s.outputs().unwrap().len() >= placed.outputs_len());
-    // Answered from the slot: free again, both slots can be taken.
-    s.answered(true);
-    let (mut s1, mut s2) = (region.take().unwrap(), region.take().unwrap());
-    assert!(region.take().is_none());
-    s1.place(request());
-    s2.place(request());
-    // A request that failed (its outputs may still be written) and one a retry answered
-    // in the message: both slots retired, none left to hand out.
-    drop(s1);
-    s2.answered(false);
-    assert_eq!(region.retired(), 2);
-    assert!(region.take().is_none());
-    assert!(
-        region.outputs_used(),
-        "the first answer was read from its slot"
-    );
-    rt.block_on(region.close()).unwrap();
-    // A slot given back without outputs asked for in it is simply free again.
-    let opened = rt
-        .block_on(InputRegion::open(SharedMemory::System, Some(&c), 1, 64))
-        .unwrap();
-    let Opened::Region(small) = opened else {
-        panic!("no region: {opened:?}")
-    };
-    let mut s = small.take().unwrap();
-    let placed = s.place(request());
-    assert!(
-        placed.shm_inputs().is_none() && s.outputs().is_none(),
-        "too small for the batch"
-    );
-    drop(s);
-    assert_eq!(small.retired(), 0);
-    assert!(small.take().is_some());
 }

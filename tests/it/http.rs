@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use bertqa::backend::proto::model_config::SchedulingChoice;
-use bertqa::backend::Protocol;
+use bertqa::proto::model_config::SchedulingChoice;
+use bertqa::Protocol;
 
 use crate::common::{
     assert_same_files, assert_same_outputs, bertqa, client, eval_args, fixture, http_url,

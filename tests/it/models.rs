@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bertqa::backend::binding::{FloatType, InputRole, IntType, Outputs};
-use bertqa::backend::{
-    bind, prepare_request, tensor, BindingOverrides, ClientConfig, GrpcCall, Protocol, SeqLen,
-    TritonClient,
-};
 use bertqa::types::Feature;
 use bertqa::Error;
+use bertqa::{
+    bind, decode_response, prepare_request, BindingOverrides, ClientConfig, GrpcCall, Protocol,
+    SeqLen, TritonClient,
+};
+use bertqa::{FloatType, InputRole, IntType, Outputs};
 
 use crate::common::{bertqa, client, numpy_tiny_bert, rt, server, show};
 
@@ -44,7 +44,7 @@ fn health_and_server_metadata() {
 }
 
 /// (name, role, dtype) of each bound input, in the model's order.
-fn input_roles(b: &bertqa::backend::Binding) -> Vec<(&str, InputRole, IntType)> {
+fn input_roles(b: &bertqa::Binding) -> Vec<(&str, InputRole, IntType)> {
     b.inputs
         .iter()
         .map(|i| (i.name.as_str(), i.role, i.datatype))
@@ -187,7 +187,7 @@ fn round_trip(model: &str, seq: usize, tolerance: f32) {
     let batch = [&f1, &f2];
     let req = prepare_request(&Arc::new(b), shared(&batch), seq).unwrap();
     let resp = rt.block_on(c.infer(req.clone())).unwrap();
-    let logits = tensor::decode_response(&req, &resp).unwrap();
+    let logits = decode_response(&req, &resp).unwrap();
     let (ids, seg, mask) = padded(&batch, seq);
     let (want_s, want_e) = numpy_tiny_bert(&ids, &seg, &mask);
     for (row, l) in logits.iter().enumerate() {
@@ -252,7 +252,7 @@ fn null_model_takes_a_batch_of_64() {
     let b = Arc::new(b);
     let req = prepare_request(&b, shared(&batch), 384).unwrap();
     let resp = rt.block_on(c.infer(req.clone())).unwrap();
-    let logits = tensor::decode_response(&req, &resp).unwrap();
+    let logits = decode_response(&req, &resp).unwrap();
     assert_eq!(logits.len(), 64);
     assert!(logits
         .iter()
@@ -292,8 +292,8 @@ fn the_stream_transport_carries_requests_and_a_rejected_one_goes_unary() {
         let via_unary = rt.block_on(unary.infer(req.clone())).unwrap();
         assert_eq!(via_unary.id, "");
         assert_eq!(
-            tensor::decode_response(&req, &resp).unwrap(),
-            tensor::decode_response(&req, &via_unary).unwrap(),
+            decode_response(&req, &resp).unwrap(),
+            decode_response(&req, &via_unary).unwrap(),
             "the same logits either way"
         );
         ids.push(resp.id.parse::<u64>().expect("a numeric id"));

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bertqa::backend::{bind, BindingOverrides, ClientConfig, SharedMemory, TritonClient};
-use bertqa::pipeline::{infer_all, InferConfig, InferReport, Padding};
 use bertqa::types::Feature;
+use bertqa::{bind, BindingOverrides, ClientConfig, SharedMemory, TritonClient};
+use bertqa::{infer_all, InferConfig, InferReport, Padding};
 
 use crate::common::{rt, server};
 

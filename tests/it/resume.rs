@@ -66,7 +66,7 @@ fn metrics(dir: &Path) -> Value {
 /// Features the server has run through `model` so far.
 fn inference_count(url: &str, model: &str) -> u64 {
     crate::common::rt().block_on(async {
-        let client = bertqa::backend::TritonClient::connect(&bertqa::backend::ClientConfig {
+        let client = bertqa::TritonClient::connect(&bertqa::ClientConfig {
             url: url.to_string(),
             ..Default::default()
         })

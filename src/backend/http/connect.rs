@@ -44,7 +44,7 @@ struct Tls {
 impl Connector {
     /// The connector for the server at `base` (`http://` or `https://host:port`); TLS
     /// with `tls`.
-    pub fn new(
+    pub(crate) fn new(
         base: &Uri,
         tls: Option<&TlsConfig>,
         connect_timeout: std::time::Duration,

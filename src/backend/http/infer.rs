@@ -27,23 +27,23 @@ use crate::error::{AnswerTo, Error, Result};
 
 /// One `POST …/infer` per request on a server's HTTP connections (cheap to clone).
 #[derive(Debug, Clone)]
-pub struct HttpTransport {
+pub(crate) struct HttpTransport {
     client: HttpClient,
 }
 
 impl HttpTransport {
     /// The transport of `client`'s server.
-    pub fn new(client: HttpClient) -> HttpTransport {
+    pub(crate) fn new(client: HttpClient) -> HttpTransport {
         HttpTransport { client }
     }
 
     /// The client whose connections it uses.
-    pub fn client(&self) -> &HttpClient {
+    pub(crate) fn client(&self) -> &HttpClient {
         &self.client
     }
 
     /// Sends `request` and waits for its answer (the contract of `transport.rs`).
-    pub async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
+    pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
         let model = request.model();
         let (body, json_len) = encode(&request)?;
         let path = format!(

@@ -346,7 +346,7 @@ impl From<Statistics> for Vec<ModelStatistics> {
 /// The `{"error": "…"}` of an error answer, or the body's first line when it is text
 /// of another shape, cut to a length a message can hold; never the raw bytes of a
 /// binary body.
-pub fn error_text(body: &[u8]) -> String {
+pub(crate) fn error_text(body: &[u8]) -> String {
     #[derive(Deserialize)]
     struct ErrorBody {
         error: String,

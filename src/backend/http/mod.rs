@@ -38,7 +38,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;
 
 use connect::Connector;
-pub use infer::HttpTransport;
+pub(crate) use infer::HttpTransport;
 
 use super::api::ServerApi;
 use super::peer::Peer;
@@ -49,7 +49,7 @@ use super::status::{cause_of, chain, root_cause};
 use crate::error::{AnswerTo, Code, Error, Result, Unreachable};
 
 /// The hint for a server that answers HTTP/1.1 requests in HTTP/2 only.
-pub const GRPC_PORT_HINT: &str = "this looks like a gRPC port (HTTP/2 only): use \
+pub(crate) const GRPC_PORT_HINT: &str = "this looks like a gRPC port (HTTP/2 only): use \
      `Protocol::Grpc`, or Triton's HTTP port (usually 8000)";
 
 /// Characters of a model name or region name that are escaped in a URL path.
@@ -58,7 +58,7 @@ const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remo
 /// One server spoken to over HTTP/1.1 (TLS for an `https://` server, or with the
 /// peer's TLS configuration). Cheap to clone: clones share the connections.
 #[derive(Clone)]
-pub struct HttpClient {
+pub(crate) struct HttpClient {
     hyper: Client<Connector, Full<Bytes>>,
     /// `http://host:port`, without a trailing slash.
     base: Arc<str>,
@@ -88,7 +88,11 @@ impl HttpClient {
     /// with TLS when the peer has a TLS configuration. Nothing is sent until the first
     /// call; [`connect`](Self::connect) checks that the server is there. A TLS
     /// configuration that cannot serve (files) is an error naming the file.
-    pub fn new(base: &str, connect_timeout: Duration, peer: Arc<Peer>) -> Result<HttpClient> {
+    pub(crate) fn new(
+        base: &str,
+        connect_timeout: Duration,
+        peer: Arc<Peer>,
+    ) -> Result<HttpClient> {
         let base = base.trim_end_matches('/');
         let uri: http::Uri = base
             .parse()
@@ -112,7 +116,7 @@ impl HttpClient {
     /// `connect_timeout`: a server that cannot be reached, or that does not speak
     /// HTTP/1.1, is an error now. Any HTTP answer will do (the health API may be
     /// restricted to a header this client does not send).
-    pub async fn connect(
+    pub(crate) async fn connect(
         base: &str,
         connect_timeout: Duration,
         peer: Arc<Peer>,
@@ -132,11 +136,6 @@ impl HttpClient {
                 format!("no connection within {} ms", connect_timeout.as_millis()),
             )),
         }
-    }
-
-    /// The server as every call sees it.
-    pub fn peer(&self) -> &Arc<Peer> {
-        &self.peer
     }
 
     /// Sends one request and reads the whole answer, bounded by the request deadline.
@@ -234,7 +233,12 @@ impl HttpClient {
 
     /// An error status, by meaning (see the module's contract); `model` names the model
     /// of a model-specific call.
-    pub fn status_error(&self, status: StatusCode, body: &[u8], model: Option<&str>) -> Error {
+    pub(crate) fn status_error(
+        &self,
+        status: StatusCode,
+        body: &[u8],
+        model: Option<&str>,
+    ) -> Error {
         let url = self.peer.url.clone();
         let message = json::error_text(body);
         let code = status.as_u16();

@@ -16,7 +16,7 @@ use bertqa::backend::Binding;
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
 
-pub use output::{score_predictions, write_per_question, write_predictions};
+pub(crate) use output::{score_predictions, write_per_question, write_predictions};
 pub(crate) use report::inputs_line;
 
 /// How many ids are named when questions are listed in a report.
@@ -70,7 +70,7 @@ pub struct Args {
 
 /// One gate and how it went.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Gate {
+pub(crate) struct Gate {
     /// The flag, e.g. `--min-f1`.
     pub flag: &'static str,
     pub threshold: f64,
@@ -89,7 +89,7 @@ impl Gate {
 
 /// Everything a finished evaluation reports.
 #[derive(Debug)]
-pub struct EvalReport {
+pub(crate) struct EvalReport {
     pub data: PathBuf,
     pub url: Option<String>,
     pub binding: Option<Binding>,
@@ -119,7 +119,7 @@ pub struct EvalReport {
     pub fingerprint: bertqa::journal::Fingerprint,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     // Held until the run ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;

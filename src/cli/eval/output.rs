@@ -14,7 +14,7 @@ use bertqa::types::Dataset;
 
 /// Scores decoded predictions as the official scripts score predictions.json (with
 /// null_odds.json as the na-prob file for v2).
-pub fn score_predictions(
+pub(crate) fn score_predictions(
     dataset: &Dataset,
     predictions: &[Prediction],
     version_2: bool,
@@ -35,7 +35,7 @@ pub fn score_predictions(
 
 /// Writes the reference's files (the n-best file finished from `nbest` when its lists
 /// were streamed there); returns their names.
-pub fn write_predictions(
+pub(crate) fn write_predictions(
     dir: &Path,
     predictions: &[Prediction],
     version_2: bool,
@@ -53,7 +53,7 @@ pub fn write_predictions(
 }
 
 /// Writes per_question.jsonl: id, prediction, exact, f1, has_answer per question.
-pub fn write_per_question(
+pub(crate) fn write_per_question(
     dir: &Path,
     predictions: &[Prediction],
     scores: &Scores,
@@ -87,7 +87,7 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, prefix: &str, value: &T)
 }
 
 /// What a run that did not complete reports and writes.
-pub struct Partial<'a> {
+pub(crate) struct Partial<'a> {
     pub dir: &'a Path,
     pub data: &'a Path,
     pub dataset: &'a Dataset,
@@ -101,7 +101,7 @@ pub struct Partial<'a> {
 /// null odds and per-question lines for the questions fully answered, and a
 /// `metrics.json` marked `"partial": true`; schema/partial.schema.json) and returns
 /// the one-line summary to exit with. `error` is what ended the run (none: a stop).
-pub fn write_partial(
+pub(crate) fn write_partial(
     p: &Partial<'_>,
     outcome: PartialOutcome,
     error: Option<String>,

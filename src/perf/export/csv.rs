@@ -6,7 +6,7 @@ use super::{fmt_num, Report};
 use crate::perf::Load;
 
 /// The columns after the first ("Concurrency" or "Request Rate").
-pub const COLUMNS: [&str; 15] = [
+pub(crate) const COLUMNS: [&str; 15] = [
     "Inferences/Second",
     "Client Send",
     "Network+Server Send/Recv",
@@ -25,7 +25,7 @@ pub const COLUMNS: [&str; 15] = [
 ];
 
 /// The CSV file's bytes (fields quoted where CSV needs it, none of today's).
-pub fn render(report: &Report) -> Vec<u8> {
+pub(crate) fn render(report: &Report) -> Vec<u8> {
     let first = match report.load {
         Load::Concurrency(_) => "Concurrency",
         Load::RequestRate { .. } => "Request Rate",

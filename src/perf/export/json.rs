@@ -17,7 +17,7 @@ fn ms(us: f64) -> f64 {
 
 /// The JSON document (keys in this order).
 #[derive(Debug, Serialize)]
-pub struct PerfJson<'a> {
+pub(crate) struct PerfJson<'a> {
     pub schema: u32,
     pub model: Model<'a>,
     pub data: &'a str,
@@ -35,7 +35,7 @@ pub struct PerfJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Model<'a> {
+pub(crate) struct Model<'a> {
     pub name: &'a str,
     pub version: &'a str,
     pub url: &'a str,
@@ -46,7 +46,7 @@ pub struct Model<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Measurement {
+pub(crate) struct Measurement {
     /// `"time"` or `"count"`; one of the next two is set.
     pub mode: &'static str,
     pub interval_ms: Option<u64>,
@@ -57,7 +57,7 @@ pub struct Measurement {
 
 /// One level's results.
 #[derive(Debug, Serialize)]
-pub struct LevelJson<'a> {
+pub(crate) struct LevelJson<'a> {
     /// The level: one of the two is set.
     pub concurrency: Option<usize>,
     pub request_rate_per_s: Option<f64>,
@@ -78,13 +78,13 @@ pub struct LevelJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub requests_per_s: f64,
     pub features_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub struct LatencyMs {
+pub(crate) struct LatencyMs {
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
@@ -94,7 +94,7 @@ pub struct LatencyMs {
 }
 
 #[derive(Debug, Serialize)]
-pub struct ClientMs {
+pub(crate) struct ClientMs {
     pub send: f64,
     pub recv: f64,
     pub response_wait: f64,
@@ -102,7 +102,7 @@ pub struct ClientMs {
 }
 
 #[derive(Debug, Serialize)]
-pub struct ServerMs {
+pub(crate) struct ServerMs {
     pub request: f64,
     pub queue: f64,
     pub compute_input: f64,
@@ -113,7 +113,7 @@ pub struct ServerMs {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Server {
+pub(crate) struct Server {
     pub requests: u64,
     pub inferences: u64,
     pub executions: u64,
@@ -121,13 +121,13 @@ pub struct Server {
 }
 
 #[derive(Debug, Serialize)]
-pub struct ClientCpu {
+pub(crate) struct ClientCpu {
     pub cpu_s: f64,
     pub fraction_of_all_cpus: f64,
 }
 
 /// The JSON document of `report`.
-pub fn render(report: &Report) -> PerfJson<'_> {
+pub(crate) fn render(report: &Report) -> PerfJson<'_> {
     let (request_distribution, seed) = match &report.load {
         Load::Concurrency(_) => (None, None),
         Load::RequestRate {

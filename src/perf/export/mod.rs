@@ -8,16 +8,16 @@
 //! - [`svg`]: client latency (p50, p99) against throughput.
 //! - [`text`]: the human report.
 
-pub mod csv;
-pub mod json;
-pub mod svg;
-pub mod text;
+pub(crate) mod csv;
+pub(crate) mod json;
+pub(crate) mod svg;
+pub(crate) mod text;
 
 use super::{LevelResult, Load, Window};
 
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub(crate) struct Report {
     pub model: String,
     /// Requested version (empty: the server's choice).
     pub version: String,
@@ -45,7 +45,7 @@ pub struct Report {
 
 impl Report {
     /// The load's levels in words, e.g. `concurrency 1, 2, 4`.
-    pub fn load_words(&self) -> String {
+    pub(crate) fn load_words(&self) -> String {
         let values: Vec<String> = self
             .levels
             .iter()
@@ -64,7 +64,7 @@ impl Report {
     }
 
     /// The measurement window in words.
-    pub fn window_words(&self) -> String {
+    pub(crate) fn window_words(&self) -> String {
         match self.window {
             Window::Time(d) => format!("windows of {} ms", d.as_millis()),
             Window::Count(n) => format!("windows of {n} requests"),
@@ -85,7 +85,7 @@ impl crate::report::Render for Report {
 }
 
 /// A number without a useless fraction (`4`, `12.5`).
-pub fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {
@@ -101,7 +101,7 @@ pub(crate) mod sample {
     use super::super::{ClientBreakdown, Latency, Level, LevelResult, ServerBreakdown};
     use super::*;
 
-    pub fn level(level: Level, infer_per_s: f64, p50_ms: f64, p99_ms: f64) -> LevelResult {
+    pub(crate) fn level(level: Level, infer_per_s: f64, p50_ms: f64, p99_ms: f64) -> LevelResult {
         LevelResult {
             level,
             stable: true,
@@ -146,7 +146,7 @@ pub(crate) mod sample {
         }
     }
 
-    pub fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut second = level(Level::Concurrency(2), 180.0, 9.5, 14.25);
         second.stable = false;
         second.trials = 10;
@@ -172,7 +172,7 @@ pub(crate) mod sample {
     }
 
     #[allow(dead_code)]
-    pub fn timed() -> Window {
+    pub(crate) fn timed() -> Window {
         Window::Time(Duration::from_millis(500))
     }
 }

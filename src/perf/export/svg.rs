@@ -28,7 +28,7 @@ const SERIES: [Series; 2] = [
 ];
 
 /// A "nice" tick step (1, 2 or 5 × 10^k) giving about `ticks` intervals up to `max`.
-pub fn nice_step(max: f64, ticks: usize) -> f64 {
+pub(crate) fn nice_step(max: f64, ticks: usize) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
@@ -64,7 +64,7 @@ fn tick_label(x: f64, step: f64) -> String {
 }
 
 /// The chart's bytes.
-pub fn render(report: &Report) -> Vec<u8> {
+pub(crate) fn render(report: &Report) -> Vec<u8> {
     let levels = &report.levels;
     let max_x = levels.iter().map(|l| l.features_per_s).fold(0.0, f64::max);
     let max_y_ms = levels

@@ -14,7 +14,7 @@ fn ms(us: f64) -> String {
 /// server queue and compute (input, infer, output), client recv. It leaves out only
 /// the server's "other" request time, which the server reports itself; how close this
 /// comes to the measured average latency is the check that the parts explain it.
-pub fn accounted_us(l: &LevelResult) -> f64 {
+pub(crate) fn accounted_us(l: &LevelResult) -> f64 {
     l.client.send_us
         + l.client.network_us
         + l.server.queue_us
@@ -25,7 +25,7 @@ pub fn accounted_us(l: &LevelResult) -> f64 {
 }
 
 /// The report's text: the setting, each level, the summary table.
-pub fn render(r: &Report) -> String {
+pub(crate) fn render(r: &Report) -> String {
     let mut s = String::new();
     setting(&mut s, r);
     for l in &r.levels {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use bertqa::backend::{ClientConfig, Protocol, TritonClient};
+use bertqa::{ClientConfig, Protocol, TritonClient};
 use serde_json::Value;
 
 pub use triton::*;
