@@ -95,10 +95,13 @@ pub mod journal;
 mod latency;
 pub mod logits_io;
 mod output_file;
+#[cfg(feature = "cli")]
 mod perf;
 mod pipeline;
+#[cfg(feature = "cli")]
 mod report;
 mod sha256;
+#[cfg(feature = "cli")]
 mod shard;
 pub mod squad;
 pub mod tokenize;
@@ -108,13 +111,13 @@ pub use backend::binding::{FloatType, InputBinding, InputRole, IntType, OutputBi
 pub use backend::tensor::decode_response;
 pub use backend::{
     bind, prepare_request, proto, Binding, BindingOverrides, ClientConfig, GrpcCall, Header, Infer,
-    InferRequest, Pool, PoolConfig, Protocol, RetryPolicy, Secret, Security, SeqLen, SharedMemory,
-    TlsConfig, TritonClient,
+    InferRequest, Pool, PoolConfig, Protocol, RetryPolicy, RetryStats, Secret, Security, SeqLen,
+    SharedMemory, TlsConfig, TritonClient,
 };
 pub use error::{Error, Result};
 pub use pipeline::{
-    infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding, PaddingGuard,
-    PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,
+    effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,
+    PaddingGuard, PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,
     SharedMemoryReport,
 };
 pub use tokenize::BertTokenizer;

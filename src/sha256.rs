@@ -3,11 +3,9 @@
 //! instructions where it has them: the data file is hashed on every `eval`, so this is
 //! on the client's CPU budget.
 
-use std::io::Read;
-use std::path::Path;
-
 use sha2::Digest as _;
 
+#[cfg(any(feature = "cli", test))]
 use crate::error::{Error, Result};
 
 /// An incremental SHA-256.
@@ -38,7 +36,9 @@ pub(crate) fn of_bytes(data: &[u8]) -> String {
 }
 
 /// SHA-256 of a file's contents, hex (read in chunks).
-pub(crate) fn of_file(path: &Path) -> Result<String> {
+#[cfg(any(feature = "cli", test))]
+pub(crate) fn of_file(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut h = Sha256::default();
     let mut buf = vec![0u8; 1 << 20];

@@ -39,8 +39,7 @@ pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, GrpcCall, Protocol, TritonClient};
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
-pub use retry::RetryPolicy;
-pub(crate) use retry::RetryStats;
+pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::SharedMemory;
 

@@ -52,7 +52,7 @@ pub struct InferConfig {
 }
 
 /// Checks a batch size against the model and returns the effective one.
-pub(crate) fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
+pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
     let limit = binding.batch_limit();
     match requested {
         None => Ok(limit),

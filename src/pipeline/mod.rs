@@ -47,11 +47,14 @@ mod shared_memory;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use dispatch::{effective_batch_size, refill_group};
+pub use dispatch::effective_batch_size;
+#[cfg(feature = "cli")]
+pub(crate) use dispatch::refill_group;
 pub use dispatch::{infer_all, InferConfig};
 pub use observe::{AnswerNeeds, NoProgress, RunObserver};
 pub use padding::{Padding, PaddingGuard, PaddingReport};
 pub use report::{InferReport, Phases};
 pub use run::{PartialOutcome, Run, RunConfig, RunOutcome};
 pub use shared_memory::SharedMemoryReport;
+#[cfg(feature = "cli")]
 pub(crate) use shared_memory::SharedRegion;
