@@ -190,6 +190,53 @@ pub struct Binding {
     pub dynamic_batching: bool,
 }
 
+/// Bindings for the crate's unit tests.
+#[cfg(test)]
+impl Binding {
+    /// Three INT64 inputs (`input_ids`, `segment_ids`, `input_mask`, named `inputs`) and
+    /// FP32 start/end outputs (named `outputs`), each of `dims`; max batch 8.
+    pub(crate) fn for_tests(
+        model: &str,
+        inputs: [&str; 3],
+        outputs: [&str; 2],
+        dims: &[i64],
+        seq_len: SeqLen,
+    ) -> Binding {
+        let roles = [
+            InputRole::InputIds,
+            InputRole::SegmentIds,
+            InputRole::InputMask,
+        ];
+        let output = |name: &str| OutputBinding {
+            name: name.into(),
+            datatype: FloatType::Fp32,
+            dims: dims.to_vec(),
+        };
+        Binding {
+            model: model.into(),
+            version: String::new(),
+            platform: "test".into(),
+            inputs: inputs
+                .iter()
+                .zip(roles)
+                .map(|(name, role)| InputBinding {
+                    name: (*name).into(),
+                    role,
+                    datatype: IntType::Int64,
+                    dims: dims.to_vec(),
+                })
+                .collect(),
+            outputs: Outputs::Split {
+                start: output(outputs[0]),
+                end: output(outputs[1]),
+            },
+            max_batch_size: 8,
+            seq_len,
+            dynamic_batching: false,
+        }
+    }
+}
+
 impl Binding {
     /// Infers the binding of `metadata` (+ `config`, when the server gave one).
     pub fn infer(

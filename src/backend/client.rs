@@ -12,8 +12,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::Status;
-
 use super::api::ServerApi;
 use super::grpc::GrpcConn;
 use super::http::{HttpClient, HttpTransport};
@@ -414,11 +412,6 @@ impl TritonClient {
                 available: ready,
             },
         }
-    }
-
-    /// Maps any gRPC status to the library error (see `Peer::error`).
-    pub fn status(&self, status: Status, model: Option<&str>) -> Error {
-        self.peer.error(status, model)
     }
 }
 

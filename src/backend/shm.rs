@@ -453,8 +453,7 @@ fn create(_: &std::path::Path, _: u64) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::binding::{FloatType, InputBinding, InputRole, IntType};
-    use crate::backend::binding::{OutputBinding, Outputs, SeqLen};
+    use crate::backend::binding::SeqLen;
     use crate::backend::{prepare_request, Binding};
     use crate::types::Feature;
 
@@ -485,34 +484,13 @@ mod tests {
 
     /// NVIDIA's layout: three INT64 `[-1, 384]` inputs, two FP32 `[-1, 384]` outputs.
     fn nvidia() -> Binding {
-        let input = |name: &str, role| InputBinding {
-            name: name.into(),
-            role,
-            datatype: IntType::Int64,
-            dims: vec![-1, 384],
-        };
-        let output = |name: &str| OutputBinding {
-            name: name.into(),
-            datatype: FloatType::Fp32,
-            dims: vec![-1, 384],
-        };
-        Binding {
-            model: "m".into(),
-            version: String::new(),
-            platform: "test".into(),
-            inputs: vec![
-                input("input__0", InputRole::InputIds),
-                input("input__1", InputRole::SegmentIds),
-                input("input__2", InputRole::InputMask),
-            ],
-            outputs: Outputs::Split {
-                start: output("output__0"),
-                end: output("output__1"),
-            },
-            max_batch_size: 8,
-            seq_len: SeqLen::Fixed(384),
-            dynamic_batching: false,
-        }
+        Binding::for_tests(
+            "m",
+            ["input__0", "input__1", "input__2"],
+            ["output__0", "output__1"],
+            &[-1, 384],
+            SeqLen::Fixed(384),
+        )
     }
 
     #[test]

@@ -69,37 +69,13 @@ impl Infer for Echo {
 }
 
 fn echo_binding() -> Binding {
-    use crate::backend::binding::{
-        FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
-    };
-    let input = |name: &str, role| InputBinding {
-        name: name.into(),
-        role,
-        datatype: IntType::Int64,
-        dims: vec![-1],
-    };
-    let output = |name: &str| OutputBinding {
-        name: name.into(),
-        datatype: FloatType::Fp32,
-        dims: vec![-1],
-    };
-    Binding {
-        model: "echo".into(),
-        version: String::new(),
-        platform: "test".into(),
-        inputs: vec![
-            input("ids", InputRole::InputIds),
-            input("seg", InputRole::SegmentIds),
-            input("mask", InputRole::InputMask),
-        ],
-        outputs: Outputs::Split {
-            start: output("start"),
-            end: output("end"),
-        },
-        max_batch_size: 8,
-        seq_len: SeqLen::Dynamic,
-        dynamic_batching: false,
-    }
+    Binding::for_tests(
+        "echo",
+        ["ids", "seg", "mask"],
+        ["start", "end"],
+        &[-1],
+        SeqLen::Dynamic,
+    )
 }
 
 /// `n` short features: `[CLS]`, 1–3 question ids, `[SEP]`, 2–8 doc ids, `[SEP]`.
