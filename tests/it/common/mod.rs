@@ -13,6 +13,7 @@
 
 #![allow(dead_code)]
 
+pub mod fake_triton;
 pub mod pki;
 pub mod tls_proxy;
 mod triton;
