@@ -20,7 +20,7 @@
 //!   stream matches answers by it).
 //! - The answer is returned as the server gave it, as a `ModelInferResponse`: outputs
 //!   in the message, or empty raw entries for outputs written into shared memory.
-//!   Checking it against the binding is the caller's (`tensor::check_batch`); a
+//!   Checking it against the binding is the caller's (`tensor::check_response_in`); a
 //!   transport for another protocol translates its answer into this message.
 //! - Failures are [`Error`](crate::Error)s by meaning, naming the server's address and
 //!   the model: unreachable or closed ([`Unavailable`](crate::Error::Unavailable)), past
