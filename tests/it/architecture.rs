@@ -243,23 +243,32 @@ fn unreachable_pub_items_fail_the_build() {
     );
 }
 
-#[test]
-fn no_source_file_over_800_lines() {
+/// The hand-written program files of `src/` (tests and generated files left out): each
+/// path relative to the repository, and its text.
+fn hand_written_sources() -> Vec<(String, String)> {
     let root = repo();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    files
+        .iter()
+        .filter_map(|f| {
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let module = module_path(&root.join("src"), f);
+            let skip = EXEMPT_FROM_LENGTH.contains(&rel.as_str()) || is_test_file(&module);
+            (!skip).then(|| (rel, std::fs::read_to_string(f).unwrap()))
+        })
+        .collect()
+}
+
+#[test]
+fn no_source_file_over_800_lines() {
     let mut long = Vec::new();
-    for f in files {
-        let rel = f
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let module = module_path(&root.join("src"), &f);
-        if EXEMPT_FROM_LENGTH.contains(&rel.as_str()) || is_test_file(&module) {
-            continue;
-        }
-        let lines = std::fs::read_to_string(&f).unwrap().lines().count();
+    for (rel, text) in hand_written_sources() {
+        let lines = text.lines().count();
         if lines > MAX_LINES {
             long.push(format!("{rel}: {lines} lines"));
         }
@@ -437,21 +446,9 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
 
 #[test]
 fn no_function_over_150_lines() {
-    let root = repo();
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
     let mut long = Vec::new();
-    for f in files {
-        let rel = f
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let module = module_path(&root.join("src"), &f);
-        if EXEMPT_FROM_LENGTH.contains(&rel.as_str()) || is_test_file(&module) {
-            continue;
-        }
-        let code = blank_literals(&std::fs::read_to_string(&f).unwrap());
+    for (rel, text) in hand_written_sources() {
+        let code = blank_literals(&text);
         for (name, lines) in function_lengths(&code) {
             if lines > MAX_FN_LINES {
                 long.push(format!("{rel}: fn {name}: {lines} lines"));
