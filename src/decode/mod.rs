@@ -26,9 +26,9 @@
 mod candidates;
 mod final_text;
 mod nbest;
-pub mod non_finite;
+pub(crate) mod non_finite;
 mod output;
-pub mod pyjson;
+pub(crate) mod pyjson;
 pub mod rules;
 mod scores;
 mod span_text;

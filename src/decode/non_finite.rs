@@ -24,7 +24,7 @@ impl NonFinite {
 
 /// Replaces NaN, +∞ and −∞ by −∞ in one feature's logits; returns how many were
 /// non-finite (−∞ itself is counted too: it was not a number the model meant).
-pub fn sanitize(logits: &mut Logits) -> u64 {
+pub(crate) fn sanitize(logits: &mut Logits) -> u64 {
     if all_finite(&logits.start) && all_finite(&logits.end) {
         return 0;
     }
@@ -45,7 +45,7 @@ fn all_finite(x: &[f32]) -> bool {
 }
 
 /// [`sanitize`] over many features.
-pub fn sanitize_all(logits: &mut [Logits]) -> NonFinite {
+pub(crate) fn sanitize_all(logits: &mut [Logits]) -> NonFinite {
     let mut total = NonFinite::default();
     for l in logits {
         let n = sanitize(l);

@@ -18,7 +18,7 @@ use serde_json::ser::{CharEscape, Formatter};
 
 /// The formatter of Python's `json.dumps(obj, indent=4)` (module header).
 #[derive(Debug, Default, Clone)]
-pub struct PyFormatter {
+pub(crate) struct PyFormatter {
     depth: usize,
     has_value: bool,
 }
@@ -26,7 +26,7 @@ pub struct PyFormatter {
 impl PyFormatter {
     /// A formatter for a value nested `depth` levels deep (its lines are indented as
     /// they are there): for values written one at a time into a larger document.
-    pub fn at_depth(depth: usize) -> Self {
+    pub(crate) fn at_depth(depth: usize) -> Self {
         PyFormatter {
             depth,
             has_value: false,
@@ -160,7 +160,7 @@ impl Formatter for PyFormatter {
 
 /// Writes `value` into `w` as Python's `json.dumps(value, indent=4)`, nested `depth`
 /// levels deep (0 for a whole document; no trailing newline).
-pub fn write_value<W: Write, T: Serialize + ?Sized>(
+pub(crate) fn write_value<W: Write, T: Serialize + ?Sized>(
     w: &mut W,
     value: &T,
     depth: usize,
@@ -170,7 +170,7 @@ pub fn write_value<W: Write, T: Serialize + ?Sized>(
 }
 
 /// `json.dumps(value, indent=4) + "\n"`.
-pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+pub(crate) fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing into memory cannot fail, and the values written here always serialize.
     let _ = write_value(&mut out, value, 0);
@@ -180,7 +180,7 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 
 /// Serializes an `f64` field that may be NaN or infinite for [`PyFormatter`] (module
 /// header); use with `#[serde(serialize_with = "py_float")]`.
-pub fn py_float<S: Serializer>(x: &f64, s: S) -> std::result::Result<S::Ok, S::Error> {
+pub(crate) fn py_float<S: Serializer>(x: &f64, s: S) -> std::result::Result<S::Ok, S::Error> {
     match non_finite_text(*x) {
         Some(text) => s.serialize_bytes(text.as_bytes()),
         None => s.serialize_f64(*x),
@@ -189,7 +189,7 @@ pub fn py_float<S: Serializer>(x: &f64, s: S) -> std::result::Result<S::Ok, S::E
 
 /// An `f64` that may be NaN or infinite, serialized as [`py_float`] does.
 #[derive(Debug, Clone, Copy)]
-pub struct PyFloat(pub f64);
+pub(crate) struct PyFloat(pub f64);
 
 impl Serialize for PyFloat {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {

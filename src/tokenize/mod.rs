@@ -27,7 +27,9 @@
 
 mod basic;
 mod cache;
-pub mod tables;
+pub(crate) mod tables;
+/// The Unicode version of the tokenizer's character tables (the reference's Python).
+pub use tables::UNICODE_VERSION;
 
 use std::path::{Path, PathBuf};
 

@@ -6,16 +6,16 @@
 pub const UNICODE_VERSION: &str = "14.0.0";
 
 /// General category C* (Cc, Cf, Cn, Co; surrogates cannot occur in a `char`).
-pub const CONTROL: u8 = 1;
+pub(crate) const CONTROL: u8 = 1;
 /// General category Zs.
-pub const SPACE: u8 = 2;
+pub(crate) const SPACE: u8 = 2;
 /// General category Mn.
-pub const MARK: u8 = 3;
+pub(crate) const MARK: u8 = 3;
 /// General category P* (Pc Pd Ps Pe Pi Pf Po).
-pub const PUNCT: u8 = 4;
+pub(crate) const PUNCT: u8 = 4;
 
 /// `(first, last, class)`: code points of the classes above; all others are "other".
-pub static CLASS_RANGES: &[(u32, u32, u8)] = &[
+pub(crate) static CLASS_RANGES: &[(u32, u32, u8)] = &[
     (0x0, 0x1f, CONTROL),
     (0x20, 0x20, SPACE),
     (0x21, 0x23, PUNCT),
@@ -1254,7 +1254,7 @@ pub static CLASS_RANGES: &[(u32, u32, u8)] = &[
 
 /// `(code point, str.lower())` for every code point that `str.lower()` changes
 /// (U+03A3 maps to σ here; the final-sigma rule is applied by the caller).
-pub static LOWER: &[(u32, &str)] = &[
+pub(crate) static LOWER: &[(u32, &str)] = &[
     (0x41, "\u{61}"),
     (0x42, "\u{62}"),
     (0x43, "\u{63}"),
@@ -2692,7 +2692,7 @@ pub static LOWER: &[(u32, &str)] = &[
 
 /// `(code point, NFD)` for every code point with a canonical decomposition, fully
 /// decomposed; Hangul syllables (U+AC00..=U+D7A3) are decomposed algorithmically.
-pub static NFD: &[(u32, &str)] = &[
+pub(crate) static NFD: &[(u32, &str)] = &[
     (0xc0, "\u{41}\u{300}"),
     (0xc1, "\u{41}\u{301}"),
     (0xc2, "\u{41}\u{302}"),
@@ -4757,7 +4757,7 @@ pub static NFD: &[(u32, &str)] = &[
 ];
 
 /// `(first, last, ccc)`: non-zero canonical combining classes.
-pub static CCC_RANGES: &[(u32, u32, u8)] = &[
+pub(crate) static CCC_RANGES: &[(u32, u32, u8)] = &[
     (0x300, 0x314, 230),
     (0x315, 0x315, 232),
     (0x316, 0x319, 220),
@@ -5143,11 +5143,11 @@ pub static CCC_RANGES: &[(u32, u32, u8)] = &[
 ];
 
 /// Cased and not Case_Ignorable.
-pub const CASED: u8 = 1;
+pub(crate) const CASED: u8 = 1;
 /// Case_Ignorable (whether or not also Cased).
-pub const IGNORABLE: u8 = 2;
+pub(crate) const IGNORABLE: u8 = 2;
 /// `(first, last, CASED | IGNORABLE)`: what Python's final-sigma rule sees.
-pub static SIGMA_RANGES: &[(u32, u32, u8)] = &[
+pub(crate) static SIGMA_RANGES: &[(u32, u32, u8)] = &[
     (0x27, 0x27, IGNORABLE),
     (0x2e, 0x2e, IGNORABLE),
     (0x3a, 0x3a, IGNORABLE),
