@@ -204,33 +204,44 @@ fn the_restricted_http_api_needs_the_header_and_never_shows_it() {
     assert!(files >= 5, "{files} files in {}", out.display());
 }
 
-#[test]
-fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
-    let url = format!("127.0.0.1:{}", restricted_server().http_port);
+/// `bertqa perf --quiet` over HTTP on `null` with the key, plus `extra`.
+fn perf_over_http(url: &str, extra: &[&str]) -> Output {
     let header = format!("infer-key:{KEY}");
-    let o = bertqa(&[
+    let mut args = vec![
         "perf",
         "--protocol",
         "http",
         "--url",
-        &url,
+        url,
         "--header",
         &header,
         "--model",
         "null",
         "--data",
         SAMPLE,
-        "--concurrency-range",
-        "1:2",
-        "--measurement-request-count",
-        "50",
-        "--stability-percentage",
-        "50",
-        "--max-trials",
-        "4",
-        "--json",
         "--quiet",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
+
+#[test]
+fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
+    let url = format!("127.0.0.1:{}", restricted_server().http_port);
+    let o = perf_over_http(
+        &url,
+        &[
+            "--concurrency-range",
+            "1:2",
+            "--measurement-request-count",
+            "50",
+            "--stability-percentage",
+            "50",
+            "--max-trials",
+            "4",
+            "--json",
+        ],
+    );
     no_secret(&o);
     let v = json_of(&o);
     assert_schema("perf", &v);
@@ -250,28 +261,19 @@ fn perf_over_http_breaks_the_latency_down_from_the_http_statistics() {
         assert!(l["throughput"]["features_per_s"].as_f64().unwrap() > 0.0);
     }
     // The text report names the protocol.
-    let o = bertqa(&[
-        "perf",
-        "--protocol",
-        "http",
-        "--url",
+    let o = perf_over_http(
         &url,
-        "--header",
-        &header,
-        "--model",
-        "null",
-        "--data",
-        SAMPLE,
-        "--concurrency-range",
-        "1",
-        "--measurement-request-count",
-        "20",
-        "--max-trials",
-        "3",
-        "--stability-percentage",
-        "90",
-        "--quiet",
-    ]);
+        &[
+            "--concurrency-range",
+            "1",
+            "--measurement-request-count",
+            "20",
+            "--max-trials",
+            "3",
+            "--stability-percentage",
+            "90",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
