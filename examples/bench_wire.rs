@@ -54,6 +54,7 @@ fn main() {
         max_batch_size: 64,
         seq_len: SeqLen::Fixed(SEQ),
         dynamic_batching: true,
+        batching: Default::default(),
     });
     // Windows of SQuAD-dev-like length: a 12-piece question, 150 to 370 tokens.
     let features: Vec<Arc<Feature>> = (0..batch)

@@ -114,14 +114,12 @@ pub enum Error {
     Timeout { url: String, timeout_ms: u64 },
 
     /// The model is not in the repository.
-    #[error(
-        "model {model:?} not found on {url}; ready models there: {}",
-        list_or_none(available)
-    )]
+    #[error("model {model:?} not found on {url}; {}", ready_there(available.as_deref()))]
     ModelNotFound {
         url: String,
         model: String,
-        available: Vec<String>,
+        /// The ready models, or `None` when the server does not list its models.
+        available: Option<Vec<String>>,
     },
 
     /// The model exists but cannot take inference.
@@ -157,11 +155,14 @@ pub enum Error {
     /// same meaning as the HTTP status, which is kept too), for a model-specific call
     /// the model, and the server's message.
     #[error(
-        "Triton at {url} answered {code}{}{}: {message}",
+        "{} at {url} answered {code}{}{}: {message}",
+        who(server.as_deref()),
         http_suffix(*http),
         model_suffix(model.as_deref())
     )]
     Server {
+        /// The server's name and version when it is not Triton (`mlserver 1.7.1`).
+        server: Option<String>,
         url: String,
         code: Code,
         /// The HTTP status, when the server was spoken to over HTTP.
@@ -170,11 +171,30 @@ pub enum Error {
         message: String,
     },
 
+    /// A core call of the protocol (health, metadata, inference) was answered as one the
+    /// server does not have (gRPC UNIMPLEMENTED, HTTP 404 of a route): the URL does not
+    /// reach a server of the Open Inference Protocol (`backend/extensions.rs`).
+    #[error(
+        "no Open Inference Protocol (KServe v2) server at {url}: {call} answered {code}{}: \
+         {message}; check the URL, its port and `protocol`",
+        http_suffix(*http)
+    )]
+    NoServer {
+        url: String,
+        /// The call, as `GET /v2/health/ready` or `ServerReady`.
+        call: String,
+        code: Code,
+        http: Option<u16>,
+        message: String,
+    },
+
     /// The server answered something its protocol does not allow (JSON of another
     /// shape, an inference answer whose binary data does not add up): a server bug or
     /// not a Triton server; `message` is why it cannot be read.
-    #[error("Triton at {url} answered {}: {message}", answer.describe())]
+    #[error("{} at {url} answered {}: {message}", who(server.as_deref()), answer.describe())]
     InvalidAnswer {
+        /// As [`Error::Server`]'s.
+        server: Option<String>,
         url: String,
         answer: AnswerTo,
         message: String,
@@ -332,6 +352,19 @@ pub(crate) fn summarize_codes(codes: &BTreeMap<&'static str, u32>) -> String {
         .join(", ")
 }
 
+/// How a message names a server: its name and version, or Triton (bertqa's server
+/// unless told otherwise).
+fn who(server: Option<&str>) -> &str {
+    server.unwrap_or("Triton")
+}
+
+fn ready_there(names: Option<&[String]>) -> String {
+    match names {
+        Some(names) => format!("ready models there: {}", list_or_none(names)),
+        None => "the server does not list its models".into(),
+    }
+}
+
 fn list_or_none(names: &[String]) -> String {
     if names.is_empty() {
         "(none)".to_string()
@@ -402,6 +435,15 @@ impl Error {
         }
     }
 
+    /// The error with the answering server named, when it is not Triton (`server`
+    /// as [`crate::ServerInfo::label`] gives it); other errors are unchanged.
+    pub(crate) fn answered_by(mut self, name: Option<String>) -> Self {
+        if let Error::Server { server, .. } | Error::InvalidAnswer { server, .. } = &mut self {
+            *server = name;
+        }
+        self
+    }
+
     /// A task's failure to finish, as the runtime reported it.
     pub fn task_failed(task: impl Into<String>, e: &tokio::task::JoinError) -> Self {
         Error::TaskFailed {
@@ -418,6 +460,7 @@ mod tests {
 
     fn server(code: Code, http: Option<u16>, model: Option<&str>) -> Error {
         Error::Server {
+            server: None,
             url: "h:1".into(),
             code,
             http,
@@ -452,6 +495,7 @@ mod tests {
             assert_eq!(e.server_message(), Some("boom"));
         }
         let e = Error::InvalidAnswer {
+            server: None,
             url: "h:1".into(),
             answer: AnswerTo::Call { path: "/v2".into() },
             message: "expected value".into(),
@@ -461,6 +505,7 @@ mod tests {
             "Triton at h:1 answered an answer to /v2 that is not the JSON expected: expected value"
         );
         let e = Error::InvalidAnswer {
+            server: None,
             url: "h:1".into(),
             answer: AnswerTo::Inference { model: "m".into() },
             message: "short".into(),

@@ -107,12 +107,14 @@ pub mod squad;
 pub mod tokenize;
 pub mod types;
 
-pub use backend::binding::{FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs};
+pub use backend::binding::{
+    Batching, FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
+};
 pub use backend::tensor::decode_response;
 pub use backend::{
     bind, prepare_request, proto, Binding, BindingOverrides, ClientConfig, GrpcCall, Header, Infer,
     InferRequest, Pool, PoolConfig, Protocol, RetryPolicy, RetryStats, Secret, Security, SeqLen,
-    SharedMemory, TlsConfig, TritonClient,
+    ServerInfo, SharedMemory, TlsConfig, TritonClient,
 };
 pub use error::{Error, Result};
 pub use pipeline::{

@@ -8,10 +8,8 @@ behaviour comes from its config.pbtxt:
   integer dtype;
 - outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
   or one tensor of dims [-1, 2] or [384, 2] holding both; FP32 or FP16 as configured;
-- parameter `kind`: `null` (all-zero logits), `tiny-bert` (the seeded numpy BERT of
-  tinybert.py, parameter `seed`), `onnx` (an ONNX file run by onnxruntime, parameter
-  `onnx_file` relative to the model directory) or `oracle` (oracle.py: peaks on gold
-  answers);
+- parameter `kind` (and the parameters each kind reads): the logits, computed by
+  qa_logits.py (`null`, `tiny-bert`, `onnx`, `oracle`);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
   (with several instances, responses then arrive out of order);
 - parameter `padding_logit`: the start and end logits of padding positions (mask 0) are
@@ -37,7 +35,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tinybert  # noqa: E402
+import qa_logits  # noqa: E402
 
 ROLES = {
     "input__0": "ids", "input_ids": "ids",
@@ -63,42 +61,13 @@ class TritonPythonModel:
         if self.fault not in FAULTS:
             raise pb_utils.TritonModelException(f"unknown fault {self.fault!r}")
         self.calls = 0
-        self.weights = None
-        self.oracle = None
-        if self.kind == "tiny-bert":
-            self.weights = tinybert.make_weights(int(params.get("seed", "20241202")))
-        elif self.kind == "onnx":
-            import onnxruntime
-            path = os.path.join(args["model_repository"], params["onnx_file"])
-            opts = onnxruntime.SessionOptions()
-            opts.intra_op_num_threads = 1
-            opts.inter_op_num_threads = 1
-            self.session = onnxruntime.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        elif self.kind == "oracle":
-            import oracle
-            # args["model_repository"] is <root>/models/repo/<model>; the `datasets` and
-            # `vocab` parameters are relative to the project root <root>.
-            base = os.path.abspath(os.path.join(args["model_repository"], "..", "..", ".."))
-            files = oracle.squad_files(params.get("datasets", ""), base)
-            files += oracle.squad_files(os.environ.get("BERTQA_ORACLE_DATA", ""), os.getcwd())
-            vocab = os.environ.get("BERTQA_ORACLE_VOCAB") or os.path.join(base, params.get("vocab", "vocab/vocab.txt"))
-            self.oracle = oracle.Oracle(vocab, files)
-        elif self.kind != "null":
-            raise pb_utils.TritonModelException(f"unknown kind {self.kind!r}")
-
-    def _logits(self, ids, seg, mask):
-        if self.kind == "onnx":
-            feeds = {"input_ids": ids.astype(np.int64), "attention_mask": mask.astype(np.int64),
-                     "token_type_ids": seg.astype(np.int64)}
-            start, end = self.session.run(["start_logits", "end_logits"], feeds)
-            return start, end
-        if self.oracle is not None:
-            pairs = [self.oracle.logits(i, m) for i, m in zip(ids, mask)]
-            return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
-        if self.weights is None:
-            z = np.zeros(ids.shape, np.float32)
-            return z, z
-        return tinybert.forward(self.weights, ids, seg, mask)
+        # args["model_repository"] is <root>/models/repo/<model>; paths in the
+        # parameters are relative to the project root <root>.
+        root = os.path.abspath(os.path.join(args["model_repository"], "..", "..", ".."))
+        try:
+            self._logits = qa_logits.Logits(self.kind, params, root, args["model_repository"])
+        except ValueError as e:
+            raise pb_utils.TritonModelException(str(e))
 
     def _inject(self, start, end, mask):
         if self.fault == "wrong-shape":

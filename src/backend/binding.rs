@@ -164,6 +164,30 @@ impl fmt::Display for SeqLen {
     }
 }
 
+/// Who declares how many features a request may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Batching {
+    /// Triton's model configuration: `max_batch_size` (0: no batch dimension, one
+    /// feature per request).
+    #[default]
+    Declared,
+    /// Nobody (a server without model configuration, or Triton's `max_batch_size: 0`
+    /// with the batch dimension written in the dims): a leading `-1` is the batch
+    /// dimension and the client chooses the batch size ([`Binding::default_batch_size`]).
+    Undeclared,
+}
+
+impl Batching {
+    fn is_declared(&self) -> bool {
+        *self == Batching::Declared
+    }
+}
+
+/// The batch size of a model whose batching nobody declares, unless `--batch-size`
+/// says otherwise: the test models' and NVIDIA's usual `max_batch_size`.
+pub(crate) const UNDECLARED_BATCH_SIZE: usize = 8;
+
 /// Explicit tensor names that override inference (the binding flags).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BindingOverrides {
@@ -184,10 +208,14 @@ pub struct Binding {
     /// Inputs in the model's declared order (the order they are sent in).
     pub inputs: Vec<InputBinding>,
     pub outputs: Outputs,
-    /// 0: the model does not batch (one feature per request, no batch dimension).
+    /// 0: no declared batch (one feature per request, no batch dimension; or see
+    /// `batching`).
     pub max_batch_size: usize,
     pub seq_len: SeqLen,
     pub dynamic_batching: bool,
+    /// Who declares the batching (serialized only when nobody does).
+    #[serde(skip_serializing_if = "Batching::is_declared")]
+    pub batching: Batching,
 }
 
 /// Bindings for the crate's unit tests.
@@ -233,6 +261,7 @@ impl Binding {
             max_batch_size: 8,
             seq_len,
             dynamic_batching: false,
+            batching: Batching::Declared,
         }
     }
 }
@@ -245,10 +274,10 @@ impl Binding {
         version: &str,
         overrides: &BindingOverrides,
     ) -> Result<Binding> {
-        let max_batch_size = max_batch_size(metadata, config);
+        let (max_batch_size, batching) = batching(metadata, config);
         let model = Inference {
             metadata,
-            batched: max_batch_size > 0,
+            batched: max_batch_size > 0 || batching == Batching::Undeclared,
         };
         let inputs = model.inputs(overrides)?;
         let seq_len = model.seq_len(&inputs)?;
@@ -278,12 +307,41 @@ impl Binding {
             max_batch_size,
             seq_len,
             dynamic_batching: config.is_some_and(|c| c.scheduling_choice.is_some()),
+            batching,
         })
     }
 
-    /// Largest batch a request may carry (1 for a model that does not batch).
+    /// Whether each tensor's first dimension is the batch.
+    pub fn has_batch_dim(&self) -> bool {
+        self.max_batch_size > 0 || self.batching == Batching::Undeclared
+    }
+
+    /// Largest batch a request may carry: the declared one (1 for a model that does
+    /// not batch); no limit when nobody declares it.
     pub fn batch_limit(&self) -> usize {
-        self.max_batch_size.max(1)
+        match self.batching {
+            Batching::Declared => self.max_batch_size.max(1),
+            Batching::Undeclared => usize::MAX,
+        }
+    }
+
+    /// The batch size when the user gives none: the declared limit, or
+    /// [`UNDECLARED_BATCH_SIZE`].
+    pub fn default_batch_size(&self) -> usize {
+        match self.batching {
+            Batching::Declared => self.batch_limit(),
+            Batching::Undeclared => UNDECLARED_BATCH_SIZE,
+        }
+    }
+
+    /// Largest batch the server's own batcher forms from several requests: the
+    /// declared limit with dynamic batching; 1 when nobody declares batching (whatever
+    /// the server does is unknown).
+    pub fn server_batch(&self) -> usize {
+        match self.batching {
+            Batching::Declared => self.batch_limit(),
+            Batching::Undeclared => 1,
+        }
     }
 
     /// Names of the outputs to request, in the order they are decoded.
@@ -351,20 +409,26 @@ impl<'a> IntoIterator for OutputList<'a> {
     }
 }
 
-/// The model's `max_batch_size`: the config's, or without one 1 when every input has a
-/// leading -1 (batching), 0 otherwise.
-fn max_batch_size(metadata: &ModelMetadataResponse, config: Option<&ModelConfig>) -> usize {
-    config
-        .map(|c| c.max_batch_size.max(0) as usize)
-        .unwrap_or_else(|| {
-            // Without a config, a leading -1 on every tensor means batching.
-            let all = metadata.inputs.iter().chain(&metadata.outputs);
-            if metadata.inputs.iter().all(|t| t.shape.first() == Some(&-1)) && all.count() > 0 {
-                1
-            } else {
-                0
-            }
-        })
+/// The one batching rule ([`Batching`]): Triton's `max_batch_size` when its
+/// configuration declares one; otherwise (no configuration, or `max_batch_size: 0`) a
+/// leading `-1` on every input of two or more dimensions is the batch dimension, whose
+/// size the client chooses (a second `-1` is then a dynamic sequence length). Anything
+/// else has no batch dimension.
+fn batching(metadata: &ModelMetadataResponse, config: Option<&ModelConfig>) -> (usize, Batching) {
+    let declared = config.map_or(0, |c| c.max_batch_size.max(0) as usize);
+    if declared > 0 {
+        return (declared, Batching::Declared);
+    }
+    let leading = !metadata.inputs.is_empty()
+        && metadata
+            .inputs
+            .iter()
+            .all(|t| t.shape.len() >= 2 && t.shape[0] == -1);
+    if leading {
+        (0, Batching::Undeclared)
+    } else {
+        (0, Batching::Declared)
+    }
 }
 
 /// A model's metadata, read for its binding ([`Binding::infer`]).

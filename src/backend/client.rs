@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::api::ServerApi;
+use super::extensions::{self, no_server, ServerInfo};
 use super::grpc::GrpcConn;
 use super::http::{HttpClient, HttpTransport};
 use super::peer::Peer;
@@ -137,10 +138,12 @@ enum Conn {
 impl Conn {
     /// Sends an inference request on the connection's transport.
     async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        match self {
+        let binding = request.binding().clone();
+        let answer = match self {
             Conn::Grpc(c) => c.infer(request).await,
             Conn::Http(t) => t.send(request).await,
-        }
+        };
+        answer.map_err(|e| no_server(e, "inference", Some(&binding.model)))
     }
 }
 
@@ -243,6 +246,7 @@ impl TritonClient {
             request_timeout: config.request_timeout,
             headers: config.security.headers.clone().into(),
             tls: tls.clone(),
+            server: Default::default(),
         });
         let conn = match config.protocol {
             Protocol::Grpc => Conn::Grpc(
@@ -295,27 +299,51 @@ impl TritonClient {
 
     /// `ServerLive` (`GET /v2/health/live`).
     pub async fn server_live(&self) -> Result<bool> {
-        self.conn.server_live().await
+        let answer = self.conn.server_live().await;
+        answer.map_err(|e| no_server(e, "server liveness", None))
     }
 
     /// `ServerReady` (`GET /v2/health/ready`).
     pub async fn server_ready(&self) -> Result<bool> {
-        self.conn.server_ready().await
+        let answer = self.conn.server_ready().await;
+        answer.map_err(|e| no_server(e, "server readiness", None))
     }
 
     /// `ModelReady` (empty version: the server's choice).
     pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
-        self.conn.model_ready(model, version).await
+        let answer = self.conn.model_ready(model, version).await;
+        answer.map_err(|e| no_server(e, "model readiness", Some(model)))
     }
 
     /// `ServerMetadata`: name, version, extensions.
     pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
-        self.conn.server_metadata().await
+        let answer = self.conn.server_metadata().await;
+        answer.map_err(|e| no_server(e, "server metadata", None))
     }
 
-    /// `RepositoryIndex`: every model version and its state.
+    /// The server's metadata, asked once per connection ([`Self::server_metadata`]).
+    pub async fn server_info(&self) -> Result<&ServerInfo> {
+        self.peer
+            .server
+            .get_or_try_init(|| async { self.server_metadata().await.map(ServerInfo::from) })
+            .await
+    }
+
+    /// `RepositoryIndex`: every model version and its state (as the server wrote it).
     pub async fn repository_index(&self) -> Result<Vec<ModelIndex>> {
         self.conn.repository_index().await
+    }
+
+    /// The repository index with each state normalised ([`normalize_state`]), or `None`
+    /// when the server does not list its models (no repository extension).
+    pub(crate) async fn list_models(&self) -> Result<Option<Vec<ModelIndex>>> {
+        let index = extensions::optional(self.repository_index().await, None)?;
+        Ok(index.map(|mut index| {
+            for m in &mut index {
+                m.state = normalize_state(&m.state);
+            }
+            index
+        }))
     }
 
     /// `ModelMetadata`. An unknown or unready model becomes [`Error::ModelNotFound`] /
@@ -327,7 +355,10 @@ impl TritonClient {
     ) -> Result<ModelMetadataResponse> {
         match self.conn.model_metadata(model, version).await {
             Ok(m) => Ok(m),
-            Err(e) => Err(self.model_error(e, model).await),
+            Err(e) => {
+                let e = no_server(e, "model metadata", Some(model));
+                Err(self.model_error(e, model).await)
+            }
         }
     }
 
@@ -335,6 +366,37 @@ impl TritonClient {
     pub async fn model_config(&self, model: &str, version: &str) -> Result<ModelConfig> {
         match self.conn.model_config(model, version).await {
             Ok(m) => Ok(m),
+            Err(e) => Err(self.model_error(e, model).await),
+        }
+    }
+
+    /// `ModelConfig`, or `None` when the server has no model configuration (Triton's
+    /// extension: other servers of the protocol declare a model by its metadata alone).
+    pub(crate) async fn model_config_if_any(
+        &self,
+        model: &str,
+        version: &str,
+    ) -> Result<Option<ModelConfig>> {
+        let answer = self.conn.model_config(model, version).await;
+        self.extension(answer, model).await
+    }
+
+    /// `ModelStatistics` for one model, or `None` when the server does not report
+    /// statistics (Triton's extension).
+    pub(crate) async fn model_statistics_if_any(
+        &self,
+        model: &str,
+        version: &str,
+    ) -> Result<Option<Vec<ModelStatistics>>> {
+        let answer = self.conn.model_statistics(model, version).await;
+        self.extension(answer, model).await
+    }
+
+    /// An extension call's answer about `model`: `None` when the extension is absent
+    /// (`extensions::absent`), any other failure read as [`Self::model_metadata`]'s.
+    async fn extension<T>(&self, answer: Result<T>, model: &str) -> Result<Option<T>> {
+        match extensions::optional(answer, Some(model)) {
+            Ok(v) => Ok(v),
             Err(e) => Err(self.model_error(e, model).await),
         }
     }
@@ -391,11 +453,21 @@ impl TritonClient {
         if !about_model(&error) {
             return error;
         }
-        let Ok(index) = self.repository_index().await else {
-            return error;
+        let index = match self.list_models().await {
+            Ok(Some(index)) => index,
+            Ok(None) => {
+                return Error::ModelNotFound {
+                    url: self.peer.url.clone(),
+                    model: model.into(),
+                    available: None,
+                }
+            }
+            Err(_) => return error,
         };
         let ready: Vec<String> = ready_models(&index);
         match index.iter().find(|m| m.name == model) {
+            // Ready after all: the failure was about something else.
+            Some(m) if m.state == "READY" => error,
             Some(m) => Error::ModelNotReady {
                 url: self.peer.url.clone(),
                 model: model.into(),
@@ -409,9 +481,27 @@ impl TritonClient {
             None => Error::ModelNotFound {
                 url: self.peer.url.clone(),
                 model: model.into(),
-                available: ready,
+                available: Some(ready),
             },
         }
+    }
+}
+
+/// A model state as servers write it, normalised: `READY` for MLServer's gRPC
+/// `State.READY` (a Python enum's text); any other text as it is.
+pub(crate) fn normalize_state(state: &str) -> String {
+    match state.rsplit_once('.') {
+        Some((prefix, name))
+            if !prefix.is_empty()
+                && !name.is_empty()
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && name.chars().all(|c| c.is_ascii_uppercase() || c == '_') =>
+        {
+            name.to_string()
+        }
+        _ => state.to_string(),
     }
 }
 
@@ -433,6 +523,7 @@ fn about_model(error: &Error) -> bool {
         || msg.contains("not found")
         || msg.contains("is not ready")
         || msg.contains("no version is available")
+        || msg.contains("does not exist")
 }
 
 /// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
@@ -513,6 +604,7 @@ mod tests {
     #[test]
     fn model_errors_are_known_by_code_then_by_the_servers_words() {
         let server = |code, message: &str| Error::Server {
+            server: None,
             url: "h:1".into(),
             code,
             http: None,
@@ -535,6 +627,14 @@ mod tests {
         assert!(!about_model(&answered(Unreachable::Transport)));
         assert!(!about_model(&answered(Unreachable::NotReady)));
         assert!(!about_model(&Error::Config("model not found".into())));
+    }
+
+    #[test]
+    fn states_are_normalised_not_debug_text() {
+        assert_eq!(normalize_state("State.READY"), "READY");
+        assert_eq!(normalize_state("READY"), "READY");
+        assert_eq!(normalize_state("UNAVAILABLE"), "UNAVAILABLE");
+        assert_eq!(normalize_state("failed: a.b.C"), "failed: a.b.C");
     }
 
     #[test]

@@ -149,10 +149,11 @@ impl GrpcConn {
 
     /// Sends an inference request by this connection's call.
     pub(crate) async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        match &self.infer {
+        let answer = match &self.infer {
             Inference::Unary(t) => t.send(request).await,
             Inference::Stream(t) => t.send(request).await,
-        }
+        };
+        answer.map(super::tensor::into_raw_contents)
     }
 
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
@@ -354,6 +355,7 @@ mod tests {
             request_timeout: Duration::from_secs(2),
             headers: Arc::from(Vec::new()),
             tls: None,
+            server: Default::default(),
         });
         let uri = format!("http://127.0.0.1:{port}");
         let timeout = Duration::from_secs(2);

@@ -20,6 +20,7 @@
 mod api;
 pub(crate) mod binding;
 pub(crate) mod client;
+pub(crate) mod extensions;
 mod grpc;
 pub(crate) mod http;
 pub(crate) mod peer;
@@ -37,20 +38,24 @@ pub(crate) mod unary;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, GrpcCall, Protocol, TritonClient};
+pub use extensions::ServerInfo;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::SharedMemory;
 
-/// Connects and infers the binding of `model` in one step (metadata + config).
+/// Infers the binding of `model` in one step: its metadata, and its configuration
+/// when the server has Triton's model configuration extension.
 pub async fn bind(
     client: &TritonClient,
     model: &str,
     version: &str,
     overrides: &BindingOverrides,
 ) -> crate::Result<Binding> {
+    // Asked first so that the messages below name the server (best effort).
+    let _ = client.server_info().await;
     let metadata = client.model_metadata(model, version).await?;
-    let config = client.model_config(model, version).await?;
-    Binding::infer(&metadata, Some(&config), version, overrides)
+    let config = client.model_config_if_any(model, version).await?;
+    Binding::infer(&metadata, config.as_ref(), version, overrides)
 }

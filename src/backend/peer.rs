@@ -8,6 +8,7 @@ use std::time::Duration;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
+use super::extensions::ServerInfo;
 use super::security::{self, Header, TlsConfig};
 use super::status::{is_timeout, is_transport, map_status};
 use crate::error::{Error, Unreachable};
@@ -24,6 +25,8 @@ pub(crate) struct Peer {
     /// The channel's TLS configuration, if it uses TLS (for the messages of connection
     /// errors).
     pub tls: Option<TlsConfig>,
+    /// The server's metadata, asked once (`TritonClient::server_info`).
+    pub server: tokio::sync::OnceCell<ServerInfo>,
 }
 
 impl Peer {
@@ -65,6 +68,12 @@ impl Peer {
         } else {
             map_status(&self.url, self.request_timeout, status, model)
         };
-        security::annotate(error, &self.headers, self.tls.as_ref())
+        security::annotate(error, &self.headers, self.tls.as_ref()).answered_by(self.who())
+    }
+
+    /// The server's name for messages when it is known not to be Triton.
+    pub(crate) fn who(&self) -> Option<String> {
+        let info = self.server.get()?;
+        (!info.is_triton()).then(|| info.label())
     }
 }

@@ -168,7 +168,11 @@ impl Pool {
             }
             let mut conns = Vec::with_capacity(config.connections.max(1));
             for _ in 0..config.connections.max(1) {
-                conns.push(TritonClient::connect(&client_config).await?);
+                let conn = TritonClient::connect(&client_config).await?;
+                // Asked now so that later messages name the server (best effort: a
+                // server that cannot say is called Triton).
+                let _ = conn.server_info().await;
+                conns.push(conn);
             }
             endpoints.push(Endpoint {
                 url: url.clone(),

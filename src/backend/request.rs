@@ -207,7 +207,7 @@ impl InferRequest {
 
     /// Shape of `input` on the wire: `[rows] +` per-row dims for a batching model.
     fn shape(&self, input: &InputBinding) -> Vec<i64> {
-        let batch = (self.binding.max_batch_size > 0).then_some(self.rows() as i64);
+        let batch = self.binding.has_batch_dim().then_some(self.rows() as i64);
         let per_row: &[i64] = match input.role {
             InputRole::UniqueIds => &input.dims,
             _ => &[],
@@ -445,6 +445,7 @@ mod tests {
             max_batch_size,
             seq_len: SeqLen::Dynamic,
             dynamic_batching: false,
+            batching: Default::default(),
         })
     }
 

@@ -142,6 +142,7 @@ mod tests {
 
     fn server(code: Code, http: Option<u16>, message: &str) -> Error {
         Error::Server {
+            server: None,
             url: "h:1".into(),
             code,
             http,
@@ -230,6 +231,7 @@ mod tests {
                 actual: "FP64".into(),
             },
             Error::InvalidAnswer {
+                server: None,
                 url: "h:1".into(),
                 answer: AnswerTo::Inference { model: "m".into() },
                 message: "short".into(),
@@ -246,7 +248,7 @@ mod tests {
         let unknown = Error::ModelNotFound {
             url: "h:1".into(),
             model: "m".into(),
-            available: vec![],
+            available: Some(vec![]),
         };
         assert_eq!(verdicts(&unknown), [("NOT_FOUND", false, false); 2]);
         for e in [

@@ -180,6 +180,17 @@ impl InputRegion {
         // Registered or not, the name is no longer needed: the server has its mapping.
         let _ = std::fs::remove_file(&path);
         if let Err(e) = registered {
+            if super::extensions::absent(&e, None) {
+                let who = match server.server_info().await {
+                    Ok(info) => info.label(),
+                    Err(_) => "the server".into(),
+                };
+                return refuse(format!(
+                    "{who} at {} has no shared-memory support (it does not answer Triton's \
+                     system shared memory calls)",
+                    server.url()
+                ));
+            }
             return refuse(format!("the server did not register the region: {e}"));
         }
         let mut free = Vec::with_capacity(slots);
@@ -556,6 +567,7 @@ mod tests {
     #[test]
     fn only_an_unknown_region_counts_as_lost() {
         let server = |message: &str| Error::Server {
+            server: None,
             url: "127.0.0.1:8001".into(),
             code: crate::error::Code::InvalidArgument,
             http: None,

@@ -42,6 +42,7 @@ pub(crate) fn map_status(
             message,
         },
         code => Error::Server {
+            server: None,
             url: url.into(),
             code,
             http: None,

@@ -48,6 +48,41 @@ pub(crate) fn check_batch<'a>(
     check_batch_in(binding, rows, seq_len, response, None)
 }
 
+/// `response` with outputs that came as typed contents (the protocol's other form, in
+/// which KServe's model server answers) moved into `raw_output_contents` as raw
+/// little-endian bytes, so that every answer is read as Triton's raw one. An answer
+/// with raw contents is returned as it is.
+pub(crate) fn into_raw_contents(mut response: ModelInferResponse) -> ModelInferResponse {
+    if !response.raw_output_contents.is_empty()
+        || response.outputs.iter().all(|o| o.contents.is_none())
+    {
+        return response;
+    }
+    fn le<T, const N: usize>(values: &[T], bytes: impl Fn(&T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(bytes).collect()
+    }
+    response.raw_output_contents = response
+        .outputs
+        .iter_mut()
+        .map(|o| {
+            let c = o.contents.take().unwrap_or_default();
+            let raw = match o.datatype.as_str() {
+                "FP32" => le(&c.fp32_contents, |v| v.to_le_bytes()),
+                "FP64" => le(&c.fp64_contents, |v| v.to_le_bytes()),
+                "INT64" => le(&c.int64_contents, |v| v.to_le_bytes()),
+                "INT32" => le(&c.int_contents, |v| v.to_le_bytes()),
+                "UINT64" => le(&c.uint64_contents, |v| v.to_le_bytes()),
+                "UINT32" => le(&c.uint_contents, |v| v.to_le_bytes()),
+                "BOOL" => le(&c.bool_contents, |v| [u8::from(*v)]),
+                // Other datatypes have no typed field of their own: nothing to move.
+                _ => Vec::new(),
+            };
+            bytes::Bytes::from(raw)
+        })
+        .collect();
+    response
+}
+
 /// [`check_batch`] for a request whose outputs the server may have written into shared
 /// memory: `shm` is the memory from the request's output offset on (laid out as
 /// [`ShmOutputs`](super::request::ShmOutputs) says), read for every output whose raw
@@ -60,7 +95,7 @@ pub(crate) fn check_batch_in<'a>(
     response: &'a ModelInferResponse,
     shm: Option<&'a [u8]>,
 ) -> Result<Checked<'a>> {
-    let batched = binding.max_batch_size > 0;
+    let batched = binding.has_batch_dim();
     let stacked = matches!(binding.outputs, Outputs::Stacked { .. });
     let mut want: Vec<i64> = Vec::with_capacity(3);
     if batched {
@@ -325,6 +360,50 @@ mod tests {
     use crate::backend::binding::SeqLen;
     use crate::backend::proto::model_infer_response::InferOutputTensor;
 
+    #[test]
+    fn typed_contents_become_raw_contents() {
+        use crate::backend::proto::InferTensorContents;
+        let typed = |datatype: &str, contents| InferOutputTensor {
+            name: "o".into(),
+            datatype: datatype.into(),
+            contents: Some(contents),
+            ..Default::default()
+        };
+        let response = ModelInferResponse {
+            outputs: vec![
+                typed(
+                    "FP32",
+                    InferTensorContents {
+                        fp32_contents: vec![1.5, -0.25],
+                        ..Default::default()
+                    },
+                ),
+                typed(
+                    "INT64",
+                    InferTensorContents {
+                        int64_contents: vec![-2],
+                        ..Default::default()
+                    },
+                ),
+            ],
+            ..Default::default()
+        };
+        let r = into_raw_contents(response);
+        let fp32: Vec<u8> = [1.5f32, -0.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(&r.raw_output_contents[0][..], &fp32[..]);
+        assert_eq!(&r.raw_output_contents[1][..], &(-2i64).to_le_bytes());
+        assert!(r.outputs.iter().all(|o| o.contents.is_none()));
+        // Raw answers (Triton's) are left alone.
+        let raw = ModelInferResponse {
+            raw_output_contents: vec![bytes::Bytes::from_static(&[1, 2])],
+            ..Default::default()
+        };
+        assert_eq!(into_raw_contents(raw.clone()), raw);
+    }
+
     fn out(name: &str, datatype: FloatType, dims: Vec<i64>) -> OutputBinding {
         OutputBinding {
             name: name.into(),
@@ -343,6 +422,7 @@ mod tests {
             max_batch_size,
             seq_len: SeqLen::Dynamic,
             dynamic_batching: false,
+            batching: Default::default(),
         }
     }
 

@@ -307,6 +307,20 @@ pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtim
         .build()?)
 }
 
+/// How a report names the batch size: `batch 8`; for a model whose batching the server
+/// does not declare, also who chose it (`--batch-size` or bertqa's default).
+pub(crate) fn batch_words(batch_size: usize, binding: &Binding, given: bool) -> String {
+    if binding.batching != bertqa::Batching::Undeclared {
+        return format!("batch {batch_size}");
+    }
+    let who = if given {
+        "--batch-size"
+    } else {
+        "bertqa's default"
+    };
+    format!("batch {batch_size} ({who}: the server declares no batching)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

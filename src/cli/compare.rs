@@ -122,6 +122,11 @@ pub(crate) fn logit_diffs(
     (s, e)
 }
 
+/// How many of `names` are `name`.
+fn targets_named(names: &[String], name: &str) -> usize {
+    names.iter().filter(|n| *n == name).count()
+}
+
 fn split_model(spec: &str, default_url: &str) -> (String, String) {
     match spec.split_once('@') {
         Some((m, u)) => (m.trim().to_string(), u.trim().to_string()),
@@ -287,12 +292,19 @@ fn jobs(
     let padding = shared_padding(args, &targets, features_config.max_seq_length)?;
     let mut dir_names: Vec<String> = Vec::new();
     let mut jobs = Vec::new();
-    for target in targets {
+    // A model of one name on two servers (one deployment against another) is named
+    // with its server in the reports.
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    for mut target in targets {
         let mut dir_name = target.name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);
         }
         dir_names.push(dir_name.clone());
+        let servers = targets_named(&names, &target.name);
+        if servers > 1 {
+            target.name = format!("{}@{}", target.name, target.url);
+        }
         let mut config = run_config(
             &args.run.load,
             &target.binding,

@@ -213,6 +213,7 @@ mod tests {
             Error::Config("`batch_size` must be at least 1".into()),
             Error::unavailable("h:1", Unreachable::Refused, "Connection refused"),
             Error::Server {
+                server: None,
                 url: "h:1".into(),
                 code: Code::Internal,
                 http: None,

@@ -30,6 +30,7 @@ const FLAGS: &[(&str, &str)] = &[
     // The protocol (backend::Protocol).
     ("`Protocol::Grpc`", "--protocol grpc"),
     ("`Protocol::Http`", "--protocol http"),
+    ("`protocol`", "--protocol"),
     // TLS (backend::TlsConfig).
     ("`tls`", "--ssl"),
     ("`root_cert`", "--ssl-root-cert"),

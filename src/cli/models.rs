@@ -42,13 +42,15 @@ struct Report {
     live: bool,
     ready: bool,
     extensions: Vec<String>,
-    index: Vec<ModelIndex>,
+    /// `None`: the server does not list its models (no repository index).
+    index: Option<Vec<ModelIndex>>,
     model: Option<ModelReport>,
 }
 
 struct ModelReport {
     metadata: ModelMetadataResponse,
-    config: ModelConfig,
+    /// `None`: the server has no model configuration (Triton's extension).
+    config: Option<ModelConfig>,
     ready: bool,
     binding: Result<Binding, Error>,
 }
@@ -68,7 +70,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(m) if !m.ready => Outcome::GateFailed(vec![format!(
             "model {:?} is not ready (ready models: {})",
             m.metadata.name,
-            ready_models(&report.index).join(", ")
+            match &report.index {
+                Some(index) => ready_models(index).join(", "),
+                None => "not listed by the server".into(),
+            }
         )]),
         _ => Outcome::Success,
     })
@@ -80,53 +85,10 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
     let live = client.server_live().await?;
     let ready = client.server_ready().await?;
     let meta = client.server_metadata().await?;
-    let index = client.repository_index().await?;
+    let index = client.list_models().await?;
     let model = match &args.model {
         None => None,
-        Some(name) => {
-            let version = args.model_version.as_str();
-            if !index.iter().any(|m| &m.name == name) {
-                return Err(Error::ModelNotFound {
-                    url: args.server.first_url().to_string(),
-                    model: name.clone(),
-                    available: ready_models(&index),
-                }
-                .into());
-            }
-            let model_ready = client.model_ready(name, version).await?;
-            if !model_ready {
-                // Metadata is unavailable for a model that is not ready: report what the
-                // repository says.
-                let metadata = ModelMetadataResponse {
-                    name: name.clone(),
-                    ..Default::default()
-                };
-                Some(ModelReport {
-                    metadata,
-                    config: ModelConfig::default(),
-                    ready: false,
-                    binding: Err(Error::Binding {
-                        model: name.clone(),
-                        message: "not ready".into(),
-                    }),
-                })
-            } else {
-                let metadata = client.model_metadata(name, version).await?;
-                let config = client.model_config(name, version).await?;
-                let binding = Binding::infer(
-                    &metadata,
-                    Some(&config),
-                    version,
-                    &super::common::binding_overrides(&args.binding),
-                );
-                Some(ModelReport {
-                    metadata,
-                    config,
-                    ready: true,
-                    binding,
-                })
-            }
-        }
+        Some(name) => Some(collect_model(&client, args, name, index.as_deref()).await?),
     };
     Ok(Report {
         url: args.server.first_url().to_string(),
@@ -138,6 +100,58 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
         extensions: meta.extensions,
         index,
         model,
+    })
+}
+
+/// `--model`'s report; without a repository index, its metadata says whether it exists.
+async fn collect_model(
+    client: &TritonClient,
+    args: &Args,
+    name: &str,
+    index: Option<&[ModelIndex]>,
+) -> anyhow::Result<ModelReport> {
+    let version = args.model_version.as_str();
+    if let Some(index) = index {
+        if !index.iter().any(|m| m.name == name) {
+            return Err(Error::ModelNotFound {
+                url: args.server.first_url().to_string(),
+                model: name.to_string(),
+                available: Some(ready_models(index)),
+            }
+            .into());
+        }
+    }
+    let model_ready = client.model_ready(name, version).await?;
+    if !model_ready && index.is_some() {
+        // Metadata is unavailable for a model that is not ready: report what the
+        // repository says.
+        let metadata = ModelMetadataResponse {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        return Ok(ModelReport {
+            metadata,
+            config: None,
+            ready: false,
+            binding: Err(Error::Binding {
+                model: name.to_string(),
+                message: "not ready".into(),
+            }),
+        });
+    }
+    let metadata = client.model_metadata(name, version).await?;
+    let config = client.model_config_if_any(name, version).await?;
+    let binding = Binding::infer(
+        &metadata,
+        config.as_ref(),
+        version,
+        &super::common::binding_overrides(&args.binding),
+    );
+    Ok(ModelReport {
+        metadata,
+        config,
+        ready: model_ready,
+        binding,
     })
 }
 
@@ -156,9 +170,30 @@ fn dynamic_batching(c: &ModelConfig) -> Value {
     }
 }
 
+/// The model's platform: the configuration's backend, else the metadata's platform.
+fn platform(m: &ModelReport) -> &str {
+    match &m.config {
+        Some(c) if !c.backend.is_empty() => &c.backend,
+        _ => &m.metadata.platform,
+    }
+}
+
+/// The rows of the model table: the repository's, or without one `--model`'s alone.
+fn rows(r: &Report) -> Vec<ModelIndex> {
+    match (&r.index, &r.model) {
+        (Some(index), _) => index.clone(),
+        (None, Some(m)) => vec![ModelIndex {
+            name: m.metadata.name.clone(),
+            version: String::new(),
+            state: if m.ready { "READY" } else { "UNAVAILABLE" }.into(),
+            reason: String::new(),
+        }],
+        (None, None) => Vec::new(),
+    }
+}
+
 fn to_json(r: &Report) -> Value {
-    let models: Vec<Value> = r
-        .index
+    let models: Vec<Value> = rows(r)
         .iter()
         .map(
             |m| json!({"name": m.name, "version": m.version, "state": m.state, "reason": m.reason}),
@@ -170,14 +205,16 @@ fn to_json(r: &Report) -> Value {
                 .map(|t| json!({"name": t.name, "datatype": t.datatype, "shape": t.shape}))
                 .collect::<Vec<_>>()
         };
+        let config = m.config.clone().unwrap_or_default();
         json!({
             "name": m.metadata.name,
             "ready": m.ready,
             "versions": m.metadata.versions,
-            "platform": if m.config.backend.is_empty() { m.metadata.platform.clone() } else { m.config.backend.clone() },
-            "max_batch_size": m.config.max_batch_size,
-            "dynamic_batching": dynamic_batching(&m.config),
-            "instance_groups": m.config.instance_group.iter().map(|g| json!({
+            "platform": platform(m),
+            "configuration": m.config.is_some(),
+            "max_batch_size": config.max_batch_size,
+            "dynamic_batching": dynamic_batching(&config),
+            "instance_groups": config.instance_group.iter().map(|g| json!({
                 "name": g.name, "kind": kind_name(g.kind), "count": g.count, "gpus": g.gpus,
             })).collect::<Vec<_>>(),
             "inputs": tensors(&m.metadata.inputs),
@@ -196,7 +233,7 @@ fn to_json(r: &Report) -> Value {
         "schema": 1,
         "server": {
             "url": r.url, "protocol": r.protocol.as_str(), "name": r.name, "version": r.version, "live": r.live,
-            "ready": r.ready, "extensions": r.extensions,
+            "ready": r.ready, "extensions": r.extensions, "lists_models": r.index.is_some(),
         },
         "models": models,
         "model": model,
@@ -217,24 +254,32 @@ fn render_text(r: &Report) -> String {
     let _ = writeln!(s, "live     {}   ready {}", yes(r.live), yes(r.ready));
     let _ = writeln!(s, "extensions {}", r.extensions.join(" "));
     let _ = writeln!(s);
-    let w = r
-        .index
-        .iter()
-        .map(|m| m.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let _ = writeln!(
-        s,
-        "{:<w$}  {:>7}  {:<11}  REASON",
-        "MODEL", "VERSION", "STATE"
-    );
-    for m in &r.index {
+    let rows = rows(r);
+    if r.index.is_none() {
         let _ = writeln!(
             s,
-            "{:<w$}  {:>7}  {:<11}  {}",
-            m.name, m.version, m.state, m.reason
+            "the server does not list its models (no repository index){}",
+            if r.model.is_some() {
+                ""
+            } else {
+                "; name one with --model"
+            }
         );
+    }
+    if !rows.is_empty() {
+        let w = rows.iter().map(|m| m.name.len()).max().unwrap_or(5).max(5);
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:>7}  {:<11}  REASON",
+            "MODEL", "VERSION", "STATE"
+        );
+        for m in &rows {
+            let _ = writeln!(
+                s,
+                "{:<w$}  {:>7}  {:<11}  {}",
+                m.name, m.version, m.state, m.reason
+            );
+        }
     }
     if let Some(m) = &r.model {
         let _ = writeln!(s);
@@ -243,17 +288,17 @@ fn render_text(r: &Report) -> String {
             return s;
         }
         let _ = writeln!(s, "versions {}", m.metadata.versions.join(", "));
-        let _ = writeln!(
-            s,
-            "platform {}",
-            if m.config.backend.is_empty() {
-                &m.metadata.platform
-            } else {
-                &m.config.backend
-            }
-        );
-        let _ = writeln!(s, "max batch size  {}", m.config.max_batch_size);
-        match &m.config.scheduling_choice {
+        let _ = writeln!(s, "platform {}", platform(m));
+        let Some(config) = &m.config else {
+            let _ = writeln!(
+                s,
+                "configuration  not served (no model configuration): batching as the metadata's shapes say"
+            );
+            tensors_and_binding(&mut s, m);
+            return s;
+        };
+        let _ = writeln!(s, "max batch size  {}", config.max_batch_size);
+        match &config.scheduling_choice {
             Some(model_config::SchedulingChoice::DynamicBatching(d)) => {
                 let _ = writeln!(
                     s,
@@ -265,7 +310,7 @@ fn render_text(r: &Report) -> String {
                 let _ = writeln!(s, "dynamic batching  off");
             }
         }
-        for g in &m.config.instance_group {
+        for g in &config.instance_group {
             let _ = writeln!(
                 s,
                 "instance group  {} x{} {}",
@@ -274,6 +319,14 @@ fn render_text(r: &Report) -> String {
                 g.name
             );
         }
+        tensors_and_binding(&mut s, m);
+    }
+    s
+}
+
+/// The model's tensors and the binding bertqa infers.
+fn tensors_and_binding(s: &mut String, m: &ModelReport) {
+    {
         let _ = writeln!(s);
         for (kind, ts) in [
             ("input ", &m.metadata.inputs),
@@ -287,6 +340,14 @@ fn render_text(r: &Report) -> String {
         match &m.binding {
             Ok(b) => {
                 let _ = writeln!(s, "binding (sequence length {}):", b.seq_len);
+                if b.batching == bertqa::Batching::Undeclared {
+                    let _ = writeln!(
+                        s,
+                        "  batch        the leading -1, not declared by the server: {} features \
+                         per request unless --batch-size says otherwise",
+                        b.default_batch_size()
+                    );
+                }
                 for i in &b.inputs {
                     let _ = writeln!(
                         s,
@@ -329,5 +390,4 @@ fn render_text(r: &Report) -> String {
             }
         }
     }
-    s
 }

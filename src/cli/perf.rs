@@ -245,6 +245,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         url: args.server.first_url().to_string(),
         protocol: client.protocol(),
         max_batch_size: binding.max_batch_size,
+        batch_declared: binding.batching != bertqa::Batching::Undeclared,
+        batch_size_given: args.load.batch_size.is_some(),
         data: args.data.display().to_string(),
         features: features.len(),
         batch_size,

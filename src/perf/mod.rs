@@ -204,7 +204,10 @@ pub(crate) struct LevelResult {
     pub features_per_s: f64,
     pub latency: Latency,
     pub client: ClientBreakdown,
+    /// Zeros when `server_reported` is false.
     pub server: ServerBreakdown,
+    /// The server reported its statistics (Triton's extension) for the level.
+    pub server_reported: bool,
     /// bertqa's CPU time over the reported windows, and as a fraction of all CPUs.
     pub client_cpu_s: f64,
     pub client_cpu_fraction: f64,
@@ -312,7 +315,8 @@ impl Shared {
 #[derive(Debug, Clone, Copy)]
 struct Mark {
     at: Instant,
-    server: ServerCounters,
+    /// `None`: the server does not report statistics.
+    server: Option<ServerCounters>,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -323,7 +327,7 @@ struct Mark {
 struct Measured {
     duration: Duration,
     records: Vec<Record>,
-    server: ServerCounters,
+    server: Option<ServerCounters>,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -538,11 +542,11 @@ async fn mark(shared: &Shared) -> Result<Mark> {
     let late_ns = shared.late_ns.load(Ordering::SeqCst);
     let stats = shared
         .client
-        .model_statistics(&shared.binding.model, &shared.binding.version)
+        .model_statistics_if_any(&shared.binding.model, &shared.binding.version)
         .await?;
     Ok(Mark {
         at,
-        server: ServerCounters::from_stats(&stats),
+        server: stats.map(|s| ServerCounters::from_stats(&s)),
         cpu,
         sent,
         late_ns,
@@ -594,7 +598,7 @@ async fn measure(
         let window = Measured {
             duration: after.at - before.at,
             records,
-            server: after.server.since(&before.server),
+            server: after.server.zip(before.server).map(|(a, b)| a.since(&b)),
             cpu: after.cpu.saturating_sub(before.cpu),
             sent: after.sent - before.sent,
             late_ns: after.late_ns - before.late_ns,
@@ -631,9 +635,10 @@ fn summarize(
         .iter()
         .flat_map(|w| w.records.iter().copied())
         .collect();
+    let server_reported = last.iter().all(|w| w.server.is_some());
     let mut server = ServerCounters::default();
-    for w in last {
-        server = server.plus(&w.server);
+    for w in last.iter().filter_map(|w| w.server.as_ref()) {
+        server = server.plus(w);
     }
     let cpu: Duration = last.iter().map(|w| w.cpu).sum();
     let sent: u64 = last.iter().map(|w| w.sent).sum();
@@ -703,6 +708,7 @@ fn summarize(
         latency,
         client,
         server,
+        server_reported,
         client_cpu_s,
         client_cpu_fraction,
         sent_per_s,

@@ -55,7 +55,7 @@ pub struct InferConfig {
 pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
     let limit = binding.batch_limit();
     match requested {
-        None => Ok(limit),
+        None => Ok(binding.default_batch_size()),
         Some(0) => Err(Error::Config("`batch_size` must be at least 1".into())),
         Some(n) if n > limit => Err(Error::Config(format!(
             "`batch_size` {n} exceeds model {:?}'s max batch size {limit}",
@@ -67,7 +67,7 @@ pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Resu
 
 /// Requests of `batch_size` features that fill one of the model's largest batches.
 fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
-    binding.batch_limit().div_ceil(batch_size.max(1)).max(1)
+    binding.server_batch().div_ceil(batch_size.max(1)).max(1)
 }
 
 /// Requests sent together ([`InferConfig::refill`]): as many as fill one of the model's

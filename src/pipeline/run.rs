@@ -45,7 +45,7 @@ impl RunConfig {
     pub fn for_model(binding: &Binding) -> RunConfig {
         let features = crate::features::FeatureConfig::default();
         let decode = crate::decode::DecodeConfig::default();
-        let batch_size = binding.batch_limit();
+        let batch_size = binding.default_batch_size();
         let concurrency = 4;
         RunConfig {
             infer: InferConfig {

@@ -105,7 +105,7 @@ fn rest_calls_answer_what_grpc_answers() {
         .block_on(http.model_metadata("no-such-model", ""))
         .unwrap_err();
     assert!(
-        matches!(e, bertqa::Error::ModelNotFound { ref available, .. } if available.iter().any(|m| m == "null")),
+        matches!(e, bertqa::Error::ModelNotFound { ref available, .. } if available.iter().flatten().any(|m| m == "null")),
         "{e}"
     );
 }

@@ -15,6 +15,7 @@ mod http_commands;
 mod http_tls;
 mod merge;
 mod models;
+mod oip_servers;
 mod perf;
 mod pipeline;
 mod reliability;

@@ -1,6 +1,8 @@
-//! Inference over HTTP with Triton's binary tensor data extension: one
-//! `POST /v2/models/M[/versions/V]/infer` per request.
+//! Inference over HTTP: one `POST /v2/models/M[/versions/V]/infer` per request, with
+//! Triton's binary tensor data extension when the server lists it, in the protocol's
+//! core JSON form otherwise (MLServer, KServe's model server).
 //!
+//! With binary tensor data:
 //! The request body is a JSON header (tensor names, datatypes, shapes, and for each
 //! input `binary_data_size`, or the shared memory parameters of an input placed in a
 //! region) immediately followed by the raw bytes of each input in the header's order;
@@ -10,7 +12,12 @@
 //! binary output's bytes in the order listed. It is translated into a
 //! `ModelInferResponse` whose `raw_output_contents` are slices of the answer's body
 //! (an empty entry for an output written into shared memory), so that the answer is
-//! checked and decoded as gRPC's is. No tensor is ever written as JSON numbers.
+//! checked and decoded as gRPC's is.
+//!
+//! In the JSON form, each input carries its values as a flat `data` list of numbers and
+//! the answer's outputs are read from theirs (flat or nested, row-major) into the same
+//! raw little-endian bytes, so that everything after is the same (a float32 written by
+//! the server as the shortest decimal that reads back as it comes back bit for bit).
 
 use bytes::Bytes;
 use http::Method;
@@ -45,14 +52,19 @@ impl HttpTransport {
     /// Sends `request` and waits for its answer (the contract of `transport.rs`).
     pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
         let model = request.model();
-        let (body, json_len) = encode(&request)?;
+        let binary = self.client.binary_tensor_data().await?;
+        let (body, json_len) = encode(&request, binary)?;
         let path = format!(
             "{}/infer",
             super::model_path(model, &request.binding().version)
         );
         let answer = self
             .client
-            .call(Method::POST, &path, Some((body, Some(json_len))))
+            .call(
+                Method::POST,
+                &path,
+                Some((body, binary.then_some(json_len))),
+            )
             .await?;
         if !answer.status.is_success() {
             return Err(self
@@ -64,6 +76,7 @@ impl HttpTransport {
             .get("inference-header-content-length")
             .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<usize>().ok()));
         decode(answer.body, json_len, model).map_err(|message| Error::InvalidAnswer {
+            server: self.client.peer.who(),
             url: self.client.peer.url.clone(),
             answer: AnswerTo::Inference {
                 model: model.into(),
@@ -133,6 +146,32 @@ struct InputHeader<'a> {
     shape: &'a [i64],
     datatype: &'a str,
     parameters: Parameters<'a>,
+    /// The values as JSON numbers (the JSON form).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Numbers<'a>>,
+}
+
+/// Raw little-endian integers of `size` bytes each, written as a list of numbers.
+struct Numbers<'a> {
+    size: usize,
+    raw: &'a [u8],
+}
+
+impl Serialize for Numbers<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.raw.len() / self.size))?;
+        for v in self.raw.chunks_exact(self.size) {
+            match *v {
+                [a, b, c, d] => seq.serialize_element(&i32::from_le_bytes([a, b, c, d]))?,
+                _ => {
+                    let bytes: [u8; 8] = v.try_into().expect("8-byte integers");
+                    seq.serialize_element(&i64::from_le_bytes(bytes))?
+                }
+            }
+        }
+        seq.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -142,12 +181,19 @@ struct OutputHeader<'a> {
 }
 
 /// The request body and the length of its JSON header. Inputs in shared memory carry
-/// their region's parameters and no bytes; the others `binary_data_size` and their
-/// bytes after the header, in the same order.
-fn encode(request: &InferRequest) -> Result<(Vec<u8>, usize)> {
+/// their region's parameters and no bytes; the others, with `binary`, carry
+/// `binary_data_size` and their bytes after the header, in the same order, and without
+/// it their values as JSON numbers (the body is then all JSON).
+fn encode(request: &InferRequest, binary: bool) -> Result<(Vec<u8>, usize)> {
     let inputs = request.input_tensors();
     let outputs = request.output_tensors();
     let in_shm = request.shm_inputs().is_some();
+    let numbers = !binary && !in_shm;
+    let mut raw = Vec::new();
+    if numbers {
+        request.write_contents(&mut raw);
+    }
+    let mut at = 0;
     let header = RequestHeader {
         id: request.id(),
         parameters: Parameters(
@@ -166,21 +212,31 @@ fn encode(request: &InferRequest) -> Result<(Vec<u8>, usize)> {
                     .iter()
                     .map(|(k, v)| (k.as_str(), Value::from(v)))
                     .collect();
-                if !in_shm {
+                if binary && !in_shm {
                     parameters.push(("binary_data_size", Value::Uint(len as u64)));
                 }
+                let data = numbers.then(|| {
+                    at += len;
+                    Numbers {
+                        size: if t.datatype == "INT32" { 4 } else { 8 },
+                        raw: &raw[at - len..at],
+                    }
+                });
                 InputHeader {
                     name: &t.name,
                     shape: &t.shape,
                     datatype: &t.datatype,
                     parameters: Parameters(parameters),
+                    data,
                 }
             })
             .collect(),
         outputs: outputs
             .iter()
             .map(|o| {
-                let parameters = if o.parameters.is_empty() {
+                let parameters = if o.parameters.is_empty() && !binary {
+                    Vec::new()
+                } else if o.parameters.is_empty() {
                     vec![("binary_data", Value::Bool(true))]
                 } else {
                     o.parameters
@@ -200,7 +256,7 @@ fn encode(request: &InferRequest) -> Result<(Vec<u8>, usize)> {
     serde_json::to_writer(&mut body, &header)
         .map_err(|e| Error::Internal(format!("inference request header: {e}")))?;
     let json_len = body.len();
-    if !in_shm {
+    if binary && !in_shm {
         request.write_contents(&mut body);
     }
     if body.len() > MAX_MESSAGE_BYTES {
@@ -233,6 +289,9 @@ struct OutputMeta {
     shape: Vec<i64>,
     #[serde(default)]
     parameters: OutputParameters,
+    /// The values as JSON numbers (the JSON form).
+    #[serde(default)]
+    data: Option<serde_json::Value>,
 }
 
 #[derive(Default, Deserialize)]
@@ -258,12 +317,29 @@ fn decode(
             ))
         }
     };
-    let header: ResponseHeader = serde_json::from_slice(&body[..json_len])
-        .map_err(|e| format!("the answer's JSON header: {e}"))?;
+    // An answer all in JSON (no binary part) is read leniently (`null`s as absent).
+    let header: ResponseHeader = if json_len == body.len() {
+        super::json::read(&body)
+    } else {
+        serde_json::from_slice(&body[..json_len])
+    }
+    .map_err(|e| format!("the answer's JSON header: {e}"))?;
     let mut at = json_len;
     let mut raw = Vec::with_capacity(header.outputs.len());
     let mut outputs = Vec::with_capacity(header.outputs.len());
     for o in header.outputs {
+        if let Some(data) = &o.data {
+            raw.push(Bytes::from(numbers_to_raw(data, &o.datatype).map_err(
+                |e| format!("output {:?} of model {model:?}: {e}", o.name),
+            )?));
+            outputs.push(InferOutputTensor {
+                name: o.name,
+                datatype: o.datatype,
+                shape: o.shape,
+                ..Default::default()
+            });
+            continue;
+        }
         let size = o.parameters.binary_data_size.unwrap_or(0) as usize;
         if size > body.len() - at {
             return Err(format!(
@@ -291,6 +367,42 @@ fn decode(
     })
 }
 
+/// A JSON tensor's values (a list, flat or nested, in row-major order) as the raw
+/// little-endian bytes of `datatype`.
+fn numbers_to_raw(
+    data: &serde_json::Value,
+    datatype: &str,
+) -> std::result::Result<Vec<u8>, String> {
+    fn flatten<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v serde_json::Value>) {
+        match v {
+            serde_json::Value::Array(items) => items.iter().for_each(|i| flatten(i, out)),
+            other => out.push(other),
+        }
+    }
+    let mut values = Vec::new();
+    flatten(data, &mut values);
+    let bytes = |v: &serde_json::Value| -> Option<Vec<u8>> {
+        Some(match datatype {
+            "FP32" => (v.as_f64()? as f32).to_le_bytes().to_vec(),
+            "FP16" => half::f16::from_f64(v.as_f64()?).to_le_bytes().to_vec(),
+            "FP64" => v.as_f64()?.to_le_bytes().to_vec(),
+            "INT64" => v.as_i64()?.to_le_bytes().to_vec(),
+            "INT32" => i32::try_from(v.as_i64()?).ok()?.to_le_bytes().to_vec(),
+            _ => return None,
+        })
+    };
+    if !matches!(datatype, "FP32" | "FP16" | "FP64" | "INT64" | "INT32") {
+        return Err(format!(
+            "datatype {datatype:?} in JSON form is not read by bertqa"
+        ));
+    }
+    let mut out = Vec::with_capacity(values.len() * 4);
+    for v in values {
+        out.extend(bytes(v).ok_or_else(|| format!("{v} is not a value of its datatype"))?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,6 +424,24 @@ mod tests {
         assert!(e.contains("announces 4 bytes, but 3 are left"), "{e}");
         let e = decode(Bytes::from_static(b"{}"), Some(None), "null").unwrap_err();
         assert!(e.contains("Inference-Header-Content-Length"), "{e}");
+    }
+
+    #[test]
+    fn json_answers_read_into_the_same_raw_bytes() {
+        let values = [0.1f32, -3.4028235e38, 1e-45, 7.0];
+        let text: Vec<String> = values.iter().map(|v| format!("{}", *v as f64)).collect();
+        let json = format!(
+            r#"{{"model_name":"m","id":null,"outputs":[{{"name":"a","datatype":"FP32","shape":[2,2],
+            "data":[[{},{}],[{},{}]]}},{{"name":"b","datatype":"INT64","shape":[1],"data":[-5]}}]}}"#,
+            text[0], text[1], text[2], text[3]
+        );
+        let r = decode(Bytes::from(json), None, "m").unwrap();
+        let want: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(&r.raw_output_contents[0][..], &want[..]);
+        assert_eq!(&r.raw_output_contents[1][..], &(-5i64).to_le_bytes());
+        let bad = br#"{"outputs":[{"name":"a","datatype":"FP32","shape":[1],"data":["x"]}]}"#;
+        let e = decode(Bytes::from_static(bad), None, "m").unwrap_err();
+        assert!(e.contains(r#"output "a" of model "m": "x" is not"#), "{e}");
     }
 
     #[test]

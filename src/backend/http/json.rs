@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::backend::proto::model_config::SchedulingChoice;
@@ -20,6 +21,27 @@ use crate::backend::proto::{
     ModelInstanceGroup, ModelMetadataResponse, ModelOutput, ModelParameter, ModelStatistics,
     ModelTransactionPolicy, ServerMetadataResponse, StatisticDuration,
 };
+
+/// Reads a JSON answer into `T`, leniently where the protocol is loose: a `null` is read
+/// as an absent field (KServe's model server writes `"versions": null`), so it takes its
+/// default; fields bertqa does not read are ignored.
+pub(crate) fn read<T: DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
+    let mut value: serde_json::Value = serde_json::from_slice(body)?;
+    drop_nulls(&mut value);
+    serde_json::from_value(value)
+}
+
+/// Removes every object member whose value is `null`, at any depth.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
 
 /// `GET /v2`.
 #[derive(Debug, Default, Deserialize)]
@@ -374,6 +396,19 @@ pub(crate) fn error_text(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nulls_are_absent_fields() {
+        let m: ModelMetadata = read(
+            br#"{"name":"oracle","versions":null,"platform":"","inputs":[{"name":"a",
+            "datatype":"INT64","shape":[-1,384],"parameters":null}],"outputs":null,"extra":1}"#,
+        )
+        .unwrap();
+        let m = ModelMetadataResponse::from(m);
+        assert!(m.versions.is_empty() && m.outputs.is_empty());
+        assert_eq!(m.inputs[0].shape, vec![-1, 384]);
+        assert!(read::<ModelMetadata>(br#"{"name":null,"inputs":"x"}"#).is_err());
+    }
 
     #[test]
     fn a_model_config_as_triton_writes_it() {

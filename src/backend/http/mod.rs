@@ -41,6 +41,7 @@ use connect::Connector;
 pub(crate) use infer::HttpTransport;
 
 use super::api::ServerApi;
+use super::extensions::{self, ServerInfo};
 use super::peer::Peer;
 use super::proto::repository_index_response::ModelIndex;
 use super::proto::{ModelConfig, ModelMetadataResponse, ModelStatistics, ServerMetadataResponse};
@@ -136,6 +137,21 @@ impl HttpClient {
                 format!("no connection within {} ms", connect_timeout.as_millis()),
             )),
         }
+    }
+
+    /// Whether tensors go as binary data (Triton's extension, when the server lists it)
+    /// rather than JSON numbers. The server's metadata is asked once per client.
+    pub(crate) async fn binary_tensor_data(&self) -> Result<bool> {
+        let info = self
+            .peer
+            .server
+            .get_or_try_init(|| async {
+                let answer = self.server_metadata().await;
+                let answer = answer.map_err(|e| extensions::no_server(e, "server metadata", None));
+                answer.map(ServerInfo::from)
+            })
+            .await?;
+        Ok(info.lists(extensions::BINARY_TENSOR_DATA))
     }
 
     /// Sends one request and reads the whole answer, bounded by the request deadline.
@@ -254,6 +270,7 @@ impl HttpClient {
             ),
             408 | 504 => self.peer.timeout(),
             _ => Error::Server {
+                server: None,
                 url,
                 code: match code {
                     400 => Code::InvalidArgument,
@@ -270,6 +287,7 @@ impl HttpClient {
             },
         };
         security::annotate(error, &self.peer.headers, self.peer.tls.as_ref())
+            .answered_by(self.peer.who())
     }
 
     /// A GET (or a POST of `body`) whose answer is JSON of type `T`.
@@ -284,21 +302,32 @@ impl HttpClient {
         if !answer.status.is_success() {
             return Err(self.status_error(answer.status, &answer.body, model));
         }
-        serde_json::from_slice(&answer.body).map_err(|e| Error::InvalidAnswer {
+        json::read(&answer.body).map_err(|e| Error::InvalidAnswer {
+            server: self.peer.who(),
             url: self.peer.url.clone(),
             answer: AnswerTo::Call { path: path.into() },
             message: e.to_string(),
         })
     }
 
-    /// Whether a GET of `path` answers 200; 400, 404 and 503 mean no (Triton's "not
-    /// ready"); any other status is an error.
-    async fn yes_or_no(&self, path: &str) -> Result<bool> {
+    /// Whether a GET of `path` answers 200; 400, 503 and a 404 about `model` mean no
+    /// (Triton's "not ready", an unknown model); a 404 of a route the server does not
+    /// have and any other status are errors.
+    async fn yes_or_no(&self, path: &str, model: Option<&str>) -> Result<bool> {
         let answer = self.call(Method::GET, path, None).await?;
         match answer.status.as_u16() {
             200 => Ok(true),
-            400 | 404 | 503 => Ok(false),
-            _ => Err(self.status_error(answer.status, &answer.body, None)),
+            400 | 503 => Ok(false),
+            404 => {
+                // "No such model" is a no; "no such route" is not an answer at all.
+                let e = self.status_error(answer.status, &answer.body, model);
+                if extensions::absent(&e, model) {
+                    Err(e)
+                } else {
+                    Ok(false)
+                }
+            }
+            _ => Err(self.status_error(answer.status, &answer.body, model)),
         }
     }
 
@@ -315,18 +344,21 @@ impl HttpClient {
 impl ServerApi for HttpClient {
     /// `GET /v2/health/live`.
     async fn server_live(&self) -> Result<bool> {
-        self.yes_or_no("/v2/health/live").await
+        self.yes_or_no("/v2/health/live", None).await
     }
 
     /// `GET /v2/health/ready`.
     async fn server_ready(&self) -> Result<bool> {
-        self.yes_or_no("/v2/health/ready").await
+        self.yes_or_no("/v2/health/ready", None).await
     }
 
     /// `GET /v2/models/M[/versions/V]/ready`.
     async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
-        self.yes_or_no(&format!("{}/ready", model_path(model, version)))
-            .await
+        self.yes_or_no(
+            &format!("{}/ready", model_path(model, version)),
+            Some(model),
+        )
+        .await
     }
 
     /// `GET /v2`.
@@ -421,6 +453,7 @@ mod tests {
             request_timeout: Duration::from_millis(7),
             headers: Arc::from(Vec::new()),
             tls: None,
+            server: Default::default(),
         });
         HttpClient::new("http://h:8000/", Duration::from_secs(1), peer).unwrap()
     }

@@ -96,6 +96,8 @@ pub(crate) struct EvalReport {
     pub version_2: bool,
     pub postprocess: &'static str,
     pub batch_size: usize,
+    /// `--batch-size` was given (else the model's or bertqa's default).
+    pub batch_size_given: bool,
     pub concurrency: usize,
     /// The protocol the server was spoken to in (`None` without a server).
     pub protocol: Option<bertqa::backend::Protocol>,

@@ -291,12 +291,12 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
         (Some(b), Some(url), Some(protocol)) => {
             let _ = writeln!(
                 s,
-                "model        {} at {} over {} ({}, batch {}, concurrency {})",
+                "model        {} at {} over {} ({}, {}, concurrency {})",
                 b.model,
                 url,
                 bertqa::report::protocol_words(protocol),
                 b.platform,
-                r.batch_size,
+                super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
                 r.concurrency
             );
         }

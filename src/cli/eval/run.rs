@@ -328,6 +328,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
             super::super::args::Postprocess::Hf => "hf",
         },
         batch_size: ran.batch_size,
+        batch_size_given: args.run.load.batch_size.is_some(),
         concurrency: args.run.load.concurrency.max(1),
         protocol: net.map(|p| p.first_client().protocol()),
         questions: dataset.examples.len(),

@@ -37,15 +37,23 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
     let _ = out.write_record(std::iter::once(first).chain(COLUMNS));
     for l in levels {
         let us = |x: f64| format!("{}", x.round() as i64);
+        // Empty cells where the server reports no statistics.
+        let server = |x: f64| {
+            if l.server_reported {
+                us(x)
+            } else {
+                String::new()
+            }
+        };
         let _ = out.write_record([
             fmt_num(l.level.value()),
             format!("{:.1}", l.features_per_s),
             us(l.client.send_us),
-            us(l.client.network_us),
-            us(l.server.queue_us),
-            us(l.server.compute_input_us),
-            us(l.server.compute_infer_us),
-            us(l.server.compute_output_us),
+            server(l.client.network_us),
+            server(l.server.queue_us),
+            server(l.server.compute_input_us),
+            server(l.server.compute_infer_us),
+            server(l.server.compute_output_us),
             us(l.client.recv_us),
             us(l.latency.p50_us),
             us(l.latency.p90_us),

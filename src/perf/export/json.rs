@@ -69,8 +69,9 @@ pub(crate) struct LevelJson<'a> {
     pub throughput: Throughput,
     pub latency_ms: LatencyMs,
     pub client_ms: ClientMs,
-    pub server_ms: ServerMs,
-    pub server: Server,
+    /// `None` (null) when the server does not report statistics; so is `server`.
+    pub server_ms: Option<ServerMs>,
+    pub server: Option<Server>,
     pub client_cpu: ClientCpu,
     pub sent_per_s: f64,
     pub send_delay_ms: f64,
@@ -98,7 +99,8 @@ pub(crate) struct ClientMs {
     pub send: f64,
     pub recv: f64,
     pub response_wait: f64,
-    pub network: f64,
+    /// `None` (null) when the server does not report statistics.
+    pub network: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -208,9 +210,9 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
             send: ms(c.send_us),
             recv: ms(c.recv_us),
             response_wait: ms(c.response_wait_us),
-            network: ms(c.network_us),
+            network: l.server_reported.then(|| ms(c.network_us)),
         },
-        server_ms: ServerMs {
+        server_ms: l.server_reported.then(|| ServerMs {
             request: ms(s.request_us),
             queue: ms(s.queue_us),
             compute_input: ms(s.compute_input_us),
@@ -218,13 +220,13 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
             compute_output: ms(s.compute_output_us),
             other: ms(s.other_us),
             compute_per_execution: ms(s.compute_per_execution_us),
-        },
-        server: Server {
+        }),
+        server: l.server_reported.then(|| Server {
             requests: s.requests,
             inferences: s.inferences,
             executions: s.executions,
             busy_fraction: r6(busy_fraction),
-        },
+        }),
         client_cpu: ClientCpu {
             cpu_s: r6(l.client_cpu_s),
             fraction_of_all_cpus: r6(l.client_cpu_fraction),

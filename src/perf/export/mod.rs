@@ -26,6 +26,10 @@ pub(crate) struct Report {
     /// The protocol the server was spoken to in.
     pub protocol: crate::backend::Protocol,
     pub max_batch_size: usize,
+    /// The server declares the model's batching (else bertqa chose the batch size).
+    pub batch_declared: bool,
+    /// `--batch-size` was given.
+    pub batch_size_given: bool,
     /// The SQuAD file the features came from.
     pub data: String,
     /// Distinct features built from the file (cycled during the sweep).
@@ -138,6 +142,7 @@ pub(crate) mod sample {
                 compute_per_execution_us: 900.0,
                 busy_us: 90_000.0,
             },
+            server_reported: true,
             client_cpu_s: 0.3,
             client_cpu_fraction: 0.1,
             sent_per_s: infer_per_s / 2.0,
@@ -158,6 +163,8 @@ pub(crate) mod sample {
             url: "127.0.0.1:8001".into(),
             protocol: crate::backend::Protocol::Grpc,
             max_batch_size: 8,
+            batch_declared: true,
+            batch_size_given: false,
             data: "data/sample.json".into(),
             features: 52,
             batch_size: 2,

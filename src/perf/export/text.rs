@@ -44,18 +44,28 @@ fn setting(s: &mut String, r: &Report) {
     } else {
         format!(" version {}", r.version)
     };
+    let (batching, chosen_by) = match (r.batch_declared, r.batch_size_given) {
+        (true, _) => (format!("max batch {}", r.max_batch_size), ""),
+        (false, true) => (
+            "batching not declared by the server".into(),
+            ", --batch-size",
+        ),
+        (false, false) => (
+            "batching not declared by the server".into(),
+            ", bertqa's default",
+        ),
+    };
     let _ = writeln!(
         s,
-        "model        {}{version} at {} over {} ({}, max batch {})",
+        "model        {}{version} at {} over {} ({}, {batching})",
         r.model,
         r.url,
         crate::report::protocol_words(r.protocol),
         r.platform,
-        r.max_batch_size
     );
     let _ = writeln!(
         s,
-        "data         {}: {} features, batches of {} (padding {}), cycled",
+        "data         {}: {} features, batches of {}{chosen_by} (padding {}), cycled",
         r.data, r.features, r.batch_size, r.padding
     );
     let _ = writeln!(s, "inputs       {}", r.inputs);
@@ -103,6 +113,14 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize) {
         ms(c.recv_us),
         ms(c.response_wait_us)
     );
+    if !l.server_reported {
+        let _ = writeln!(
+            s,
+            "  server       breakdown not reported by the server (no statistics extension)"
+        );
+        cpu_line(s, l);
+        return;
+    }
     let _ = writeln!(
         s,
         "  network      {} ms (response wait − server request {} ms)",
@@ -141,6 +159,11 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize) {
             v.executions,
             ms(v.compute_per_execution_us)
         );
+    cpu_line(s, l);
+}
+
+/// bertqa's own CPU over the level.
+fn cpu_line(s: &mut String, l: &LevelResult) {
     let _ = writeln!(
         s,
         "  bertqa CPU   {:.3} s, {:.0}% of all CPUs{}",
@@ -187,6 +210,30 @@ fn table(s: &mut String, r: &Report) {
 mod tests {
     use super::super::sample;
     use super::*;
+
+    #[test]
+    fn a_server_without_statistics_is_said_to_report_none() {
+        let mut r = sample::report();
+        for l in &mut r.levels {
+            l.server_reported = false;
+        }
+        let text = render(&r);
+        assert!(text.contains(
+            "  server       breakdown not reported by the server (no statistics extension)"
+        ));
+        assert!(
+            !text.contains("network") && !text.contains("server busy"),
+            "{text}"
+        );
+        assert!(text.contains("  bertqa CPU"));
+        let json = serde_json::to_value(super::super::json::render(&r)).unwrap();
+        let level = &json["levels"][0];
+        assert!(level["server_ms"].is_null() && level["server"].is_null());
+        assert!(level["client_ms"]["network"].is_null());
+        let csv = String::from_utf8(super::super::csv::render(&r)).unwrap();
+        let row = csv.lines().nth(1).unwrap();
+        assert!(row.contains(",,,,,"), "{row}");
+    }
 
     #[test]
     fn every_part_is_shown_and_adds_up() {

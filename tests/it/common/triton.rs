@@ -251,7 +251,7 @@ fn transient_start_failure(log: &Path) -> bool {
     text.contains("lock_exception") || text.contains("boost::interprocess")
 }
 
-fn http_ready(port: u16) -> bool {
+pub(super) fn http_ready(port: u16) -> bool {
     use std::io::Read;
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
         return false;
@@ -339,7 +339,7 @@ fn listening_pids(port: u16, pids: impl Iterator<Item = u32>) -> Vec<u32> {
 }
 
 /// Whether process `pid` holds a socket listening on `port`.
-fn listens(pid: u32, port: u16) -> bool {
+pub(super) fn listens(pid: u32, port: u16) -> bool {
     !listening_pids(port, std::iter::once(pid)).is_empty()
 }
 

@@ -1,0 +1,146 @@
+//! The Open Inference Protocol servers other than Triton that bertqa is tested against:
+//! MLServer and KServe's Python model server, installed by `scripts/setup_oip.sh`
+//! (cached outside the clone) and started once per test binary on free loopback ports,
+//! each serving `models/oip`'s oracle and tiny-bert (the same answers as the Triton
+//! models of those names). As with Triton, a server that cannot start fails the tests
+//! with its log tail, and `PR_SET_PDEATHSIG` ends it with the tests.
+
+use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::root;
+use super::triton::{free_port, http_ready, listens, log_tail};
+
+/// A running server of the protocol.
+#[derive(Debug, Clone)]
+pub struct OipServer {
+    /// `mlserver` or `kserve`, as its metadata names it.
+    pub name: &'static str,
+    /// `127.0.0.1:PORT` of each protocol.
+    pub grpc: String,
+    pub http: String,
+    pub log: PathBuf,
+}
+
+impl OipServer {
+    /// The address for `protocol` (`grpc` or `http`).
+    pub fn url(&self, protocol: &str) -> &str {
+        if protocol == "http" {
+            &self.http
+        } else {
+            &self.grpc
+        }
+    }
+}
+
+/// MLServer 1.7.1 with `models/oip/mlserver`'s models.
+pub fn mlserver() -> &'static OipServer {
+    static SERVER: OnceLock<OipServer> = OnceLock::new();
+    SERVER.get_or_init(|| start("mlserver"))
+}
+
+/// KServe 0.21.0's model server with `models/oip/kserve_server.py`'s predictors.
+pub fn kserve() -> &'static OipServer {
+    static SERVER: OnceLock<OipServer> = OnceLock::new();
+    SERVER.get_or_init(|| start("kserve"))
+}
+
+fn oip_env() -> &'static HashMap<String, String> {
+    static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("scripts/setup_oip.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/setup_oip.sh");
+        assert!(out.status.success(), "scripts/setup_oip.sh failed");
+        let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    })
+}
+
+fn start(name: &'static str) -> OipServer {
+    let env = oip_env().clone();
+    let (tx, rx) = mpsc::channel();
+    // The spawning thread outlives the server: PR_SET_PDEATHSIG fires when the thread
+    // that forked the child exits.
+    std::thread::spawn(move || {
+        let (http, grpc) = (free_port(), free_port());
+        let oip = root().join("models/oip");
+        let log =
+            std::env::temp_dir().join(format!("bertqa-{name}-{}-{grpc}.log", std::process::id()));
+        let log_file = std::fs::File::create(&log).unwrap();
+        let mut cmd = if name == "mlserver" {
+            let mut c = Command::new(&env["MLSERVER"]);
+            c.arg("start")
+                .arg(oip.join("mlserver"))
+                .env("MLSERVER_HTTP_PORT", http.to_string())
+                .env("MLSERVER_GRPC_PORT", grpc.to_string());
+            c
+        } else {
+            let mut c = Command::new(&env["KSERVE_PYTHON"]);
+            c.arg(oip.join("kserve_server.py"))
+                .args(["--http_port", &http.to_string()])
+                .args(["--grpc_port", &grpc.to_string()]);
+            c
+        };
+        cmd.env("PYTHONPATH", &oip)
+            .current_dir(&oip)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let _ = tx.send(Err(format!(
+                    "{name} exited during start-up ({status}):\n{}",
+                    log_tail(&log, 40)
+                )));
+                return;
+            }
+            if listens(child.id(), grpc) && http_ready(http) {
+                let _ = tx.send(Ok(OipServer {
+                    name,
+                    grpc: format!("127.0.0.1:{grpc}"),
+                    http: format!("127.0.0.1:{http}"),
+                    log: log.clone(),
+                }));
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = tx.send(Err(format!(
+                    "{name} not ready after 180 s:\n{}",
+                    log_tail(&log, 40)
+                )));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = child.wait();
+        loop {
+            std::thread::park();
+        }
+    });
+    match rx.recv().expect("server thread") {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
