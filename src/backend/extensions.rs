@@ -7,9 +7,10 @@
 //! extension when the server lists it or answers its call, and leaves it out otherwise.
 //!
 //! How an answer is read (one rule for every call, in [`absent`] and [`no_server`]):
-//! - an *extension* call answered UNIMPLEMENTED (gRPC) or 404 without a word about the
-//!   model (HTTP: no such route) means the extension is absent, even when the server
-//!   lists it (KServe lists `model_repository_extension` and answers its index with 404);
+//! - an *extension* call answered UNIMPLEMENTED (gRPC; over HTTP a 404 that is not in
+//!   the protocol's `{"error": …}` form: no such route, read as UNIMPLEMENTED) means the
+//!   extension is absent, even when the server lists it (KServe lists
+//!   `model_repository_extension` and answers its index with 404);
 //! - the same answer to a *core* call means that the URL does not reach a server of the
 //!   protocol ([`Error::NoServer`]);
 //! - any other failure is an error of its own.
@@ -68,22 +69,18 @@ impl ServerInfo {
     }
 }
 
-/// Whether `error`, the answer to an extension call about `model` (or the server),
-/// says that the server does not have the extension: UNIMPLEMENTED, or NOT_FOUND whose
-/// words do not name the model (an HTTP 404 of a route the server does not have).
-pub(crate) fn absent(error: &Error, model: Option<&str>) -> bool {
-    match error {
+/// Whether `error`, the answer to an extension call, says that the server does not
+/// have the extension: UNIMPLEMENTED (over HTTP, a 404 that is not in the protocol's
+/// error form: a route the server does not have). NOT_FOUND is an answer about
+/// something the call named (a model, a shared memory region).
+pub(crate) fn absent(error: &Error, _model: Option<&str>) -> bool {
+    matches!(
+        error,
         Error::Server {
             code: Code::Unimplemented,
             ..
-        } => true,
-        Error::Server {
-            code: Code::NotFound,
-            message,
-            ..
-        } => !model.is_some_and(|m| !m.is_empty() && message.contains(m)),
-        _ => false,
-    }
+        }
+    )
 }
 
 /// An extension call's answer: `None` when the extension is absent ([`absent`]).
@@ -136,15 +133,20 @@ mod tests {
 
     #[test]
     fn a_missing_route_is_an_absent_extension_a_missing_model_is_not() {
-        let route = server(Code::NotFound, Some(404), "Not Found");
+        let route = server(Code::Unimplemented, Some(404), "Not Found");
         assert!(absent(&route, Some("oracle")));
         let model = server(Code::NotFound, Some(404), "Model oracle not found");
         assert!(!absent(&model, Some("oracle")));
-        assert!(absent(&model, None));
         assert!(absent(
             &server(Code::Unimplemented, None, "Method not found!"),
             Some("m")
         ));
+        let region = server(
+            Code::NotFound,
+            None,
+            "Unable to find shared memory region: 'r'",
+        );
+        assert!(!absent(&region, Some("m")));
         assert!(!absent(&server(Code::Internal, None, "boom"), None));
         assert!(!absent(&Error::Config("not found".into()), None));
         let r: Result<u8> = Err(server(Code::Internal, Some(500), "boom"));
@@ -155,7 +157,7 @@ mod tests {
     #[test]
     fn a_core_call_without_its_route_names_the_call() {
         let e = no_server(
-            server(Code::NotFound, Some(404), "Not Found"),
+            server(Code::Unimplemented, Some(404), "Not Found"),
             "GET /v2/health/ready",
             None,
         );

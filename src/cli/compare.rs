@@ -122,9 +122,16 @@ pub(crate) fn logit_diffs(
     (s, e)
 }
 
-/// How many of `names` are `name`.
-fn targets_named(names: &[String], name: &str) -> usize {
-    names.iter().filter(|n| *n == name).count()
+/// How many servers of `targets` (name, URL) serve a model named `name`.
+fn servers_of(targets: &[(String, String)], name: &str) -> usize {
+    let mut urls: Vec<&str> = targets
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, u)| u.as_str())
+        .collect();
+    urls.sort_unstable();
+    urls.dedup();
+    urls.len()
 }
 
 fn split_model(spec: &str, default_url: &str) -> (String, String) {
@@ -294,15 +301,17 @@ fn jobs(
     let mut jobs = Vec::new();
     // A model of one name on two servers (one deployment against another) is named
     // with its server in the reports.
-    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let names: Vec<(String, String)> = targets
+        .iter()
+        .map(|t| (t.name.clone(), t.url.clone()))
+        .collect();
     for mut target in targets {
         let mut dir_name = target.name.replace(['/', '\\'], "_");
         if dir_names.contains(&dir_name) {
             dir_name = format!("{dir_name}-{}", dir_names.len() + 1);
         }
         dir_names.push(dir_name.clone());
-        let servers = targets_named(&names, &target.name);
-        if servers > 1 {
+        if servers_of(&names, &target.name) > 1 {
             target.name = format!("{}@{}", target.name, target.url);
         }
         let mut config = run_config(

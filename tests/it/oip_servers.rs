@@ -281,7 +281,7 @@ fn a_url_that_is_not_a_server_of_the_protocol_is_said_to_be_so() {
         &o,
         &[
             &format!("no Open Inference Protocol (KServe v2) server at {url}"),
-            "server liveness answered NotFound (HTTP 404)",
+            "server liveness answered Unimplemented (HTTP 404)",
             "--protocol",
         ],
     );

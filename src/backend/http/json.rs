@@ -368,6 +368,12 @@ impl From<Statistics> for Vec<ModelStatistics> {
 /// The `{"error": "…"}` of an error answer, or the body's first line when it is text
 /// of another shape, cut to a length a message can hold; never the raw bytes of a
 /// binary body.
+/// Whether `body` is the protocol's error answer, `{"error": "..."}`.
+pub(crate) fn is_protocol_error(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("error").is_some_and(serde_json::Value::is_string))
+}
+
 pub(crate) fn error_text(body: &[u8]) -> String {
     #[derive(Deserialize)]
     struct ErrorBody {

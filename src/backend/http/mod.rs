@@ -274,7 +274,11 @@ impl HttpClient {
                 url,
                 code: match code {
                     400 => Code::InvalidArgument,
-                    404 => Code::NotFound,
+                    // A 404 in the protocol's error form is about something the call
+                    // named (a model, a region); any other is a route the server does
+                    // not have, gRPC's UNIMPLEMENTED.
+                    404 if json::is_protocol_error(body) => Code::NotFound,
+                    404 => Code::Unimplemented,
                     409 => Code::AlreadyExists,
                     429 => Code::ResourceExhausted,
                     500 => Code::Internal,
