@@ -325,8 +325,8 @@ impl Binding {
         }
     }
 
-    /// The batch size when the user gives none: the declared limit, or
-    /// [`UNDECLARED_BATCH_SIZE`].
+    /// The batch size when the user gives none: the declared limit, or 8 when nobody
+    /// declares it.
     pub fn default_batch_size(&self) -> usize {
         match self.batching {
             Batching::Declared => self.batch_limit(),
