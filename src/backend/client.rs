@@ -138,12 +138,11 @@ enum Conn {
 impl Conn {
     /// Sends an inference request on the connection's transport.
     async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        let binding = request.binding().clone();
         let answer = match self {
             Conn::Grpc(c) => c.infer(request).await,
             Conn::Http(t) => t.send(request).await,
         };
-        answer.map_err(|e| no_server(e, "inference", Some(&binding.model)))
+        answer.map_err(|e| no_server(e, "inference"))
     }
 }
 
@@ -300,25 +299,25 @@ impl TritonClient {
     /// `ServerLive` (`GET /v2/health/live`).
     pub async fn server_live(&self) -> Result<bool> {
         let answer = self.conn.server_live().await;
-        answer.map_err(|e| no_server(e, "server liveness", None))
+        answer.map_err(|e| no_server(e, "server liveness"))
     }
 
     /// `ServerReady` (`GET /v2/health/ready`).
     pub async fn server_ready(&self) -> Result<bool> {
         let answer = self.conn.server_ready().await;
-        answer.map_err(|e| no_server(e, "server readiness", None))
+        answer.map_err(|e| no_server(e, "server readiness"))
     }
 
     /// `ModelReady` (empty version: the server's choice).
     pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
         let answer = self.conn.model_ready(model, version).await;
-        answer.map_err(|e| no_server(e, "model readiness", Some(model)))
+        answer.map_err(|e| no_server(e, "model readiness"))
     }
 
     /// `ServerMetadata`: name, version, extensions.
     pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
         let answer = self.conn.server_metadata().await;
-        answer.map_err(|e| no_server(e, "server metadata", None))
+        answer.map_err(|e| no_server(e, "server metadata"))
     }
 
     /// The server's metadata, asked once per connection ([`Self::server_metadata`]).
@@ -337,7 +336,7 @@ impl TritonClient {
     /// The repository index with each state normalised ([`normalize_state`]), or `None`
     /// when the server does not list its models (no repository extension).
     pub(crate) async fn list_models(&self) -> Result<Option<Vec<ModelIndex>>> {
-        let index = extensions::optional(self.repository_index().await, None)?;
+        let index = extensions::optional(self.repository_index().await)?;
         Ok(index.map(|mut index| {
             for m in &mut index {
                 m.state = normalize_state(&m.state);
@@ -356,7 +355,7 @@ impl TritonClient {
         match self.conn.model_metadata(model, version).await {
             Ok(m) => Ok(m),
             Err(e) => {
-                let e = no_server(e, "model metadata", Some(model));
+                let e = no_server(e, "model metadata");
                 Err(self.model_error(e, model).await)
             }
         }
@@ -395,7 +394,7 @@ impl TritonClient {
     /// An extension call's answer about `model`: `None` when the extension is absent
     /// (`extensions::absent`), any other failure read as [`Self::model_metadata`]'s.
     async fn extension<T>(&self, answer: Result<T>, model: &str) -> Result<Option<T>> {
-        match extensions::optional(answer, Some(model)) {
+        match extensions::optional(answer) {
             Ok(v) => Ok(v),
             Err(e) => Err(self.model_error(e, model).await),
         }

@@ -73,7 +73,7 @@ impl ServerInfo {
 /// have the extension: UNIMPLEMENTED (over HTTP, a 404 that is not in the protocol's
 /// error form: a route the server does not have). NOT_FOUND is an answer about
 /// something the call named (a model, a shared memory region).
-pub(crate) fn absent(error: &Error, _model: Option<&str>) -> bool {
+pub(crate) fn absent(error: &Error) -> bool {
     matches!(
         error,
         Error::Server {
@@ -84,18 +84,18 @@ pub(crate) fn absent(error: &Error, _model: Option<&str>) -> bool {
 }
 
 /// An extension call's answer: `None` when the extension is absent ([`absent`]).
-pub(crate) fn optional<T>(result: Result<T>, model: Option<&str>) -> Result<Option<T>> {
+pub(crate) fn optional<T>(result: Result<T>) -> Result<Option<T>> {
     match result {
         Ok(v) => Ok(Some(v)),
-        Err(e) if absent(&e, model) => Ok(None),
+        Err(e) if absent(&e) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
 /// A core call's failure, read: an answer of "no such call" ([`absent`]'s rule) is
 /// [`Error::NoServer`]; anything else stays as it is.
-pub(crate) fn no_server(error: Error, call: &str, model: Option<&str>) -> Error {
-    if !absent(&error, model) {
+pub(crate) fn no_server(error: Error, call: &str) -> Error {
+    if !absent(&error) {
         return error;
     }
     match error {
@@ -134,24 +134,25 @@ mod tests {
     #[test]
     fn a_missing_route_is_an_absent_extension_a_missing_model_is_not() {
         let route = server(Code::Unimplemented, Some(404), "Not Found");
-        assert!(absent(&route, Some("oracle")));
+        assert!(absent(&route));
         let model = server(Code::NotFound, Some(404), "Model oracle not found");
-        assert!(!absent(&model, Some("oracle")));
-        assert!(absent(
-            &server(Code::Unimplemented, None, "Method not found!"),
-            Some("m")
-        ));
+        assert!(!absent(&model));
+        assert!(absent(&server(
+            Code::Unimplemented,
+            None,
+            "Method not found!"
+        )));
         let region = server(
             Code::NotFound,
             None,
             "Unable to find shared memory region: 'r'",
         );
-        assert!(!absent(&region, Some("m")));
-        assert!(!absent(&server(Code::Internal, None, "boom"), None));
-        assert!(!absent(&Error::Config("not found".into()), None));
+        assert!(!absent(&region));
+        assert!(!absent(&server(Code::Internal, None, "boom")));
+        assert!(!absent(&Error::Config("not found".into())));
         let r: Result<u8> = Err(server(Code::Internal, Some(500), "boom"));
-        assert!(optional(r, None).is_err());
-        assert_eq!(optional(Err::<u8, _>(route), None).unwrap(), None);
+        assert!(optional(r).is_err());
+        assert_eq!(optional(Err::<u8, _>(route)).unwrap(), None);
     }
 
     #[test]
@@ -159,10 +160,9 @@ mod tests {
         let e = no_server(
             server(Code::Unimplemented, Some(404), "Not Found"),
             "GET /v2/health/ready",
-            None,
         );
         assert!(matches!(&e, Error::NoServer { call, .. } if call == "GET /v2/health/ready"));
-        let e = no_server(server(Code::Internal, None, "boom"), "ModelInfer", None);
+        let e = no_server(server(Code::Internal, None, "boom"), "ModelInfer");
         assert!(matches!(e, Error::Server { .. }));
     }
 

@@ -180,7 +180,7 @@ impl InputRegion {
         // Registered or not, the name is no longer needed: the server has its mapping.
         let _ = std::fs::remove_file(&path);
         if let Err(e) = registered {
-            if super::extensions::absent(&e, None) {
+            if super::extensions::absent(&e) {
                 let who = match server.server_info().await {
                     Ok(info) => info.label(),
                     Err(_) => "the server".into(),

@@ -147,7 +147,7 @@ impl HttpClient {
             .server
             .get_or_try_init(|| async {
                 let answer = self.server_metadata().await;
-                let answer = answer.map_err(|e| extensions::no_server(e, "server metadata", None));
+                let answer = answer.map_err(|e| extensions::no_server(e, "server metadata"));
                 answer.map(ServerInfo::from)
             })
             .await?;
@@ -314,18 +314,18 @@ impl HttpClient {
         })
     }
 
-    /// Whether a GET of `path` answers 200; 400, 503 and a 404 about `model` mean no
-    /// (Triton's "not ready", an unknown model); a 404 of a route the server does not
-    /// have and any other status are errors.
+    /// Whether a GET of `path` (about `model`, if any) answers 200; 400, 503 and a 404
+    /// in the protocol's error form mean no (Triton's "not ready", an unknown model); a
+    /// 404 of a route the server does not have and any other status are errors.
     async fn yes_or_no(&self, path: &str, model: Option<&str>) -> Result<bool> {
         let answer = self.call(Method::GET, path, None).await?;
         match answer.status.as_u16() {
             200 => Ok(true),
             400 | 503 => Ok(false),
             404 => {
-                // "No such model" is a no; "no such route" is not an answer at all.
+                // "No such model" is a no; "no such route" is no answer at all.
                 let e = self.status_error(answer.status, &answer.body, model);
-                if extensions::absent(&e, model) {
+                if extensions::absent(&e) {
                     Err(e)
                 } else {
                     Ok(false)
