@@ -118,3 +118,11 @@ require_free_ports() {
   shift
   if ports_in_use "$@"; then die "$what not started: only a server started here, on free ports, is used"; fi
 }
+
+# stop_pid PID WHAT: TERM, up to 30 s to exit, then KILL; logs "stopped WHAT".
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$1" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$1" 2>/dev/null || true
+  log "stopped $2"
+}

@@ -58,12 +58,7 @@ case "$cmd" in
     done
     tail -n 30 "$LOGF" >&2; die "$kind not ready after 120 s (log above)";;
   stop)
-    if running; then
-      pid="$(cat "$PIDF")"; kill "$pid"
-      for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      kill -9 "$pid" 2>/dev/null || true
-      log "stopped $kind"
-    fi
+    if running; then stop_pid "$(cat "$PIDF")" "$kind"; fi
     rm -f "$PIDF" "$ADDRF";;
   status)
     if running; then echo "running: pid $(cat "$PIDF"), gRPC $(cat "$ADDRF" 2>/dev/null)"; else echo "stopped"; exit 3; fi;;

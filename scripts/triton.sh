@@ -71,12 +71,7 @@ case "$cmd" in
     done
     tail -n 30 "$LOGF" >&2; die "tritonserver ($NAME) not ready after 120 s (log above)";;
   stop)
-    if running; then
-      pid="$(cat "$PIDF")"; kill "$pid"
-      for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      kill -9 "$pid" 2>/dev/null || true
-      log "stopped tritonserver ($NAME)"
-    fi
+    if running; then stop_pid "$(cat "$PIDF")" "tritonserver ($NAME)"; fi
     rm -f "$PIDF" "$ADDRF";;
   status)
     if running; then echo "running: pid $(cat "$PIDF"), gRPC $(cat "$ADDRF" 2>/dev/null)"; else echo "stopped"; exit 3; fi;;

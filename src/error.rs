@@ -455,18 +455,28 @@ impl Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn server(code: Code, http: Option<u16>, model: Option<&str>) -> Error {
+    /// A server's error answer about model `m` of `h:1` (for the crate's unit tests).
+    pub(crate) fn server(code: Code, http: Option<u16>, message: &str) -> Error {
         Error::Server {
             server: None,
             url: "h:1".into(),
             code,
             http,
-            model: model.map(str::to_string),
-            message: "boom".into(),
+            model: Some("m".into()),
+            message: message.into(),
         }
+    }
+
+    /// [`server`]'s "boom", about `model`.
+    fn boom(code: Code, http: Option<u16>, model: Option<&str>) -> Error {
+        let mut e = server(code, http, "boom");
+        if let Error::Server { model: m, .. } = &mut e {
+            *m = model.map(str::to_string);
+        }
+        e
     }
 
     /// The sentences are rendered from the values, as they always read.
@@ -474,19 +484,19 @@ mod tests {
     fn server_errors_render_their_status() {
         let cases = [
             (
-                server(Code::Internal, None, None),
+                boom(Code::Internal, None, None),
                 "Triton at h:1 answered Internal: boom",
             ),
             (
-                server(Code::Internal, None, Some("m")),
+                boom(Code::Internal, None, Some("m")),
                 "Triton at h:1 answered Internal for model \"m\": boom",
             ),
             (
-                server(Code::ResourceExhausted, Some(429), None),
+                boom(Code::ResourceExhausted, Some(429), None),
                 "Triton at h:1 answered ResourceExhausted (HTTP 429): boom",
             ),
             (
-                server(Code::Internal, Some(500), Some("m")),
+                boom(Code::Internal, Some(500), Some("m")),
                 "Triton at h:1 answered Internal (HTTP 500) for model \"m\": boom",
             ),
         ];
@@ -548,7 +558,7 @@ mod tests {
             attempts: 2,
             retries: 1,
             codes: BTreeMap::from([("UNAVAILABLE", 1), ("DEADLINE_EXCEEDED", 1)]),
-            last: Box::new(server(Code::Internal, None, None)),
+            last: Box::new(boom(Code::Internal, None, None)),
         };
         assert_eq!(exhausted.server_message(), None);
     }

@@ -120,16 +120,7 @@ pub(crate) fn no_server(error: Error, call: &str) -> Error {
 mod tests {
     use super::*;
 
-    fn server(code: Code, http: Option<u16>, message: &str) -> Error {
-        Error::Server {
-            server: None,
-            url: "h:1".into(),
-            code,
-            http,
-            model: Some("m".into()),
-            message: message.into(),
-        }
-    }
+    use crate::error::tests::server;
 
     #[test]
     fn a_missing_route_is_an_absent_extension_a_missing_model_is_not() {

@@ -140,16 +140,7 @@ mod tests {
     use super::*;
     use crate::error::{AnswerTo, Unreachable};
 
-    fn server(code: Code, http: Option<u16>, message: &str) -> Error {
-        Error::Server {
-            server: None,
-            url: "h:1".into(),
-            code,
-            http,
-            model: Some("m".into()),
-            message: message.into(),
-        }
-    }
+    use crate::error::tests::server;
 
     /// (code, retryable, endpoint suspect) of `e` under the default policy and under
     /// one that retries model errors.

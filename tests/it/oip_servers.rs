@@ -102,33 +102,34 @@ fn ask_answers_on_every_server() {
     }
 }
 
+/// A short `perf` of the oracle on `s` over `protocol` (three windows of `count`
+/// requests at most per level), with `extra`.
+fn short_perf(s: &OipServer, protocol: &str, count: &str, extra: &[&str]) -> std::process::Output {
+    let args = [
+        "perf",
+        "--model",
+        "oracle",
+        "--data",
+        SAMPLE,
+        "--measurement-request-count",
+        count,
+        "--stability-percentage",
+        "100",
+        "--max-trials",
+        "3",
+        "--quiet",
+    ];
+    bertqa(&[&args[..], &at(s, protocol), extra].concat())
+}
+
 #[test]
 fn perf_sweeps_with_the_server_breakdown_not_reported() {
     for (s, protocol) in every_server() {
-        let o = bertqa(
-            &[
-                &[
-                    "perf",
-                    "--model",
-                    "oracle",
-                    "--data",
-                    SAMPLE,
-                    "--batch-size",
-                    "1",
-                    "--concurrency-range",
-                    "1:2",
-                    "--measurement-request-count",
-                    "8",
-                    "--stability-percentage",
-                    "100",
-                    "--max-trials",
-                    "3",
-                    "--quiet",
-                    "--json",
-                ][..],
-                &at(s, protocol),
-            ]
-            .concat(),
+        let o = short_perf(
+            s,
+            protocol,
+            "8",
+            &["--batch-size", "1", "--concurrency-range", "1:2", "--json"],
         );
         let v = json_of(&o);
         assert_schema("perf", &v);
@@ -140,28 +141,7 @@ fn perf_sweeps_with_the_server_breakdown_not_reported() {
             assert!(l["client_ms"]["network"].is_null(), "{l}");
         }
     }
-    let o = bertqa(
-        &[
-            &[
-                "perf",
-                "--model",
-                "oracle",
-                "--data",
-                SAMPLE,
-                "--concurrency-range",
-                "1:1",
-                "--measurement-request-count",
-                "4",
-                "--max-trials",
-                "3",
-                "--stability-percentage",
-                "100",
-                "--quiet",
-            ][..],
-            &at(mlserver(), "http"),
-        ]
-        .concat(),
-    );
+    let o = short_perf(mlserver(), "http", "4", &["--concurrency-range", "1:1"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -13,7 +13,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::root;
-use super::triton::{free_port, http_ready, listens, log_tail};
+use super::triton::{free_port, http_ready, installed, listens, log_tail};
 
 /// A running server of the protocol.
 #[derive(Debug, Clone)]
@@ -51,21 +51,7 @@ pub fn kserve() -> &'static OipServer {
 
 fn oip_env() -> &'static HashMap<String, String> {
     static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(root().join("scripts/setup_oip.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run scripts/setup_oip.sh");
-        assert!(out.status.success(), "scripts/setup_oip.sh failed");
-        let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
+    ENV.get_or_init(|| installed("scripts/setup_oip.sh"))
 }
 
 fn start(name: &'static str) -> OipServer {

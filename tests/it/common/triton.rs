@@ -30,21 +30,25 @@ pub struct Server {
 /// The installed Triton's paths (`$BERTQA_CACHE/triton.env`).
 pub fn triton_env() -> &'static HashMap<String, String> {
     static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(root().join("scripts/setup_triton.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run scripts/setup_triton.sh");
-        assert!(out.status.success(), "scripts/setup_triton.sh failed");
-        let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
+    ENV.get_or_init(|| installed("scripts/setup_triton.sh"))
+}
+
+/// Runs a set-up script (idempotent; it prints the path of the KEY=VALUE file it
+/// wrote) and reads what it installed.
+pub(super) fn installed(script: &str) -> HashMap<String, String> {
+    let out = Command::new("bash")
+        .arg(root().join(script))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(out.status.success(), "{script} failed");
+    let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// A free loopback TCP port (bound, then released).
