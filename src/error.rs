@@ -175,12 +175,17 @@ pub enum Error {
     /// server does not have (gRPC UNIMPLEMENTED, HTTP 404 of a route): the URL does not
     /// reach a server of the Open Inference Protocol (`backend/extensions.rs`).
     #[error(
-        "no Open Inference Protocol (KServe v2) server at {url}: {call} answered {code}{}: \
-         {message}; check the URL, its port and `protocol`",
+        "no Open Inference Protocol (KServe v2) server at {url}{}: {call} answered {code}{}: \
+         {message}; no route there leads to one: check the URL (host, port, path), \
+         `authority` and `protocol`",
+        routed_by.as_ref().map(|r| format!(" ({r})")).unwrap_or_default(),
         http_suffix(*http)
     )]
     NoServer {
         url: String,
+        /// What the calls were routed by when not the URL's host (`Host NAME`,
+        /// `:authority NAME`).
+        routed_by: Option<String>,
         /// The call, as `GET /v2/health/ready` or `ServerReady`.
         call: String,
         code: Code,

@@ -22,6 +22,7 @@ use super::proto::{
 };
 use super::request::InferRequest;
 use super::security::{Security, TlsConfig};
+use super::url::{is_loopback_url, normalize_url};
 use crate::error::{Code, Error, Result, Unreachable};
 
 pub use super::grpc::GrpcCall;
@@ -42,6 +43,10 @@ pub struct ClientConfig {
     pub transport: GrpcCall,
     /// Which of Triton's protocols the server is spoken to in.
     pub protocol: Protocol,
+    /// The name a server or ingress routes by: the `:authority` of every gRPC call and
+    /// the `Host` of every HTTP request (`None`: the URL's host and port). TLS still
+    /// checks the certificate against `TlsConfig::target_name` or the URL's host.
+    pub authority: Option<String>,
 }
 
 /// Which of Triton's two protocols a client speaks (perf_analyzer's `-i`).
@@ -81,40 +86,9 @@ impl Default for ClientConfig {
             security: Security::default(),
             transport: GrpcCall::Unary,
             protocol: Protocol::Grpc,
+            authority: None,
         }
     }
-}
-
-/// Turns a user URL into an `http://host:port` URI, or `https://host:port` for an
-/// `https://` URL (which turns TLS on). A URL without a port gets the protocol's
-/// default port ([`Protocol::default_port`]).
-pub(crate) fn normalize_url(url: &str, protocol: Protocol) -> Result<String> {
-    let trimmed = url.trim().trim_end_matches('/');
-    let mut scheme = "http";
-    let rest = if let Some(r) = trimmed.strip_prefix("http://") {
-        r
-    } else if let Some(r) = trimmed.strip_prefix("https://") {
-        scheme = "https";
-        r
-    } else if let Some((scheme, _)) = trimmed.split_once("://") {
-        return Err(Error::Config(format!(
-            "{url}: unsupported scheme {scheme:?} (use HOST:PORT or http://HOST:PORT)"
-        )));
-    } else {
-        trimmed
-    };
-    if rest.is_empty() {
-        return Err(Error::Config("empty server URL".into()));
-    }
-    let has_port = rest.rsplit_once(':').is_some_and(|(host, port)| {
-        !host.is_empty() && !host.ends_with('[') && port.parse::<u16>().is_ok()
-    });
-    let with_port = if has_port {
-        rest.to_string()
-    } else {
-        format!("{rest}:{}", protocol.default_port())
-    };
-    Ok(format!("{scheme}://{with_port}"))
 }
 
 /// A connected client. Cheap to clone: clones share the connection (gRPC) or the
@@ -138,11 +112,10 @@ enum Conn {
 impl Conn {
     /// Sends an inference request on the connection's transport.
     async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        let answer = match self {
+        match self {
             Conn::Grpc(c) => c.infer(request).await,
             Conn::Http(t) => t.send(request).await,
-        };
-        answer.map_err(|e| no_server(e, "inference"))
+        }
     }
 }
 
@@ -246,11 +219,13 @@ impl TritonClient {
             headers: config.security.headers.clone().into(),
             tls: tls.clone(),
             server: Default::default(),
+            routed_by: routed_by(config)?,
         });
         let conn = match config.protocol {
             Protocol::Grpc => Conn::Grpc(
                 GrpcConn::connect(
                     uri,
+                    config.authority.as_deref(),
                     config.connect_timeout,
                     config.transport,
                     tls.as_ref(),
@@ -259,7 +234,9 @@ impl TritonClient {
                 .await?,
             ),
             Protocol::Http => {
-                let rest = HttpClient::connect(&uri, config.connect_timeout, peer.clone()).await?;
+                let authority = config.authority.as_deref();
+                let timeout = config.connect_timeout;
+                let rest = HttpClient::connect(&uri, authority, timeout, peer.clone()).await?;
                 Conn::Http(HttpTransport::new(rest))
             }
         };
@@ -299,25 +276,25 @@ impl TritonClient {
     /// `ServerLive` (`GET /v2/health/live`).
     pub async fn server_live(&self) -> Result<bool> {
         let answer = self.conn.server_live().await;
-        answer.map_err(|e| no_server(e, "server liveness"))
+        answer.map_err(|e| no_server(e, "server liveness", self.routed_by()))
     }
 
     /// `ServerReady` (`GET /v2/health/ready`).
     pub async fn server_ready(&self) -> Result<bool> {
         let answer = self.conn.server_ready().await;
-        answer.map_err(|e| no_server(e, "server readiness"))
+        answer.map_err(|e| no_server(e, "server readiness", self.routed_by()))
     }
 
     /// `ModelReady` (empty version: the server's choice).
     pub async fn model_ready(&self, model: &str, version: &str) -> Result<bool> {
         let answer = self.conn.model_ready(model, version).await;
-        answer.map_err(|e| no_server(e, "model readiness"))
+        answer.map_err(|e| no_server(e, "model readiness", self.routed_by()))
     }
 
     /// `ServerMetadata`: name, version, extensions.
     pub async fn server_metadata(&self) -> Result<ServerMetadataResponse> {
         let answer = self.conn.server_metadata().await;
-        answer.map_err(|e| no_server(e, "server metadata"))
+        answer.map_err(|e| no_server(e, "server metadata", self.routed_by()))
     }
 
     /// The server's metadata, asked once per connection ([`Self::server_metadata`]).
@@ -355,7 +332,7 @@ impl TritonClient {
         match self.conn.model_metadata(model, version).await {
             Ok(m) => Ok(m),
             Err(e) => {
-                let e = no_server(e, "model metadata");
+                let e = no_server(e, "model metadata", self.routed_by());
                 Err(self.model_error(e, model).await)
             }
         }
@@ -443,7 +420,13 @@ impl TritonClient {
     /// Runs a prepared request on this connection's transport (one attempt: see
     /// `transport.rs` for the contract).
     pub async fn infer(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        self.conn.infer(request).await
+        let answer = self.conn.infer(request).await;
+        answer.map_err(|e| no_server(e, "inference", self.routed_by()))
+    }
+
+    /// What the calls are routed by when not the URL's host, for messages.
+    fn routed_by(&self) -> Option<&str> {
+        self.peer.routed_by.as_deref()
     }
 
     /// A model-specific call's error; for "unknown model" style answers it asks the
@@ -525,21 +508,34 @@ fn about_model(error: &Error) -> bool {
         || msg.contains("does not exist")
 }
 
-/// Whether `url` (as [`normalize_url`] accepts it) names a loopback host.
-pub(crate) fn is_loopback_url(url: &str) -> bool {
-    let Ok(uri) = normalize_url(url, Protocol::Grpc) else {
-        return false;
+/// What a server or ingress routes `config`'s calls by, when not the URL's host: the
+/// `authority`, or over HTTP a `Host` header (the same thing; over gRPC a `Host` header
+/// is refused: gRPC routes by `:authority`). Shown in messages as it is sent.
+fn routed_by(config: &ClientConfig) -> Result<Option<String>> {
+    let host = config.security.headers.iter().find_map(|h| h.host());
+    let label = match config.protocol {
+        Protocol::Grpc => ":authority",
+        Protocol::Http => "Host",
     };
-    let authority = uri.split_once("://").map_or(uri.as_str(), |(_, rest)| rest);
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if port.parse::<u16>().is_ok() => host,
-        _ => authority,
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    match (config.protocol, host, config.authority.as_deref()) {
+        (Protocol::Grpc, Some(_), _) => Err(Error::Config(
+            "a Host header is HTTP's: over gRPC a server or ingress routes by the \
+             `:authority` of each call, which `authority` sets"
+                .into(),
+        )),
+        (_, Some(h), Some(a)) if h != a => Err(Error::Config(format!(
+            "a Host header {h:?} and `authority` {a:?} name different hosts: give one"
+        ))),
+        (_, _, Some(name)) | (_, Some(name), None) => {
+            if name.trim().is_empty() || name.contains(['/', ' ']) {
+                return Err(Error::Config(format!(
+                    "`authority` {name:?} is not a host name (HOST or HOST:PORT)"
+                )));
+            }
+            Ok(Some(format!("{label} {name}")))
+        }
+        (_, None, None) => Ok(None),
+    }
 }
 
 /// Names of ready models, sorted and de-duplicated across versions.
@@ -557,48 +553,6 @@ pub(crate) fn ready_models(index: &[ModelIndex]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_with_and_without_scheme() {
-        assert_eq!(
-            normalize_url("localhost:8001", Protocol::Grpc).unwrap(),
-            "http://localhost:8001"
-        );
-        assert_eq!(
-            normalize_url("http://10.0.0.1:9", Protocol::Grpc).unwrap(),
-            "http://10.0.0.1:9"
-        );
-        assert_eq!(
-            normalize_url("triton", Protocol::Grpc).unwrap(),
-            "http://triton:8001"
-        );
-        assert_eq!(
-            normalize_url("http://h:1/", Protocol::Grpc).unwrap(),
-            "http://h:1"
-        );
-        assert_eq!(
-            normalize_url("[::1]:8001", Protocol::Grpc).unwrap(),
-            "http://[::1]:8001"
-        );
-        assert_eq!(
-            normalize_url("https://triton.example:443", Protocol::Grpc).unwrap(),
-            "https://triton.example:443"
-        );
-        assert_eq!(
-            normalize_url("https://h", Protocol::Grpc).unwrap(),
-            "https://h:8001"
-        );
-        assert_eq!(
-            normalize_url("triton", Protocol::Http).unwrap(),
-            "http://triton:8000"
-        );
-        assert_eq!(
-            normalize_url("http://h:8001", Protocol::Http).unwrap(),
-            "http://h:8001"
-        );
-        assert!(normalize_url("ftp://h:1", Protocol::Grpc).is_err());
-        assert!(normalize_url("", Protocol::Grpc).is_err());
-    }
 
     #[test]
     fn model_errors_are_known_by_code_then_by_the_servers_words() {
@@ -634,29 +588,5 @@ mod tests {
         assert_eq!(normalize_state("READY"), "READY");
         assert_eq!(normalize_state("UNAVAILABLE"), "UNAVAILABLE");
         assert_eq!(normalize_state("failed: a.b.C"), "failed: a.b.C");
-    }
-
-    #[test]
-    fn loopback_hosts() {
-        for url in [
-            "localhost:8001",
-            "http://LOCALHOST",
-            "127.0.0.1:18521",
-            "http://127.3.2.1:1/",
-            "[::1]:8001",
-            "https://[::1]",
-        ] {
-            assert!(is_loopback_url(url), "{url}");
-        }
-        for url in [
-            "10.0.0.1:8001",
-            "example.com:8001",
-            "http://[::2]:8001",
-            "localhost.example.com",
-            "ftp://127.0.0.1",
-            "",
-        ] {
-            assert!(!is_loopback_url(url), "{url}");
-        }
     }
 }

@@ -93,8 +93,9 @@ pub(crate) fn optional<T>(result: Result<T>) -> Result<Option<T>> {
 }
 
 /// A core call's failure, read: an answer of "no such call" ([`absent`]'s rule) is
-/// [`Error::NoServer`]; anything else stays as it is.
-pub(crate) fn no_server(error: Error, call: &str) -> Error {
+/// [`Error::NoServer`] (with what the call was routed by, `routed_by`); anything else
+/// stays as it is.
+pub(crate) fn no_server(error: Error, call: &str, routed_by: Option<&str>) -> Error {
     if !absent(&error) {
         return error;
     }
@@ -107,6 +108,7 @@ pub(crate) fn no_server(error: Error, call: &str) -> Error {
             ..
         } => Error::NoServer {
             url,
+            routed_by: routed_by.map(str::to_string),
             call: call.to_string(),
             code,
             http,
@@ -151,9 +153,15 @@ mod tests {
         let e = no_server(
             server(Code::Unimplemented, Some(404), "Not Found"),
             "GET /v2/health/ready",
+            Some("Host h"),
         );
         assert!(matches!(&e, Error::NoServer { call, .. } if call == "GET /v2/health/ready"));
-        let e = no_server(server(Code::Internal, None, "boom"), "ModelInfer");
+        assert!(
+            e.to_string()
+                .contains("at h:1 (Host h): GET /v2/health/ready answered"),
+            "{e}"
+        );
+        let e = no_server(server(Code::Internal, None, "boom"), "ModelInfer", None);
         assert!(matches!(e, Error::Server { .. }));
     }
 

@@ -79,16 +79,30 @@ impl GrpcConn {
     /// HTTP/1.1 ([`http_port_check`]).
     pub(crate) async fn connect(
         uri: String,
+        authority: Option<&str>,
         connect_timeout: Duration,
         call: GrpcCall,
         tls: Option<&TlsConfig>,
         peer: Arc<Peer>,
     ) -> Result<GrpcConn> {
-        let endpoint = Endpoint::from_shared(uri.clone())
+        let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", peer.url)))?
             .connect_timeout(connect_timeout)
             .timeout(peer.request_timeout)
             .tcp_nodelay(true);
+        if let Some(authority) = authority {
+            // The `:authority` of every call; the connection (and TLS's name) stay the
+            // URL's.
+            let scheme = if uri.starts_with("https://") {
+                "https"
+            } else {
+                "http"
+            };
+            let origin = format!("{scheme}://{authority}").parse().map_err(|e| {
+                Error::Config(format!("`authority` {authority:?} is not a host name: {e}"))
+            })?;
+            endpoint = endpoint.origin(origin);
+        }
         // TLS connections are bertqa's own (security::GrpcTlsConnector), not tonic's.
         let connector = match tls {
             Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
@@ -305,7 +319,7 @@ async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
         return error;
     }
     let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
-    let Ok(probe) = HttpClient::new(uri, probe_timeout, peer.clone()) else {
+    let Ok(probe) = HttpClient::new(uri, None, probe_timeout, peer.clone()) else {
         return error;
     };
     let answered = tokio::time::timeout(probe_timeout, probe.server_live()).await;
@@ -356,11 +370,19 @@ mod tests {
             headers: Arc::from(Vec::new()),
             tls: None,
             server: Default::default(),
+            routed_by: None,
         });
         let uri = format!("http://127.0.0.1:{port}");
         let timeout = Duration::from_secs(2);
-        let grpc = GrpcConn::connect(uri.clone(), timeout, GrpcCall::Unary, None, peer.clone());
-        let http = HttpClient::connect(&uri, timeout, peer.clone());
+        let grpc = GrpcConn::connect(
+            uri.clone(),
+            None,
+            timeout,
+            GrpcCall::Unary,
+            None,
+            peer.clone(),
+        );
+        let http = HttpClient::connect(&uri, None, timeout, peer.clone());
         for e in [grpc.await.unwrap_err(), http.await.unwrap_err()] {
             assert!(
                 matches!(

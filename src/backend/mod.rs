@@ -35,6 +35,7 @@ pub(crate) mod stream;
 pub(crate) mod tensor;
 pub(crate) mod transport;
 pub(crate) mod unary;
+pub(crate) mod url;
 
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, GrpcCall, Protocol, TritonClient};

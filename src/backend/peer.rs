@@ -27,6 +27,9 @@ pub(crate) struct Peer {
     pub tls: Option<TlsConfig>,
     /// The server's metadata, asked once (`TritonClient::server_info`).
     pub server: tokio::sync::OnceCell<ServerInfo>,
+    /// What an ingress routes the calls by when it is not the URL's host, as sent
+    /// (`Host NAME`, `:authority NAME`), for messages.
+    pub routed_by: Option<String>,
 }
 
 impl Peer {

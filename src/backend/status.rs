@@ -17,8 +17,18 @@ pub(crate) fn map_status(
         url: url.into(),
         timeout_ms: timeout.as_millis() as u64,
     };
-    let code = code_of(status.code());
-    let message = status.message().to_string();
+    let mut message = status.message().to_string();
+    let http = http_answer(&message);
+    let code = match http {
+        // Not a gRPC answer at all but an HTTP one (a proxy's or ingress's page): its
+        // HTTP status says what happened, as gRPC reads statuses without a body.
+        Some((404, _)) => Code::Unimplemented,
+        Some((502..=504, _)) => Code::Unavailable,
+        _ => code_of(status.code()),
+    };
+    if let Some((_, words)) = http {
+        message = format!("an HTTP answer \"{words}\", not gRPC's");
+    }
     match code {
         // Triton's words for a restricted protocol without its header: the protocol
         // answers only UNAVAILABLE, so the server's message is all there is to read.
@@ -50,6 +60,15 @@ pub(crate) fn map_status(
             message,
         },
     }
+}
+
+/// The HTTP status of an answer that was not gRPC's, from tonic's words for it
+/// ("… while receiving response with status: 404 Not Found": a body it could not read
+/// as gRPC messages, such as a proxy's HTML error page); outside text, read here only.
+fn http_answer(message: &str) -> Option<(u16, &str)> {
+    let (_, rest) = message.split_once("while receiving response with status: ")?;
+    let status = rest.split_whitespace().next()?.parse().ok()?;
+    Some((status, rest.trim()))
 }
 
 /// tonic's code as the library's ([`Code`]); `Ok`, never an error's, as `Unknown`.
@@ -145,6 +164,46 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxys_http_page_is_read_by_its_status() {
+        let t = Duration::from_secs(1);
+        let page = |status: &str| {
+            Status::internal(format!(
+                "protocol error: received message with invalid compression flag: 60 \
+                 (valid flags are 0 and 1) while receiving response with status: {status}"
+            ))
+        };
+        let e = map_status("h:1", t, page("404 Not Found"), Some("m"));
+        assert!(
+            matches!(
+                e,
+                Error::Server {
+                    code: Code::Unimplemented,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with(": an HTTP answer \"404 Not Found\", not gRPC's"),
+            "{e}"
+        );
+        let e = map_status("h:1", t, page("502 Bad Gateway"), None);
+        assert!(matches!(e, Error::Unavailable { .. }), "{e:?}");
+        let e = map_status("h:1", t, Status::internal("boom"), None);
+        assert!(
+            matches!(
+                e,
+                Error::Server {
+                    code: Code::Internal,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn statuses_map_to_meanings() {

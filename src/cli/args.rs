@@ -21,7 +21,7 @@ pub(crate) const URL_SPREAD_HELP: &str =
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = SERVER)]
 pub struct ServerArgs {
-    /// Triton endpoint (http:// or https:// may lead)
+    /// Server endpoint: HOST:PORT or http(s)://HOST[:PORT][/PATH] (a path: HTTP only)
     #[arg(
         long,
         default_value = "localhost:8001",
@@ -36,6 +36,10 @@ pub struct ServerArgs {
     /// Triton's gRPC or HTTP/REST protocol (http: port 8000 by default)
     #[arg(long, value_enum, default_value_t = ProtocolArg::Grpc, value_name = "PROTOCOL")]
     pub protocol: ProtocolArg,
+
+    /// Host name an ingress routes by: gRPC's :authority, HTTP's Host (default: the URL's)
+    #[arg(long, value_name = "NAME")]
+    pub authority: Option<String>,
 
     /// Deadline of each request, in milliseconds
     #[arg(long, default_value_t = 60_000, value_name = "MS")]

@@ -126,6 +126,7 @@ pub(crate) fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
         security: super::security::security(&args.security)?,
         transport: GrpcCall::Unary,
         protocol: args.protocol.into(),
+        authority: args.authority.clone(),
     })
 }
 

@@ -43,7 +43,7 @@ pub struct Args {
     /// First N questions only
     #[arg(long, value_name = "N", help_heading = args::INPUT)]
     pub limit: Option<usize>,
-    /// Models to compare, NAME or NAME@HOST:PORT; the first is the reference
+    /// Models to compare, NAME, NAME@URL or NAME@URL?authority=HOST; the first is the reference
     #[arg(
         long,
         value_delimiter = ',',
@@ -134,11 +134,22 @@ fn servers_of(targets: &[(String, String)], name: &str) -> usize {
     urls.len()
 }
 
-fn split_model(spec: &str, default_url: &str) -> (String, String) {
-    match spec.split_once('@') {
-        Some((m, u)) => (m.trim().to_string(), u.trim().to_string()),
-        None => (spec.trim().to_string(), default_url.to_string()),
-    }
+/// A `--models` entry: `NAME`, `NAME@URL` or `NAME@URL?authority=HOST` (two
+/// deployments behind one ingress differ only by the host they are routed by) as the
+/// model's name, URL (`default_url` without one) and authority.
+fn split_model(spec: &str, default_url: &str) -> anyhow::Result<(String, String, Option<String>)> {
+    let (name, at) = match spec.split_once('@') {
+        Some((m, u)) => (m.trim(), u.trim()),
+        None => (spec.trim(), default_url),
+    };
+    let (url, authority) = match at.split_once('?') {
+        Some((url, query)) => match query.strip_prefix("authority=") {
+            Some(a) if !a.trim().is_empty() => (url, Some(a.trim().to_string())),
+            _ => anyhow::bail!("--models {spec:?}: after the URL only ?authority=HOST may follow"),
+        },
+        None => (at, None),
+    };
+    Ok((name.to_string(), url.to_string(), authority))
 }
 
 /// A model to run: named, connected and bound.
@@ -240,10 +251,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 fn connect(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<Target>> {
     let mut targets = Vec::new();
     for spec in &args.models {
-        let (name, url) = split_model(spec, args.run.server.first_url());
+        let (name, url, authority) = split_model(spec, args.run.server.first_url())?;
         let server = ServerArgs {
             url: vec![url.clone()],
+            authority: authority
+                .clone()
+                .or_else(|| args.run.server.authority.clone()),
             ..args.run.server.clone()
+        };
+        // The URL as it names the deployment in the reports.
+        let url = match authority {
+            Some(a) => format!("{url}?authority={a}"),
+            None => url,
         };
         let (client, binding) = rt.block_on(connect_pool_and_bind(
             &server,
@@ -597,7 +616,13 @@ mod tests {
         assert_eq!(s.mean_abs, 0.5 / 9.0);
         assert_eq!(e.linf, 1.0);
         assert_eq!(e.mean_abs, 5.0 / 9.0);
-        assert_eq!(split_model("m@h:1", "x:2"), ("m".into(), "h:1".into()));
-        assert_eq!(split_model("m", "x:2"), ("m".into(), "x:2".into()));
+        let split = |s| split_model(s, "x:2").unwrap();
+        assert_eq!(split("m@h:1"), ("m".into(), "h:1".into(), None));
+        assert_eq!(split("m"), ("m".into(), "x:2".into(), None));
+        assert_eq!(
+            split("m@http://gw/p?authority=a.example"),
+            ("m".into(), "http://gw/p".into(), Some("a.example".into()))
+        );
+        assert!(split_model("m@h:1?other=1", "x:2").is_err());
     }
 }

@@ -31,6 +31,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`Protocol::Grpc`", "--protocol grpc"),
     ("`Protocol::Http`", "--protocol http"),
     ("`protocol`", "--protocol"),
+    ("`authority`", "--authority"),
     // TLS (backend::TlsConfig).
     ("`tls`", "--ssl"),
     ("`root_cert`", "--ssl-root-cert"),

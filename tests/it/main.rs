@@ -9,6 +9,7 @@ mod decode;
 mod eval;
 mod features;
 mod fuzz;
+mod gateways;
 mod help;
 mod http;
 mod http_commands;

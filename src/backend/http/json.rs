@@ -368,6 +368,15 @@ impl From<Statistics> for Vec<ModelStatistics> {
 /// The `{"error": "…"}` of an error answer, or the body's first line when it is text
 /// of another shape, cut to a length a message can hold; never the raw bytes of a
 /// binary body.
+/// The `<title>` of an HTML page, if `body` is one.
+fn html_title(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let start = lower.find("<title>")? + "<title>".len();
+    let end = start + lower[start..].find("</title>")?;
+    Some(text[start..end].trim().to_string())
+}
+
 /// Whether `body` is the protocol's error answer, `{"error": "..."}`.
 pub(crate) fn is_protocol_error(body: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(body)
@@ -382,6 +391,8 @@ pub(crate) fn error_text(body: &[u8]) -> String {
     const MAX_CHARS: usize = 300;
     let text = match serde_json::from_slice::<ErrorBody>(body) {
         Ok(e) => e.error,
+        // An HTML page (a proxy's or ingress's error page): its title says it.
+        Err(_) if html_title(body).is_some() => html_title(body).unwrap_or_default(),
         Err(_) => match std::str::from_utf8(body) {
             Ok(t) if t.chars().all(|c| !c.is_control() || c.is_whitespace()) => t
                 .lines()
@@ -402,6 +413,16 @@ pub(crate) fn error_text(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_pages_are_read_by_their_title() {
+        let page = b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center>\
+            <h1>404 Not Found</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n</body></html>";
+        assert_eq!(error_text(page), "404 Not Found");
+        assert!(!is_protocol_error(page));
+        assert!(is_protocol_error(br#"{"error":"Model m not found"}"#));
+        assert!(!is_protocol_error(br#"{"detail":"Not Found"}"#));
+    }
 
     #[test]
     fn nulls_are_absent_fields() {

@@ -85,12 +85,15 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    /// A client of the server at `base` (`http://host:port` or `https://host:port`),
-    /// with TLS when the peer has a TLS configuration. Nothing is sent until the first
+    /// A client of the server at `base` (`http://host:port` or `https://host:port`,
+    /// perhaps with a base path every call goes under), sending `authority` as the
+    /// `Host` of every request when given, with TLS when the peer has a TLS
+    /// configuration. Nothing is sent until the first
     /// call; [`connect`](Self::connect) checks that the server is there. A TLS
     /// configuration that cannot serve (files) is an error naming the file.
     pub(crate) fn new(
         base: &str,
+        authority: Option<&str>,
         connect_timeout: Duration,
         peer: Arc<Peer>,
     ) -> Result<HttpClient> {
@@ -104,6 +107,12 @@ impl HttpClient {
         for h in peer.headers.iter() {
             let (name, value) = h.to_http();
             headers.insert(name, value);
+        }
+        if let Some(authority) = authority {
+            let value = HeaderValue::from_str(authority).map_err(|_| {
+                Error::Config(format!("`authority` {authority:?} is not a valid Host"))
+            })?;
+            headers.insert(http::header::HOST, value);
         }
         Ok(HttpClient {
             hyper,
@@ -119,10 +128,11 @@ impl HttpClient {
     /// restricted to a header this client does not send).
     pub(crate) async fn connect(
         base: &str,
+        authority: Option<&str>,
         connect_timeout: Duration,
         peer: Arc<Peer>,
     ) -> Result<HttpClient> {
-        let client = HttpClient::new(base, connect_timeout, peer)?;
+        let client = HttpClient::new(base, authority, connect_timeout, peer)?;
         match tokio::time::timeout(
             connect_timeout,
             client.call(Method::GET, "/v2/health/live", None),
@@ -147,7 +157,9 @@ impl HttpClient {
             .server
             .get_or_try_init(|| async {
                 let answer = self.server_metadata().await;
-                let answer = answer.map_err(|e| extensions::no_server(e, "server metadata"));
+                let answer = answer.map_err(|e| {
+                    extensions::no_server(e, "server metadata", self.peer.routed_by.as_deref())
+                });
                 answer.map(ServerInfo::from)
             })
             .await?;
@@ -458,8 +470,9 @@ mod tests {
             headers: Arc::from(Vec::new()),
             tls: None,
             server: Default::default(),
+            routed_by: None,
         });
-        HttpClient::new("http://h:8000/", Duration::from_secs(1), peer).unwrap()
+        HttpClient::new("http://h:8000/", None, Duration::from_secs(1), peer).unwrap()
     }
 
     #[test]

@@ -100,6 +100,14 @@ impl Header {
         self.name.as_str()
     }
 
+    /// The value of a `Host` header: the name an ingress routes by, not a secret (shown
+    /// in messages); `None` for any other header.
+    pub(crate) fn host(&self) -> Option<&str> {
+        (self.name.as_str() == "host")
+            .then(|| self.value.to_str().ok())
+            .flatten()
+    }
+
     /// The header as a plain HTTP header (KServe v2 REST), its value marked sensitive.
     pub(crate) fn to_http(&self) -> (http::HeaderName, http::HeaderValue) {
         let name = http::HeaderName::from_bytes(self.name.as_str().as_bytes())

@@ -1,0 +1,169 @@
+//! A real reverse proxy in front of the shared Triton, as a cluster puts an ingress or a
+//! gateway there: nginx (Debian's package, `scripts/setup_nginx.sh`), started once per
+//! test binary on free loopback ports with a configuration of its own, ended with the
+//! tests (`PR_SET_PDEATHSIG`).
+//!
+//! Routes (anything else: nginx's 404, "no route matched"):
+//! - HTTP, any Host: the prefix `/seldon/ns/bert/` → Triton's HTTP port (Seldon Core's
+//!   and API gateways' path routing); `/dead/` → a closed port (a 502);
+//! - HTTP, Host [`HTTP_HOST`]: everything → Triton's HTTP port (KServe behind Istio);
+//! - HTTP, Host [`PREFIX_HOST`]: the prefix `/seldon/prod/bert/` → Triton (both);
+//! - gRPC (h2c), `:authority` [`GRPC_AUTHORITY`]: everything → Triton's gRPC port.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::root;
+use super::triton::{free_port, listens, log_tail, server};
+
+/// The Host routed to Triton's HTTP port.
+pub const HTTP_HOST: &str = "bert.default.example.com";
+/// The Host whose prefix `/seldon/prod/bert/` is routed to Triton's HTTP port.
+pub const PREFIX_HOST: &str = "gateway.example.com";
+/// The `:authority` routed to Triton's gRPC port.
+pub const GRPC_AUTHORITY: &str = "bert-grpc.default.example.com";
+
+/// The running proxy.
+#[derive(Debug, Clone)]
+pub struct Proxy {
+    /// `127.0.0.1:PORT` of the HTTP listener.
+    pub http: String,
+    /// `127.0.0.1:PORT` of the gRPC (HTTP/2 cleartext) listener.
+    pub grpc: String,
+    pub log: PathBuf,
+}
+
+/// The proxy of this test binary, in front of [`server`].
+pub fn proxy() -> &'static Proxy {
+    static PROXY: OnceLock<Proxy> = OnceLock::new();
+    PROXY.get_or_init(start)
+}
+
+fn config(dir: &std::path::Path, http: u16, grpc: u16) -> String {
+    let triton = server();
+    let up_http = triton.http_port;
+    let up_grpc = triton.url.rsplit(':').next().unwrap();
+    let dead = free_port();
+    let d = dir.display();
+    format!(
+        r#"worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 512; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  client_max_body_size 0;
+  proxy_http_version 1.1;
+  proxy_set_header Connection "";
+  server {{
+    listen 127.0.0.1:{http} default_server;
+    location /seldon/ns/bert/ {{ proxy_pass http://127.0.0.1:{up_http}/; }}
+    location /dead/ {{ proxy_pass http://127.0.0.1:{dead}/; }}
+    location / {{ return 404; }}
+  }}
+  server {{
+    listen 127.0.0.1:{http};
+    server_name {HTTP_HOST};
+    location / {{ proxy_pass http://127.0.0.1:{up_http}; }}
+  }}
+  server {{
+    listen 127.0.0.1:{http};
+    server_name {PREFIX_HOST};
+    location /seldon/prod/bert/ {{ proxy_pass http://127.0.0.1:{up_http}/; }}
+    location / {{ return 404; }}
+  }}
+  server {{
+    listen 127.0.0.1:{grpc} http2 default_server;
+    location / {{ return 404; }}
+  }}
+  server {{
+    listen 127.0.0.1:{grpc} http2;
+    server_name {GRPC_AUTHORITY};
+    location / {{ grpc_pass grpc://127.0.0.1:{up_grpc}; }}
+  }}
+}}
+"#
+    )
+}
+
+fn start() -> Proxy {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/setup_nginx.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/setup_nginx.sh");
+    assert!(out.status.success(), "scripts/setup_nginx.sh failed");
+    let nginx = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let dir = std::env::temp_dir().join(format!("bertqa-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (http, grpc) = (free_port(), free_port());
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, config(&dir, http, grpc)).unwrap();
+    let log = dir.join("error.log");
+    let (tx, rx) = mpsc::channel();
+    // The spawning thread outlives the proxy: PR_SET_PDEATHSIG fires when the thread
+    // that forked the child exits.
+    std::thread::spawn(move || {
+        let mut cmd = Command::new(&nginx);
+        cmd.arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap());
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn nginx");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let _ = tx.send(Err(format!(
+                    "nginx exited during start-up ({status}):\n{}\n{}",
+                    log_tail(&dir.join("stderr.log"), 20),
+                    log_tail(&log, 20)
+                )));
+                return;
+            }
+            if listens(child.id(), http) && listens(child.id(), grpc) {
+                let _ = tx.send(Ok(Proxy {
+                    http: format!("127.0.0.1:{http}"),
+                    grpc: format!("127.0.0.1:{grpc}"),
+                    log: log.clone(),
+                }));
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = tx.send(Err(format!(
+                    "nginx not listening after 30 s:\n{}",
+                    log_tail(&log, 20)
+                )));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.wait();
+        loop {
+            std::thread::park();
+        }
+    });
+    match rx.recv().expect("proxy thread") {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
