@@ -176,7 +176,7 @@ pub enum Error {
     /// reach a server of the Open Inference Protocol (`backend/extensions.rs`).
     #[error(
         "no Open Inference Protocol (KServe v2) server at {url}{}: {call} answered {code}{}: \
-         {message}; no route there leads to one: check the URL (host, port, path), \
+         {message}; no route matched: check the URL (host, port, path), \
          `authority` and `protocol`",
         routed_by.as_ref().map(|r| format!(" ({r})")).unwrap_or_default(),
         http_suffix(*http)

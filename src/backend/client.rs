@@ -20,6 +20,7 @@ use super::peer::Peer;
 use super::proto::{
     ModelConfig, ModelInferResponse, ModelMetadataResponse, ModelStatistics, ServerMetadataResponse,
 };
+use super::protocol::Protocol;
 use super::request::InferRequest;
 use super::security::{Security, TlsConfig};
 use super::url::{is_loopback_url, normalize_url};
@@ -47,34 +48,6 @@ pub struct ClientConfig {
     /// the `Host` of every HTTP request (`None`: the URL's host and port). TLS still
     /// checks the certificate against `TlsConfig::target_name` or the URL's host.
     pub authority: Option<String>,
-}
-
-/// Which of Triton's two protocols a client speaks (perf_analyzer's `-i`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// KServe v2 over gRPC (Triton's port 8001 by default).
-    #[default]
-    Grpc,
-    /// KServe v2 over HTTP/REST with the binary tensor data extension (port 8000).
-    Http,
-}
-
-impl Protocol {
-    /// The name `--protocol` takes, and reports print.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Grpc => "grpc",
-            Protocol::Http => "http",
-        }
-    }
-
-    /// Triton's default port for the protocol, used when a URL names none.
-    pub fn default_port(self) -> u16 {
-        match self {
-            Protocol::Grpc => 8001,
-            Protocol::Http => 8000,
-        }
-    }
 }
 
 impl Default for ClientConfig {

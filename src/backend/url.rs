@@ -8,7 +8,7 @@
 //! or without a trailing slash: Seldon Core and API gateways route so); gRPC calls go to
 //! fixed paths, so a gRPC URL with a path is refused.
 
-use super::client::Protocol;
+use super::protocol::Protocol;
 use crate::error::{Error, Result};
 
 /// `url` as `scheme://host:port[/path]` (no trailing slash): `https://` turns TLS on.

@@ -89,7 +89,7 @@ fn a_wrong_prefix_host_or_authority_names_what_was_sent() {
         &[
             &format!("no Open Inference Protocol (KServe v2) server at {wrong_prefix}: "),
             "answered Unimplemented (HTTP 404): 404 Not Found",
-            "no route there leads to one",
+            "no route matched",
         ],
     );
     assert_fails_with(
