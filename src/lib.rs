@@ -87,6 +87,7 @@ mod backend;
 // Its doc comments are the commands' help text (clap), written for a terminal.
 #[allow(rustdoc::all)]
 pub mod cli;
+pub mod data;
 pub mod decode;
 pub mod error;
 pub mod evaluate;

@@ -118,7 +118,7 @@ pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
-fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
+pub(crate) fn parse(bytes: &[u8], path: &Path) -> Result<RawFile> {
     let bytes = strip_bom(bytes);
     serde_json::from_slice(bytes).map_err(|e| {
         // JSON of another shape is named as such, not with serde's message about the
@@ -238,48 +238,50 @@ fn json_error(path: &Path, e: &serde_json::Error) -> Error {
     Error::json(path, e)
 }
 
-#[derive(Deserialize)]
-struct RawFile {
+/// A SQuAD file as parsed, before [`convert`]: also what the other formats' readers
+/// (`crate::data`) build, so that every format is checked and converted by one code.
+#[derive(Deserialize, Default)]
+pub(crate) struct RawFile {
     #[serde(default)]
-    version: Option<RawVersion>,
-    data: Vec<RawArticle>,
+    pub version: Option<RawVersion>,
+    pub data: Vec<RawArticle>,
 }
 
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum RawVersion {
+pub(crate) enum RawVersion {
     Text(String),
     Number(serde_json::Number),
 }
 
-#[derive(Deserialize)]
-struct RawArticle {
-    paragraphs: Vec<RawParagraph>,
+#[derive(Deserialize, Default)]
+pub(crate) struct RawArticle {
+    pub paragraphs: Vec<RawParagraph>,
 }
 
 #[derive(Deserialize)]
-struct RawParagraph {
-    context: String,
-    qas: Vec<RawQa>,
+pub(crate) struct RawParagraph {
+    pub context: String,
+    pub qas: Vec<RawQa>,
 }
 
 #[derive(Deserialize)]
-struct RawQa {
-    id: String,
+pub(crate) struct RawQa {
+    pub id: String,
     #[serde(default)]
-    question: Option<String>,
+    pub question: Option<String>,
     #[serde(default)]
-    answers: Vec<RawAnswer>,
+    pub answers: Vec<RawAnswer>,
     #[serde(default)]
-    is_impossible: bool,
+    pub is_impossible: bool,
 }
 
 #[derive(Deserialize)]
-struct RawAnswer {
-    text: String,
+pub(crate) struct RawAnswer {
+    pub text: String,
     /// Some public files write `null`; prediction and scoring never read the offset.
     #[serde(default)]
-    answer_start: Option<usize>,
+    pub answer_start: Option<usize>,
 }
 
 pub use crate::types::is_reader_whitespace;
@@ -385,7 +387,7 @@ fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
-fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
+pub(crate) fn convert(raw: RawFile, path: &Path) -> Result<Loaded> {
     let version = match raw.version {
         Some(RawVersion::Text(s)) => s,
         Some(RawVersion::Number(n)) => n.to_string(),

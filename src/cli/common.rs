@@ -4,7 +4,7 @@
 //! how a command ended.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::args::{
@@ -14,6 +14,7 @@ use super::args::{
 use bertqa::backend::{
     bind, Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig, RetryPolicy,
 };
+use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, InferConfig, Padding, RunConfig};
@@ -38,26 +39,34 @@ pub(crate) fn huge_pages_for(path: &Path) {
     }
 }
 
-/// Reads a SQuAD file; reader warnings go to stderr, or fail under `--strict`.
+/// Reads the `--data` files (any format `bertqa::data` reads) as one dataset; reader
+/// warnings go to stderr, or fail under `--strict`.
 pub(crate) fn load_data(
-    path: &Path,
+    paths: &[PathBuf],
     strict: bool,
     limit: Option<usize>,
 ) -> bertqa::Result<Dataset> {
-    huge_pages_for(path);
-    let loaded = bertqa::squad::load(path)?;
-    Ok(finish_loading(loaded, strict, limit)?.0)
+    Ok(load_data_digest(paths, strict, limit)?.0)
 }
 
-/// [`load_data`], with the SHA-256 (hex) of the file's bytes as read.
+/// [`load_data`], with the SHA-256 (hex) of the content read and its format.
 pub(crate) fn load_data_digest(
-    path: &Path,
+    paths: &[PathBuf],
     strict: bool,
     limit: Option<usize>,
-) -> bertqa::Result<(Dataset, String)> {
-    huge_pages_for(path);
-    let (dataset, digest) = finish_loading(bertqa::squad::load_digested(path)?, strict, limit)?;
-    Ok((dataset, digest.expect("load_digested takes the digest")))
+) -> bertqa::Result<(Dataset, String, Format)> {
+    if let Some(first) = paths.first() {
+        huge_pages_for(first);
+    }
+    let (loaded, format) = bertqa::data::load(paths, true)?;
+    let (dataset, digest) = finish_loading(loaded, strict, limit)?;
+    Ok((dataset, digest.expect("load takes the digest"), format))
+}
+
+/// The `--data` files as reports name them: the path, or the paths joined by ", ".
+pub(crate) fn data_label(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    names.join(", ")
 }
 
 /// Warnings (or the first as an error under `--strict`) and `--limit`.

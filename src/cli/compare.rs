@@ -37,9 +37,10 @@ use bertqa::types::{Dataset, Feature, Logits};
     mut_arg("quiet", |a| a.hide(true)),
 )]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0)
-    #[arg(long, value_name = "FILE", help_heading = args::INPUT)]
-    pub data: PathBuf,
+    /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
+    /// not, - for stdin; repeat for several files read as one
+    #[arg(long, value_name = "FILE", help_heading = args::INPUT, required = true, action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
     /// First N questions only
     #[arg(long, value_name = "N", help_heading = args::INPUT)]
     pub limit: Option<usize>,
@@ -461,7 +462,7 @@ fn report(
         .collect();
     CompareJson {
         schema: 1,
-        data: args.data.display().to_string(),
+        data: super::common::data_label(&args.data),
         version_2_with_negative: version_2,
         questions: first.outcome.predictions.len(),
         features: features.len(),

@@ -24,6 +24,7 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
         ("model", format!("{name:?} (version: {version})"))
     };
     let file = |label: &'static str, p: &Path| (label, p.display().to_string());
+    let data = |paths: &[std::path::PathBuf]| ("data", super::common::data_label(paths));
     match command {
         Command::Models(a) => {
             c.push(("command", "models".into()));
@@ -43,7 +44,7 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
             c.push(server(&a.run.server));
             c.push(requests(&a.run.net));
             c.push(("models", a.models.join(", ")));
-            c.push(file("data", &a.data));
+            c.push(data(&a.data));
             c.push(file("output", &a.output_dir));
         }
         Command::Eval(a) => {
@@ -57,12 +58,12 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
                 (None, Some(logits)) => c.push(file("logits", logits)),
                 (None, None) => {}
             }
-            c.push(file("data", &a.data));
+            c.push(data(&a.data));
             c.push(file("output", &a.output_dir));
         }
         Command::Features(a) => {
             c.push(("command", "features".into()));
-            c.push(file("data", &a.data));
+            c.push(data(&a.data));
         }
         Command::Merge(a) => {
             c.push(("command", "merge".into()));
@@ -74,11 +75,11 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
             c.push(("command", "perf".into()));
             c.push(server(&a.server));
             c.push(model(&a.model, &a.model_version));
-            c.push(file("data", &a.data));
+            c.push(data(&a.data));
         }
         Command::Score(a) => {
             c.push(("command", "score".into()));
-            c.push(file("data", &a.data));
+            c.push(data(&a.data));
             c.push(file("predictions", &a.predictions));
         }
     }

@@ -16,16 +16,23 @@ use bertqa::features::FeatureBuilder;
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::{Dataset, Feature, TokenText};
 
-/// Build the features (windows) of a SQuAD file; one JSON line per feature.
+/// Build the features (windows) of a data file, one JSON line per feature; or convert
+/// the data to SQuAD JSON (`--to squad`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0)
-    #[arg(long, value_name = "FILE", help_heading = INPUT)]
-    pub data: PathBuf,
+    /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
+    /// not, - for stdin; repeat for several files read as one
+    #[arg(long, value_name = "FILE", help_heading = INPUT, required = true, action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
 
     /// First N questions only
     #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
+
+    /// Write the data itself in this format instead of its features (squad: SQuAD JSON,
+    /// for other tools)
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = INPUT)]
+    pub to: Option<ConvertTo>,
 
     #[command(flatten)]
     pub tokenizer: TokenizerArgs,
@@ -34,7 +41,21 @@ pub struct Args {
     pub window: WindowArgs,
 }
 
+/// `--to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConvertTo {
+    Squad,
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if args.to == Some(ConvertTo::Squad) {
+        let dataset = load_data(&args.data, args.window.strict, args.limit)?;
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+        bertqa::data::write_squad(&dataset, &mut out).context("writing SQuAD JSON to stdout")?;
+        out.flush().context("writing SQuAD JSON to stdout")?;
+        return Ok(Outcome::Success);
+    }
     let config = feature_config(&args.window)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
@@ -60,7 +81,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "{} (question id {:?}): the context has no word pieces (only characters the \
              tokenizer removes), so the question gets no features and no answer \
              (docs/algorithm.md §10.18)",
-            args.data.display(),
+            super::common::data_label(&args.data),
             example.qas_id
         );
         if args.window.strict {

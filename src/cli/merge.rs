@@ -226,7 +226,13 @@ fn load_data(args: &Args, first: &ShardDir) -> anyhow::Result<(PathBuf, Dataset)
         .data
         .clone()
         .unwrap_or_else(|| PathBuf::from(&first.report.data));
-    let digest = bertqa::sha256::of_file(&data)?;
+    let limit = match run.get("limit") {
+        Some("all") | None => None,
+        Some(n) => Some(n.parse::<usize>().context("bad limit in the run record")?),
+    };
+    // The digest is of the content (decompressed), as the shards recorded it.
+    let (dataset, digest, _) =
+        super::common::load_data_digest(std::slice::from_ref(&data), false, limit)?;
     if Some(digest.as_str()) != run.get("data_sha256") {
         bail!(
             "{}: sha256 {digest} is not the data the shards evaluated ({})",
@@ -234,11 +240,6 @@ fn load_data(args: &Args, first: &ShardDir) -> anyhow::Result<(PathBuf, Dataset)
             run.get("data_sha256").unwrap_or("?")
         );
     }
-    let limit = match run.get("limit") {
-        Some("all") | None => None,
-        Some(n) => Some(n.parse::<usize>().context("bad limit in the run record")?),
-    };
-    let dataset = super::common::load_data(&data, false, limit)?;
     Ok((data, dataset))
 }
 

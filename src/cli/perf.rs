@@ -39,9 +39,10 @@ pub enum DistributionArg {
     mut_arg("dynamic_seq_len", |a| a.hide(true)),
 )]
 pub struct Args {
-    /// SQuAD-format file whose windows are sent, cycled as needed
-    #[arg(long, value_name = "FILE", help_heading = INPUT)]
-    pub data: PathBuf,
+    /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
+    /// not, - for stdin; repeat for several files read as one
+    #[arg(long, value_name = "FILE", help_heading = INPUT, required = true, action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
     /// First N questions only
     #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
@@ -189,7 +190,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if features.is_empty() {
         anyhow::bail!(
             "{}: no features to send (no question has a context with word pieces)",
-            args.data.display()
+            super::common::data_label(&args.data)
         );
     }
     let rt = runtime()?;
@@ -247,7 +248,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         max_batch_size: binding.max_batch_size,
         batch_declared: binding.batching != bertqa::Batching::Undeclared,
         batch_size_given: args.load.batch_size.is_some(),
-        data: args.data.display().to_string(),
+        data: super::common::data_label(&args.data),
         features: features.len(),
         batch_size,
         padding: padding_words,

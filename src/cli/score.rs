@@ -20,9 +20,9 @@ const FIRST_IDS: usize = 5;
 /// file). Unlike the v2.0 script, a question without a prediction scores 0 and is named.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0) with the gold answers
-    #[arg(long, value_name = "PATH", help_heading = FILES)]
-    pub data: PathBuf,
+    /// Gold data: SQuAD JSON, Hugging Face rows or MRQA (gzipped or not); repeatable
+    #[arg(long, value_name = "PATH", help_heading = FILES, required = true, action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
     /// Answers by question id, as in predictions.json
     #[arg(long, value_name = "PATH", help_heading = FILES)]
     pub predictions: PathBuf,
@@ -40,7 +40,8 @@ pub struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let loaded = bertqa::squad::load(&args.data)?;
+    let (loaded, format) = bertqa::data::load(&args.data, false)?;
+    let mrqa = format == bertqa::data::Format::Mrqa;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
@@ -50,7 +51,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         anyhow::bail!(
             "--na-prob-file needs the SQuAD 2.0 rules, but {} looks like SQuAD v1.1 \
              (pass --version-2-with-negative to force them)",
-            args.data.display()
+            super::common::data_label(&args.data)
         );
     }
     if !args.scoring.na_prob_thresh.is_finite() {
@@ -71,9 +72,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         eprintln!("warning: {}", missing_line(&scores));
     }
     let text = if args.json {
-        render_json(&scores, v2)
+        render_json(&scores, v2, mrqa)
     } else {
-        render_text(&scores, v2)
+        render_text(&scores, v2, mrqa)
     };
     super::common::print_stdout(&text)?;
     Ok(Outcome::Success)
@@ -107,9 +108,9 @@ fn missing_line(s: &Scores) -> String {
     )
 }
 
-/// The `--json` document.
-pub(crate) fn render_json(s: &Scores, v2: bool) -> String {
-    let doc = serde_json::json!({
+/// The `--json` document (`"rules": "mrqa"` for MRQA gold data).
+pub(crate) fn render_json(s: &Scores, v2: bool, mrqa: bool) -> String {
+    let mut doc = serde_json::json!({
         "schema": 1,
         "version": version_name(v2),
         "metrics": s.metrics.to_json(),
@@ -120,6 +121,9 @@ pub(crate) fn render_json(s: &Scores, v2: bool) -> String {
         },
         "unknown_predictions": s.unknown_predictions,
     });
+    if mrqa {
+        doc["rules"] = "mrqa".into();
+    }
     let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
     out.push('\n');
     out
@@ -127,15 +131,23 @@ pub(crate) fn render_json(s: &Scores, v2: bool) -> String {
 
 /// The text table: the official keys, their values as every text report shows them
 /// (`--json` has them in full).
-pub(crate) fn render_text(s: &Scores, v2: bool) -> String {
+pub(crate) fn render_text(s: &Scores, v2: bool, mrqa: bool) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "SQuAD {} (official evaluate-{} rules), {} questions",
-        version_name(v2),
-        version_name(v2),
-        s.questions.len()
-    );
+    if mrqa {
+        let _ = writeln!(
+            out,
+            "MRQA (the official MRQA evaluator's rules: SQuAD v1.1's), {} questions",
+            s.questions.len()
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "SQuAD {} (official evaluate-{} rules), {} questions",
+            version_name(v2),
+            version_name(v2),
+            s.questions.len()
+        );
+    }
     out.push_str(&super::common::metric_lines(&s.metrics, "  "));
     if !s.missing.is_empty() {
         let _ = writeln!(out, "missing: {}", missing_line(s));

@@ -26,9 +26,10 @@ const FIRST_IDS: usize = 5;
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)))]
 pub struct Args {
-    /// SQuAD-format file (v1.1 or v2.0)
-    #[arg(long, value_name = "FILE", help_heading = INPUT)]
-    pub data: PathBuf,
+    /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
+    /// not, - for stdin; repeat for several files read as one
+    #[arg(long, value_name = "FILE", help_heading = INPUT, required = true, action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
     /// First N questions only
     #[arg(long, value_name = "N", help_heading = INPUT)]
     pub limit: Option<usize>,
@@ -90,7 +91,10 @@ impl Gate {
 /// Everything a finished evaluation reports.
 #[derive(Debug)]
 pub(crate) struct EvalReport {
-    pub data: PathBuf,
+    /// The `--data` files, as reports name them.
+    pub data: String,
+    /// Their format (MRQA's scoring rules for MRQA files).
+    pub format: bertqa::data::Format,
     pub url: Option<String>,
     pub binding: Option<Binding>,
     pub version_2: bool,

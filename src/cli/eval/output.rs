@@ -89,7 +89,7 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, prefix: &str, value: &T)
 /// What a run that did not complete reports and writes.
 pub(crate) struct Partial<'a> {
     pub dir: &'a Path,
-    pub data: &'a Path,
+    pub data: &'a str,
     pub dataset: &'a Dataset,
     pub version_2: bool,
     pub na_prob_thresh: f64,
@@ -132,7 +132,7 @@ pub(crate) fn write_partial(
         "schema": 1,
         "partial": true,
         "reason": reason,
-        "data": p.data.display().to_string(),
+        "data": p.data,
         "version_2_with_negative": p.version_2,
         "questions": {"done": done, "total": total},
         "features": {

@@ -110,7 +110,7 @@ fn json(r: &EvalReport) -> EvalJson {
     let retries = r.retries.as_ref().unwrap_or(&default_retries);
     EvalJson {
         schema: 1,
-        data: r.data.display().to_string(),
+        data: r.data.clone(),
         version_2_with_negative: r.version_2,
         postprocess: r.postprocess.into(),
         metrics: r.scores.metrics.clone(),
@@ -282,10 +282,10 @@ fn endpoint(
 
 /// The text report's model and data lines, then the official scores.
 fn text_run_and_scores(s: &mut String, r: &EvalReport) {
-    let rules = if r.version_2 {
-        "SQuAD 2.0 rules"
-    } else {
-        "SQuAD 1.1 rules"
+    let rules = match (r.format, r.version_2) {
+        (bertqa::data::Format::Mrqa, false) => "MRQA rules",
+        (_, true) => "SQuAD 2.0 rules",
+        (_, false) => "SQuAD 1.1 rules",
     };
     match (&r.binding, &r.url, r.protocol) {
         (Some(b), Some(url), Some(protocol)) => {
@@ -307,10 +307,7 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
     let _ = writeln!(
         s,
         "data         {} ({rules}, postprocess {}): {} questions, {} features",
-        r.data.display(),
-        r.postprocess,
-        r.questions,
-        r.features
+        r.data, r.postprocess, r.questions, r.features
     );
     let _ = writeln!(s);
     s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));

@@ -30,6 +30,8 @@ pub(super) struct Input {
     pub dataset: Dataset,
     pub tokenizer: BertTokenizer,
     pub version_2: bool,
+    /// The data's format (its scoring rules: MRQA's for MRQA files).
+    pub format: bertqa::data::Format,
     pub decode: DecodeConfig,
     pub features: FeatureConfig,
     /// The run's fingerprint (the model's part added by a server run).
@@ -51,7 +53,18 @@ pub(super) struct Ran {
 /// Loads the data (the shard of it asked for) and the tokenizer and fingerprints the
 /// settings (the output directory is `eval::run`'s, held by then).
 pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
-    let (mut dataset, data_sha256) =
+    if args.resume
+        && args
+            .data
+            .iter()
+            .any(|p| p.as_os_str() == bertqa::data::STDIN)
+    {
+        anyhow::bail!(
+            "--resume cannot continue a run on standard input (--data -): its content may \
+             differ; save it to a file"
+        );
+    }
+    let (mut dataset, data_sha256, format) =
         load_data_digest(&args.data, args.run.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.run.tokenizer)?;
     // The whole file decides the v2 rules, so every shard uses the same ones.
@@ -61,7 +74,7 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
         if dataset.examples.is_empty() {
             anyhow::bail!(
                 "--shard {shard}: {} has too few questions for {} shards",
-                args.data.display(),
+                super::super::common::data_label(&args.data),
                 shard.count
             );
         }
@@ -82,6 +95,7 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
         dataset,
         tokenizer,
         version_2,
+        format,
         decode,
         features,
         fingerprint,
@@ -210,7 +224,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
             .map(|e| name_flags(&format!("{:#}", stopped(e, &client))));
         let partial = super::output::Partial {
             dir: &args.output_dir,
-            data: &args.data,
+            data: &super::super::common::data_label(&args.data),
             dataset: &input.dataset,
             version_2: input.version_2,
             na_prob_thresh: args.scoring.na_prob_thresh,
@@ -319,10 +333,11 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     let non_finite = outcome.infer.non_finite;
     let net = ran.net.as_ref();
     let mut report = EvalReport {
-        data: args.data.clone(),
+        data: super::super::common::data_label(&args.data),
         url: ran.url.take(),
         binding: ran.binding.take(),
         version_2: input.version_2,
+        format: input.format,
         postprocess: match args.run.decode.postprocess {
             super::super::args::Postprocess::Nvidia => "nvidia",
             super::super::args::Postprocess::Hf => "hf",

@@ -1,0 +1,109 @@
+"""Writes a SQuAD JSON file in the other formats bertqa reads, as their own tools write
+them, for tests and benchmarks (never with bertqa itself):
+
+    python convert.py SQUAD.json OUT_DIR [--repeat N]
+
+OUT_DIR/rows.jsonl        Hugging Face rows, as `datasets.Dataset.to_json` writes them
+OUT_DIR/rows.jsonl.gz     the same, gzip-compressed
+OUT_DIR/rows.parquet      the same rows as Parquet (pyarrow, snappy: the hub's default)
+OUT_DIR/rows-1.parquet,   the rows split in two shards, as the hub stores larger splits
+  rows-2.parquet
+OUT_DIR/mrqa.jsonl.gz     the answerable questions as MRQA JSON Lines (a header line, one
+                          context per line, char_spans with inclusive ends), gzipped
+OUT_DIR/answerable.json   the answerable questions as SQuAD JSON (what the MRQA file
+                          holds, for comparison)
+
+--repeat N writes every question N times (ids suffixed `-rK` from the second copy on),
+for reading benchmarks.
+"""
+import argparse
+import gzip
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def rows_of(squad, repeat):
+    for k in range(repeat):
+        suffix = "" if k == 0 else f"-r{k}"
+        for article in squad["data"]:
+            for p in article["paragraphs"]:
+                for qa in p["qas"]:
+                    answers = [] if qa.get("is_impossible") else qa.get("answers", [])
+                    yield {
+                        "id": qa["id"] + suffix,
+                        "title": article.get("title", ""),
+                        "context": p["context"],
+                        "question": qa["question"],
+                        "answers": {
+                            "text": [a["text"] for a in answers],
+                            "answer_start": [a["answer_start"] for a in answers],
+                        },
+                    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("squad")
+    ap.add_argument("out")
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    with open(args.squad, encoding="utf-8") as f:
+        squad = json.load(f)
+    os.makedirs(args.out, exist_ok=True)
+    rows = list(rows_of(squad, args.repeat))
+    # to_json: one object per line, non-ASCII kept as is.
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    with open(os.path.join(args.out, "rows.jsonl"), "w", encoding="utf-8") as f:
+        f.write(lines)
+    with gzip.open(os.path.join(args.out, "rows.jsonl.gz"), "wt", encoding="utf-8") as f:
+        f.write(lines)
+    schema = pa.schema([
+        ("id", pa.string()), ("title", pa.string()), ("context", pa.string()),
+        ("question", pa.string()),
+        ("answers", pa.struct([("text", pa.list_(pa.string())),
+                               ("answer_start", pa.list_(pa.int32()))])),
+    ])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, os.path.join(args.out, "rows.parquet"), row_group_size=1000)
+    half = len(rows) // 2
+    pq.write_table(table.slice(0, half), os.path.join(args.out, "rows-1.parquet"))
+    pq.write_table(table.slice(half), os.path.join(args.out, "rows-2.parquet"))
+    # MRQA: answerable questions only, one context per line.
+    answerable = {"version": "1.1", "data": []}
+    with gzip.open(os.path.join(args.out, "mrqa.jsonl.gz"), "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"header": {"dataset": os.path.basename(args.squad), "split": "dev"}}) + "\n")
+        for article in squad["data"]:
+            kept = []
+            for p in article["paragraphs"]:
+                qas = [qa for qa in p["qas"] if not qa.get("is_impossible") and qa.get("answers")]
+                if not qas:
+                    continue
+                kept.append({"context": p["context"], "qas": qas})
+                line = {"id": "", "context": p["context"], "qas": []}
+                for qa in qas:
+                    texts = []
+                    for a in qa["answers"]:
+                        if a["text"] not in texts:
+                            texts.append(a["text"])
+                    detected = {}
+                    for a in qa["answers"]:
+                        d = detected.setdefault(a["text"], {"text": a["text"], "char_spans": [], "token_spans": []})
+                        span = [a["answer_start"], a["answer_start"] + len(a["text"]) - 1]
+                        if span not in d["char_spans"]:
+                            d["char_spans"].append(span)
+                    line["qas"].append({
+                        "id": qa["id"], "qid": qa["id"], "question": qa["question"],
+                        "answers": texts, "detected_answers": list(detected.values()),
+                    })
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            if kept:
+                answerable["data"].append({"title": article.get("title", ""), "paragraphs": kept})
+    with open(os.path.join(args.out, "answerable.json"), "w", encoding="utf-8") as f:
+        json.dump(answerable, f, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
