@@ -5,6 +5,7 @@ mod architecture;
 mod client_errors;
 mod common;
 mod compare;
+mod data_formats;
 mod decode;
 mod eval;
 mod features;

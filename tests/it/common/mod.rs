@@ -14,6 +14,7 @@
 #![allow(dead_code)]
 
 pub mod fake_triton;
+pub mod formats;
 pub mod nginx;
 pub mod oip;
 pub mod pki;
