@@ -3,6 +3,9 @@
 //! kept inputs (`tests/fixtures/fuzz/<target>/`, `tests/it/fuzz.rs`).
 //!
 //! - `squad_reader`: the bytes as a SQuAD file (errors are fine, panics are not).
+//! - `hf_rows`, `mrqa`, `parquet`: the bytes as Hugging Face rows in JSON Lines, MRQA
+//!   JSON Lines, a Parquet file of rows; `any_data`: as whatever their content says
+//!   (gzip included). A dataset read must hold together and write back as SQuAD JSON.
 //! - `features`: arbitrary UTF-8 question, context and answer, arbitrary (valid) window
 //!   geometry and casing, through the reader, the tokenizer and the feature builder;
 //!   checks the features' invariants.
@@ -44,6 +47,42 @@ fn tokenizer(lower: bool) -> &'static BertTokenizer {
         [false, true].map(|l| BertTokenizer::from_vocab_text(&text, l, &origin).unwrap())
     });
     &toks[usize::from(lower)]
+}
+
+/// The bytes as one format of `bertqa::data` (`None`: as their content says, gzip
+/// included); a dataset read must hold together.
+fn data_reader(data: &[u8], format: Option<bertqa::data::Format>) {
+    let path = Path::new("fuzz.data");
+    if let Ok((loaded, _)) = bertqa::data::from_bytes(data.to_vec(), format, path) {
+        let d = &loaded.dataset;
+        for (i, e) in d.examples.iter().enumerate() {
+            assert_eq!(e.example_index, i);
+            assert!(e.paragraph_index < d.paragraphs.len());
+        }
+        let mut out = Vec::new();
+        bertqa::data::write_squad(d, &mut out).unwrap();
+        let _ = loaded.strict();
+    }
+}
+
+/// The bytes as Hugging Face rows in JSON Lines.
+pub fn hf_rows(data: &[u8]) {
+    data_reader(data, Some(bertqa::data::Format::HfJsonl));
+}
+
+/// The bytes as MRQA JSON Lines.
+pub fn mrqa(data: &[u8]) {
+    data_reader(data, Some(bertqa::data::Format::Mrqa));
+}
+
+/// The bytes as a Parquet file of Hugging Face rows.
+pub fn parquet(data: &[u8]) {
+    data_reader(data, Some(bertqa::data::Format::HfParquet));
+}
+
+/// The bytes as any data file, found by content (gzip, Parquet, the JSON formats).
+pub fn any_data(data: &[u8]) {
+    data_reader(data, None);
 }
 
 /// The bytes as a SQuAD file.

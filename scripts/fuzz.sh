@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing (not part of .ci/run): runs each cargo-fuzz target (fuzz/fuzz_targets/:
-# squad_reader, features, decode; harnesses in fuzz/harness.rs) for SECONDS (default
+# squad_reader, hf_rows, mrqa, parquet, any_data, features, decode; harnesses in
+# fuzz/harness.rs) for SECONDS (default
 # 300) one after another, and prints executions, seconds and crashes per target.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -17,7 +18,7 @@
 SECONDS_PER_TARGET="${1:-300}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(squad_reader features decode)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(squad_reader hf_rows mrqa parquet any_data features decode)
 command -v cargo-fuzz >/dev/null 2>&1 || die "cargo-fuzz is not installed: cargo install cargo-fuzz"
 export RUSTC_BOOTSTRAP=1
 cd "$BERTQA_ROOT/fuzz"
@@ -27,9 +28,10 @@ status=0
 for t in "${TARGETS[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"
   seeds=("$BERTQA_ROOT/tests/fixtures/fuzz/$t")
-  if [ "$t" = squad_reader ]; then
-    seeds+=("$BERTQA_ROOT/tests/fixtures/squad" "$BERTQA_ROOT/data")
-  fi
+  case "$t" in
+    squad_reader|any_data) seeds+=("$BERTQA_ROOT/tests/fixtures/squad" "$BERTQA_ROOT/data");;
+    mrqa) seeds+=("$BERTQA_ROOT/tests/fixtures/mrqa");;
+  esac
   log "fuzzing $t for $SECONDS_PER_TARGET s"
   logf="artifacts/$t/fuzz.log"
   set +e

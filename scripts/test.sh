@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs what the tests need
 # (vocabulary, a real Triton server, MLServer and KServe's model server in the cache,
-# nginx from Debian's packages, pyarrow for test data), then runs format, lint, tests and docs checks. This is
-# what .ci/run calls.
+# nginx from Debian's packages, pyarrow for test data), then runs format, lint, tests
+# and docs checks. This is what .ci/run calls.
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"

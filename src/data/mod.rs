@@ -106,8 +106,23 @@ fn load_one(path: &Path, digest: bool) -> Result<(Loaded, Format)> {
     };
     let bytes = gunzip(raw, path)?;
     let sha256 = digest.then(|| crate::sha256::of_bytes(&bytes));
-    let format = sniff(&bytes, path)?;
-    let mut loaded = match format {
+    let (mut loaded, format) = read_content(bytes, None, path)?;
+    loaded.sha256 = sha256;
+    Ok((loaded, format))
+}
+
+/// Reads `bytes` (decompressed first when they are gzip's) as `format`, or as their
+/// content says when `None`; `path` names them in messages.
+pub fn from_bytes(bytes: Vec<u8>, format: Option<Format>, path: &Path) -> Result<(Loaded, Format)> {
+    read_content(gunzip(bytes, path)?, format, path)
+}
+
+fn read_content(bytes: Vec<u8>, format: Option<Format>, path: &Path) -> Result<(Loaded, Format)> {
+    let format = match format {
+        Some(f) => f,
+        None => sniff(&bytes, path)?,
+    };
+    let loaded = match format {
         Format::Squad => {
             let raw = squad::parse(&bytes, path)?;
             drop(bytes);
@@ -122,7 +137,6 @@ fn load_one(path: &Path, digest: bool) -> Result<(Loaded, Format)> {
             loaded
         }
     };
-    loaded.sha256 = sha256;
     Ok((loaded, format))
 }
 

@@ -76,6 +76,7 @@ pub(super) fn read(bytes: &[u8], path: &Path) -> Result<(RawFile, Vec<Warning>)>
         let context = line.context.ok_or_else(|| missing("context"))?;
         let qas = line.qas.ok_or_else(|| missing("qas"))?;
         let index = paragraphs.len();
+        let context_chars = context.chars().count();
         let mut raw_qas = Vec::with_capacity(qas.len());
         for qa in qas {
             if let Some(earlier) = seen.insert(qa.qid.clone(), (index, raw_qas.len())) {
@@ -92,13 +93,15 @@ pub(super) fn read(bytes: &[u8], path: &Path) -> Result<(RawFile, Vec<Warning>)>
                 .answers
                 .into_iter()
                 .map(|text| {
-                    // The start of a detected span of the same text, when there is one.
+                    // The start of a detected span of the same text, when there is one
+                    // inside the context (scoring reads only the text).
                     let answer_start = qa
                         .detected_answers
                         .iter()
                         .find(|d| d.text == text)
                         .and_then(|d| d.char_spans.first())
-                        .map(|span| span[0]);
+                        .map(|span| span[0])
+                        .filter(|&start| start < context_chars);
                     RawAnswer { text, answer_start }
                 })
                 .collect();

@@ -142,8 +142,25 @@ fn field_of(text: &[u8]) -> Option<String> {
     Some("field `answers`: ".into())
 }
 
-/// Rows as Parquet: every row group, in order.
+/// Rows as Parquet: every row group, in order. The parquet crate asserts (panics) on
+/// some damaged files instead of returning an error: such a panic is caught here and
+/// reported as a file that cannot be read (its message may also reach stderr).
 pub(super) fn from_parquet(bytes: Vec<u8>, path: &Path) -> Result<RawFile> {
+    let read = std::panic::catch_unwind(|| parquet_rows(bytes, path));
+    read.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the reader failed".into());
+        Err(Error::input(
+            Location::file(path),
+            format!("a Parquet file that cannot be read (damaged: {why})"),
+        ))
+    })
+}
+
+fn parquet_rows(bytes: Vec<u8>, path: &Path) -> Result<RawFile> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let bad = |e: parquet::errors::ParquetError| {
         Error::input(

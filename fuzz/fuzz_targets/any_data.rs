@@ -1,0 +1,7 @@
+//! Fuzz target `any_data` (see fuzz/harness.rs).
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::any_data(data));

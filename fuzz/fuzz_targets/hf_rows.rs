@@ -1,0 +1,7 @@
+//! Fuzz target `hf_rows` (see fuzz/harness.rs).
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::hf_rows(data));
