@@ -12,6 +12,7 @@ OUT_DIR/mrqa.jsonl.gz     the answerable questions as MRQA JSON Lines (a header 
                           context per line, char_spans with inclusive ends), gzipped
 OUT_DIR/answerable.json   the answerable questions as SQuAD JSON (what the MRQA file
                           holds, for comparison)
+OUT_DIR/squad.json        the rows as SQuAD JSON again (with --repeat, the repeated file)
 
 --repeat N writes every question N times (ids suffixed `-rK` from the second copy on),
 for reading benchmarks.
@@ -103,6 +104,22 @@ def main():
                 answerable["data"].append({"title": article.get("title", ""), "paragraphs": kept})
     with open(os.path.join(args.out, "answerable.json"), "w", encoding="utf-8") as f:
         json.dump(answerable, f, ensure_ascii=False)
+    # The rows as SQuAD JSON: one article per run of one title, one paragraph per run
+    # of one context.
+    data = []
+    for r in rows:
+        if not data or data[-1]["title"] != r["title"]:
+            data.append({"title": r["title"], "paragraphs": []})
+        paras = data[-1]["paragraphs"]
+        if not paras or paras[-1]["context"] != r["context"]:
+            paras.append({"context": r["context"], "qas": []})
+        a = r["answers"]
+        paras[-1]["qas"].append({
+            "id": r["id"], "question": r["question"], "is_impossible": not a["text"],
+            "answers": [{"text": t, "answer_start": s} for t, s in zip(a["text"], a["answer_start"])],
+        })
+    with open(os.path.join(args.out, "squad.json"), "w", encoding="utf-8") as f:
+        json.dump({"version": squad.get("version", ""), "data": data}, f, ensure_ascii=False)
 
 
 if __name__ == "__main__":
