@@ -72,36 +72,40 @@ def main():
     half = len(rows) // 2
     pq.write_table(table.slice(0, half), os.path.join(args.out, "rows-1.parquet"))
     pq.write_table(table.slice(half), os.path.join(args.out, "rows-2.parquet"))
-    # MRQA: answerable questions only, one context per line.
+    # MRQA: the answerable rows, one context per line (a run of rows of one context).
     answerable = {"version": "1.1", "data": []}
     with gzip.open(os.path.join(args.out, "mrqa.jsonl.gz"), "wt", encoding="utf-8") as f:
         f.write(json.dumps({"header": {"dataset": os.path.basename(args.squad), "split": "dev"}}) + "\n")
-        for article in squad["data"]:
-            kept = []
-            for p in article["paragraphs"]:
-                qas = [qa for qa in p["qas"] if not qa.get("is_impossible") and qa.get("answers")]
-                if not qas:
-                    continue
-                kept.append({"context": p["context"], "qas": qas})
-                line = {"id": "", "context": p["context"], "qas": []}
-                for qa in qas:
-                    texts = []
-                    for a in qa["answers"]:
-                        if a["text"] not in texts:
-                            texts.append(a["text"])
-                    detected = {}
-                    for a in qa["answers"]:
-                        d = detected.setdefault(a["text"], {"text": a["text"], "char_spans": [], "token_spans": []})
-                        span = [a["answer_start"], a["answer_start"] + len(a["text"]) - 1]
-                        if span not in d["char_spans"]:
-                            d["char_spans"].append(span)
-                    line["qas"].append({
-                        "id": qa["id"], "qid": qa["id"], "question": qa["question"],
-                        "answers": texts, "detected_answers": list(detected.values()),
-                    })
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
-            if kept:
-                answerable["data"].append({"title": article.get("title", ""), "paragraphs": kept})
+        line = None
+        for r in rows:
+            a = r["answers"]
+            if not a["text"]:
+                continue
+            if line is None or line["context"] != r["context"]:
+                if line is not None:
+                    f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                line = {"id": "", "context": r["context"], "qas": []}
+                if not answerable["data"] or answerable["data"][-1]["title"] != r["title"]:
+                    answerable["data"].append({"title": r["title"], "paragraphs": []})
+                answerable["data"][-1]["paragraphs"].append({"context": r["context"], "qas": []})
+            texts, detected = [], {}
+            for text, start in zip(a["text"], a["answer_start"]):
+                if text not in texts:
+                    texts.append(text)
+                d = detected.setdefault(text, {"text": text, "char_spans": [], "token_spans": []})
+                span = [start, start + len(text) - 1]
+                if span not in d["char_spans"]:
+                    d["char_spans"].append(span)
+            line["qas"].append({
+                "id": r["id"], "qid": r["id"], "question": r["question"],
+                "answers": texts, "detected_answers": list(detected.values()),
+            })
+            answerable["data"][-1]["paragraphs"][-1]["qas"].append({
+                "id": r["id"], "question": r["question"],
+                "answers": [{"text": t, "answer_start": s} for t, s in zip(a["text"], a["answer_start"])],
+            })
+        if line is not None:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
     with open(os.path.join(args.out, "answerable.json"), "w", encoding="utf-8") as f:
         json.dump(answerable, f, ensure_ascii=False)
     # The rows as SQuAD JSON: one article per run of one title, one paragraph per run
