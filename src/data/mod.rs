@@ -174,9 +174,20 @@ fn sniff(bytes: &[u8], path: &Path) -> Result<Format> {
             format!("not a SQuAD, Hugging Face or MRQA file: it starts with {shown:?}"),
         )
     };
-    let Some(start) = start.filter(|&i| text[i] == b'{') else {
+    let Some(start) = start else {
         return Err(unknown());
     };
+    if text[start] != b'{' {
+        // Other JSON (an array, a number) gets the SQuAD reader's words for it ("not a
+        // SQuAD file: a JSON array …"); anything else is no format bertqa knows.
+        let json = matches!(text[start], b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n');
+        return if json { Ok(Format::Squad) } else { Err(unknown()) };
+    }
+    // SQuAD files open with "data" or "version": known without reading their one long
+    // line (official files are a single line of megabytes).
+    if matches!(first_key(&text[start..]), Some(b"data" | b"version")) {
+        return Ok(Format::Squad);
+    }
     let line_end = text[start..]
         .iter()
         .position(|&b| b == b'\n')
@@ -193,9 +204,27 @@ fn sniff(bytes: &[u8], path: &Path) -> Result<Format> {
         Format::Mrqa
     } else if has("question") && has("context") {
         Format::HfJsonl
+    } else if text[line_end..].iter().all(u8::is_ascii_whitespace) {
+        // One JSON object of another shape: the SQuAD reader says what it holds.
+        Format::Squad
     } else {
         return Err(unknown());
     })
+}
+
+/// The first key of the JSON object `text` starts with, as written (escapes left as
+/// they are), when it has one.
+fn first_key(text: &[u8]) -> Option<&[u8]> {
+    let rest = text.strip_prefix(b"{")?;
+    let rest = &rest[rest.iter().position(|b| !b.is_ascii_whitespace())?..];
+    let rest = rest.strip_prefix(b"\"")?;
+    let mut escaped = false;
+    let end = rest.iter().position(|&b| {
+        let close = b == b'"' && !escaped;
+        escaped = b == b'\\' && !escaped;
+        close
+    })?;
+    Some(&rest[..end])
 }
 
 /// The keys of a JSON object (values skipped), or `None` when `line` is not one

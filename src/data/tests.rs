@@ -149,3 +149,11 @@ fn any_dataset_writes_back_as_squad_json() {
     assert_eq!(f, Format::Squad);
     assert_eq!(again.dataset.examples, hf.dataset.examples);
 }
+
+#[test]
+fn the_first_key_is_read_without_the_rest() {
+    assert_eq!(first_key(br#"{ "data": [..."#), Some(&b"data"[..]));
+    assert_eq!(first_key(br#"{"a\"b": 1}"#), Some(&br#"a\"b"#[..]));
+    assert_eq!(first_key(b"{}"), None);
+    assert_eq!(first_key(b"[1]"), None);
+}
