@@ -180,8 +180,15 @@ fn sniff(bytes: &[u8], path: &Path) -> Result<Format> {
     if text[start] != b'{' {
         // Other JSON (an array, a number) gets the SQuAD reader's words for it ("not a
         // SQuAD file: a JSON array …"); anything else is no format bertqa knows.
-        let json = matches!(text[start], b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n');
-        return if json { Ok(Format::Squad) } else { Err(unknown()) };
+        let json = matches!(
+            text[start],
+            b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+        );
+        return if json {
+            Ok(Format::Squad)
+        } else {
+            Err(unknown())
+        };
     }
     // SQuAD files open with "data" or "version": known without reading their one long
     // line (official files are a single line of megabytes).

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use super::root;
@@ -12,15 +12,7 @@ use super::root;
 /// The python of the data tools' venv (`scripts/setup_data_tools.sh`).
 fn python() -> &'static str {
     static PY: OnceLock<String> = OnceLock::new();
-    PY.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(root().join("scripts/setup_data_tools.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run scripts/setup_data_tools.sh");
-        assert!(out.status.success(), "scripts/setup_data_tools.sh failed");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    })
+    PY.get_or_init(|| super::triton::set_up("scripts/setup_data_tools.sh"))
 }
 
 /// Runs a Python snippet of the data tools' venv (pyarrow at hand) with `args`.

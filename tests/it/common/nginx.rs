@@ -16,7 +16,6 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::root;
 use super::triton::{free_port, listens, log_tail, server};
 
 /// The Host routed to Triton's HTTP port.
@@ -96,13 +95,7 @@ http {{
 }
 
 fn start() -> Proxy {
-    let out = Command::new("bash")
-        .arg(root().join("scripts/setup_nginx.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run scripts/setup_nginx.sh");
-    assert!(out.status.success(), "scripts/setup_nginx.sh failed");
-    let nginx = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let nginx = super::triton::set_up("scripts/setup_nginx.sh");
     let dir = std::env::temp_dir().join(format!("bertqa-nginx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (http, grpc) = (free_port(), free_port());

@@ -33,16 +33,22 @@ pub fn triton_env() -> &'static HashMap<String, String> {
     ENV.get_or_init(|| installed("scripts/setup_triton.sh"))
 }
 
-/// Runs a set-up script (idempotent; it prints the path of the KEY=VALUE file it
-/// wrote) and reads what it installed.
-pub(super) fn installed(script: &str) -> HashMap<String, String> {
+/// Runs a set-up script of `scripts/` (idempotent) and returns the one line it prints
+/// (the path of what it installed).
+pub(super) fn set_up(script: &str) -> String {
     let out = Command::new("bash")
         .arg(root().join(script))
         .stderr(Stdio::inherit())
         .output()
         .unwrap_or_else(|e| panic!("run {script}: {e}"));
     assert!(out.status.success(), "{script} failed");
-    let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Runs a set-up script (idempotent; it prints the path of the KEY=VALUE file it
+/// wrote) and reads what it installed.
+pub(super) fn installed(script: &str) -> HashMap<String, String> {
+    let path = set_up(script);
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .lines()
