@@ -40,7 +40,9 @@ def rows_of(squad, repeat):
                         "question": qa["question"],
                         "answers": {
                             "text": [a["text"] for a in answers],
-                            "answer_start": [a["answer_start"] for a in answers],
+                            # An unknown offset (null in some public files) as 0,
+                            # which is how bertqa's SQuAD reader keeps it.
+                            "answer_start": [a.get("answer_start") or 0 for a in answers],
                         },
                     }
 
