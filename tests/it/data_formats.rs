@@ -253,3 +253,45 @@ fn resume_cannot_continue_standard_input_and_any_data_converts_to_squad() {
     let features = |p: &Path| bertqa(&["features", "--data", p.to_str().unwrap()]).stdout;
     assert_eq!(features(&squad), features(&root().join(SAMPLE)));
 }
+
+/// `--resume` continues a run on gzip-compressed rows: the journal's fingerprint is the
+/// content's, so the answers after SIGKILL and `--resume` are an uninterrupted run's.
+#[test]
+fn resume_continues_a_run_on_compressed_rows() {
+    use crate::common::{journaled, ok, slow_server, spawn_bertqa, wait_for_journal};
+    let s = slow_server(None);
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = converted("tests/fixtures/squad/v2-long.json").join("rows.jsonl.gz");
+    let gz = gz.to_str().unwrap();
+    let args = |out: &Path, extra: &[&'static str]| {
+        let mut a = crate::resume::args(&s.url, "oracle-slow", out, extra)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        a[2] = gz.to_string(); // --data
+        a
+    };
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+    ok(&bertqa(&args(&reference, &[])));
+    let mut child = spawn_bertqa(&args(&out, &[]));
+    wait_for_journal(&mut child, &out, 30);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = journaled(&out);
+    let o = bertqa(&args(&out, &["--resume"]));
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!("{kept} features already answered")),
+        "{}",
+        show(&o)
+    );
+    crate::common::assert_same_files(
+        &reference,
+        &out,
+        &[
+            "predictions.json",
+            "nbest_predictions.json",
+            "null_odds.json",
+        ],
+    );
+}
