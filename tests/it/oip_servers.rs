@@ -93,6 +93,14 @@ fn eval_of_the_oracle_answers_as_on_triton_byte_for_byte() {
         assert_eq!(v["batch_size"], 8, "bertqa's default batch");
         assert_same_outputs(&triton, &dir);
     }
+    // The text report says who chose the batch size.
+    let mut args = sample_eval("oracle", &tmp.path().join("text"), &at(mlserver(), "grpc"));
+    args.retain(|a| a != "--json");
+    let o = bertqa(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = " over gRPC (batch 8 (bertqa's default: the server declares no batching), \
+                concurrency 4)";
+    assert!(text.contains(line), "{}", show(&o));
 }
 
 #[test]
@@ -145,7 +153,8 @@ fn perf_sweeps_with_the_server_breakdown_not_reported() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("batching not declared by the server"),
+        // No platform named, the batching said to be bertqa's choice.
+        text.contains(" over HTTP (batching not declared by the server)\n"),
         "{text}"
     );
     assert!(text.contains("batches of 8, bertqa's default"), "{text}");

@@ -289,13 +289,18 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
     };
     match (&r.binding, &r.url, r.protocol) {
         (Some(b), Some(url), Some(protocol)) => {
+            // A server without model configuration may name no platform.
+            let platform = if b.platform.is_empty() {
+                String::new()
+            } else {
+                format!("{}, ", b.platform)
+            };
             let _ = writeln!(
                 s,
-                "model        {} at {} over {} ({}, {}, concurrency {})",
+                "model        {} at {} over {} ({platform}{}, concurrency {})",
                 b.model,
                 url,
                 bertqa::report::protocol_words(protocol),
-                b.platform,
                 super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
                 r.concurrency
             );

@@ -55,13 +55,18 @@ fn setting(s: &mut String, r: &Report) {
             ", bertqa's default",
         ),
     };
+    // A server without model configuration may name no platform.
+    let platform = if r.platform.is_empty() {
+        String::new()
+    } else {
+        format!("{}, ", r.platform)
+    };
     let _ = writeln!(
         s,
-        "model        {}{version} at {} over {} ({}, {batching})",
+        "model        {}{version} at {} over {} ({platform}{batching})",
         r.model,
         r.url,
         crate::report::protocol_words(r.protocol),
-        r.platform,
     );
     let _ = writeln!(
         s,
