@@ -442,3 +442,40 @@ fn server_that_is_not_there_fails_fast_with_one_line() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// Models served without Triton's batching (`max_batch_size: 0`, the batch dimension in
+/// the dims: `[-1, 384]`, and `[-1, -1]` for a dynamic sequence length) bind by the
+/// rule for batching nobody declares and answer as their batched twins, byte for byte,
+/// over gRPC and HTTP.
+#[test]
+fn models_served_without_triton_batching_answer_as_their_batched_twins() {
+    use crate::common::{assert_same_outputs, http_url, json_of, sample_eval};
+    let tmp = tempfile::tempdir().unwrap();
+    let grpc = server().url.clone();
+    let http = http_url();
+    for (protocol, url) in [("grpc", grpc.as_str()), ("http", http.as_str())] {
+        for (batched, unbatched) in [
+            ("tiny-bert", "tiny-bert-nobatch"),
+            ("bert-onnx", "bert-onnx-nobatch"),
+        ] {
+            let run = |model: &str| {
+                let dir = tmp.path().join(format!("{protocol}-{model}"));
+                let v = json_of(&bertqa(&sample_eval(
+                    model,
+                    &dir,
+                    &["--protocol", protocol, "--url", url],
+                )));
+                (dir, v)
+            };
+            let (a, _) = run(batched);
+            let (b, v) = run(unbatched);
+            assert_same_outputs(&a, &b);
+            assert_eq!(v["batch_size"], 8, "{unbatched}: bertqa's default batch");
+            assert_eq!(
+                v["model"]["binding"]["batching"], "undeclared",
+                "{}",
+                v["model"]
+            );
+        }
+    }
+}
