@@ -17,6 +17,7 @@ pub mod fake_triton;
 pub mod formats;
 pub mod nginx;
 pub mod oip;
+pub mod owned;
 pub mod pki;
 pub mod tls_proxy;
 mod triton;

@@ -10,13 +10,13 @@
 //! - HTTP, Host [`PREFIX_HOST`]: the prefix `/seldon/prod/bert/` → Triton (both);
 //! - gRPC (h2c), `:authority` [`GRPC_AUTHORITY`]: everything → Triton's gRPC port.
 
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
-use super::triton::{free_port, listens, log_tail, server};
+use super::owned::start_owned;
+use super::triton::{free_port, listens, server};
 
 /// The Host routed to Triton's HTTP port.
 pub const HTTP_HOST: &str = "bert.default.example.com";
@@ -102,61 +102,20 @@ fn start() -> Proxy {
     let conf = dir.join("nginx.conf");
     std::fs::write(&conf, config(&dir, http, grpc)).unwrap();
     let log = dir.join("error.log");
-    let (tx, rx) = mpsc::channel();
-    // The spawning thread outlives the proxy: PR_SET_PDEATHSIG fires when the thread
-    // that forked the child exits.
-    std::thread::spawn(move || {
-        let mut cmd = Command::new(&nginx);
-        cmd.arg("-p")
-            .arg(&dir)
-            .arg("-c")
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap());
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().expect("spawn nginx");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                let _ = tx.send(Err(format!(
-                    "nginx exited during start-up ({status}):\n{}\n{}",
-                    log_tail(&dir.join("stderr.log"), 20),
-                    log_tail(&log, 20)
-                )));
-                return;
-            }
-            if listens(child.id(), http) && listens(child.id(), grpc) {
-                let _ = tx.send(Ok(Proxy {
-                    http: format!("127.0.0.1:{http}"),
-                    grpc: format!("127.0.0.1:{grpc}"),
-                    log: log.clone(),
-                }));
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = tx.send(Err(format!(
-                    "nginx not listening after 30 s:\n{}",
-                    log_tail(&log, 20)
-                )));
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = child.wait();
-        loop {
-            std::thread::park();
-        }
-    });
-    match rx.recv().expect("proxy thread") {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
+    let mut cmd = Command::new(&nginx);
+    cmd.arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap());
+    let ready = move |pid| listens(pid, http) && listens(pid, grpc);
+    let logs = vec![dir.join("stderr.log"), log.clone()];
+    start_owned("nginx", cmd, logs, Duration::from_secs(30), ready);
+    Proxy {
+        http: format!("127.0.0.1:{http}"),
+        grpc: format!("127.0.0.1:{grpc}"),
+        log,
     }
 }

@@ -6,14 +6,14 @@
 //! with its log tail, and `PR_SET_PDEATHSIG` ends it with the tests.
 
 use std::collections::HashMap;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
+use super::owned::start_owned;
 use super::root;
-use super::triton::{free_port, http_ready, installed, listens, log_tail};
+use super::triton::{free_port, http_ready, installed, listens};
 
 /// A running server of the protocol.
 #[derive(Debug, Clone)]
@@ -55,78 +55,42 @@ fn oip_env() -> &'static HashMap<String, String> {
 }
 
 fn start(name: &'static str) -> OipServer {
-    let env = oip_env().clone();
-    let (tx, rx) = mpsc::channel();
-    // The spawning thread outlives the server: PR_SET_PDEATHSIG fires when the thread
-    // that forked the child exits.
-    std::thread::spawn(move || {
-        let (http, grpc) = (free_port(), free_port());
-        let oip = root().join("models/oip");
-        let log =
-            std::env::temp_dir().join(format!("bertqa-{name}-{}-{grpc}.log", std::process::id()));
-        let log_file = std::fs::File::create(&log).unwrap();
-        let mut cmd = if name == "mlserver" {
-            let mut c = Command::new(&env["MLSERVER"]);
-            c.arg("start")
-                .arg(oip.join("mlserver"))
-                .env("MLSERVER_HTTP_PORT", http.to_string())
-                .env("MLSERVER_GRPC_PORT", grpc.to_string());
-            c
-        } else {
-            let mut c = Command::new(&env["KSERVE_PYTHON"]);
-            c.arg(oip.join("kserve_server.py"))
-                .args(["--http_port", &http.to_string()])
-                .args(["--grpc_port", &grpc.to_string()]);
-            c
-        };
-        cmd.env("PYTHONPATH", &oip)
-            .current_dir(&oip)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().unwrap())
-            .stderr(log_file);
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        let deadline = Instant::now() + Duration::from_secs(180);
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                let _ = tx.send(Err(format!(
-                    "{name} exited during start-up ({status}):\n{}",
-                    log_tail(&log, 40)
-                )));
-                return;
-            }
-            if listens(child.id(), grpc) && http_ready(http) {
-                let _ = tx.send(Ok(OipServer {
-                    name,
-                    grpc: format!("127.0.0.1:{grpc}"),
-                    http: format!("127.0.0.1:{http}"),
-                    log: log.clone(),
-                }));
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = tx.send(Err(format!(
-                    "{name} not ready after 180 s:\n{}",
-                    log_tail(&log, 40)
-                )));
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = child.wait();
-        loop {
-            std::thread::park();
-        }
-    });
-    match rx.recv().expect("server thread") {
-        Ok(s) => s,
-        Err(e) => panic!("{e}"),
+    let env = oip_env();
+    let (http, grpc) = (free_port(), free_port());
+    let oip = root().join("models/oip");
+    let log = std::env::temp_dir().join(format!("bertqa-{name}-{}-{grpc}.log", std::process::id()));
+    let log_file = std::fs::File::create(&log).unwrap();
+    let mut cmd = if name == "mlserver" {
+        let mut c = Command::new(&env["MLSERVER"]);
+        c.arg("start")
+            .arg(oip.join("mlserver"))
+            .env("MLSERVER_HTTP_PORT", http.to_string())
+            .env("MLSERVER_GRPC_PORT", grpc.to_string());
+        c
+    } else {
+        let mut c = Command::new(&env["KSERVE_PYTHON"]);
+        c.arg(oip.join("kserve_server.py"))
+            .args(["--http_port", &http.to_string()])
+            .args(["--grpc_port", &grpc.to_string()]);
+        c
+    };
+    cmd.env("PYTHONPATH", &oip)
+        .current_dir(&oip)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file);
+    let ready = move |pid| listens(pid, grpc) && http_ready(http);
+    start_owned(
+        name,
+        cmd,
+        vec![log.clone()],
+        Duration::from_secs(180),
+        ready,
+    );
+    OipServer {
+        name,
+        grpc: format!("127.0.0.1:{grpc}"),
+        http: format!("127.0.0.1:{http}"),
+        log,
     }
 }
