@@ -46,7 +46,7 @@ pub(crate) fn load_data(
     strict: bool,
     limit: Option<usize>,
 ) -> bertqa::Result<Dataset> {
-    Ok(load_data_digest(paths, strict, limit)?.0)
+    Ok(load(paths, strict, limit, false)?.0)
 }
 
 /// [`load_data`], with the SHA-256 (hex) of the content read and its format.
@@ -55,12 +55,23 @@ pub(crate) fn load_data_digest(
     strict: bool,
     limit: Option<usize>,
 ) -> bertqa::Result<(Dataset, String, Format)> {
+    let (dataset, digest, format) = load(paths, strict, limit, true)?;
+    Ok((dataset, digest.expect("load takes the digest"), format))
+}
+
+/// The data, and its digest only when asked for (hashing a large file is not free).
+fn load(
+    paths: &[PathBuf],
+    strict: bool,
+    limit: Option<usize>,
+    digest: bool,
+) -> bertqa::Result<(Dataset, Option<String>, Format)> {
     if let Some(first) = paths.first() {
         huge_pages_for(first);
     }
-    let (loaded, format) = bertqa::data::load(paths, true)?;
+    let (loaded, format) = bertqa::data::load(paths, digest)?;
     let (dataset, digest) = finish_loading(loaded, strict, limit)?;
-    Ok((dataset, digest.expect("load takes the digest"), format))
+    Ok((dataset, digest, format))
 }
 
 /// The `--data` files as reports name them: the path, or the paths joined by ", ".
