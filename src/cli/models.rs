@@ -84,7 +84,8 @@ async fn collect(args: &Args) -> anyhow::Result<Report> {
     let client = TritonClient::connect(&config).await?;
     let live = client.server_live().await?;
     let ready = client.server_ready().await?;
-    let meta = client.server_metadata().await?;
+    // Kept by the client: the messages of the calls below name the server by it.
+    let meta = client.server_info().await?.clone();
     let index = client.list_models().await?;
     let model = match &args.model {
         None => None,
