@@ -19,6 +19,7 @@ mod merge;
 mod models;
 mod oip_servers;
 mod perf;
+mod perf_budget;
 mod pipeline;
 mod reliability;
 mod resume;
