@@ -3,7 +3,9 @@
 //! in flight wait N × 20 ms each; `null-paced-every-4th-slow` takes 80 ms every 4th
 //! execution, so at one request in flight 3 in 4 requests take 20 ms and 1 in 4 take
 //! 80 ms. Budgets sit half a step between the known latencies, so no timing race
-//! decides a test.
+//! decides a test. The searches judge the median: on a machine shared with other
+//! tests a stall of the server's process can lengthen a few requests of a level (its
+//! tail), never half of them.
 //!
 //! The tests run against a server of their own, one at a time: a test's load would
 //! change another's latency.
@@ -143,13 +145,15 @@ fn binary_search_finds_the_largest_concurrency_within_budget() {
             "1:16",
             "--latency-threshold",
             "110",
+            "--percentile",
+            "50",
             "--binary-search",
             "--requests-jsonl",
             lines.to_str().unwrap(),
         ],
     );
     assert_eq!(v["latency_budget"]["search"], "binary");
-    assert_eq!(v["latency_budget"]["percentile"], 99.0);
+    assert_eq!(v["latency_budget"]["percentile"], 50.0);
     assert_eq!(v["within_budget"]["concurrency"], 5, "{v:#}");
     assert!(f(&v["within_budget"]["latency_ms"]) <= 110.0);
     let measured: Vec<u64> = v["levels"]
@@ -182,6 +186,8 @@ fn a_sweep_stops_after_the_first_level_over_budget_and_counts_goodput() {
             "4:8",
             "--latency-threshold",
             "110",
+            "--percentile",
+            "50",
             "--measurement-interval-ms",
             "400",
             "--max-trials",
@@ -191,34 +197,33 @@ fn a_sweep_stops_after_the_first_level_over_budget_and_counts_goodput() {
     ok(&o);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("budget       p99 ≤ 110 ms: levels in order, up to the first over budget"),
+        text.contains("budget       p50 ≤ 110 ms: levels in order, up to the first over budget"),
         "{text}"
     );
     assert!(
-        text.contains("within budget (p99 ≤ 110 ms): concurrency 5, p99 "),
+        text.contains("within budget (p50 ≤ 110 ms): concurrency 5, p50 "),
         "{text}"
     );
     assert!(text.contains("(3 levels measured)"), "{text}");
     assert!(!text.contains("concurrency 7"), "{text}");
-    // At 4 and 5 in flight every request takes 80 or 100 ms; at 6, 120 ms once the
-    // first requests of the level are through.
+    // At 4 and 5 in flight every request takes 80 or 100 ms (but for a stall); at 6,
+    // 120 ms once the first requests of the level are through.
     let rows: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("concurrency    infer/s"))
         .skip(1)
         .take(3)
         .collect();
-    assert!(rows[0].ends_with("within   100.0%"), "{rows:?}");
-    assert!(rows[1].ends_with("within   100.0%"), "{rows:?}");
+    let share = |row: &str| -> f64 {
+        let pct = row.split_whitespace().last().unwrap();
+        pct.trim_end_matches('%').parse().unwrap()
+    };
+    for row in &rows[..2] {
+        assert!(row.contains("within"), "{rows:?}");
+        assert!(share(row) >= 90.0, "{rows:?}");
+    }
     assert!(rows[2].contains("OVER"), "{rows:?}");
-    let share: f64 = rows[2]
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .trim_end_matches('%')
-        .parse()
-        .unwrap();
-    assert!(share < 50.0, "{rows:?}");
+    assert!(share(rows[2]) < 50.0, "{rows:?}");
 }
 
 #[test]
@@ -243,9 +248,10 @@ fn the_percentile_decides_and_goodput_is_the_share_within_the_threshold() {
     assert_eq!(level["budget"]["within"], true, "{level:#}");
     assert_eq!(p50["within_budget"]["concurrency"], 1);
     let share = f(&level["goodput"]["share"]);
-    // Windows cut the cycle of 4 anywhere: a window of k requests holds k/4 ± 1 slow.
+    // Windows cut the cycle of 4 anywhere (a window of k requests holds k/4 ± 1 slow
+    // ones), and a stall may push a fast request over.
     let n = f(&level["requests"]);
-    assert!((share - 0.75).abs() <= 3.0 / n + 1e-9, "{share} of {n}");
+    assert!((share - 0.75).abs() <= 3.0 / n + 0.05, "{share} of {n}");
     let per_s = f(&level["goodput"]["per_s"]);
     let expected = share * f(&level["throughput"]["requests_per_s"]);
     assert!(
@@ -270,6 +276,8 @@ fn request_rate_binary_search_finds_the_largest_rate_within_budget() {
             "5:85:20",
             "--latency-threshold",
             "60",
+            "--percentile",
+            "50",
             "--binary-search",
             "--max-trials",
             "3",
