@@ -95,6 +95,8 @@ pub mod features;
 pub mod journal;
 mod latency;
 pub mod logits_io;
+#[cfg(feature = "cli")]
+pub(crate) mod metrics;
 mod output_file;
 #[cfg(feature = "cli")]
 mod perf;

@@ -23,6 +23,7 @@ pub(crate) mod client;
 pub(crate) mod extensions;
 mod grpc;
 pub(crate) mod http;
+pub(crate) mod page;
 pub(crate) mod peer;
 pub(crate) mod pool;
 pub mod proto;

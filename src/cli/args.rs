@@ -326,3 +326,20 @@ pub struct ScoringArgs {
     )]
     pub na_prob_thresh: f64,
 }
+
+/// The server's Prometheus metrics through a run (`perf` reads them from Triton by
+/// default, `eval` only when given `--metrics-url`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = METRICS)]
+pub struct MetricsArgs {
+    /// Prometheus endpoint to read (default for Triton: its host, port 8002); repeat for
+    /// several servers, whose figures are then added up
+    #[arg(long, value_name = "URL", action = clap::ArgAction::Append)]
+    pub metrics_url: Vec<String>,
+    /// Read no metrics
+    #[arg(long, conflicts_with = "metrics_url")]
+    pub no_metrics: bool,
+    /// Read the metrics every this many milliseconds
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub metrics_interval_ms: u64,
+}

@@ -11,5 +11,7 @@ pub(crate) const SECURITY: &str = "Security";
 pub(crate) const DECODING: &str = "Decoding";
 pub(crate) const SCORING: &str = "Scoring";
 pub(crate) const RUN: &str = "Run";
+/// The server's Prometheus metrics (`perf`, `eval`).
+pub(crate) const METRICS: &str = "Server metrics";
 pub(crate) const OUTPUT: &str = "Output";
 pub(crate) const GATES: &str = "Gates";

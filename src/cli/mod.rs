@@ -16,6 +16,7 @@ mod features;
 mod flags;
 mod heading;
 mod merge;
+mod metrics;
 mod models;
 mod outdir;
 mod perf;

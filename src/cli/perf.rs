@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use super::args::{
-    BindingArgs, LoadArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT,
-    RUN,
+    BindingArgs, LoadArgs, MetricsArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs, INPUT,
+    MODEL, OUTPUT, RUN,
 };
 use super::common::{
     client_config, feature_config, load_data, load_tokenizer, print_stdout, report_format, runtime,
@@ -115,6 +115,8 @@ pub struct Args {
     #[arg(long, requires = "latency_threshold", help_heading = RUN)]
     pub binary_search: bool,
     #[command(flatten)]
+    pub metrics: MetricsArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     /// Write perf_analyzer's CSV here
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
@@ -205,6 +207,7 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         max_inflight: args.max_inflight.max(1),
         shared_memory: args.load.shared_memory.into(),
         requests_log: None,
+        metrics: None,
     })
 }
 
@@ -228,6 +231,7 @@ impl PerfProgress for Lines {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut config = perf_config(&args)?;
+    super::metrics::check(&args.metrics)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let features_config = feature_config(&args.window)?;
@@ -300,6 +304,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.requests_jsonl {
         config.requests_log = Some(Arc::new(perf::RequestLog::create(path)?));
     }
+    let model = bertqa::metrics::ModelKey {
+        name: binding.model.clone(),
+        version: binding.version.clone(),
+    };
+    let (scraper, metrics) = rt.block_on(super::metrics::start(
+        &args.metrics,
+        &args.server,
+        Some(&client),
+        model,
+    ))?;
+    config.metrics = scraper;
     let swept = rt.block_on(perf::sweep(
         &client,
         binding.clone(),
@@ -307,6 +322,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &config,
         &progress,
     ));
+    if let Some(scraper) = &config.metrics {
+        scraper.stop();
+    }
     // The lines of a sweep that failed are kept: they show the request that failed.
     let finished = config
         .requests_log
@@ -333,6 +351,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         stability_percent: config.stability_percent,
         max_trials: config.max_trials,
         budget: config.budget,
+        metrics,
+        metrics_warnings: export::metrics_warnings(&levels),
         levels,
     };
     // The warnings name settings; the reports name the flags.
@@ -345,7 +365,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.svg {
         bertqa::output_file::write_atomic(path, &export::svg::render(&report))?;
     }
-    for w in report.levels.iter().flat_map(|l| &l.warnings) {
+    for w in report.warnings() {
         eprintln!("warning: {w}");
     }
     print_stdout(&report.render(report_format(args.output.json)))?;

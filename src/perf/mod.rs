@@ -26,26 +26,26 @@
 
 pub(crate) mod budget;
 pub(crate) mod export;
+mod level;
 pub(crate) mod requests_log;
 pub(crate) mod stats;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use tokio::sync::Notify;
-use tokio::task::JoinSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backend::shm::{self, SharedMemory};
-use crate::backend::{prepare_request, Binding, TritonClient};
+use crate::backend::{Binding, TritonClient};
 use crate::error::{Error, Result};
+use crate::metrics::scraper::Scraper;
+use crate::metrics::{ModelCounters, SpanMetrics};
 use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use budget::Plan;
 pub(crate) use budget::{Budget, LevelBudget};
-use requests_log::LevelKey;
+use level::{measure, new_shared, start_load, statistics, summarize};
 pub(crate) use requests_log::RequestLog;
-use stats::{Arrivals, ServerCounters};
+use stats::ServerCounters;
 pub(crate) use stats::{Distribution, Range, ServerBreakdown};
 
 /// How load is generated, and at which levels.
@@ -107,6 +107,8 @@ pub(crate) struct PerfConfig {
     pub budget: Option<Budget>,
     /// `--requests-jsonl`: a line per request, as requests complete.
     pub requests_log: Option<Arc<RequestLog>>,
+    /// The server's Prometheus metrics, read through the sweep.
+    pub metrics: Option<Arc<Scraper>>,
 }
 
 impl Default for PerfConfig {
@@ -121,6 +123,7 @@ impl Default for PerfConfig {
             shared_memory: SharedMemory::None,
             budget: None,
             requests_log: None,
+            metrics: None,
         }
     }
 }
@@ -237,6 +240,8 @@ pub(crate) struct LevelResult {
     pub send_delay_us: f64,
     /// How the level did against the latency budget, when there is one.
     pub budget: Option<LevelBudget>,
+    /// The server's metrics over the level (`None`: not read).
+    pub metrics: Option<SpanMetrics>,
     /// Honest notes: unstable, client-bound, rate not kept.
     pub warnings: Vec<String>,
 }
@@ -247,191 +252,6 @@ pub(crate) trait PerfProgress: Sync {
     fn level(&self, _level: Level) {}
     /// A window of `level` was measured.
     fn window(&self, _level: Level, _trial: usize, _requests_per_s: f64, _avg_latency_us: f64) {}
-}
-
-/// One answered request.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    encode_ns: u64,
-    wait_ns: u64,
-    decode_ns: u64,
-    features: u32,
-}
-
-impl Record {
-    fn latency_ns(&self) -> u64 {
-        self.encode_ns + self.wait_ns + self.decode_ns
-    }
-}
-
-/// State shared by the load generators of one level and the measuring loop.
-struct Shared {
-    client: TritonClient,
-    /// The level being measured (`None`: warm-up).
-    level: Option<Level>,
-    /// The window requests now complete in (see [`requests_log`]); changed under the
-    /// `records` lock, so a request's line and the window it is counted in agree.
-    window: AtomicU64,
-    requests_log: Option<Arc<RequestLog>>,
-    /// The tensors' shared memory region, if any.
-    shm: SharedRegion,
-    binding: Arc<Binding>,
-    batches: Arc<Vec<Batch>>,
-    next_batch: AtomicUsize,
-    records: Mutex<Vec<Record>>,
-    completed: AtomicU64,
-    /// The measuring loop is woken when `completed` reaches this.
-    wake_at: AtomicU64,
-    sent: AtomicU64,
-    /// Total delay of sends behind schedule (request-rate mode), ns.
-    late_ns: AtomicU64,
-    stop: AtomicBool,
-    error: Mutex<Option<Error>>,
-    notify: Notify,
-}
-
-impl Shared {
-    fn fail(&self, e: Error) {
-        let mut slot = self.error.lock().expect("error lock");
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-        self.stop.store(true, Ordering::SeqCst);
-        self.notify.notify_one();
-    }
-
-    fn take_error(&self) -> Option<Error> {
-        self.error.lock().expect("error lock").take()
-    }
-
-    /// Prepares, sends and decodes one batch as the pipeline's dispatch stage does
-    /// ([`SharedRegion`]), recording the three times. The tensors are serialized by the
-    /// transport as the request is sent, so that time counts in the response wait, not
-    /// in the preparation.
-    async fn one_request(&self) -> Result<()> {
-        let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.batches.len();
-        let batch = &self.batches[i];
-        let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
-        let t0 = Instant::now();
-        let mut t = [t0; 3];
-        let answered = self.send_and_read(batch, &mut t).await;
-        let t3 = Instant::now();
-        let record = Record {
-            encode_ns: (t[1] - t0).as_nanos() as u64,
-            wait_ns: (t[2] - t[1]).as_nanos() as u64,
-            decode_ns: (t3 - t[2]).as_nanos() as u64,
-            features: batch.features.len() as u32,
-        };
-        let mut records = self.records.lock().expect("records lock");
-        if let (Some(log), Some(wall)) = (&self.requests_log, wall) {
-            self.log(log, wall, batch, &record, answered.as_ref().err());
-        }
-        answered?;
-        records.push(record);
-        drop(records);
-        let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
-        if done == self.wake_at.load(Ordering::SeqCst) {
-            self.notify.notify_one();
-        }
-        Ok(())
-    }
-
-    /// Prepares, sends and decodes `batch`; `t` gets the instants the request was
-    /// prepared (1) and answered (2), as far as it got.
-    async fn send_and_read(&self, batch: &Batch, t: &mut [Instant; 3]) -> Result<()> {
-        let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
-        // Writing the tensors into shared memory is preparation, as building them is.
-        let placed = self.shm.place(request);
-        t[1] = Instant::now();
-        t[2] = t[1];
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, _, in_shm) = placed.send(&self.client).await?;
-        t[2] = Instant::now();
-        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
-            checked.logits(features.iter().map(|f| f.unique_id))
-        })?;
-        drop(std::hint::black_box(logits));
-        Ok(())
-    }
-
-    /// Writes a request's line (called under the `records` lock).
-    fn log(
-        &self,
-        log: &RequestLog,
-        wall: std::time::SystemTime,
-        batch: &Batch,
-        r: &Record,
-        error: Option<&Error>,
-    ) {
-        let ms = |ns: u64| ns as f64 / 1e6;
-        log.write(&requests_log::Line {
-            level: self.level.map(LevelKey::from),
-            window: self.level.map(|_| self.window.load(Ordering::SeqCst)),
-            send_unix_s: wall
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
-            latency_ms: ms(r.latency_ns()),
-            send_ms: ms(r.encode_ns),
-            wait_ms: ms(r.wait_ns),
-            recv_ms: ms(r.decode_ns),
-            batch_size: batch.features.len(),
-            seq_len: batch.seq_len,
-            features: batch.features.iter().map(|f| f.unique_id).collect(),
-            endpoint: self.client.url(),
-            outcome: if error.is_some() { "error" } else { "ok" },
-            code: error.map(|e| crate::backend::RetryPolicy::default().classify(e).code),
-            retries: 0,
-        });
-    }
-}
-
-/// A point between windows: what had happened by then.
-#[derive(Debug, Clone, Copy)]
-struct Mark {
-    at: Instant,
-    /// `None`: the server does not report statistics.
-    server: Option<ServerCounters>,
-    cpu: Duration,
-    sent: u64,
-    late_ns: u64,
-}
-
-/// One measured window.
-#[derive(Debug, Clone)]
-struct Measured {
-    duration: Duration,
-    records: Vec<Record>,
-    server: Option<ServerCounters>,
-    cpu: Duration,
-    sent: u64,
-    late_ns: u64,
-}
-
-impl Measured {
-    fn requests_per_s(&self) -> f64 {
-        rate(self.records.len() as f64, self.duration)
-    }
-
-    fn avg_latency_us(&self) -> f64 {
-        if self.records.is_empty() {
-            return 0.0;
-        }
-        self.records
-            .iter()
-            .map(|r| r.latency_ns() as f64)
-            .sum::<f64>()
-            / self.records.len() as f64
-            / 1000.0
-    }
-}
-
-fn rate(n: f64, d: Duration) -> f64 {
-    let s = d.as_secs_f64();
-    if s > 0.0 {
-        n / s
-    } else {
-        0.0
-    }
 }
 
 /// Runs the sweep: every level of `config.load` in order, each until stable or
@@ -502,6 +322,12 @@ async fn sweep_levels(
         let level = levels[i];
         progress.level(level);
         let shared = new_shared(client, shm, &binding, &batches, Some(level), config);
+        // Nothing is in flight here and after the drain: counters read at both points
+        // cover the same requests.
+        let opened = match &config.metrics {
+            Some(m) => Some((m.now().await, statistics(&shared).await?)),
+            None => None,
+        };
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
         let measured = measure(&shared, level, config, progress).await;
@@ -512,310 +338,74 @@ async fn sweep_levels(
         if let Some(e) = shared.take_error() {
             return Err(e);
         }
-        let result = summarize(level, config, measured?);
+        let measured = measured?;
+        let metrics = match (&config.metrics, opened) {
+            (Some(m), Some((open, stats_open))) => {
+                let close = m.now().await;
+                let stats_close = statistics(&shared).await?;
+                let last = &measured.0[measured.0.len().saturating_sub(3)..];
+                let from = last.first().map_or(open.at, |w| w.from);
+                let to = last.last().map_or(close.at, |w| w.from + w.duration);
+                let span = m.span(&open, &close, from, to);
+                let stats = stats_close.zip(stats_open).map(|(b, a)| b.since(&a));
+                Some((span, stats))
+            }
+            _ => None,
+        };
+        let mut result = summarize(level, config, measured);
+        if let Some((span, stats)) = metrics {
+            if let (Some(counted), Some(stats)) = (span.inference, stats) {
+                result
+                    .warnings
+                    .extend(disagreement(level, &counted, &stats));
+            }
+            result.metrics = Some(span);
+        }
         plan.record(i, result.budget.is_some_and(|b| b.within));
         results.push(result);
     }
     Ok(results)
 }
 
-fn new_shared(
-    client: &TritonClient,
-    shm: &SharedRegion,
-    binding: &Arc<Binding>,
-    batches: &Arc<Vec<Batch>>,
-    level: Option<Level>,
-    config: &PerfConfig,
-) -> Arc<Shared> {
-    Arc::new(Shared {
-        client: client.clone(),
-        level,
-        window: AtomicU64::new(0),
-        requests_log: config.requests_log.clone(),
-        shm: shm.clone(),
-        binding: binding.clone(),
-        batches: batches.clone(),
-        next_batch: AtomicUsize::new(0),
-        records: Mutex::new(Vec::new()),
-        completed: AtomicU64::new(0),
-        wake_at: AtomicU64::new(u64::MAX),
-        sent: AtomicU64::new(0),
-        late_ns: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        error: Mutex::new(None),
-        notify: Notify::new(),
-    })
-}
-
-/// Starts the load of one level; the handle finishes once the load has stopped and
-/// every request it sent is answered.
-fn start_load(
-    shared: &Arc<Shared>,
-    level: Level,
-    config: &PerfConfig,
-    level_index: u64,
-) -> tokio::task::JoinHandle<()> {
-    let shared = shared.clone();
-    match level {
-        Level::Concurrency(n) => tokio::spawn(async move {
-            let mut workers = JoinSet::new();
-            for _ in 0..n {
-                let s = shared.clone();
-                workers.spawn(async move {
-                    while !s.stop.load(Ordering::SeqCst) {
-                        if let Err(e) = s.one_request().await {
-                            s.fail(e);
-                        }
-                    }
-                });
-            }
-            while workers.join_next().await.is_some() {}
-        }),
-        Level::RequestRate(rate_per_s) => {
-            let (distribution, seed) = match &config.load {
-                Load::RequestRate {
-                    distribution, seed, ..
-                } => (*distribution, *seed),
-                Load::Concurrency(_) => (Distribution::Constant, 0),
-            };
-            // Each level has its own reproducible sequence of gaps.
-            let mut arrivals =
-                Arrivals::new(distribution, rate_per_s, seed.wrapping_add(level_index));
-            let max_inflight = config.max_inflight.max(1);
-            tokio::spawn(async move {
-                let mut inflight = JoinSet::new();
-                let mut due = Instant::now();
-                while !shared.stop.load(Ordering::SeqCst) {
-                    due += Duration::from_secs_f64(arrivals.next_gap_s());
-                    let now = Instant::now();
-                    if due > now {
-                        tokio::time::sleep_until(due.into()).await;
-                    } else {
-                        // Behind schedule: send at once, but let other tasks run.
-                        tokio::task::yield_now().await;
-                    }
-                    while inflight.try_join_next().is_some() {}
-                    while inflight.len() >= max_inflight {
-                        inflight.join_next().await;
-                    }
-                    if shared.stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let late = Instant::now().saturating_duration_since(due);
-                    shared
-                        .late_ns
-                        .fetch_add(late.as_nanos() as u64, Ordering::Relaxed);
-                    let s = shared.clone();
-                    inflight.spawn(async move {
-                        if let Err(e) = s.one_request().await {
-                            s.fail(e);
-                        }
-                    });
-                }
-                while inflight.join_next().await.is_some() {}
-            })
+/// Where the `nv_inference_*` counters of a level disagree with the model statistics
+/// over the same span: counts exactly, times within a microsecond per request (the
+/// metrics add whole microseconds) and 1%.
+pub(crate) fn disagreement(level: Level, m: &ModelCounters, s: &ServerCounters) -> Vec<String> {
+    let requests = s.success.0 as f64;
+    let counts = [
+        ("nv_inference_request_success", m.success, requests),
+        ("nv_inference_count", m.inferences, s.inference_count as f64),
+        (
+            "nv_inference_exec_count",
+            m.executions,
+            s.execution_count as f64,
+        ),
+    ];
+    let times = [
+        ("nv_inference_queue_duration_us", m.queue_us, s.queue_ns),
+        (
+            "nv_inference_compute_infer_duration_us",
+            m.compute_infer_us,
+            s.compute_infer_ns,
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, metric, stat) in counts {
+        if metric != stat {
+            out.push(format!(
+                "{level}: metrics {name} rose by {metric}, the model statistics by {stat}"
+            ));
         }
     }
-}
-
-async fn mark(shared: &Shared) -> Result<Mark> {
-    let at = Instant::now();
-    let cpu = stats::process_cpu();
-    let sent = shared.sent.load(Ordering::SeqCst);
-    let late_ns = shared.late_ns.load(Ordering::SeqCst);
-    let stats = shared
-        .client
-        .model_statistics_if_any(&shared.binding.model, &shared.binding.version)
-        .await?;
-    Ok(Mark {
-        at,
-        server: stats.map(|s| ServerCounters::from_stats(&s)),
-        cpu,
-        sent,
-        late_ns,
-    })
-}
-
-/// Measures windows of one level until stable or out of trials.
-async fn measure(
-    shared: &Arc<Shared>,
-    level: Level,
-    config: &PerfConfig,
-    progress: &dyn PerfProgress,
-) -> Result<(Vec<Measured>, bool)> {
-    let mut windows: Vec<Measured> = Vec::new();
-    let mut before = mark(shared).await?;
-    // Records of requests answered before the first mark belong to no window.
-    {
-        let mut records = shared.records.lock().expect("records lock");
-        records.clear();
-        shared.window.store(1, Ordering::SeqCst);
-    }
-    for trial in 1..=config.max_trials {
-        match config.window {
-            Window::Time(d) => {
-                let until = tokio::time::Instant::from_std(before.at + d);
-                while !shared.stop.load(Ordering::SeqCst) {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(until) => break,
-                        _ = shared.notify.notified() => {}
-                    }
-                }
-            }
-            Window::Count(n) => {
-                let target = shared.completed.load(Ordering::SeqCst) + n;
-                shared.wake_at.store(target, Ordering::SeqCst);
-                while shared.completed.load(Ordering::SeqCst) < target
-                    && !shared.stop.load(Ordering::SeqCst)
-                {
-                    // The timeout only guards against a missed wake-up.
-                    let _ =
-                        tokio::time::timeout(Duration::from_millis(100), shared.notify.notified())
-                            .await;
-                }
-            }
-        }
-        if shared.stop.load(Ordering::SeqCst) {
-            return Err(shared
-                .take_error()
-                .unwrap_or_else(|| Error::Internal("the load stopped unexpectedly".into())));
-        }
-        let records = {
-            let mut records = shared.records.lock().expect("records lock");
-            shared.window.fetch_add(1, Ordering::SeqCst);
-            std::mem::take(&mut *records)
-        };
-        let after = mark(shared).await?;
-        let window = Measured {
-            duration: after.at - before.at,
-            records,
-            server: after.server.zip(before.server).map(|(a, b)| a.since(&b)),
-            cpu: after.cpu.saturating_sub(before.cpu),
-            sent: after.sent - before.sent,
-            late_ns: after.late_ns - before.late_ns,
-        };
-        progress.window(
-            level,
-            trial,
-            window.requests_per_s(),
-            window.avg_latency_us(),
-        );
-        windows.push(window);
-        before = after;
-        let points: Vec<(f64, f64)> = windows
-            .iter()
-            .map(|w| (w.requests_per_s(), w.avg_latency_us()))
-            .collect();
-        if stats::is_stable(&points, config.stability_percent) {
-            return Ok((windows, true));
+    for (name, metric, ns) in times {
+        let us = ns as f64 / 1000.0;
+        if (metric - us).abs() > requests + 0.01 * us {
+            out.push(format!(
+                "{level}: metrics {name} rose by {metric}, the model statistics by {us:.0} us"
+            ));
         }
     }
-    Ok((windows, false))
-}
-
-/// Merges the last three windows of a level into its result.
-fn summarize(
-    level: Level,
-    config: &PerfConfig,
-    (windows, stable): (Vec<Measured>, bool),
-) -> LevelResult {
-    let trials = windows.len();
-    let last = &windows[trials.saturating_sub(3)..];
-    let duration: Duration = last.iter().map(|w| w.duration).sum();
-    let records: Vec<Record> = last
-        .iter()
-        .flat_map(|w| w.records.iter().copied())
-        .collect();
-    let server_reported = last.iter().all(|w| w.server.is_some());
-    let mut server = ServerCounters::default();
-    for w in last.iter().filter_map(|w| w.server.as_ref()) {
-        server = server.plus(w);
-    }
-    let cpu: Duration = last.iter().map(|w| w.cpu).sum();
-    let sent: u64 = last.iter().map(|w| w.sent).sum();
-    let late_ns: u64 = last.iter().map(|w| w.late_ns).sum();
-
-    let n = records.len() as f64;
-    let mean = |f: fn(&Record) -> u64| {
-        if records.is_empty() {
-            0.0
-        } else {
-            records.iter().map(|r| f(r) as f64).sum::<f64>() / n / 1000.0
-        }
-    };
-    let mut hist = crate::latency::histogram();
-    for r in &records {
-        hist.saturating_record(crate::latency::micros(Duration::from_nanos(r.latency_ns())));
-    }
-    let q = |x: f64| {
-        if hist.is_empty() {
-            0.0
-        } else {
-            hist.value_at_quantile(x) as f64
-        }
-    };
-    let latency = Latency {
-        p50_us: q(0.50),
-        p90_us: q(0.90),
-        p95_us: q(0.95),
-        p99_us: q(0.99),
-        avg_us: mean(Record::latency_ns),
-        max_us: if hist.is_empty() {
-            0.0
-        } else {
-            hist.max() as f64
-        },
-    };
-    let server = ServerBreakdown::from_delta(&server);
-    let response_wait_us = mean(|r| r.wait_ns);
-    let client = ClientBreakdown {
-        send_us: mean(|r| r.encode_ns),
-        recv_us: mean(|r| r.decode_ns),
-        response_wait_us,
-        network_us: response_wait_us - server.request_us,
-    };
-    let features: u64 = records.iter().map(|r| u64::from(r.features)).sum();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    // Stored as a fraction of all CPUs: the tokio runtime uses every core.
-    let client_cpu_s = cpu.as_secs_f64();
-    let client_cpu_fraction = rate(client_cpu_s, duration) / cores;
-    let sent_per_s = rate(sent as f64, duration);
-    let send_delay_us = if sent == 0 {
-        0.0
-    } else {
-        late_ns as f64 / sent as f64 / 1000.0
-    };
-    let requests_per_s = rate(n, duration);
-    let budget = config.budget.map(|b| {
-        b.judge(
-            records.iter().map(|r| r.latency_ns() as f64 / 1000.0),
-            duration.as_secs_f64(),
-            q(b.percentile / 100.0),
-        )
-    });
-
-    let mut result = LevelResult {
-        level,
-        stable,
-        trials,
-        window_s: duration.as_secs_f64(),
-        requests: records.len() as u64,
-        features,
-        requests_per_s,
-        features_per_s: rate(features as f64, duration),
-        latency,
-        client,
-        server,
-        server_reported,
-        client_cpu_s,
-        client_cpu_fraction,
-        sent_per_s,
-        send_delay_us,
-        budget,
-        warnings: Vec::new(),
-    };
-    result.warnings = warnings(&result, config.stability_percent, cores as usize);
-    result
+    out
 }
 
 /// The honest notes on a level: not stable; bertqa's own CPU near its limit; in

@@ -47,6 +47,10 @@ pub(crate) struct EvalJson {
     /// The run's fingerprint: what `merge` checks.
     #[serde(with = "super::json::fingerprint")]
     pub run: Fingerprint,
+    /// The server's metrics over the run (`--metrics-url`: `urls`, `interval_ms`, then
+    /// the figures of `crate::metrics::json`); absent when none were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -240,6 +244,7 @@ mod tests {
             output_dir: "out".into(),
             files: vec!["predictions.json".into()],
             run,
+            server_metrics: None,
         };
         let schema = include_str!("../../schema/eval.schema.json");
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());

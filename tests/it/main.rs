@@ -16,6 +16,7 @@ mod http;
 mod http_commands;
 mod http_tls;
 mod merge;
+mod metrics;
 mod models;
 mod oip_servers;
 mod perf;

@@ -143,6 +143,13 @@ fn perf_sweeps_with_the_server_breakdown_not_reported() {
         assert_schema("perf", &v);
         let levels = v["levels"].as_array().unwrap();
         assert_eq!(levels.len(), 2, "{}", show(&o));
+        // No Triton, no metrics read by default: the report says why, and where to.
+        let why = v["metrics"]["not_read"].as_str().unwrap();
+        assert!(
+            why.contains("is not Triton: give its Prometheus endpoint with --metrics-url"),
+            "{why}"
+        );
+        assert!(levels.iter().all(|l| l["metrics"].is_null()));
         for l in levels {
             assert!(l["requests"].as_u64().unwrap() > 0, "{l}");
             assert!(l["server_ms"].is_null() && l["server"].is_null(), "{l}");

@@ -28,7 +28,10 @@ fn null_model() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `perf` of `model` on the sweeps' server, reading its metrics as on a deployment
+/// (Triton's metrics port, here a free one).
 fn perf(model: &str, extra: &[&str]) -> Output {
+    let metrics = format!("127.0.0.1:{}", perf_server().metrics_port);
     let mut args = vec![
         "perf",
         "--model",
@@ -37,6 +40,8 @@ fn perf(model: &str, extra: &[&str]) -> Output {
         SAMPLE,
         "--url",
         &perf_server().url,
+        "--metrics-url",
+        &metrics,
     ];
     args.extend_from_slice(extra);
     bertqa(&args)
@@ -128,10 +133,18 @@ fn concurrency_sweep_1_to_8_writes_csv_json_and_svg() {
         "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,\
          Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,\
          p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,\
-         response wait"
+         response wait,Avg GPU Utilization,Avg GPU Power Usage,Max GPU Memory Usage,\
+         Total GPU Memory,Avg CPU Utilization,Avg CPU Memory Usage"
     );
+    // perf_analyzer's 16 columns, then the metrics: no GPU here, the CPU's figures.
     let rows: Vec<Vec<f64>> = lines
-        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), 22, "{l}");
+            assert_eq!(&cells[16..20], &["", "", "", ""], "{l}");
+            assert!(cells[20].parse::<f64>().is_ok() && cells[21].parse::<f64>().is_ok());
+            cells[..16].iter().map(|x| x.parse().unwrap()).collect()
+        })
         .collect();
     assert_eq!(rows.len(), 8);
     assert!(rows.windows(2).all(|w| w[0][1] <= w[1][1]), "{text}");

@@ -24,7 +24,14 @@ const FIRST_IDS: usize = 5;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
-#[command(mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)))]
+#[command(
+    mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)),
+    // Read only when --metrics-url is given.
+    mut_arg("no_metrics", |a| a.hide(true)),
+    mut_arg("metrics_url", |a| a.help(
+        "Prometheus endpoint to read through the run (Triton's: host:8002); repeat for several"
+    )),
+)]
 pub struct Args {
     /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
     /// not, - for stdin; repeat for several files read as one
@@ -44,6 +51,8 @@ pub struct Args {
     pub model_version: String,
     #[command(flatten)]
     pub run: PipelineArgs,
+    #[command(flatten)]
+    pub metrics: super::args::MetricsArgs,
     #[command(flatten, next_help_heading = DECODING)]
     pub scoring: super::args::ScoringArgs,
     /// Continue an interrupted run from the journal in --output-dir
@@ -123,6 +132,8 @@ pub(crate) struct EvalReport {
     pub non_finite: bertqa::decode::non_finite::NonFinite,
     /// The run's fingerprint (data digest, settings, model): what `merge` checks.
     pub fingerprint: bertqa::journal::Fingerprint,
+    /// The server's metrics over the run, when `--metrics-url` was given.
+    pub server_metrics: Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -177,7 +177,24 @@ fn json(r: &EvalReport) -> EvalJson {
         output_dir: r.output_dir.display().to_string(),
         files: r.files.clone(),
         run: r.fingerprint.clone(),
+        server_metrics: r.server_metrics.as_ref().map(server_metrics),
     }
+}
+
+/// `server_metrics`: the endpoints read, then the figures over the run.
+fn server_metrics((choice, m): &(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)) -> Value {
+    let (urls, interval_ms) = match choice {
+        bertqa::metrics::Choice::Read { urls, interval_ms } => (urls.clone(), Some(*interval_ms)),
+        bertqa::metrics::Choice::NotRead(_) => (Vec::new(), None),
+    };
+    let mut v = serde_json::json!({"urls": urls, "interval_ms": interval_ms});
+    if let (Value::Object(out), Ok(Value::Object(figures))) = (
+        &mut v,
+        serde_json::to_value(bertqa::metrics::json::metrics(m)),
+    ) {
+        out.extend(figures);
+    }
+    v
 }
 
 /// The text report's padding line.
@@ -348,6 +365,15 @@ fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
         "phases       features {:.3} s, inference {:.3} s, decode {:.3} s (overlapped)",
         r.phases.features_s, r.phases.inference_s, r.phases.decode_s
     );
+    if let Some((_, m)) = &r.server_metrics {
+        use bertqa::metrics::text::{counters, gauges};
+        let _ = writeln!(
+            s,
+            "server       {}",
+            gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus)
+        );
+        let _ = writeln!(s, "             {}", counters(m.inference.as_ref()));
+    }
     if let Some(rs) = &r.retries {
         if rs.total_retries() + rs.total_failures() > 0 {
             let by = |m: &std::collections::BTreeMap<String, u64>| {

@@ -48,6 +48,8 @@ pub(super) struct Ran {
     pub net: Option<bertqa::backend::Pool>,
     /// The n-best lists streamed into their file as questions were decoded (a live run).
     pub nbest: Option<decode::NbestStream>,
+    /// The server's metrics over the run (`--metrics-url`).
+    pub server_metrics: Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>,
 }
 
 /// Loads the data (the shard of it asked for) and the tokenizer and fingerprints the
@@ -147,6 +149,7 @@ pub(super) fn from_logits(
         batch_size: 0,
         net: None,
         nbest: None,
+        server_metrics: None,
     })
 }
 
@@ -196,6 +199,17 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         nbest,
     };
     let binding = Arc::new(binding);
+    let key = bertqa::metrics::ModelKey {
+        name: binding.model.clone(),
+        version: binding.version.clone(),
+    };
+    let (scraper, choice) = rt.block_on(super::super::metrics::start(
+        &args.metrics,
+        &args.run.server,
+        None,
+        key,
+    ))?;
+    let opened = scraper.as_ref().map(|s| rt.block_on(s.now()));
     let outcome = pipeline::Run::new(
         &rt,
         &client,
@@ -208,6 +222,11 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     .known(known)
     .stop_on(stop)
     .run_partial();
+    let server_metrics = scraper.zip(opened).map(|(s, open)| {
+        let close = rt.block_on(s.now());
+        s.stop();
+        (choice, s.span(&open, &close, open.at, close.at))
+    });
     observer.bar.finish();
     let stream = observer
         .nbest
@@ -251,6 +270,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         batch_size: config.infer.batch_size,
         net: Some(client),
         nbest: Some(stream),
+        server_metrics,
     })
 }
 
@@ -368,7 +388,13 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         endpoints: net.map(|p| p.endpoint_reports()).unwrap_or_default(),
         non_finite,
         fingerprint: input.fingerprint.clone(),
+        server_metrics: ran.server_metrics.take(),
     };
+    if let Some((_, m)) = &report.server_metrics {
+        for (_, w) in m.troubles() {
+            eprintln!("warning: {w}");
+        }
+    }
     let nf = non_finite;
     if nf.values > 0 {
         eprintln!(

@@ -24,6 +24,42 @@ pub(crate) const COLUMNS: [&str; 15] = [
     "response wait",
 ];
 
+/// perf_analyzer's server-metric columns (its `--collect-metrics`: one `uuid:value;`
+/// per GPU, utilization in percent, power in watts, memory in bytes) and bertqa's CPU
+/// ones; written only when the sweep read metrics, empty cells where the server did
+/// not report a metric.
+pub(crate) const METRIC_COLUMNS: [&str; 6] = [
+    "Avg GPU Utilization",
+    "Avg GPU Power Usage",
+    "Max GPU Memory Usage",
+    "Total GPU Memory",
+    "Avg CPU Utilization",
+    "Avg CPU Memory Usage",
+];
+
+/// The metric cells of a level (see [`METRIC_COLUMNS`]).
+fn metric_cells(l: &crate::perf::LevelResult) -> [String; 6] {
+    let Some(m) = &l.metrics else {
+        return Default::default();
+    };
+    let per_gpu = |f: fn(&crate::metrics::GpuMetrics) -> Option<f64>| -> String {
+        m.gpus
+            .iter()
+            .filter_map(|g| f(g).map(|v| format!("{}:{};", g.uuid, fmt_num(v))))
+            .collect()
+    };
+    [
+        per_gpu(|g| g.utilization.map(|u| (u * 1000.0).round() / 10.0)),
+        per_gpu(|g| g.power_w.map(|w| (w * 10.0).round() / 10.0)),
+        per_gpu(|g| g.memory_used_max_bytes.map(f64::round)),
+        per_gpu(|g| g.memory_total_bytes.map(f64::round)),
+        m.cpu_utilization
+            .map_or(String::new(), |u| format!("{:.1}", u * 100.0)),
+        m.cpu_memory_used_bytes
+            .map_or(String::new(), |b| fmt_num(b.round())),
+    ]
+}
+
 /// The CSV file's bytes (fields quoted where CSV needs it, none of today's).
 pub(crate) fn render(report: &Report) -> Vec<u8> {
     let first = match report.load {
@@ -33,8 +69,14 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let mut levels: Vec<_> = report.levels.iter().collect();
     levels.sort_by(|a, b| a.features_per_s.total_cmp(&b.features_per_s));
+    let metrics = report.levels.iter().any(|l| l.metrics.is_some());
+    let extra: &[&str] = if metrics { &METRIC_COLUMNS } else { &[] };
     // Writing into memory cannot fail.
-    let _ = out.write_record(std::iter::once(first).chain(COLUMNS));
+    let _ = out.write_record(
+        std::iter::once(first)
+            .chain(COLUMNS)
+            .chain(extra.iter().copied()),
+    );
     for l in levels {
         let us = |x: f64| format!("{}", x.round() as i64);
         // Empty cells where the server reports no statistics.
@@ -45,7 +87,7 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
                 String::new()
             }
         };
-        let _ = out.write_record([
+        let cells = [
             fmt_num(l.level.value()),
             format!("{:.1}", l.features_per_s),
             us(l.client.send_us),
@@ -62,7 +104,13 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
             us(l.latency.avg_us),
             us(l.client.send_us + l.client.recv_us),
             us(l.client.response_wait_us),
-        ]);
+        ];
+        let metric_cells = if metrics {
+            metric_cells(l).to_vec()
+        } else {
+            Vec::new()
+        };
+        let _ = out.write_record(cells.into_iter().chain(metric_cells));
     }
     out.into_inner().expect("writing to memory")
 }
@@ -103,6 +151,26 @@ p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,res
             .starts_with("Request Rate,Inferences/Second,"));
         assert!(lines.next().unwrap().starts_with("12.5,25.0,"));
         assert_eq!(lines.next(), None);
+    }
+
+    #[test]
+    fn metric_columns_come_only_with_metrics() {
+        let r = sample::with_metrics();
+        let text = String::from_utf8(render(&r)).unwrap();
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().ends_with(
+            ",response wait,Avg GPU Utilization,Avg GPU Power Usage,Max GPU Memory Usage,\
+             Total GPU Memory,Avg CPU Utilization,Avg CPU Memory Usage"
+        ));
+        for line in lines {
+            assert_eq!(line.split(',').count(), COLUMNS.len() + 7, "{line}");
+            assert!(
+                line.ends_with(
+                    ",GPU-a:62;,GPU-a:212.5;,GPU-a:2000000000;,GPU-a:80000000000;,35.0,61000000000"
+                ),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use serde::Serialize;
 
 use super::Report;
+use crate::metrics::json::{metrics, MetricsJson};
+use crate::metrics::Choice;
 use crate::perf::{Level, LevelResult, Load, Window};
 
 /// Rounds for the report: microsecond-level time in milliseconds keeps 6 decimals.
@@ -34,8 +36,17 @@ pub(crate) struct PerfJson<'a> {
     pub latency_budget: Option<LatencyBudget>,
     /// The largest load within the budget (`null`: none kept it, or no budget).
     pub within_budget: Option<WithinBudget>,
+    /// Which Prometheus endpoints were read, or why none was.
+    pub metrics: MetricsSetting<'a>,
     pub levels: Vec<LevelJson<'a>>,
     pub warnings: Vec<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct MetricsSetting<'a> {
+    pub urls: &'a [String],
+    pub interval_ms: Option<u64>,
+    pub not_read: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -114,6 +125,9 @@ pub(crate) struct LevelJson<'a> {
     /// `null` without a latency budget, as `goodput`.
     pub budget: Option<LevelBudgetJson>,
     pub goodput: Option<Goodput>,
+    /// The server's metrics over the level (load start to drain for the counters);
+    /// `null` when no metrics were read.
+    pub metrics: Option<MetricsJson<'a>>,
     pub warnings: &'a [String],
 }
 
@@ -221,12 +235,20 @@ pub(crate) fn render(report: &Report) -> PerfJson<'_> {
                 },
             }
         }),
+        metrics: match &report.metrics {
+            Choice::Read { urls, interval_ms } => MetricsSetting {
+                urls,
+                interval_ms: Some(*interval_ms),
+                not_read: None,
+            },
+            Choice::NotRead(why) => MetricsSetting {
+                urls: &[],
+                interval_ms: None,
+                not_read: Some(why),
+            },
+        },
         levels: report.levels.iter().map(level).collect(),
-        warnings: report
-            .levels
-            .iter()
-            .flat_map(|l| l.warnings.iter().map(String::as_str))
-            .collect(),
+        warnings: report.warnings(),
     }
 }
 
@@ -302,6 +324,7 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
             share: r6(b.goodput_share),
             per_s: r6(b.goodput_per_s),
         }),
+        metrics: l.metrics.as_ref().map(metrics),
         warnings: &l.warnings,
     }
 }
@@ -357,6 +380,43 @@ mod tests {
         let plain = serde_json::to_value(render(&sample::report())).unwrap();
         assert!(plain["within_budget"].is_null() && plain["latency_budget"].is_null());
         assert!(plain["levels"][0]["goodput"].is_null());
+    }
+
+    #[test]
+    fn metrics_follow_the_schema_and_missing_ones_are_null() {
+        let v = serde_json::to_value(render(&sample::with_metrics())).unwrap();
+        validate(&v);
+        assert_eq!(v["metrics"]["interval_ms"], 1000);
+        let m = &v["levels"][0]["metrics"];
+        assert_eq!(m["cpu_utilization"], 0.35);
+        assert_eq!(m["gpus"][0]["power_w"], 212.5);
+        assert_eq!(m["gpus"][0]["utilization"], 0.62);
+        assert_eq!(m["inference"]["requests"], 160.0);
+        assert_eq!(m["inference"]["queue_ms"], 0.1);
+        assert_eq!(m["endpoints"][0]["error"], Value::Null);
+        let mut r = sample::with_metrics();
+        for l in &mut r.levels {
+            let m = l.metrics.as_mut().unwrap();
+            m.gpus.clear();
+            m.cpu_utilization = None;
+            m.endpoints[0].error = Some("no answer within 1000 ms".into());
+        }
+        r.metrics_warnings = super::super::metrics_warnings(&r.levels);
+        let v = serde_json::to_value(render(&r)).unwrap();
+        validate(&v);
+        assert_eq!(v["levels"][0]["metrics"]["cpu_utilization"], Value::Null);
+        assert_eq!(v["levels"][0]["metrics"]["gpus"], serde_json::json!([]));
+        // The endpoint's trouble is one warning, not one per level.
+        let warnings: Vec<&Value> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w.as_str().unwrap().starts_with("metrics at"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{v:#}");
+        let plain = serde_json::to_value(render(&sample::report())).unwrap();
+        assert_eq!(plain["metrics"]["not_read"], "--no-metrics");
+        assert_eq!(plain["levels"][0]["metrics"], Value::Null);
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub(crate) struct Report {
     pub max_trials: usize,
     /// `--latency-threshold` and its search, when given.
     pub budget: Option<Budget>,
+    /// Which metrics endpoints were read, or why none was.
+    pub metrics: crate::metrics::Choice,
+    /// The first trouble of each metrics endpoint that had one.
+    pub metrics_warnings: Vec<String>,
     /// In the order measured (a binary search measures out of order).
     pub levels: Vec<LevelResult>,
 }
@@ -79,6 +83,18 @@ impl Report {
             .max_by(|a, b| a.level.value().total_cmp(&b.level.value()))
     }
 
+    /// Every warning: each level's, then each metrics endpoint's first trouble (once,
+    /// not once per level).
+    pub(crate) fn warnings(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .levels
+            .iter()
+            .flat_map(|l| l.warnings.iter().map(String::as_str))
+            .collect();
+        out.extend(self.metrics_warnings.iter().map(String::as_str));
+        out
+    }
+
     /// The budget in words, e.g. `p99 ≤ 110 ms`.
     pub(crate) fn budget_words(&self) -> Option<String> {
         self.budget.map(|b| {
@@ -109,6 +125,21 @@ impl crate::report::Render for Report {
     fn text(&self, _verbose: bool) -> String {
         text::render(self)
     }
+}
+
+/// The first trouble of each metrics endpoint over `levels`.
+pub(crate) fn metrics_warnings(levels: &[LevelResult]) -> Vec<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for m in levels.iter().filter_map(|l| l.metrics.as_ref()) {
+        for (url, warning) in m.troubles() {
+            if !seen.contains(&url) {
+                seen.push(url);
+                out.push(warning);
+            }
+        }
+    }
+    out
 }
 
 /// A number without a useless fraction (`4`, `12.5`).
@@ -171,6 +202,7 @@ pub(crate) mod sample {
             sent_per_s: infer_per_s / 2.0,
             send_delay_us: 0.0,
             budget: None,
+            metrics: None,
             warnings: Vec::new(),
         }
     }
@@ -199,6 +231,8 @@ pub(crate) mod sample {
             stability_percent: 10.0,
             max_trials: 10,
             budget: None,
+            metrics: crate::metrics::Choice::NotRead("--no-metrics".into()),
+            metrics_warnings: Vec::new(),
             levels: vec![level(Level::Concurrency(1), 200.0, 5.0, 7.5), second],
         }
     }
@@ -222,6 +256,48 @@ pub(crate) mod sample {
                 goodput_per_s: if within { 100.0 } else { 40.0 },
             });
         }
+        r
+    }
+
+    /// [`report`] with metrics read from one endpoint with one GPU.
+    pub(crate) fn with_metrics() -> Report {
+        use crate::metrics::{EndpointMetrics, GpuMetrics, ModelCounters, SpanMetrics};
+        let mut r = report();
+        r.metrics = crate::metrics::Choice::Read {
+            urls: vec!["http://127.0.0.1:8002/metrics".into()],
+            interval_ms: 1000,
+        };
+        for l in &mut r.levels {
+            let endpoint = EndpointMetrics {
+                url: "http://127.0.0.1:8002/metrics".into(),
+                samples: 3,
+                cpu_utilization: Some(0.35),
+                cpu_memory_used_bytes: Some(61e9),
+                cpu_memory_total_bytes: Some(540e9),
+                gpus: vec![GpuMetrics {
+                    uuid: "GPU-a".into(),
+                    utilization: Some(0.62),
+                    memory_used_bytes: Some(1.5e9),
+                    memory_used_max_bytes: Some(2e9),
+                    memory_total_bytes: Some(8e10),
+                    power_w: Some(212.5),
+                }],
+                inference: Some(ModelCounters {
+                    success: 160.0,
+                    failure: 0.0,
+                    inferences: 320.0,
+                    executions: 100.0,
+                    request_us: 160.0 * 4000.0,
+                    queue_us: 160.0 * 100.0,
+                    compute_input_us: 160.0 * 10.0,
+                    compute_infer_us: 160.0 * 3800.0,
+                    compute_output_us: 160.0 * 9.0,
+                }),
+                error: None,
+            };
+            l.metrics = Some(SpanMetrics::total(vec![endpoint]));
+        }
+        r.metrics_warnings = metrics_warnings(&r.levels);
         r
     }
 

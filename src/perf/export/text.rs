@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 
 use super::{fmt_num, Report};
+use crate::metrics::text::{counters, gauges};
+use crate::metrics::{Choice, EndpointMetrics, SpanMetrics};
 use crate::perf::{Budget, LevelResult, Load};
 
 fn ms(us: f64) -> String {
@@ -83,6 +85,12 @@ fn setting(s: &mut String, r: &Report) {
         fmt_num(r.stability_percent),
         r.max_trials
     );
+    let _ = match &r.metrics {
+        Choice::Read { urls, interval_ms } => {
+            writeln!(s, "metrics      {} every {interval_ms} ms", urls.join(", "))
+        }
+        Choice::NotRead(why) => writeln!(s, "metrics      not read ({why})"),
+    };
     if let (Some(b), Some(words)) = (r.budget, r.budget_words()) {
         let n = r.load.len();
         let search = if b.binary_search {
@@ -180,6 +188,9 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
             "  server       breakdown not reported by the server (no statistics extension)"
         );
         cpu_line(s, l);
+        if let Some(m) = &l.metrics {
+            metrics_lines(s, m);
+        }
         return;
     }
     let _ = writeln!(
@@ -221,6 +232,34 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
             ms(v.compute_per_execution_us)
         );
     cpu_line(s, l);
+    if let Some(m) = &l.metrics {
+        metrics_lines(s, m);
+    }
+}
+
+/// The server's metrics over a level: the total, then each endpoint when several.
+fn metrics_lines(s: &mut String, m: &SpanMetrics) {
+    let _ = writeln!(
+        s,
+        "  metrics      {}",
+        gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus)
+    );
+    let _ = writeln!(s, "  counters     {}", counters(m.inference.as_ref()));
+    if m.endpoints.len() > 1 {
+        for e in &m.endpoints {
+            endpoint_line(s, e);
+        }
+    }
+}
+
+fn endpoint_line(s: &mut String, e: &EndpointMetrics) {
+    let _ = writeln!(
+        s,
+        "    {}: {}; {}",
+        e.url,
+        gauges(e.cpu_utilization, e.cpu_memory_used_bytes, &e.gpus),
+        counters(e.inference.as_ref())
+    );
 }
 
 /// bertqa's own CPU over the level.
@@ -331,6 +370,31 @@ mod tests {
         let mut none = sample::with_budget();
         none.levels.truncate(0);
         assert!(render(&none).contains("no level measured kept it (0 levels measured)"));
+    }
+
+    #[test]
+    fn metrics_are_shown_per_level_and_missing_ones_said_to_be() {
+        let text = render(&sample::with_metrics());
+        assert!(text.contains("metrics      http://127.0.0.1:8002/metrics every 1000 ms\n"));
+        assert!(text.contains(
+            "  metrics      CPU 35.0% (61.00 GB memory used); GPU GPU-a 62.0%, 1.50 GB used, 212.5 W\n"
+        ), "{text}");
+        assert!(text.contains(
+            "  counters     160 requests (0 failed), 320 inferences, 100 executions; per request queue 0.100 + compute 3.819 ms\n"
+        ), "{text}");
+        let mut r = sample::with_metrics();
+        for l in &mut r.levels {
+            let m = l.metrics.as_mut().unwrap();
+            m.gpus.clear();
+            m.inference = None;
+        }
+        let text = render(&r);
+        assert!(
+            text.contains("; GPU: not reported by the server\n"),
+            "{text}"
+        );
+        assert!(text.contains("  counters     nv_inference_*: not reported by the server\n"));
+        assert!(render(&sample::report()).contains("metrics      not read (--no-metrics)\n"));
     }
 
     #[test]

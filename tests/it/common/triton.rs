@@ -23,6 +23,8 @@ pub struct Server {
     /// `127.0.0.1:PORT` (gRPC).
     pub url: String,
     pub http_port: u16,
+    /// Triton's Prometheus endpoint.
+    pub metrics_port: u16,
     pub log: PathBuf,
     pub pid: u32,
 }
@@ -174,6 +176,7 @@ pub fn start_server_on(repo: &Path, extra: &[String], ports: Option<(u16, u16, u
             let server = Server {
                 url: format!("127.0.0.1:{grpc}"),
                 http_port: http,
+                metrics_port: metrics,
                 log: log.clone(),
                 pid: child.id(),
             };
