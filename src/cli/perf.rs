@@ -1,6 +1,6 @@
 //! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
-//! warnings on stderr, `--csv` (perf_analyzer's columns) and `--svg` files.
+//! warnings on stderr, `--csv` (perf_analyzer's columns), `--svg` and `--html` files.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,6 +107,9 @@ pub struct Args {
     /// Write an SVG chart of latency against throughput here
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub svg: Option<PathBuf>,
+    /// Write a self-contained HTML report here (chart, levels, latency parts, load)
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
 }
 
 /// Validates the sweep flags (before any data is read or server contacted).
@@ -268,6 +271,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if let Some(path) = &args.svg {
         bertqa::output_file::write_atomic(path, &export::svg::render(&report))?;
+    }
+    if let Some(path) = &args.html {
+        bertqa::output_file::write_atomic(path, &export::html::render(&report))?;
     }
     for w in report.levels.iter().flat_map(|l| &l.warnings) {
         eprintln!("warning: {w}");

@@ -39,6 +39,14 @@ pub(crate) fn render(r: &Report) -> String {
 
 /// The model, data, inputs and load lines.
 fn setting(s: &mut String, r: &Report) {
+    for (name, words) in setting_rows(r) {
+        let _ = writeln!(s, "{name:<12} {words}");
+    }
+}
+
+/// The setting: `model`, `data`, `inputs` and `load`, each with its words (the text
+/// report's first lines, the HTML page's heading).
+pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
     let version = if r.version.is_empty() {
         String::new()
     } else {
@@ -61,27 +69,35 @@ fn setting(s: &mut String, r: &Report) {
     } else {
         format!("{}, ", r.platform)
     };
-    let _ = writeln!(
-        s,
-        "model        {}{version} at {} over {} ({platform}{batching})",
-        r.model,
-        r.url,
-        crate::report::protocol_words(r.protocol),
-    );
-    let _ = writeln!(
-        s,
-        "data         {}: {} features, batches of {}{chosen_by} (padding {}), cycled",
-        r.data, r.features, r.batch_size, r.padding
-    );
-    let _ = writeln!(s, "inputs       {}", r.inputs);
-    let _ = writeln!(
-        s,
-        "load         {}; {}, stable when the last 3 agree within {}% (at most {} windows)",
-        r.load_words(),
-        r.window_words(),
-        fmt_num(r.stability_percent),
-        r.max_trials
-    );
+    vec![
+        (
+            "model",
+            format!(
+                "{}{version} at {} over {} ({platform}{batching})",
+                r.model,
+                r.url,
+                crate::report::protocol_words(r.protocol),
+            ),
+        ),
+        (
+            "data",
+            format!(
+                "{}: {} features, batches of {}{chosen_by} (padding {}), cycled",
+                r.data, r.features, r.batch_size, r.padding
+            ),
+        ),
+        ("inputs", r.inputs.clone()),
+        (
+            "load",
+            format!(
+                "{}; {}, stable when the last 3 agree within {}% (at most {} windows)",
+                r.load_words(),
+                r.window_words(),
+                fmt_num(r.stability_percent),
+                r.max_trials
+            ),
+        ),
+    ]
 }
 
 /// One level's figures, every part of the latency shown.
