@@ -278,7 +278,7 @@ fn metrics(s: &mut String, r: &Report) {
             }
             cells.extend([
                 Cell::num(l.client_cpu_s, 3),
-                Cell::num(l.client_cpu_fraction * 100.0, 0),
+                Cell::num(l.client_cpu_fraction * 100.0, 1),
             ]);
             if rate_mode {
                 cells.extend([
