@@ -186,6 +186,9 @@ impl PerfProgress for Lines {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let config = perf_config(&args)?;
+    if let Some(path) = &args.html {
+        super::common::check_output_dir("--html", path)?;
+    }
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let features_config = feature_config(&args.window)?;

@@ -323,3 +323,35 @@ fn eval_html_renders_with_scores_histogram_and_the_worst_questions() {
         assert_eq!(row[3].text, want);
     }
 }
+
+#[test]
+fn an_html_file_in_a_missing_directory_stops_the_run_before_it_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("missing/report.html");
+    let out = tmp.path().join("out");
+    let missing = format!(
+        "--html {}: no directory {} to write it in",
+        page.display(),
+        tmp.path().join("missing").display()
+    );
+    // No server is asked (the URL is closed) and no output directory is made.
+    let closed = format!("127.0.0.1:{}", crate::common::free_port());
+    for command in ["eval", "perf"] {
+        let mut args = vec![
+            command,
+            "--model",
+            "null",
+            "--data",
+            SAMPLE,
+            "--url",
+            &closed,
+            "--html",
+            page.to_str().unwrap(),
+        ];
+        if command == "eval" {
+            args.extend(["--output-dir", out.to_str().unwrap()]);
+        }
+        crate::common::assert_fails_with(&bertqa(&args), &[&missing]);
+        assert!(!out.exists());
+    }
+}

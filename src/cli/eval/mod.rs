@@ -131,6 +131,9 @@ pub(crate) struct EvalReport {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
+    if let Some(path) = &args.html {
+        super::common::check_output_dir("--html", path)?;
+    }
     // Held until the run ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let mut input = run::load(&args)?;
