@@ -17,6 +17,14 @@ behaviour comes from its config.pbtxt:
   model's padding logits tend to be: far below every real position's);
 - parameter `delay_ms`: sleep exactly delay_ms per execution (a slow server, so that
   tests can act while a run is under way);
+- parameter `pace_ms`: finish executions on a steady cadence, one every pace_ms while
+  requests wait (an execution ends pace_ms after the previous one ended, or after it
+  began when the model was idle). With one instance and no dynamic batching the model
+  serves 1000/pace_ms requests per second whatever its own overhead, so N requests kept
+  in flight wait N × pace_ms each (Little's law): a latency that grows with load by
+  construction, for the latency-budget tests; parameter `slow_every` = "N:MS" makes
+  every Nth execution take MS instead (a known latency distribution: at one request in
+  flight, (N-1)/N of the requests take pace_ms and 1/N take MS);
 - parameter `fault` (fault injection, for bertqa's reliability tests):
   `unavailable-every-10` fails every 10th request of each instance (counter, so a retry
   succeeds and answers stay identical) with UNAVAILABLE; `internal` fails every request
@@ -56,6 +64,11 @@ class TritonPythonModel:
         self.outputs = [(o["name"], NP_DTYPES[o["data_type"]], list(o["dims"])) for o in cfg["output"]]
         self.jitter_ms = float(params.get("jitter_ms", "0"))
         self.delay_ms = float(params.get("delay_ms", "0"))
+        self.pace_s = float(params.get("pace_ms", "0")) / 1000.0
+        self.last_done = 0.0
+        every, _, slow_ms = params.get("slow_every", "0:0").partition(":")
+        self.slow_every, self.slow_s = int(every), float(slow_ms) / 1000.0
+        self.executions = 0
         self.padding_logit = float(params["padding_logit"]) if "padding_logit" in params else None
         self.fault = params.get("fault", "")
         if self.fault not in FAULTS:
@@ -93,6 +106,17 @@ class TritonPythonModel:
             time.sleep(random.random() * self.jitter_ms / 1000.0)
         if self.delay_ms > 0:
             time.sleep(self.delay_ms / 1000.0)
+        if self.pace_s > 0:
+            self.executions += 1
+            pace = self.pace_s
+            if self.slow_every and self.executions % self.slow_every == 0:
+                pace = self.slow_s
+            now = time.monotonic()
+            done = self.last_done + pace
+            if done < now:  # idle since the last execution
+                done = now + pace
+            time.sleep(done - now)
+            self.last_done = done
         for req in requests:
             self.calls += 1
             if self.fault == "unavailable-every-10" and self.calls % 10 == 3:

@@ -17,7 +17,7 @@ use super::common::{
     Outcome,
 };
 use bertqa::perf::{
-    self, export, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
+    self, export, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
 };
 use bertqa::pipeline::{self, Padding};
 use bertqa::report::Render as _;
@@ -99,11 +99,37 @@ pub struct Args {
     /// Request-rate mode: most requests in flight (later sends wait and count as late)
     #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RUN)]
     pub max_inflight: usize,
+    /// Latency budget in ms: stop after the first level over it, report the best within
+    #[arg(long, value_name = "MS", help_heading = RUN)]
+    pub latency_threshold: Option<f64>,
+    /// The latency percentile the budget applies to
+    #[arg(
+        long,
+        default_value_t = 99.0,
+        value_name = "P",
+        requires = "latency_threshold",
+        help_heading = RUN
+    )]
+    pub percentile: f64,
+    /// Find the largest level within budget by binary search between the range's ends
+    #[arg(long, requires = "latency_threshold", help_heading = RUN)]
+    pub binary_search: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Write perf_analyzer's CSV here
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub csv: Option<PathBuf>,
+    /// Only write the requests as perf_analyzer's --input-data JSON here; send no load
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["csv", "svg", "html", "requests_jsonl", "latency_threshold"],
+        help_heading = OUTPUT
+    )]
+    pub export_input_data: Option<PathBuf>,
+    /// Write a JSON line per request here as requests complete (readable during the run)
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub requests_jsonl: Option<PathBuf>,
     /// Write an SVG chart of latency against throughput here
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub svg: Option<PathBuf>,
@@ -155,14 +181,33 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
             args.max_trials
         );
     }
+    if !(args.percentile > 0.0 && args.percentile <= 100.0) {
+        anyhow::bail!(
+            "--percentile {} must be above 0 and at most 100",
+            args.percentile
+        );
+    }
+    let budget = match args.latency_threshold {
+        Some(ms) if !(ms > 0.0 && ms.is_finite()) => {
+            anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)")
+        }
+        Some(ms) => Some(Budget {
+            threshold_us: ms * 1000.0,
+            percentile: args.percentile,
+            binary_search: args.binary_search,
+        }),
+        None => None,
+    };
     Ok(PerfConfig {
         load,
+        budget,
         window,
         stability_percent: args.stability_percentage,
         max_trials: args.max_trials,
         warmup: args.load.warmup,
         max_inflight: args.max_inflight.max(1),
         shared_memory: args.load.shared_memory.into(),
+        requests_log: None,
     })
 }
 
@@ -185,7 +230,7 @@ impl PerfProgress for Lines {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let config = perf_config(&args)?;
+    let mut config = perf_config(&args)?;
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
     }
@@ -233,18 +278,48 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Padding::Longest { multiple } => format!("longest feature, multiple of {multiple}"),
     };
     let batches = perf::make_batches(&features, batch_size, padding);
+    let binding = Arc::new(binding);
+    if let Some(path) = &args.export_input_data {
+        let bytes = export::input_data::render(&binding, &batches)?;
+        bertqa::output_file::write_atomic(path, &bytes)?;
+        let rows: usize = batches.iter().map(|b| b.features.len()).sum();
+        let b = if binding.batching == bertqa::Batching::Undeclared {
+            1
+        } else {
+            batch_size
+        };
+        print_stdout(&format!(
+            "wrote {rows} entries ({} features, batches of {batch_size}, padding {padding_words}) \
+             for model {:?} to {}\nreplay: perf_analyzer -m {} -b {b} --input-data {}\n",
+            features.len(),
+            binding.model,
+            path.display(),
+            binding.model,
+            path.display()
+        ))?;
+        return Ok(Outcome::Success);
+    }
     let progress = Lines {
         quiet: args.output.quiet,
         batch_size,
     };
-    let binding = Arc::new(binding);
-    let (levels, shared_memory) = rt.block_on(perf::sweep(
+    if let Some(path) = &args.requests_jsonl {
+        config.requests_log = Some(Arc::new(perf::RequestLog::create(path)?));
+    }
+    let swept = rt.block_on(perf::sweep(
         &client,
         binding.clone(),
         batches,
         &config,
         &progress,
-    ))?;
+    ));
+    // The lines of a sweep that failed are kept: they show the request that failed.
+    let finished = config
+        .requests_log
+        .as_ref()
+        .map_or(Ok(()), |log| log.finish());
+    let (levels, shared_memory) = swept?;
+    finished?;
     let mut report = export::Report {
         model: binding.model.clone(),
         version: binding.version.clone(),
@@ -263,6 +338,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         window: config.window,
         stability_percent: config.stability_percent,
         max_trials: config.max_trials,
+        budget: config.budget,
         levels,
     };
     // The warnings name settings; the reports name the flags.

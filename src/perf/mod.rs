@@ -24,7 +24,9 @@
 //! - The process's own CPU time is measured per window, so a level where bertqa itself
 //!   is the limit is reported as such (and a request rate the client could not keep).
 
+pub(crate) mod budget;
 pub(crate) mod export;
+pub(crate) mod requests_log;
 pub(crate) mod stats;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +41,10 @@ use crate::backend::{prepare_request, Binding, TritonClient};
 use crate::error::{Error, Result};
 use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
+use budget::Plan;
+pub(crate) use budget::{Budget, LevelBudget};
+use requests_log::LevelKey;
+pub(crate) use requests_log::RequestLog;
 use stats::{Arrivals, ServerCounters};
 pub(crate) use stats::{Distribution, Range, ServerBreakdown};
 
@@ -56,6 +62,14 @@ pub(crate) enum Load {
 }
 
 impl Load {
+    /// Levels in the range.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Load::Concurrency(v) => v.len(),
+            Load::RequestRate { rates, .. } => rates.len(),
+        }
+    }
+
     /// `"concurrency"` or `"request_rate"`.
     pub(crate) fn mode(&self) -> &'static str {
         match self {
@@ -89,6 +103,10 @@ pub(crate) struct PerfConfig {
     pub max_inflight: usize,
     /// Tensors through system shared memory ([`crate::backend::shm`]).
     pub shared_memory: SharedMemory,
+    /// A latency budget: which levels are measured, and each level's goodput.
+    pub budget: Option<Budget>,
+    /// `--requests-jsonl`: a line per request, as requests complete.
+    pub requests_log: Option<Arc<RequestLog>>,
 }
 
 impl Default for PerfConfig {
@@ -101,6 +119,8 @@ impl Default for PerfConfig {
             warmup: 0,
             max_inflight: 4096,
             shared_memory: SharedMemory::None,
+            budget: None,
+            requests_log: None,
         }
     }
 }
@@ -215,6 +235,8 @@ pub(crate) struct LevelResult {
     pub sent_per_s: f64,
     /// Request-rate mode: mean delay of a send behind its schedule, microseconds.
     pub send_delay_us: f64,
+    /// How the level did against the latency budget, when there is one.
+    pub budget: Option<LevelBudget>,
     /// Honest notes: unstable, client-bound, rate not kept.
     pub warnings: Vec<String>,
 }
@@ -245,6 +267,12 @@ impl Record {
 /// State shared by the load generators of one level and the measuring loop.
 struct Shared {
     client: TritonClient,
+    /// The level being measured (`None`: warm-up).
+    level: Option<Level>,
+    /// The window requests now complete in (see [`requests_log`]); changed under the
+    /// `records` lock, so a request's line and the window it is counted in agree.
+    window: AtomicU64,
+    requests_log: Option<Arc<RequestLog>>,
     /// The tensors' shared memory region, if any.
     shm: SharedRegion,
     binding: Arc<Binding>,
@@ -283,31 +311,77 @@ impl Shared {
     async fn one_request(&self) -> Result<()> {
         let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.batches.len();
         let batch = &self.batches[i];
+        let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
         let t0 = Instant::now();
-        let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
-        // Writing the tensors into shared memory is preparation, as building them is.
-        let placed = self.shm.place(request);
-        let t1 = Instant::now();
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, _, in_shm) = placed.send(&self.client).await?;
-        let t2 = Instant::now();
-        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
-            checked.logits(features.iter().map(|f| f.unique_id))
-        })?;
-        drop(std::hint::black_box(logits));
+        let mut t = [t0; 3];
+        let answered = self.send_and_read(batch, &mut t).await;
         let t3 = Instant::now();
         let record = Record {
-            encode_ns: (t1 - t0).as_nanos() as u64,
-            wait_ns: (t2 - t1).as_nanos() as u64,
-            decode_ns: (t3 - t2).as_nanos() as u64,
+            encode_ns: (t[1] - t0).as_nanos() as u64,
+            wait_ns: (t[2] - t[1]).as_nanos() as u64,
+            decode_ns: (t3 - t[2]).as_nanos() as u64,
             features: batch.features.len() as u32,
         };
-        self.records.lock().expect("records lock").push(record);
+        let mut records = self.records.lock().expect("records lock");
+        if let (Some(log), Some(wall)) = (&self.requests_log, wall) {
+            self.log(log, wall, batch, &record, answered.as_ref().err());
+        }
+        answered?;
+        records.push(record);
+        drop(records);
         let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
         if done == self.wake_at.load(Ordering::SeqCst) {
             self.notify.notify_one();
         }
         Ok(())
+    }
+
+    /// Prepares, sends and decodes `batch`; `t` gets the instants the request was
+    /// prepared (1) and answered (2), as far as it got.
+    async fn send_and_read(&self, batch: &Batch, t: &mut [Instant; 3]) -> Result<()> {
+        let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
+        // Writing the tensors into shared memory is preparation, as building them is.
+        let placed = self.shm.place(request);
+        t[1] = Instant::now();
+        t[2] = t[1];
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let (response, _, in_shm) = placed.send(&self.client).await?;
+        t[2] = Instant::now();
+        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
+            checked.logits(features.iter().map(|f| f.unique_id))
+        })?;
+        drop(std::hint::black_box(logits));
+        Ok(())
+    }
+
+    /// Writes a request's line (called under the `records` lock).
+    fn log(
+        &self,
+        log: &RequestLog,
+        wall: std::time::SystemTime,
+        batch: &Batch,
+        r: &Record,
+        error: Option<&Error>,
+    ) {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        log.write(&requests_log::Line {
+            level: self.level.map(LevelKey::from),
+            window: self.level.map(|_| self.window.load(Ordering::SeqCst)),
+            send_unix_s: wall
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            latency_ms: ms(r.latency_ns()),
+            send_ms: ms(r.encode_ns),
+            wait_ms: ms(r.wait_ns),
+            recv_ms: ms(r.decode_ns),
+            batch_size: batch.features.len(),
+            seq_len: batch.seq_len,
+            features: batch.features.iter().map(|f| f.unique_id).collect(),
+            endpoint: self.client.url(),
+            outcome: if error.is_some() { "error" } else { "ok" },
+            code: error.map(|e| crate::backend::RetryPolicy::default().classify(e).code),
+            retries: 0,
+        });
     }
 }
 
@@ -415,17 +489,19 @@ async fn sweep_levels(
 ) -> Result<Vec<LevelResult>> {
     let batches = Arc::new(batches);
     for _ in 0..config.warmup {
-        let shared = new_shared(client, shm, &binding, &batches);
+        let shared = new_shared(client, shm, &binding, &batches, None, config);
         shared.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
         Load::Concurrency(v) => v.iter().map(|&n| Level::Concurrency(n.max(1))).collect(),
         Load::RequestRate { rates, .. } => rates.iter().map(|&r| Level::RequestRate(r)).collect(),
     };
-    let mut results = Vec::with_capacity(levels.len());
-    for (i, level) in levels.into_iter().enumerate() {
+    let mut plan = Plan::new(levels.len(), config.budget.as_ref());
+    let mut results = Vec::with_capacity(plan.most_levels());
+    while let Some(i) = plan.next() {
+        let level = levels[i];
         progress.level(level);
-        let shared = new_shared(client, shm, &binding, &batches);
+        let shared = new_shared(client, shm, &binding, &batches, Some(level), config);
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
         let measured = measure(&shared, level, config, progress).await;
@@ -436,7 +512,9 @@ async fn sweep_levels(
         if let Some(e) = shared.take_error() {
             return Err(e);
         }
-        results.push(summarize(level, config, measured?));
+        let result = summarize(level, config, measured?);
+        plan.record(i, result.budget.is_some_and(|b| b.within));
+        results.push(result);
     }
     Ok(results)
 }
@@ -446,9 +524,14 @@ fn new_shared(
     shm: &SharedRegion,
     binding: &Arc<Binding>,
     batches: &Arc<Vec<Batch>>,
+    level: Option<Level>,
+    config: &PerfConfig,
 ) -> Arc<Shared> {
     Arc::new(Shared {
         client: client.clone(),
+        level,
+        window: AtomicU64::new(0),
+        requests_log: config.requests_log.clone(),
         shm: shm.clone(),
         binding: binding.clone(),
         batches: batches.clone(),
@@ -563,7 +646,11 @@ async fn measure(
     let mut windows: Vec<Measured> = Vec::new();
     let mut before = mark(shared).await?;
     // Records of requests answered before the first mark belong to no window.
-    shared.records.lock().expect("records lock").clear();
+    {
+        let mut records = shared.records.lock().expect("records lock");
+        records.clear();
+        shared.window.store(1, Ordering::SeqCst);
+    }
     for trial in 1..=config.max_trials {
         match config.window {
             Window::Time(d) => {
@@ -593,7 +680,11 @@ async fn measure(
                 .take_error()
                 .unwrap_or_else(|| Error::Internal("the load stopped unexpectedly".into())));
         }
-        let records = std::mem::take(&mut *shared.records.lock().expect("records lock"));
+        let records = {
+            let mut records = shared.records.lock().expect("records lock");
+            shared.window.fetch_add(1, Ordering::SeqCst);
+            std::mem::take(&mut *records)
+        };
         let after = mark(shared).await?;
         let window = Measured {
             duration: after.at - before.at,
@@ -695,6 +786,13 @@ fn summarize(
         late_ns as f64 / sent as f64 / 1000.0
     };
     let requests_per_s = rate(n, duration);
+    let budget = config.budget.map(|b| {
+        b.judge(
+            records.iter().map(|r| r.latency_ns() as f64 / 1000.0),
+            duration.as_secs_f64(),
+            q(b.percentile / 100.0),
+        )
+    });
 
     let mut result = LevelResult {
         level,
@@ -713,6 +811,7 @@ fn summarize(
         client_cpu_fraction,
         sent_per_s,
         send_delay_us,
+        budget,
         warnings: Vec::new(),
     };
     result.warnings = warnings(&result, config.stability_percent, cores as usize);

@@ -150,6 +150,9 @@ fn perf_html_renders_with_its_chart_levels_and_bars() {
         "100",
         "--max-trials",
         "3",
+        // A budget every level keeps: the page adds its verdict and goodput.
+        "--latency-threshold",
+        "60000",
         "--quiet",
         "--json",
         "--html",
@@ -172,7 +175,10 @@ fn perf_html_renders_with_its_chart_levels_and_bars() {
         assert!((row[1].sort.unwrap() - fps).abs() < 1e-3 * fps, "{l}");
         let p99 = l["latency_ms"]["p99"].as_f64().unwrap();
         assert!((row[5].sort.unwrap() - p99).abs() < 1e-3, "{l}");
+        assert_eq!(row[9].text, "within");
+        assert_eq!(row[10].sort, Some(100.0));
     }
+    assert!(dom.contains("within budget (p99 ≤ 60000 ms): concurrency 3, p99 "));
     // Triton reports its statistics: every level has its eight latency parts.
     assert_eq!(dom.matches("<rect class=\"part\"").count(), 3 * 8, "{dom}");
     assert!(dom.contains("concurrency 2: compute infer "));

@@ -20,6 +20,7 @@ mod merge;
 mod models;
 mod oip_servers;
 mod perf;
+mod perf_budget;
 mod pipeline;
 mod reliability;
 mod resume;

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::common::{
-    assert_schema, bertqa, json_of, read, show, start_server_with, Server, SAMPLE,
+    assert_schema, bertqa, json_of, read, read_json, root, show, start_server_with, Server, SAMPLE,
 };
 
 /// The sweeps' own server (see above).
@@ -383,4 +383,58 @@ fn bad_ranges_and_settings_are_usage_errors() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+}
+
+/// `--export-input-data` writes what perf_analyzer's `--input-data` reads, and its
+/// tensors are the features bertqa builds, value for value; no load is sent.
+#[test]
+fn export_input_data_is_perf_analyzers_format_and_decodes_to_the_features() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("input-data.json");
+    let o = perf(
+        "tiny-bert",
+        &[
+            "--limit",
+            "3",
+            "--batch-size",
+            "2",
+            "--export-input-data",
+            file.to_str().unwrap(),
+        ],
+    );
+    crate::common::ok(&o);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("replay: perf_analyzer -m tiny-bert -b 2 --input-data"),
+        "{said}"
+    );
+    let doc = read_json(&file);
+    let schema = read_json(root().join("tests/fixtures/perf_analyzer_input_data.schema.json"));
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The check can fail: a tensor with a shape but no content is not the format.
+    let broken = serde_json::json!({"data": [{"input__0": {"shape": [384]}}]});
+    assert!(!validator.is_valid(&broken));
+
+    let features = bertqa(&["features", "--data", SAMPLE, "--limit", "3"]);
+    crate::common::ok(&features);
+    let features: Vec<Value> = String::from_utf8_lossy(&features.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let data = doc["data"].as_array().unwrap();
+    // Full batches of 2, the last filled from the first features, as perf sends them.
+    assert_eq!(data.len(), features.len().div_ceil(2) * 2);
+    for (i, entry) in data.iter().enumerate() {
+        let f = &features[i % features.len()];
+        for (input, key) in [
+            ("input__0", "input_ids"),
+            ("input__1", "segment_ids"),
+            ("input__2", "input_mask"),
+        ] {
+            assert_eq!(entry[input]["shape"], serde_json::json!([384]), "{i}");
+            assert_eq!(entry[input]["content"], f[key], "entry {i}, {input}");
+        }
+    }
 }

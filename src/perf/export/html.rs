@@ -45,7 +45,8 @@ fn level_head(r: &Report) -> &'static str {
     }
 }
 
-/// The per-level table, as the text report's summary (p95 too).
+/// The per-level table, as the text report's summary (p95 too); under a latency budget
+/// also each level's verdict and goodput, and the best level within the budget.
 fn levels(s: &mut String, r: &Report) {
     section(s, "levels", "Levels");
     let rows: Vec<(String, Vec<Cell>)> = r
@@ -53,45 +54,55 @@ fn levels(s: &mut String, r: &Report) {
         .iter()
         .map(|l| {
             let lat = &l.latency;
-            (
-                "level".to_string(),
-                vec![
-                    Cell::Num {
-                        shown: fmt_num(l.level.value()),
-                        value: l.level.value(),
-                    },
-                    Cell::num(l.features_per_s, 1),
-                    Cell::num(lat.p50_us / 1000.0, 3),
-                    Cell::num(lat.p90_us / 1000.0, 3),
-                    Cell::num(lat.p95_us / 1000.0, 3),
-                    Cell::num(lat.p99_us / 1000.0, 3),
-                    Cell::num(lat.avg_us / 1000.0, 3),
-                    Cell::num(l.requests as f64, 0),
-                    Cell::Text(if l.stable {
-                        format!("yes ({} windows)", l.trials)
-                    } else {
-                        format!("NO ({} windows)", l.trials)
-                    }),
-                ],
-            )
+            let mut cells = vec![
+                Cell::Num {
+                    shown: fmt_num(l.level.value()),
+                    value: l.level.value(),
+                },
+                Cell::num(l.features_per_s, 1),
+                Cell::num(lat.p50_us / 1000.0, 3),
+                Cell::num(lat.p90_us / 1000.0, 3),
+                Cell::num(lat.p95_us / 1000.0, 3),
+                Cell::num(lat.p99_us / 1000.0, 3),
+                Cell::num(lat.avg_us / 1000.0, 3),
+                Cell::num(l.requests as f64, 0),
+                Cell::Text(if l.stable {
+                    format!("yes ({} windows)", l.trials)
+                } else {
+                    format!("NO ({} windows)", l.trials)
+                }),
+            ];
+            if r.budget.is_some() {
+                match l.budget {
+                    Some(b) => cells.extend([
+                        Cell::Text(if b.within { "within" } else { "OVER" }.into()),
+                        Cell::num(b.goodput_share * 100.0, 1),
+                        Cell::num(b.goodput_per_s, 1),
+                    ]),
+                    None => cells.extend((0..3).map(|_| Cell::Text(String::new()))),
+                }
+            }
+            ("level".to_string(), cells)
         })
         .collect();
-    table(
-        s,
-        "sortable levels",
-        &[
-            level_head(r),
-            "infer/s",
-            "p50 ms",
-            "p90 ms",
-            "p95 ms",
-            "p99 ms",
-            "avg ms",
-            "requests",
-            "stable",
-        ],
-        &rows,
-    );
+    let mut head = vec![
+        level_head(r),
+        "infer/s",
+        "p50 ms",
+        "p90 ms",
+        "p95 ms",
+        "p99 ms",
+        "avg ms",
+        "requests",
+        "stable",
+    ];
+    if r.budget.is_some() {
+        head.extend(["budget", "goodput %", "goodput requests/s"]);
+    }
+    table(s, "sortable levels", &head, &rows);
+    if let Some(words) = super::text::verdict_words(r) {
+        note(s, &words);
+    }
 }
 
 /// One part of a level's latency: its name, colour and average, microseconds.
@@ -356,6 +367,24 @@ mod tests {
         assert_eq!(page.matches("<rect class=\"part\"").count(), 6);
         assert!(!page.contains(": queue "), "{page}");
         assert!(page.contains("<td class=\"text\">not reported by the server</td>"));
+    }
+
+    #[test]
+    fn a_budget_adds_its_verdict_and_goodput() {
+        let page = html(&sample::with_budget());
+        assert!(
+            page.contains("<dt>budget</dt><dd>p99 ≤ 8 ms: binary search"),
+            "{page}"
+        );
+        assert!(page.contains("<th>goodput %</th>"));
+        assert!(page.contains(
+            "<td class=\"text\">within</td><td class=\"num\" data-sort=\"100\">100.0</td>"
+        ));
+        assert!(page
+            .contains("<td class=\"text\">OVER</td><td class=\"num\" data-sort=\"40\">40.0</td>"));
+        assert!(page.contains("within budget (p99 ≤ 8 ms): concurrency 1, p99 7.500 ms"));
+        let plain = html(&sample::report());
+        assert!(!plain.contains("goodput") && !plain.contains("<dt>budget</dt>"));
     }
 
     #[test]

@@ -30,8 +30,44 @@ pub(crate) struct PerfJson<'a> {
     pub request_distribution: Option<&'static str>,
     pub seed: Option<u64>,
     pub measurement: Measurement,
+    /// `--latency-threshold` and its search (`null` without one).
+    pub latency_budget: Option<LatencyBudget>,
+    /// The largest load within the budget (`null`: none kept it, or no budget).
+    pub within_budget: Option<WithinBudget>,
     pub levels: Vec<LevelJson<'a>>,
     pub warnings: Vec<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct LatencyBudget {
+    pub threshold_ms: f64,
+    pub percentile: f64,
+    /// `"binary"` or `"sweep"` (in order, up to the first level over budget).
+    pub search: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct WithinBudget {
+    /// The level: one of the two is set.
+    pub concurrency: Option<usize>,
+    pub request_rate_per_s: Option<f64>,
+    /// Client latency at the budget's percentile.
+    pub latency_ms: f64,
+    pub throughput: Throughput,
+}
+
+/// Requests that met the latency threshold.
+#[derive(Debug, Serialize)]
+pub(crate) struct Goodput {
+    pub share: f64,
+    pub per_s: f64,
+}
+
+/// How a level did against the budget.
+#[derive(Debug, Serialize)]
+pub(crate) struct LevelBudgetJson {
+    pub latency_ms: f64,
+    pub within: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,6 +111,9 @@ pub(crate) struct LevelJson<'a> {
     pub client_cpu: ClientCpu,
     pub sent_per_s: f64,
     pub send_delay_ms: f64,
+    /// `null` without a latency budget, as `goodput`.
+    pub budget: Option<LevelBudgetJson>,
+    pub goodput: Option<Goodput>,
     pub warnings: &'a [String],
 }
 
@@ -165,6 +204,23 @@ pub(crate) fn render(report: &Report) -> PerfJson<'_> {
             stability_percentage: report.stability_percent,
             max_trials: report.max_trials,
         },
+        latency_budget: report.budget.map(|b| LatencyBudget {
+            threshold_ms: ms(b.threshold_us),
+            percentile: b.percentile,
+            search: if b.binary_search { "binary" } else { "sweep" },
+        }),
+        within_budget: report.within_budget().map(|l| {
+            let (concurrency, request_rate_per_s) = level_value(l.level);
+            WithinBudget {
+                concurrency,
+                request_rate_per_s,
+                latency_ms: ms(l.budget.map_or(0.0, |b| b.latency_us)),
+                throughput: Throughput {
+                    requests_per_s: r6(l.requests_per_s),
+                    features_per_s: r6(l.features_per_s),
+                },
+            }
+        }),
         levels: report.levels.iter().map(level).collect(),
         warnings: report
             .levels
@@ -174,11 +230,16 @@ pub(crate) fn render(report: &Report) -> PerfJson<'_> {
     }
 }
 
-fn level(l: &LevelResult) -> LevelJson<'_> {
-    let (concurrency, request_rate_per_s) = match l.level {
+/// The level as the JSON's two keys (`concurrency`, `request_rate_per_s`).
+fn level_value(level: Level) -> (Option<usize>, Option<f64>) {
+    match level {
         Level::Concurrency(n) => (Some(n), None),
         Level::RequestRate(r) => (None, Some(r)),
-    };
+    }
+}
+
+fn level(l: &LevelResult) -> LevelJson<'_> {
+    let (concurrency, request_rate_per_s) = level_value(l.level);
     let s = &l.server;
     let c = &l.client;
     let busy_fraction = if l.window_s > 0.0 {
@@ -233,6 +294,14 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
         },
         sent_per_s: r6(l.sent_per_s),
         send_delay_ms: ms(l.send_delay_us),
+        budget: l.budget.map(|b| LevelBudgetJson {
+            latency_ms: ms(b.latency_us),
+            within: b.within,
+        }),
+        goodput: l.budget.map(|b| Goodput {
+            share: r6(b.goodput_share),
+            per_s: r6(b.goodput_per_s),
+        }),
         warnings: &l.warnings,
     }
 }
@@ -270,6 +339,24 @@ mod tests {
         assert_eq!(v["measurement"]["interval_ms"], 1500);
         assert_eq!(v["levels"][0]["request_rate_per_s"], 12.5);
         validate(&v);
+    }
+
+    /// A budget: every level says how it did, the top names the largest load within.
+    #[test]
+    fn a_budget_gives_goodput_and_the_best_level() {
+        let r = sample::with_budget();
+        let v = serde_json::to_value(render(&r)).unwrap();
+        validate(&v);
+        assert_eq!(v["latency_budget"]["threshold_ms"], 8.0);
+        assert_eq!(v["latency_budget"]["search"], "binary");
+        assert_eq!(v["levels"][0]["goodput"]["share"], 1.0);
+        assert_eq!(v["levels"][1]["budget"]["within"], false);
+        assert_eq!(v["levels"][1]["goodput"]["per_s"], 40.0);
+        assert_eq!(v["within_budget"]["concurrency"], 1);
+        assert_eq!(v["within_budget"]["latency_ms"], 7.5);
+        let plain = serde_json::to_value(render(&sample::report())).unwrap();
+        assert!(plain["within_budget"].is_null() && plain["latency_budget"].is_null());
+        assert!(plain["levels"][0]["goodput"].is_null());
     }
 
     #[test]

@@ -11,11 +11,12 @@
 
 pub(crate) mod csv;
 pub(crate) mod html;
+pub(crate) mod input_data;
 pub(crate) mod json;
 pub(crate) mod svg;
 pub(crate) mod text;
 
-use super::{LevelResult, Load, Window};
+use super::{Budget, LevelResult, Load, Window};
 
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub(crate) struct Report {
     pub window: Window,
     pub stability_percent: f64,
     pub max_trials: usize,
+    /// `--latency-threshold` and its search, when given.
+    pub budget: Option<Budget>,
+    /// In the order measured (a binary search measures out of order).
     pub levels: Vec<LevelResult>,
 }
 
@@ -67,6 +71,25 @@ impl Report {
                 distribution.as_str()
             ),
         }
+    }
+
+    /// The best level within the latency budget: the largest load that kept it.
+    pub(crate) fn within_budget(&self) -> Option<&LevelResult> {
+        self.levels
+            .iter()
+            .filter(|l| l.budget.is_some_and(|b| b.within))
+            .max_by(|a, b| a.level.value().total_cmp(&b.level.value()))
+    }
+
+    /// The budget in words, e.g. `p99 ≤ 110 ms`.
+    pub(crate) fn budget_words(&self) -> Option<String> {
+        self.budget.map(|b| {
+            format!(
+                "p{} ≤ {} ms",
+                fmt_num(b.percentile),
+                fmt_num(b.threshold_us / 1000.0)
+            )
+        })
     }
 
     /// The measurement window in words.
@@ -149,6 +172,7 @@ pub(crate) mod sample {
             client_cpu_fraction: 0.1,
             sent_per_s: infer_per_s / 2.0,
             send_delay_us: 0.0,
+            budget: None,
             warnings: Vec::new(),
         }
     }
@@ -176,8 +200,31 @@ pub(crate) mod sample {
             window: Window::Count(50),
             stability_percent: 10.0,
             max_trials: 10,
+            budget: None,
             levels: vec![level(Level::Concurrency(1), 200.0, 5.0, 7.5), second],
         }
+    }
+
+    /// [`report`] under a p99 budget of 8 ms, searched: level 1 within, level 2 over.
+    pub(crate) fn with_budget() -> Report {
+        let mut r = report();
+        let b = Budget {
+            threshold_us: 8000.0,
+            percentile: 99.0,
+            binary_search: true,
+        };
+        r.budget = Some(b);
+        for l in &mut r.levels {
+            let within = l.latency.p99_us <= b.threshold_us;
+            l.budget = Some(super::super::LevelBudget {
+                latency_us: l.latency.p99_us,
+                within,
+                good: if within { l.requests } else { 60 },
+                goodput_share: if within { 1.0 } else { 0.4 },
+                goodput_per_s: if within { 100.0 } else { 40.0 },
+            });
+        }
+        r
     }
 
     #[allow(dead_code)]

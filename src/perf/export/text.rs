@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_num, Report};
-use crate::perf::{LevelResult, Load};
+use crate::perf::{Budget, LevelResult, Load};
 
 fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
@@ -30,10 +30,11 @@ pub(crate) fn render(r: &Report) -> String {
     setting(&mut s, r);
     for l in &r.levels {
         let _ = writeln!(s);
-        level(&mut s, l, r.batch_size);
+        level(&mut s, l, r.batch_size, r.budget.as_ref());
     }
     let _ = writeln!(s);
     table(&mut s, r);
+    verdict(&mut s, r);
     s
 }
 
@@ -44,8 +45,8 @@ fn setting(s: &mut String, r: &Report) {
     }
 }
 
-/// The setting: `model`, `data`, `inputs` and `load`, each with its words (the text
-/// report's first lines, the HTML page's heading).
+/// The setting: `model`, `data`, `inputs`, `load` and (with a latency budget) `budget`,
+/// each with its words (the text report's first lines, the HTML page's heading).
 pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
     let version = if r.version.is_empty() {
         String::new()
@@ -69,7 +70,7 @@ pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
     } else {
         format!("{}, ", r.platform)
     };
-    vec![
+    let mut rows = vec![
         (
             "model",
             format!(
@@ -97,11 +98,53 @@ pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
                 r.max_trials
             ),
         ),
-    ]
+    ];
+    if let (Some(b), Some(words)) = (r.budget, r.budget_words()) {
+        let n = r.load.len();
+        let search = if b.binary_search {
+            format!(
+                "binary search over the range's {n} levels (at most {} measured)",
+                crate::perf::budget::Plan::new(n, Some(&b)).most_levels()
+            )
+        } else {
+            "levels in order, up to the first over budget".to_string()
+        };
+        rows.push(("budget", format!("{words}: {search}")));
+    }
+    rows
+}
+
+/// The best level within the budget, when there is a budget.
+fn verdict(s: &mut String, r: &Report) {
+    if let Some(words) = verdict_words(r) {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "{words}");
+    }
+}
+
+/// The verdict: the best level within the budget, in words (`None`: no budget).
+pub(crate) fn verdict_words(r: &Report) -> Option<String> {
+    let (Some(b), Some(words)) = (r.budget, r.budget_words()) else {
+        return None;
+    };
+    Some(match r.within_budget() {
+        Some(l) => format!(
+            "within budget ({words}): {}, p{} {} ms, {:.1} infer/s ({} levels measured)",
+            l.level,
+            fmt_num(b.percentile),
+            ms(l.budget.map_or(0.0, |x| x.latency_us)),
+            l.features_per_s,
+            r.levels.len()
+        ),
+        None => format!(
+            "within budget ({words}): no level measured kept it ({} levels measured)",
+            r.levels.len()
+        ),
+    })
 }
 
 /// One level's figures, every part of the latency shown.
-fn level(s: &mut String, l: &LevelResult, batch_size: usize) {
+fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Budget>) {
     let _ = writeln!(
         s,
         "{}: {} after {} windows; {} requests in {:.2} s",
@@ -116,6 +159,21 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize) {
         "  throughput   {:.1} infer/s ({:.1} requests/s of {} features)",
         l.features_per_s, l.requests_per_s, batch_size
     );
+    if let (Some(b), Some(budget)) = (l.budget, budget) {
+        let _ = writeln!(
+            s,
+            "  budget       p{} {} ms: {}; goodput {:.1}% of requests ({:.1} requests/s)",
+            fmt_num(budget.percentile),
+            ms(b.latency_us),
+            if b.within {
+                "within budget"
+            } else {
+                "OVER BUDGET"
+            },
+            b.goodput_share * 100.0,
+            b.goodput_per_s
+        );
+    }
     let lat = &l.latency;
     let _ = writeln!(
         s,
@@ -209,20 +267,37 @@ fn table(s: &mut String, r: &Report) {
     };
     let _ = writeln!(
         s,
-        "{head:>12} {:>10} {:>10} {:>10} {:>10} {:>10}  stable",
-        "infer/s", "p50 ms", "p90 ms", "p99 ms", "avg ms"
+        "{head:>12} {:>10} {:>10} {:>10} {:>10} {:>10}  stable{}",
+        "infer/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "avg ms",
+        if r.budget.is_some() {
+            "  budget  goodput"
+        } else {
+            ""
+        }
     );
     for l in &r.levels {
+        let stable = if l.stable { "yes" } else { "NO" };
+        let stable = match l.budget {
+            Some(b) => format!(
+                "{stable:<6}  {:<6}  {:>6.1}%",
+                if b.within { "within" } else { "OVER" },
+                b.goodput_share * 100.0
+            ),
+            None => stable.to_string(),
+        };
         let _ = writeln!(
             s,
-            "{:>12} {:>10.1} {:>10} {:>10} {:>10} {:>10}  {}",
+            "{:>12} {:>10.1} {:>10} {:>10} {:>10} {:>10}  {stable}",
             fmt_num(l.level.value()),
             l.features_per_s,
             ms(l.latency.p50_us),
             ms(l.latency.p90_us),
             ms(l.latency.p99_us),
             ms(l.latency.avg_us),
-            if l.stable { "yes" } else { "NO" }
         );
     }
 }
@@ -254,6 +329,26 @@ mod tests {
         let csv = String::from_utf8(super::super::csv::render(&r)).unwrap();
         let row = csv.lines().nth(1).unwrap();
         assert!(row.contains(",,,,,"), "{row}");
+    }
+
+    #[test]
+    fn a_budget_is_judged_per_level_and_answered_at_the_end() {
+        let text = render(&sample::with_budget());
+        assert!(text.contains(
+            "budget       p99 ≤ 8 ms: binary search over the range's 2 levels (at most 2 measured)"
+        ));
+        assert!(text.contains(
+            "  budget       p99 7.500 ms: within budget; goodput 100.0% of requests (100.0 requests/s)"
+        ));
+        assert!(text.contains("  budget       p99 14.250 ms: OVER BUDGET; goodput 40.0%"));
+        assert!(text.contains("  stable  budget  goodput\n"), "{text}");
+        assert!(text.contains("  yes     within   100.0%\n"), "{text}");
+        assert!(text.ends_with(
+            "within budget (p99 ≤ 8 ms): concurrency 1, p99 7.500 ms, 200.0 infer/s (2 levels measured)\n"
+        ));
+        let mut none = sample::with_budget();
+        none.levels.truncate(0);
+        assert!(render(&none).contains("no level measured kept it (0 levels measured)"));
     }
 
     #[test]
