@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs what the tests need
 # (vocabulary, a real Triton server, MLServer and KServe's model server in the cache,
-# nginx from Debian's packages, pyarrow for test data), then runs format, lint, tests
-# and docs checks. This is what .ci/run calls.
+# nginx and Chromium from Debian's packages, pyarrow for test data), then runs format,
+# lint, tests and docs checks. This is what .ci/run calls.
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
@@ -10,6 +10,7 @@ bash scripts/install_vocab.sh
 bash scripts/setup_triton.sh >/dev/null
 bash scripts/setup_oip.sh >/dev/null
 bash scripts/setup_nginx.sh >/dev/null
+bash scripts/setup_chromium.sh >/dev/null
 bash scripts/setup_data_tools.sh >/dev/null
 log "cargo fmt --check"
 cargo fmt --all -- --check

@@ -74,6 +74,23 @@ fn load(
     Ok((dataset, digest, format))
 }
 
+/// Fails unless `path`'s directory exists, so that a run whose output file (`flag`,
+/// e.g. `--html`) could not be written stops before it starts rather than at its end.
+pub(crate) fn check_output_dir(flag: &str, path: &Path) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => return Ok(()),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{flag} {}: no directory {} to write it in",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// The `--data` files as reports name them: the path, or the paths joined by ", ".
 pub(crate) fn data_label(paths: &[PathBuf]) -> String {
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();

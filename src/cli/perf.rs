@@ -1,6 +1,6 @@
 //! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
-//! warnings on stderr, `--csv` (perf_analyzer's columns) and `--svg` files.
+//! warnings on stderr, `--csv` (perf_analyzer's columns), `--svg` and `--html` files.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -125,7 +125,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["csv", "svg", "requests_jsonl", "latency_threshold"],
+        conflicts_with_all = ["csv", "svg", "html", "requests_jsonl", "latency_threshold"],
         help_heading = OUTPUT
     )]
     pub export_input_data: Option<PathBuf>,
@@ -135,6 +135,9 @@ pub struct Args {
     /// Write an SVG chart of latency against throughput here
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub svg: Option<PathBuf>,
+    /// Write a self-contained HTML report here (chart, levels, latency parts, load)
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
 }
 
 /// Validates the sweep flags (before any data is read or server contacted).
@@ -232,6 +235,9 @@ impl PerfProgress for Lines {
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut config = perf_config(&args)?;
     super::metrics::check(&args.metrics)?;
+    if let Some(path) = &args.html {
+        super::common::check_output_dir("--html", path)?;
+    }
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer)?;
     let features_config = feature_config(&args.window)?;
@@ -364,6 +370,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if let Some(path) = &args.svg {
         bertqa::output_file::write_atomic(path, &export::svg::render(&report))?;
+    }
+    if let Some(path) = &args.html {
+        bertqa::output_file::write_atomic(path, &export::html::render(&report))?;
     }
     for w in report.warnings() {
         eprintln!("warning: {w}");

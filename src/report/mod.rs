@@ -9,10 +9,12 @@
 //! [`crate::perf::export`], with its CSV and SVG renderers.
 //!
 //! The two formats each have a file: [`json`] (the writer, and how the library's own
-//! types appear in the documents) and [`text`] (what the text reports share).
+//! types appear in the documents) and [`text`] (what the text reports share). The HTML
+//! pages (`--html`) are in [`html`].
 
 pub(crate) mod compare;
 pub(crate) mod eval;
+pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod merge;
 pub(crate) mod text;

@@ -12,6 +12,7 @@ mod features;
 mod fuzz;
 mod gateways;
 mod help;
+mod html_reports;
 mod http;
 mod http_commands;
 mod http_tls;

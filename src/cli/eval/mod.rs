@@ -1,7 +1,8 @@
 //! `bertqa eval`: the whole SQuAD evaluation against Triton (or, with `--from-logits`,
 //! from saved logits without a server). Writes the reference's output files plus
 //! `metrics.json` and `per_question.jsonl`, prints a report (text or `--json`, schema
-//! in `schema/eval.schema.json`), and turns the gates into exit code 1.
+//! in `schema/eval.schema.json`), writes the `--html` page, and turns the gates into
+//! exit code 1.
 
 mod output;
 mod report;
@@ -67,6 +68,9 @@ pub struct Args {
     /// Also save every window's logits (DIR/logits.bin), for --from-logits
     #[arg(long, help_heading = OUTPUT)]
     pub save_logits: bool,
+    /// Write a self-contained HTML report here (scores, latency, worst questions)
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
     /// Exit 1 when exact match (percent) is below X
     #[arg(long, value_name = "X", help_heading = GATES)]
     pub min_exact: Option<f64>,
@@ -138,6 +142,9 @@ pub(crate) struct EvalReport {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
+    if let Some(path) = &args.html {
+        super::common::check_output_dir("--html", path)?;
+    }
     // Held until the run ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let mut input = run::load(&args)?;

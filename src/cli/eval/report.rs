@@ -299,12 +299,23 @@ fn endpoint(
 
 /// The text report's model and data lines, then the official scores.
 fn text_run_and_scores(s: &mut String, r: &EvalReport) {
+    for (name, words) in setting_rows(r) {
+        let _ = writeln!(s, "{name:<12} {words}");
+    }
+    let _ = writeln!(s);
+    s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));
+    let _ = writeln!(s);
+}
+
+/// The run's setting: `model` and `data`, each with its words (the text report's first
+/// lines, the HTML page's heading).
+pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
     let rules = match (r.format, r.version_2) {
         (bertqa::data::Format::Mrqa, false) => "MRQA rules",
         (_, true) => "SQuAD 2.0 rules",
         (_, false) => "SQuAD 1.1 rules",
     };
-    match (&r.binding, &r.url, r.protocol) {
+    let model = match (&r.binding, &r.url, r.protocol) {
         (Some(b), Some(url), Some(protocol)) => {
             // A server without model configuration may name no platform.
             let platform = if b.platform.is_empty() {
@@ -312,28 +323,99 @@ fn text_run_and_scores(s: &mut String, r: &EvalReport) {
             } else {
                 format!("{}, ", b.platform)
             };
-            let _ = writeln!(
-                s,
-                "model        {} at {} over {} ({platform}{}, concurrency {})",
+            format!(
+                "{} at {} over {} ({platform}{}, concurrency {})",
                 b.model,
                 url,
                 bertqa::report::protocol_words(protocol),
                 super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
                 r.concurrency
-            );
+            )
         }
-        _ => {
-            let _ = writeln!(s, "model        (decoded from saved logits)");
-        }
+        _ => "(decoded from saved logits)".into(),
+    };
+    vec![
+        ("model", model),
+        (
+            "data",
+            format!(
+                "{} ({rules}, postprocess {}): {} questions, {} features",
+                r.data, r.postprocess, r.questions, r.features
+            ),
+        ),
+    ]
+}
+
+/// `--html`: the page of [`bertqa::report::html::eval`], its questions joined with
+/// their predictions, answer scores (by id) and gold answers.
+pub(super) fn html_page(
+    r: &EvalReport,
+    dataset: &bertqa::types::Dataset,
+    predictions: &[bertqa::decode::Prediction],
+    answer_scores: &std::collections::HashMap<String, f64>,
+) -> Vec<u8> {
+    use bertqa::report::html::eval::{render, EvalPage, QuestionRow};
+    let by_id: std::collections::HashMap<&str, &bertqa::decode::Prediction> =
+        predictions.iter().map(|p| (p.qas_id.as_str(), p)).collect();
+    let examples: std::collections::HashMap<&str, &bertqa::types::Example> = dataset
+        .examples
+        .iter()
+        .map(|e| (e.qas_id.as_str(), e))
+        .collect();
+    let questions = r
+        .scores
+        .questions
+        .iter()
+        .map(|q| {
+            let example = examples.get(q.qas_id.as_str());
+            let prediction = by_id.get(q.qas_id.as_str());
+            QuestionRow {
+                id: q.qas_id.clone(),
+                question: example.map(|e| e.question_text.clone()).unwrap_or_default(),
+                prediction: prediction.map(|p| p.answer.clone()).unwrap_or_default(),
+                gold: example
+                    .map(|e| e.answers.iter().map(|a| a.text.clone()).collect())
+                    .unwrap_or_default(),
+                f1: q.f1,
+                score: answer_scores.get(q.qas_id.as_str()).copied(),
+            }
+        })
+        .collect();
+    let title = match &r.binding {
+        Some(b) => format!("{} on {}", b.model, r.data),
+        None => r.data.clone(),
+    };
+    let mut setting = setting_rows(r);
+    if let Some((_, m)) = &r.server_metrics {
+        use bertqa::metrics::text::{counters, gauges};
+        setting.push((
+            "server",
+            format!(
+                "{}; {}",
+                gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus),
+                counters(m.inference.as_ref())
+            ),
+        ));
     }
-    let _ = writeln!(
-        s,
-        "data         {} ({rules}, postprocess {}): {} questions, {} features",
-        r.data, r.postprocess, r.questions, r.features
-    );
-    let _ = writeln!(s);
-    s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));
-    let _ = writeln!(s);
+    render(&EvalPage {
+        title,
+        setting,
+        metrics: &r.scores.metrics,
+        wall_s: r.wall.as_secs_f64(),
+        features_per_s: rate(r.features as f64, r.wall),
+        questions_per_s: rate(r.questions as f64, r.wall),
+        latency_us: r.infer.as_ref().map(|i| &i.latency_us),
+        questions,
+    })
+}
+
+/// The score of the answer given: start + end logit of the first n-best entry with its
+/// text (the null entry's for no answer); `None` when the n-best list has none.
+pub(super) fn answer_score(p: &bertqa::decode::Prediction) -> Option<f64> {
+    p.nbest
+        .iter()
+        .find(|e| e.text == p.answer)
+        .map(|e| e.start_logit + e.end_logit)
 }
 
 /// The text report's throughput, latency, retries, endpoints, then (`verbose`) padding,

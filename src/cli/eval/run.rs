@@ -2,6 +2,7 @@
 //! from a server with the journal, the progress bar and the n-best stream attached to
 //! the run), then write the outputs and the report.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -50,6 +51,9 @@ pub(super) struct Ran {
     pub nbest: Option<decode::NbestStream>,
     /// The server's metrics over the run (`--metrics-url`).
     pub server_metrics: Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>,
+    /// Each answer's score by question id (`--html`), taken before the n-best lists
+    /// left the predictions for their file.
+    pub answer_scores: HashMap<String, f64>,
 }
 
 /// Loads the data (the shard of it asked for) and the tokenizer and fingerprints the
@@ -125,6 +129,10 @@ pub(super) fn from_logits(
     let features_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let predictions = decode::decode(decode, dataset, &feats, &logits, tokenizer)?;
+    let answer_scores = predictions
+        .iter()
+        .filter_map(|p| Some((p.qas_id.clone(), super::report::answer_score(p)?)))
+        .collect();
     let outcome = RunOutcome {
         predictions,
         features: feats.len() as u64,
@@ -150,6 +158,7 @@ pub(super) fn from_logits(
         net: None,
         nbest: None,
         server_metrics: None,
+        answer_scores,
     })
 }
 
@@ -197,6 +206,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         bar: Bar::new(args.run.output.quiet || args.run.output.json),
         journal: &recorder,
         nbest,
+        answer_scores: Mutex::new(HashMap::new()),
     };
     let binding = Arc::new(binding);
     let key = bertqa::metrics::ModelKey {
@@ -228,6 +238,10 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         (choice, s.span(&open, &close, open.at, close.at))
     });
     observer.bar.finish();
+    let answer_scores = observer
+        .answer_scores
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let stream = observer
         .nbest
         .into_inner()
@@ -271,6 +285,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         net: Some(client),
         nbest: Some(stream),
         server_metrics,
+        answer_scores,
     })
 }
 
@@ -412,6 +427,12 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     let json = report.render(Format::Json);
     let metrics_path = args.output_dir.join("metrics.json");
     bertqa::output_file::write_atomic(&metrics_path, json.as_bytes())?;
+    // Not one of the run's files: metrics.json does not list it.
+    if let Some(path) = &args.html {
+        let page =
+            super::report::html_page(&report, dataset, &outcome.predictions, &ran.answer_scores);
+        bertqa::output_file::write_atomic(path, &page)?;
+    }
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.
     report.files.push("metrics.json".into());
@@ -499,11 +520,12 @@ impl Bar {
 }
 
 /// What `eval` attaches to a run: the progress bar, the journal, and the n-best lists
-/// streamed into their file as questions are decoded.
+/// streamed into their file as questions are decoded (each answer's score kept first).
 struct EvalObserver<'a> {
     bar: Bar,
     journal: &'a resume::Recorder,
     nbest: std::sync::Mutex<decode::NbestStream>,
+    answer_scores: Mutex<HashMap<String, f64>>,
 }
 
 impl RunObserver for EvalObserver<'_> {
@@ -528,6 +550,12 @@ impl RunObserver for EvalObserver<'_> {
     }
 
     fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {
+        if let Some(score) = super::report::answer_score(prediction) {
+            self.answer_scores
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(prediction.qas_id.clone(), score);
+        }
         self.nbest
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

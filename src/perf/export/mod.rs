@@ -2,6 +2,7 @@
 //! bytes out (the hyperfine way), so each is unit tested without a server. The text and
 //! JSON are the report's [`Render`](crate::report::Render), as every command's are.
 //!
+//! - [`html`]: `--html`, the page a person looks at (the chart inline, tables, bars).
 //! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
 //!   increasing throughput), so existing spreadsheets and scripts read it.
 //! - [`json`]: `--json` (`"schema": 1`, described by `schema/perf.schema.json`).
@@ -9,6 +10,7 @@
 //! - [`text`]: the human report.
 
 pub(crate) mod csv;
+pub(crate) mod html;
 pub(crate) mod input_data;
 pub(crate) mod json;
 pub(crate) mod svg;

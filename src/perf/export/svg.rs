@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::{fmt_num, Report};
 use crate::perf::Load;
+use crate::report::html::nice_step;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;
@@ -26,26 +27,6 @@ const SERIES: [Series; 2] = [
     ("p50 latency", "#1f77b4", |l| l.latency.p50_us),
     ("p99 latency", "#d62728", |l| l.latency.p99_us),
 ];
-
-/// A "nice" tick step (1, 2 or 5 × 10^k) giving about `ticks` intervals up to `max`.
-pub(crate) fn nice_step(max: f64, ticks: usize) -> f64 {
-    if max <= 0.0 || !max.is_finite() {
-        return 1.0;
-    }
-    let raw = max / ticks.max(1) as f64;
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let norm = raw / magnitude;
-    let nice = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * magnitude
-}
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -197,15 +178,6 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
 mod tests {
     use super::super::sample;
     use super::*;
-
-    #[test]
-    fn nice_steps() {
-        assert_eq!(nice_step(10.0, 5), 2.0);
-        assert_eq!(nice_step(1000.0, 5), 200.0);
-        assert_eq!(nice_step(0.7, 5), 0.2);
-        assert_eq!(nice_step(27.0, 6), 5.0);
-        assert_eq!(nice_step(0.0, 5), 1.0);
-    }
 
     #[test]
     fn one_line_and_one_marker_per_level_for_each_percentile() {

@@ -42,6 +42,14 @@ pub(crate) fn render(r: &Report) -> String {
 
 /// The model, data, inputs and load lines.
 fn setting(s: &mut String, r: &Report) {
+    for (name, words) in setting_rows(r) {
+        let _ = writeln!(s, "{name:<12} {words}");
+    }
+}
+
+/// The setting: `model`, `data`, `inputs`, `load` and (with a latency budget) `budget`,
+/// each with its words (the text report's first lines, the HTML page's heading).
+pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
     let version = if r.version.is_empty() {
         String::new()
     } else {
@@ -64,33 +72,44 @@ fn setting(s: &mut String, r: &Report) {
     } else {
         format!("{}, ", r.platform)
     };
-    let _ = writeln!(
-        s,
-        "model        {}{version} at {} over {} ({platform}{batching})",
-        r.model,
-        r.url,
-        crate::report::protocol_words(r.protocol),
-    );
-    let _ = writeln!(
-        s,
-        "data         {}: {} features, batches of {}{chosen_by} (padding {}), cycled",
-        r.data, r.features, r.batch_size, r.padding
-    );
-    let _ = writeln!(s, "inputs       {}", r.inputs);
-    let _ = writeln!(
-        s,
-        "load         {}; {}, stable when the last 3 agree within {}% (at most {} windows)",
-        r.load_words(),
-        r.window_words(),
-        fmt_num(r.stability_percent),
-        r.max_trials
-    );
-    let _ = match &r.metrics {
-        Choice::Read { urls, interval_ms } => {
-            writeln!(s, "metrics      {} every {interval_ms} ms", urls.join(", "))
-        }
-        Choice::NotRead(why) => writeln!(s, "metrics      not read ({why})"),
-    };
+    let mut rows = vec![
+        (
+            "model",
+            format!(
+                "{}{version} at {} over {} ({platform}{batching})",
+                r.model,
+                r.url,
+                crate::report::protocol_words(r.protocol),
+            ),
+        ),
+        (
+            "data",
+            format!(
+                "{}: {} features, batches of {}{chosen_by} (padding {}), cycled",
+                r.data, r.features, r.batch_size, r.padding
+            ),
+        ),
+        ("inputs", r.inputs.clone()),
+        (
+            "load",
+            format!(
+                "{}; {}, stable when the last 3 agree within {}% (at most {} windows)",
+                r.load_words(),
+                r.window_words(),
+                fmt_num(r.stability_percent),
+                r.max_trials
+            ),
+        ),
+    ];
+    rows.push((
+        "metrics",
+        match &r.metrics {
+            Choice::Read { urls, interval_ms } => {
+                format!("{} every {interval_ms} ms", urls.join(", "))
+            }
+            Choice::NotRead(why) => format!("not read ({why})"),
+        },
+    ));
     if let (Some(b), Some(words)) = (r.budget, r.budget_words()) {
         let n = r.load.len();
         let search = if b.binary_search {
@@ -101,36 +120,38 @@ fn setting(s: &mut String, r: &Report) {
         } else {
             "levels in order, up to the first over budget".to_string()
         };
-        let _ = writeln!(s, "budget       {words}: {search}");
+        rows.push(("budget", format!("{words}: {search}")));
     }
+    rows
 }
 
 /// The best level within the budget, when there is a budget.
 fn verdict(s: &mut String, r: &Report) {
-    let (Some(b), Some(words)) = (r.budget, r.budget_words()) else {
-        return;
-    };
-    let _ = writeln!(s);
-    match r.within_budget() {
-        Some(l) => {
-            let _ = writeln!(
-                s,
-                "within budget ({words}): {}, p{} {} ms, {:.1} infer/s ({} levels measured)",
-                l.level,
-                fmt_num(b.percentile),
-                ms(l.budget.map_or(0.0, |x| x.latency_us)),
-                l.features_per_s,
-                r.levels.len()
-            );
-        }
-        None => {
-            let _ = writeln!(
-                s,
-                "within budget ({words}): no level measured kept it ({} levels measured)",
-                r.levels.len()
-            );
-        }
+    if let Some(words) = verdict_words(r) {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "{words}");
     }
+}
+
+/// The verdict: the best level within the budget, in words (`None`: no budget).
+pub(crate) fn verdict_words(r: &Report) -> Option<String> {
+    let (Some(b), Some(words)) = (r.budget, r.budget_words()) else {
+        return None;
+    };
+    Some(match r.within_budget() {
+        Some(l) => format!(
+            "within budget ({words}): {}, p{} {} ms, {:.1} infer/s ({} levels measured)",
+            l.level,
+            fmt_num(b.percentile),
+            ms(l.budget.map_or(0.0, |x| x.latency_us)),
+            l.features_per_s,
+            r.levels.len()
+        ),
+        None => format!(
+            "within budget ({words}): no level measured kept it ({} levels measured)",
+            r.levels.len()
+        ),
+    })
 }
 
 /// One level's figures, every part of the latency shown.

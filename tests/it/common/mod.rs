@@ -8,11 +8,14 @@
 //! - [`triton`]: the real local Triton of this test binary (`server`, `http_url`), servers
 //!   of a test's own (`start_server_with`, `slow_server`, `start_server_on`,
 //!   `kill_server`), free ports, and the numpy twin of `tiny-bert`;
+//! - [`browser`]: headless Chromium for the HTML reports (`load`, `screenshot`, their
+//!   console messages, `remote_urls`);
 //! - [`pki`]: test certificate authorities and certificates;
 //! - [`tls_proxy`]: a TLS-terminating proxy in front of Triton's HTTP port.
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod fake_triton;
 pub mod formats;
 pub mod nginx;
