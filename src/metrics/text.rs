@@ -20,8 +20,13 @@ pub(crate) fn gauges(cpu: Option<f64>, memory: Option<f64>, gpus: &[GpuMetrics])
         (None, Some(m)) => format!("CPU: utilization not reported ({} memory used)", bytes(m)),
         (None, None) => "CPU: not reported by the server".to_string(),
     };
+    format!("{cpu}; {}", gpu_words(gpus))
+}
+
+/// Each GPU's utilization, memory and power in words, or that there is none.
+pub(crate) fn gpu_words(gpus: &[GpuMetrics]) -> String {
     if gpus.is_empty() {
-        return format!("{cpu}; GPU: not reported by the server");
+        return "GPU: not reported by the server".to_string();
     }
     let not = || "not reported".to_string();
     let gpus: Vec<String> = gpus
@@ -37,7 +42,7 @@ pub(crate) fn gauges(cpu: Option<f64>, memory: Option<f64>, gpus: &[GpuMetrics])
             )
         })
         .collect();
-    format!("{cpu}; GPU {}", gpus.join("; "))
+    format!("GPU {}", gpus.join("; "))
 }
 
 /// The `nv_inference_*` counters in words.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::text::setting_rows;
 use super::{fmt_num, Report};
-use crate::metrics::text::{counters, gauges};
+use crate::metrics::text::{counters, gpu_words};
 use crate::metrics::Choice;
 use crate::perf::{LevelResult, Load};
 use crate::report::html::{escape, ms, note, page, section, setting_list, table, Cell};
@@ -328,7 +328,7 @@ fn server_metrics(s: &mut String, r: &Report) {
         level_head(r),
         "CPU %",
         "CPU memory GB",
-        "CPU and GPUs",
+        "GPUs",
         "nv_inference counters",
     ];
     let not = || Cell::Text("not reported by the server".into());
@@ -346,7 +346,7 @@ fn server_metrics(s: &mut String, r: &Report) {
                         .map_or_else(not, |u| Cell::num(u * 100.0, 1)),
                     m.cpu_memory_used_bytes
                         .map_or_else(not, |b| Cell::num(b / 1e9, 2)),
-                    Cell::Text(gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus)),
+                    Cell::Text(gpu_words(&m.gpus)),
                     Cell::Text(counters(m.inference.as_ref())),
                 ]),
                 None => cells.extend((0..4).map(|_| Cell::Text("not read".into()))),
