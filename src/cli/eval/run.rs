@@ -206,7 +206,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
         bar: Bar::new(args.run.output.quiet || args.run.output.json),
         journal: &recorder,
         nbest,
-        answer_scores: Mutex::new(HashMap::new()),
+        answer_scores: args.html.as_ref().map(|_| Mutex::new(HashMap::new())),
     };
     let binding = Arc::new(binding);
     let key = bertqa::metrics::ModelKey {
@@ -240,8 +240,8 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     observer.bar.finish();
     let answer_scores = observer
         .answer_scores
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+        .map(|m| m.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        .unwrap_or_default();
     let stream = observer
         .nbest
         .into_inner()
@@ -525,7 +525,8 @@ struct EvalObserver<'a> {
     bar: Bar,
     journal: &'a resume::Recorder,
     nbest: std::sync::Mutex<decode::NbestStream>,
-    answer_scores: Mutex<HashMap<String, f64>>,
+    /// Kept only for `--html` (`None` otherwise).
+    answer_scores: Option<Mutex<HashMap<String, f64>>>,
 }
 
 impl RunObserver for EvalObserver<'_> {
@@ -550,8 +551,11 @@ impl RunObserver for EvalObserver<'_> {
     }
 
     fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {
-        if let Some(score) = super::report::answer_score(prediction) {
-            self.answer_scores
+        if let (Some(scores), Some(score)) = (
+            &self.answer_scores,
+            super::report::answer_score(prediction),
+        ) {
+            scores
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .insert(prediction.qas_id.clone(), score);
