@@ -246,6 +246,27 @@ pub(crate) struct LevelResult {
     pub warnings: Vec<String>,
 }
 
+impl LevelResult {
+    /// The share of the reported windows the model's instances were executing
+    /// (`batch_stats`, once per execution); 0 without statistics.
+    pub(crate) fn busy_fraction(&self) -> f64 {
+        if self.window_s > 0.0 {
+            self.server.busy_us / 1e6 / self.window_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Inferences (batch rows) per model execution; 0 without executions.
+    pub(crate) fn inferences_per_execution(&self) -> f64 {
+        if self.server.executions > 0 {
+            self.server.inferences as f64 / self.server.executions as f64
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Progress callbacks (the library never prints).
 pub(crate) trait PerfProgress: Sync {
     /// A level starts.

@@ -240,7 +240,10 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     observer.bar.finish();
     let answer_scores = observer
         .answer_scores
-        .map(|m| m.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        })
         .unwrap_or_default();
     let stream = observer
         .nbest
@@ -551,10 +554,9 @@ impl RunObserver for EvalObserver<'_> {
     }
 
     fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {
-        if let (Some(scores), Some(score)) = (
-            &self.answer_scores,
-            super::report::answer_score(prediction),
-        ) {
+        if let (Some(scores), Some(score)) =
+            (&self.answer_scores, super::report::answer_score(prediction))
+        {
             scores
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -270,20 +270,10 @@ fn metrics(s: &mut String, r: &Report) {
                 value: l.level.value(),
             }];
             if l.server_reported {
-                let busy = if l.window_s > 0.0 {
-                    v.busy_us / 1e6 / l.window_s * 100.0
-                } else {
-                    0.0
-                };
-                let per_exec = if v.executions > 0 {
-                    v.inferences as f64 / v.executions as f64
-                } else {
-                    0.0
-                };
                 cells.extend([
-                    Cell::num(busy, 0),
+                    Cell::num(l.busy_fraction() * 100.0, 0),
                     Cell::num(v.executions as f64, 0),
-                    Cell::num(per_exec, 1),
+                    Cell::num(l.inferences_per_execution(), 1),
                     Cell::num(v.compute_per_execution_us / 1000.0, 3),
                 ]);
             } else {

@@ -264,11 +264,6 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
     let (concurrency, request_rate_per_s) = level_value(l.level);
     let s = &l.server;
     let c = &l.client;
-    let busy_fraction = if l.window_s > 0.0 {
-        s.busy_us / 1e6 / l.window_s
-    } else {
-        0.0
-    };
     LevelJson {
         concurrency,
         request_rate_per_s,
@@ -308,7 +303,7 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
             requests: s.requests,
             inferences: s.inferences,
             executions: s.executions,
-            busy_fraction: r6(busy_fraction),
+            busy_fraction: r6(l.busy_fraction()),
         }),
         client_cpu: ClientCpu {
             cpu_s: r6(l.client_cpu_s),

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::{fmt_num, Report};
 use crate::perf::Load;
-use crate::report::html::nice_step;
+use crate::report::html::{nice_step, PlotArea};
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;
@@ -112,21 +112,17 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
         );
         y += y_step;
     }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>"##
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">throughput (inferences/s)</text>"#,
-        LEFT + plot_w / 2.0,
-        HEIGHT - 16.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">client latency (ms)</text>"#,
-        TOP + plot_h / 2.0
-    );
+    PlotArea {
+        left: LEFT,
+        top: TOP,
+        width: plot_w,
+        height: plot_h,
+        x_label: "throughput (inferences/s)",
+        x_label_y: HEIGHT - 16.0,
+        y_label: "client latency (ms)",
+        y_label_x: 18.0,
+    }
+    .frame(&mut s);
     // Series: a line through the levels in sweep order, a marker per level.
     for (k, (name, colour, value)) in SERIES.iter().enumerate() {
         let points: Vec<String> = levels

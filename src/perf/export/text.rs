@@ -236,16 +236,8 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
         ms(accounted_us(l)),
         ms(lat.avg_us)
     );
-    let busy = if l.window_s > 0.0 {
-        v.busy_us / 1e6 / l.window_s * 100.0
-    } else {
-        0.0
-    };
-    let per_exec = if v.executions > 0 {
-        v.inferences as f64 / v.executions as f64
-    } else {
-        0.0
-    };
+    let busy = l.busy_fraction() * 100.0;
+    let per_exec = l.inferences_per_execution();
     let _ = writeln!(
             s,
             "  server busy  {busy:.0}% of the time: {} executions of {per_exec:.1} inferences, {} ms each",

@@ -230,21 +230,17 @@ pub(crate) fn histogram_svg(h: &Histogram<u64>) -> String {
             TOP + if name == "p50" { 12.0 } else { 26.0 }
         );
     }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>"##
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">request latency (ms)</text>"#,
-        LEFT + plot_w / 2.0,
-        H - 10.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="16" y="{0:.1}" text-anchor="middle" transform="rotate(-90 16 {0:.1})">requests</text>"#,
-        TOP + plot_h / 2.0
-    );
+    super::PlotArea {
+        left: LEFT,
+        top: TOP,
+        width: plot_w,
+        height: plot_h,
+        x_label: "request latency (ms)",
+        x_label_y: H - 10.0,
+        y_label: "requests",
+        y_label_x: 16.0,
+    }
+    .frame(&mut s);
     s.push_str("</svg>\n");
     s
 }

@@ -168,6 +168,44 @@ pub(crate) fn nice_step(max: f64, ticks: usize) -> f64 {
     nice * magnitude
 }
 
+/// A chart's plot area: its frame, the x axis's label centred `x_label_y` down the
+/// picture, and the y axis's label turned along the left edge at `y_label_x`.
+pub(crate) struct PlotArea<'a> {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    pub x_label: &'a str,
+    pub x_label_y: f64,
+    pub y_label: &'a str,
+    pub y_label_x: f64,
+}
+
+impl PlotArea<'_> {
+    /// Writes the frame and both labels (SVG).
+    pub(crate) fn frame(&self, s: &mut String) {
+        let (left, top, w, h) = (self.left, self.top, self.width, self.height);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#333"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            left + w / 2.0,
+            self.x_label_y,
+            self.x_label
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{0}" y="{1:.1}" text-anchor="middle" transform="rotate(-90 {0} {1:.1})">{2}</text>"#,
+            self.y_label_x,
+            top + h / 2.0,
+            self.y_label
+        );
+    }
+}
+
 /// Milliseconds from microseconds, three decimals.
 pub(crate) fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
