@@ -99,20 +99,7 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
         );
         x += x_step;
     }
-    let mut y = 0.0;
-    while y <= y_top + y_step * 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e5e5e5"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-            py(y),
-            LEFT + plot_w,
-            LEFT - 8.0,
-            py(y) + 4.0,
-            tick_label(y, y_step)
-        );
-        y += y_step;
-    }
-    PlotArea {
+    let area = PlotArea {
         left: LEFT,
         top: TOP,
         width: plot_w,
@@ -121,8 +108,9 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
         x_label_y: HEIGHT - 16.0,
         y_label: "client latency (ms)",
         y_label_x: 18.0,
-    }
-    .frame(&mut s);
+    };
+    area.y_grid(&mut s, y_top, y_step, |y| tick_label(y, y_step));
+    area.frame(&mut s);
     // Series: a line through the levels in sweep order, a marker per level.
     for (k, (name, colour, value)) in SERIES.iter().enumerate() {
         let points: Vec<String> = levels

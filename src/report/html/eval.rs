@@ -171,19 +171,17 @@ pub(crate) fn histogram_svg(h: &Histogram<u64>) -> String {
         r#"<svg class="histogram" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let mut y = 0.0;
-    while y <= y_top + y_step * 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e5e5e5"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-            py(y),
-            LEFT + plot_w,
-            LEFT - 8.0,
-            py(y) + 4.0,
-            y as u64
-        );
-        y += y_step;
-    }
+    let area = super::PlotArea {
+        left: LEFT,
+        top: TOP,
+        width: plot_w,
+        height: plot_h,
+        x_label: "request latency (ms)",
+        x_label_y: H - 10.0,
+        y_label: "requests",
+        y_label_x: 16.0,
+    };
+    area.y_grid(&mut s, y_top, y_step, |y| (y as u64).to_string());
     let decimals = if x_step >= 1.0 {
         0
     } else {
@@ -230,17 +228,7 @@ pub(crate) fn histogram_svg(h: &Histogram<u64>) -> String {
             TOP + if name == "p50" { 12.0 } else { 26.0 }
         );
     }
-    super::PlotArea {
-        left: LEFT,
-        top: TOP,
-        width: plot_w,
-        height: plot_h,
-        x_label: "request latency (ms)",
-        x_label_y: H - 10.0,
-        y_label: "requests",
-        y_label_x: 16.0,
-    }
-    .frame(&mut s);
+    area.frame(&mut s);
     s.push_str("</svg>\n");
     s
 }

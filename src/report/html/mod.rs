@@ -182,6 +182,31 @@ pub(crate) struct PlotArea<'a> {
 }
 
 impl PlotArea<'_> {
+    /// Horizontal grid lines, each labelled on the left, at every `step` from 0 to
+    /// `y_top` (the top of the plot).
+    pub(crate) fn y_grid(
+        &self,
+        s: &mut String,
+        y_top: f64,
+        step: f64,
+        label: impl Fn(f64) -> String,
+    ) {
+        let mut y = 0.0;
+        while y <= y_top + step * 1e-9 {
+            let py = self.top + self.height - y / y_top * self.height;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                self.left,
+                self.left + self.width,
+                self.left - 8.0,
+                py + 4.0,
+                label(y)
+            );
+            y += step;
+        }
+    }
+
     /// Writes the frame and both labels (SVG).
     pub(crate) fn frame(&self, s: &mut String) {
         let (left, top, w, h) = (self.left, self.top, self.width, self.height);
