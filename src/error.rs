@@ -143,9 +143,15 @@ pub enum Error {
         actual: String,
     },
 
-    /// The model's inputs/outputs could not be mapped to BERT QA roles.
+    /// The model's inputs/outputs could not be mapped to BERT QA roles: one line naming
+    /// the tensors it could not place; `tensors` lists them all (name, datatype, shape),
+    /// for `-v`.
     #[error("model {model:?}: {message}")]
-    Binding { model: String, message: String },
+    Binding {
+        model: String,
+        message: String,
+        tensors: Vec<String>,
+    },
 
     /// The server refused the credentials (the header name is given, never its value).
     #[error("permission denied by {url}: {message}")]

@@ -7,7 +7,8 @@ behaviour comes from its config.pbtxt:
   mask; Hugging Face `input_ids`, `token_type_ids`, `attention_mask`), any order, any
   integer dtype;
 - outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
-  or one tensor of dims [-1, 2] or [384, 2] holding both; FP32 or FP16 as configured;
+  or one tensor of dims [-1, 2] or [384, 2] holding both, perhaps with trailing dims of
+  size 1 ([384, 2, 1, 1], TensorRT's BERT demo); FP32 or FP16 as configured;
 - parameter `kind` (and the parameters each kind reads): the logits, computed by
   qa_logits.py (`null`, `tiny-bert`, `onnx`, `oracle`);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
@@ -145,8 +146,12 @@ class TritonPythonModel:
                 responses.append(pb_utils.InferenceResponse([pb_utils.Tensor(name, start.astype(dt))]))
                 continue
             if len(self.outputs) == 1:
-                name, dt, _ = self.outputs[0]
-                tensors = [pb_utils.Tensor(name, np.stack([start, end], axis=-1).astype(dt))]
+                # Both logits in one output: [..., 2], with the trailing dims of size 1
+                # the model declares (TensorRT's BERT demo: [batch, seq, 2, 1, 1]).
+                name, dt, dims = self.outputs[0]
+                both = np.stack([start, end], axis=-1)
+                both = both.reshape(both.shape + (1,) * (len(dims) - 2))
+                tensors = [pb_utils.Tensor(name, both.astype(dt))]
             else:
                 tensors = [pb_utils.Tensor(name, arr.astype(dt))
                            for (name, dt, _), arr in zip(self.outputs, (start, end))]

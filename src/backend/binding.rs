@@ -443,7 +443,8 @@ impl Inference<'_> {
     fn fail(&self, message: String) -> Error {
         Error::Binding {
             model: self.metadata.name.clone(),
-            message: format!("{message}\n{}", describe_tensors(self.metadata)),
+            message,
+            tensors: describe_tensors(self.metadata),
         }
     }
 
@@ -542,7 +543,7 @@ impl Inference<'_> {
     fn seq_len(&self, inputs: &[InputBinding]) -> Result<SeqLen> {
         let mut seq_len: Option<SeqLen> = None;
         for b in inputs.iter().filter(|b| b.role != InputRole::UniqueIds) {
-            let this = match b.dims.as_slice() {
+            let this = match without_trailing_ones(&b.dims) {
                 [-1] => SeqLen::Dynamic,
                 [n] if *n > 0 => SeqLen::Fixed(*n as usize),
                 other => {
@@ -597,7 +598,11 @@ impl Inference<'_> {
     fn outputs(&self, overrides: &BindingOverrides) -> Result<Outputs> {
         let metadata = self.metadata;
         let out = |name: &str| metadata.outputs.iter().find(|t| t.name == name);
-        let is_stacked = |t: &TensorMetadata| self.per_row(t).len() == 2 && self.per_row(t)[1] == 2;
+        let is_stacked = |t: &TensorMetadata| {
+            let dims = self.per_row(t);
+            let dims = without_trailing_ones(&dims);
+            dims.len() == 2 && dims[1] == 2
+        };
         let named = |o: &Option<String>, what: &str| -> Result<Option<&TensorMetadata>> {
             match o {
                 None => Ok(None),
@@ -639,12 +644,17 @@ impl Inference<'_> {
                         logits: self.float(stacked[0])?,
                     },
                     _ => {
-                        return Err(self.fail(
-                            "cannot tell which outputs hold the start and end logits; map \
-                             them with `start_logits` and `end_logits` (or `start_logits` \
-                             alone for one [batch, seq, 2] output)"
-                                .into(),
-                        ))
+                        let outputs: Vec<String> = metadata
+                            .outputs
+                            .iter()
+                            .map(|t| format!("{} {} {:?}", t.name, t.datatype, t.shape))
+                            .collect();
+                        return Err(self.fail(format!(
+                            "cannot tell which of its outputs ({}) hold the start and end \
+                             logits; map them with `start_logits` and `end_logits` (or \
+                             `start_logits` alone for one [batch, seq, 2] output)",
+                            outputs.join(", ")
+                        )));
                     }
                 }
             }
@@ -654,9 +664,10 @@ impl Inference<'_> {
     /// An output's per-row dims fit the sequence length (`[seq]`, or `[seq, 2]` stacked).
     fn check_seq(&self, o: &OutputBinding, stacked: bool, seq_len: SeqLen) -> Result<()> {
         let want = if stacked { 2 } else { 1 };
-        let ok = o.dims.len() == want
+        let dims = without_trailing_ones(&o.dims);
+        let ok = dims.len() == want
             && match seq_len {
-                SeqLen::Fixed(n) => o.dims[0] == n as i64 || o.dims[0] == -1,
+                SeqLen::Fixed(n) => dims[0] == n as i64 || dims[0] == -1,
                 SeqLen::Dynamic => true,
             };
         if ok {
@@ -678,19 +689,22 @@ impl Inference<'_> {
     }
 }
 
-/// One line per tensor, for error messages.
-fn describe_tensors(m: &ModelMetadataResponse) -> String {
-    let line = |kind: &str, t: &TensorMetadata| {
-        format!("  {kind} {} {} {:?}", t.name, t.datatype, t.shape)
-    };
-    let mut s = format!("model {:?} tensors:", m.name);
-    for t in &m.inputs {
-        s.push('\n');
-        s.push_str(&line("input ", t));
+/// `dims` without its trailing dimensions of size 1 (at least one dimension kept): the
+/// layout they hold (TensorRT's BERT demo answers `[batch, seq, 2, 1, 1]`).
+pub(crate) fn without_trailing_ones(dims: &[i64]) -> &[i64] {
+    let mut n = dims.len();
+    while n > 1 && dims[n - 1] == 1 {
+        n -= 1;
     }
-    for t in &m.outputs {
-        s.push('\n');
-        s.push_str(&line("output", t));
-    }
-    s
+    &dims[..n]
+}
+
+/// One line per tensor (`input input__0 INT64 [-1, 384]`), for `-v`.
+fn describe_tensors(m: &ModelMetadataResponse) -> Vec<String> {
+    let line =
+        |kind: &str, t: &TensorMetadata| format!("{kind} {} {} {:?}", t.name, t.datatype, t.shape);
+    let inputs = m.inputs.iter().map(|t| line("input ", t));
+    inputs
+        .chain(m.outputs.iter().map(|t| line("output", t)))
+        .collect()
 }

@@ -213,10 +213,17 @@ impl InferRequest {
             _ => &[],
         };
         let seq = (input.role != InputRole::UniqueIds).then_some(self.seq_len as i64);
+        // A token input declared with trailing dimensions of size 1 (`[seq, 1]`) is
+        // sent with them: the same bytes in the shape the model declares.
+        let ones = match input.role {
+            InputRole::UniqueIds => 0,
+            _ => input.dims.len() - super::binding::without_trailing_ones(&input.dims).len(),
+        };
         batch
             .into_iter()
             .chain(per_row.iter().map(|&d| d.max(1)))
             .chain(seq)
+            .chain(std::iter::repeat_n(1, ones))
             .collect()
     }
 
@@ -447,6 +454,23 @@ mod tests {
             dynamic_batching: false,
             batching: Default::default(),
         })
+    }
+
+    /// A token input declared `[seq, 1]` is sent in that shape, with the same bytes.
+    #[test]
+    fn trailing_dims_of_size_1_are_sent_as_declared() {
+        let b = binding(
+            vec![
+                input("ids", InputRole::InputIds, IntType::Int32, vec![-1, 1]),
+                input("seg", InputRole::SegmentIds, IntType::Int32, vec![-1]),
+                input("mask", InputRole::InputMask, IntType::Int32, vec![-1, 1, 1]),
+            ],
+            8,
+        );
+        let r = prepare_request(&b, vec![feature(1, &[5], &[6, 8])], 8).unwrap();
+        let shapes: Vec<Vec<i64>> = r.input_tensors().into_iter().map(|t| t.shape).collect();
+        assert_eq!(shapes, vec![vec![1, 8, 1], vec![1, 8], vec![1, 8, 1, 1]]);
+        assert!(r.input_lens().all(|n| n == 8 * 4));
     }
 
     #[test]

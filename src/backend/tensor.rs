@@ -140,7 +140,11 @@ pub(crate) fn check_batch_in<'a>(
         if t.datatype != o.datatype.wire() {
             return Err(mismatch(o.datatype.wire().into(), t.datatype.clone()));
         }
-        if t.shape != want {
+        // Trailing dimensions of size 1 hold the same layout.
+        let fits = t.shape.len() >= want.len()
+            && t.shape[..want.len()] == want[..]
+            && t.shape[want.len()..].iter().all(|&d| d == 1);
+        if !fits {
             return Err(mismatch(
                 format!("shape {want:?}"),
                 format!("shape {:?}", t.shape),

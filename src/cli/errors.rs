@@ -181,6 +181,21 @@ pub(crate) fn render(
             let _ = write!(s, "\n  caused by: {}", name_flags(&c));
         }
     }
+    // A binding error's tensors, each on its line.
+    let tensors = e
+        .chain()
+        .find_map(|c| match c.downcast_ref::<bertqa::Error>() {
+            Some(bertqa::Error::Binding { model, tensors, .. }) if !tensors.is_empty() => {
+                Some((model, tensors))
+            }
+            _ => None,
+        });
+    if let Some((model, tensors)) = tensors {
+        let _ = write!(s, "\n  tensors of model {model:?}:");
+        for t in tensors {
+            let _ = write!(s, "\n    {t}");
+        }
+    }
     for (label, text) in context {
         let _ = write!(s, "\n  {label:<12}{text}");
     }
@@ -198,6 +213,31 @@ mod tests {
     use bertqa::Error;
 
     use super::*;
+
+    /// A binding error is one line; `-v` lists the model's tensors under it.
+    #[test]
+    fn a_binding_error_lists_the_tensors_only_under_v() {
+        let e = anyhow::Error::from(Error::Binding {
+            model: "trt".into(),
+            message:
+                "cannot tell which of its outputs (x FP32 [-1, 7]) hold the start and end logits"
+                    .into(),
+            tensors: vec![
+                "input  input_ids INT32 [-1, 384]".into(),
+                "output x FP32 [-1, 7]".into(),
+            ],
+        });
+        let line = render(&e, false, &[]);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(
+            line.contains("(x FP32 [-1, 7])") && !line.contains("input_ids"),
+            "{line}"
+        );
+        let verbose = render(&e, true, &[]);
+        assert!(verbose.contains(
+            "\n  tensors of model \"trt\":\n    input  input_ids INT32 [-1, 384]\n    output x FP32 [-1, 7]"
+        ), "{verbose}");
+    }
 
     #[test]
     fn a_broken_pipe_exits_0_and_every_other_error_2() {

@@ -137,6 +137,7 @@ async fn collect_model(
             binding: Err(Error::Binding {
                 model: name.to_string(),
                 message: "not ready".into(),
+                tensors: Vec::new(),
             }),
         });
     }

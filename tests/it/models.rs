@@ -140,7 +140,17 @@ fn binding_stacked_fp16_output_and_overrides() {
         msg.contains("`start_logits` names output \"nope\""),
         "{msg}"
     );
-    assert!(msg.contains("output output__0 FP32 [-1, 384]"), "{msg}");
+    // One line; the model's tensors are kept for `-v`.
+    assert!(!msg.contains('\n'), "{msg}");
+    match &e {
+        bertqa::Error::Binding { tensors, .. } => assert!(
+            tensors
+                .iter()
+                .any(|t| t == "output output__0 FP32 [-1, 384]"),
+            "{tensors:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }
 
 type Rows = Vec<Vec<i64>>;
@@ -477,5 +487,44 @@ fn models_served_without_triton_batching_answer_as_their_batched_twins() {
                 v["model"]
             );
         }
+    }
+}
+
+/// TensorRT's BERT demo layout (INT32 `input_ids`, `segment_ids`, `input_mask`; one
+/// output `cls_squad_logits` `[batch, seq, 2, 1, 1]`) binds without flags and answers as
+/// the same logits in two outputs, byte for byte, over gRPC and HTTP.
+#[test]
+fn the_tensorrt_demo_layout_binds_by_itself_and_answers_as_two_outputs() {
+    use crate::common::{assert_same_outputs, http_url, json_of, sample_eval};
+    let rt = rt();
+    let c = client(&rt, Protocol::Grpc, server().url.clone());
+    let b = rt
+        .block_on(bind(
+            &c,
+            "tiny-bert-trt-layout",
+            "",
+            &BindingOverrides::default(),
+        ))
+        .unwrap();
+    assert!(
+        matches!(&b.outputs, Outputs::Stacked { logits } if logits.name == "cls_squad_logits" && logits.dims == vec![384, 2, 1, 1]),
+        "{:?}",
+        b.outputs
+    );
+    assert_eq!(b.seq_len, SeqLen::Fixed(384));
+    let tmp = tempfile::tempdir().unwrap();
+    let grpc = server().url.clone();
+    let http = http_url();
+    for (protocol, url) in [("grpc", grpc.as_str()), ("http", http.as_str())] {
+        let run = |model: &str| {
+            let dir = tmp.path().join(format!("{protocol}-{model}"));
+            json_of(&bertqa(&sample_eval(
+                model,
+                &dir,
+                &["--protocol", protocol, "--url", url],
+            )));
+            dir
+        };
+        assert_same_outputs(&run("tiny-bert"), &run("tiny-bert-trt-layout"));
     }
 }
