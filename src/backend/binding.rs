@@ -306,7 +306,12 @@ impl Binding {
             outputs,
             max_batch_size,
             seq_len,
-            dynamic_batching: config.is_some_and(|c| c.scheduling_choice.is_some()),
+            dynamic_batching: config.is_some_and(|c| {
+                matches!(
+                    c.scheduling_choice,
+                    Some(crate::backend::proto::model_config::SchedulingChoice::DynamicBatching(_))
+                )
+            }),
             batching,
         })
     }

@@ -168,7 +168,19 @@ fn dynamic_batching(c: &ModelConfig) -> Value {
             "max_queue_delay_us": d.max_queue_delay_microseconds,
             "preserve_ordering": d.preserve_ordering,
         }),
-        None => Value::Null,
+        Some(model_config::SchedulingChoice::EnsembleScheduling(_)) | None => Value::Null,
+    }
+}
+
+/// An ensemble's steps, in order: each composing model (`null` when not an ensemble).
+fn ensemble_steps(c: &ModelConfig) -> Value {
+    match &c.scheduling_choice {
+        Some(model_config::SchedulingChoice::EnsembleScheduling(e)) => json!(e
+            .step
+            .iter()
+            .map(|s| json!({"model": s.model_name, "version": s.model_version}))
+            .collect::<Vec<_>>()),
+        _ => Value::Null,
     }
 }
 
@@ -216,6 +228,7 @@ fn to_json(r: &Report) -> Value {
             "configuration": m.config.is_some(),
             "max_batch_size": config.max_batch_size,
             "dynamic_batching": dynamic_batching(&config),
+            "ensemble_steps": ensemble_steps(&config),
             "instance_groups": config.instance_group.iter().map(|g| json!({
                 "name": g.name, "kind": kind_name(g.kind), "count": g.count, "gpus": g.gpus,
             })).collect::<Vec<_>>(),
@@ -307,6 +320,10 @@ fn render_text(r: &Report) -> String {
                     "dynamic batching  on (max queue delay {} us, preferred sizes {:?})",
                     d.max_queue_delay_microseconds, d.preferred_batch_size
                 );
+            }
+            Some(model_config::SchedulingChoice::EnsembleScheduling(e)) => {
+                let steps: Vec<&str> = e.step.iter().map(|s| s.model_name.as_str()).collect();
+                let _ = writeln!(s, "ensemble  steps {}", steps.join(" -> "));
             }
             None => {
                 let _ = writeln!(s, "dynamic batching  off");

@@ -17,9 +17,10 @@ use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::model_metadata_response::TensorMetadata;
 use crate::backend::proto::repository_index_response::ModelIndex;
 use crate::backend::proto::{
-    DataType, InferBatchStatistics, InferStatistics, ModelConfig, ModelDynamicBatching, ModelInput,
-    ModelInstanceGroup, ModelMetadataResponse, ModelOutput, ModelParameter, ModelStatistics,
-    ModelTransactionPolicy, ServerMetadataResponse, StatisticDuration,
+    DataType, InferBatchStatistics, InferStatistics, ModelConfig, ModelDynamicBatching,
+    ModelEnsembling, ModelInput, ModelInstanceGroup, ModelMetadataResponse, ModelOutput,
+    ModelParameter, ModelStatistics, ModelTransactionPolicy, ServerMetadataResponse,
+    StatisticDuration,
 };
 
 /// Reads a JSON answer into `T`, leniently where the protocol is loose: a `null` is read
@@ -137,6 +138,7 @@ pub struct Config {
     instance_group: Vec<InstanceGroup>,
     default_model_filename: String,
     dynamic_batching: Option<DynamicBatching>,
+    ensemble_scheduling: Option<Ensembling>,
     parameters: HashMap<String, Parameter>,
     model_transaction_policy: Option<TransactionPolicy>,
 }
@@ -182,6 +184,21 @@ struct DynamicBatching {
     preserve_ordering: bool,
     priority_levels: u64,
     default_priority_level: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Ensembling {
+    step: Vec<EnsembleStep>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct EnsembleStep {
+    model_name: String,
+    model_version: i64,
+    input_map: HashMap<String, String>,
+    output_map: HashMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -247,16 +264,29 @@ impl From<Config> for ModelConfig {
                 })
                 .collect(),
             default_model_filename: c.default_model_filename,
-            scheduling_choice: c.dynamic_batching.map(|d| {
-                SchedulingChoice::DynamicBatching(ModelDynamicBatching {
+            scheduling_choice: match (c.dynamic_batching, c.ensemble_scheduling) {
+                (Some(d), _) => Some(SchedulingChoice::DynamicBatching(ModelDynamicBatching {
                     preferred_batch_size: d.preferred_batch_size,
                     max_queue_delay_microseconds: d.max_queue_delay_microseconds,
                     preserve_ordering: d.preserve_ordering,
                     priority_levels: d.priority_levels,
                     default_priority_level: d.default_priority_level,
                     ..Default::default()
-                })
-            }),
+                })),
+                (None, Some(e)) => Some(SchedulingChoice::EnsembleScheduling(ModelEnsembling {
+                    step: e
+                        .step
+                        .into_iter()
+                        .map(|s| crate::backend::proto::model_ensembling::Step {
+                            model_name: s.model_name,
+                            model_version: s.model_version,
+                            input_map: s.input_map,
+                            output_map: s.output_map,
+                        })
+                        .collect(),
+                })),
+                (None, None) => None,
+            },
             parameters: c
                 .parameters
                 .into_iter()
@@ -435,6 +465,24 @@ mod tests {
         assert!(m.versions.is_empty() && m.outputs.is_empty());
         assert_eq!(m.inputs[0].shape, vec![-1, 384]);
         assert!(read::<ModelMetadata>(br#"{"name":null,"inputs":"x"}"#).is_err());
+    }
+
+    /// An ensemble's steps, in order, with their tensor maps.
+    #[test]
+    fn an_ensembles_configuration_lists_its_steps() {
+        let text = r#"{"name":"qa","platform":"ensemble","max_batch_size":0,
+            "ensemble_scheduling":{"step":[
+              {"model_name":"tokenizer","model_version":-1,"input_map":{"q":"question"},"output_map":{"ids":"t_ids"}},
+              {"model_name":"tiny-bert-nobatch","model_version":1,"input_map":{"input__0":"t_ids"},"output_map":{}}]}}"#;
+        let c: ModelConfig = serde_json::from_str::<Config>(text).unwrap().into();
+        let Some(SchedulingChoice::EnsembleScheduling(e)) = c.scheduling_choice else {
+            panic!("ensemble scheduling: {:?}", c.scheduling_choice);
+        };
+        let names: Vec<&str> = e.step.iter().map(|s| s.model_name.as_str()).collect();
+        assert_eq!(names, ["tokenizer", "tiny-bert-nobatch"]);
+        assert_eq!(e.step[0].model_version, -1);
+        assert_eq!(e.step[0].input_map["q"], "question");
+        assert_eq!(e.step[1].input_map["input__0"], "t_ids");
     }
 
     #[test]
