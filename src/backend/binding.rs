@@ -419,7 +419,10 @@ impl<'a> IntoIterator for OutputList<'a> {
 /// leading `-1` on every input of two or more dimensions is the batch dimension, whose
 /// size the client chooses (a second `-1` is then a dynamic sequence length). Anything
 /// else has no batch dimension.
-fn batching(metadata: &ModelMetadataResponse, config: Option<&ModelConfig>) -> (usize, Batching) {
+pub(crate) fn batching(
+    metadata: &ModelMetadataResponse,
+    config: Option<&ModelConfig>,
+) -> (usize, Batching) {
     let declared = config.map_or(0, |c| c.max_batch_size.max(0) as usize);
     if declared > 0 {
         return (declared, Batching::Declared);

@@ -397,6 +397,31 @@ impl TritonClient {
         answer.map_err(|e| no_server(e, "inference", self.routed_by()))
     }
 
+    /// Asks a text model about `pairs` (question, context) in one request (one
+    /// attempt), over this client's protocol.
+    pub(crate) async fn infer_text(
+        &self,
+        binding: &super::text::TextBinding,
+        version: &str,
+        pairs: &[(&str, &str)],
+    ) -> Result<ModelInferResponse> {
+        let answer = match &self.conn {
+            Conn::Grpc(c) => c.infer_message(binding.request(version, pairs)).await,
+            Conn::Http(t) => {
+                let shape = binding.input_shape(pairs.len());
+                let questions: Vec<&str> = pairs.iter().map(|p| p.0).collect();
+                let contexts: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+                let inputs = [
+                    (binding.question.as_str(), shape.clone(), questions),
+                    (binding.context.as_str(), shape, contexts),
+                ];
+                t.send_text(&binding.model, version, &inputs, &binding.output_names())
+                    .await
+            }
+        };
+        answer.map_err(|e| no_server(e, "inference", self.routed_by()))
+    }
+
     /// What the calls are routed by when not the URL's host, for messages.
     fn routed_by(&self) -> Option<&str> {
         self.peer.routed_by.as_deref()

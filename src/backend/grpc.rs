@@ -170,6 +170,19 @@ impl GrpcConn {
         answer.map(super::tensor::into_raw_contents)
     }
 
+    /// Sends a message built elsewhere (a text model's request) as one unary call,
+    /// whatever this connection's call for token requests.
+    pub(crate) async fn infer_message(
+        &self,
+        message: super::proto::ModelInferRequest,
+    ) -> Result<ModelInferResponse> {
+        let model = message.model_name.clone();
+        let answer = self.client().model_infer(self.request(message)).await;
+        self.answer(answer, Some(&model))
+            .await
+            .map(super::tensor::into_raw_contents)
+    }
+
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         self.peer.request(msg)
     }

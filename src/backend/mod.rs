@@ -19,6 +19,7 @@
 
 mod api;
 pub(crate) mod binding;
+pub(crate) mod bytes;
 pub(crate) mod client;
 pub(crate) mod extensions;
 mod grpc;
@@ -35,6 +36,7 @@ pub(crate) mod shm;
 pub(crate) mod status;
 pub(crate) mod stream;
 pub(crate) mod tensor;
+pub(crate) mod text;
 pub(crate) mod transport;
 pub(crate) mod unary;
 pub(crate) mod url;
@@ -61,5 +63,20 @@ pub async fn bind(
     let _ = client.server_info().await;
     let metadata = client.model_metadata(model, version).await?;
     let config = client.model_config_if_any(model, version).await?;
+    if text::takes_text(&metadata) {
+        // A model that tokenizes on the server: what it is, rather than which of its
+        // inputs are not token ids.
+        let contract = text::TextBinding::infer(&metadata, config.as_ref(), &Default::default())
+            .map(|b| format!("the {} contract", b.contract.name()))
+            .unwrap_or_else(|_| "no contract bertqa recognizes".into());
+        return Err(crate::Error::Binding {
+            model: metadata.name.clone(),
+            message: format!(
+                "takes text (BYTES question and context; {contract}), and this command runs \
+                 models that take token ids; `bertqa models --model {model}` shows its binding"
+            ),
+            tensors: Vec::new(),
+        });
+    }
     Binding::infer(&metadata, config.as_ref(), version, overrides)
 }

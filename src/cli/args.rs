@@ -343,3 +343,35 @@ pub struct MetricsArgs {
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub metrics_interval_ms: u64,
 }
+
+/// The tensors of a model that takes text (BYTES question and context), by name.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = MODEL)]
+pub struct TextBindingArgs {
+    /// Text model: the input that takes the question
+    #[arg(long, value_name = "NAME")]
+    pub question_input: Option<String>,
+    /// Text model: the input that takes the context
+    #[arg(long, value_name = "NAME")]
+    pub context_input: Option<String>,
+    /// Text model: the output that holds the answer (the answer contract)
+    #[arg(long, value_name = "NAME")]
+    pub answer_output: Option<String>,
+    /// Text model: the output of token offsets [windows, seq, 2] (the logits contract)
+    #[arg(long, value_name = "NAME")]
+    pub offsets_output: Option<String>,
+}
+
+impl TextBindingArgs {
+    /// The names given, with `--start-logits` and `--end-logits` of the token flags.
+    pub(crate) fn overrides(&self, tokens: &BindingArgs) -> bertqa::backend::text::TextOverrides {
+        bertqa::backend::text::TextOverrides {
+            question_input: self.question_input.clone(),
+            context_input: self.context_input.clone(),
+            answer_output: self.answer_output.clone(),
+            offsets_output: self.offsets_output.clone(),
+            start_logits: tokens.start_logits.clone(),
+            end_logits: tokens.end_logits.clone(),
+        }
+    }
+}

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
-    connect_pool_and_bind, decode_config, feature_config, load_tokenizer, model_padding,
-    pipeline_runtime, print_stdout, run_config, Outcome,
+    decode_config, feature_config, load_tokenizer, model_padding, pipeline_runtime, print_stdout,
+    run_config, Bound, Outcome,
 };
 use bertqa::decode::Prediction;
 use bertqa::pipeline;
@@ -53,6 +53,8 @@ pub struct Args {
     pub model_version: String,
     #[command(flatten)]
     pub run: PipelineArgs,
+    #[command(flatten)]
+    pub text: args::TextBindingArgs,
     /// Candidate answers shown per question
     #[arg(long, default_value_t = 1, value_name = "K", help_heading = args::OUTPUT)]
     pub n_best: usize,
@@ -126,13 +128,48 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     );
     let features = feature_config(&args.run.window)?;
     let rt = pipeline_runtime()?;
-    let (client, binding) = rt.block_on(connect_pool_and_bind(
-        &args.run.server,
-        &args.run.net,
-        &args.model,
-        &args.model_version,
-        &args.run.binding,
-    ))?;
+    // One connection, one look at the model: a model that takes text is asked in its
+    // own words (its answer contract), one that takes token ids through the pipeline.
+    let (client, bound) = rt.block_on(async {
+        let pool = bertqa::backend::Pool::connect(
+            &super::common::pool_config(&args.run.server, &args.run.net)?,
+            &args.model,
+            &args.model_version,
+        )
+        .await?;
+        let first = pool.first_client();
+        // Asked first so that the messages below name the server (best effort).
+        let _ = first.server_info().await;
+        let metadata = first
+            .model_metadata(&args.model, &args.model_version)
+            .await?;
+        let config = first
+            .model_config_if_any(&args.model, &args.model_version)
+            .await?;
+        let bound = if bertqa::backend::text::takes_text(&metadata) {
+            let overrides = args.text.overrides(&args.run.binding);
+            Bound::Text(bertqa::backend::text::TextBinding::infer(
+                &metadata,
+                config.as_ref(),
+                &overrides,
+            )?)
+        } else {
+            Bound::Tokens(bertqa::Binding::infer(
+                &metadata,
+                config.as_ref(),
+                &args.model_version,
+                &super::common::binding_overrides(&args.run.binding),
+            )?)
+        };
+        Ok::<_, bertqa::Error>((pool, bound))
+    })?;
+    let binding = match bound {
+        Bound::Tokens(binding) => binding,
+        Bound::Text(text) => {
+            let first = client.first_client().clone();
+            return rt.block_on(super::ask_text::ask(&args, &context, &first, &text));
+        }
+    };
     let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
     let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
     // A few requests gain less from shared memory than registering a region costs (two

@@ -235,6 +235,12 @@ pub(crate) async fn connect_pool_and_bind(
     Ok((pool, binding))
 }
 
+/// How a model is bound: its token inputs, or text (a question and a context).
+pub(crate) enum Bound {
+    Tokens(Binding),
+    Text(bertqa::backend::text::TextBinding),
+}
+
 /// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,
 /// `--start-logits` and `--end-logits`.
 pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {

@@ -8,6 +8,7 @@
 
 mod args;
 mod ask;
+mod ask_text;
 mod common;
 mod compare;
 mod errors;

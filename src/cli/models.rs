@@ -6,11 +6,12 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::args::{BindingArgs, OutputArgs, ServerArgs, MODEL};
-use super::common::{print_stdout, runtime, Outcome};
+use super::args::{BindingArgs, OutputArgs, ServerArgs, TextBindingArgs, MODEL};
+use super::common::{print_stdout, runtime, Bound, Outcome};
 use bertqa::backend::client::{ready_models, ModelIndex};
 use bertqa::backend::proto::model_instance_group::Kind;
 use bertqa::backend::proto::{model_config, ModelConfig, ModelMetadataResponse};
+use bertqa::backend::text::{takes_text, Contract, TextBinding};
 use bertqa::backend::{Binding, TritonClient};
 use bertqa::Error;
 
@@ -27,6 +28,8 @@ pub struct Args {
     pub model_version: String,
     #[command(flatten)]
     pub binding: BindingArgs,
+    #[command(flatten)]
+    pub text: TextBindingArgs,
     #[command(flatten)]
     pub server: ServerArgs,
     #[command(flatten)]
@@ -52,7 +55,7 @@ struct ModelReport {
     /// `None`: the server has no model configuration (Triton's extension).
     config: Option<ModelConfig>,
     ready: bool,
-    binding: Result<Binding, Error>,
+    binding: Result<Bound, Error>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -143,12 +146,13 @@ async fn collect_model(
     }
     let metadata = client.model_metadata(name, version).await?;
     let config = client.model_config_if_any(name, version).await?;
-    let binding = Binding::infer(
-        &metadata,
-        config.as_ref(),
-        version,
-        &super::common::binding_overrides(&args.binding),
-    );
+    let tokens = super::common::binding_overrides(&args.binding);
+    let binding = if takes_text(&metadata) {
+        let overrides = args.text.overrides(&args.binding);
+        TextBinding::infer(&metadata, config.as_ref(), &overrides).map(Bound::Text)
+    } else {
+        Binding::infer(&metadata, config.as_ref(), version, &tokens).map(Bound::Tokens)
+    };
     Ok(ModelReport {
         metadata,
         config,
@@ -235,8 +239,13 @@ fn to_json(r: &Report) -> Value {
             "inputs": tensors(&m.metadata.inputs),
             "outputs": tensors(&m.metadata.outputs),
             "binding": match &m.binding {
-                Ok(b) => serde_json::to_value(b).unwrap_or(Value::Null),
+                Ok(Bound::Tokens(b)) => serde_json::to_value(b).unwrap_or(Value::Null),
+                Ok(Bound::Text(b)) => serde_json::to_value(b).unwrap_or(Value::Null),
                 Err(_) => Value::Null,
+            },
+            "contract": match &m.binding {
+                Ok(Bound::Text(b)) => Value::from(b.contract.name()),
+                _ => Value::Null,
             },
             "binding_error": match &m.binding {
                 Ok(_) => Value::Null,
@@ -357,7 +366,8 @@ fn tensors_and_binding(s: &mut String, m: &ModelReport) {
         }
         let _ = writeln!(s);
         match &m.binding {
-            Ok(b) => {
+            Ok(Bound::Text(b)) => text_binding(s, b),
+            Ok(Bound::Tokens(b)) => {
                 let _ = writeln!(s, "binding (sequence length {}):", b.seq_len);
                 if b.batching == bertqa::Batching::Undeclared {
                     let _ = writeln!(
@@ -407,6 +417,59 @@ fn tensors_and_binding(s: &mut String, m: &ModelReport) {
             Err(e) => {
                 let _ = writeln!(s, "binding: {}", super::flags::name_flags(&e.to_string()));
             }
+        }
+    }
+}
+
+/// A text model's binding: its inputs, and the contract its outputs follow.
+fn text_binding(s: &mut String, b: &TextBinding) {
+    let batch = match b.max_batch_size {
+        0 => "one question per request".to_string(),
+        n => format!("up to {n} questions per request"),
+    };
+    let _ = writeln!(
+        s,
+        "binding (text: the {} contract, {batch}):",
+        b.contract.name()
+    );
+    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "question", b.question);
+    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "context", b.context);
+    let row = |s: &mut String, role: &str, name: Option<&str>| {
+        let _ = writeln!(s, "  {role:<12} -> {}", name.unwrap_or("(not given)"));
+    };
+    match &b.contract {
+        Contract::Answer {
+            answer,
+            score,
+            no_answer,
+            start,
+            end,
+        } => {
+            row(s, "answer", Some(answer));
+            row(s, "score", score.as_deref());
+            let no = no_answer.as_ref().map(|n| {
+                format!(
+                    "{} ({})",
+                    n.name,
+                    if n.probability {
+                        "a probability"
+                    } else {
+                        "a score"
+                    }
+                )
+            });
+            row(s, "no answer", no.as_deref());
+            row(s, "start char", start.as_deref());
+            row(s, "end char", end.as_deref());
+        }
+        Contract::Logits {
+            start_logits,
+            end_logits,
+            offsets,
+        } => {
+            row(s, "start_logits", Some(start_logits));
+            row(s, "end_logits", Some(end_logits));
+            row(s, "offsets", Some(offsets));
         }
     }
 }

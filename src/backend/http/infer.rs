@@ -86,6 +86,52 @@ impl HttpTransport {
     }
 }
 
+impl HttpTransport {
+    /// Sends a text model's request: `inputs` as JSON strings (name, shape, values),
+    /// `outputs` asked for in binary when the server has binary tensor data (so that
+    /// answer bytes that are not UTF-8 reach the check that names them).
+    pub(crate) async fn send_text(
+        &self,
+        model: &str,
+        version: &str,
+        inputs: &[(&str, Vec<i64>, Vec<&str>)],
+        outputs: &[&str],
+    ) -> Result<ModelInferResponse> {
+        let binary = self.client.binary_tensor_data().await?;
+        let body = serde_json::json!({
+            "inputs": inputs.iter().map(|(name, shape, data)| serde_json::json!({
+                "name": name, "datatype": "BYTES", "shape": shape, "data": data,
+            })).collect::<Vec<_>>(),
+            "outputs": outputs.iter().map(|name| serde_json::json!({
+                "name": name, "parameters": {"binary_data": binary},
+            })).collect::<Vec<_>>(),
+        });
+        let body = serde_json::to_vec(&body).expect("JSON serializes");
+        let path = format!("{}/infer", super::model_path(model, version));
+        let answer = self
+            .client
+            .call(Method::POST, &path, Some((body, None)))
+            .await?;
+        if !answer.status.is_success() {
+            return Err(self
+                .client
+                .status_error(answer.status, &answer.body, Some(model)));
+        }
+        let json_len = answer
+            .headers
+            .get("inference-header-content-length")
+            .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<usize>().ok()));
+        decode(answer.body, json_len, model).map_err(|message| Error::InvalidAnswer {
+            server: self.client.peer.who(),
+            url: self.client.peer.url.clone(),
+            answer: AnswerTo::Inference {
+                model: model.into(),
+            },
+            message,
+        })
+    }
+}
+
 /// A parameter's value as JSON.
 #[derive(Serialize)]
 #[serde(untagged)]
@@ -381,6 +427,15 @@ fn numbers_to_raw(
     }
     let mut values = Vec::new();
     flatten(data, &mut values);
+    if datatype == "BYTES" {
+        // Strings, in the wire form of a BYTES tensor (length-prefixed elements).
+        let strings = values
+            .iter()
+            .map(|v| v.as_str().map(str::as_bytes))
+            .collect::<Option<Vec<&[u8]>>>()
+            .ok_or("a BYTES element is not a string")?;
+        return Ok(crate::backend::bytes::encode(strings));
+    }
     let bytes = |v: &serde_json::Value| -> Option<Vec<u8>> {
         Some(match datatype {
             "FP32" => (v.as_f64()? as f32).to_le_bytes().to_vec(),

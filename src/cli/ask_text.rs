@@ -1,0 +1,113 @@
+//! `bertqa ask` of a model that takes text (a question and a context as BYTES, tokenized
+//! on the server): the answer contract's answers, asked in one request when the model
+//! batches them (else one request per question).
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::ask::Args;
+use super::common::{print_stdout, Outcome};
+use bertqa::backend::text::{Contract, TextAnswer, TextBinding};
+use bertqa::TritonClient;
+
+/// Asks `binding`'s model every question of `args` about `context`.
+pub(crate) async fn ask(
+    args: &Args,
+    context: &str,
+    client: &TritonClient,
+    binding: &TextBinding,
+) -> anyhow::Result<Outcome> {
+    if let Contract::Logits { .. } = binding.contract {
+        anyhow::bail!(
+            "model {:?} follows the logits contract (its logits and token offsets); `ask` reads \
+             the answer contract of a text model (an answer output)",
+            binding.model
+        );
+    }
+    let pairs: Vec<(&str, &str)> = args
+        .question
+        .iter()
+        .map(|q| (q.as_str(), context))
+        .collect();
+    let per_request = binding.max_batch_size.max(1);
+    let mut answers: Vec<TextAnswer> = Vec::with_capacity(pairs.len());
+    let mut latencies_ms = Vec::new();
+    for chunk in pairs.chunks(per_request) {
+        let t = Instant::now();
+        let response = client
+            .infer_text(binding, &args.model_version, chunk)
+            .await?;
+        latencies_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        answers.extend(binding.answers(&response, chunk.len())?);
+    }
+    let no_answer_key = match &binding.contract {
+        Contract::Answer {
+            no_answer: Some(n), ..
+        } if n.probability => "no_answer_probability",
+        _ => "no_answer_score",
+    };
+    let doc = json!({
+        "schema": 1,
+        "model": binding.model,
+        "url": args.run.server.url.join(","),
+        "protocol": client.protocol().as_str(),
+        "contract": binding.contract.name(),
+        "requests": latencies_ms.len(),
+        "latency_ms": {
+            "max": latencies_ms.iter().copied().fold(0.0, f64::max),
+            "mean": latencies_ms.iter().sum::<f64>() / latencies_ms.len().max(1) as f64,
+        },
+        "answers": args.question.iter().zip(&answers).map(|(q, a)| {
+            let mut v = json!({
+                "question": q,
+                "answer": a.text,
+                "no_answer": a.text.is_empty(),
+                "score": a.score,
+                "start_char": a.start,
+                "end_char": a.end,
+            });
+            v[no_answer_key] = json!(a.no_answer);
+            v
+        }).collect::<Vec<_>>(),
+    });
+    if args.run.output.json {
+        print_stdout(&format!("{doc:#}\n"))?;
+    } else {
+        print_stdout(&render(&doc, no_answer_key))?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// The text report: each question, its answer and what the model said of it.
+fn render(doc: &Value, no_answer_key: &str) -> String {
+    let mut s = String::new();
+    for (i, a) in doc["answers"].as_array().into_iter().flatten().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "Q: {}", a["question"].as_str().unwrap_or(""));
+        let mut said = Vec::new();
+        if let Some(x) = a["score"].as_f64() {
+            said.push(format!("score {x:.3}"));
+        }
+        if let Some(x) = a[no_answer_key].as_f64() {
+            said.push(format!("{} {x:.3}", no_answer_key.replace('_', " ")));
+        }
+        if let (Some(x), Some(y)) = (a["start_char"].as_i64(), a["end_char"].as_i64()) {
+            said.push(format!("characters {x}..{y}"));
+        }
+        let answer = match a["answer"].as_str().unwrap_or("") {
+            "" => "(no answer)",
+            text => text,
+        };
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!("   ({})", said.join(", "))
+        };
+        let _ = writeln!(s, "A: {answer}{said}");
+    }
+    s
+}
