@@ -52,6 +52,9 @@ class Logits:
             start, end = self.session.run(["start_logits", "end_logits"], feeds)
             return start, end
         if self.oracle is not None:
+            if not len(ids):  # no windows (max_batch_size 0 models may get none)
+                z = np.zeros(ids.shape, np.float32)
+                return z, z
             pairs = [self.oracle.logits(i, m) for i, m in zip(ids, mask)]
             return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
         if self.weights is None:
