@@ -29,3 +29,4 @@ mod score;
 mod security;
 mod shared_memory;
 mod testbed;
+mod text_models;
