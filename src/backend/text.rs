@@ -108,43 +108,9 @@ impl TextBinding {
         config: Option<&ModelConfig>,
         overrides: &TextOverrides,
     ) -> Result<TextBinding> {
-        let fail = |message: String| Error::Binding {
-            model: metadata.name.clone(),
-            message,
-            tensors: metadata
-                .inputs
-                .iter()
-                .map(|t| ("input ", t))
-                .chain(metadata.outputs.iter().map(|t| ("output", t)))
-                .map(|(kind, t)| format!("{kind} {} {} {:?}", t.name, t.datatype, t.shape))
-                .collect(),
-        };
-        let names = |ts: &[TensorMetadata], pred: &dyn Fn(&TensorMetadata) -> bool| {
-            ts.iter()
-                .filter(|t| pred(t))
-                .map(|t| format!("{} {} {:?}", t.name, t.datatype, t.shape))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let find = |ts: &'_ [TensorMetadata],
-                    given: &Option<String>,
-                    known: &[&str],
-                    flag: &str,
-                    kind: &str|
-         -> Result<Option<String>> {
-            match given {
-                Some(n) if ts.iter().any(|t| &t.name == n) => Ok(Some(n.clone())),
-                Some(n) => Err(fail(format!(
-                    "{flag} names {kind} {n:?}, which the model does not have"
-                ))),
-                None => Ok(known
-                    .iter()
-                    .find_map(|k| ts.iter().find(|t| t.name.eq_ignore_ascii_case(k)))
-                    .map(|t| t.name.clone())),
-            }
-        };
         let inputs = &metadata.inputs;
         let question = find(
+            metadata,
             inputs,
             &overrides.question_input,
             QUESTION,
@@ -152,6 +118,7 @@ impl TextBinding {
             "input",
         )?;
         let context = find(
+            metadata,
             inputs,
             &overrides.context_input,
             CONTEXT,
@@ -159,11 +126,14 @@ impl TextBinding {
             "input",
         )?;
         let (Some(question), Some(context)) = (question, context) else {
-            return Err(fail(format!(
-                "cannot tell which of its text inputs ({}) take the question and the \
+            return Err(fail(
+                metadata,
+                format!(
+                    "cannot tell which of its text inputs ({}) take the question and the \
                  context; map them with --question-input and --context-input",
-                names(inputs, &|t| t.datatype == "BYTES")
-            )));
+                    names(inputs, &|t| t.datatype == "BYTES")
+                ),
+            ));
         };
         for name in [&question, &context] {
             let t = inputs
@@ -179,86 +149,7 @@ impl TextBinding {
                 });
             }
         }
-        let outputs = &metadata.outputs;
-        let output = |name: &str| outputs.iter().find(|t| t.name == name);
-        let answer = find(
-            outputs,
-            &overrides.answer_output,
-            ANSWER,
-            "--answer-output",
-            "output",
-        )?
-        .filter(|n| output(n).is_some_and(|t| t.datatype == "BYTES"));
-        let contract = if let Some(answer) = answer {
-            let opt = |known: &[&str]| {
-                known
-                    .iter()
-                    .find_map(|k| outputs.iter().find(|t| t.name.eq_ignore_ascii_case(k)))
-                    .map(|t| t.name.clone())
-            };
-            let no_answer = match (opt(NO_ANSWER_SCORE), opt(NO_ANSWER_PROB)) {
-                (Some(name), _) => Some(NoAnswer {
-                    name,
-                    probability: false,
-                }),
-                (None, Some(name)) => Some(NoAnswer {
-                    name,
-                    probability: true,
-                }),
-                (None, None) => None,
-            };
-            Contract::Answer {
-                answer,
-                score: opt(SCORE),
-                no_answer,
-                start: opt(START_CHAR),
-                end: opt(END_CHAR),
-            }
-        } else {
-            let start = find(
-                outputs,
-                &overrides.start_logits,
-                START_LOGITS,
-                "--start-logits",
-                "output",
-            )?;
-            let end = find(
-                outputs,
-                &overrides.end_logits,
-                END_LOGITS,
-                "--end-logits",
-                "output",
-            )?;
-            let offsets = find(
-                outputs,
-                &overrides.offsets_output,
-                OFFSETS,
-                "--offsets-output",
-                "output",
-            )?
-            .filter(|n| {
-                output(n).is_some_and(|t| {
-                    matches!(t.datatype.as_str(), "INT32" | "INT64")
-                        && without_trailing_ones(&t.shape).last() == Some(&2)
-                })
-            });
-            match (start, end, offsets) {
-                (Some(start_logits), Some(end_logits), Some(offsets)) => Contract::Logits {
-                    start_logits,
-                    end_logits,
-                    offsets,
-                },
-                _ => {
-                    return Err(fail(format!(
-                        "takes text but its outputs ({}) follow neither contract: an answer \
-                         (a BYTES output; --answer-output) or logits (start and end logits \
-                         with token offsets [windows, seq, 2]; --start-logits, --end-logits, \
-                         --offsets-output)",
-                        names(outputs, &|_| true)
-                    )))
-                }
-            }
-        };
+        let contract = contract(metadata, overrides)?;
         let (max_batch_size, batching) = batching(metadata, config);
         let max_batch_size = match batching {
             Batching::Declared => max_batch_size,
@@ -278,6 +169,142 @@ impl TextBinding {
             contract,
             steps,
         })
+    }
+}
+
+/// A binding error of `metadata`'s model: one line, the tensors kept for `-v`.
+fn fail(metadata: &ModelMetadataResponse, message: String) -> Error {
+    Error::Binding {
+        model: metadata.name.clone(),
+        message,
+        tensors: metadata
+            .inputs
+            .iter()
+            .map(|t| ("input ", t))
+            .chain(metadata.outputs.iter().map(|t| ("output", t)))
+            .map(|(kind, t)| format!("{kind} {} {} {:?}", t.name, t.datatype, t.shape))
+            .collect(),
+    }
+}
+
+/// `name datatype shape` of the tensors `pred` keeps, comma-separated.
+fn names(ts: &[TensorMetadata], pred: &dyn Fn(&TensorMetadata) -> bool) -> String {
+    ts.iter()
+        .filter(|t| pred(t))
+        .map(|t| format!("{} {} {:?}", t.name, t.datatype, t.shape))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The tensor of `ts` the user named with `flag` (which must exist), else the first of
+/// the `known` names the model has (case aside).
+fn find(
+    metadata: &ModelMetadataResponse,
+    ts: &[TensorMetadata],
+    given: &Option<String>,
+    known: &[&str],
+    flag: &str,
+    kind: &str,
+) -> Result<Option<String>> {
+    match given {
+        Some(n) if ts.iter().any(|t| &t.name == n) => Ok(Some(n.clone())),
+        Some(n) => Err(fail(
+            metadata,
+            format!("{flag} names {kind} {n:?}, which the model does not have"),
+        )),
+        None => Ok(known
+            .iter()
+            .find_map(|k| ts.iter().find(|t| t.name.eq_ignore_ascii_case(k)))
+            .map(|t| t.name.clone())),
+    }
+}
+
+/// The contract `metadata`'s outputs follow (see the module's contract).
+fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Result<Contract> {
+    let outputs = &metadata.outputs;
+    let output = |name: &str| outputs.iter().find(|t| t.name == name);
+    let answer = find(
+        metadata,
+        outputs,
+        &overrides.answer_output,
+        ANSWER,
+        "--answer-output",
+        "output",
+    )?
+    .filter(|n| output(n).is_some_and(|t| t.datatype == "BYTES"));
+    if let Some(answer) = answer {
+        let opt = |known: &[&str]| {
+            known
+                .iter()
+                .find_map(|k| outputs.iter().find(|t| t.name.eq_ignore_ascii_case(k)))
+                .map(|t| t.name.clone())
+        };
+        let no_answer = match (opt(NO_ANSWER_SCORE), opt(NO_ANSWER_PROB)) {
+            (Some(name), _) => Some(NoAnswer {
+                name,
+                probability: false,
+            }),
+            (None, Some(name)) => Some(NoAnswer {
+                name,
+                probability: true,
+            }),
+            (None, None) => None,
+        };
+        Ok(Contract::Answer {
+            answer,
+            score: opt(SCORE),
+            no_answer,
+            start: opt(START_CHAR),
+            end: opt(END_CHAR),
+        })
+    } else {
+        let start = find(
+            metadata,
+            outputs,
+            &overrides.start_logits,
+            START_LOGITS,
+            "--start-logits",
+            "output",
+        )?;
+        let end = find(
+            metadata,
+            outputs,
+            &overrides.end_logits,
+            END_LOGITS,
+            "--end-logits",
+            "output",
+        )?;
+        let offsets = find(
+            metadata,
+            outputs,
+            &overrides.offsets_output,
+            OFFSETS,
+            "--offsets-output",
+            "output",
+        )?
+        .filter(|n| {
+            output(n).is_some_and(|t| {
+                matches!(t.datatype.as_str(), "INT32" | "INT64")
+                    && without_trailing_ones(&t.shape).last() == Some(&2)
+            })
+        });
+        match (start, end, offsets) {
+            (Some(start_logits), Some(end_logits), Some(offsets)) => Ok(Contract::Logits {
+                start_logits,
+                end_logits,
+                offsets,
+            }),
+            _ => Err(fail(
+                metadata,
+                format!(
+                    "takes text but its outputs ({}) follow neither contract: an answer \
+                     (a BYTES output; --answer-output) or logits (start and end logits \
+                     with token offsets [windows, seq, 2]; --start-logits, --end-logits, \
+                     --offsets-output)",
+                    names(outputs, &|_| true)
+                ),
+            )),
+        }
     }
 }
 

@@ -167,7 +167,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Bound::Tokens(binding) => binding,
         Bound::Text(text) => {
             let first = client.first_client().clone();
-            return rt.block_on(super::ask_text::ask(&args, &context, &first, &text));
+            let asked = super::ask_text::Asked {
+                questions: &args.question,
+                context: &context,
+                model_version: &args.model_version,
+                url: args.run.server.url.join(","),
+                json: args.run.output.json,
+            };
+            return rt.block_on(super::ask_text::ask(&asked, &first, &text));
         }
     };
     let padding = model_padding(&args.run.load, &binding, features.max_seq_length);

@@ -7,18 +7,27 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::ask::Args;
 use super::common::{print_stdout, Outcome};
 use bertqa::backend::text::{Contract, TextAnswer, TextBinding};
 use bertqa::TritonClient;
 
-/// Asks `binding`'s model every question of `args` about `context`.
+/// What `ask` was asked, for a text model.
+pub(crate) struct Asked<'a> {
+    pub questions: &'a [String],
+    pub context: &'a str,
+    pub model_version: &'a str,
+    /// The `--url`s, as the report names them.
+    pub url: String,
+    pub json: bool,
+}
+
+/// Asks `binding`'s model every question about the context.
 pub(crate) async fn ask(
-    args: &Args,
-    context: &str,
+    asked: &Asked<'_>,
     client: &TritonClient,
     binding: &TextBinding,
 ) -> anyhow::Result<Outcome> {
+    let context = asked.context;
     if let Contract::Logits { .. } = binding.contract {
         anyhow::bail!(
             "model {:?} follows the logits contract (its logits and token offsets); `ask` reads \
@@ -26,8 +35,8 @@ pub(crate) async fn ask(
             binding.model
         );
     }
-    let pairs: Vec<(&str, &str)> = args
-        .question
+    let pairs: Vec<(&str, &str)> = asked
+        .questions
         .iter()
         .map(|q| (q.as_str(), context))
         .collect();
@@ -37,7 +46,7 @@ pub(crate) async fn ask(
     for chunk in pairs.chunks(per_request) {
         let t = Instant::now();
         let response = client
-            .infer_text(binding, &args.model_version, chunk)
+            .infer_text(binding, asked.model_version, chunk)
             .await?;
         latencies_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         answers.extend(binding.answers(&response, chunk.len())?);
@@ -51,7 +60,7 @@ pub(crate) async fn ask(
     let doc = json!({
         "schema": 1,
         "model": binding.model,
-        "url": args.run.server.url.join(","),
+        "url": asked.url,
         "protocol": client.protocol().as_str(),
         "contract": binding.contract.name(),
         "requests": latencies_ms.len(),
@@ -59,7 +68,7 @@ pub(crate) async fn ask(
             "max": latencies_ms.iter().copied().fold(0.0, f64::max),
             "mean": latencies_ms.iter().sum::<f64>() / latencies_ms.len().max(1) as f64,
         },
-        "answers": args.question.iter().zip(&answers).map(|(q, a)| {
+        "answers": asked.questions.iter().zip(&answers).map(|(q, a)| {
             let mut v = json!({
                 "question": q,
                 "answer": a.text,
@@ -72,7 +81,7 @@ pub(crate) async fn ask(
             v
         }).collect::<Vec<_>>(),
     });
-    if args.run.output.json {
+    if asked.json {
         print_stdout(&format!("{doc:#}\n"))?;
     } else {
         print_stdout(&render(&doc, no_answer_key))?;
