@@ -66,23 +66,7 @@ impl HttpTransport {
                 Some((body, binary.then_some(json_len))),
             )
             .await?;
-        if !answer.status.is_success() {
-            return Err(self
-                .client
-                .status_error(answer.status, &answer.body, Some(model)));
-        }
-        let json_len = answer
-            .headers
-            .get("inference-header-content-length")
-            .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<usize>().ok()));
-        decode(answer.body, json_len, model).map_err(|message| Error::InvalidAnswer {
-            server: self.client.peer.who(),
-            url: self.client.peer.url.clone(),
-            answer: AnswerTo::Inference {
-                model: model.into(),
-            },
-            message,
-        })
+        self.read(answer, model)
     }
 }
 
@@ -112,6 +96,14 @@ impl HttpTransport {
             .client
             .call(Method::POST, &path, Some((body, None)))
             .await?;
+        self.read(answer, model)
+    }
+}
+
+impl HttpTransport {
+    /// An inference answer as a `ModelInferResponse`: an error status by meaning, an
+    /// answer that cannot be read as [`Error::InvalidAnswer`].
+    fn read(&self, answer: super::Answer, model: &str) -> Result<ModelInferResponse> {
         if !answer.status.is_success() {
             return Err(self
                 .client
