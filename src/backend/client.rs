@@ -451,10 +451,11 @@ impl TritonClient {
             Some(m) => Error::ModelNotReady {
                 url: self.peer.url.clone(),
                 model: model.into(),
-                state: if m.reason.is_empty() {
-                    m.state.clone()
-                } else {
-                    format!("{}: {}", m.state, m.reason)
+                // The repository lists a model it has not loaded without a state.
+                state: match (m.state.as_str(), m.reason.as_str()) {
+                    ("", "") => "not loaded".into(),
+                    (state, "") => state.into(),
+                    (state, reason) => format!("{state}: {reason}"),
                 },
                 ready,
             },

@@ -212,3 +212,22 @@ fn commands_for_token_models_say_what_a_text_model_takes() {
         ],
     );
 }
+
+/// A model of the repository that the server has not loaded is said to be so.
+#[test]
+fn a_model_the_server_has_not_loaded_is_named_as_not_loaded() {
+    let o = bertqa(&[
+        "ask",
+        "--url",
+        &server().url,
+        "--model",
+        "tiny-bert",
+        "--question",
+        "q",
+        "--context",
+        CONTEXT,
+    ]);
+    assert_fails_with(&o, &["model \"tiny-bert\" is not ready on", "(state "]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("(state )"), "{err}");
+}
