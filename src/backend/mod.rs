@@ -51,6 +51,20 @@ pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::SharedMemory;
 
+/// A model's metadata, and its configuration when the server has Triton's model
+/// configuration extension: what a binding is inferred from.
+pub(crate) async fn describe(
+    client: &TritonClient,
+    model: &str,
+    version: &str,
+) -> crate::Result<(proto::ModelMetadataResponse, Option<proto::ModelConfig>)> {
+    // Asked first so that the messages below name the server (best effort).
+    let _ = client.server_info().await;
+    let metadata = client.model_metadata(model, version).await?;
+    let config = client.model_config_if_any(model, version).await?;
+    Ok((metadata, config))
+}
+
 /// Infers the binding of `model` in one step: its metadata, and its configuration
 /// when the server has Triton's model configuration extension.
 pub async fn bind(
@@ -59,10 +73,7 @@ pub async fn bind(
     version: &str,
     overrides: &BindingOverrides,
 ) -> crate::Result<Binding> {
-    // Asked first so that the messages below name the server (best effort).
-    let _ = client.server_info().await;
-    let metadata = client.model_metadata(model, version).await?;
-    let config = client.model_config_if_any(model, version).await?;
+    let (metadata, config) = describe(client, model, version).await?;
     if text::takes_text(&metadata) {
         // A model that tokenizes on the server: what it is, rather than which of its
         // inputs are not token ids.

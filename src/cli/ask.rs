@@ -137,15 +137,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             &args.model_version,
         )
         .await?;
-        let first = pool.first_client();
-        // Asked first so that the messages below name the server (best effort).
-        let _ = first.server_info().await;
-        let metadata = first
-            .model_metadata(&args.model, &args.model_version)
-            .await?;
-        let config = first
-            .model_config_if_any(&args.model, &args.model_version)
-            .await?;
+        let (metadata, config) =
+            bertqa::backend::describe(pool.first_client(), &args.model, &args.model_version)
+                .await?;
         let bound = if bertqa::backend::text::takes_text(&metadata) {
             let overrides = args.text.overrides(&args.run.binding);
             Bound::Text(bertqa::backend::text::TextBinding::infer(

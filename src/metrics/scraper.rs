@@ -28,7 +28,6 @@ pub(crate) struct Sampled {
 pub(crate) struct Scraper {
     endpoints: Arc<Vec<PageClient>>,
     model: ModelKey,
-    wait: Duration,
     periodic: Arc<Mutex<Vec<Sampled>>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -43,7 +42,6 @@ impl Scraper {
     ) -> Scraper {
         let endpoints = Arc::new(endpoints);
         let periodic = Arc::new(Mutex::new(Vec::new()));
-        let wait = interval.min(MOST_WAIT);
         let task = {
             let (endpoints, periodic, model) = (endpoints.clone(), periodic.clone(), model.clone());
             tokio::spawn(async move {
@@ -51,7 +49,7 @@ impl Scraper {
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     tick.tick().await;
-                    let sampled = read_all(&endpoints, &model, wait).await;
+                    let sampled = read_all(&endpoints, &model).await;
                     periodic.lock().expect("metrics lock").push(sampled);
                 }
             })
@@ -59,7 +57,6 @@ impl Scraper {
         Scraper {
             endpoints,
             model,
-            wait,
             periodic,
             task: Mutex::new(Some(task)),
         }
@@ -72,7 +69,7 @@ impl Scraper {
 
     /// Reads every endpoint now (not kept with the periodic readings).
     pub(crate) async fn now(&self) -> Sampled {
-        read_all(&self.endpoints, &self.model, self.wait).await
+        read_all(&self.endpoints, &self.model).await
     }
 
     /// The span from `open` to `close`: gauges from the periodic readings taken between
@@ -141,13 +138,13 @@ impl Drop for Scraper {
     }
 }
 
-/// Reads every endpoint at once, each within `wait`.
-async fn read_all(endpoints: &Arc<Vec<PageClient>>, model: &ModelKey, wait: Duration) -> Sampled {
+/// Reads every endpoint at once.
+async fn read_all(endpoints: &Arc<Vec<PageClient>>, model: &ModelKey) -> Sampled {
     let at = Instant::now();
     let mut reads = JoinSet::new();
     for (i, endpoint) in endpoints.iter().enumerate() {
         let (endpoint, model) = (endpoint.clone(), model.clone());
-        reads.spawn(async move { (i, read_one(&endpoint, &model, wait).await) });
+        reads.spawn(async move { (i, read_one(&endpoint, &model).await) });
     }
     let mut readings: Vec<Result<Reading, String>> =
         vec![Err("not read".to_string()); endpoints.len()];
@@ -159,14 +156,11 @@ async fn read_all(endpoints: &Arc<Vec<PageClient>>, model: &ModelKey, wait: Dura
     Sampled { at, readings }
 }
 
-async fn read_one(
-    endpoint: &PageClient,
-    model: &ModelKey,
-    wait: Duration,
-) -> Result<Reading, String> {
-    match tokio::time::timeout(wait, endpoint.get()).await {
-        Ok(Ok(page)) => Reading::parse(&page, model),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} ms", wait.as_millis())),
+async fn read_one(endpoint: &PageClient, model: &ModelKey) -> Result<Reading, String> {
+    // The endpoint's client ends each read at its timeouts (`cli/metrics.rs` sets
+    // them to the interval, at most `MOST_WAIT`).
+    match endpoint.get().await {
+        Ok(page) => Reading::parse(&page, model),
+        Err(e) => Err(e.to_string()),
     }
 }

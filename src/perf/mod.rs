@@ -389,8 +389,9 @@ async fn sweep_levels(
 }
 
 /// Where the `nv_inference_*` counters of a level disagree with the model statistics
-/// over the same span: counts exactly, times within a microsecond per request (the
-/// metrics add whole microseconds) and 1%.
+/// over the same span: counts exactly; times within one whole microsecond per request
+/// (the metrics add each request's time truncated to microseconds) plus
+/// [`TIME_SLACK_FRACTION`] of the total.
 pub(crate) fn disagreement(level: Level, m: &ModelCounters, s: &ServerCounters) -> Vec<String> {
     let requests = s.success.0 as f64;
     let counts = [
@@ -420,7 +421,7 @@ pub(crate) fn disagreement(level: Level, m: &ModelCounters, s: &ServerCounters) 
     }
     for (name, metric, ns) in times {
         let us = ns as f64 / 1000.0;
-        if (metric - us).abs() > requests + 0.01 * us {
+        if (metric - us).abs() > requests + TIME_SLACK_FRACTION * us {
             out.push(format!(
                 "{level}: metrics {name} rose by {metric}, the model statistics by {us:.0} us"
             ));
@@ -467,6 +468,8 @@ pub(crate) fn warnings(l: &LevelResult, stability_percent: f64, cores: usize) ->
     out
 }
 
+/// Relative slack allowed between the metrics' and the statistics' total times.
+pub(crate) const TIME_SLACK_FRACTION: f64 = 0.01;
 /// Above this share of all CPUs, bertqa itself is reported as a possible limit.
 pub(crate) const CPU_LIMIT_FRACTION: f64 = 0.8;
 /// Below this share of the requested rate, a rate counts as not kept.

@@ -97,7 +97,7 @@ impl Report {
         out
     }
 
-    /// The budget in words, e.g. `p99 ≤ 110 ms`.
+    /// The budget in words: `pP ≤ T ms`.
     pub(crate) fn budget_words(&self) -> Option<String> {
         self.budget.map(|b| {
             format!(
@@ -239,7 +239,8 @@ pub(crate) mod sample {
         }
     }
 
-    /// [`report`] under a p99 budget of 8 ms, searched: level 1 within, level 2 over.
+    /// [`report`] under a p99 budget between its two levels' p99, searched: the first
+    /// level within, the second over.
     pub(crate) fn with_budget() -> Report {
         let mut r = report();
         let b = Budget {
