@@ -3,13 +3,12 @@
 //! place of one, endpoints behind TLS and a key, and endpoints that are down, slow or
 //! serve garbage (never failing a run).
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::page_server::{self, Answer};
 use crate::common::{
     assert_schema, bertqa, json_of, ok, read_json, root, show, start_server_with, Server, SAMPLE,
 };
@@ -61,7 +60,6 @@ fn perf_json(extra: &[&str]) -> Value {
 }
 
 /// How a fake page server answers.
-#[derive(Clone)]
 enum Page {
     /// 200 with this body; 401 unless the request carries this header line.
     Text(String, Option<&'static str>),
@@ -71,42 +69,23 @@ enum Page {
 
 /// Serves `page` on a free loopback port (for the process's lifetime); `host:port`.
 fn serve(page: Page) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let page = page.clone();
-            std::thread::spawn(move || {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let request = String::from_utf8_lossy(&request).to_ascii_lowercase();
-                let (status, body) = match page {
-                    Page::Text(_, Some(header)) if !request.contains(header) => {
-                        ("401 Unauthorized", "missing key".to_string())
-                    }
-                    Page::Text(body, _) => ("200 OK", body),
-                    Page::Slow(d) => {
-                        std::thread::sleep(d);
-                        ("200 OK", "nv_cpu_utilization 0.5\n".to_string())
-                    }
-                };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
+    page_server::serve(move |request| {
+        let (status, body) = match &page {
+            Page::Text(_, Some(header)) if !request.contains(header) => {
+                ("401 Unauthorized", "missing key".to_string())
+            }
+            Page::Text(body, _) => ("200 OK", body.clone()),
+            Page::Slow(d) => {
+                std::thread::sleep(*d);
+                ("200 OK", "nv_cpu_utilization 0.5\n".to_string())
+            }
+        };
+        Answer {
+            status,
+            content_type: "text/plain; version=0.0.4",
+            body,
         }
-    });
-    addr.to_string()
+    })
 }
 
 fn gpu_page() -> String {

@@ -9,10 +9,8 @@
 //! (`models` without a repository index) and over HTTP (`models`, `eval` with
 //! `"versions": null`).
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-
 use crate::common::oip::{kserve, mlserver, OipServer};
+use crate::common::page_server::{self, Answer};
 use crate::common::{
     ask_oracle, assert_answered, assert_fails_with, assert_same_outputs, assert_schema, bertqa,
     json_of, sample_eval, server, show, SAMPLE,
@@ -260,18 +258,11 @@ fn errors_name_the_server_that_answered() {
 fn a_url_that_is_not_a_server_of_the_protocol_is_said_to_be_so() {
     // A web server that has none of the protocol's routes (an in-process fake: a real
     // server of the protocol always has them).
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let _ = conn.write_all(
-                b"HTTP/1.1 404 Not Found\r\ncontent-type: text/plain\r\ncontent-length: 9\r\n\r\nNot Found",
-            );
-        }
+    let url = page_server::serve(|_| Answer {
+        status: "404 Not Found",
+        content_type: "text/plain",
+        body: "Not Found".into(),
     });
-    let url = format!("127.0.0.1:{port}");
     let o = bertqa(&["models", "--protocol", "http", "--url", &url]);
     assert_fails_with(
         &o,

@@ -21,6 +21,7 @@ pub mod formats;
 pub mod nginx;
 pub mod oip;
 pub mod owned;
+pub mod page_server;
 pub mod pki;
 pub mod tls_proxy;
 mod triton;
