@@ -11,7 +11,8 @@ picks what the model does (all `max_batch_size: 0`, one question per request):
 - `postprocess`: inputs `context` BYTES [1], `start_logits`, `end_logits` FP32
   [windows, 384], `offsets` INT32 [windows, 384, 2], `piece_index` INT32 [windows, 384]
   -> `answer` BYTES [1], `score`,
-  `no_answer_score` FP32 [1], `answer_start`, `answer_end` INT32 [1] (best_span below).
+  `no_answer_score` FP32 [1], `answer_start`, `answer_end` INT32 [1] (best_span below;
+  with no valid span, run_squad's placeholder answer "empty" at [0, 0), score 0).
 - `fault`: the answer contract answered wrongly on purpose, parameter `fault`:
   `non-utf8-answer` (the answer's bytes are not UTF-8), `missing-output` (no `answer`),
   `wrong-count` (two answer elements for one question). Its answer is the context's
@@ -124,8 +125,8 @@ class TritonPythonModel:
         offsets = pb_utils.get_input_tensor_by_name(req, "offsets").as_numpy()
         pieces = pb_utils.get_input_tensor_by_name(req, "piece_index").as_numpy()
         best, null = best_span(start, end, offsets, pieces)
-        if best is None:  # no window, or no valid span: the empty answer, scored as the null
-            answer, score, lo, hi = "", null, 0, 0
+        if best is None:  # no valid span: run_squad's placeholder "empty", logits 0 + 0
+            answer, score, lo, hi = "empty", 0.0, 0, 0
         else:
             w, s, e, score = best
             lo, hi = int(offsets[w, s, 0]), int(offsets[w, e, 1])

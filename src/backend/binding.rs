@@ -292,16 +292,7 @@ impl Binding {
         Ok(Binding {
             model: metadata.name.clone(),
             version: version.to_string(),
-            platform: config
-                .map(|c| {
-                    if c.platform.is_empty() {
-                        c.backend.clone()
-                    } else {
-                        c.platform.clone()
-                    }
-                })
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| metadata.platform.clone()),
+            platform: platform(metadata, config),
             inputs,
             outputs,
             max_batch_size,
@@ -699,6 +690,20 @@ impl Inference<'_> {
 
 /// `dims` without its trailing dimensions of size 1 (at least one dimension kept): the
 /// layout they hold (TensorRT's BERT demo answers `[batch, seq, 2, 1, 1]`).
+/// The model's platform or backend, as its configuration names it (else its metadata).
+pub(crate) fn platform(metadata: &ModelMetadataResponse, config: Option<&ModelConfig>) -> String {
+    config
+        .map(|c| {
+            if c.platform.is_empty() {
+                c.backend.clone()
+            } else {
+                c.platform.clone()
+            }
+        })
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| metadata.platform.clone())
+}
+
 pub(crate) fn without_trailing_ones(dims: &[i64]) -> &[i64] {
     let mut n = dims.len();
     while n > 1 && dims[n - 1] == 1 {

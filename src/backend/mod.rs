@@ -77,9 +77,10 @@ pub async fn bind(
     if text::takes_text(&metadata) {
         // A model that tokenizes on the server: what it is, rather than which of its
         // inputs are not token ids.
-        let contract = text::TextBinding::infer(&metadata, config.as_ref(), &Default::default())
-            .map(|b| format!("the {} contract", b.contract.name()))
-            .unwrap_or_else(|_| "no contract bertqa recognizes".into());
+        let contract =
+            text::TextBinding::infer(&metadata, config.as_ref(), version, &Default::default())
+                .map(|b| format!("the {} contract", b.contract.name()))
+                .unwrap_or_else(|_| "no contract bertqa recognizes".into());
         return Err(crate::Error::Binding {
             model: metadata.name.clone(),
             message: format!(

@@ -294,8 +294,50 @@ impl Pool {
     }
 
     /// Sends `request` with retries; see the module header.
-    pub async fn infer(&self, mut request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
+    pub async fn infer(&self, request: InferRequest) -> Result<(ModelInferResponse, Instant)> {
         let rows = request.rows();
+        let lost = |e: &Error| shm::lost_region(&request, e);
+        self.with_retries(rows, &lost, |conn, attempt| {
+            // The failed attempt may still run and write its outputs into shared memory
+            // later: a retry gets its outputs in the message (and the caller retires the
+            // slot, see `shm::Slot`).
+            let request = if attempt == 0 {
+                request.clone()
+            } else {
+                request.clone().without_shm_outputs()
+            };
+            async move { conn.infer(request).await }
+        })
+        .await
+    }
+
+    /// Asks a text model about `pairs` (question, context) in one request, with
+    /// retries (see the module header; no shared memory).
+    pub(crate) async fn infer_text(
+        &self,
+        binding: &super::text::TextBinding,
+        version: &str,
+        pairs: &[(&str, &str)],
+    ) -> Result<(ModelInferResponse, Instant)> {
+        self.with_retries(pairs.len(), &|_| false, |conn, _| {
+            conn.infer_text(binding, version, pairs)
+        })
+        .await
+    }
+
+    /// Runs `send` (given the connection and the attempt's number, from 0) until it
+    /// succeeds or the retry policy gives up; `rows` counts toward the endpoint's
+    /// features. An error `give_back` accepts goes back to the caller at once.
+    async fn with_retries<'c, F, Fut>(
+        &'c self,
+        rows: usize,
+        give_back: &(dyn Fn(&Error) -> bool + Sync),
+        mut send: F,
+    ) -> Result<(ModelInferResponse, Instant)>
+    where
+        F: FnMut(&'c TritonClient, u32) -> Fut,
+        Fut: Future<Output = Result<ModelInferResponse>>,
+    {
         let policy = &self.inner.retry;
         let mut codes: BTreeMap<&'static str, u32> = BTreeMap::new();
         let mut attempt: u32 = 0;
@@ -307,7 +349,7 @@ impl Pool {
             e.outstanding.fetch_add(1, Ordering::Relaxed);
             let guard = Outstanding(&e.outstanding);
             let sent = Instant::now();
-            let result = conn.infer(request.clone()).await;
+            let result = send(conn, attempt).await;
             drop(guard);
             let error = match result {
                 Ok(response) => {
@@ -322,7 +364,7 @@ impl Pool {
             };
             // Not a failure of the request: the caller sends it again with its tensors
             // in the message (a restarted server forgot the shared memory region).
-            if shm::lost_region(&request, &error) {
+            if give_back(&error) {
                 return Err(error);
             }
             let verdict = policy.classify(&error);
@@ -365,10 +407,6 @@ impl Pool {
                 .or_default() += 1;
             attempt += 1;
             last_endpoint = Some(i);
-            // The failed attempt may still run and write its outputs into shared memory
-            // later: a retry gets its outputs in the message (and the caller retires the
-            // slot, see `shm::Slot`).
-            request = request.without_shm_outputs();
             // Another endpoint can take it now; the same one needs time.
             if !(verdict.endpoint_suspect && self.any_other_healthy(i)) {
                 tokio::time::sleep(policy.backoff(attempt)).await;

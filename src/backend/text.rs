@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use super::binding::{batching, without_trailing_ones, Batching};
+use super::binding::{batching, platform, without_trailing_ones, Batching};
 use super::bytes;
 use super::proto::model_config::SchedulingChoice;
 use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
@@ -39,6 +39,9 @@ pub(crate) struct TextOverrides {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct TextBinding {
     pub model: String,
+    /// The version asked for (`""`: the server's choice).
+    pub version: String,
+    pub platform: String,
     pub question: String,
     pub context: String,
     /// 0: one question per request, no batch dimension.
@@ -106,6 +109,7 @@ impl TextBinding {
     pub(crate) fn infer(
         metadata: &ModelMetadataResponse,
         config: Option<&ModelConfig>,
+        version: &str,
         overrides: &TextOverrides,
     ) -> Result<TextBinding> {
         let inputs = &metadata.inputs;
@@ -163,6 +167,8 @@ impl TextBinding {
         };
         Ok(TextBinding {
             model: metadata.name.clone(),
+            version: version.to_string(),
+            platform: platform(metadata, config),
             question,
             context,
             max_batch_size,
@@ -403,31 +409,10 @@ impl TextBinding {
                 self.model
             )));
         };
-        let mismatch = |tensor: &str, expected: String, actual: String| Error::TensorMismatch {
-            model: self.model.clone(),
-            tensor: tensor.to_string(),
-            expected,
-            actual,
+        let mismatch = |tensor: &str, expected: String, actual: String| {
+            self.mismatch(tensor, expected, actual)
         };
-        let raw = |name: &str| -> Result<(&[u8], &str)> {
-            let i = response
-                .outputs
-                .iter()
-                .position(|t| t.name == name)
-                .ok_or_else(|| {
-                    let had: Vec<&str> = response.outputs.iter().map(|t| t.name.as_str()).collect();
-                    mismatch(
-                        name,
-                        "an output of that name".into(),
-                        format!("missing (response has {had:?})"),
-                    )
-                })?;
-            let bytes = response
-                .raw_output_contents
-                .get(i)
-                .map_or(&[][..], |b| &b[..]);
-            Ok((bytes, response.outputs[i].datatype.as_str()))
-        };
+        let raw = |name: &str| self.output(response, name);
         let numbers = |name: &Option<String>| -> Result<Option<Vec<f64>>> {
             let Some(name) = name else { return Ok(None) };
             let (bytes, datatype) = raw(name)?;
@@ -479,6 +464,140 @@ impl TextBinding {
     }
 }
 
+/// A logits-contract answer for one question: `windows` × `seq` start and end logits
+/// and each position's `[start, end)` characters in the context (`[-1, -1]` outside it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ServerWindows {
+    pub windows: usize,
+    pub seq: usize,
+    pub start: Vec<f32>,
+    pub end: Vec<f32>,
+    pub offsets: Vec<[i64; 2]>,
+}
+
+impl TextBinding {
+    /// A `tensor` of this model that is not as the contract says.
+    fn mismatch(&self, tensor: &str, expected: String, actual: String) -> Error {
+        Error::TensorMismatch {
+            model: self.model.clone(),
+            tensor: tensor.to_string(),
+            expected,
+            actual,
+        }
+    }
+
+    /// Output `name`'s raw bytes and datatype in `response` (a named error if missing).
+    fn output<'r>(
+        &self,
+        response: &'r ModelInferResponse,
+        name: &str,
+    ) -> Result<(&'r [u8], &'r str)> {
+        let i = response
+            .outputs
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| {
+                let had: Vec<&str> = response.outputs.iter().map(|t| t.name.as_str()).collect();
+                self.mismatch(
+                    name,
+                    "an output of that name".into(),
+                    format!("missing (response has {had:?})"),
+                )
+            })?;
+        let bytes = response
+            .raw_output_contents
+            .get(i)
+            .map_or(&[][..], |b| &b[..]);
+        Ok((bytes, response.outputs[i].datatype.as_str()))
+    }
+
+    /// The logits contract's answer to one question: the logits (FP32 or FP16) and the
+    /// offsets (INT32 or INT64), each checked for its type and its element count
+    /// against the windows × positions the start logits' shape gives.
+    pub(crate) fn windows(&self, response: &ModelInferResponse) -> Result<ServerWindows> {
+        let Contract::Logits {
+            start_logits,
+            end_logits,
+            offsets,
+        } = &self.contract
+        else {
+            return Err(Error::Internal(format!(
+                "model {:?} follows the answer contract, not the logits contract",
+                self.model
+            )));
+        };
+        let shape = response
+            .outputs
+            .iter()
+            .find(|t| &t.name == start_logits)
+            .map(|t| without_trailing_ones(&t.shape).to_vec())
+            .unwrap_or_default();
+        let (windows, seq) = match shape[..] {
+            [w, s] if w > 0 && s > 0 => (w as usize, s as usize),
+            [s] if s > 0 => (1, s as usize),
+            _ => {
+                // Read it anyway for the "missing" error, else say the shape is wrong.
+                self.output(response, start_logits)?;
+                return Err(self.mismatch(
+                    start_logits,
+                    "shape [windows, seq]".into(),
+                    format!("{shape:?}"),
+                ));
+            }
+        };
+        let n = windows * seq;
+        let floats = |name: &str| -> Result<Vec<f32>> {
+            let (bytes, datatype) = self.output(response, name)?;
+            let values: Vec<f32> = match datatype {
+                "FP32" => bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().expect("4")))
+                    .collect(),
+                "FP16" => bytes
+                    .chunks_exact(2)
+                    .map(|c| half::f16::from_le_bytes(c.try_into().expect("2")).to_f32())
+                    .collect(),
+                other => return Err(self.mismatch(name, "FP32 or FP16".into(), other.into())),
+            };
+            if values.len() != n {
+                return Err(self.mismatch(
+                    name,
+                    format!("{n} values ({windows} windows of {seq})"),
+                    values.len().to_string(),
+                ));
+            }
+            Ok(values)
+        };
+        let (start, end) = (floats(start_logits)?, floats(end_logits)?);
+        let (bytes, datatype) = self.output(response, offsets)?;
+        let flat: Vec<i64> = match datatype {
+            "INT32" => bytes
+                .chunks_exact(4)
+                .map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4"))))
+                .collect(),
+            "INT64" => bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8")))
+                .collect(),
+            other => return Err(self.mismatch(offsets, "INT32 or INT64".into(), other.into())),
+        };
+        if flat.len() != 2 * n {
+            return Err(self.mismatch(
+                offsets,
+                format!("{} values ({windows} windows of {seq} pairs)", 2 * n),
+                flat.len().to_string(),
+            ));
+        }
+        Ok(ServerWindows {
+            windows,
+            seq,
+            start,
+            end,
+            offsets: flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,7 +636,7 @@ mod tests {
             ],
         );
         assert!(takes_text(&m));
-        let b = TextBinding::infer(&m, None, &TextOverrides::default()).unwrap();
+        let b = TextBinding::infer(&m, None, "", &TextOverrides::default()).unwrap();
         assert_eq!(
             (b.question.as_str(), b.context.as_str()),
             ("question", "context")
@@ -552,7 +671,7 @@ mod tests {
                 t("offsets", "INT32", &[-1, 384, 2]),
             ],
         );
-        let b = TextBinding::infer(&m, None, &TextOverrides::default()).unwrap();
+        let b = TextBinding::infer(&m, None, "", &TextOverrides::default()).unwrap();
         assert_eq!(
             b.contract,
             Contract::Logits {
@@ -573,7 +692,7 @@ mod tests {
             vec![t("q", "BYTES", &[1]), t("doc", "BYTES", &[1])],
             vec![t("out", "BYTES", &[1])],
         );
-        let e = TextBinding::infer(&m, None, &TextOverrides::default()).unwrap_err();
+        let e = TextBinding::infer(&m, None, "", &TextOverrides::default()).unwrap_err();
         let msg = e.to_string();
         assert!(!msg.contains('\n'), "{msg}");
         assert!(msg.contains("(q BYTES [1], doc BYTES [1])"), "{msg}");
@@ -587,19 +706,21 @@ mod tests {
             answer_output: Some("out".into()),
             ..Default::default()
         };
-        let b = TextBinding::infer(&m, None, &o).unwrap();
+        let b = TextBinding::infer(&m, None, "", &o).unwrap();
         assert_eq!(b.contract.name(), "answer");
         let bad = TextOverrides {
             question_input: Some("nope".into()),
             ..o
         };
-        let msg = TextBinding::infer(&m, None, &bad).unwrap_err().to_string();
+        let msg = TextBinding::infer(&m, None, "", &bad)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("--question-input names input \"nope\""),
             "{msg}"
         );
         let m = meta(text_inputs(), vec![t("start_logits", "FP32", &[-1, 384])]);
-        let msg = TextBinding::infer(&m, None, &TextOverrides::default())
+        let msg = TextBinding::infer(&m, None, "", &TextOverrides::default())
             .unwrap_err()
             .to_string();
         assert!(msg.contains("follow neither contract"), "{msg}");

@@ -130,36 +130,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = pipeline_runtime()?;
     // One connection, one look at the model: a model that takes text is asked in its
     // own words (its answer contract), one that takes token ids through the pipeline.
-    let (client, bound) = rt.block_on(async {
-        let pool = bertqa::backend::Pool::connect(
-            &super::common::pool_config(&args.run.server, &args.run.net)?,
-            &args.model,
-            &args.model_version,
-        )
-        .await?;
-        let (metadata, config) =
-            bertqa::backend::describe(pool.first_client(), &args.model, &args.model_version)
-                .await?;
-        let bound = if bertqa::backend::text::takes_text(&metadata) {
-            let overrides = args.text.overrides(&args.run.binding);
-            Bound::Text(bertqa::backend::text::TextBinding::infer(
-                &metadata,
-                config.as_ref(),
-                &overrides,
-            )?)
-        } else {
-            Bound::Tokens(bertqa::Binding::infer(
-                &metadata,
-                config.as_ref(),
-                &args.model_version,
-                &super::common::binding_overrides(&args.run.binding),
-            )?)
-        };
-        Ok::<_, bertqa::Error>((pool, bound))
-    })?;
-    let binding = match bound {
-        Bound::Tokens(binding) => binding,
-        Bound::Text(text) => {
+    let (client, bound) = rt.block_on(super::common::connect_pool_and_look(
+        &args.run.server,
+        &args.run.net,
+        &args.model,
+        &args.model_version,
+        &args.run.binding,
+        &args.text,
+    ))?;
+    let (model, outcome) = match bound {
+        Bound::Text(text) if text.contract.name() == "answer" => {
             let first = client.first_client().clone();
             let asked = super::ask_text::Asked {
                 questions: &args.question,
@@ -170,27 +150,48 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             };
             return rt.block_on(super::ask_text::ask(&asked, &first, &text));
         }
+        // The logits contract: the server's windows decoded here, as a token model's.
+        Bound::Text(text) => {
+            let model = text.model.clone();
+            let run = bertqa::pipeline::text::TextRun {
+                pool: &client,
+                binding: Arc::new(text),
+                version: &args.model_version,
+                dataset: &dataset,
+                tokenizer: &tokenizer,
+                decode: &decode,
+                batch_size: 1,
+                concurrency: args.run.load.concurrency.max(1),
+                observer: &pipeline::NoProgress,
+                stop: None,
+                keep_windows: true,
+            };
+            (model, run.run_partial(&rt).complete(&dataset)?)
+        }
+        Bound::Tokens(binding) => {
+            let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
+            let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
+            // A few requests gain less from shared memory than registering a region
+            // costs (two more calls): `auto` sends the tensors in the messages here.
+            if args.run.load.shared_memory == SharedMemoryArg::Auto {
+                config.infer.shared_memory = bertqa::backend::SharedMemory::None;
+            }
+            config.keep_features = true;
+            let outcome = pipeline::Run::new(
+                &rt,
+                &client,
+                Arc::new(binding.clone()),
+                &dataset,
+                &tokenizer,
+                &config,
+            )
+            .run()?;
+            if let Some(note) = outcome.infer.padding.note(&binding.model) {
+                eprintln!("{}", super::flags::name_flags(&note));
+            }
+            (binding.model, outcome)
+        }
     };
-    let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
-    let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
-    // A few requests gain less from shared memory than registering a region costs (two
-    // more calls): `auto` sends the tensors in the messages here.
-    if args.run.load.shared_memory == SharedMemoryArg::Auto {
-        config.infer.shared_memory = bertqa::backend::SharedMemory::None;
-    }
-    config.keep_features = true;
-    let outcome = pipeline::Run::new(
-        &rt,
-        &client,
-        Arc::new(binding.clone()),
-        &dataset,
-        &tokenizer,
-        &config,
-    )
-    .run()?;
-    if let Some(note) = outcome.infer.padding.note(&binding.model) {
-        eprintln!("{}", super::flags::name_flags(&note));
-    }
     let answers: Vec<Value> = outcome
         .predictions
         .iter()
@@ -199,7 +200,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .collect();
     let doc = json!({
         "schema": 1,
-        "model": binding.model,
+        "model": model,
         "url": args.run.server.url.join(","),
         "protocol": client.first_client().protocol().as_str(),
         "features": outcome.features,

@@ -1,6 +1,7 @@
 //! `bertqa ask` of a model that takes text (a question and a context as BYTES, tokenized
-//! on the server): the answer contract's answers, asked in one request when the model
-//! batches them (else one request per question).
+//! on the server) that follows the answer contract: its answers, asked in one request
+//! when the model batches them (else one request per question). The logits contract is
+//! decoded as a token model's answers are (`ask`).
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -28,13 +29,6 @@ pub(crate) async fn ask(
     binding: &TextBinding,
 ) -> anyhow::Result<Outcome> {
     let context = asked.context;
-    if let Contract::Logits { .. } = binding.contract {
-        anyhow::bail!(
-            "model {:?} follows the logits contract (its logits and token offsets); `ask` reads \
-             the answer contract of a text model (an answer output)",
-            binding.model
-        );
-    }
     let pairs: Vec<(&str, &str)> = asked
         .questions
         .iter()

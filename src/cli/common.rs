@@ -12,7 +12,7 @@ use super::args::{
     TokenizerArgs, TransportArg, WindowArgs,
 };
 use bertqa::backend::{
-    bind, Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig, RetryPolicy,
+    Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig, RetryPolicy,
 };
 use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
@@ -215,30 +215,81 @@ pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<
     })
 }
 
+/// How a model is bound: its token inputs, or text (a question and a context).
+#[derive(Debug, Clone)]
+pub(crate) enum Bound {
+    Tokens(Binding),
+    Text(bertqa::backend::text::TextBinding),
+}
+
+impl Bound {
+    pub(crate) fn model(&self) -> &str {
+        match self {
+            Bound::Tokens(b) => &b.model,
+            Bound::Text(b) => &b.model,
+        }
+    }
+
+    pub(crate) fn version(&self) -> &str {
+        match self {
+            Bound::Tokens(b) => &b.version,
+            Bound::Text(b) => &b.version,
+        }
+    }
+
+    pub(crate) fn platform(&self) -> &str {
+        match self {
+            Bound::Tokens(b) => &b.platform,
+            Bound::Text(b) => &b.platform,
+        }
+    }
+
+    pub(crate) fn max_batch_size(&self) -> usize {
+        match self {
+            Bound::Tokens(b) => b.max_batch_size,
+            Bound::Text(b) => b.max_batch_size,
+        }
+    }
+
+    /// The binding as reports show it.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        match self {
+            Bound::Tokens(b) => serde_json::to_value(b),
+            Bound::Text(b) => serde_json::to_value(b),
+        }
+        .unwrap_or(serde_json::Value::Null)
+    }
+}
+
 /// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and
-/// infers the model's binding from the first.
-pub(crate) async fn connect_pool_and_bind(
+/// looks at the model once, on the first: a model that takes text is bound by its contract, one that takes token
+/// ids by its tensors.
+pub(crate) async fn connect_pool_and_look(
     server: &ServerArgs,
     net: &NetArgs,
     model: &str,
     version: &str,
-    overrides: &BindingArgs,
-) -> bertqa::Result<(Pool, Binding)> {
+    tokens: &BindingArgs,
+    text: &super::args::TextBindingArgs,
+) -> bertqa::Result<(Pool, Bound)> {
     let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
-    let binding = bind(
-        pool.first_client(),
-        model,
-        version,
-        &binding_overrides(overrides),
-    )
-    .await?;
-    Ok((pool, binding))
-}
-
-/// How a model is bound: its token inputs, or text (a question and a context).
-pub(crate) enum Bound {
-    Tokens(Binding),
-    Text(bertqa::backend::text::TextBinding),
+    let (metadata, config) = bertqa::backend::describe(pool.first_client(), model, version).await?;
+    let bound = if bertqa::backend::text::takes_text(&metadata) {
+        Bound::Text(bertqa::backend::text::TextBinding::infer(
+            &metadata,
+            config.as_ref(),
+            version,
+            &text.overrides(tokens),
+        )?)
+    } else {
+        Bound::Tokens(Binding::infer(
+            &metadata,
+            config.as_ref(),
+            version,
+            &binding_overrides(tokens),
+        )?)
+    };
+    Ok((pool, bound))
 }
 
 /// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,

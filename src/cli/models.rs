@@ -149,7 +149,7 @@ async fn collect_model(
     let tokens = super::common::binding_overrides(&args.binding);
     let binding = if takes_text(&metadata) {
         let overrides = args.text.overrides(&args.binding);
-        TextBinding::infer(&metadata, config.as_ref(), &overrides).map(Bound::Text)
+        TextBinding::infer(&metadata, config.as_ref(), version, &overrides).map(Bound::Text)
     } else {
         Binding::infer(&metadata, config.as_ref(), version, &tokens).map(Bound::Tokens)
     };

@@ -227,6 +227,20 @@ pub(crate) fn base_fingerprint(
         ))
 }
 
+/// The fingerprint of a run against a text model: the model and its contract (the
+/// server tokenizes, so no padding of ours).
+pub(crate) fn text_model_fingerprint(
+    base: Fingerprint,
+    binding: &bertqa::backend::text::TextBinding,
+) -> Fingerprint {
+    base.with("model", &binding.model)
+        .with("model_version", &binding.version)
+        .with(
+            "binding",
+            serde_json::to_string(binding).unwrap_or_default(),
+        )
+}
+
 /// Adds the model, its binding and the padding to a fingerprint. Padding without the
 /// probe (`--dynamic-seq-len`, which can change answers) is a setting of its own.
 pub(crate) fn model_fingerprint(

@@ -67,8 +67,19 @@ pub(crate) struct ComparisonJson {
     pub agreement: f64,
     pub start_logits: LogitDiffJson,
     pub end_logits: LogitDiffJson,
+    /// The windows whose logits were compared.
+    pub windows: WindowsJson,
     pub f1_drop: f64,
     pub disagreements: Disagreements,
+}
+
+/// Windows compared: those both models made (the same tokens at the same places), of
+/// the first's and of this model's.
+#[derive(Debug, Serialize)]
+pub(crate) struct WindowsJson {
+    pub compared: usize,
+    pub first: usize,
+    pub model: usize,
 }
 
 /// Differences of one logit side at the features' real positions.
@@ -253,6 +264,24 @@ impl ComparisonJson {
             as_in_json(self.f1_drop),
             d.count
         );
+        let w = &self.windows;
+        if w.first == 0 || w.model == 0 {
+            let _ = writeln!(
+                s,
+                "  no logits compared: {} gives answers only (the answer contract)",
+                if w.model == 0 {
+                    &self.model
+                } else {
+                    &self.against
+                }
+            );
+        } else if w.compared != w.first || w.compared != w.model {
+            let _ = writeln!(
+                s,
+                "  logits compared on the {} windows both made ({} has {}, {} has {})",
+                w.compared, self.against, w.first, self.model, w.model
+            );
+        }
         let score = |x: Option<f64>| x.map_or(f64::NAN, as_in_json);
         for q in &d.first {
             let _ = writeln!(
@@ -334,6 +363,11 @@ mod tests {
                 end_logits: LogitDiffJson {
                     linf: 0.2,
                     mean_abs: 1e-5,
+                },
+                windows: WindowsJson {
+                    compared: 2,
+                    first: 2,
+                    model: 2,
                 },
                 f1_drop: 1.0,
                 disagreements: Disagreements {

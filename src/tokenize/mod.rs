@@ -40,6 +40,7 @@ use crate::error::{Error, Location, Result};
 use crate::types::TokenText;
 use cache::IdCache;
 
+pub(crate) use basic::lower_strip_accents;
 pub use basic::{
     basic_tokenize, is_cjk, is_clean_whitespace, is_control, is_punctuation, is_python_whitespace,
     NEVER_SPLIT,

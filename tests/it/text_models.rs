@@ -1,13 +1,19 @@
 //! Models that take text (a question and a context as BYTES, tokenized on the server):
 //! the ensembles and fault models of the test bed (docs/testbed.md), over gRPC and HTTP.
 //! `models` names the contract and the ensemble's steps; `ask` asks the answer contract
-//! in one request; a broken answer is exit 2 naming the tensor and the problem; the
-//! commands that drive token models say what a text model takes.
+//! in one request; `eval` of the logits contract writes the files client-side
+//! tokenization writes, to the byte; the answer contract's answers are the model's; a
+//! broken answer is exit 2 naming the tensor and the problem.
 
 use std::sync::OnceLock;
 
+use std::path::Path;
+
+use serde_json::Value;
+
 use crate::common::{
-    assert_fails_with, bertqa, json_of, ok, start_server_with, Server, CONTEXT, SAMPLE,
+    assert_fails_with, assert_same_outputs, assert_schema, bertqa, eval_args, fixture, json_of, ok,
+    read_json, start_server_with, Server, CONTEXT, SAMPLE,
 };
 
 /// A server of these tests' own: the text models and their composing models.
@@ -20,8 +26,12 @@ fn server() -> &'static Server {
                 "qa-text-postprocess",
                 "tiny-bert-nobatch",
                 "oracle-nobatch",
+                "tiny-bert",
                 "qa-text-answer",
+                "oracle-text-logits",
                 "qa-text-logits",
+                "qa-text-tokenizer-stride64",
+                "qa-text-logits-stride64",
                 "oracle-text-answer",
                 "fault-text-non-utf8-answer",
                 "fault-text-missing-output",
@@ -171,46 +181,33 @@ fn a_broken_answer_is_exit_2_naming_the_tensor_and_the_problem() {
 }
 
 #[test]
-fn commands_for_token_models_say_what_a_text_model_takes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let o = bertqa(&[
-        "eval",
-        "--url",
-        &server().url,
-        "--model",
-        "qa-text-logits",
-        "--data",
-        SAMPLE,
-        "--output-dir",
-        out.to_str().unwrap(),
-    ]);
-    assert_fails_with(
-        &o,
-        &[
-            "model \"qa-text-logits\": takes text (BYTES question and context; the logits contract)",
-            "`bertqa models --model qa-text-logits` shows its binding",
-        ],
-    );
-    // ask reads the answer contract only, and says so.
-    let o = bertqa(&[
-        "ask",
-        "--url",
-        &server().url,
-        "--model",
-        "qa-text-logits",
-        "--question",
-        "q",
-        "--context",
-        CONTEXT,
-    ]);
-    assert_fails_with(
-        &o,
-        &[
-            "follows the logits contract",
-            "`ask` reads the answer contract",
-        ],
-    );
+fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
+    let ask = |protocol: &str, url: &str, model: &str| {
+        let mut v = json_of(&bertqa(&[
+            "ask",
+            "--url",
+            url,
+            "--protocol",
+            protocol,
+            "--model",
+            model,
+            "--json",
+            "--question",
+            "Who designed the lighthouse at Varne Point?",
+            "--question",
+            "When was it first lit?",
+            "--context",
+            CONTEXT,
+        ]));
+        for k in ["model", "url", "protocol", "latency_ms"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    let want = ask("grpc", &server().url, "tiny-bert");
+    for (protocol, url) in endpoints() {
+        assert_eq!(ask(protocol, &url, "qa-text-logits"), want, "{protocol}");
+    }
 }
 
 /// A model of the repository that the server has not loaded is said to be so.
@@ -221,13 +218,180 @@ fn a_model_the_server_has_not_loaded_is_named_as_not_loaded() {
         "--url",
         &server().url,
         "--model",
-        "tiny-bert",
+        "tiny-bert-seed2",
         "--question",
         "q",
         "--context",
         CONTEXT,
     ]);
-    assert_fails_with(&o, &["model \"tiny-bert\" is not ready on", "(state "]);
+    assert_fails_with(
+        &o,
+        &["model \"tiny-bert-seed2\" is not ready on", "(state "],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("(state )"), "{err}");
+}
+
+/// `eval --json` of `model` on `data` over `protocol` at `url` into `out`.
+fn eval_text(url: &str, protocol: &str, model: &str, data: &str, out: &Path) -> Value {
+    json_of(&bertqa(&eval_args(
+        data,
+        model,
+        out,
+        &["--url", url, "--protocol", protocol, "--json"],
+    )))
+}
+
+#[test]
+fn eval_of_the_logits_contract_writes_the_files_of_client_side_tokenization() {
+    let tmp = tempfile::tempdir().unwrap();
+    let long = fixture("v2-long.json");
+    for data in [SAMPLE, long.as_str()] {
+        let client = tmp.path().join("client");
+        eval_text(&server().url, "grpc", "tiny-bert", data, &client);
+        for (protocol, url) in endpoints() {
+            let out = tmp.path().join(format!("text-{protocol}"));
+            let v = eval_text(&url, protocol, "qa-text-logits", data, &out);
+            assert_schema("eval", &v);
+            assert_same_outputs(&client, &out);
+            assert_eq!(v["model"]["binding"]["contract"]["kind"], "logits");
+            // Features are the windows the server made: as many as bertqa makes.
+            let c = read_json(client.join("metrics.json"));
+            assert_eq!(v["features"], c["features"], "{data} over {protocol}");
+            assert_eq!(v["requests"], v["questions"], "one question per request");
+        }
+    }
+}
+
+#[test]
+fn the_oracle_behind_each_contract_scores_100_exact_match() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (protocol, url) in endpoints() {
+        for model in ["oracle-text-logits", "oracle-text-answer"] {
+            let out = tmp.path().join(format!("{model}-{protocol}"));
+            let v = eval_text(&url, protocol, model, SAMPLE, &out);
+            assert_eq!(
+                v["metrics"]["exact"], 100.0,
+                "{model} over {protocol}: {v:#}"
+            );
+        }
+    }
+}
+
+#[test]
+fn eval_of_the_answer_contract_writes_the_models_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let client = tmp.path().join("client");
+    eval_text(&server().url, "grpc", "tiny-bert", SAMPLE, &client);
+    let want = read_json(client.join("predictions.json"));
+    for (protocol, url) in endpoints() {
+        let out = tmp.path().join(format!("answer-{protocol}"));
+        let v = eval_text(&url, protocol, "qa-text-answer", SAMPLE, &out);
+        assert_schema("eval", &v);
+        // The same answers as client-side decoding of the same model on this file
+        // (docs/servers.md says where they may differ).
+        assert_eq!(read_json(out.join("predictions.json")), want, "{protocol}");
+        // One answer per question, with its score; null odds from the no-answer score.
+        let nbest = read_json(out.join("nbest_predictions.json"));
+        for (id, list) in nbest.as_object().unwrap() {
+            let list = list.as_array().unwrap();
+            assert_eq!(list.len(), 1, "{id}: {list:?}");
+            assert_eq!(list[0]["probability"], 1.0);
+            assert!(list[0]["start_logit"].as_f64().unwrap() != 0.0 || list[0]["text"] == "empty");
+        }
+        let odds = read_json(out.join("null_odds.json"));
+        assert_eq!(odds.as_object().unwrap().len(), 16);
+        assert_eq!(v["features"], 16, "a question is a feature: {v:#}");
+    }
+}
+
+#[test]
+fn eval_of_a_broken_text_model_is_exit_2_naming_the_tensor() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (protocol, url) in endpoints() {
+        let out = tmp.path().join(protocol);
+        let o = bertqa(&eval_args(
+            SAMPLE,
+            "fault-text-wrong-count",
+            &out,
+            &["--url", &url, "--protocol", protocol],
+        ));
+        assert_fails_with(
+            &o,
+            &[
+                "model \"fault-text-wrong-count\"",
+                "tensor \"answer\": expected 1 element, got 2",
+            ],
+        );
+    }
+    // What a text model's run cannot do is refused before anything is sent.
+    let o = bertqa(&eval_args(
+        SAMPLE,
+        "qa-text-logits",
+        &tmp.path().join("resume"),
+        &["--url", &server().url, "--save-logits"],
+    ));
+    assert_fails_with(&o, &["--save-logits: model \"qa-text-logits\" takes text"]);
+}
+
+#[test]
+fn compare_finds_where_the_servers_tokenizer_answers_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let compare = |models: &str, gate: &str| {
+        bertqa(&[
+            "compare",
+            "--url",
+            &server().url,
+            "--models",
+            models,
+            "--data",
+            &fixture("v2-long.json"),
+            "--output-dir",
+            tmp.path().join(models.replace(',', "-")).to_str().unwrap(),
+            "--min-agreement",
+            gate,
+            "--json",
+        ])
+    };
+    // The same tokenizer settings on the server: the same answers and logits in every
+    // window, and the gate holds.
+    let o = compare("tiny-bert,qa-text-logits,qa-text-answer", "0.99");
+    let v = json_of(&o);
+    assert_schema("compare", &v);
+    let c = &v["comparisons"][0];
+    assert_eq!(c["agreement"], 1.0, "{v:#}");
+    assert_eq!(c["start_logits"]["linf"], 0.0);
+    assert_eq!(c["windows"]["compared"], c["windows"]["first"]);
+    assert_eq!(c["windows"]["compared"], c["windows"]["model"]);
+    // The answer contract gives no logits to compare.
+    let c = &v["comparisons"][1];
+    assert_eq!(
+        (c["agreement"].as_f64(), &c["start_logits"]["linf"]),
+        (Some(1.0), &Value::Null)
+    );
+    assert_eq!(c["windows"]["model"], 0);
+    // Windows at doc stride 64: more of them, each question's answer from other
+    // windows, and some answers differ; the windows both made have the same logits.
+    let o = bertqa(&[
+        "compare",
+        "--url",
+        &server().url,
+        "--models",
+        "tiny-bert,qa-text-logits-stride64",
+        "--data",
+        &fixture("v2-long.json"),
+        "--output-dir",
+        tmp.path().join("stride64").to_str().unwrap(),
+        "--min-agreement",
+        "1.0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", crate::common::show(&o));
+    let v = read_json(tmp.path().join("stride64/compare.json"));
+    let c = &v["comparisons"][0];
+    assert!(c["agreement"].as_f64().unwrap() < 1.0, "{v:#}");
+    assert!(c["disagreements"]["count"].as_u64().unwrap() > 0);
+    assert!(c["windows"]["model"].as_u64() > c["windows"]["first"].as_u64());
+    assert_eq!(c["start_logits"]["linf"], 0.0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("logits compared on the"), "{text}");
 }

@@ -7,13 +7,13 @@
 mod output;
 mod report;
 mod run;
+mod text;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
-use super::common::Outcome;
-use bertqa::backend::Binding;
+use super::common::{Bound, Outcome};
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
 
@@ -50,6 +50,8 @@ pub struct Args {
     /// Model version (default: the server's choice)
     #[arg(long, default_value = "", hide_default_value = true, help_heading = MODEL)]
     pub model_version: String,
+    #[command(flatten)]
+    pub text: super::args::TextBindingArgs,
     #[command(flatten)]
     pub run: PipelineArgs,
     #[command(flatten)]
@@ -109,7 +111,7 @@ pub(crate) struct EvalReport {
     /// Their format (MRQA's scoring rules for MRQA files).
     pub format: bertqa::data::Format,
     pub url: Option<String>,
-    pub binding: Option<Binding>,
+    pub binding: Option<super::common::Bound>,
     pub version_2: bool,
     pub postprocess: &'static str,
     pub batch_size: usize,
@@ -150,7 +152,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut input = run::load(&args)?;
     let mut ran = match &args.from_logits {
         Some(path) => run::from_logits(&args, &input, path, started)?,
-        None => run::against_server(&args, &mut input)?,
+        None => match run::connect(&args)? {
+            (rt, pool, Bound::Tokens(binding)) => {
+                run::against_server(&args, &mut input, &rt, pool, binding)?
+            }
+            (rt, pool, Bound::Text(binding)) => {
+                text::against_server(&args, &mut input, &rt, pool, binding)?
+            }
+        },
     };
     let failed = run::report(&args, &input, &mut ran)?;
     Ok(if failed.is_empty() {

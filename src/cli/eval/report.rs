@@ -8,7 +8,9 @@ use bertqa::report::eval::EvalJson;
 use bertqa::report::Render;
 use serde_json::Value;
 
+use super::super::common::Bound;
 use super::{Args, EvalReport, Gate, FIRST_IDS};
+use bertqa::backend::text::{Contract, TextBinding};
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -98,13 +100,13 @@ fn json(r: &EvalReport) -> EvalJson {
         .as_ref()
         .zip(r.protocol)
         .map(|(b, protocol)| Model {
-            name: b.model.clone(),
-            version: b.version.clone(),
+            name: b.model().to_string(),
+            version: b.version().to_string(),
             url: r.url.clone(),
             protocol,
-            platform: b.platform.clone(),
-            max_batch_size: b.max_batch_size,
-            binding: serde_json::to_value(b).unwrap_or(Value::Null),
+            platform: b.platform().to_string(),
+            max_batch_size: b.max_batch_size(),
+            binding: b.to_json(),
         });
     let default_retries = bertqa::backend::RetryStats::default();
     let retries = r.retries.as_ref().unwrap_or(&default_retries);
@@ -318,32 +320,75 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
     let model = match (&r.binding, &r.url, r.protocol) {
         (Some(b), Some(url), Some(protocol)) => {
             // A server without model configuration may name no platform.
-            let platform = if b.platform.is_empty() {
+            let platform = if b.platform().is_empty() {
                 String::new()
             } else {
-                format!("{}, ", b.platform)
+                format!("{}, ", b.platform())
+            };
+            let batch = match b {
+                Bound::Tokens(b) => {
+                    super::super::common::batch_words(r.batch_size, b, r.batch_size_given)
+                }
+                Bound::Text(_) if r.batch_size == 1 => "one question per request".into(),
+                Bound::Text(_) => format!("{} questions per request", r.batch_size),
             };
             format!(
-                "{} at {} over {} ({platform}{}, concurrency {})",
-                b.model,
+                "{} at {} over {} ({platform}{batch}, concurrency {})",
+                b.model(),
                 url,
                 bertqa::report::protocol_words(protocol),
-                super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
                 r.concurrency
             )
         }
         _ => "(decoded from saved logits)".into(),
     };
-    vec![
-        ("model", model),
-        (
-            "data",
-            format!(
-                "{} ({rules}, postprocess {}): {} questions, {} features",
-                r.data, r.postprocess, r.questions, r.features
-            ),
+    let mut rows = vec![("model", model)];
+    if let Some(Bound::Text(b)) = &r.binding {
+        rows.push(("text model", text_contract_words(b)));
+    }
+    let pieces = match &r.binding {
+        Some(Bound::Text(b)) => match b.contract {
+            Contract::Logits { .. } => format!("{} windows made by the server", r.features),
+            Contract::Answer { .. } => "tokenized by the server".into(),
+        },
+        _ => format!("{} features", r.features),
+    };
+    rows.push((
+        "data",
+        format!(
+            "{} ({rules}, postprocess {}): {} questions, {pieces}",
+            r.data, r.postprocess, r.questions
         ),
-    ]
+    ));
+    rows
+}
+
+/// What a text model's contract gives, in words (what the answer files can hold).
+fn text_contract_words(b: &TextBinding) -> String {
+    let steps = if b.steps.is_empty() {
+        String::new()
+    } else {
+        format!("ensemble {}; ", b.steps.join(" -> "))
+    };
+    let gives = match &b.contract {
+        Contract::Logits { .. } => {
+            "the logits contract: each window's logits and token offsets, decoded here \
+             (n-best lists and null odds as for a token model)"
+                .to_string()
+        }
+        Contract::Answer {
+            score, no_answer, ..
+        } => {
+            let score = if score.is_some() { "with" } else { "without" };
+            let odds = match no_answer {
+                Some(n) if n.probability => "a no-answer probability (the null odds)",
+                Some(_) => "a no-answer score (null odds: no-answer score - score)",
+                None => "no no-answer output (no null odds)",
+            };
+            format!("the answer contract: one answer per question {score} a score, {odds}")
+        }
+    };
+    format!("{steps}{gives}")
 }
 
 /// `--html`: the page of [`bertqa::report::html::eval`], its questions joined with
@@ -382,7 +427,7 @@ pub(super) fn html_page(
         })
         .collect();
     let title = match &r.binding {
-        Some(b) => format!("{} on {}", b.model, r.data),
+        Some(b) => format!("{} on {}", b.model(), r.data),
         None => r.data.clone(),
     };
     let mut setting = setting_rows(r);

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::super::common::{
-    connect_pool_and_bind, decode_config, feature_config, load_data_digest, load_tokenizer,
+    connect_pool_and_look, decode_config, feature_config, load_data_digest, load_tokenizer,
     model_padding, pipeline_runtime, print_stdout, report_format, run_config as common_run_config,
+    Bound,
 };
 use super::super::flags::name_flags;
 use super::output::{score_predictions, write_partial, write_per_question, write_predictions};
@@ -44,7 +45,7 @@ pub(super) struct Ran {
     pub outcome: RunOutcome,
     /// The server's URL(s) and the model's binding (none from saved logits).
     pub url: Option<String>,
-    pub binding: Option<Binding>,
+    pub binding: Option<Bound>,
     pub batch_size: usize,
     pub net: Option<bertqa::backend::Pool>,
     /// The n-best lists streamed into their file as questions were decoded (a live run).
@@ -162,19 +163,35 @@ pub(super) fn from_logits(
     })
 }
 
-/// Runs the questions against the server, journaled (resumed from the journal with
-/// `--resume`) and stoppable by Ctrl-C. A run that does not complete writes its
-/// partial results and fails with their summary.
-pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<Ran> {
+/// Connects to the server(s) and looks at the model: token ids or text.
+pub(super) fn connect(
+    args: &Args,
+) -> anyhow::Result<(tokio::runtime::Runtime, bertqa::backend::Pool, Bound)> {
     let model = args.model.as_deref().expect("clap requires --model");
     let rt = pipeline_runtime()?;
-    let (client, binding) = rt.block_on(connect_pool_and_bind(
+    let (client, bound) = rt.block_on(connect_pool_and_look(
         &args.run.server,
         &args.run.net,
         model,
         &args.model_version,
         &args.run.binding,
+        &args.text,
     ))?;
+    Ok((rt, client, bound))
+}
+
+/// Runs the questions against the server, journaled (resumed from the journal with
+/// `--resume`) and stoppable by Ctrl-C. A run that does not complete writes its
+/// partial results and fails with their summary.
+pub(super) fn against_server(
+    args: &Args,
+    input: &mut Input,
+    rt: &tokio::runtime::Runtime,
+    client: bertqa::backend::Pool,
+    binding: Binding,
+) -> anyhow::Result<Ran> {
+    let model = binding.model.clone();
+    let model = model.as_str();
     let mut config = run_config(args, input, &binding)?;
     input.fingerprint = resume::model_fingerprint(
         std::mem::take(&mut input.fingerprint),
@@ -204,7 +221,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     let stop = resume::stop_on_signals(on_quit)?;
     let observer = EvalObserver {
         bar: Bar::new(args.run.output.quiet || args.run.output.json),
-        journal: &recorder,
+        journal: Some(&recorder),
         nbest,
         answer_scores: args.html.as_ref().map(|_| Mutex::new(HashMap::new())),
     };
@@ -221,7 +238,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     ))?;
     let opened = scraper.as_ref().map(|s| rt.block_on(s.now()));
     let outcome = pipeline::Run::new(
-        &rt,
+        rt,
         &client,
         binding.clone(),
         &input.dataset,
@@ -266,6 +283,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
             na_prob_thresh: args.scoring.na_prob_thresh,
             fingerprint: &input.fingerprint,
             journaled: recorder.features(),
+            resumable: true,
         };
         anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
     };
@@ -283,7 +301,7 @@ pub(super) fn against_server(args: &Args, input: &mut Input) -> anyhow::Result<R
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some((*binding).clone()),
+        binding: Some(Bound::Tokens((*binding).clone())),
         batch_size: config.infer.batch_size,
         net: Some(client),
         nbest: Some(stream),
@@ -422,7 +440,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
             report
                 .binding
                 .as_ref()
-                .map(|b| format!(" from model {:?}", b.model))
+                .map(|b| format!(" from model {:?}", b.model()))
                 .unwrap_or_default()
         );
     }
@@ -470,7 +488,7 @@ fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> 
 }
 
 /// Adds the run's retry counts (when there were any) to the error that stopped it.
-fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
+pub(super) fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
     let s = pool.retry_stats();
     if s.retries.is_empty() {
         return e.into();
@@ -488,10 +506,10 @@ fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
 }
 
 /// The indicatif progress bar on stderr: hidden off a TTY and with --quiet.
-struct Bar(indicatif::ProgressBar);
+pub(super) struct Bar(indicatif::ProgressBar);
 
 impl Bar {
-    fn new(quiet: bool) -> Bar {
+    pub(super) fn new(quiet: bool) -> Bar {
         if quiet || !std::io::stderr().is_terminal() {
             return Bar(indicatif::ProgressBar::hidden());
         }
@@ -507,7 +525,7 @@ impl Bar {
         Bar(bar)
     }
 
-    fn finish(&self) {
+    pub(super) fn finish(&self) {
         self.0.finish_and_clear();
     }
 }
@@ -524,12 +542,13 @@ impl Bar {
 
 /// What `eval` attaches to a run: the progress bar, the journal, and the n-best lists
 /// streamed into their file as questions are decoded (each answer's score kept first).
-struct EvalObserver<'a> {
-    bar: Bar,
-    journal: &'a resume::Recorder,
-    nbest: std::sync::Mutex<decode::NbestStream>,
+pub(super) struct EvalObserver<'a> {
+    pub bar: Bar,
+    /// `None` for a text model's run (not journaled).
+    pub journal: Option<&'a resume::Recorder>,
+    pub nbest: std::sync::Mutex<decode::NbestStream>,
     /// Kept only for `--html` (`None` otherwise).
-    answer_scores: Option<Mutex<HashMap<String, f64>>>,
+    pub answer_scores: Option<Mutex<HashMap<String, f64>>>,
 }
 
 impl RunObserver for EvalObserver<'_> {
@@ -542,15 +561,15 @@ impl RunObserver for EvalObserver<'_> {
     }
 
     fn answer_needs(&self) -> pipeline::AnswerNeeds {
-        self.journal.needs()
+        self.journal.map(|j| j.needs()).unwrap_or_default()
     }
 
     fn on_answer(&self, scores: &decode::Scores) -> bertqa::Result<()> {
-        self.journal.answer(scores)
+        self.journal.map_or(Ok(()), |j| j.answer(scores))
     }
 
     fn on_padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
-        self.journal.padding_decided(dynamic)
+        self.journal.map_or(Ok(()), |j| j.padding_decided(dynamic))
     }
 
     fn on_decoded(&self, example_index: usize, prediction: &mut Prediction) {

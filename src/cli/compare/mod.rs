@@ -7,15 +7,19 @@
 //! whose attention mask is 1, and the questions that disagree. Gates: `--min-agreement`,
 //! `--max-logit-diff`, `--max-f1-drop` → exit 1.
 
+mod windows;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
-    connect_pool_and_bind, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Outcome,
+    connect_pool_and_look, decode_config, feature_config, load_data, load_tokenizer,
+    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Bound,
+    Outcome,
 };
 use super::eval::{score_predictions, write_per_question, write_predictions};
+use bertqa::backend::text::TextBinding;
 use bertqa::backend::{Binding, Pool, SeqLen};
 use bertqa::decode::{DecodeConfig, Prediction};
 use bertqa::evaluate::Scores;
@@ -23,11 +27,11 @@ use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::report::compare::{
     CompareJson, ComparisonJson, Disagreement, Disagreements, GateJson, LatencyMs, LogitDiffJson,
-    ModelJson, Throughput,
+    ModelJson, Throughput, WindowsJson,
 };
 use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::BertTokenizer;
-use bertqa::types::{Dataset, Feature, Logits};
+use bertqa::types::{Dataset, Feature};
 
 /// Compare several deployments of a model on one SQuAD file.
 #[derive(Debug, clap::Args)]
@@ -54,6 +58,8 @@ pub struct Args {
     )]
     pub models: Vec<String>,
     #[command(flatten)]
+    pub text: args::TextBindingArgs,
+    #[command(flatten)]
     pub run: PipelineArgs,
     #[command(flatten, next_help_heading = args::DECODING)]
     pub scoring: args::ScoringArgs,
@@ -75,52 +81,6 @@ pub struct Args {
     /// Exit 1 when a model's F1 is more than X points below the first's
     #[arg(long, value_name = "X", help_heading = args::GATES)]
     pub max_f1_drop: Option<f64>,
-}
-
-/// Differences of one model against the first.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct LogitDiff {
-    pub linf: f64,
-    pub mean_abs: f64,
-}
-
-/// L_inf and mean |Δ| of start and end logits over mask-1 positions of every feature.
-pub(crate) fn logit_diffs(
-    features: &[Arc<Feature>],
-    a: &[Logits],
-    b: &[Logits],
-) -> (LogitDiff, LogitDiff) {
-    let (mut s, mut e) = (LogitDiff::default(), LogitDiff::default());
-    let mut n = 0usize;
-    let by_id = |v: &[Logits], id: u64| v.binary_search_by_key(&id, |l| l.unique_id).ok();
-    for f in features {
-        let (Some(i), Some(j)) = (by_id(a, f.unique_id), by_id(b, f.unique_id)) else {
-            continue;
-        };
-        for p in 0..f.len() {
-            let ds = (f64::from(a[i].start[p]) - f64::from(b[j].start[p])).abs();
-            let de = (f64::from(a[i].end[p]) - f64::from(b[j].end[p])).abs();
-            // NaN differences count as infinite.
-            s.linf = if ds.is_nan() {
-                f64::INFINITY
-            } else {
-                s.linf.max(ds)
-            };
-            e.linf = if de.is_nan() {
-                f64::INFINITY
-            } else {
-                e.linf.max(de)
-            };
-            s.mean_abs += ds;
-            e.mean_abs += de;
-            n += 1;
-        }
-    }
-    if n > 0 {
-        s.mean_abs /= n as f64;
-        e.mean_abs /= n as f64;
-    }
-    (s, e)
 }
 
 /// How many servers of `targets` (name, URL) serve a model named `name`.
@@ -158,7 +118,7 @@ struct Target {
     name: String,
     url: String,
     client: Pool,
-    binding: Binding,
+    binding: Bound,
 }
 
 /// A model's run, ready to start.
@@ -166,7 +126,8 @@ struct Job {
     target: Target,
     /// Its directory under --output-dir.
     dir_name: String,
-    config: RunConfig,
+    /// A token model's run settings (a text model tokenizes on the server).
+    config: Option<RunConfig>,
 }
 
 /// One model's run.
@@ -175,8 +136,11 @@ struct ModelRun {
     url: String,
     protocol: bertqa::backend::Protocol,
     dir_name: String,
-    binding: Binding,
+    binding: Bound,
     outcome: RunOutcome,
+    /// A text model's windows (`outcome.kept_features`); a token model's are the
+    /// features built once.
+    own_windows: bool,
     scores: Scores,
 }
 
@@ -188,6 +152,7 @@ struct Shared<'a> {
     dataset: &'a Dataset,
     tokenizer: &'a BertTokenizer,
     features: &'a [Arc<Feature>],
+    decode: &'a DecodeConfig,
     version_2: bool,
 }
 
@@ -224,6 +189,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         dataset: &dataset,
         tokenizer: &tokenizer,
         features: &features,
+        decode: &decode,
         version_2,
     };
     let runs = run_all(&shared, jobs)?;
@@ -265,12 +231,13 @@ fn connect(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Vec<Targ
             Some(a) => format!("{url}?authority={a}"),
             None => url,
         };
-        let (client, binding) = rt.block_on(connect_pool_and_bind(
+        let (client, binding) = rt.block_on(connect_pool_and_look(
             &server,
             &args.run.net,
             &name,
             "",
             &args.run.binding,
+            &args.text,
         ))?;
         targets.push(Target {
             name,
@@ -290,14 +257,20 @@ fn shared_padding(
     targets: &[Target],
     max_seq_length: usize,
 ) -> anyhow::Result<Padding> {
-    let all_dynamic = targets.iter().all(|t| t.binding.seq_len == SeqLen::Dynamic);
+    let tokens = || {
+        targets.iter().filter_map(|t| match &t.binding {
+            Bound::Tokens(b) => Some((t, b)),
+            Bound::Text(_) => None,
+        })
+    };
+    let all_dynamic = tokens().all(|(_, b)| b.seq_len == SeqLen::Dynamic);
     let padding = if all_dynamic && !args.run.load.fixed_seq_len {
         Padding::Longest { multiple: 8 }
     } else {
         Padding::Fixed(max_seq_length)
     };
-    for t in targets {
-        if let SeqLen::Fixed(n) = t.binding.seq_len {
+    for (t, b) in tokens() {
+        if let SeqLen::Fixed(n) = b.seq_len {
             if n != max_seq_length {
                 anyhow::bail!(
                     "model {:?} takes {n} tokens but --max-seq-length is {max_seq_length}",
@@ -334,14 +307,15 @@ fn jobs(
         if servers_of(&names, &target.name) > 1 {
             target.name = format!("{}@{}", target.name, target.url);
         }
-        let mut config = run_config(
-            &args.run.load,
-            &target.binding,
-            features_config,
-            decode.clone(),
-            padding,
-        )?;
-        config.keep_logits = true;
+        let config = match &target.binding {
+            Bound::Tokens(b) => {
+                let mut config =
+                    run_config(&args.run.load, b, features_config, decode.clone(), padding)?;
+                config.keep_logits = true;
+                Some(config)
+            }
+            Bound::Text(_) => None,
+        };
         jobs.push(Job {
             target,
             dir_name,
@@ -408,8 +382,12 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         client,
         binding,
     } = target;
-    let outcome = run_pipeline(shared, &client, &binding, &config)
-        .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
+    let outcome = match (&binding, &config) {
+        (Bound::Tokens(b), Some(config)) => run_pipeline(shared, &client, b, config),
+        (Bound::Text(t), _) => run_text(shared, &client, t),
+        (Bound::Tokens(_), None) => unreachable!("a token model's job has its settings"),
+    }
+    .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
     if let Some(note) = outcome.infer.padding.note(&name) {
         eprintln!("{}", super::flags::name_flags(&note));
     }
@@ -429,10 +407,39 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         url,
         protocol: client.first_client().protocol(),
         dir_name,
+        own_windows: matches!(binding, Bound::Text(_)),
         binding,
         outcome,
         scores,
     })
+}
+
+/// A text model's run over the questions (tokenized by the server), its windows and
+/// logits kept.
+fn run_text(
+    shared: &Shared<'_>,
+    client: &Pool,
+    binding: &TextBinding,
+) -> bertqa::Result<RunOutcome> {
+    let run = bertqa::pipeline::text::TextRun {
+        pool: client,
+        binding: Arc::new(binding.clone()),
+        version: "",
+        dataset: shared.dataset,
+        tokenizer: shared.tokenizer,
+        decode: shared.decode,
+        batch_size: shared
+            .args
+            .run
+            .load
+            .batch_size
+            .unwrap_or(binding.max_batch_size.max(1)),
+        concurrency: shared.args.run.load.concurrency.max(1),
+        observer: &pipeline::NoProgress,
+        stop: None,
+        keep_windows: true,
+    };
+    run.run_partial(shared.rt).complete(shared.dataset)
 }
 
 fn per_s(n: f64, wall: f64) -> f64 {
@@ -481,7 +488,7 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
         name: r.name.clone(),
         url: r.url.clone(),
         protocol: r.protocol,
-        platform: r.binding.platform.clone(),
+        platform: r.binding.platform().to_string(),
         output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
         metrics: r.scores.metrics.clone(),
         wall_s: wall,
@@ -499,11 +506,11 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
 }
 
 /// Model `r` against the first: answers, logits and F1.
-fn comparison(
+fn comparison<'a>(
     args: &Args,
-    first: &ModelRun,
-    r: &ModelRun,
-    features: &[Arc<Feature>],
+    first: &'a ModelRun,
+    r: &'a ModelRun,
+    features: &'a [Arc<Feature>],
 ) -> ComparisonJson {
     let total = first.outcome.predictions.len();
     let disagree: Vec<Disagreement> = first
@@ -532,7 +539,25 @@ fn comparison(
     } else {
         1.0
     };
-    let (s, e) = logit_diffs(features, &first.outcome.logits, &r.outcome.logits);
+    let windows = |run: &'a ModelRun| windows::Windows {
+        features: if run.own_windows {
+            &run.outcome.kept_features
+        } else {
+            features
+        },
+        logits: &run.outcome.logits,
+    };
+    let (a, b) = (windows(first), windows(r));
+    let pairs = windows::matched(&a, &b);
+    let (mut s, mut e) = windows::logit_diffs(&pairs);
+    // A model that gives no logits (the answer contract) has none to compare.
+    if gives_no_logits(first) || gives_no_logits(r) {
+        s = windows::LogitDiff {
+            linf: f64::NAN,
+            mean_abs: f64::NAN,
+        };
+        e = s.clone();
+    }
     ComparisonJson {
         model: r.name.clone(),
         against: first.name.clone(),
@@ -545,12 +570,22 @@ fn comparison(
             linf: e.linf,
             mean_abs: e.mean_abs,
         },
+        windows: WindowsJson {
+            compared: pairs.len(),
+            first: a.features.len(),
+            model: b.features.len(),
+        },
         f1_drop: first.scores.metrics.f1() - r.scores.metrics.f1(),
         disagreements: Disagreements {
             count: disagree.len(),
             first: disagree.into_iter().take(args.show).collect(),
         },
     }
+}
+
+/// A run of the answer contract: answers, no logits.
+fn gives_no_logits(r: &ModelRun) -> bool {
+    matches!(&r.binding, Bound::Text(t) if t.contract.name() == "answer")
 }
 
 /// The gates the flags ask for on one comparison, and how they went.
@@ -584,39 +619,8 @@ fn gates_of(args: &Args, c: &ComparisonJson) -> Vec<GateJson> {
 mod tests {
     use super::*;
 
-    fn feature(id: u64, len: usize) -> Arc<Feature> {
-        Arc::new(Feature {
-            unique_id: id,
-            example_index: 0,
-            doc_span_index: 0,
-            input_ids: vec![1; len],
-            query_len: 1,
-            token_to_orig: vec![0; len - 3],
-            token_is_max_context: vec![true; len - 3],
-        })
-    }
-
     #[test]
-    fn logit_differences_ignore_padding() {
-        let fs = vec![feature(1, 4), feature(2, 5)];
-        let l = |id, s: Vec<f32>, e: Vec<f32>| Logits {
-            unique_id: id,
-            start: s,
-            end: e,
-        };
-        let a = vec![
-            l(1, vec![0.0, 1.0, 2.0, 3.0, 99.0], vec![0.0; 5]),
-            l(2, vec![1.0; 5], vec![2.0; 5]),
-        ];
-        let b = vec![
-            l(1, vec![0.0, 1.5, 2.0, 3.0, -99.0], vec![0.0; 5]),
-            l(2, vec![1.0; 5], vec![1.0; 5]),
-        ];
-        let (s, e) = logit_diffs(&fs, &a, &b);
-        assert_eq!(s.linf, 0.5); // position 4 of feature 1 is padding
-        assert_eq!(s.mean_abs, 0.5 / 9.0);
-        assert_eq!(e.linf, 1.0);
-        assert_eq!(e.mean_abs, 5.0 / 9.0);
+    fn models_are_named_with_their_server_and_authority() {
         let split = |s| split_model(s, "x:2").unwrap();
         assert_eq!(split("m@h:1"), ("m".into(), "h:1".into(), None));
         assert_eq!(split("m"), ("m".into(), "x:2".into(), None));
