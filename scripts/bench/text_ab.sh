@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# usage: scripts/bench/text_ab.sh [DATA.json] [LIMIT] [-- extra eval args]
+#
+# Server-side against client-side tokenization of the same model, side by side in one
+# run on one local Triton: `eval` of tiny-bert on token ids (bertqa tokenizes), of the
+# logits-contract ensemble qa-text-logits and of the answer-contract ensemble
+# qa-text-answer (the server tokenizes; both over tiny-bert-nobatch), over gRPC and over
+# HTTP. Prints, per protocol:
+#   - whether qa-text-logits' predictions.json, nbest_predictions.json and
+#     null_odds.json are byte-identical to tiny-bert's;
+#   - the answer contract's agreement with tiny-bert (share of questions with the same
+#     answer) and the questions that differ;
+#   - bertqa's own CPU (user + sys, getrusage) per question for each, and the ratio.
+# DATA defaults to the SQuAD-dev-sized file of scripts/bench/gen_squad.py; LIMIT (the
+# first N questions; default all) bounds the run: the test bed's tokenizer step is
+# python, so the server takes about a tenth of a second per question. Build first:
+# `cargo build --release`.
+. "$(dirname "$0")/../common.sh"
+cd "$BERTQA_ROOT"
+DATA="$BERTQA_ROOT/target/bench/dev-sized.json"
+LIMIT=""
+if [ $# -gt 0 ] && [ "$1" != -- ]; then DATA="$1"; shift; fi
+if [ $# -gt 0 ] && [ "$1" != -- ]; then LIMIT="$1"; shift; fi
+[ "${1:-}" = -- ] && shift
+BIN="$BERTQA_ROOT/target/release/bertqa"
+[ -x "$BIN" ] || die "$BIN: build it first (cargo build --release)"
+if [ ! -f "$DATA" ]; then
+  [ "$DATA" = "$BERTQA_ROOT/target/bench/dev-sized.json" ] || die "$DATA: no such file"
+  python3 scripts/bench/gen_squad.py "$DATA" >&2
+fi
+bash scripts/install_vocab.sh
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"; bash scripts/triton.sh stop --name text-ab >/dev/null 2>&1 || true' EXIT
+LOAD=()
+for m in qa-text-tokenizer tiny-bert-nobatch tiny-bert qa-text-postprocess qa-text-logits qa-text-answer; do
+  LOAD+=("--load-model=$m")
+done
+URL="$(bash scripts/triton.sh start --name text-ab --grpc-port 18441 --http-port 18440 \
+  --metrics-port 18442 -- --model-control-mode=explicit "${LOAD[@]}")"
+HTTP_URL="127.0.0.1:18440"
+LIMIT_ARGS=()
+[ -n "$LIMIT" ] && LIMIT_ARGS=(--limit "$LIMIT")
+
+# run PROTOCOL MODEL: one eval, its rusage in $WORK/MODEL-PROTOCOL.rusage.
+run() {
+  local protocol="$1" model="$2" url="$URL"
+  shift 2
+  [ "$protocol" = http ] && url="$HTTP_URL"
+  local out="$WORK/$model-$protocol"
+  log "eval $model over $protocol"
+  python3 scripts/bench/rusage.py "$out.rusage" "$BIN" eval --url "$url" --protocol "$protocol" \
+    --model "$model" --data "$DATA" "${LIMIT_ARGS[@]}" --output-dir "$out" --quiet \
+    --timeout-ms 600000 "$@" >/dev/null 2>"$out.err" \
+    || { tail -3 "$out.err" >&2; die "eval $model over $protocol failed"; }
+}
+for protocol in grpc http; do
+  for model in tiny-bert qa-text-logits qa-text-answer; do
+    run "$protocol" "$model" "$@"
+  done
+done
+python3 - "$WORK" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+def read(model, protocol, name):
+    return open(os.path.join(work, f"{model}-{protocol}", name), "rb").read()
+def cpu(model, protocol):
+    wall, user, sys_, *_ = open(os.path.join(work, f"{model}-{protocol}.rusage")).read().split()
+    return float(user) + float(sys_), float(wall)
+for protocol in ("grpc", "http"):
+    m = json.loads(read("tiny-bert", protocol, "metrics.json"))
+    questions = m["questions"]
+    same = all(read("tiny-bert", protocol, f) == read("qa-text-logits", protocol, f)
+               for f in ("predictions.json", "nbest_predictions.json", "null_odds.json"))
+    a = json.loads(read("tiny-bert", protocol, "predictions.json"))
+    b = json.loads(read("qa-text-answer", protocol, "predictions.json"))
+    differ = [k for k in a if a[k] != b.get(k)]
+    print(f"== {protocol}: {questions} questions, {m['features']} features")
+    print(f"qa-text-logits files byte-identical to tiny-bert's: {'yes' if same else 'NO'}")
+    print(f"qa-text-answer agrees with tiny-bert on {1 - len(differ) / questions:.4%} "
+          f"({len(differ)} differ{': ' + ', '.join(differ[:10]) if differ else ''})")
+    for k in differ[:10]:
+        print(f"  {k}: {a[k]!r} (client) vs {b.get(k)!r} (server)")
+    base, _ = cpu("tiny-bert", protocol)
+    for model in ("tiny-bert", "qa-text-logits", "qa-text-answer"):
+        c, wall = cpu(model, protocol)
+        print(f"{model:<16} client CPU {1000 * c / questions:8.3f} ms/question "
+              f"({c / base:.2f}x tiny-bert's)  wall {wall:.1f} s")
+PY
