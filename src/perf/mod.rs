@@ -2,7 +2,9 @@
 //!
 //! Contract:
 //! - Requests carry real features (built from a SQuAD file by [`crate::features`]),
-//!   grouped into full batches of `batch_size` and cycled for as long as a level runs.
+//!   grouped into full batches of `batch_size` and cycled for as long as a level runs;
+//!   those of a model that takes text carry question and context pairs ([`text`]), its
+//!   ensemble's steps reported one by one.
 //! - Load is either closed-loop (`Load::Concurrency`: N requests always in flight, each
 //!   worker sending its next request when the previous one is answered) or open-loop
 //!   (`Load::RequestRate`: sends scheduled at a constant or seeded Poisson rate,

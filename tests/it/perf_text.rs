@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use serde_json::Value;
 
 use crate::common::{
-    assert_fails_with, assert_schema, bertqa, json_of, ok, start_server_with, Server, SAMPLE,
+    assert_fails_with, assert_schema, bertqa, json_of, ok, read, start_server_with, Server, SAMPLE,
 };
 
 /// The ensemble and its composing models.
@@ -114,8 +114,16 @@ fn perf_of_a_text_ensemble_reports_queue_and_compute_of_each_step() {
         }
     }
     let _one = one_sweep();
-    let o = perf("grpc", &["--concurrency", "1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("perf.html");
+    let o = perf(
+        "grpc",
+        &["--concurrency", "1", "--html", html.to_str().unwrap()],
+    );
     ok(&o);
+    let page = read(&html);
+    assert!(page.contains("Ensemble steps"), "{page}");
+    assert!(STEPS.iter().all(|s| page.contains(s)));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("questions, 1 per request, cycled; the server tokenizes"),

@@ -1,6 +1,8 @@
 //! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
 //! warnings on stderr, `--csv` (perf_analyzer's columns), `--svg` and `--html` files.
+//! A model that takes text is swept with the file's question and context pairs
+//! ([`text`]).
 
 mod text;
 
