@@ -119,7 +119,7 @@ impl Shared {
     /// Prepares, sends and decodes one batch as the pipeline's dispatch stage does
     /// ([`SharedRegion`]), recording the three times. The tensors are serialized by the
     /// transport as the request is sent, so that time counts in the response wait, not
-    /// in the preparation.
+    /// in the preparation. A text model's pairs go as [`Self::send_text`] says.
     pub(super) async fn one_request(&self) -> Result<()> {
         let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.source.len();
         let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
