@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 
 use super::requests_log::{self, LevelKey, RequestLog};
 use super::stats::{self, Arrivals, ServerCounters};
+use super::text::{self, StepCounters, TextLoad, TextRequest};
 use super::{
     warnings, Batch, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
     PerfProgress, ServerBreakdown, Window,
@@ -34,6 +35,50 @@ impl Record {
     }
 }
 
+/// What a sweep sends: token batches (through the run's shared memory region, if any),
+/// or a text model's question and context pairs.
+#[derive(Clone)]
+pub(super) enum Source {
+    Tokens {
+        shm: SharedRegion,
+        binding: Arc<Binding>,
+        batches: Arc<Vec<Batch>>,
+    },
+    Text(Arc<TextLoad>),
+}
+
+impl Source {
+    /// Distinct requests, cycled.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Source::Tokens { batches, .. } => batches.len(),
+            Source::Text(load) => load.requests.len(),
+        }
+    }
+
+    /// The model and version whose statistics are read.
+    fn model(&self) -> (&str, &str) {
+        match self {
+            Source::Tokens { binding, .. } => (&binding.model, &binding.version),
+            Source::Text(load) => (&load.binding.model, &load.version),
+        }
+    }
+
+    /// An ensemble's composing models (empty: none, or a token model).
+    fn steps(&self) -> &[String] {
+        match self {
+            Source::Tokens { .. } => &[],
+            Source::Text(load) => &load.binding.steps,
+        }
+    }
+}
+
+/// The request one send carried, for its `--requests-jsonl` line.
+enum Sent<'a> {
+    Tokens(&'a Batch),
+    Text(&'a TextRequest),
+}
+
 /// State shared by the load generators of one level and the measuring loop.
 pub(super) struct Shared {
     client: TritonClient,
@@ -43,10 +88,7 @@ pub(super) struct Shared {
     /// `records` lock, so a request's line and the window it is counted in agree.
     window: AtomicU64,
     requests_log: Option<Arc<RequestLog>>,
-    /// The tensors' shared memory region, if any.
-    shm: SharedRegion,
-    binding: Arc<Binding>,
-    batches: Arc<Vec<Batch>>,
+    source: Source,
     next_batch: AtomicUsize,
     records: Mutex<Vec<Record>>,
     completed: AtomicU64,
@@ -77,24 +119,42 @@ impl Shared {
     /// Prepares, sends and decodes one batch as the pipeline's dispatch stage does
     /// ([`SharedRegion`]), recording the three times. The tensors are serialized by the
     /// transport as the request is sent, so that time counts in the response wait, not
-    /// in the preparation.
+    /// in the preparation. A text model's pairs go as [`Self::send_text`] says.
     pub(super) async fn one_request(&self) -> Result<()> {
-        let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.batches.len();
-        let batch = &self.batches[i];
+        let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.source.len();
         let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
         let t0 = Instant::now();
         let mut t = [t0; 3];
-        let answered = self.send_and_read(batch, &mut t).await;
+        let (answered, sent) = match &self.source {
+            Source::Tokens {
+                shm,
+                binding,
+                batches,
+            } => {
+                let batch = &batches[i];
+                let answered = self.send_and_read(shm, binding, batch, &mut t).await;
+                (answered, Sent::Tokens(batch))
+            }
+            Source::Text(load) => {
+                let request = &load.requests[i];
+                let answered = self.send_text(load, request, &mut t).await;
+                (answered, Sent::Text(request))
+            }
+        };
         let t3 = Instant::now();
+        let rows = match sent {
+            Sent::Tokens(batch) => batch.features.len(),
+            Sent::Text(request) => request.pairs.len(),
+        };
         let record = Record {
             encode_ns: (t[1] - t0).as_nanos() as u64,
             wait_ns: (t[2] - t[1]).as_nanos() as u64,
             decode_ns: (t3 - t[2]).as_nanos() as u64,
-            features: batch.features.len() as u32,
+            features: rows as u32,
         };
         let mut records = self.records.lock().expect("records lock");
         if let (Some(log), Some(wall)) = (&self.requests_log, wall) {
-            self.log(log, wall, batch, &record, answered.as_ref().err());
+            self.log(log, wall, &sent, &record, answered.as_ref().err());
         }
         answered?;
         records.push(record);
@@ -108,10 +168,16 @@ impl Shared {
 
     /// Prepares, sends and decodes `batch`; `t` gets the instants the request was
     /// prepared (1) and answered (2), as far as it got.
-    async fn send_and_read(&self, batch: &Batch, t: &mut [Instant; 3]) -> Result<()> {
-        let request = prepare_request(&self.binding, batch.features.clone(), batch.seq_len)?;
+    async fn send_and_read(
+        &self,
+        shm: &SharedRegion,
+        binding: &Arc<Binding>,
+        batch: &Batch,
+        t: &mut [Instant; 3],
+    ) -> Result<()> {
+        let request = prepare_request(binding, batch.features.clone(), batch.seq_len)?;
         // Writing the tensors into shared memory is preparation, as building them is.
-        let placed = self.shm.place(request);
+        let placed = shm.place(request);
         t[1] = Instant::now();
         t[2] = t[1];
         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -124,16 +190,45 @@ impl Shared {
         Ok(())
     }
 
+    /// Sends `request` to a text model and reads its answer ([`text::read_response`]);
+    /// `t` as in [`Self::send_and_read`]. The message is built by the client as it is
+    /// sent, so that counts in the response wait.
+    async fn send_text(
+        &self,
+        load: &TextLoad,
+        request: &TextRequest,
+        t: &mut [Instant; 3],
+    ) -> Result<()> {
+        let pairs: Vec<(&str, &str)> = request.pairs.iter().map(|(q, c)| (&**q, &**c)).collect();
+        t[1] = Instant::now();
+        t[2] = t[1];
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let response = self
+            .client
+            .infer_text(&load.binding, &load.version, &pairs)
+            .await?;
+        t[2] = Instant::now();
+        text::read_response(&load.binding, &response, pairs.len())
+    }
+
     /// Writes a request's line (called under the `records` lock).
     fn log(
         &self,
         log: &RequestLog,
         wall: std::time::SystemTime,
-        batch: &Batch,
+        sent: &Sent<'_>,
         r: &Record,
         error: Option<&Error>,
     ) {
         let ms = |ns: u64| ns as f64 / 1e6;
+        let (batch_size, seq_len, features) = match sent {
+            Sent::Tokens(b) => (
+                b.features.len(),
+                Some(b.seq_len),
+                b.features.iter().map(|f| f.unique_id).collect(),
+            ),
+            Sent::Text(request) => (request.pairs.len(), None, request.questions.clone()),
+        };
         log.write(&requests_log::Line {
             level: self.level.map(LevelKey::from),
             window: self.level.map(|_| self.window.load(Ordering::SeqCst)),
@@ -144,9 +239,9 @@ impl Shared {
             send_ms: ms(r.encode_ns),
             wait_ms: ms(r.wait_ns),
             recv_ms: ms(r.decode_ns),
-            batch_size: batch.features.len(),
-            seq_len: batch.seq_len,
-            features: batch.features.iter().map(|f| f.unique_id).collect(),
+            batch_size,
+            seq_len,
+            features,
             endpoint: self.client.url(),
             outcome: if error.is_some() { "error" } else { "ok" },
             code: error.map(|e| crate::backend::RetryPolicy::default().classify(e).code),
@@ -156,11 +251,12 @@ impl Shared {
 }
 
 /// A point between windows: what had happened by then.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Mark {
     at: Instant,
     /// `None`: the server does not report statistics.
     server: Option<ServerCounters>,
+    steps: StepCounters,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -173,6 +269,7 @@ pub(super) struct Measured {
     pub(super) duration: Duration,
     records: Vec<Record>,
     server: Option<ServerCounters>,
+    steps: StepCounters,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -207,9 +304,7 @@ pub(super) fn rate(n: f64, d: Duration) -> f64 {
 
 pub(super) fn new_shared(
     client: &TritonClient,
-    shm: &SharedRegion,
-    binding: &Arc<Binding>,
-    batches: &Arc<Vec<Batch>>,
+    source: &Source,
     level: Option<Level>,
     config: &PerfConfig,
 ) -> Arc<Shared> {
@@ -218,9 +313,7 @@ pub(super) fn new_shared(
         level,
         window: AtomicU64::new(0),
         requests_log: config.requests_log.clone(),
-        shm: shm.clone(),
-        binding: binding.clone(),
-        batches: batches.clone(),
+        source: source.clone(),
         next_batch: AtomicUsize::new(0),
         records: Mutex::new(Vec::new()),
         completed: AtomicU64::new(0),
@@ -306,11 +399,25 @@ pub(super) fn start_load(
 
 /// The model's statistics now (`None`: the server does not report them).
 pub(super) async fn statistics(shared: &Shared) -> Result<Option<ServerCounters>> {
+    let (model, version) = shared.source.model();
     let stats = shared
         .client
-        .model_statistics_if_any(&shared.binding.model, &shared.binding.version)
+        .model_statistics_if_any(model, version)
         .await?;
     Ok(stats.map(|s| ServerCounters::from_stats(&s)))
+}
+
+/// The statistics of an ensemble's steps now, latest versions (empty: no steps, or a
+/// step not reported).
+async fn step_statistics(shared: &Shared) -> Result<StepCounters> {
+    let mut steps = Vec::with_capacity(shared.source.steps().len());
+    for step in shared.source.steps() {
+        match shared.client.model_statistics_if_any(step, "").await? {
+            Some(s) => steps.push((step.clone(), ServerCounters::from_stats(&s))),
+            None => return Ok(StepCounters::default()),
+        }
+    }
+    Ok(StepCounters(steps))
 }
 
 pub(super) async fn mark(shared: &Shared) -> Result<Mark> {
@@ -319,9 +426,11 @@ pub(super) async fn mark(shared: &Shared) -> Result<Mark> {
     let sent = shared.sent.load(Ordering::SeqCst);
     let late_ns = shared.late_ns.load(Ordering::SeqCst);
     let server = statistics(shared).await?;
+    let steps = step_statistics(shared).await?;
     Ok(Mark {
         at,
         server,
+        steps,
         cpu,
         sent,
         late_ns,
@@ -383,6 +492,7 @@ pub(super) async fn measure(
             duration: after.at - before.at,
             records,
             server: after.server.zip(before.server).map(|(a, b)| a.since(&b)),
+            steps: after.steps.since(&before.steps),
             cpu: after.cpu.saturating_sub(before.cpu),
             sent: after.sent - before.sent,
             late_ns: after.late_ns - before.late_ns,
@@ -460,6 +570,7 @@ pub(super) fn summarize(
         },
     };
     let server = ServerBreakdown::from_delta(&server);
+    let steps = StepCounters::merge(last.iter().map(|w| &w.steps)).results();
     let response_wait_us = mean(|r| r.wait_ns);
     let client = ClientBreakdown {
         send_us: mean(|r| r.encode_ns),
@@ -500,6 +611,7 @@ pub(super) fn summarize(
         client,
         server,
         server_reported,
+        steps,
         client_cpu_s,
         client_cpu_fraction,
         sent_per_s,

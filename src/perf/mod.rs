@@ -2,7 +2,9 @@
 //!
 //! Contract:
 //! - Requests carry real features (built from a SQuAD file by [`crate::features`]),
-//!   grouped into full batches of `batch_size` and cycled for as long as a level runs.
+//!   grouped into full batches of `batch_size` and cycled for as long as a level runs;
+//!   those of a model that takes text carry question and context pairs ([`text`]), its
+//!   ensemble's steps reported one by one.
 //! - Load is either closed-loop (`Load::Concurrency`: N requests always in flight, each
 //!   worker sending its next request when the previous one is answered) or open-loop
 //!   (`Load::RequestRate`: sends scheduled at a constant or seeded Poisson rate,
@@ -29,6 +31,7 @@ pub(crate) mod export;
 mod level;
 pub(crate) mod requests_log;
 pub(crate) mod stats;
+pub(crate) mod text;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,10 +46,11 @@ use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use budget::Plan;
 pub(crate) use budget::{Budget, LevelBudget};
-use level::{measure, new_shared, start_load, statistics, summarize};
+use level::{measure, new_shared, start_load, statistics, summarize, Source};
 pub(crate) use requests_log::RequestLog;
 use stats::ServerCounters;
 pub(crate) use stats::{Distribution, Range, ServerBreakdown};
+pub(crate) use text::{StepResult, TextLoad};
 
 /// How load is generated, and at which levels.
 #[derive(Debug, Clone, PartialEq)]
@@ -231,6 +235,9 @@ pub(crate) struct LevelResult {
     pub server: ServerBreakdown,
     /// The server reported its statistics (Triton's extension) for the level.
     pub server_reported: bool,
+    /// An ensemble's steps, in order, each from its own statistics (empty: not an
+    /// ensemble of a text model, or not reported).
+    pub steps: Vec<StepResult>,
     /// bertqa's CPU time over the reported windows, and as a fraction of all CPUs.
     pub client_cpu_s: f64,
     pub client_cpu_fraction: f64,
@@ -289,15 +296,7 @@ pub(crate) async fn sweep(
             "no features to send (the data produced no windows)".into(),
         ));
     }
-    if config.max_trials < 3 {
-        return Err(Error::Config(format!(
-            "`max_trials` {} is below 3 (the stability rule compares three windows)",
-            config.max_trials
-        )));
-    }
-    if let Window::Count(0) = config.window {
-        return Err(Error::Config("`Window::Count` must be at least 1".into()));
-    }
+    check(config)?;
     // Slots for the sweep's requests in flight, each for the largest batch.
     let most_inflight = match &config.load {
         Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
@@ -314,23 +313,61 @@ pub(crate) async fn sweep(
         seq_len,
     )
     .await?;
-    let swept = sweep_levels(client, &shm, binding, batches, config, progress).await;
+    let source = Source::Tokens {
+        shm: shm.clone(),
+        binding,
+        batches: Arc::new(batches),
+    };
+    let swept = sweep_levels(client, source, config, progress).await;
     let report = shm.close().await;
     Ok((swept?, report))
 }
 
-/// [`sweep`] once the shared memory region (if any) is open.
-async fn sweep_levels(
+/// [`sweep`] of a model that takes text ([`text`]): its requests carry question and
+/// context pairs, in each message; an ensemble's steps are reported one by one.
+pub(crate) async fn sweep_text(
     client: &TritonClient,
-    shm: &SharedRegion,
-    binding: Arc<Binding>,
-    batches: Vec<Batch>,
+    load: TextLoad,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
 ) -> Result<Vec<LevelResult>> {
-    let batches = Arc::new(batches);
+    if load.requests.is_empty() {
+        return Err(Error::Config("no questions to send".into()));
+    }
+    check(config)?;
+    if config.shared_memory == SharedMemory::System {
+        return Err(Error::Config(
+            "`shared_memory` system: a model that takes text gets its BYTES inputs in each \
+             message"
+                .into(),
+        ));
+    }
+    sweep_levels(client, Source::Text(Arc::new(load)), config, progress).await
+}
+
+/// The settings every sweep checks.
+fn check(config: &PerfConfig) -> Result<()> {
+    if config.max_trials < 3 {
+        return Err(Error::Config(format!(
+            "`max_trials` {} is below 3 (the stability rule compares three windows)",
+            config.max_trials
+        )));
+    }
+    if let Window::Count(0) = config.window {
+        return Err(Error::Config("`Window::Count` must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// A sweep of `source` (the shared memory region, if any, open).
+async fn sweep_levels(
+    client: &TritonClient,
+    source: Source,
+    config: &PerfConfig,
+    progress: &dyn PerfProgress,
+) -> Result<Vec<LevelResult>> {
     for _ in 0..config.warmup {
-        let shared = new_shared(client, shm, &binding, &batches, None, config);
+        let shared = new_shared(client, &source, None, config);
         shared.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
@@ -342,7 +379,7 @@ async fn sweep_levels(
     while let Some(i) = plan.next() {
         let level = levels[i];
         progress.level(level);
-        let shared = new_shared(client, shm, &binding, &batches, Some(level), config);
+        let shared = new_shared(client, &source, Some(level), config);
         // Nothing is in flight here and after the drain: counters read at both points
         // cover the same requests.
         let opened = match &config.metrics {

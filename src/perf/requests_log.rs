@@ -8,9 +8,11 @@
 //!   before the first window, `trials + 1` after the last: the report merges windows
 //!   `trials − 2 ..= trials`), `send_unix_s` (wall clock at the start of its encoding),
 //!   `latency_ms` and its parts `send_ms`, `wait_ms`, `recv_ms`, `batch_size`,
-//!   `seq_len`, `features` (the unique ids of its rows), `endpoint`, `outcome` (`ok` or
-//!   `error`), `code` (`null`, or the error's code, e.g. `UNAVAILABLE`) and `retries`
-//!   (always 0: perf does not retry; a failed request ends the sweep).
+//!   `seq_len` (`null` for a model that takes text: the server tokenizes), `features`
+//!   (the unique ids of its rows; for a model that takes text, its questions' places in
+//!   the data, 0-based), `endpoint`, `outcome` (`ok` or `error`), `code` (`null`, or
+//!   the error's code, e.g. `UNAVAILABLE`) and `retries` (always 0: perf does not
+//!   retry; a failed request ends the sweep).
 //! - Lines are handed to a writer thread and flushed whenever it has nothing more to
 //!   write, so the file can be read (and tailed) while the run goes on. The file is not
 //!   written atomically for that reason.
@@ -38,7 +40,8 @@ pub(crate) struct Line<'a> {
     pub wait_ms: f64,
     pub recv_ms: f64,
     pub batch_size: usize,
-    pub seq_len: usize,
+    /// `None` for a model that takes text (the server tokenizes).
+    pub seq_len: Option<usize>,
     pub features: Vec<u64>,
     pub endpoint: &'a str,
     pub outcome: &'static str,
@@ -142,7 +145,7 @@ mod tests {
             wait_ms: 1.75,
             recv_ms: 0.25,
             batch_size: 2,
-            seq_len: 384,
+            seq_len: Some(384),
             features: vec![1000000000, 1000000001],
             endpoint: "127.0.0.1:8001",
             outcome: "ok",

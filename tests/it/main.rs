@@ -22,6 +22,7 @@ mod models;
 mod oip_servers;
 mod perf;
 mod perf_budget;
+mod perf_text;
 mod pipeline;
 mod reliability;
 mod resume;

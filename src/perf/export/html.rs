@@ -20,6 +20,7 @@ pub(crate) fn render(r: &Report) -> Vec<u8> {
     chart(&mut s, r);
     levels(&mut s, r);
     breakdown(&mut s, r);
+    steps(&mut s, r);
     metrics(&mut s, r);
     server_metrics(&mut s, r);
     warnings(&mut s, r);
@@ -90,7 +91,7 @@ fn levels(s: &mut String, r: &Report) {
         .collect();
     let mut head = vec![
         level_head(r),
-        "infer/s",
+        r.rate_unit(),
         "p50 ms",
         "p90 ms",
         "p95 ms",
@@ -153,6 +154,53 @@ fn breakdown(s: &mut String, r: &Report) {
         );
     }
     s.push_str(&breakdown_svg(r));
+}
+
+/// An ensemble's steps per level, each from its own statistics (no section without).
+fn steps(s: &mut String, r: &Report) {
+    if r.levels.iter().all(|l| l.steps.is_empty()) {
+        return;
+    }
+    section(s, "steps", "Ensemble steps");
+    note(
+        s,
+        "Each composing model's own statistics over the level: its requests and executions, \
+         and its queue and compute time per request, ms.",
+    );
+    let rows: Vec<(String, Vec<Cell>)> = r
+        .levels
+        .iter()
+        .flat_map(|l| {
+            l.steps.iter().map(move |step| {
+                let v = &step.server;
+                let cells = vec![
+                    Cell::Num {
+                        shown: fmt_num(l.level.value()),
+                        value: l.level.value(),
+                    },
+                    Cell::Text(step.model.clone()),
+                    Cell::num(v.requests as f64, 0),
+                    Cell::num(v.executions as f64, 0),
+                    Cell::num(v.queue_us / 1000.0, 3),
+                    Cell::num(v.compute_input_us / 1000.0, 3),
+                    Cell::num(v.compute_infer_us / 1000.0, 3),
+                    Cell::num(v.compute_output_us / 1000.0, 3),
+                ];
+                ("step".to_string(), cells)
+            })
+        })
+        .collect();
+    let head = [
+        level_head(r),
+        "model",
+        "requests",
+        "executions",
+        "queue",
+        "compute input",
+        "compute infer",
+        "compute output",
+    ];
+    table(s, "sortable steps", &head, &rows);
 }
 
 /// The stacked bars as inline SVG.
@@ -368,6 +416,18 @@ mod tests {
 
     fn html(r: &Report) -> String {
         String::from_utf8(render(r)).unwrap()
+    }
+
+    #[test]
+    fn a_text_models_steps_have_their_table() {
+        let page = html(&sample::with_steps());
+        assert!(
+            page.contains("<h2 id=\"steps\">Ensemble steps</h2>"),
+            "{page}"
+        );
+        assert!(page.contains("qa-text-tokenizer") && page.contains("tiny-bert-nobatch"));
+        assert!(page.contains("<th>questions/s</th>"), "{page}");
+        assert!(!html(&sample::report()).contains("id=\"steps\""));
     }
 
     #[test]

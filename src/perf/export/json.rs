@@ -90,6 +90,9 @@ pub(crate) struct Model<'a> {
     pub protocol: &'static str,
     pub platform: &'a str,
     pub max_batch_size: usize,
+    /// `"tokens"` (token ids) or `"text"` (a question and a context; then `features`
+    /// count questions).
+    pub takes: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -119,6 +122,8 @@ pub(crate) struct LevelJson<'a> {
     /// `None` (null) when the server does not report statistics; so is `server`.
     pub server_ms: Option<ServerMs>,
     pub server: Option<Server>,
+    /// An ensemble's steps, in order, each from its own statistics (empty otherwise).
+    pub steps: Vec<Step<'a>>,
     pub client_cpu: ClientCpu,
     pub sent_per_s: f64,
     pub send_delay_ms: f64,
@@ -175,6 +180,20 @@ pub(crate) struct Server {
     pub busy_fraction: f64,
 }
 
+/// One ensemble step: its counts, and its times per request of its own.
+#[derive(Debug, Serialize)]
+pub(crate) struct Step<'a> {
+    pub model: &'a str,
+    pub requests: u64,
+    pub inferences: u64,
+    pub executions: u64,
+    pub request_ms: f64,
+    pub queue_ms: f64,
+    pub compute_input_ms: f64,
+    pub compute_infer_ms: f64,
+    pub compute_output_ms: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub(crate) struct ClientCpu {
     pub cpu_s: f64,
@@ -202,6 +221,7 @@ pub(crate) fn render(report: &Report) -> PerfJson<'_> {
             protocol: report.protocol.as_str(),
             platform: &report.platform,
             max_batch_size: report.max_batch_size,
+            takes: if report.text { "text" } else { "tokens" },
         },
         data: &report.data,
         features: report.features,
@@ -305,6 +325,24 @@ fn level(l: &LevelResult) -> LevelJson<'_> {
             executions: s.executions,
             busy_fraction: r6(l.busy_fraction()),
         }),
+        steps: l
+            .steps
+            .iter()
+            .map(|step| {
+                let v = &step.server;
+                Step {
+                    model: &step.model,
+                    requests: v.requests,
+                    inferences: v.inferences,
+                    executions: v.executions,
+                    request_ms: ms(v.request_us),
+                    queue_ms: ms(v.queue_us),
+                    compute_input_ms: ms(v.compute_input_us),
+                    compute_infer_ms: ms(v.compute_infer_us),
+                    compute_output_ms: ms(v.compute_output_us),
+                }
+            })
+            .collect(),
         client_cpu: ClientCpu {
             cpu_s: r6(l.client_cpu_s),
             fraction_of_all_cpus: r6(l.client_cpu_fraction),
@@ -412,6 +450,23 @@ mod tests {
         let plain = serde_json::to_value(render(&sample::report())).unwrap();
         assert_eq!(plain["metrics"]["not_read"], "--no-metrics");
         assert_eq!(plain["levels"][0]["metrics"], Value::Null);
+    }
+
+    #[test]
+    fn a_text_models_levels_list_each_step() {
+        let v = serde_json::to_value(render(&sample::with_steps())).unwrap();
+        validate(&v);
+        assert_eq!(v["model"]["takes"], "text");
+        let step = &v["levels"][0]["steps"][1];
+        assert_eq!(step["model"], "tiny-bert-nobatch");
+        assert_eq!(step["requests"], 150);
+        assert_eq!(step["executions"], 150);
+        assert_eq!(step["queue_ms"], 0.08);
+        assert_eq!(step["compute_infer_ms"], 3.0);
+        assert_eq!(step["compute_output_ms"], 0.005);
+        let plain = serde_json::to_value(render(&sample::report())).unwrap();
+        assert_eq!(plain["model"]["takes"], "tokens");
+        assert_eq!(plain["levels"][0]["steps"], serde_json::json!([]));
     }
 
     #[test]

@@ -35,7 +35,11 @@ pub(crate) struct Report {
     pub batch_size_given: bool,
     /// The SQuAD file the features came from.
     pub data: String,
-    /// Distinct features built from the file (cycled during the sweep).
+    /// The model takes text: it tokenizes on the server, and `features` (here and in
+    /// each level) count questions.
+    pub text: bool,
+    /// Distinct features built from the file (cycled during the sweep); questions for
+    /// a model that takes text.
     pub features: usize,
     pub batch_size: usize,
     /// How batches are padded, in words (`fixed 384`, `longest feature, multiple of 8`).
@@ -58,6 +62,25 @@ pub(crate) struct Report {
 }
 
 impl Report {
+    /// What a request's rows are: `features` (windows), or `questions` for a model that
+    /// takes text.
+    pub(crate) fn rows(&self) -> &'static str {
+        if self.text {
+            "questions"
+        } else {
+            "features"
+        }
+    }
+
+    /// The throughput's unit: `infer/s` (perf_analyzer's), or `questions/s`.
+    pub(crate) fn rate_unit(&self) -> &'static str {
+        if self.text {
+            "questions/s"
+        } else {
+            "infer/s"
+        }
+    }
+
     /// The load's levels in words, e.g. `concurrency 1, 2, 4`.
     pub(crate) fn load_words(&self) -> String {
         let values: Vec<String> = self
@@ -199,6 +222,7 @@ pub(crate) mod sample {
                 busy_us: 90_000.0,
             },
             server_reported: true,
+            steps: Vec::new(),
             client_cpu_s: 0.3,
             client_cpu_fraction: 0.1,
             sent_per_s: infer_per_s / 2.0,
@@ -224,6 +248,7 @@ pub(crate) mod sample {
             batch_declared: true,
             batch_size_given: false,
             data: "data/sample.json".into(),
+            text: false,
             features: 52,
             batch_size: 2,
             padding: "fixed 384".into(),
@@ -301,6 +326,45 @@ pub(crate) mod sample {
             l.metrics = Some(SpanMetrics::total(vec![endpoint]));
         }
         r.metrics_warnings = metrics_warnings(&r.levels);
+        r
+    }
+
+    /// [`report`] of a text model, an ensemble of two steps (one question per request).
+    pub(crate) fn with_steps() -> Report {
+        use super::super::StepResult;
+        let mut r = report();
+        r.model = "qa-text-logits".into();
+        r.platform = "ensemble".into();
+        r.max_batch_size = 0;
+        r.text = true;
+        r.features = 26;
+        r.batch_size = 1;
+        r.padding = "none (the server tokenizes)".into();
+        r.inputs = "in each message (the model takes text)".into();
+        for l in &mut r.levels {
+            l.features = l.requests;
+            l.features_per_s = l.requests_per_s;
+            let step = |model: &str, queue_us: f64, infer_us: f64| StepResult {
+                model: model.into(),
+                server: ServerBreakdown {
+                    requests: 150,
+                    inferences: 150,
+                    executions: 150,
+                    request_us: queue_us + infer_us + 30.0,
+                    queue_us,
+                    compute_input_us: 10.0,
+                    compute_infer_us: infer_us,
+                    compute_output_us: 5.0,
+                    other_us: 15.0,
+                    compute_per_execution_us: infer_us + 15.0,
+                    busy_us: 150.0 * (infer_us + 15.0),
+                },
+            };
+            l.steps = vec![
+                step("qa-text-tokenizer", 50.0, 1200.0),
+                step("tiny-bert-nobatch", 80.0, 3000.0),
+            ];
+        }
         r
     }
 

@@ -104,7 +104,11 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
         top: TOP,
         width: plot_w,
         height: plot_h,
-        x_label: "throughput (inferences/s)",
+        x_label: if report.text {
+            "throughput (questions/s)"
+        } else {
+            "throughput (inferences/s)"
+        },
         x_label_y: HEIGHT - 16.0,
         y_label: "client latency (ms)",
         y_label_x: 18.0,
@@ -127,10 +131,15 @@ pub(crate) fn render(report: &Report) -> Vec<u8> {
             let (cx, cy) = (px(l.features_per_s), py(value(l) / 1000.0));
             let _ = writeln!(
                 s,
-                r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{colour}"><title>{}: {} {:.1} inferences/s, {} {:.3} ms</title></circle>"#,
+                r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{colour}"><title>{}: {} {:.1} {}, {} {:.3} ms</title></circle>"#,
                 escape(&l.level.to_string()),
                 if l.stable { "stable," } else { "UNSTABLE," },
                 l.features_per_s,
+                if report.text {
+                    "questions/s"
+                } else {
+                    "inferences/s"
+                },
                 name,
                 value(l) / 1000.0
             );

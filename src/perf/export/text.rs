@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{fmt_num, Report};
 use crate::metrics::text::{counters, gauges};
 use crate::metrics::{Choice, EndpointMetrics, SpanMetrics};
-use crate::perf::{Budget, LevelResult, Load};
+use crate::perf::{LevelResult, Load};
 
 fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
@@ -32,7 +32,7 @@ pub(crate) fn render(r: &Report) -> String {
     setting(&mut s, r);
     for l in &r.levels {
         let _ = writeln!(s);
-        level(&mut s, l, r.batch_size, r.budget.as_ref());
+        level(&mut s, l, r);
     }
     let _ = writeln!(s);
     table(&mut s, r);
@@ -84,10 +84,18 @@ pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
         ),
         (
             "data",
-            format!(
-                "{}: {} features, batches of {}{chosen_by} (padding {}), cycled",
-                r.data, r.features, r.batch_size, r.padding
-            ),
+            if r.text {
+                format!(
+                    "{}: {} questions, {} per request{chosen_by}, cycled; the server \
+                     tokenizes",
+                    r.data, r.features, r.batch_size
+                )
+            } else {
+                format!(
+                    "{}: {} features, batches of {}{chosen_by} (padding {}), cycled",
+                    r.data, r.features, r.batch_size, r.padding
+                )
+            },
         ),
         ("inputs", r.inputs.clone()),
         (
@@ -140,11 +148,12 @@ pub(crate) fn verdict_words(r: &Report) -> Option<String> {
     };
     Some(match r.within_budget() {
         Some(l) => format!(
-            "within budget ({words}): {}, p{} {} ms, {:.1} infer/s ({} levels measured)",
+            "within budget ({words}): {}, p{} {} ms, {:.1} {} ({} levels measured)",
             l.level,
             fmt_num(b.percentile),
             ms(l.budget.map_or(0.0, |x| x.latency_us)),
             l.features_per_s,
+            r.rate_unit(),
             r.levels.len()
         ),
         None => format!(
@@ -155,7 +164,8 @@ pub(crate) fn verdict_words(r: &Report) -> Option<String> {
 }
 
 /// One level's figures, every part of the latency shown.
-fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Budget>) {
+fn level(s: &mut String, l: &LevelResult, r: &Report) {
+    let budget = r.budget.as_ref();
     let _ = writeln!(
         s,
         "{}: {} after {} windows; {} requests in {:.2} s",
@@ -167,8 +177,15 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
     );
     let _ = writeln!(
         s,
-        "  throughput   {:.1} infer/s ({:.1} requests/s of {} features)",
-        l.features_per_s, l.requests_per_s, batch_size
+        "  throughput   {:.1} {} ({:.1} requests/s of {} {})",
+        l.features_per_s,
+        r.rate_unit(),
+        l.requests_per_s,
+        r.batch_size,
+        match (r.text, r.batch_size) {
+            (true, 1) => "question",
+            _ => r.rows(),
+        }
     );
     if let (Some(b), Some(budget)) = (l.budget, budget) {
         let _ = writeln!(
@@ -229,6 +246,7 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
         ms(v.compute_output_us),
         ms(v.other_us)
     );
+    steps(s, l);
     let _ = writeln!(
         s,
         "  accounted    {} ms of the average latency {} ms by send + network + queue + \
@@ -247,6 +265,27 @@ fn level(s: &mut String, l: &LevelResult, batch_size: usize, budget: Option<&Bud
     cpu_line(s, l);
     if let Some(m) = &l.metrics {
         metrics_lines(s, m);
+    }
+}
+
+/// An ensemble's steps, each from its own statistics: time per request of its own, and
+/// its counts.
+fn steps(s: &mut String, l: &LevelResult) {
+    for (i, step) in l.steps.iter().enumerate() {
+        let v = &step.server;
+        let label = format!("step {}", i + 1);
+        let _ = writeln!(
+            s,
+            "  {label:<12} {}: queue {} + compute input {} + infer {} + output {} ms; \
+             {} requests, {} executions",
+            step.model,
+            ms(v.queue_us),
+            ms(v.compute_input_us),
+            ms(v.compute_infer_us),
+            ms(v.compute_output_us),
+            v.requests,
+            v.executions
+        );
     }
 }
 
@@ -299,10 +338,11 @@ fn table(s: &mut String, r: &Report) {
         Load::Concurrency(_) => "concurrency",
         Load::RequestRate { .. } => "rate /s",
     };
+    let w = r.rate_unit().len().max(10);
     let _ = writeln!(
         s,
-        "{head:>12} {:>10} {:>10} {:>10} {:>10} {:>10}  stable{}",
-        "infer/s",
+        "{head:>12} {:>w$} {:>10} {:>10} {:>10} {:>10}  stable{}",
+        r.rate_unit(),
         "p50 ms",
         "p90 ms",
         "p99 ms",
@@ -325,7 +365,7 @@ fn table(s: &mut String, r: &Report) {
         };
         let _ = writeln!(
             s,
-            "{:>12} {:>10.1} {:>10} {:>10} {:>10} {:>10}  {stable}",
+            "{:>12} {:>w$.1} {:>10} {:>10} {:>10} {:>10}  {stable}",
             fmt_num(l.level.value()),
             l.features_per_s,
             ms(l.latency.p50_us),
@@ -408,6 +448,31 @@ mod tests {
         );
         assert!(text.contains("  counters     nv_inference_*: not reported by the server\n"));
         assert!(render(&sample::report()).contains("metrics      not read (--no-metrics)\n"));
+    }
+
+    #[test]
+    fn a_text_model_counts_questions_and_names_each_ensemble_step() {
+        let text = render(&sample::with_steps());
+        assert!(
+            text.contains(
+                "data         data/sample.json: 26 questions, 1 per request, cycled; the server tokenizes\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  throughput   100.0 questions/s (100.0 requests/s of 1 question)"));
+        assert!(text.contains(
+            "  step 1       qa-text-tokenizer: queue 0.050 + compute input 0.010 + infer 1.200 + output 0.005 ms; 150 requests, 150 executions\n"
+        ), "{text}");
+        assert!(text.contains("  step 2       tiny-bert-nobatch: queue 0.080"));
+        assert!(
+            text.contains(" concurrency questions/s     p50 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("           1       100.0      5.000"),
+            "{text}"
+        );
+        assert!(!render(&sample::report()).contains("  step 1"));
     }
 
     #[test]

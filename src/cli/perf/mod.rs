@@ -1,6 +1,10 @@
 //! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
 //! warnings on stderr, `--csv` (perf_analyzer's columns), `--svg` and `--html` files.
+//! A model that takes text is swept with the file's question and context pairs
+//! ([`text`]).
+
+mod text;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,8 +13,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use super::args::{
-    BindingArgs, LoadArgs, MetricsArgs, OutputArgs, ServerArgs, TokenizerArgs, WindowArgs, INPUT,
-    MODEL, OUTPUT, RUN,
+    BindingArgs, LoadArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs,
+    WindowArgs, INPUT, MODEL, OUTPUT, RUN,
 };
 use super::common::{
     client_config, feature_config, load_data, load_tokenizer, print_stdout, report_format, runtime,
@@ -58,6 +62,8 @@ pub struct Args {
     pub model_version: String,
     #[command(flatten)]
     pub binding: BindingArgs,
+    #[command(flatten)]
+    pub text: TextBindingArgs,
     #[command(flatten)]
     pub server: ServerArgs,
     #[command(flatten)]
@@ -215,17 +221,20 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
 }
 
 /// Progress lines on stderr, one per window.
-struct Lines {
-    quiet: bool,
-    batch_size: usize,
+pub(crate) struct Lines {
+    pub quiet: bool,
+    pub batch_size: usize,
+    /// `infer/s`, or `questions/s` for a model that takes text.
+    pub unit: &'static str,
 }
 
 impl PerfProgress for Lines {
     fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
         if !self.quiet {
             eprintln!(
-                "{level}: window {trial}: {:.1} infer/s, avg latency {:.3} ms",
+                "{level}: window {trial}: {:.1} {}, avg latency {:.3} ms",
                 requests_per_s * self.batch_size as f64,
+                self.unit,
                 avg_latency_us / 1000.0
             );
         }
@@ -233,14 +242,40 @@ impl PerfProgress for Lines {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let mut config = perf_config(&args)?;
+    let config = perf_config(&args)?;
     super::metrics::check(&args.metrics)?;
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
     }
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let tokenizer = load_tokenizer(&args.tokenizer);
     let features_config = feature_config(&args.window)?;
+    let rt = runtime()?;
+    // One endpoint (the first --url): the server statistics are that server's.
+    let described = rt.block_on(async {
+        let client = bertqa::backend::TritonClient::connect(&client_config(&args.server)?).await?;
+        let (metadata, model_config) =
+            bertqa::backend::describe(&client, &args.model, &args.model_version).await?;
+        Ok::<_, bertqa::Error>((client, metadata, model_config))
+    });
+    // A vocabulary that does not load is the first error, unless the model takes text
+    // (it needs none).
+    let (client, metadata, model_config) = match described {
+        Ok(d) => d,
+        Err(e) => {
+            tokenizer?;
+            return Err(e.into());
+        }
+    };
+    if bertqa::backend::text::takes_text(&metadata) {
+        let model = text::Model {
+            client,
+            metadata,
+            config: model_config,
+        };
+        return text::run(&args, config, &rt, &dataset, model);
+    }
+    let tokenizer = tokenizer?;
     let (features, _) = bertqa::features::build(&tokenizer, features_config, &dataset)?;
     if features.is_empty() {
         anyhow::bail!(
@@ -248,19 +283,25 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             super::common::data_label(&args.data)
         );
     }
-    let rt = runtime()?;
-    // One endpoint (the first --url): the server statistics are that server's.
-    let (client, binding) = rt.block_on(async {
-        let client = bertqa::backend::TritonClient::connect(&client_config(&args.server)?).await?;
-        let binding = bertqa::backend::bind(
-            &client,
-            &args.model,
-            &args.model_version,
-            &super::common::binding_overrides(&args.binding),
-        )
-        .await?;
-        Ok::<_, bertqa::Error>((client, binding))
-    })?;
+    let binding = bertqa::Binding::infer(
+        &metadata,
+        model_config.as_ref(),
+        &args.model_version,
+        &super::common::binding_overrides(&args.binding),
+    )?;
+    run_tokens(&args, config, &rt, client, binding, &features)
+}
+
+/// The sweep of a model that takes token ids, with the features of the data.
+fn run_tokens(
+    args: &Args,
+    mut config: PerfConfig,
+    rt: &tokio::runtime::Runtime,
+    client: bertqa::TritonClient,
+    binding: bertqa::Binding,
+    features: &[bertqa::types::Feature],
+) -> anyhow::Result<Outcome> {
+    let features_config = feature_config(&args.window)?;
     let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
     let padding = Padding::for_model(
         &binding,
@@ -281,7 +322,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         Padding::Longest { multiple } => format!("longest feature, multiple of {multiple}"),
     };
-    let batches = perf::make_batches(&features, batch_size, padding);
+    let batches = perf::make_batches(features, batch_size, padding);
     let binding = Arc::new(binding);
     if let Some(path) = &args.export_input_data {
         let bytes = export::input_data::render(&binding, &batches)?;
@@ -306,21 +347,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let progress = Lines {
         quiet: args.output.quiet,
         batch_size,
+        unit: "infer/s",
     };
-    if let Some(path) = &args.requests_jsonl {
-        config.requests_log = Some(Arc::new(perf::RequestLog::create(path)?));
-    }
     let model = bertqa::metrics::ModelKey {
         name: binding.model.clone(),
         version: binding.version.clone(),
     };
-    let (scraper, metrics) = rt.block_on(super::metrics::start(
-        &args.metrics,
-        &args.server,
-        Some(&client),
-        model,
-    ))?;
-    config.metrics = scraper;
+    let metrics = start(args, rt, &client, model, &mut config)?;
     let swept = rt.block_on(perf::sweep(
         &client,
         binding.clone(),
@@ -328,17 +361,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &config,
         &progress,
     ));
-    if let Some(scraper) = &config.metrics {
-        scraper.stop();
-    }
-    // The lines of a sweep that failed are kept: they show the request that failed.
-    let finished = config
-        .requests_log
-        .as_ref()
-        .map_or(Ok(()), |log| log.finish());
-    let (levels, shared_memory) = swept?;
-    finished?;
-    let mut report = export::Report {
+    let (levels, shared_memory) = stop(&config, swept)?;
+    let report = export::Report {
         model: binding.model.clone(),
         version: binding.version.clone(),
         platform: binding.platform.clone(),
@@ -348,6 +372,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         batch_declared: binding.batching != bertqa::Batching::Undeclared,
         batch_size_given: args.load.batch_size.is_some(),
         data: super::common::data_label(&args.data),
+        text: false,
         features: features.len(),
         batch_size,
         padding: padding_words,
@@ -361,6 +386,49 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         metrics_warnings: export::metrics_warnings(&levels),
         levels,
     };
+    finish(args, report)
+}
+
+/// Opens `--requests-jsonl` and starts reading the server's metrics for `model`, into
+/// `config`; the metrics setting for the report.
+pub(crate) fn start(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    client: &bertqa::TritonClient,
+    model: bertqa::metrics::ModelKey,
+    config: &mut PerfConfig,
+) -> anyhow::Result<bertqa::metrics::Choice> {
+    if let Some(path) = &args.requests_jsonl {
+        config.requests_log = Some(Arc::new(perf::RequestLog::create(path)?));
+    }
+    let (scraper, metrics) = rt.block_on(super::metrics::start(
+        &args.metrics,
+        &args.server,
+        Some(client),
+        model,
+    ))?;
+    config.metrics = scraper;
+    Ok(metrics)
+}
+
+/// Stops what [`start`] started once the sweep is over: its result, once the lines of
+/// `--requests-jsonl` are written (those of a sweep that failed are kept: they show the
+/// request that failed).
+pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::Result<T> {
+    if let Some(scraper) = &config.metrics {
+        scraper.stop();
+    }
+    let finished = config
+        .requests_log
+        .as_ref()
+        .map_or(Ok(()), |log| log.finish());
+    let swept = swept?;
+    finished?;
+    Ok(swept)
+}
+
+/// Writes the report's files, its warnings on stderr and the report on stdout.
+pub(crate) fn finish(args: &Args, mut report: export::Report) -> anyhow::Result<Outcome> {
     // The warnings name settings; the reports name the flags.
     for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
         *w = super::flags::name_flags(w);

@@ -1,0 +1,286 @@
+//! `bertqa perf` of a model that takes text (a question and a context as BYTES,
+//! tokenized on the server): the data file's question and context pairs sent as they
+//! are, one per request when the model has no batch dimension (else `--batch-size`,
+//! by default its max batch size), under the same loads, windows and reports as token
+//! models, with the server breakdown of each ensemble step. The flags that shape what
+//! bertqa tokenizes, or how token tensors travel, are refused in one line each.
+
+use std::sync::Arc;
+
+use super::super::args::SharedMemoryArg;
+use super::super::common::{data_label, Outcome};
+use super::{finish, start, stop, Args, Lines};
+use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
+use bertqa::backend::text::TextBinding;
+use bertqa::perf::{self, export, PerfConfig, TextLoad};
+use bertqa::TritonClient;
+
+/// The model, as the server described it.
+pub(crate) struct Model {
+    pub client: TritonClient,
+    pub metadata: ModelMetadataResponse,
+    pub config: Option<ModelConfig>,
+}
+
+/// What the inputs row says: text always travels in the message.
+const INPUTS: &str = "in each message (the model takes text)";
+
+/// Sweeps `model`, which takes text, with the pairs of `dataset`.
+pub(crate) fn run(
+    args: &Args,
+    mut config: PerfConfig,
+    rt: &tokio::runtime::Runtime,
+    dataset: &bertqa::types::Dataset,
+    model: Model,
+) -> anyhow::Result<Outcome> {
+    let Model {
+        client,
+        metadata,
+        config: model_config,
+    } = model;
+    let binding = TextBinding::infer(
+        &metadata,
+        model_config.as_ref(),
+        &args.text.overrides(&args.binding),
+    )?;
+    if let Some(why) = refused(args, &binding.model) {
+        anyhow::bail!(why);
+    }
+    let per_request = per_request(args.load.batch_size, &binding)?;
+    let pairs = pairs(dataset);
+    if pairs.is_empty() {
+        anyhow::bail!("{}: no questions to send", data_label(&args.data));
+    }
+    let platform = model_config
+        .as_ref()
+        .map(|c| {
+            if c.platform.is_empty() {
+                c.backend.clone()
+            } else {
+                c.platform.clone()
+            }
+        })
+        .unwrap_or_else(|| metadata.platform.clone());
+    let progress = Lines {
+        quiet: args.output.quiet,
+        batch_size: per_request,
+        unit: "questions/s",
+    };
+    let key = bertqa::metrics::ModelKey {
+        name: binding.model.clone(),
+        version: args.model_version.clone(),
+    };
+    let metrics = start(args, rt, &client, key, &mut config)?;
+    let load = TextLoad {
+        requests: perf::text::make_requests(&pairs, per_request),
+        binding: binding.clone(),
+        version: args.model_version.clone(),
+    };
+    let swept = rt.block_on(perf::sweep_text(&client, load, &config, &progress));
+    let levels = stop(&config, swept)?;
+    let report = export::Report {
+        model: binding.model.clone(),
+        version: args.model_version.clone(),
+        platform,
+        url: args.server.first_url().to_string(),
+        protocol: client.protocol(),
+        max_batch_size: binding.max_batch_size,
+        batch_declared: true,
+        batch_size_given: args.load.batch_size.is_some(),
+        data: data_label(&args.data),
+        text: true,
+        features: pairs.len(),
+        batch_size: per_request,
+        padding: "none (the server tokenizes)".into(),
+        inputs: INPUTS.into(),
+        load: config.load.clone(),
+        window: config.window,
+        stability_percent: config.stability_percent,
+        max_trials: config.max_trials,
+        budget: config.budget,
+        metrics,
+        metrics_warnings: export::metrics_warnings(&levels),
+        levels,
+    };
+    finish(args, report)
+}
+
+/// Every question of the data with its context, in file order (a paragraph's context
+/// shared by its questions).
+fn pairs(dataset: &bertqa::types::Dataset) -> Vec<(Arc<str>, Arc<str>)> {
+    let contexts: Vec<Arc<str>> = dataset
+        .paragraphs
+        .iter()
+        .map(|p| Arc::from(p.context.as_str()))
+        .collect();
+    dataset
+        .examples
+        .iter()
+        .map(|e| {
+            (
+                Arc::from(e.question_text.as_str()),
+                contexts[e.paragraph_index].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Questions per request: `--batch-size` within the model's max batch size (1 for a
+/// model without a batch dimension), by default the max batch size.
+fn per_request(requested: Option<usize>, binding: &TextBinding) -> anyhow::Result<usize> {
+    let most = binding.max_batch_size.max(1);
+    match requested {
+        None => Ok(most),
+        Some(0) => anyhow::bail!("--batch-size must be at least 1"),
+        Some(n) if n > most && binding.max_batch_size == 0 => anyhow::bail!(
+            "--batch-size {n}: model {:?} takes one question per request (max batch size 0, \
+             inputs [1])",
+            binding.model
+        ),
+        Some(n) if n > most => anyhow::bail!(
+            "--batch-size {n} exceeds model {:?}'s max batch size {most}",
+            binding.model
+        ),
+        Some(n) => Ok(n),
+    }
+}
+
+/// The first flag given that cannot apply to a model that takes text, and why, in one
+/// line (`None`: all apply).
+fn refused(args: &Args, model: &str) -> Option<String> {
+    let defaults = bertqa::features::FeatureConfig::default();
+    let w = &args.window;
+    let t = &args.tokenizer;
+    let b = &args.binding;
+    let tokenizes = "the server tokenizes, with its own vocabulary and windows";
+    let pads = "the server tokenizes and pads";
+    let rules = [
+        (
+            args.export_input_data.is_some(),
+            "--export-input-data",
+            "it writes token tensors, and the model takes a question and a context",
+        ),
+        (
+            args.load.shared_memory == SharedMemoryArg::System,
+            "--shared-memory system",
+            "its BYTES inputs travel in each message",
+        ),
+        (args.load.fixed_seq_len, "--fixed-seq-len", pads),
+        (args.load.dynamic_seq_len, "--dynamic-seq-len", pads),
+        (
+            w.max_seq_length != defaults.max_seq_length,
+            "--max-seq-length",
+            tokenizes,
+        ),
+        (
+            w.doc_stride != defaults.doc_stride,
+            "--doc-stride",
+            tokenizes,
+        ),
+        (
+            w.max_query_length != defaults.max_query_length,
+            "--max-query-length",
+            tokenizes,
+        ),
+        (t.tokenizer.is_some(), "--tokenizer", tokenizes),
+        (
+            t.vocab.as_os_str() != "vocab/vocab.txt",
+            "--vocab",
+            tokenizes,
+        ),
+        (t.no_lower_case, "--no-lower-case", tokenizes),
+        (
+            b.input_ids.is_some(),
+            "--input-ids",
+            "it has no token inputs",
+        ),
+        (
+            b.segment_ids.is_some(),
+            "--segment-ids",
+            "it has no token inputs",
+        ),
+        (
+            b.input_mask.is_some(),
+            "--input-mask",
+            "it has no token inputs",
+        ),
+    ];
+    rules
+        .into_iter()
+        .find(|(given, _, _)| *given)
+        .map(|(_, flag, why)| format!("{flag} does not apply: model {model:?} takes text ({why})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bertqa::backend::text::Contract;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(extra: &[&str]) -> Args {
+        let mut argv = vec!["perf", "--data", "d.json", "--model", "m"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn flags_that_shape_tokens_are_refused_one_line_each_naming_the_flag() {
+        assert_eq!(refused(&args(&[]), "m"), None);
+        assert_eq!(
+            refused(&args(&["--shared-memory", "none", "--do-lower-case"]), "m"),
+            None
+        );
+        for (given, flag) in [
+            (&["--doc-stride", "64"][..], "--doc-stride"),
+            (&["--max-seq-length", "256"], "--max-seq-length"),
+            (&["--shared-memory", "system"], "--shared-memory system"),
+            (&["--export-input-data", "x.json"], "--export-input-data"),
+            (&["--fixed-seq-len"], "--fixed-seq-len"),
+            (&["--vocab", "other.txt"], "--vocab"),
+            (&["--no-lower-case"], "--no-lower-case"),
+            (&["--input-mask", "mask"], "--input-mask"),
+        ] {
+            let why = refused(&args(given), "qa-text").unwrap();
+            assert!(
+                why.starts_with(&format!(
+                    "{flag} does not apply: model \"qa-text\" takes text ("
+                )),
+                "{why}"
+            );
+            assert!(!why.contains('\n'));
+        }
+    }
+
+    fn binding(max_batch_size: usize) -> TextBinding {
+        TextBinding {
+            model: "qa".into(),
+            question: "question".into(),
+            context: "context".into(),
+            max_batch_size,
+            contract: Contract::Logits {
+                start_logits: "s".into(),
+                end_logits: "e".into(),
+                offsets: "o".into(),
+            },
+            steps: vec![],
+        }
+    }
+
+    #[test]
+    fn a_request_holds_one_question_without_a_batch_dimension_else_the_batch_size() {
+        assert_eq!(per_request(None, &binding(0)).unwrap(), 1);
+        assert_eq!(per_request(Some(1), &binding(0)).unwrap(), 1);
+        let e = per_request(Some(4), &binding(0)).unwrap_err().to_string();
+        assert!(e.contains("takes one question per request"), "{e}");
+        assert_eq!(per_request(None, &binding(8)).unwrap(), 8);
+        assert_eq!(per_request(Some(3), &binding(8)).unwrap(), 3);
+        assert!(per_request(Some(9), &binding(8)).is_err());
+        assert!(per_request(Some(0), &binding(8)).is_err());
+    }
+}

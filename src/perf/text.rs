@@ -1,0 +1,332 @@
+//! `perf` of a model that takes text (a question and a context as BYTES, tokenized on
+//! the server; [`crate::backend::text`]): its requests, built from a data file's
+//! question and context pairs, the reading of its answers, and the server breakdown per
+//! step of an ensemble.
+//!
+//! Contract:
+//! - A request carries `per_request` pairs (1 when the model has no batch dimension),
+//!   in file order, wrapping around to the first pairs to fill the last request, so
+//!   every request has the same size (as token batches do).
+//! - A response is read as `ask` would need it: the answer contract through
+//!   [`TextBinding::answers`]; the logits contract's start and end logits and token
+//!   offsets decoded and checked for agreeing sizes (a named error otherwise).
+//! - An ensemble's composing models ([`TextBinding::steps`]) have their
+//!   `ModelStatistics` read at the same points as the ensemble's (latest version), so
+//!   each step's deltas cover the same windows; a step is averaged per request of its
+//!   own, with its request, inference and execution counts.
+
+use std::sync::Arc;
+
+use super::stats::{ServerBreakdown, ServerCounters};
+use crate::backend::proto::ModelInferResponse;
+use crate::backend::text::{Contract, TextBinding};
+use crate::error::{Error, Result};
+
+/// One request's worth of question and context pairs.
+#[derive(Debug, Clone)]
+pub(crate) struct TextRequest {
+    pub pairs: Vec<(Arc<str>, Arc<str>)>,
+    /// Each pair's place in the data (0-based), as `--requests-jsonl` names them.
+    pub questions: Vec<u64>,
+}
+
+/// What a sweep of a text model sends.
+#[derive(Debug)]
+pub(crate) struct TextLoad {
+    pub binding: TextBinding,
+    /// Requested version (empty: the server's choice).
+    pub version: String,
+    pub requests: Vec<TextRequest>,
+}
+
+/// Groups `pairs` into requests of `per_request` in file order, wrapping around to the
+/// first pairs to fill the last one (see the module's contract).
+pub(crate) fn make_requests(
+    pairs: &[(Arc<str>, Arc<str>)],
+    per_request: usize,
+) -> Vec<TextRequest> {
+    let n = pairs.len();
+    if n == 0 || per_request == 0 {
+        return Vec::new();
+    }
+    (0..n.div_ceil(per_request))
+        .map(|k| {
+            let places: Vec<usize> = (0..per_request)
+                .map(|j| (k * per_request + j) % n)
+                .collect();
+            TextRequest {
+                pairs: places.iter().map(|&i| pairs[i].clone()).collect(),
+                questions: places.iter().map(|&i| i as u64).collect(),
+            }
+        })
+        .collect()
+}
+
+/// Reads `response` to `n` questions as the contract says (see the module's contract).
+pub(crate) fn read_response(
+    binding: &TextBinding,
+    response: &ModelInferResponse,
+    n: usize,
+) -> Result<()> {
+    let (start, end, offsets) = match &binding.contract {
+        Contract::Answer { .. } => {
+            drop(std::hint::black_box(binding.answers(response, n)?));
+            return Ok(());
+        }
+        Contract::Logits {
+            start_logits,
+            end_logits,
+            offsets,
+        } => (start_logits, end_logits, offsets),
+    };
+    let output = |name: &str| -> Result<(&[u8], &str)> {
+        let i = response
+            .outputs
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| mismatch(binding, name, "an output of that name", "missing"))?;
+        let bytes = response
+            .raw_output_contents
+            .get(i)
+            .map_or(&[][..], |b| &b[..]);
+        Ok((bytes, response.outputs[i].datatype.as_str()))
+    };
+    let start = logits(binding, start, output(start)?)?;
+    let end = logits(binding, end, output(end)?)?;
+    if end.len() != start.len() {
+        return Err(mismatch(
+            binding,
+            end_name(binding),
+            &format!("{} values, as the start logits", start.len()),
+            &end.len().to_string(),
+        ));
+    }
+    let (bytes, datatype) = output(offsets)?;
+    let width = match datatype {
+        "INT32" => 4,
+        "INT64" => 8,
+        other => return Err(mismatch(binding, offsets, "INT32 or INT64", other)),
+    };
+    let spans: Vec<i64> = bytes
+        .chunks_exact(width)
+        .map(|c| match width {
+            4 => i64::from(i32::from_le_bytes(c.try_into().expect("4"))),
+            _ => i64::from_le_bytes(c.try_into().expect("8")),
+        })
+        .collect();
+    if spans.len() != 2 * start.len() || start.is_empty() {
+        return Err(mismatch(
+            binding,
+            offsets,
+            &format!("2 values per token of the logits ({})", 2 * start.len()),
+            &spans.len().to_string(),
+        ));
+    }
+    drop(std::hint::black_box((start, end, spans)));
+    Ok(())
+}
+
+fn end_name(binding: &TextBinding) -> &str {
+    match &binding.contract {
+        Contract::Logits { end_logits, .. } => end_logits,
+        Contract::Answer { answer, .. } => answer,
+    }
+}
+
+/// An FP32 or FP16 output as `f32`s.
+fn logits(binding: &TextBinding, name: &str, (bytes, datatype): (&[u8], &str)) -> Result<Vec<f32>> {
+    match datatype {
+        "FP32" => Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4")))
+            .collect()),
+        "FP16" => Ok(bytes
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes(c.try_into().expect("2")).to_f32())
+            .collect()),
+        other => Err(mismatch(binding, name, "FP32 or FP16", other)),
+    }
+}
+
+fn mismatch(binding: &TextBinding, tensor: &str, expected: &str, actual: &str) -> Error {
+    Error::TensorMismatch {
+        model: binding.model.clone(),
+        tensor: tensor.to_string(),
+        expected: expected.to_string(),
+        actual: actual.to_string(),
+    }
+}
+
+/// The cumulative statistics of an ensemble's steps, in step order, or their deltas.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StepCounters(pub Vec<(String, ServerCounters)>);
+
+impl StepCounters {
+    /// `self − earlier`, step by step; empty when either is (a step not reported).
+    pub(crate) fn since(&self, earlier: &StepCounters) -> StepCounters {
+        if self.0.len() != earlier.0.len() {
+            return StepCounters::default();
+        }
+        StepCounters(
+            self.0
+                .iter()
+                .zip(&earlier.0)
+                .map(|((name, now), (_, then))| (name.clone(), now.since(then)))
+                .collect(),
+        )
+    }
+
+    /// The sum of windows' deltas; empty when any window's is (a step not reported).
+    pub(crate) fn merge<'a>(windows: impl IntoIterator<Item = &'a StepCounters>) -> StepCounters {
+        let mut total: Option<StepCounters> = None;
+        for w in windows {
+            total = Some(match total {
+                None => w.clone(),
+                Some(t) if t.0.len() == w.0.len() => StepCounters(
+                    t.0.iter()
+                        .zip(&w.0)
+                        .map(|((name, a), (_, b))| (name.clone(), a.plus(b)))
+                        .collect(),
+                ),
+                Some(_) => StepCounters::default(),
+            });
+        }
+        total.unwrap_or_default()
+    }
+
+    /// Each step averaged per request of its own.
+    pub(crate) fn results(&self) -> Vec<StepResult> {
+        self.0
+            .iter()
+            .map(|(model, c)| StepResult {
+                model: model.clone(),
+                server: ServerBreakdown::from_delta(c),
+            })
+            .collect()
+    }
+}
+
+/// One ensemble step over a level: its model and its server-side times per request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StepResult {
+    pub model: String,
+    pub server: ServerBreakdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::proto::model_infer_response::InferOutputTensor;
+
+    fn pairs(n: usize) -> Vec<(Arc<str>, Arc<str>)> {
+        let context: Arc<str> = "the context".into();
+        (0..n)
+            .map(|i| (format!("q{i}").into(), context.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn requests_are_full_and_wrap_around_in_file_order() {
+        let r = make_requests(&pairs(5), 2);
+        let places: Vec<Vec<u64>> = r.iter().map(|r| r.questions.clone()).collect();
+        assert_eq!(places, [vec![0, 1], vec![2, 3], vec![4, 0]]);
+        assert_eq!(&*r[2].pairs[1].0, "q0");
+        let one = make_requests(&pairs(3), 1);
+        assert_eq!(one.len(), 3);
+        assert!(one.iter().all(|r| r.pairs.len() == 1));
+        assert!(make_requests(&pairs(0), 2).is_empty());
+        assert!(make_requests(&pairs(3), 0).is_empty());
+    }
+
+    fn counters(requests: u64, queue_ns: u64, infer_ns: u64) -> ServerCounters {
+        ServerCounters {
+            success: (requests, requests * (queue_ns + infer_ns)),
+            queue_ns: requests * queue_ns,
+            compute_infer_ns: requests * infer_ns,
+            inference_count: requests,
+            execution_count: requests,
+            ..Default::default()
+        }
+    }
+
+    fn steps(requests: u64) -> StepCounters {
+        StepCounters(vec![
+            ("tokenizer".into(), counters(requests, 1_000, 4_000)),
+            ("model".into(), counters(requests, 2_000, 10_000)),
+        ])
+    }
+
+    #[test]
+    fn steps_are_deltas_per_step_summed_over_windows_and_averaged_per_request() {
+        let (a, b, c) = (steps(10), steps(30), steps(40));
+        let windows = [b.since(&a), c.since(&b)];
+        let merged = StepCounters::merge(&windows);
+        let results = merged.results();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].model, "tokenizer");
+        assert_eq!(results[0].server.requests, 30);
+        assert_eq!(results[0].server.executions, 30);
+        assert!((results[0].server.queue_us - 1.0).abs() < 1e-12);
+        assert!((results[0].server.compute_infer_us - 4.0).abs() < 1e-12);
+        assert!((results[1].server.compute_infer_us - 10.0).abs() < 1e-12);
+        // A window where a step was not reported leaves the level without steps.
+        let missing = [b.since(&a), StepCounters::default()];
+        assert!(StepCounters::merge(&missing).results().is_empty());
+        assert!(b.since(&StepCounters::default()).0.is_empty());
+        assert!(StepCounters::merge(std::iter::empty()).0.is_empty());
+    }
+
+    fn logits_binding() -> TextBinding {
+        TextBinding {
+            model: "qa".into(),
+            question: "question".into(),
+            context: "context".into(),
+            max_batch_size: 0,
+            contract: Contract::Logits {
+                start_logits: "start_logits".into(),
+                end_logits: "end_logits".into(),
+                offsets: "offsets".into(),
+            },
+            steps: vec![],
+        }
+    }
+
+    fn response(tokens: usize, offsets: usize) -> ModelInferResponse {
+        let out = |name: &str, datatype: &str| InferOutputTensor {
+            name: name.into(),
+            datatype: datatype.into(),
+            ..Default::default()
+        };
+        ModelInferResponse {
+            outputs: vec![
+                out("start_logits", "FP32"),
+                out("end_logits", "FP32"),
+                out("offsets", "INT32"),
+            ],
+            raw_output_contents: vec![
+                vec![0u8; 4 * tokens].into(),
+                vec![0u8; 4 * tokens].into(),
+                vec![0u8; 4 * offsets].into(),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn logits_responses_are_read_and_checked_for_sizes() {
+        let b = logits_binding();
+        read_response(&b, &response(384, 768), 1).unwrap();
+        let msg = read_response(&b, &response(384, 384), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("offsets") && msg.contains("768"), "{msg}");
+        let mut r = response(384, 768);
+        r.outputs.remove(1);
+        r.raw_output_contents.remove(1);
+        let msg = read_response(&b, &r, 1).unwrap_err().to_string();
+        assert!(
+            msg.contains("end_logits") && msg.contains("missing"),
+            "{msg}"
+        );
+    }
+}
