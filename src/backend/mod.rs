@@ -65,8 +65,9 @@ pub(crate) async fn describe(
     Ok((metadata, config))
 }
 
-/// Infers the binding of `model` in one step: its metadata, and its configuration
-/// when the server has Triton's model configuration extension.
+/// Infers the token binding of `model` in one step: its metadata, and its
+/// configuration when the server has Triton's model configuration extension. A model
+/// that takes text has none (an error saying which contract it follows).
 pub async fn bind(
     client: &TritonClient,
     model: &str,
@@ -84,8 +85,8 @@ pub async fn bind(
         return Err(crate::Error::Binding {
             model: metadata.name.clone(),
             message: format!(
-                "takes text (BYTES question and context; {contract}), and this command runs \
-                 models that take token ids; `bertqa models --model {model}` shows its binding"
+                "takes text (BYTES question and context; {contract}), not token ids: it has \
+                 no token binding; `bertqa models --model {model}` shows its text binding"
             ),
             tensors: Vec::new(),
         });

@@ -41,6 +41,7 @@ pub(crate) fn run(
     let binding = TextBinding::infer(
         &metadata,
         model_config.as_ref(),
+        &args.model_version,
         &args.text.overrides(&args.binding),
     )?;
     if let Some(why) = refused(args, &binding.model) {
@@ -51,16 +52,7 @@ pub(crate) fn run(
     if pairs.is_empty() {
         anyhow::bail!("{}: no questions to send", data_label(&args.data));
     }
-    let platform = model_config
-        .as_ref()
-        .map(|c| {
-            if c.platform.is_empty() {
-                c.backend.clone()
-            } else {
-                c.platform.clone()
-            }
-        })
-        .unwrap_or_else(|| metadata.platform.clone());
+    let platform = binding.platform.clone();
     let progress = Lines {
         quiet: args.output.quiet,
         batch_size: per_request,
@@ -259,6 +251,8 @@ mod tests {
 
     fn binding(max_batch_size: usize) -> TextBinding {
         TextBinding {
+            version: String::new(),
+            platform: "ensemble".into(),
             model: "qa".into(),
             question: "question".into(),
             context: "context".into(),
