@@ -10,7 +10,9 @@
 #     null_odds.json are byte-identical to tiny-bert's;
 #   - the answer contract's agreement with tiny-bert (share of questions with the same
 #     answer) and the questions that differ;
-#   - bertqa's own CPU (user + sys, getrusage) per question for each, and the ratio.
+#   - bertqa's own CPU (user + sys, getrusage) per question for each, and the ratio:
+#     the CPU of the run less that of a run of its first question only (start-up,
+#     connecting, the vocabulary), over the questions after the first.
 # DATA defaults to the SQuAD-dev-sized file of scripts/bench/gen_squad.py; LIMIT (the
 # first N questions; default all) bounds the run: the test bed's tokenizer step is
 # python, so the server takes about a tenth of a second per question. Build first:
@@ -41,21 +43,22 @@ HTTP_URL="127.0.0.1:18440"
 LIMIT_ARGS=()
 [ -n "$LIMIT" ] && LIMIT_ARGS=(--limit "$LIMIT")
 
-# run PROTOCOL MODEL: one eval, its rusage in $WORK/MODEL-PROTOCOL.rusage.
+# run PROTOCOL MODEL NAME [LIMIT ARGS]: one eval into $WORK/NAME, its rusage in
+# $WORK/NAME.rusage.
 run() {
-  local protocol="$1" model="$2" url="$URL"
-  shift 2
+  local protocol="$1" model="$2" name="$3" url="$URL"
+  shift 3
   [ "$protocol" = http ] && url="$HTTP_URL"
-  local out="$WORK/$model-$protocol"
-  log "eval $model over $protocol"
+  local out="$WORK/$name"
+  log "eval $model over $protocol ($name)"
   python3 scripts/bench/rusage.py "$out.rusage" "$BIN" eval --url "$url" --protocol "$protocol" \
-    --model "$model" --data "$DATA" "${LIMIT_ARGS[@]}" --output-dir "$out" --quiet \
-    --timeout-ms 600000 "$@" >/dev/null 2>"$out.err" \
-    || { tail -3 "$out.err" >&2; die "eval $model over $protocol failed"; }
+    --model "$model" --data "$DATA" --output-dir "$out" --quiet --timeout-ms 600000 "$@" \
+    >/dev/null 2>"$out.err" || { tail -3 "$out.err" >&2; die "eval $model over $protocol failed"; }
 }
 for protocol in grpc http; do
   for model in tiny-bert qa-text-logits qa-text-answer; do
-    run "$protocol" "$model" "$@"
+    run "$protocol" "$model" "$model-$protocol-one" --limit 1 "$@"
+    run "$protocol" "$model" "$model-$protocol" "${LIMIT_ARGS[@]}" "$@"
   done
 done
 python3 - "$WORK" <<'PY'
@@ -63,26 +66,34 @@ import json, os, sys
 work = sys.argv[1]
 def read(model, protocol, name):
     return open(os.path.join(work, f"{model}-{protocol}", name), "rb").read()
-def cpu(model, protocol):
-    wall, user, sys_, *_ = open(os.path.join(work, f"{model}-{protocol}.rusage")).read().split()
+def rusage(name):
+    wall, user, sys_, *_ = open(os.path.join(work, f"{name}.rusage")).read().split()
     return float(user) + float(sys_), float(wall)
+def cpu(model, protocol, questions):
+    """CPU seconds per question after the first, and the run's wall time."""
+    whole, wall = rusage(f"{model}-{protocol}")
+    one, _ = rusage(f"{model}-{protocol}-one")
+    return (whole - one) / max(questions - 1, 1), wall
 for protocol in ("grpc", "http"):
     m = json.loads(read("tiny-bert", protocol, "metrics.json"))
     questions = m["questions"]
+    files = [f for f in ("predictions.json", "nbest_predictions.json", "null_odds.json")
+             if os.path.exists(os.path.join(work, f"tiny-bert-{protocol}", f))
+             or os.path.exists(os.path.join(work, f"qa-text-logits-{protocol}", f))]
     same = all(read("tiny-bert", protocol, f) == read("qa-text-logits", protocol, f)
-               for f in ("predictions.json", "nbest_predictions.json", "null_odds.json"))
+               for f in files)
     a = json.loads(read("tiny-bert", protocol, "predictions.json"))
     b = json.loads(read("qa-text-answer", protocol, "predictions.json"))
     differ = [k for k in a if a[k] != b.get(k)]
     print(f"== {protocol}: {questions} questions, {m['features']} features")
-    print(f"qa-text-logits files byte-identical to tiny-bert's: {'yes' if same else 'NO'}")
+    print(f"qa-text-logits {', '.join(files)} byte-identical to tiny-bert's: {'yes' if same else 'NO'}")
     print(f"qa-text-answer agrees with tiny-bert on {1 - len(differ) / questions:.4%} "
           f"({len(differ)} differ{': ' + ', '.join(differ[:10]) if differ else ''})")
     for k in differ[:10]:
         print(f"  {k}: {a[k]!r} (client) vs {b.get(k)!r} (server)")
-    base, _ = cpu("tiny-bert", protocol)
+    base, _ = cpu("tiny-bert", protocol, questions)
     for model in ("tiny-bert", "qa-text-logits", "qa-text-answer"):
-        c, wall = cpu(model, protocol)
-        print(f"{model:<16} client CPU {1000 * c / questions:8.3f} ms/question "
+        c, wall = cpu(model, protocol, questions)
+        print(f"{model:<16} client CPU {1e6 * c:8.1f} us/question "
               f"({c / base:.2f}x tiny-bert's)  wall {wall:.1f} s")
 PY

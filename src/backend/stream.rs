@@ -167,8 +167,8 @@ impl InferStream {
         self.shared.ended.load(Ordering::Acquire) || self.requests.is_closed()
     }
 
-    /// Sends `request` and waits up to `timeout` for its response.
-    pub(crate) async fn infer(&self, request: InferRequest, timeout: Duration) -> Reply {
+    /// Sends `message` (its `id` set here) and waits up to `timeout` for its response.
+    pub(crate) async fn infer(&self, mut message: ModelInferRequest, timeout: Duration) -> Reply {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.shared
@@ -183,12 +183,8 @@ impl InferStream {
             id,
         };
         // Closed after the insertion: `close` drained the map already, or drains it now.
-        if self.shared.ended.load(Ordering::Acquire)
-            || self
-                .requests
-                .send(request.with_id(id.to_string()).to_proto())
-                .is_err()
-        {
+        message.id = id.to_string();
+        if self.shared.ended.load(Ordering::Acquire) || self.requests.send(message).is_err() {
             return Err(StreamError::Closed(self.shared.closed_status()));
         }
         match tokio::time::timeout(timeout, rx).await {
@@ -292,21 +288,36 @@ impl StreamTransport {
 
     /// Sends `request` and waits for its answer (the contract of `transport.rs`).
     pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
-        if !self.went_unary() {
-            let stream = self.open_stream();
-            let timeout = self.peer.request_timeout;
-            match stream.infer(request.clone(), timeout).await {
-                Ok(response) => return Ok(response),
-                Err(StreamError::TimedOut) => return Err(self.peer.timeout()),
-                Err(StreamError::Closed(status)) if status.code() != Code::Unimplemented => {
-                    return Err(self.peer.error(status, Some(request.model())))
-                }
-                // Rejected (no status code on a stream), or no stream offered: this
-                // request and every later one go unary.
-                Err(_) => self.unary.store(true, Ordering::Relaxed),
+        match self.send_on_stream(request.to_proto()).await {
+            Some(answer) => answer,
+            None => self.fallback.send(request).await,
+        }
+    }
+
+    /// Sends `message` on the stream and waits for its answer; `None` when it is to go
+    /// unary instead: the stream rejected it (no status code on a stream) or is not
+    /// offered, which sends every later request of the connection unary too.
+    pub(crate) async fn send_on_stream(
+        &self,
+        message: ModelInferRequest,
+    ) -> Option<Result<ModelInferResponse>> {
+        if self.went_unary() {
+            return None;
+        }
+        let stream = self.open_stream();
+        let timeout = self.peer.request_timeout;
+        let model = message.model_name.clone();
+        match stream.infer(message, timeout).await {
+            Ok(response) => Some(Ok(response)),
+            Err(StreamError::TimedOut) => Some(Err(self.peer.timeout())),
+            Err(StreamError::Closed(status)) if status.code() != Code::Unimplemented => {
+                Some(Err(self.peer.error(status, Some(&model))))
+            }
+            Err(_) => {
+                self.unary.store(true, Ordering::Relaxed);
+                None
             }
         }
-        self.fallback.send(request).await
     }
 }
 

@@ -464,6 +464,13 @@ impl TextBinding {
     }
 }
 
+/// What a text model said about one question, by its contract.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TextReply {
+    Windows(ServerWindows),
+    Answer(TextAnswer),
+}
+
 /// A logits-contract answer for one question: `windows` × `seq` start and end logits
 /// and each position's `[start, end)` characters in the context (`[-1, -1]` outside it).
 #[derive(Debug, Clone, PartialEq)]

@@ -165,6 +165,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 observer: &pipeline::NoProgress,
                 stop: None,
                 keep_windows: true,
+                known: Default::default(),
+                record: None,
             };
             (model, run.run_partial(&rt).complete(&dataset)?)
         }

@@ -92,10 +92,14 @@ pub(crate) fn open(
         } else {
             String::new()
         };
+        let answered = if contents.text.is_empty() {
+            format!("{} features", contents.logits.len())
+        } else {
+            format!("{} questions", contents.text.len())
+        };
         eprintln!(
-            "resuming from {}: {} features already answered{torn}",
-            path.display(),
-            contents.logits.len()
+            "resuming from {}: {answered} already answered{torn}",
+            path.display()
         );
         return Ok((j, contents));
     }

@@ -14,6 +14,9 @@
 //!     (`u32` position, f32 value) for the start logits and the same for the end logits:
 //!     the first `k` positions of each in the decoder's order ([`best_indexes`](crate::decode::best_indexes)).
 //!
+//! A run against a model that takes text journals what the model said about each
+//! question, whole, in records of their own kinds (`text.rs`).
+//!
 //! The padding probe's decision is a full record of its own under `unique_id`
 //! `u64::MAX` (no feature's): one position, `1.0` for dynamic padding, `0.0` for the full
 //! length; it is read back as [`Contents::padding_decision`], not as logits.
@@ -47,11 +50,13 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::backend::text::TextReply;
 use crate::decode::{Candidates, Scores};
 use crate::error::{Error, Location, Result};
 use crate::types::Logits;
 
 mod fingerprint;
+mod text;
 pub use fingerprint::Fingerprint;
 
 /// Records gathered before they are written (one `write` call).
@@ -98,10 +103,19 @@ pub struct Contents {
     pub compact: Vec<u64>,
     /// The padding probe's decision, when journaled (true: dynamic padding).
     pub padding_decision: Option<bool>,
+    /// A text model's run: what the model said, by question index.
+    pub(crate) text: HashMap<u64, TextReply>,
     /// Bytes after the last good record (a torn or corrupt tail), dropped.
     pub torn_bytes: u64,
     /// Length of the good part of the file.
     pub good_len: u64,
+}
+
+impl Contents {
+    /// What was answered: features' logits, or a text model's questions.
+    pub fn answered(&self) -> usize {
+        self.logits.len() + self.text.len()
+    }
 }
 
 /// An open journal, appending.
@@ -171,7 +185,7 @@ impl Journal {
         let mut journal = Journal {
             file,
             path: path.to_path_buf(),
-            features: contents.logits.len() as u64,
+            features: contents.answered() as u64,
             gathered: 0,
             gathered_features: 0,
             buffer: Vec::new(),
@@ -268,6 +282,15 @@ impl Journal {
         self.flush_if_full()
     }
 
+    /// Appends what a text model said about question `question` (its index in the run's
+    /// data), read back as [`Contents::text`]; counted as a feature.
+    pub(crate) fn append_text(&mut self, question: u64, record: &TextReply) -> Result<()> {
+        self.push(question, Body::Text(record))?;
+        self.features += 1;
+        self.gathered_features += 1;
+        self.flush_if_full()
+    }
+
     /// Appends the padding probe's decision (true: dynamic padding), read back as
     /// [`Contents::padding_decision`].
     pub fn append_padding_decision(&mut self, dynamic: bool) -> Result<()> {
@@ -300,6 +323,7 @@ impl Journal {
                     to[4..].copy_from_slice(&v.to_le_bytes());
                 }
             }
+            Body::Text(r) => text::encode(r, record),
             Body::Full(start, end) => {
                 let n = start.len();
                 record.extend_from_slice(&(n as u32).to_le_bytes());
@@ -374,6 +398,8 @@ enum Body<'a> {
     Full(&'a [f32], &'a [f32]),
     /// The candidates.
     Compact(&'a Candidates),
+    /// What a text model said about a question.
+    Text(&'a TextReply),
 }
 
 /// Whether candidates `c` alone make an exact compact record for a journal compacting
@@ -451,8 +477,15 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
     let mut contents = Contents::default();
     let mut at = end + 8;
     let mut compact = std::collections::HashSet::new();
-    while let Some((l, was_compact, next)) = record_at(bytes, at) {
+    while let Some((record, next)) = record_at(bytes, at) {
         at = next;
+        let (l, was_compact) = match record {
+            Record::Logits(l, was_compact) => (l, was_compact),
+            Record::Text(question, r) => {
+                contents.text.insert(question, r);
+                continue;
+            }
+        };
         if l.unique_id == PADDING_DECISION_ID {
             contents.padding_decision = l.start.first().map(|&v| v > 0.5);
             continue;
@@ -471,9 +504,16 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
     Ok((fingerprint, contents))
 }
 
-/// The record at `at` (its logits, whether it was compact) and the offset after it, or
-/// `None` at the end or a bad record.
-fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
+/// What one record holds.
+enum Record {
+    /// A feature's logits, and whether the record was compact.
+    Logits(Logits, bool),
+    /// What a text model said about a question (by its index).
+    Text(u64, TextReply),
+}
+
+/// The record at `at` and the offset after it, or `None` at the end or a bad record.
+fn record_at(bytes: &[u8], at: usize) -> Option<(Record, usize)> {
     let head = bytes.get(at..at + 12)?;
     let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
     let sum = u64::from_le_bytes(head[4..12].try_into().ok()?);
@@ -490,6 +530,12 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
     let values = &payload[16..];
     let float = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
     let next = at + 12 + len;
+    if k == text::WINDOWS || k == text::ANSWER {
+        if values.len() != n {
+            return None;
+        }
+        return Some((Record::Text(unique_id, text::decode(k, values)?), next));
+    }
     if k == FULL {
         if values.len() != n * 8 {
             return None;
@@ -500,7 +546,7 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
             start: floats(&values[..n * 4]),
             end: floats(&values[n * 4..]),
         };
-        return Some((l, false, next));
+        return Some((Record::Logits(l, false), next));
     }
     let k = k as usize;
     if n == 0 || n > MAX_COMPACT_POSITIONS || k.checked_mul(2)? >= n || values.len() != 8 + 16 * k {
@@ -519,7 +565,7 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(Logits, bool, usize)> {
         let target = if j < k { &mut l.start } else { &mut l.end };
         *target.get_mut(i)? = float(&pair[4..]);
     }
-    Some((l, true, next))
+    Some((Record::Logits(l, true), next))
 }
 
 #[cfg(test)]

@@ -395,3 +395,64 @@ fn compare_finds_where_the_servers_tokenizer_answers_otherwise() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("logits compared on the"), "{text}");
 }
+
+#[test]
+fn a_killed_text_run_resumes_from_its_journal_to_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (reference, out) = (tmp.path().join("ref"), tmp.path().join("out"));
+    let args = |dir: &Path, extra: &[&str]| {
+        eval_args(
+            SAMPLE,
+            "qa-text-logits",
+            dir,
+            &[&["--url", &server().url, "--concurrency", "1"][..], extra].concat(),
+        )
+    };
+    ok(&bertqa(&args(&reference, &[])));
+    let mut child = crate::common::spawn_bertqa(&args(&out, &[]));
+    crate::common::wait_for_journal(&mut child, &out, 2);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let kept = crate::common::journaled(&out);
+    assert!((2..16).contains(&kept), "{kept} questions journaled");
+    let o = bertqa(&args(&out, &["--resume"]));
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{kept} questions already answered")),
+        "{err}"
+    );
+    // Only the questions not journaled were asked.
+    let v = read_json(out.join("metrics.json"));
+    assert_eq!(v["requests"].as_u64(), Some(16 - kept as u64), "{v:#}");
+    assert_same_outputs(&reference, &out);
+}
+
+#[test]
+fn shards_of_a_text_run_merge_into_the_whole_runs_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tmp.path().join("whole");
+    let url = server().url.clone();
+    ok(&bertqa(&eval_args(
+        SAMPLE,
+        "qa-text-logits",
+        &whole,
+        &["--url", &url],
+    )));
+    let mut dirs = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let dir = tmp.path().join(shard.replace('/', "of"));
+        ok(&bertqa(&eval_args(
+            SAMPLE,
+            "qa-text-logits",
+            &dir,
+            &["--url", &url, "--shard", shard],
+        )));
+        dirs.push(dir.to_str().unwrap().to_string());
+    }
+    let merged = tmp.path().join("merged");
+    let mut args = vec!["merge", "--output-dir", merged.to_str().unwrap()];
+    args.extend(dirs.iter().map(String::as_str));
+    ok(&bertqa(&args));
+    assert_same_outputs(&whole, &merged);
+}

@@ -438,6 +438,8 @@ fn run_text(
         observer: &pipeline::NoProgress,
         stop: None,
         keep_windows: true,
+        known: Default::default(),
+        record: None,
     };
     run.run_partial(shared.rt).complete(shared.dataset)
 }

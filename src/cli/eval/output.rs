@@ -95,8 +95,6 @@ pub(crate) struct Partial<'a> {
     pub na_prob_thresh: f64,
     pub fingerprint: &'a Fingerprint,
     pub journaled: u64,
-    /// The run kept a journal (`--resume` continues it); a text model's does not.
-    pub resumable: bool,
 }
 
 /// Writes the partial results of an interrupted or failed run (predictions, n-best,
@@ -128,12 +126,7 @@ pub(crate) fn write_partial(
         Some(e) => format!("error: {e}"),
         None => "interrupted".to_string(),
     };
-    let resume = if p.resumable {
-        files.push(bertqa::journal::FILE_NAME.into());
-        "rerun the same command with --resume"
-    } else {
-        "rerun the same command (a text model's run is not journaled: it starts again)"
-    };
+    files.push(bertqa::journal::FILE_NAME.into());
     files.push("metrics.json".into());
     let doc = json!({
         "schema": 1,
@@ -151,19 +144,13 @@ pub(crate) fn write_partial(
         "run": p.fingerprint.to_json(),
         "output_dir": p.dir.display().to_string(),
         "files": files,
-        "resume": resume,
+        "resume": "rerun the same command with --resume",
     });
     bertqa::output_file::write_atomic(
         &p.dir.join("metrics.json"),
         bertqa::report::json::to_string(&doc).as_bytes(),
     )?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
-    if !p.resumable {
-        return Ok(format!(
-            "{what}; {done}/{total} questions done; partial results written to {}; {resume}",
-            p.dir.display()
-        ));
-    }
     Ok(format!(
         "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
          partial results written to {}; rerun the same command with --resume to continue",

@@ -283,7 +283,6 @@ pub(super) fn against_server(
             na_prob_thresh: args.scoring.na_prob_thresh,
             fingerprint: &input.fingerprint,
             journaled: recorder.features(),
-            resumable: true,
         };
         anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
     };

@@ -1,7 +1,8 @@
 //! `eval` of a model that takes text (tokenized on the server): the questions sent as
 //! text, the answers read by the model's contract (`pipeline::text`), the same files
-//! and report as for a token model. Stoppable by Ctrl-C like any run; not journaled, so
-//! `--resume` and `--save-logits` are refused with the reason.
+//! and report as for a token model. Journaled (what the model said about each question,
+//! whole) and stoppable by Ctrl-C like any run, so `--resume` continues it; answers are
+//! not saved as logits (`--save-logits` is refused with the reason).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +13,7 @@ use super::output::write_partial;
 use super::run::{stopped, Bar, EvalObserver, Input, Ran};
 use super::Args;
 use crate::cli::resume;
-use bertqa::backend::text::TextBinding;
+use bertqa::backend::text::{TextBinding, TextReply};
 use bertqa::backend::Pool;
 use bertqa::decode;
 use bertqa::pipeline::text::TextRun;
@@ -25,21 +26,30 @@ pub(super) fn against_server(
     pool: Pool,
     binding: TextBinding,
 ) -> anyhow::Result<Ran> {
-    for (given, flag) in [
-        (args.resume, "--resume"),
-        (args.save_logits, "--save-logits"),
-    ] {
-        if given {
-            anyhow::bail!(
-                "{flag}: model {:?} takes text (tokenized on the server), and a text model's \
-                 run is not journaled or saved as logits; run it without {flag}",
-                binding.model
-            );
-        }
+    if args.save_logits {
+        anyhow::bail!(
+            "--save-logits: model {:?} takes text (tokenized on the server); its answers \
+             are kept in the journal for --resume, not saved as logits",
+            binding.model
+        );
     }
     input.fingerprint =
         resume::text_model_fingerprint(std::mem::take(&mut input.fingerprint), &binding);
-    let stop = resume::stop_on_signals(|| {})?;
+    let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
+    // Shared with the signal handler, which writes the gathered records before a second
+    // interrupt quits at once.
+    let journal = Arc::new(Mutex::new(journal));
+    let on_quit = {
+        let journal = journal.clone();
+        move || {
+            // Never wait: a journal stuck in a write must not stop the quit.
+            if let Ok(mut j) = journal.try_lock() {
+                let _ = j.flush();
+            }
+        }
+    };
+    let stop = resume::stop_on_signals(on_quit)?;
+    let record = |i: usize, reply: &TextReply| resume::lock(&journal).append_text(i as u64, reply);
     let observer = EvalObserver {
         bar: Bar::new(args.run.output.quiet || args.run.output.json),
         journal: None,
@@ -75,6 +85,8 @@ pub(super) fn against_server(
         observer: &observer,
         stop: Some(stop),
         keep_windows: false,
+        known: contents.text,
+        record: Some(&record),
     };
     let per_request = run.per_request();
     let outcome = run.run_partial(rt);
@@ -95,6 +107,7 @@ pub(super) fn against_server(
     let outcome = if outcome.error.is_none() && outcome.done() == input.dataset.examples.len() {
         outcome.complete(&input.dataset)?
     } else {
+        let _ = resume::lock(&journal).sync();
         let mut outcome = outcome;
         let error = outcome
             .error
@@ -107,8 +120,7 @@ pub(super) fn against_server(
             version_2: input.version_2,
             na_prob_thresh: args.scoring.na_prob_thresh,
             fingerprint: &input.fingerprint,
-            journaled: 0,
-            resumable: false,
+            journaled: resume::lock(&journal).features(),
         };
         anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
     };

@@ -20,6 +20,7 @@
 
 pub(crate) mod windows;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,7 @@ use super::observe::RunObserver;
 use super::report::{InFlight, InferReport, Phases};
 use super::run::PartialOutcome;
 use crate::backend::proto::ModelInferResponse;
-use crate::backend::text::{Contract, TextAnswer, TextBinding};
+use crate::backend::text::{Contract, TextAnswer, TextBinding, TextReply};
 use crate::backend::Pool;
 use crate::decode::non_finite::sanitize;
 use crate::decode::{DecodeCache, DecodeConfig, NbestEntry, Prediction, Window};
@@ -42,6 +43,9 @@ use crate::types::{Dataset, Example, Feature, Logits};
 /// IDS_PER_QUESTION` (far more windows than any context makes).
 const FIRST_UNIQUE_ID: u64 = 1_000_000_000;
 const IDS_PER_QUESTION: u64 = 1_000_000;
+
+/// Called with question `i`'s reply as it arrives (a journal).
+pub(crate) type RecordReply<'a> = dyn Fn(usize, &TextReply) -> Result<()> + Sync + 'a;
 
 /// A run of a dataset against a text model.
 pub(crate) struct TextRun<'a> {
@@ -60,6 +64,11 @@ pub(crate) struct TextRun<'a> {
     /// Keep the logits contract's windows in the outcome: as features (to map answers
     /// back to the context) and their logits (to compare them).
     pub keep_windows: bool,
+    /// What the model said before (a journal), by question: decoded, not asked again.
+    pub known: HashMap<u64, TextReply>,
+    /// Called with what the model says about each question as it arrives, before it is
+    /// decoded (a journal); an error stops the run like a server error.
+    pub record: Option<&'a RecordReply<'a>>,
 }
 
 /// One request's questions and what came back.
@@ -83,6 +92,7 @@ impl TextRun<'_> {
     pub(crate) fn run_partial(&self, rt: &tokio::runtime::Runtime) -> PartialOutcome {
         let examples = &self.dataset.examples;
         let groups: Vec<Vec<usize>> = (0..examples.len())
+            .filter(|&i| !self.known.contains_key(&(i as u64)))
             .collect::<Vec<_>>()
             .chunks(self.per_request())
             .map(<[usize]>::to_vec)
@@ -98,6 +108,14 @@ impl TextRun<'_> {
             logits: Vec::new(),
             error: None,
         };
+        let mut known: Vec<(&u64, &TextReply)> = self.known.iter().collect();
+        known.sort_by_key(|(i, _)| **i);
+        for (&i, reply) in known {
+            if state.error.is_none() && (i as usize) < examples.len() {
+                state.error = self.settle(&mut state, i as usize, reply.clone()).err();
+            }
+        }
+        let known_features = state.report.features;
         let started = Instant::now();
         let mut first_sent: Option<Instant> = None;
         let mut last_done = started;
@@ -138,11 +156,13 @@ impl TextRun<'_> {
         infer.busy = state.in_flight.busy();
         infer.decode_lag = Instant::now().saturating_duration_since(last_done);
         let answered = infer.features;
+        // The report's figures are the server's: what the journal held is not counted.
+        infer.features -= known_features;
         PartialOutcome {
             predictions: state.predictions,
             features: answered,
             answered,
-            known: 0,
+            known: known_features,
             featureless: Vec::new(),
             phases: Phases {
                 features_s: 0.0,
@@ -195,7 +215,8 @@ impl TextRun<'_> {
         }
     }
 
-    /// Reads one request's answer into `state`: its questions decoded and observed.
+    /// Reads one request's answer into `state`: its questions recorded, decoded and
+    /// observed.
     fn take(&self, state: &mut State, answered: Answered) -> Result<()> {
         let (response, sent) = answered.response?;
         let latency = answered.done.saturating_duration_since(sent);
@@ -205,15 +226,31 @@ impl TextRun<'_> {
             .report
             .latency_us
             .saturating_record(crate::latency::micros(latency));
+        let replies = match &self.binding.contract {
+            Contract::Logits { .. } => vec![TextReply::Windows(self.binding.windows(&response)?)],
+            Contract::Answer { .. } => self
+                .binding
+                .answers(&response, answered.examples.len())?
+                .into_iter()
+                .map(TextReply::Answer)
+                .collect(),
+        };
+        for (&i, reply) in answered.examples.iter().zip(replies) {
+            if let Some(record) = self.record {
+                record(i, &reply)?;
+            }
+            self.settle(state, i, reply)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes what the model said about question `i` into `state` (see the module's
+    /// contract), and hands the prediction to the observer.
+    fn settle(&self, state: &mut State, i: usize, reply: TextReply) -> Result<()> {
         let t = Instant::now();
-        let mut decoded = Vec::with_capacity(answered.examples.len());
-        match &self.binding.contract {
-            Contract::Logits { offsets, .. } => {
-                let &[i] = &answered.examples[..] else {
-                    unreachable!("one question per request under the logits contract")
-                };
-                let example = &self.dataset.examples[i];
-                let w = self.binding.windows(&response)?;
+        let example = &self.dataset.examples[i];
+        let p = match (reply, &self.binding.contract) {
+            (TextReply::Windows(w), Contract::Logits { offsets, .. }) => {
                 let question = windows::Question {
                     paragraph: self.dataset.paragraph_of(example),
                     example_index: i,
@@ -243,28 +280,29 @@ impl TextRun<'_> {
                     &windows,
                     self.tokenizer,
                 )?;
-                decoded.push((i, p));
                 if self.keep_windows {
                     state.kept.extend(features.into_iter().map(Arc::new));
                     state.logits.extend(logits);
                 }
+                p
             }
-            Contract::Answer { no_answer, .. } => {
+            (TextReply::Answer(a), Contract::Answer { no_answer, .. }) => {
                 let probability = no_answer.as_ref().is_some_and(|n| n.probability);
-                let answers = self.binding.answers(&response, answered.examples.len())?;
-                state.report.features += answers.len() as u64;
-                for (&i, a) in answered.examples.iter().zip(answers) {
-                    let example = &self.dataset.examples[i];
-                    decoded.push((i, answer_prediction(example, a, probability, self.decode)));
-                }
+                state.report.features += 1;
+                answer_prediction(example, a, probability, self.decode)
             }
-        }
+            _ => {
+                return Err(Error::Internal(format!(
+                    "a journaled answer of question {:?} does not follow model {:?}'s contract",
+                    example.qas_id, self.binding.model
+                )))
+            }
+        };
         state.decode_busy += t.elapsed();
-        for (i, mut p) in decoded {
-            self.observer.on_decoded(i, &mut p);
-            state.predictions[i] = Some(p);
-            self.observer.answered(1);
-        }
+        let mut p = p;
+        self.observer.on_decoded(i, &mut p);
+        state.predictions[i] = Some(p);
+        self.observer.answered(1);
         Ok(())
     }
 }

@@ -227,7 +227,7 @@ pub fn assert_schema(name: &str, v: &Value) {
 
 /// Features in the journal of a run writing to `dir` (0 while there is none).
 pub fn journaled(dir: &Path) -> usize {
-    bertqa::journal::read(&dir.join("journal.bqj")).map_or(0, |(_, c)| c.logits.len())
+    bertqa::journal::read(&dir.join("journal.bqj")).map_or(0, |(_, c)| c.answered())
 }
 
 /// Waits until the journal of `child`, a run writing to `dir`, holds at least `n`
