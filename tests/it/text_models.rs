@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::common::shm_watch::{assert_one_region_registered_then_unregistered, run_watching};
 use crate::common::{
     assert_fails_with, assert_same_outputs, assert_schema, bertqa, eval_args, fixture, json_of, ok,
     read_json, start_server_with, Server, CONTEXT, SAMPLE,
@@ -260,6 +261,47 @@ fn eval_of_the_logits_contract_writes_the_files_of_client_side_tokenization() {
             assert_eq!(v["features"], c["features"], "{data} over {protocol}");
             assert_eq!(v["requests"], v["questions"], "one question per request");
         }
+    }
+}
+
+#[test]
+fn eval_of_a_text_model_through_shared_memory_gives_the_same_predictions() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (protocol, url) in endpoints() {
+        let run = |name: &str, shared_memory: &str| {
+            let out = tmp.path().join(format!("{name}-{protocol}"));
+            let args = eval_args(
+                SAMPLE,
+                "qa-text-logits",
+                &out,
+                &[
+                    "--url",
+                    &url,
+                    "--protocol",
+                    protocol,
+                    "--concurrency",
+                    "1",
+                    "--shared-memory",
+                    shared_memory,
+                ],
+            );
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            (run_watching(server().http_port, &args), out)
+        };
+        let (plain, plain_out) = run("none", "none");
+        ok(&plain.output);
+        assert!(plain.during.is_empty(), "{:?}", plain.during);
+        let (w, out) = run("system", "system");
+        // The region registered, the questions and contexts answered from it, and the
+        // region unregistered at the end; the answers to the byte.
+        assert_one_region_registered_then_unregistered(&w);
+        assert_same_outputs(&plain_out, &out);
+        let shm = &read_json(out.join("metrics.json"))["shared_memory"];
+        assert_eq!(shm["used"], true, "{protocol}: {shm}");
+        assert_eq!(shm["outputs"], false, "outputs in each response: {shm}");
+        assert_eq!(shm["note"], Value::Null, "{shm}");
+        let none = &read_json(plain_out.join("metrics.json"))["shared_memory"];
+        assert_eq!(none["used"], false, "{protocol}: {none}");
     }
 }
 

@@ -438,6 +438,7 @@ fn run_text(
         observer: &pipeline::NoProgress,
         stop: None,
         keep_windows: true,
+        shared_memory: shared.args.run.load.shared_memory.into(),
     };
     run.run_partial(shared.rt).complete(shared.dataset)
 }

@@ -75,6 +75,7 @@ pub(super) fn against_server(
         observer: &observer,
         stop: Some(stop),
         keep_windows: false,
+        shared_memory: args.run.load.shared_memory.into(),
     };
     let per_request = run.per_request();
     let outcome = run.run_partial(rt);
