@@ -116,7 +116,10 @@ fn models_names_the_contract_and_the_ensembles_steps() {
 
 #[test]
 fn ask_asks_the_answer_contract_and_reads_its_answer() {
-    for (protocol, url) in endpoints() {
+    let runs = endpoints()
+        .into_iter()
+        .flat_map(|(protocol, url)| ["none", "system"].map(|shm| (protocol, url.clone(), shm)));
+    for (protocol, url, shared_memory) in runs {
         let v = json_of(&bertqa(&[
             "ask",
             "--url",
@@ -130,6 +133,8 @@ fn ask_asks_the_answer_contract_and_reads_its_answer() {
             "Who designed the lighthouse at Varne Point?",
             "--context",
             CONTEXT,
+            "--shared-memory",
+            shared_memory,
         ]));
         assert_eq!(v["contract"], "answer");
         let a = &v["answers"][0];
@@ -183,7 +188,7 @@ fn a_broken_answer_is_exit_2_naming_the_tensor_and_the_problem() {
 
 #[test]
 fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
-    let ask = |protocol: &str, url: &str, model: &str| {
+    let ask = |protocol: &str, url: &str, model: &str, shared_memory: &str| {
         let mut v = json_of(&bertqa(&[
             "ask",
             "--url",
@@ -199,15 +204,20 @@ fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
             "When was it first lit?",
             "--context",
             CONTEXT,
+            "--shared-memory",
+            shared_memory,
         ]));
         for k in ["model", "url", "protocol", "latency_ms"] {
             v.as_object_mut().unwrap().remove(k);
         }
         v
     };
-    let want = ask("grpc", &server().url, "tiny-bert");
+    let want = ask("grpc", &server().url, "tiny-bert", "auto");
     for (protocol, url) in endpoints() {
-        assert_eq!(ask(protocol, &url, "qa-text-logits"), want, "{protocol}");
+        for shared_memory in ["auto", "system"] {
+            let got = ask(protocol, &url, "qa-text-logits", shared_memory);
+            assert_eq!(got, want, "{protocol}, --shared-memory {shared_memory}");
+        }
     }
 }
 
