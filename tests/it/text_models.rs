@@ -312,6 +312,29 @@ fn eval_of_a_text_model_through_shared_memory_gives_the_same_predictions() {
         assert_eq!(shm["note"], Value::Null, "{shm}");
         let none = &read_json(plain_out.join("metrics.json"))["shared_memory"];
         assert_eq!(none["used"], false, "{protocol}: {none}");
+        // Two endpoints are not one server a region can be registered with: `system`
+        // refuses before sending, `auto` sends the text in the messages and says why.
+        let two = format!("{url},{}", url.replace("127.0.0.1", "localhost"));
+        let o = bertqa(&eval_args(
+            SAMPLE,
+            "qa-text-logits",
+            &tmp.path().join(format!("two-{protocol}")),
+            &[
+                "--url",
+                &two,
+                "--protocol",
+                protocol,
+                "--shared-memory",
+                "system",
+            ],
+        ));
+        assert_fails_with(&o, &["--shared-memory system", "not one server"]);
+        let auto = tmp.path().join(format!("auto-{protocol}"));
+        let v = eval_text(&two, protocol, "qa-text-logits", SAMPLE, &auto);
+        assert_eq!(v["shared_memory"]["used"], false, "{protocol}: {v:#}");
+        let note = v["shared_memory"]["note"].as_str().unwrap_or_default();
+        assert!(note.contains("not one server"), "{protocol}: {v:#}");
+        assert_same_outputs(&plain_out, &auto);
     }
 }
 
