@@ -8,12 +8,26 @@ use crate::error::{Error, Result};
 /// The wire form of `elements`.
 pub(crate) fn encode<'a>(elements: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
+    encode_to(&mut out, elements);
+    out
+}
+
+/// Appends the wire form of `elements` to `out` (a shared memory slot with room for
+/// [`encoded_len`] bytes, or a growing buffer).
+pub(crate) fn encode_to<'a, B: bytes::BufMut>(
+    out: &mut B,
+    elements: impl IntoIterator<Item = &'a [u8]>,
+) {
     for e in elements {
         let len = u32::try_from(e.len()).expect("a BYTES element is under 4 GiB");
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(e);
+        out.put_u32_le(len);
+        out.put_slice(e);
     }
-    out
+}
+
+/// Bytes of the wire form of `elements` (what [`encode`] makes).
+pub(crate) fn encoded_len<'a>(elements: impl IntoIterator<Item = &'a [u8]>) -> usize {
+    elements.into_iter().map(|e| 4 + e.len()).sum()
 }
 
 /// The elements of a BYTES tensor's raw bytes; `Err` says where the layout breaks (in
@@ -135,7 +149,15 @@ mod tests {
         ) {
             let raw = encode(elements.iter().map(Vec::as_slice));
             let back: Vec<Vec<u8>> = decode(&raw).unwrap().into_iter().map(<[u8]>::to_vec).collect();
-            prop_assert_eq!(back, elements);
+            prop_assert_eq!(&back, &elements);
+            // Written into a slice of exactly its length (a shared memory slot), the same.
+            let len = encoded_len(elements.iter().map(Vec::as_slice));
+            prop_assert_eq!(len, raw.len());
+            let mut slot = vec![0xaa; len];
+            let mut room = &mut slot[..];
+            encode_to(&mut room, elements.iter().map(Vec::as_slice));
+            prop_assert!(room.is_empty());
+            prop_assert_eq!(slot, raw);
         }
 
         #[test]

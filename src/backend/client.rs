@@ -398,22 +398,32 @@ impl TritonClient {
     }
 
     /// Asks a text model about `pairs` (question, context) in one request (one
-    /// attempt), over this client's protocol.
+    /// attempt), over this client's protocol: their tensors in the message, or
+    /// (`at`) written into a shared memory slot there (`backend::text_request`).
     pub(crate) async fn infer_text(
         &self,
         binding: &super::text::TextBinding,
         version: &str,
         pairs: &[(&str, &str)],
+        at: Option<super::request::ShmInputs>,
     ) -> Result<ModelInferResponse> {
         let answer = match &self.conn {
-            Conn::Grpc(c) => c.infer_message(binding.request(version, pairs)).await,
+            Conn::Grpc(c) => {
+                c.infer_message(binding.request(version, pairs, at.as_ref()))
+                    .await
+            }
             Conn::Http(t) => {
                 let shape = binding.input_shape(pairs.len());
-                let questions: Vec<&str> = pairs.iter().map(|p| p.0).collect();
-                let contexts: Vec<&str> = pairs.iter().map(|p| p.1).collect();
+                let [q, c] = super::text_request::input_parameters(pairs, at.as_ref());
+                let input = |name, data, parameters| super::http::TextInput {
+                    name,
+                    shape: shape.clone(),
+                    data,
+                    parameters,
+                };
                 let inputs = [
-                    (binding.question.as_str(), shape.clone(), questions),
-                    (binding.context.as_str(), shape, contexts),
+                    input(&binding.question, pairs.iter().map(|p| p.0).collect(), q),
+                    input(&binding.context, pairs.iter().map(|p| p.1).collect(), c),
                 ];
                 t.send_text(&binding.model, version, &inputs, &binding.output_names())
                     .await

@@ -37,6 +37,7 @@ pub(crate) mod status;
 pub(crate) mod stream;
 pub(crate) mod tensor;
 pub(crate) mod text;
+pub(crate) mod text_request;
 pub(crate) mod transport;
 pub(crate) mod unary;
 pub(crate) mod url;

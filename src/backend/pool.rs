@@ -312,15 +312,19 @@ impl Pool {
     }
 
     /// Asks a text model about `pairs` (question, context) in one request, with
-    /// retries (see the module header; no shared memory).
+    /// retries (see the module header), their tensors in the message or (`at`) in a
+    /// shared memory slot: a server that lost the region answers at once, for the
+    /// caller to send them in the message (`shm::is_lost_region`).
     pub(crate) async fn infer_text(
         &self,
         binding: &super::text::TextBinding,
         version: &str,
         pairs: &[(&str, &str)],
+        at: Option<super::request::ShmInputs>,
     ) -> Result<(ModelInferResponse, Instant)> {
-        self.with_retries(pairs.len(), &|_| false, |conn, _| {
-            conn.infer_text(binding, version, pairs)
+        let lost = |e: &Error| at.is_some() && shm::is_lost_region(e);
+        self.with_retries(pairs.len(), &lost, |conn, _| {
+            conn.infer_text(binding, version, pairs, at.clone())
         })
         .await
     }

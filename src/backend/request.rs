@@ -363,7 +363,11 @@ impl InferRequest {
 
 /// The parameters that place a tensor of `len` bytes at `offset` of shared memory region
 /// `region` (docs/design.md, protocol item 4).
-fn shm_parameters(region: &str, len: usize, offset: u64) -> HashMap<String, InferParameter> {
+pub(crate) fn shm_parameters(
+    region: &str,
+    len: usize,
+    offset: u64,
+) -> HashMap<String, InferParameter> {
     let param = |choice| InferParameter {
         parameter_choice: Some(choice),
     };

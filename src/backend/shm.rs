@@ -35,6 +35,11 @@
 //!   error naming it ([`lost_region`]); that request is sent again with its tensors in
 //!   the message, the region is given up ([`InputRegion::abandon`]) and every later
 //!   request carries its tensors.
+//! - A text model's request (`text_request.rs`) puts only its BYTES inputs in a slot
+//!   ([`Slot::put`]; slots sized for the run's largest request), and its outputs come
+//!   back in the message: their size is not known before the server answers. The server
+//!   only reads such a slot, so it is free again when its request ends, however it
+//!   ended (a late reader of a reused slot belongs to a request no one waits for).
 //! - [`SharedMemory::Auto`] (the default) uses a region when the run has one endpoint
 //!   on a loopback address and the server accepts the registration (a server in a
 //!   container with its own `/dev/shm` refuses it); otherwise the tensors go in the
@@ -301,25 +306,36 @@ impl Slot {
     /// only they do not.
     pub(crate) fn place(&mut self, request: InferRequest) -> InferRequest {
         let len = request.contents_len();
-        let Some(map) = self.map.as_mut().filter(|m| len <= m.len()) else {
+        let write = |mut room: &mut [u8]| {
+            request.write_contents_to(&mut room);
+            debug_assert!(room.is_empty(), "contents_len bytes written");
+        };
+        let Some(at) = self.put(len, write) else {
             return request;
         };
-        let mut room: &mut [u8] = &mut map[..len];
-        request.write_contents_to(&mut room);
-        debug_assert!(room.is_empty(), "contents_len bytes written");
-        let base = (self.index * self.inner.slot_bytes) as u64;
         let outputs_at = outputs_offset(len);
-        let request = request.with_shm_inputs(ShmInputs {
-            region: self.inner.name.clone(),
-            offset: base,
-        });
-        if outputs_at + request.outputs_len() > map.len() {
+        let outputs = ShmOutputs {
+            region: at.region.clone(),
+            offset: at.offset + outputs_at as u64,
+        };
+        let request = request.with_shm_inputs(at);
+        if outputs_at + request.outputs_len() > self.inner.slot_bytes {
             return request;
         }
         self.outputs_at = Some(outputs_at);
-        request.with_shm_outputs(ShmOutputs {
+        request.with_shm_outputs(outputs)
+    }
+
+    /// Has `write` fill the slot's first `len` bytes with a request's inputs (exactly
+    /// `len` bytes) and returns where they lie in the region; `None`, nothing written,
+    /// when they do not fit. Any request's inputs: a token batch's tensors
+    /// ([`place`](Self::place)) or a text model's BYTES tensors.
+    pub(crate) fn put(&mut self, len: usize, write: impl FnOnce(&mut [u8])) -> Option<ShmInputs> {
+        let map = self.map.as_mut().filter(|m| len <= m.len())?;
+        write(&mut map[..len]);
+        Some(ShmInputs {
             region: self.inner.name.clone(),
-            offset: base + outputs_at as u64,
+            offset: (self.index * self.inner.slot_bytes) as u64,
         })
     }
 
@@ -461,15 +477,10 @@ fn create(_: &std::path::Path, _: u64) -> io::Result<File> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backend::binding::SeqLen;
-    use crate::backend::{prepare_request, Binding};
-    use crate::types::Feature;
-
+impl InputRegion {
     /// A region of `slots` slots that no server knows: the slot mechanics alone.
-    fn unregistered(slots: usize, slot_bytes: usize) -> InputRegion {
+    #[cfg(test)]
+    pub(crate) fn unregistered(slots: usize, slot_bytes: usize) -> InputRegion {
         let slot_bytes = slot_bytes.max(1).div_ceil(PAGE) * PAGE;
         let name = unique_name();
         let path = PathBuf::from(SHM_DIR).join(&name);
@@ -492,6 +503,14 @@ mod tests {
             }),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::binding::SeqLen;
+    use crate::backend::{prepare_request, Binding};
+    use crate::types::Feature;
 
     /// NVIDIA's layout: three INT64 `[-1, 384]` inputs, two FP32 `[-1, 384]` outputs.
     fn nvidia() -> Binding {
@@ -509,7 +528,7 @@ mod tests {
         let b = Arc::new(nvidia());
         let feature = Arc::new(Feature::from_pieces(1_000_000_000, 0, &[2054], &[1996]));
         let request = || prepare_request(&b, vec![feature.clone()], 384).unwrap();
-        let region = unregistered(2, slot_bytes(&b, 1, 384));
+        let region = InputRegion::unregistered(2, slot_bytes(&b, 1, 384));
         // Inputs and then outputs in the slot, the outputs' room after the inputs.
         let mut s = region.take().unwrap();
         let placed = s.place(request());
@@ -533,7 +552,7 @@ mod tests {
             "the first answer was read from its slot"
         );
         // A slot given back without outputs asked for in it is simply free again.
-        let small = unregistered(1, 64);
+        let small = InputRegion::unregistered(1, 64);
         let mut s = small.take().unwrap();
         let placed = s.place(request());
         assert!(

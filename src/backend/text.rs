@@ -19,9 +19,8 @@ use serde::Serialize;
 use super::binding::{batching, platform, without_trailing_ones, Batching};
 use super::bytes;
 use super::proto::model_config::SchedulingChoice;
-use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use super::proto::model_metadata_response::TensorMetadata;
-use super::proto::{ModelConfig, ModelInferRequest, ModelInferResponse, ModelMetadataResponse};
+use super::proto::{ModelConfig, ModelInferResponse, ModelMetadataResponse};
 use crate::error::{Error, Result};
 
 /// Names of the tensors of a text model, given by the user (`None`: found by name).
@@ -327,16 +326,6 @@ pub(crate) struct TextAnswer {
 }
 
 impl TextBinding {
-    /// The shape of each input for `n` questions: `[n, 1]` for a model that batches,
-    /// `[1]` for one that does not (then `n` is 1).
-    pub(crate) fn input_shape(&self, n: usize) -> Vec<i64> {
-        if self.max_batch_size > 0 {
-            vec![n as i64, 1]
-        } else {
-            vec![1]
-        }
-    }
-
     /// The outputs the contract reads, in order.
     pub(crate) fn output_names(&self) -> Vec<&str> {
         match &self.contract {
@@ -357,35 +346,6 @@ impl TextBinding {
                 end_logits,
                 offsets,
             } => vec![start_logits, end_logits, offsets],
-        }
-    }
-
-    /// The gRPC message asking the model about `pairs` (question, context).
-    pub(crate) fn request(&self, version: &str, pairs: &[(&str, &str)]) -> ModelInferRequest {
-        let shape = self.input_shape(pairs.len());
-        let input = |name: &str| InferInputTensor {
-            name: name.to_string(),
-            datatype: "BYTES".into(),
-            shape: shape.clone(),
-            ..Default::default()
-        };
-        ModelInferRequest {
-            model_name: self.model.clone(),
-            model_version: version.to_string(),
-            inputs: vec![input(&self.question), input(&self.context)],
-            outputs: self
-                .output_names()
-                .into_iter()
-                .map(|name| InferRequestedOutputTensor {
-                    name: name.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            raw_input_contents: vec![
-                bytes::encode(pairs.iter().map(|p| p.0.as_bytes())).into(),
-                bytes::encode(pairs.iter().map(|p| p.1.as_bytes())).into(),
-            ],
-            ..Default::default()
         }
     }
 

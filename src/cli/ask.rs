@@ -138,6 +138,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.run.binding,
         &args.text,
     ))?;
+    // A few requests gain less from shared memory than registering a region costs
+    // (two more calls): `auto` sends the tensors in the messages here.
+    let shared_memory = match args.run.load.shared_memory {
+        SharedMemoryArg::Auto => bertqa::backend::SharedMemory::None,
+        given => given.into(),
+    };
     let (model, outcome) = match bound {
         Bound::Text(text) if text.contract.name() == "answer" => {
             let first = client.first_client().clone();
@@ -147,6 +153,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 model_version: &args.model_version,
                 url: args.run.server.url.join(","),
                 json: args.run.output.json,
+                shared_memory,
             };
             return rt.block_on(super::ask_text::ask(&asked, &first, &text));
         }
@@ -167,17 +174,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 keep_windows: true,
                 known: Default::default(),
                 record: None,
+                shared_memory,
             };
             (model, run.run_partial(&rt).complete(&dataset)?)
         }
         Bound::Tokens(binding) => {
             let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
             let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
-            // A few requests gain less from shared memory than registering a region
-            // costs (two more calls): `auto` sends the tensors in the messages here.
-            if args.run.load.shared_memory == SharedMemoryArg::Auto {
-                config.infer.shared_memory = bertqa::backend::SharedMemory::None;
-            }
+            config.infer.shared_memory = shared_memory;
             config.keep_features = true;
             let outcome = pipeline::Run::new(
                 &rt,

@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 
 use super::common::{print_stdout, Outcome};
 use bertqa::backend::text::{Contract, TextAnswer, TextBinding};
+use bertqa::backend::{text_request, SharedMemory};
+use bertqa::pipeline::SharedRegion;
 use bertqa::TritonClient;
 
 /// What `ask` was asked, for a text model.
@@ -20,6 +22,8 @@ pub(crate) struct Asked<'a> {
     /// The `--url`s, as the report names them.
     pub url: String,
     pub json: bool,
+    /// Whether the questions and the context go through a shared memory region.
+    pub shared_memory: SharedMemory,
 }
 
 /// Asks `binding`'s model every question about the context.
@@ -35,16 +39,32 @@ pub(crate) async fn ask(
         .map(|q| (q.as_str(), context))
         .collect();
     let per_request = binding.max_batch_size.max(1);
+    let largest = pairs.chunks(per_request).map(text_request::contents_len);
+    let largest = largest.max().unwrap_or(0);
+    let shm = SharedRegion::open_text(asked.shared_memory, Some(client), 1, largest).await?;
     let mut answers: Vec<TextAnswer> = Vec::with_capacity(pairs.len());
     let mut latencies_ms = Vec::new();
+    let mut asked_all = Ok(());
     for chunk in pairs.chunks(per_request) {
         let t = Instant::now();
-        let response = client
-            .infer_text(binding, asked.model_version, chunk)
-            .await?;
+        let placed = shm.place_text(chunk);
+        let send = |at| client.infer_text(binding, asked.model_version, chunk, at);
+        let read = match placed.send(send).await {
+            Ok(response) => binding.answers(&response, chunk.len()),
+            Err(e) => Err(e),
+        };
         latencies_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        answers.extend(binding.answers(&response, chunk.len())?);
+        match read {
+            Ok(read) => answers.extend(read),
+            Err(e) => {
+                asked_all = Err(e);
+                break;
+            }
+        }
     }
+    // Unregistered whatever happened; how the questions travelled is not reported here.
+    shm.close().await;
+    asked_all?;
     let no_answer_key = match &binding.contract {
         Contract::Answer {
             no_answer: Some(n), ..

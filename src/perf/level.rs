@@ -44,7 +44,10 @@ pub(super) enum Source {
         binding: Arc<Binding>,
         batches: Arc<Vec<Batch>>,
     },
-    Text(Arc<TextLoad>),
+    Text {
+        shm: SharedRegion,
+        load: Arc<TextLoad>,
+    },
 }
 
 impl Source {
@@ -52,7 +55,7 @@ impl Source {
     pub(super) fn len(&self) -> usize {
         match self {
             Source::Tokens { batches, .. } => batches.len(),
-            Source::Text(load) => load.requests.len(),
+            Source::Text { load, .. } => load.requests.len(),
         }
     }
 
@@ -60,7 +63,7 @@ impl Source {
     fn model(&self) -> (&str, &str) {
         match self {
             Source::Tokens { binding, .. } => (&binding.model, &binding.version),
-            Source::Text(load) => (&load.binding.model, &load.version),
+            Source::Text { load, .. } => (&load.binding.model, &load.version),
         }
     }
 
@@ -68,7 +71,7 @@ impl Source {
     fn steps(&self) -> &[String] {
         match self {
             Source::Tokens { .. } => &[],
-            Source::Text(load) => &load.binding.steps,
+            Source::Text { load, .. } => &load.binding.steps,
         }
     }
 }
@@ -135,9 +138,9 @@ impl Shared {
                 let answered = self.send_and_read(shm, binding, batch, &mut t).await;
                 (answered, Sent::Tokens(batch))
             }
-            Source::Text(load) => {
+            Source::Text { shm, load } => {
                 let request = &load.requests[i];
-                let answered = self.send_text(load, request, &mut t).await;
+                let answered = self.send_text(shm, load, request, &mut t).await;
                 (answered, Sent::Text(request))
             }
         };
@@ -191,22 +194,26 @@ impl Shared {
     }
 
     /// Sends `request` to a text model and reads its answer ([`text::read_response`]);
-    /// `t` as in [`Self::send_and_read`]. The message is built by the client as it is
-    /// sent, so that counts in the response wait.
+    /// `t` as in [`Self::send_and_read`]. Writing the pairs into shared memory is
+    /// preparation; a message is built by the client as it is sent, so that counts in
+    /// the response wait.
     async fn send_text(
         &self,
+        shm: &SharedRegion,
         load: &TextLoad,
         request: &TextRequest,
         t: &mut [Instant; 3],
     ) -> Result<()> {
         let pairs: Vec<(&str, &str)> = request.pairs.iter().map(|(q, c)| (&**q, &**c)).collect();
+        let placed = shm.place_text(&pairs);
         t[1] = Instant::now();
         t[2] = t[1];
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let response = self
-            .client
-            .infer_text(&load.binding, &load.version, &pairs)
-            .await?;
+        let send = |at| {
+            self.client
+                .infer_text(&load.binding, &load.version, &pairs, at)
+        };
+        let response = placed.send(send).await?;
         t[2] = Instant::now();
         text::read_response(&load.binding, &response, pairs.len())
     }

@@ -298,10 +298,7 @@ pub(crate) async fn sweep(
     }
     check(config)?;
     // Slots for the sweep's requests in flight, each for the largest batch.
-    let most_inflight = match &config.load {
-        Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
-        Load::RequestRate { .. } => config.max_inflight.min(shm::MAX_SLOTS),
-    };
+    let most_inflight = most_inflight(config);
     let rows = batches.iter().map(|b| b.features.len()).max().unwrap_or(1);
     let seq_len = batches.iter().map(|b| b.seq_len).max().unwrap_or(1);
     let shm = SharedRegion::open(
@@ -324,25 +321,42 @@ pub(crate) async fn sweep(
 }
 
 /// [`sweep`] of a model that takes text ([`text`]): its requests carry question and
-/// context pairs, in each message; an ensemble's steps are reported one by one.
+/// context pairs, through shared memory as `config.shared_memory` says (slots for the
+/// largest request); an ensemble's steps are reported one by one.
 pub(crate) async fn sweep_text(
     client: &TritonClient,
     load: TextLoad,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
-) -> Result<Vec<LevelResult>> {
+) -> Result<(Vec<LevelResult>, SharedMemoryReport)> {
     if load.requests.is_empty() {
         return Err(Error::Config("no questions to send".into()));
     }
     check(config)?;
-    if config.shared_memory == SharedMemory::System {
-        return Err(Error::Config(
-            "`shared_memory` system: a model that takes text gets its BYTES inputs in each \
-             message"
-                .into(),
-        ));
+    let largest = load.requests.iter().map(|r| {
+        let pairs: Vec<(&str, &str)> = r.pairs.iter().map(|(q, c)| (&**q, &**c)).collect();
+        crate::backend::text_request::contents_len(&pairs)
+    });
+    let largest = largest.max().unwrap_or(0);
+    let in_flight = most_inflight(config);
+    let shm =
+        SharedRegion::open_text(config.shared_memory, Some(client), in_flight, largest).await?;
+    let source = Source::Text {
+        shm: shm.clone(),
+        load: Arc::new(load),
+    };
+    let swept = sweep_levels(client, source, config, progress).await;
+    let report = shm.close().await;
+    Ok((swept?, report))
+}
+
+/// The most requests a sweep has in flight, at most [`shm::MAX_SLOTS`] under a
+/// request rate (the shared memory region has a slot for each).
+fn most_inflight(config: &PerfConfig) -> usize {
+    match &config.load {
+        Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
+        Load::RequestRate { .. } => config.max_inflight.min(shm::MAX_SLOTS),
     }
-    sweep_levels(client, Source::Text(Arc::new(load)), config, progress).await
 }
 
 /// The settings every sweep checks.

@@ -2,15 +2,19 @@
 //! there is none), each request placed in a slot of it, sent with the fallbacks to the
 //! message, its answer read where the server wrote it, and at the end the region
 //! unregistered and what happened reported ([`SharedMemoryReport`]). The dispatch stage
-//! (`eval`, `compare`, `ask`) and `perf` both go through [`SharedRegion`]; the region and
-//! its slots are [`crate::backend::shm`].
+//! (`eval`, `compare`, `ask`), the text models' run (`pipeline::text`) and `perf` all go
+//! through [`SharedRegion`]: a token batch's tensors through [`SharedRegion::place`], a
+//! text model's BYTES inputs through [`SharedRegion::place_text`] (outputs in the
+//! message); the region and its slots are [`crate::backend::shm`].
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::proto::ModelInferResponse;
+use crate::backend::request::ShmInputs;
 use crate::backend::shm::{self, InputRegion, Opened, SharedMemory, Slot};
-use crate::backend::{tensor, Binding, Infer, InferRequest, TritonClient};
+use crate::backend::{tensor, text_request, Binding, Infer, InferRequest, TritonClient};
 use crate::error::Result;
 use crate::types::Feature;
 
@@ -31,8 +35,8 @@ const LOST: &str = "the server lost the shared memory region (a restart?); later
                     carried their tensors";
 
 /// The shared memory region of one run, or why it has none. Cheap to clone (the clones
-/// share the region).
-#[derive(Debug, Clone)]
+/// share the region). The default has none, and no note.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct SharedRegion {
     region: Option<InputRegion>,
     /// Why there is no region, when shared memory was asked for (or `auto`).
@@ -52,13 +56,31 @@ impl SharedRegion {
         rows: usize,
         seq_len: usize,
     ) -> Result<Self> {
-        let opened = InputRegion::open(
-            mode,
-            server,
-            in_flight.clamp(1, shm::MAX_SLOTS - 1) + 1,
-            shm::slot_bytes(binding, rows, seq_len),
-        )
-        .await?;
+        let slot_bytes = shm::slot_bytes(binding, rows, seq_len);
+        Self::open_slots(mode, server, in_flight, slot_bytes).await
+    }
+
+    /// [`open`](Self::open) for a text model's requests: each slot holds the BYTES
+    /// inputs of the run's largest request (`largest` bytes); outputs come back in the
+    /// message ([`place_text`](Self::place_text)).
+    pub(crate) async fn open_text(
+        mode: SharedMemory,
+        server: Option<&TritonClient>,
+        in_flight: usize,
+        largest: usize,
+    ) -> Result<Self> {
+        Self::open_slots(mode, server, in_flight, largest).await
+    }
+
+    /// A region of a slot per request in flight and one spare, of `slot_bytes` each.
+    async fn open_slots(
+        mode: SharedMemory,
+        server: Option<&TritonClient>,
+        in_flight: usize,
+        slot_bytes: usize,
+    ) -> Result<Self> {
+        let slots = in_flight.clamp(1, shm::MAX_SLOTS - 1) + 1;
+        let opened = InputRegion::open(mode, server, slots, slot_bytes).await?;
         Ok(match opened {
             Opened::Region(r) => SharedRegion {
                 region: Some(r),
@@ -92,6 +114,21 @@ impl SharedRegion {
                 region: None,
             },
         }
+    }
+
+    /// A text model's request about `pairs` ready to go: its BYTES inputs written into
+    /// a free slot when the region has one (and they fit), in the message otherwise.
+    pub(crate) fn place_text(&self, pairs: &[(&str, &str)]) -> TextPlaced {
+        let placed = self.region.as_ref().and_then(|region| {
+            let mut slot = region.take()?;
+            let write = |mut room: &mut [u8]| {
+                text_request::write_contents(pairs, &mut room);
+                debug_assert!(room.is_empty(), "contents_len bytes written");
+            };
+            let at = slot.put(text_request::contents_len(pairs), write)?;
+            Some((at, slot, region.clone()))
+        });
+        TextPlaced { placed }
     }
 
     /// Unregisters the region and reports how the run's tensors travelled. A region
@@ -194,5 +231,139 @@ impl Placed {
             slot.answered(from_shm);
         }
         Ok((value, request.into_features()))
+    }
+}
+
+/// A text model's request ready to go ([`SharedRegion::place_text`]): where its BYTES
+/// inputs lie in a slot, or `None`: in the message.
+pub(crate) struct TextPlaced {
+    /// Where the inputs lie, the slot that holds them (free again when this is
+    /// dropped: the server only reads it), and its region.
+    placed: Option<(ShmInputs, Slot, InputRegion)>,
+}
+
+impl TextPlaced {
+    /// Sends it with `send` (given where the inputs lie; `None`: in the message), and
+    /// again with them in the message when the server lost the region
+    /// ([`shm::is_lost_region`]; the region is then abandoned for the rest of the run).
+    /// Returns the answer; some request answered from the region is recorded for the
+    /// report.
+    pub(crate) async fn send<T, F, Fut>(&self, send: F) -> Result<T>
+    where
+        F: Fn(Option<ShmInputs>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let Some((at, _, region)) = &self.placed else {
+            return send(None).await;
+        };
+        match send(Some(at.clone())).await {
+            Ok(answer) => {
+                region.inputs_answered();
+                Ok(answer)
+            }
+            Err(e) if shm::is_lost_region(&e) => {
+                region.abandon();
+                send(None).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn region(slots: usize) -> SharedRegion {
+        SharedRegion {
+            region: Some(InputRegion::unregistered(slots, 4096)),
+            note: None,
+        }
+    }
+
+    fn lost() -> crate::Error {
+        crate::Error::Server {
+            server: None,
+            url: "127.0.0.1:8001".into(),
+            code: crate::error::Code::InvalidArgument,
+            http: None,
+            model: None,
+            message: "Unable to find system shared memory region: 'bertqa-1-0-1'".into(),
+        }
+    }
+
+    /// Runs `placed` with a sender that records whether each attempt's inputs lay in a
+    /// slot and fails the first attempt with `first` (`None`: answers every attempt);
+    /// whether it was answered, and the attempts.
+    fn send(placed: &TextPlaced, first: Option<crate::Error>) -> (bool, Vec<bool>) {
+        let calls = Mutex::new(Vec::new());
+        let first = Mutex::new(first);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let result = rt.block_on(placed.send(|at: Option<ShmInputs>| {
+            calls.lock().unwrap().push(at.is_some());
+            let e = first.lock().unwrap().take();
+            async move { e.map_or(Ok(()), Err) }
+        }));
+        (result.is_ok(), calls.into_inner().unwrap())
+    }
+
+    fn close(shm: SharedRegion) -> SharedMemoryReport {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(shm.close())
+    }
+
+    #[test]
+    fn text_inputs_take_a_slot_while_they_fit_and_one_is_free() {
+        let shm = region(2);
+        let pairs = [("Who?", "Ada.")];
+        let (a, b) = (shm.place_text(&pairs), shm.place_text(&pairs));
+        assert!(a.placed.is_some() && b.placed.is_some());
+        assert!(shm.place_text(&pairs).placed.is_none(), "no slot free");
+        let (offset_a, offset_b) = (
+            a.placed.as_ref().unwrap().0.offset,
+            b.placed.as_ref().unwrap().0.offset,
+        );
+        assert_ne!(offset_a, offset_b);
+        assert_eq!(send(&a, None), (true, vec![true]));
+        // A failed request's slot is free again too: the server only read it.
+        let timeout = crate::Error::Internal("timeout".into());
+        assert_eq!(send(&b, Some(timeout)), (false, vec![true]));
+        drop((a, b));
+        assert!(shm.place_text(&pairs).placed.is_some());
+        let long = "x".repeat(5000);
+        assert!(
+            shm.place_text(&[("Who?", long.as_str())]).placed.is_none(),
+            "larger than a slot"
+        );
+        let report = close(shm);
+        assert_eq!(
+            report,
+            SharedMemoryReport {
+                used: true,
+                outputs: false,
+                note: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_lost_region_sends_the_text_in_the_message_and_gives_the_region_up() {
+        let shm = region(2);
+        let pairs = [("Who?", "Ada.")];
+        let placed = shm.place_text(&pairs);
+        assert_eq!(send(&placed, Some(lost())), (true, vec![true, false]));
+        drop(placed);
+        assert!(shm.place_text(&pairs).placed.is_none(), "region abandoned");
+        let report = close(shm);
+        assert!(!report.used);
+        assert_eq!(report.note.as_deref(), Some(LOST));
+        // Without a region, everything goes in the message.
+        let none = SharedRegion::default();
+        assert_eq!(send(&none.place_text(&pairs), None), (true, vec![false]));
     }
 }

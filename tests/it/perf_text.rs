@@ -10,8 +10,10 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde_json::Value;
 
+use crate::common::shm_watch::{assert_one_region_registered_then_unregistered, run_watching};
 use crate::common::{
-    assert_fails_with, assert_schema, bertqa, json_of, ok, read, start_server_with, Server, SAMPLE,
+    assert_fails_with, assert_schema, bertqa, json_of, ok, read, show, start_server_with, Server,
+    SAMPLE,
 };
 
 /// The ensemble and its composing models.
@@ -79,7 +81,11 @@ fn perf_of_a_text_ensemble_reports_queue_and_compute_of_each_step() {
         assert_eq!(v["model"]["takes"], "text", "{protocol}");
         assert_eq!(v["model"]["protocol"], protocol);
         assert_eq!(v["batch_size"], 1, "one question per request");
-        assert_eq!(v["inputs"], "in each message (the model takes text)");
+        // `auto` on a loopback address: the text through shared memory.
+        assert_eq!(
+            v["inputs"], "through shared memory, outputs in each response",
+            "{protocol}"
+        );
         let levels = v["levels"].as_array().unwrap();
         assert_eq!(levels.len(), 2, "{protocol}: {v:#}");
         for l in levels {
@@ -141,15 +147,56 @@ fn perf_of_a_text_ensemble_reports_queue_and_compute_of_each_step() {
 }
 
 #[test]
+fn perf_of_a_text_model_sends_its_text_through_shared_memory() {
+    let s = server();
+    for (protocol, url) in [
+        ("grpc", s.url.clone()),
+        ("http", format!("127.0.0.1:{}", s.http_port)),
+    ] {
+        let _one = one_sweep();
+        let w = run_watching(
+            s.http_port,
+            &[
+                "perf",
+                "--model",
+                "qa-text-logits",
+                "--data",
+                SAMPLE,
+                "--url",
+                &url,
+                "--protocol",
+                protocol,
+                "--concurrency-range",
+                "2",
+                "--measurement-request-count",
+                "8",
+                "--max-trials",
+                "3",
+                "--stability-percentage",
+                "1000",
+                "--shared-memory",
+                "system",
+                "--json",
+                "--quiet",
+            ],
+        );
+        assert_one_region_registered_then_unregistered(&w);
+        let v: Value = serde_json::from_slice(&w.output.stdout)
+            .unwrap_or_else(|e| panic!("{e}\n{}", show(&w.output)));
+        assert_eq!(
+            v["inputs"], "through shared memory, outputs in each response",
+            "{protocol}: {v}"
+        );
+        assert!(v["levels"][0]["requests"].as_u64().unwrap() > 0, "{v}");
+    }
+}
+
+#[test]
 fn flags_that_cannot_apply_to_a_text_model_are_refused_in_one_line() {
     for (flag, want) in [
         (
             &["--doc-stride", "64"][..],
             "--doc-stride does not apply: model \"qa-text-logits\" takes text (the server tokenizes",
-        ),
-        (
-            &["--shared-memory", "system"],
-            "--shared-memory system does not apply: model \"qa-text-logits\" takes text",
         ),
         (
             &["--export-input-data", "x.json"],

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::common::shm_watch::{assert_one_region_registered_then_unregistered, run_watching};
 use crate::common::{
     assert_fails_with, assert_same_outputs, assert_schema, bertqa, eval_args, fixture, json_of, ok,
     read_json, start_server_with, Server, CONTEXT, SAMPLE,
@@ -115,7 +116,10 @@ fn models_names_the_contract_and_the_ensembles_steps() {
 
 #[test]
 fn ask_asks_the_answer_contract_and_reads_its_answer() {
-    for (protocol, url) in endpoints() {
+    let runs = endpoints()
+        .into_iter()
+        .flat_map(|(protocol, url)| ["none", "system"].map(|shm| (protocol, url.clone(), shm)));
+    for (protocol, url, shared_memory) in runs {
         let v = json_of(&bertqa(&[
             "ask",
             "--url",
@@ -129,6 +133,8 @@ fn ask_asks_the_answer_contract_and_reads_its_answer() {
             "Who designed the lighthouse at Varne Point?",
             "--context",
             CONTEXT,
+            "--shared-memory",
+            shared_memory,
         ]));
         assert_eq!(v["contract"], "answer");
         let a = &v["answers"][0];
@@ -182,7 +188,7 @@ fn a_broken_answer_is_exit_2_naming_the_tensor_and_the_problem() {
 
 #[test]
 fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
-    let ask = |protocol: &str, url: &str, model: &str| {
+    let ask = |protocol: &str, url: &str, model: &str, shared_memory: &str| {
         let mut v = json_of(&bertqa(&[
             "ask",
             "--url",
@@ -198,15 +204,20 @@ fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
             "When was it first lit?",
             "--context",
             CONTEXT,
+            "--shared-memory",
+            shared_memory,
         ]));
         for k in ["model", "url", "protocol", "latency_ms"] {
             v.as_object_mut().unwrap().remove(k);
         }
         v
     };
-    let want = ask("grpc", &server().url, "tiny-bert");
+    let want = ask("grpc", &server().url, "tiny-bert", "auto");
     for (protocol, url) in endpoints() {
-        assert_eq!(ask(protocol, &url, "qa-text-logits"), want, "{protocol}");
+        for shared_memory in ["auto", "system"] {
+            let got = ask(protocol, &url, "qa-text-logits", shared_memory);
+            assert_eq!(got, want, "{protocol}, --shared-memory {shared_memory}");
+        }
     }
 }
 
@@ -260,6 +271,70 @@ fn eval_of_the_logits_contract_writes_the_files_of_client_side_tokenization() {
             assert_eq!(v["features"], c["features"], "{data} over {protocol}");
             assert_eq!(v["requests"], v["questions"], "one question per request");
         }
+    }
+}
+
+#[test]
+fn eval_of_a_text_model_through_shared_memory_gives_the_same_predictions() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (protocol, url) in endpoints() {
+        let run = |name: &str, shared_memory: &str| {
+            let out = tmp.path().join(format!("{name}-{protocol}"));
+            let args = eval_args(
+                SAMPLE,
+                "qa-text-logits",
+                &out,
+                &[
+                    "--url",
+                    &url,
+                    "--protocol",
+                    protocol,
+                    "--concurrency",
+                    "1",
+                    "--shared-memory",
+                    shared_memory,
+                ],
+            );
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            (run_watching(server().http_port, &args), out)
+        };
+        let (plain, plain_out) = run("none", "none");
+        ok(&plain.output);
+        assert!(plain.during.is_empty(), "{:?}", plain.during);
+        let (w, out) = run("system", "system");
+        // The region registered, the questions and contexts answered from it, and the
+        // region unregistered at the end; the answers to the byte.
+        assert_one_region_registered_then_unregistered(&w);
+        assert_same_outputs(&plain_out, &out);
+        let shm = &read_json(out.join("metrics.json"))["shared_memory"];
+        assert_eq!(shm["used"], true, "{protocol}: {shm}");
+        assert_eq!(shm["outputs"], false, "outputs in each response: {shm}");
+        assert_eq!(shm["note"], Value::Null, "{shm}");
+        let none = &read_json(plain_out.join("metrics.json"))["shared_memory"];
+        assert_eq!(none["used"], false, "{protocol}: {none}");
+        // Two endpoints are not one server a region can be registered with: `system`
+        // refuses before sending, `auto` sends the text in the messages and says why.
+        let two = format!("{url},{}", url.replace("127.0.0.1", "localhost"));
+        let o = bertqa(&eval_args(
+            SAMPLE,
+            "qa-text-logits",
+            &tmp.path().join(format!("two-{protocol}")),
+            &[
+                "--url",
+                &two,
+                "--protocol",
+                protocol,
+                "--shared-memory",
+                "system",
+            ],
+        ));
+        assert_fails_with(&o, &["--shared-memory system", "not one server"]);
+        let auto = tmp.path().join(format!("auto-{protocol}"));
+        let v = eval_text(&two, protocol, "qa-text-logits", SAMPLE, &auto);
+        assert_eq!(v["shared_memory"]["used"], false, "{protocol}: {v:#}");
+        let note = v["shared_memory"]["note"].as_str().unwrap_or_default();
+        assert!(note.contains("not one server"), "{protocol}: {v:#}");
+        assert_same_outputs(&plain_out, &auto);
     }
 }
 

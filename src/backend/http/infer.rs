@@ -19,6 +19,8 @@
 //! raw little-endian bytes, so that everything after is the same (a float32 written by
 //! the server as the shortest decimal that reads back as it comes back bit for bit).
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use http::Method;
 use serde::ser::SerializeMap;
@@ -70,27 +72,28 @@ impl HttpTransport {
     }
 }
 
+/// One BYTES input of a text model's request: its elements as JSON strings, or, when
+/// `parameters` place it in shared memory, those parameters and no elements.
+pub(crate) struct TextInput<'a> {
+    pub name: &'a str,
+    pub shape: Vec<i64>,
+    pub data: Vec<&'a str>,
+    pub parameters: HashMap<String, InferParameter>,
+}
+
 impl HttpTransport {
-    /// Sends a text model's request: `inputs` as JSON strings (name, shape, values),
-    /// `outputs` asked for in binary when the server has binary tensor data (so that
-    /// answer bytes that are not UTF-8 reach the check that names them).
+    /// Sends a text model's request: `inputs` as [`TextInput`] says, `outputs` asked
+    /// for in binary when the server has binary tensor data (so that answer bytes that
+    /// are not UTF-8 reach the check that names them).
     pub(crate) async fn send_text(
         &self,
         model: &str,
         version: &str,
-        inputs: &[(&str, Vec<i64>, Vec<&str>)],
+        inputs: &[TextInput<'_>],
         outputs: &[&str],
     ) -> Result<ModelInferResponse> {
         let binary = self.client.binary_tensor_data().await?;
-        let body = serde_json::json!({
-            "inputs": inputs.iter().map(|(name, shape, data)| serde_json::json!({
-                "name": name, "datatype": "BYTES", "shape": shape, "data": data,
-            })).collect::<Vec<_>>(),
-            "outputs": outputs.iter().map(|name| serde_json::json!({
-                "name": name, "parameters": {"binary_data": binary},
-            })).collect::<Vec<_>>(),
-        });
-        let body = serde_json::to_vec(&body).expect("JSON serializes");
+        let body = text_body(inputs, outputs, binary);
         let path = format!("{}/infer", super::model_path(model, version));
         let answer = self
             .client
@@ -98,6 +101,34 @@ impl HttpTransport {
             .await?;
         self.read(answer, model)
     }
+}
+
+/// The JSON body of a text model's request ([`HttpTransport::send_text`]).
+fn text_body(inputs: &[TextInput<'_>], outputs: &[&str], binary: bool) -> Vec<u8> {
+    let input = |t: &TextInput<'_>| {
+        let mut json = serde_json::json!({
+            "name": t.name, "datatype": "BYTES", "shape": t.shape,
+        });
+        if t.parameters.is_empty() {
+            json["data"] = serde_json::json!(t.data);
+        } else {
+            let parameters: Parameters<'_> = Parameters(
+                t.parameters
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), Value::from(v)))
+                    .collect(),
+            );
+            json["parameters"] = serde_json::to_value(parameters).expect("JSON serializes");
+        }
+        json
+    };
+    let body = serde_json::json!({
+        "inputs": inputs.iter().map(input).collect::<Vec<_>>(),
+        "outputs": outputs.iter().map(|name| serde_json::json!({
+            "name": name, "parameters": {"binary_data": binary},
+        })).collect::<Vec<_>>(),
+    });
+    serde_json::to_vec(&body).expect("JSON serializes")
 }
 
 impl HttpTransport {
@@ -489,6 +520,46 @@ mod tests {
         let bad = br#"{"outputs":[{"name":"a","datatype":"FP32","shape":[1],"data":["x"]}]}"#;
         let e = decode(Bytes::from_static(bad), None, "m").unwrap_err();
         assert!(e.contains(r#"output "a" of model "m": "x" is not"#), "{e}");
+    }
+
+    #[test]
+    fn text_inputs_carry_their_strings_or_where_they_lie_in_shared_memory() {
+        let at = crate::backend::request::ShmInputs {
+            region: "r".into(),
+            offset: 4096,
+        };
+        let pairs = [("Who?", "Ada.")];
+        let body = |at: Option<&crate::backend::request::ShmInputs>| {
+            let [q, c] = crate::backend::text_request::input_parameters(&pairs, at);
+            let input = |name, data, parameters| TextInput {
+                name,
+                shape: vec![1],
+                data,
+                parameters,
+            };
+            let inputs = [input("q", vec!["Who?"], q), input("c", vec!["Ada."], c)];
+            let body = text_body(&inputs, &["answer"], true);
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap()
+        };
+        let plain = body(None);
+        assert_eq!(plain["inputs"][0]["data"], serde_json::json!(["Who?"]));
+        assert!(plain["inputs"][0].get("parameters").is_none());
+        assert_eq!(plain["outputs"][0]["parameters"]["binary_data"], true);
+        let placed = body(Some(&at));
+        let (q, c) = (&placed["inputs"][0], &placed["inputs"][1]);
+        assert!(
+            q.get("data").is_none() && c.get("data").is_none(),
+            "{placed}"
+        );
+        assert_eq!(q["parameters"]["shared_memory_region"], "r");
+        assert_eq!(q["parameters"]["shared_memory_offset"], 4096);
+        assert_eq!(q["parameters"]["shared_memory_byte_size"], 8);
+        assert_eq!(c["parameters"]["shared_memory_offset"], 4096 + 8);
+        assert_eq!(c["parameters"]["shared_memory_byte_size"], 8);
+        assert_eq!(
+            placed["outputs"], plain["outputs"],
+            "outputs in the message"
+        );
     }
 
     #[test]

@@ -440,6 +440,7 @@ fn run_text(
         keep_windows: true,
         known: Default::default(),
         record: None,
+        shared_memory: shared.args.run.load.shared_memory.into(),
     };
     run.run_partial(shared.rt).complete(shared.dataset)
 }

@@ -87,6 +87,7 @@ pub(super) fn against_server(
         keep_windows: false,
         known: contents.text,
         record: Some(&record),
+        shared_memory: args.run.load.shared_memory.into(),
     };
     let per_request = run.per_request();
     let outcome = run.run_partial(rt);

@@ -2,12 +2,12 @@
 //! tokenized on the server): the data file's question and context pairs sent as they
 //! are, one per request when the model has no batch dimension (else `--batch-size`,
 //! by default its max batch size), under the same loads, windows and reports as token
-//! models, with the server breakdown of each ensemble step. The flags that shape what
-//! bertqa tokenizes, or how token tensors travel, are refused in one line each.
+//! models (shared memory included: the pairs' BYTES inputs go through a region), with
+//! the server breakdown of each ensemble step. The flags that shape what bertqa
+//! tokenizes or pads are refused in one line each.
 
 use std::sync::Arc;
 
-use super::super::args::SharedMemoryArg;
 use super::super::common::{data_label, Outcome};
 use super::{finish, start, stop, Args, Lines};
 use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
@@ -21,9 +21,6 @@ pub(crate) struct Model {
     pub metadata: ModelMetadataResponse,
     pub config: Option<ModelConfig>,
 }
-
-/// What the inputs row says: text always travels in the message.
-const INPUTS: &str = "in each message (the model takes text)";
 
 /// Sweeps `model`, which takes text, with the pairs of `dataset`.
 pub(crate) fn run(
@@ -69,7 +66,7 @@ pub(crate) fn run(
         version: args.model_version.clone(),
     };
     let swept = rt.block_on(perf::sweep_text(&client, load, &config, &progress));
-    let levels = stop(&config, swept)?;
+    let (levels, shared_memory) = stop(&config, swept)?;
     let report = export::Report {
         model: binding.model.clone(),
         version: args.model_version.clone(),
@@ -84,7 +81,7 @@ pub(crate) fn run(
         features: pairs.len(),
         batch_size: per_request,
         padding: "none (the server tokenizes)".into(),
-        inputs: INPUTS.into(),
+        inputs: super::super::eval::inputs_line(&shared_memory),
         load: config.load.clone(),
         window: config.window,
         stability_percent: config.stability_percent,
@@ -151,11 +148,6 @@ fn refused(args: &Args, model: &str) -> Option<String> {
             args.export_input_data.is_some(),
             "--export-input-data",
             "it writes token tensors, and the model takes a question and a context",
-        ),
-        (
-            args.load.shared_memory == SharedMemoryArg::System,
-            "--shared-memory system",
-            "its BYTES inputs travel in each message",
         ),
         (args.load.fixed_seq_len, "--fixed-seq-len", pads),
         (args.load.dynamic_seq_len, "--dynamic-seq-len", pads),
@@ -225,13 +217,15 @@ mod tests {
     fn flags_that_shape_tokens_are_refused_one_line_each_naming_the_flag() {
         assert_eq!(refused(&args(&[]), "m"), None);
         assert_eq!(
-            refused(&args(&["--shared-memory", "none", "--do-lower-case"]), "m"),
+            refused(
+                &args(&["--shared-memory", "system", "--do-lower-case"]),
+                "m"
+            ),
             None
         );
         for (given, flag) in [
             (&["--doc-stride", "64"][..], "--doc-stride"),
             (&["--max-seq-length", "256"], "--max-seq-length"),
-            (&["--shared-memory", "system"], "--shared-memory system"),
             (&["--export-input-data", "x.json"], "--export-input-data"),
             (&["--fixed-seq-len"], "--fixed-seq-len"),
             (&["--vocab", "other.txt"], "--vocab"),

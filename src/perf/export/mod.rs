@@ -340,7 +340,7 @@ pub(crate) mod sample {
         r.features = 26;
         r.batch_size = 1;
         r.padding = "none (the server tokenizes)".into();
-        r.inputs = "in each message (the model takes text)".into();
+        r.inputs = "through shared memory, outputs in each response".into();
         for l in &mut r.levels {
             l.features = l.requests;
             l.features_per_s = l.requests_per_s;

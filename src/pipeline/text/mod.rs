@@ -17,6 +17,9 @@
 //!   no-answer output there are no null odds.
 //! - Latency is per request (send to response); features counted are windows (logits)
 //!   or questions (answer).
+//! - With shared memory, a request's questions and contexts go through the run's region
+//!   (`SharedRegion::place_text`), its answer in the message; the report says how they
+//!   travelled.
 
 pub(crate) mod windows;
 
@@ -30,9 +33,10 @@ use tokio_util::sync::CancellationToken;
 use super::observe::RunObserver;
 use super::report::{InFlight, InferReport, Phases};
 use super::run::PartialOutcome;
+use super::shared_memory::SharedRegion;
 use crate::backend::proto::ModelInferResponse;
 use crate::backend::text::{Contract, TextAnswer, TextBinding, TextReply};
-use crate::backend::Pool;
+use crate::backend::{text_request, Infer, Pool, SharedMemory};
 use crate::decode::non_finite::sanitize;
 use crate::decode::{DecodeCache, DecodeConfig, NbestEntry, Prediction, Window};
 use crate::error::{Error, Result};
@@ -69,6 +73,9 @@ pub(crate) struct TextRun<'a> {
     /// Called with what the model says about each question as it arrives, before it is
     /// decoded (a journal); an error stops the run like a server error.
     pub record: Option<&'a RecordReply<'a>>,
+    /// Whether the questions and contexts go through a shared memory region
+    /// ([`SharedRegion::place_text`]), slots sized for the largest request.
+    pub shared_memory: SharedMemory,
 }
 
 /// One request's questions and what came back.
@@ -121,13 +128,17 @@ impl TextRun<'_> {
         let mut last_done = started;
         let stop = self.stop.clone().unwrap_or_default();
         let mut stopped = false;
+        let shm = rt.block_on(self.open_region(&groups)).unwrap_or_else(|e| {
+            state.error = Some(e);
+            SharedRegion::default()
+        });
         rt.block_on(async {
             let mut set: JoinSet<Answered> = JoinSet::new();
             let mut next = groups.into_iter();
             loop {
                 while set.len() < self.concurrency.max(1) && state.error.is_none() && !stopped {
                     let Some(group) = next.next() else { break };
-                    set.spawn(self.send(group));
+                    set.spawn(self.send(group, shm.clone()));
                 }
                 let joined = tokio::select! {
                     joined = set.join_next() => joined,
@@ -155,6 +166,7 @@ impl TextRun<'_> {
         infer.wall = wall;
         infer.busy = state.in_flight.busy();
         infer.decode_lag = Instant::now().saturating_duration_since(last_done);
+        infer.shared_memory = rt.block_on(shm.close());
         let answered = infer.features;
         // The report's figures are the server's: what the journal held is not counted.
         infer.features -= known_features;
@@ -186,8 +198,29 @@ impl TextRun<'_> {
         }
     }
 
+    /// The run's shared memory region, its slots for the largest of `groups`' requests.
+    async fn open_region(&self, groups: &[Vec<usize>]) -> Result<SharedRegion> {
+        let largest = groups.iter().map(|group| {
+            let pairs: Vec<(&str, &str)> = group.iter().map(|&i| self.pair(i)).collect();
+            text_request::contents_len(&pairs)
+        });
+        let (server, in_flight) = (self.pool.single_server(), self.concurrency);
+        let largest = largest.max().unwrap_or(0);
+        SharedRegion::open_text(self.shared_memory, server, in_flight, largest).await
+    }
+
+    /// Question `i`'s text and its context.
+    fn pair(&self, i: usize) -> (&str, &str) {
+        let e = &self.dataset.examples[i];
+        (&e.question_text, &self.dataset.paragraph_of(e).context)
+    }
+
     /// Sends the questions `examples` in one request.
-    fn send(&self, examples: Vec<usize>) -> impl std::future::Future<Output = Answered> + 'static {
+    fn send(
+        &self,
+        examples: Vec<usize>,
+        shm: SharedRegion,
+    ) -> impl std::future::Future<Output = Answered> + 'static {
         let pool = self.pool.clone();
         let binding = self.binding.clone();
         let version = self.version.to_string();
@@ -206,7 +239,9 @@ impl TextRun<'_> {
                 .iter()
                 .map(|(q, c)| (q.as_str(), c.as_str()))
                 .collect();
-            let response = pool.infer_text(&binding, &version, &pairs).await;
+            let placed = shm.place_text(&pairs);
+            let send = |at| pool.infer_text(&binding, &version, &pairs, at);
+            let response = placed.send(send).await;
             Answered {
                 examples,
                 response,

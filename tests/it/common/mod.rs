@@ -23,6 +23,7 @@ pub mod oip;
 pub mod owned;
 pub mod page_server;
 pub mod pki;
+pub mod shm_watch;
 pub mod tls_proxy;
 mod triton;
 
