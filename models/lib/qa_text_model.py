@@ -1,7 +1,8 @@
 """The python-backend models of bertqa's text ensembles (question and context as BYTES).
 
 Each `repo/<name>/1/model.py` imports `TritonPythonModel` from here; parameter `role`
-picks what the model does (all `max_batch_size: 0`, one question per request):
+picks what the model does (all but `answer` `max_batch_size: 0`, one question per
+request):
 
 - `tokenizer`: inputs `question`, `context` BYTES [1] -> `input_ids`, `segment_ids`,
   `input_mask` INT64 [windows, 384], `offsets` INT32 [windows, 384, 2] and
@@ -13,6 +14,10 @@ picks what the model does (all `max_batch_size: 0`, one question per request):
   -> `answer` BYTES [1], `score`,
   `no_answer_score` FP32 [1], `answer_start`, `answer_end` INT32 [1] (best_span below;
   with no valid span, run_squad's placeholder answer "empty" at [0, 0), score 0).
+- `answer`: the answer contract in one BLS model that batches (`max_batch_size` > 0):
+  inputs `question`, `context` BYTES [batch, 1]; for each row the tokenizer's windows,
+  one BLS request to the BERT named by parameter `bert` (all of the row's windows), and
+  the postprocess's answer; outputs as the postprocess's, [batch, 1] each.
 - `fault`: the answer contract answered wrongly on purpose, parameter `fault`:
   `non-utf8-answer` (the answer's bytes are not UTF-8), `missing-output` (no `answer`),
   `wrong-count` (two answer elements for one question). Its answer is the context's
@@ -90,15 +95,17 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in cfg.get("parameters", {}).items()}
         self.role = params.get("role", "")
         self.fault = params.get("fault", "")
-        if self.role == "tokenizer":
+        if self.role in ("tokenizer", "answer"):
             root = os.path.abspath(os.path.join(args["model_repository"], "..", "..", ".."))
             vocab = os.path.join(root, params.get("vocab", "vocab/vocab.txt"))
             self.features = qa_text.TextFeatures(vocab, doc_stride=int(params.get("doc_stride", "128")))
+            self.bert = params.get("bert", "")
         elif self.role == "fault":
             if self.fault not in FAULTS:
                 raise pb_utils.TritonModelException(f"unknown fault {self.fault!r} (one of {', '.join(FAULTS)})")
         elif self.role != "postprocess":
-            raise pb_utils.TritonModelException(f"unknown role {self.role!r} (tokenizer, postprocess, fault)")
+            raise pb_utils.TritonModelException(
+                f"unknown role {self.role!r} (tokenizer, postprocess, answer, fault)")
 
     def execute(self, requests):
         out = []
@@ -124,14 +131,30 @@ class TritonPythonModel:
         end = pb_utils.get_input_tensor_by_name(req, "end_logits").as_numpy()
         offsets = pb_utils.get_input_tensor_by_name(req, "offsets").as_numpy()
         pieces = pb_utils.get_input_tensor_by_name(req, "piece_index").as_numpy()
-        best, null = best_span(start, end, offsets, pieces)
-        if best is None:  # no valid span: run_squad's placeholder "empty", logits 0 + 0
-            answer, score, lo, hi = "empty", 0.0, 0, 0
-        else:
-            w, s, e, score = best
-            lo, hi = int(offsets[w, s, 0]), int(offsets[w, e, 1])
-            answer = context[lo:hi]
-        return _answer_tensors(answer.encode("utf-8"), score, null, lo, hi)
+        return _answer_tensors(*_answer_of(context, start, end, offsets, pieces))
+
+    def _answer(self, req):
+        questions = pb_utils.get_input_tensor_by_name(req, "question").as_numpy().reshape(-1)
+        contexts = pb_utils.get_input_tensor_by_name(req, "context").as_numpy().reshape(-1)
+        rows = []
+        for q, c in zip(questions, contexts):
+            context = c.decode("utf-8")
+            ids, seg, mask, offsets, pieces = self.features(q.decode("utf-8"), context)
+            bert = pb_utils.InferenceRequest(
+                model_name=self.bert, requested_output_names=["output__0", "output__1"],
+                inputs=[pb_utils.Tensor("input__0", ids), pb_utils.Tensor("input__1", seg),
+                        pb_utils.Tensor("input__2", mask)]).exec()
+            if bert.has_error():
+                raise pb_utils.TritonModelException(f"{self.bert}: {bert.error().message()}")
+            start = pb_utils.get_output_tensor_by_name(bert, "output__0").as_numpy()
+            end = pb_utils.get_output_tensor_by_name(bert, "output__1").as_numpy()
+            rows.append(_answer_of(context, start, end, offsets, pieces))
+        column = lambda i, dtype: np.array([[r[i]] for r in rows], dtype=dtype)  # noqa: E731
+        return [pb_utils.Tensor("answer", column(0, np.object_)),
+                pb_utils.Tensor("score", column(1, np.float32)),
+                pb_utils.Tensor("no_answer_score", column(2, np.float32)),
+                pb_utils.Tensor("answer_start", column(3, np.int32)),
+                pb_utils.Tensor("answer_end", column(4, np.int32))]
 
     def _fault(self, req):
         context = _text(pb_utils.get_input_tensor_by_name(req, "context"))
@@ -147,6 +170,16 @@ class TritonPythonModel:
         elif self.fault == "wrong-count":
             tensors[0] = pb_utils.Tensor("answer", np.array([answer, answer], dtype=np.object_))
         return tensors
+
+
+def _answer_of(context, start, end, offsets, pieces):
+    """The postprocess's answer: (UTF-8 text, score, no-answer score, start, end)."""
+    best, null = best_span(start, end, offsets, pieces)
+    if best is None:  # no valid span: run_squad's placeholder "empty", logits 0 + 0
+        return b"empty", 0.0, null, 0, 0
+    w, s, e, score = best
+    lo, hi = int(offsets[w, s, 0]), int(offsets[w, e, 1])
+    return context[lo:hi].encode("utf-8"), score, null, lo, hi
 
 
 def _answer_tensors(answer, score, null, lo, hi):

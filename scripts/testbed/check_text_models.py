@@ -88,8 +88,10 @@ def arr(out, name, dtype):
     return np.asarray(data, dtype).reshape(shape)
 
 
-def text_inputs(question, context):
-    return [("question", "BYTES", [1], [question]), ("context", "BYTES", [1], [context])]
+def text_inputs(question, context, batch=None):
+    """The two BYTES inputs, [1]; with `batch`, [batch, 1] of the same pair."""
+    shape, n = ([batch, 1], batch) if batch else ([1], 1)
+    return [("question", "BYTES", shape, [question] * n), ("context", "BYTES", shape, [context] * n)]
 
 
 def words(context):
@@ -238,8 +240,10 @@ def check_question(args, qa, ctx, feats128, feats64, label, oracle_exact):
         if not np.array_equal(arr(out, "offsets", np.int64), offsets):
             fail(f"{ens} {label}: offsets differ from qa-text-tokenizer's")
         logits[ens] = (start, end)
+    answers = {}
     for ens, logit_model in (("qa-text-answer", "qa-text-logits"), ("oracle-text-answer", "oracle-text-logits")):
         out = infer(args.url, ens, text_inputs(q, ctx), binary=True)
+        answers[ens] = out
         answer = out["answer"][2][4:].decode("utf-8")  # one element: 4-byte length, bytes
         lo, hi = int(arr(out, "answer_start", np.int64)[0]), int(arr(out, "answer_end", np.int64)[0])
         score, null = float(arr(out, "score", np.float32)[0]), float(arr(out, "no_answer_score", np.float32)[0])
@@ -265,6 +269,12 @@ def check_question(args, qa, ctx, feats128, feats64, label, oracle_exact):
                 fail(f"{ens} {label}: answer {answer!r}, gold {golds}")
             elif answer in golds and not score > null:
                 fail(f"{ens} {label}: gold answer scored {score} <= no-answer {null}")
+    # The BLS model answers a batch of two (the question twice) as the ensemble does.
+    bls = infer(args.url, "qa-text-answer-bls", text_inputs(q, ctx, batch=2), binary=True)
+    want = answers["qa-text-answer"]
+    for name in ("answer", "score", "no_answer_score", "answer_start", "answer_end"):
+        if bls[name][1] != [2, 1] or bls[name][2] != want[name][2] * 2:
+            fail(f"qa-text-answer-bls {label}: {name} {bls[name][1:]} is not qa-text-answer's twice")
     return ids.shape[0], arr(tok64, "input_ids", np.int64).shape[0]
 
 

@@ -348,6 +348,7 @@ fn the_text_models_match_bertqa_features_and_their_model_steps() {
         "qa-text-logits",
         "qa-text-logits-stride64",
         "qa-text-answer",
+        "qa-text-answer-bls",
         "oracle-text-logits",
         "oracle-text-answer",
         "fault-text-non-utf8-answer",

@@ -29,6 +29,7 @@ fn server() -> &'static Server {
                 "oracle-nobatch",
                 "tiny-bert",
                 "qa-text-answer",
+                "qa-text-answer-bls",
                 "oracle-text-logits",
                 "qa-text-logits",
                 "qa-text-tokenizer-stride64",
@@ -530,4 +531,22 @@ fn shards_of_a_text_run_merge_into_the_whole_runs_files() {
     args.extend(dirs.iter().map(String::as_str));
     ok(&bertqa(&args));
     assert_same_outputs(&whole, &merged);
+}
+
+#[test]
+fn a_text_model_that_batches_is_asked_several_questions_per_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = tmp.path().join("one");
+    eval_text(&server().url, "grpc", "qa-text-answer", SAMPLE, &one);
+    for (protocol, url) in endpoints() {
+        let out = tmp.path().join(format!("bls-{protocol}"));
+        let v = eval_text(&url, protocol, "qa-text-answer-bls", SAMPLE, &out);
+        // 16 questions, 8 to a request.
+        assert_eq!(
+            (v["requests"].as_u64(), v["batch_size"].as_u64()),
+            (Some(2), Some(8)),
+            "{v:#}"
+        );
+        assert_same_outputs(&one, &out);
+    }
 }
