@@ -565,6 +565,26 @@ impl TextBinding {
     }
 }
 
+/// A logits-contract binding for unit tests: model `qa`, inputs `question` and `context`,
+/// outputs `start_logits`, `end_logits`, `offsets`.
+#[cfg(test)]
+pub(crate) fn logits_binding_for_tests(max_batch_size: usize) -> TextBinding {
+    TextBinding {
+        model: "qa".into(),
+        version: String::new(),
+        platform: "ensemble".into(),
+        question: "question".into(),
+        context: "context".into(),
+        max_batch_size,
+        contract: Contract::Logits {
+            start_logits: "start_logits".into(),
+            end_logits: "end_logits".into(),
+            offsets: "offsets".into(),
+        },
+        steps: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

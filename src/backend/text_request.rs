@@ -107,25 +107,7 @@ impl TextBinding {
 mod tests {
     use super::*;
     use crate::backend::proto::infer_parameter::ParameterChoice;
-    use crate::backend::text::Contract;
     use proptest::prelude::*;
-
-    fn binding(max_batch_size: usize) -> TextBinding {
-        TextBinding {
-            model: "qa".into(),
-            version: String::new(),
-            platform: "ensemble".into(),
-            question: "question".into(),
-            context: "context".into(),
-            max_batch_size,
-            contract: Contract::Logits {
-                start_logits: "s".into(),
-                end_logits: "e".into(),
-                offsets: "o".into(),
-            },
-            steps: vec![],
-        }
-    }
 
     fn int(p: &HashMap<String, InferParameter>, key: &str) -> usize {
         match p[key].parameter_choice {
@@ -145,7 +127,7 @@ mod tests {
         ) {
             let pairs: Vec<(&str, &str)> =
                 texts.iter().map(|(q, c)| (q.as_str(), c.as_str())).collect();
-            let b = binding(8);
+            let b = crate::backend::text::logits_binding_for_tests(8);
             let plain = b.request("1", &pairs, None);
             let at = ShmInputs { region: "r".into(), offset };
             let placed = b.request("1", &pairs, Some(&at));
@@ -181,7 +163,11 @@ mod tests {
 
     #[test]
     fn a_model_without_batching_takes_one_pair_in_shape_1() {
-        let m = binding(0).request("", &[("Who?", "Ada wrote it.")], None);
+        let m = crate::backend::text::logits_binding_for_tests(0).request(
+            "",
+            &[("Who?", "Ada wrote it.")],
+            None,
+        );
         assert_eq!(m.inputs[0].shape, vec![1]);
         assert_eq!(m.inputs[1].name, "context");
         assert_eq!(&m.raw_input_contents[0][..], b"\x04\x00\x00\x00Who?");

@@ -61,11 +61,6 @@ impl Recorder {
     pub(crate) fn padding_decided(&self, dynamic: bool) -> bertqa::Result<()> {
         lock(&self.journal).append_padding_decision(dynamic)
     }
-
-    /// Features in the journal.
-    pub(crate) fn features(&self) -> u64 {
-        lock(&self.journal).features()
-    }
 }
 
 /// The journal's path in an output directory.

@@ -194,23 +194,6 @@ mod tests {
         assert!(StepCounters::merge(std::iter::empty()).0.is_empty());
     }
 
-    fn logits_binding() -> TextBinding {
-        TextBinding {
-            version: String::new(),
-            platform: "ensemble".into(),
-            model: "qa".into(),
-            question: "question".into(),
-            context: "context".into(),
-            max_batch_size: 0,
-            contract: Contract::Logits {
-                start_logits: "start_logits".into(),
-                end_logits: "end_logits".into(),
-                offsets: "offsets".into(),
-            },
-            steps: vec![],
-        }
-    }
-
     fn response(tokens: usize, offsets: usize) -> ModelInferResponse {
         let out = |name: &str, datatype: &str, shape: Vec<i64>| InferOutputTensor {
             name: name.into(),
@@ -236,7 +219,7 @@ mod tests {
 
     #[test]
     fn logits_responses_are_read_and_checked_for_sizes() {
-        let b = logits_binding();
+        let b = crate::backend::text::logits_binding_for_tests(0);
         read_response(&b, &response(384, 768), 1).unwrap();
         let msg = read_response(&b, &response(384, 384), 1)
             .unwrap_err()

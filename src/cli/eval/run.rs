@@ -22,7 +22,9 @@ use bertqa::backend::Binding;
 use bertqa::decode::{self, DecodeConfig, Prediction};
 use bertqa::features::FeatureConfig;
 use bertqa::journal::{Fingerprint, Journal};
-use bertqa::pipeline::{self, InferReport, Padding, Phases, RunConfig, RunObserver, RunOutcome};
+use bertqa::pipeline::{
+    self, InferReport, Padding, PartialOutcome, Phases, RunConfig, RunObserver, RunOutcome,
+};
 use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::Dataset;
@@ -204,88 +206,27 @@ pub(super) fn against_server(
     if let Some(g) = config.infer.guard.as_mut() {
         g.decided = decided;
     }
-    // Shared with the signal handler, which writes the gathered records before a second
-    // interrupt quits at once.
-    let journal = Arc::new(Mutex::new(journal));
+    let (journal, stop) = guard_journal(journal)?;
     let recorder = resume::Recorder::new(journal.clone(), input.decode.n_best_size);
-    let on_quit = {
-        let journal = journal.clone();
-        move || {
-            // Never wait: a journal stuck in a write must not stop the quit.
-            if let Ok(mut j) = journal.try_lock() {
-                let _ = j.flush();
-            }
-        }
-    };
-    let nbest = Mutex::new(decode::NbestStream::create(&args.output_dir)?);
-    let stop = resume::stop_on_signals(on_quit)?;
-    let observer = EvalObserver {
-        bar: Bar::new(args.run.output.quiet || args.run.output.json),
-        journal: Some(&recorder),
-        nbest,
-        answer_scores: args.html.as_ref().map(|_| Mutex::new(HashMap::new())),
-    };
+    let observer = EvalObserver::new(args, Some(&recorder))?;
     let binding = Arc::new(binding);
-    let key = bertqa::metrics::ModelKey {
-        name: binding.model.clone(),
-        version: binding.version.clone(),
-    };
-    let (scraper, choice) = rt.block_on(super::super::metrics::start(
-        &args.metrics,
-        &args.run.server,
-        None,
-        key,
-    ))?;
-    let opened = scraper.as_ref().map(|s| rt.block_on(s.now()));
-    let outcome = pipeline::Run::new(
-        rt,
-        &client,
-        binding.clone(),
-        &input.dataset,
-        &input.tokenizer,
-        &config,
-    )
-    .observer(&observer)
-    .known(known)
-    .stop_on(stop)
-    .run_partial();
-    let server_metrics = scraper.zip(opened).map(|(s, open)| {
-        let close = rt.block_on(s.now());
-        s.stop();
-        (choice, s.span(&open, &close, open.at, close.at))
-    });
-    observer.bar.finish();
-    let answer_scores = observer
-        .answer_scores
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        })
-        .unwrap_or_default();
-    let stream = observer
-        .nbest
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let outcome = if outcome.error.is_none() && outcome.done() == input.dataset.examples.len() {
-        outcome.complete(&input.dataset)?
-    } else {
-        let _ = resume::lock(&journal).sync();
-        let mut outcome = outcome;
-        let error = outcome
-            .error
-            .take()
-            .map(|e| name_flags(&format!("{:#}", stopped(e, &client))));
-        let partial = super::output::Partial {
-            dir: &args.output_dir,
-            data: &super::super::common::data_label(&args.data),
-            dataset: &input.dataset,
-            version_2: input.version_2,
-            na_prob_thresh: args.scoring.na_prob_thresh,
-            fingerprint: &input.fingerprint,
-            journaled: recorder.features(),
-        };
-        anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?);
-    };
+    let (outcome, server_metrics) =
+        with_metrics(args, rt, &binding.model, &binding.version, || {
+            pipeline::Run::new(
+                rt,
+                &client,
+                binding.clone(),
+                &input.dataset,
+                &input.tokenizer,
+                &config,
+            )
+            .observer(&observer)
+            .known(known)
+            .stop_on(stop)
+            .run_partial()
+        })?;
+    let (outcome, stream, answer_scores) =
+        finish(args, input, outcome, observer, &journal, &client)?;
     // The text report says so in a sentence of its own (`report::cpu_limit_line`).
     if let Some(w) = outcome
         .infer
@@ -307,6 +248,100 @@ pub(super) fn against_server(
         server_metrics,
         answer_scores,
     })
+}
+
+/// The run's journal, shared with the signal handler (which writes the gathered
+/// records before a second interrupt quits at once), and what Ctrl-C and SIGTERM cancel.
+pub(super) fn guard_journal(
+    journal: Journal,
+) -> anyhow::Result<(Arc<Mutex<Journal>>, tokio_util::sync::CancellationToken)> {
+    let journal = Arc::new(Mutex::new(journal));
+    let on_quit = {
+        let journal = journal.clone();
+        move || {
+            // Never wait: a journal stuck in a write must not stop the quit.
+            if let Ok(mut j) = journal.try_lock() {
+                let _ = j.flush();
+            }
+        }
+    };
+    let stop = resume::stop_on_signals(on_quit)?;
+    Ok((journal, stop))
+}
+
+/// Runs `run` with the server's metrics read around it (`--metrics-url`).
+pub(super) fn with_metrics<T>(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+    model: &str,
+    version: &str,
+    run: impl FnOnce() -> T,
+) -> anyhow::Result<(T, ServerMetrics)> {
+    let key = bertqa::metrics::ModelKey {
+        name: model.to_string(),
+        version: version.to_string(),
+    };
+    let (scraper, choice) = rt.block_on(super::super::metrics::start(
+        &args.metrics,
+        &args.run.server,
+        None,
+        key,
+    ))?;
+    let opened = scraper.as_ref().map(|s| rt.block_on(s.now()));
+    let done = run();
+    let server_metrics = scraper.zip(opened).map(|(s, open)| {
+        let close = rt.block_on(s.now());
+        s.stop();
+        (choice, s.span(&open, &close, open.at, close.at))
+    });
+    Ok((done, server_metrics))
+}
+
+/// The server's metrics over a run, when read.
+pub(super) type ServerMetrics = Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>;
+
+/// The end of a run: the progress bar cleared, the n-best stream and the answer scores
+/// taken back. A run that did not complete writes its partial results and fails with
+/// their summary.
+pub(super) fn finish(
+    args: &Args,
+    input: &Input,
+    outcome: PartialOutcome,
+    observer: EvalObserver<'_>,
+    journal: &Mutex<Journal>,
+    pool: &bertqa::backend::Pool,
+) -> anyhow::Result<(RunOutcome, decode::NbestStream, HashMap<String, f64>)> {
+    observer.bar.finish();
+    let answer_scores = observer
+        .answer_scores
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        })
+        .unwrap_or_default();
+    let stream = observer
+        .nbest
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if outcome.error.is_none() && outcome.done() == input.dataset.examples.len() {
+        return Ok((outcome.complete(&input.dataset)?, stream, answer_scores));
+    }
+    let _ = resume::lock(journal).sync();
+    let mut outcome = outcome;
+    let error = outcome
+        .error
+        .take()
+        .map(|e| name_flags(&format!("{:#}", stopped(e, pool))));
+    let partial = super::output::Partial {
+        dir: &args.output_dir,
+        data: &super::super::common::data_label(&args.data),
+        dataset: &input.dataset,
+        version_2: input.version_2,
+        na_prob_thresh: args.scoring.na_prob_thresh,
+        fingerprint: &input.fingerprint,
+        journaled: resume::lock(journal).features(),
+    };
+    anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?)
 }
 
 /// The run's configuration for the model's binding (`common::run_config`, keeping the
@@ -487,7 +522,7 @@ fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> 
 }
 
 /// Adds the run's retry counts (when there were any) to the error that stopped it.
-pub(super) fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
+fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow::Error {
     let s = pool.retry_stats();
     if s.retries.is_empty() {
         return e.into();
@@ -505,10 +540,10 @@ pub(super) fn stopped(e: bertqa::Error, pool: &bertqa::backend::Pool) -> anyhow:
 }
 
 /// The indicatif progress bar on stderr: hidden off a TTY and with --quiet.
-pub(super) struct Bar(indicatif::ProgressBar);
+struct Bar(indicatif::ProgressBar);
 
 impl Bar {
-    pub(super) fn new(quiet: bool) -> Bar {
+    fn new(quiet: bool) -> Bar {
         if quiet || !std::io::stderr().is_terminal() {
             return Bar(indicatif::ProgressBar::hidden());
         }
@@ -524,7 +559,7 @@ impl Bar {
         Bar(bar)
     }
 
-    pub(super) fn finish(&self) {
+    fn finish(&self) {
         self.0.finish_and_clear();
     }
 }
@@ -542,12 +577,24 @@ impl Bar {
 /// What `eval` attaches to a run: the progress bar, the journal, and the n-best lists
 /// streamed into their file as questions are decoded (each answer's score kept first).
 pub(super) struct EvalObserver<'a> {
-    pub bar: Bar,
-    /// `None` for a text model's run (not journaled).
-    pub journal: Option<&'a resume::Recorder>,
-    pub nbest: std::sync::Mutex<decode::NbestStream>,
+    bar: Bar,
+    /// `None` for a text model's run (journaled by the run itself).
+    journal: Option<&'a resume::Recorder>,
+    nbest: std::sync::Mutex<decode::NbestStream>,
     /// Kept only for `--html` (`None` otherwise).
-    pub answer_scores: Option<Mutex<HashMap<String, f64>>>,
+    answer_scores: Option<Mutex<HashMap<String, f64>>>,
+}
+
+impl<'a> EvalObserver<'a> {
+    /// The observer of a run writing into `--output-dir`, journaled by `journal`.
+    pub(super) fn new(args: &Args, journal: Option<&'a resume::Recorder>) -> anyhow::Result<Self> {
+        Ok(EvalObserver {
+            bar: Bar::new(args.run.output.quiet || args.run.output.json),
+            journal,
+            nbest: Mutex::new(decode::NbestStream::create(&args.output_dir)?),
+            answer_scores: args.html.as_ref().map(|_| Mutex::new(HashMap::new())),
+        })
+    }
 }
 
 impl RunObserver for EvalObserver<'_> {
