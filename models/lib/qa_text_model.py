@@ -25,6 +25,7 @@ request):
 """
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -36,6 +37,7 @@ import qa_text  # noqa: E402
 N_BEST = 20  # run_squad's n_best_size: the starts and ends considered per window
 MAX_ANSWER_LENGTH = 30  # pieces, run_squad's max_answer_length
 FAULTS = ("non-utf8-answer", "missing-output", "wrong-count")
+READER_SPACE = re.compile("[ \t\r\n\u202f]+")  # run_squad's whitespace
 
 
 def best_span(start, end, offsets, pieces, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH):
@@ -173,13 +175,15 @@ class TritonPythonModel:
 
 
 def _answer_of(context, start, end, offsets, pieces):
-    """The postprocess's answer: (UTF-8 text, score, no-answer score, start, end)."""
+    """The postprocess's answer: (UTF-8 text, score, no-answer score, start, end). The
+    text is run_squad's: the context's words joined by one space (its reader's
+    whitespace, algorithm.md §2.1), cut at the span's first and last characters."""
     best, null = best_span(start, end, offsets, pieces)
     if best is None:  # no valid span: run_squad's placeholder "empty", logits 0 + 0
         return b"empty", 0.0, null, 0, 0
     w, s, e, score = best
     lo, hi = int(offsets[w, s, 0]), int(offsets[w, e, 1])
-    return context[lo:hi].encode("utf-8"), score, null, lo, hi
+    return " ".join(READER_SPACE.split(context[lo:hi])).encode("utf-8"), score, null, lo, hi
 
 
 def _answer_tensors(answer, score, null, lo, hi):
