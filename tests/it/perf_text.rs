@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::common::shm_watch::{assert_one_region_registered_then_unregistered, run_watching};
 use crate::common::{
     assert_fails_with, assert_schema, bertqa, json_of, ok, read, show, start_server_with, Server,
-    SAMPLE,
+    SAMPLE, SHORT_LEVEL,
 };
 
 /// The ensemble and its composing models.
@@ -157,28 +157,24 @@ fn perf_of_a_text_model_sends_its_text_through_shared_memory() {
         let w = run_watching(
             s.http_port,
             &[
-                "perf",
-                "--model",
-                "qa-text-logits",
-                "--data",
-                SAMPLE,
-                "--url",
-                &url,
-                "--protocol",
-                protocol,
-                "--concurrency-range",
-                "2",
-                "--measurement-request-count",
-                "8",
-                "--max-trials",
-                "3",
-                "--stability-percentage",
-                "1000",
-                "--shared-memory",
-                "system",
-                "--json",
-                "--quiet",
-            ],
+                &[
+                    "perf",
+                    "--model",
+                    "qa-text-logits",
+                    "--data",
+                    SAMPLE,
+                    "--url",
+                    &url,
+                    "--protocol",
+                    protocol,
+                    "--shared-memory",
+                    "system",
+                    "--json",
+                    "--quiet",
+                ][..],
+                &SHORT_LEVEL,
+            ]
+            .concat(),
         );
         assert_one_region_registered_then_unregistered(&w);
         let v: Value = serde_json::from_slice(&w.output.stdout)

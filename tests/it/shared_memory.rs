@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::common::shm_watch::{assert_one_region_registered_then_unregistered, run_watching};
-use crate::common::{server, show};
+use crate::common::{server, show, SHORT_LEVEL};
 
 const DATA: &str = "data/sample-squad-v2.json";
 
@@ -54,28 +54,24 @@ fn perf_registers_a_region_uses_it_and_unregisters_it() {
     let w = run_watching(
         server().http_port,
         &[
-            "perf",
-            "--model",
-            "oracle-slow",
-            "--data",
-            DATA,
-            "--url",
-            &server().url,
-            "--batch-size",
-            "1",
-            "--concurrency-range",
-            "2",
-            "--measurement-request-count",
-            "8",
-            "--max-trials",
-            "3",
-            "--stability-percentage",
-            "1000",
-            "--shared-memory",
-            "system",
-            "--json",
-            "--quiet",
-        ],
+            &[
+                "perf",
+                "--model",
+                "oracle-slow",
+                "--data",
+                DATA,
+                "--url",
+                &server().url,
+                "--batch-size",
+                "1",
+                "--shared-memory",
+                "system",
+                "--json",
+                "--quiet",
+            ][..],
+            &SHORT_LEVEL,
+        ]
+        .concat(),
     );
     assert_one_region_registered_then_unregistered(&w);
     let v: Value = serde_json::from_slice(&w.output.stdout)

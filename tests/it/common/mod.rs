@@ -92,6 +92,19 @@ pub fn eval_args(data: &str, model: &str, out: &Path, extra: &[&str]) -> Vec<Str
     args
 }
 
+/// `perf` flags for one short level that ends after a few windows whatever their spread
+/// (tests that look at what a level did, not at its figures).
+pub const SHORT_LEVEL: [&str; 8] = [
+    "--concurrency-range",
+    "2",
+    "--measurement-request-count",
+    "8",
+    "--max-trials",
+    "3",
+    "--stability-percentage",
+    "1000",
+];
+
 /// The bundled SQuAD 2.0 sample (16 questions, 52 features), relative to the project root.
 pub const SAMPLE: &str = "data/sample-squad-v2.json";
 
