@@ -115,9 +115,10 @@ pub use backend::binding::{
 };
 pub use backend::tensor::decode_response;
 pub use backend::{
-    bind, prepare_request, proto, Binding, BindingOverrides, ClientConfig, GrpcCall, Header, Infer,
-    InferRequest, Pool, PoolConfig, Protocol, RetryPolicy, RetryStats, Secret, Security, SeqLen,
-    ServerInfo, SharedMemory, TlsConfig, TritonClient,
+    bind, look, prepare_request, proto, Binding, BindingOverrides, ClientConfig, Contract,
+    GrpcCall, Header, Infer, InferRequest, Model, NoAnswer, Pool, PoolConfig, Protocol,
+    RetryPolicy, RetryStats, Secret, Security, SeqLen, ServerInfo, ServerWindows, SharedMemory,
+    TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
 };
 pub use error::{Error, Result};
 pub use pipeline::{

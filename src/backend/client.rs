@@ -397,41 +397,6 @@ impl TritonClient {
         answer.map_err(|e| no_server(e, "inference", self.routed_by()))
     }
 
-    /// Asks a text model about `pairs` (question, context) in one request (one
-    /// attempt), over this client's protocol: their tensors in the message, or
-    /// (`at`) written into a shared memory slot there (`backend::text_request`).
-    pub(crate) async fn infer_text(
-        &self,
-        binding: &super::text::TextBinding,
-        version: &str,
-        pairs: &[(&str, &str)],
-        at: Option<super::request::ShmInputs>,
-    ) -> Result<ModelInferResponse> {
-        let answer = match &self.conn {
-            Conn::Grpc(c) => {
-                c.infer_message(binding.request(version, pairs, at.as_ref()))
-                    .await
-            }
-            Conn::Http(t) => {
-                let shape = binding.input_shape(pairs.len());
-                let [q, c] = super::text_request::input_parameters(pairs, at.as_ref());
-                let input = |name, data, parameters| super::http::TextInput {
-                    name,
-                    shape: shape.clone(),
-                    data,
-                    parameters,
-                };
-                let inputs = [
-                    input(&binding.question, pairs.iter().map(|p| p.0).collect(), q),
-                    input(&binding.context, pairs.iter().map(|p| p.1).collect(), c),
-                ];
-                t.send_text(&binding.model, version, &inputs, &binding.output_names())
-                    .await
-            }
-        };
-        answer.map_err(|e| no_server(e, "inference", self.routed_by()))
-    }
-
     /// What the calls are routed by when not the URL's host, for messages.
     fn routed_by(&self) -> Option<&str> {
         self.peer.routed_by.as_deref()

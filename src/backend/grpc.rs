@@ -170,24 +170,6 @@ impl GrpcConn {
         answer.map(super::tensor::into_raw_contents)
     }
 
-    /// Sends a message built elsewhere (a text model's request) by this connection's
-    /// call, as token requests go: on the stream, or unary.
-    pub(crate) async fn infer_message(
-        &self,
-        message: super::proto::ModelInferRequest,
-    ) -> Result<ModelInferResponse> {
-        if let Inference::Stream(t) = &self.infer {
-            if let Some(answer) = t.send_on_stream(message.clone()).await {
-                return answer.map(super::tensor::into_raw_contents);
-            }
-        }
-        let model = message.model_name.clone();
-        let answer = self.client().model_infer(self.request(message)).await;
-        self.answer(answer, Some(&model))
-            .await
-            .map(super::tensor::into_raw_contents)
-    }
-
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         self.peer.request(msg)
     }

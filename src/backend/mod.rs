@@ -51,6 +51,60 @@ pub use request::{prepare_request, InferRequest};
 pub use retry::{RetryPolicy, RetryStats};
 pub use security::{Header, Secret, Security, TlsConfig};
 pub use shm::SharedMemory;
+pub use text::{
+    Contract, NoAnswer, ServerWindows, TextAnswer, TextBinding, TextOverrides, TextReply,
+};
+pub use text_request::TextPair;
+
+/// How bertqa talks to a model: its token inputs (bertqa builds the windows), or text
+/// (a question and a context; the server makes the windows). Cheap to clone.
+#[derive(Debug, Clone)]
+pub enum Model {
+    Tokens(std::sync::Arc<Binding>),
+    Text(std::sync::Arc<TextBinding>),
+}
+
+impl Model {
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Model::Tokens(b) => &b.model,
+            Model::Text(b) => &b.model,
+        }
+    }
+
+    /// The version asked for (`""`: the server's choice).
+    pub fn version(&self) -> &str {
+        match self {
+            Model::Tokens(b) => &b.version,
+            Model::Text(b) => &b.version,
+        }
+    }
+}
+
+impl From<Binding> for Model {
+    fn from(b: Binding) -> Model {
+        Model::Tokens(std::sync::Arc::new(b))
+    }
+}
+
+impl From<std::sync::Arc<Binding>> for Model {
+    fn from(b: std::sync::Arc<Binding>) -> Model {
+        Model::Tokens(b)
+    }
+}
+
+impl From<std::sync::Arc<TextBinding>> for Model {
+    fn from(b: std::sync::Arc<TextBinding>) -> Model {
+        Model::Text(b)
+    }
+}
+
+impl From<TextBinding> for Model {
+    fn from(b: TextBinding) -> Model {
+        Model::Text(std::sync::Arc::new(b))
+    }
+}
 
 /// A model's metadata, and its configuration when the server has Triton's model
 /// configuration extension: what a binding is inferred from.
@@ -64,6 +118,24 @@ pub(crate) async fn describe(
     let metadata = client.model_metadata(model, version).await?;
     let config = client.model_config_if_any(model, version).await?;
     Ok((metadata, config))
+}
+
+/// Looks at `model` and binds it as it takes its inputs: a model that takes text by its
+/// contract ([`TextBinding`], named by `text`), one that takes token ids by its tensors
+/// ([`Binding`], named by `tokens`). What a [`Run`](crate::Run) of any model starts from.
+pub async fn look(
+    client: &TritonClient,
+    model: &str,
+    version: &str,
+    tokens: &BindingOverrides,
+    text: &TextOverrides,
+) -> crate::Result<Model> {
+    let (metadata, config) = describe(client, model, version).await?;
+    Ok(if text::takes_text(&metadata) {
+        TextBinding::infer(&metadata, config.as_ref(), version, text)?.into()
+    } else {
+        Binding::infer(&metadata, config.as_ref(), version, tokens)?.into()
+    })
 }
 
 /// Infers the token binding of `model` in one step: its metadata, and its

@@ -206,6 +206,29 @@ impl Pool {
         &self.inner.endpoints[0].conns[0]
     }
 
+    /// Looks at `model` ([`super::look`]) on the first endpoint that can be reached, in
+    /// the order given: a run goes on without an endpoint that is down, so its first
+    /// look does too. Any other failure is the answer; with none reachable, the first
+    /// endpoint's failure.
+    pub async fn look(
+        &self,
+        model: &str,
+        version: &str,
+        tokens: &super::BindingOverrides,
+        text: &super::TextOverrides,
+    ) -> Result<super::Model> {
+        let mut first = None;
+        for endpoint in &self.inner.endpoints {
+            match super::look(&endpoint.conns[0], model, version, tokens, text).await {
+                Err(e @ Error::Unavailable { .. }) => {
+                    first.get_or_insert(e);
+                }
+                answer => return answer,
+            }
+        }
+        Err(first.expect("a pool has at least one endpoint"))
+    }
+
     /// The endpoints' URLs, in the order given.
     pub fn urls(&self) -> Vec<String> {
         self.inner.endpoints.iter().map(|e| e.url.clone()).collect()
@@ -307,24 +330,6 @@ impl Pool {
                 request.clone().without_shm_outputs()
             };
             async move { conn.infer(request).await }
-        })
-        .await
-    }
-
-    /// Asks a text model about `pairs` (question, context) in one request, with
-    /// retries (see the module header), their tensors in the message or (`at`) in a
-    /// shared memory slot: a server that lost the region answers at once, for the
-    /// caller to send them in the message (`shm::is_lost_region`).
-    pub(crate) async fn infer_text(
-        &self,
-        binding: &super::text::TextBinding,
-        version: &str,
-        pairs: &[(&str, &str)],
-        at: Option<super::request::ShmInputs>,
-    ) -> Result<(ModelInferResponse, Instant)> {
-        let lost = |e: &Error| at.is_some() && shm::is_lost_region(e);
-        self.with_retries(pairs.len(), &lost, |conn, _| {
-            conn.infer_text(binding, version, pairs, at.clone())
         })
         .await
     }

@@ -19,15 +19,18 @@ use super::binding::{Binding, InputBinding, InputRole, IntType};
 use super::proto::infer_parameter::ParameterChoice;
 use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use super::proto::{InferParameter, ModelInferRequest};
+use super::text::TextBinding;
+use super::text_request::{self, TextPair};
 use crate::error::{Error, Result};
 use crate::types::Feature;
 
-/// One `ModelInfer` call: a batch of features for a bound model, padded to `seq_len`.
+/// One `ModelInfer` call: a batch of features for a bound model, padded to `seq_len`
+/// ([`prepare_request`]), or a text model's questions and contexts
+/// ([`InferRequest::text`]). Every inference request bertqa sends is one of these, and
+/// goes through [`Infer`](super::Infer).
 #[derive(Debug, Clone)]
 pub struct InferRequest {
-    binding: Arc<Binding>,
-    features: Arc<Vec<Arc<Feature>>>,
-    seq_len: usize,
+    payload: Payload,
     /// Request id (`ModelInferRequest.id`), echoed by the server; empty: none.
     id: String,
     /// Request-level parameters.
@@ -36,6 +39,23 @@ pub struct InferRequest {
     shm: Option<ShmInputs>,
     /// Where the server is to write the outputs instead of returning them in the message.
     shm_out: Option<ShmOutputs>,
+}
+
+/// What a request carries.
+#[derive(Debug, Clone)]
+enum Payload {
+    /// Token tensors: features padded to `seq_len`.
+    Tokens {
+        binding: Arc<Binding>,
+        features: Arc<Vec<Arc<Feature>>>,
+        seq_len: usize,
+    },
+    /// BYTES tensors: (question, context) pairs for a model that tokenizes on the
+    /// server (`text_request.rs`).
+    Text {
+        binding: Arc<TextBinding>,
+        pairs: Arc<Vec<TextPair>>,
+    },
 }
 
 /// Where a request's input tensors lie in a registered system shared memory region
@@ -93,15 +113,40 @@ pub fn prepare_request(
             f.len()
         )));
     }
-    Ok(InferRequest {
+    Ok(InferRequest::of(Payload::Tokens {
         binding: binding.clone(),
         features: Arc::new(features),
         seq_len,
-        id: String::new(),
-        parameters: Vec::new(),
-        shm: None,
-        shm_out: None,
-    })
+    }))
+}
+
+impl InferRequest {
+    fn of(payload: Payload) -> InferRequest {
+        InferRequest {
+            payload,
+            id: String::new(),
+            parameters: Vec::new(),
+            shm: None,
+            shm_out: None,
+        }
+    }
+
+    /// A text model's request about `pairs` (question, context), one row each: between
+    /// one pair and the model's max batch size (one for a model without batching).
+    pub fn text(binding: &Arc<TextBinding>, pairs: Vec<TextPair>) -> Result<InferRequest> {
+        let limit = binding.max_batch_size.max(1);
+        if pairs.is_empty() || pairs.len() > limit {
+            return Err(Error::Config(format!(
+                "a request of {} questions for model {:?}, which takes 1 to {limit}",
+                pairs.len(),
+                binding.model
+            )));
+        }
+        Ok(InferRequest::of(Payload::Text {
+            binding: binding.clone(),
+            pairs: Arc::new(pairs),
+        }))
+    }
 }
 
 impl InferRequest {
@@ -149,15 +194,27 @@ impl InferRequest {
         self.shm_out.as_ref()
     }
 
-    /// Bytes of every output tensor of this batch together.
-    pub fn outputs_len(&self) -> usize {
-        self.binding.outputs_len(self.rows(), self.seq_len)
+    /// Bytes of every output tensor of this batch together; `None` for a text model's
+    /// request, whose outputs' size is known only once the server has answered (they
+    /// always come back in the message).
+    pub fn outputs_len(&self) -> Option<usize> {
+        match &self.payload {
+            Payload::Tokens {
+                binding, seq_len, ..
+            } => Some(binding.outputs_len(self.rows(), *seq_len)),
+            Payload::Text { .. } => None,
+        }
     }
 
     /// Bytes of every input tensor together (what [`write_contents`](Self::write_contents)
     /// writes).
     pub fn contents_len(&self) -> usize {
-        contents_len(&self.binding, self.rows(), self.seq_len)
+        match &self.payload {
+            Payload::Tokens {
+                binding, seq_len, ..
+            } => contents_len(binding, self.rows(), *seq_len),
+            Payload::Text { pairs, .. } => text_request::contents_len(pairs),
+        }
     }
 
     /// Appends every input tensor's raw bytes to `out`, in the binding's input order:
@@ -170,49 +227,103 @@ impl InferRequest {
     /// [`write_contents`](Self::write_contents) into any buffer with room for
     /// [`contents_len`](Self::contents_len) bytes (a slice of a shared memory slot).
     pub fn write_contents_to<B: BufMut>(&self, out: &mut B) {
-        for input in &self.binding.inputs {
-            self.put_contents(out, input);
+        match &self.payload {
+            Payload::Tokens { binding, .. } => {
+                for input in &binding.inputs {
+                    self.put_contents(out, input);
+                }
+            }
+            Payload::Text { pairs, .. } => text_request::write_contents(pairs, out),
         }
     }
 
-    /// The model binding the request was prepared for.
-    pub fn binding(&self) -> &Arc<Binding> {
-        &self.binding
+    /// The token binding the request was prepared for (`None`: a text model's request).
+    pub fn binding(&self) -> Option<&Arc<Binding>> {
+        match &self.payload {
+            Payload::Tokens { binding, .. } => Some(binding),
+            Payload::Text { .. } => None,
+        }
     }
 
-    /// The features, one per batch row.
+    /// The (question, context) pairs of a text model's request, one per row (`None`: a
+    /// token request).
+    pub fn pairs(&self) -> Option<&[TextPair]> {
+        match &self.payload {
+            Payload::Tokens { .. } => None,
+            Payload::Text { pairs, .. } => Some(pairs),
+        }
+    }
+
+    /// The features, one per batch row (none in a text model's request).
     pub fn features(&self) -> &[Arc<Feature>] {
-        &self.features
+        match &self.payload {
+            Payload::Tokens { features, .. } => features,
+            Payload::Text { .. } => &[],
+        }
     }
 
-    /// Batch rows (features).
+    /// Batch rows: features, or questions.
     pub fn rows(&self) -> usize {
-        self.features.len()
+        match &self.payload {
+            Payload::Tokens { features, .. } => features.len(),
+            Payload::Text { pairs, .. } => pairs.len(),
+        }
     }
 
-    /// Tokens per row on the wire.
+    /// Tokens per row on the wire (0 for a text model's request: the server tokenizes).
     pub fn seq_len(&self) -> usize {
-        self.seq_len
+        match &self.payload {
+            Payload::Tokens { seq_len, .. } => *seq_len,
+            Payload::Text { .. } => 0,
+        }
     }
 
     /// The model name, for messages.
     pub fn model(&self) -> &str {
-        &self.binding.model
+        match &self.payload {
+            Payload::Tokens { binding, .. } => &binding.model,
+            Payload::Text { binding, .. } => &binding.model,
+        }
     }
 
-    /// The features back, without copying them when no clone of the request is left.
+    /// The model version asked for (`""`: the server's choice).
+    pub fn version(&self) -> &str {
+        match &self.payload {
+            Payload::Tokens { binding, .. } => &binding.version,
+            Payload::Text { binding, .. } => &binding.version,
+        }
+    }
+
+    /// The features back, without copying them when no clone of the request is left
+    /// (none for a text model's request).
     pub fn into_features(self) -> Vec<Arc<Feature>> {
-        Arc::try_unwrap(self.features).unwrap_or_else(|shared| shared.as_ref().clone())
+        match self.payload {
+            Payload::Tokens { features, .. } => {
+                Arc::try_unwrap(features).unwrap_or_else(|shared| shared.as_ref().clone())
+            }
+            Payload::Text { .. } => Vec::new(),
+        }
+    }
+
+    /// The token binding and the sequence length; only called on token requests.
+    fn tokens(&self) -> (&Binding, usize) {
+        match &self.payload {
+            Payload::Tokens {
+                binding, seq_len, ..
+            } => (binding, *seq_len),
+            Payload::Text { .. } => unreachable!("a token tensor of a text request"),
+        }
     }
 
     /// Shape of `input` on the wire: `[rows] +` per-row dims for a batching model.
     fn shape(&self, input: &InputBinding) -> Vec<i64> {
-        let batch = self.binding.has_batch_dim().then_some(self.rows() as i64);
+        let (binding, seq_len) = self.tokens();
+        let batch = binding.has_batch_dim().then_some(self.rows() as i64);
         let per_row: &[i64] = match input.role {
             InputRole::UniqueIds => &input.dims,
             _ => &[],
         };
-        let seq = (input.role != InputRole::UniqueIds).then_some(self.seq_len as i64);
+        let seq = (input.role != InputRole::UniqueIds).then_some(seq_len as i64);
         // A token input declared with trailing dimensions of size 1 (`[seq, 1]`) is
         // sent with them: the same bytes in the shape the model declares.
         let ones = match input.role {
@@ -227,22 +338,27 @@ impl InferRequest {
             .collect()
     }
 
-    fn raw_len(&self, input: &InputBinding) -> usize {
-        input_len(input, self.rows(), self.seq_len)
-    }
-
     /// Bytes of each input tensor's raw contents, in the order of
     /// [`input_tensors`](Self::input_tensors).
-    pub fn input_lens(&self) -> impl Iterator<Item = usize> + '_ {
-        self.binding.inputs.iter().map(|i| self.raw_len(i))
+    pub fn input_lens(&self) -> Vec<usize> {
+        match &self.payload {
+            Payload::Tokens {
+                binding, seq_len, ..
+            } => binding
+                .inputs
+                .iter()
+                .map(|i| input_len(i, self.rows(), *seq_len))
+                .collect(),
+            Payload::Text { pairs, .. } => text_request::input_lens(pairs).to_vec(),
+        }
     }
 
-    /// The raw contents of one input for every row.
+    /// The raw contents of one token input for every row.
     fn put_contents<B: BufMut>(&self, buf: &mut B, input: &InputBinding) {
         let t = input.datatype;
-        let seq = self.seq_len;
+        let seq = self.seq_len();
         let ones = |buf: &mut B, n: usize| (0..n).for_each(|_| put_int(buf, t, 1));
-        for f in self.features.iter() {
+        for f in self.features().iter() {
             let len = f.len();
             match input.role {
                 InputRole::InputIds => {
@@ -270,22 +386,23 @@ impl InferRequest {
     /// The `ModelInferRequest` message: tensors in the message, or the shared memory
     /// parameters that say where they lie.
     pub fn to_proto(&self) -> ModelInferRequest {
-        let b = &self.binding;
-        let raw_input_contents = match self.shm {
-            Some(_) => Vec::new(),
-            None => b
+        let raw_input_contents = match (&self.shm, &self.payload) {
+            (Some(_), _) => Vec::new(),
+            (None, Payload::Tokens { binding, .. }) => binding
                 .inputs
                 .iter()
                 .map(|input| {
-                    let mut bytes = Vec::with_capacity(self.raw_len(input));
+                    let mut bytes =
+                        Vec::with_capacity(input_len(input, self.rows(), self.seq_len()));
                     self.put_contents(&mut bytes, input);
                     bytes::Bytes::from(bytes)
                 })
                 .collect(),
+            (None, Payload::Text { pairs, .. }) => text_request::raw_contents(pairs).into(),
         };
         ModelInferRequest {
-            model_name: b.model.clone(),
-            model_version: b.version.clone(),
+            model_name: self.model().to_string(),
+            model_version: self.version().to_string(),
             id: self.id.clone(),
             parameters: self.parameters.iter().cloned().collect(),
             inputs: self.input_tensors(),
@@ -310,11 +427,31 @@ impl InferRequest {
     /// lays out.
     pub fn input_tensors(&self) -> Vec<InferInputTensor> {
         let mut input_at = self.shm.as_ref().map(|at| at.offset);
-        self.binding
-            .inputs
-            .iter()
-            .map(|input| {
-                let len = self.raw_len(input);
+        let lens = self.input_lens();
+        let described: Vec<(&str, &str, Vec<i64>)> = match &self.payload {
+            Payload::Tokens { binding, .. } => binding
+                .inputs
+                .iter()
+                .map(|input| {
+                    (
+                        input.name.as_str(),
+                        input.datatype.wire(),
+                        self.shape(input),
+                    )
+                })
+                .collect(),
+            Payload::Text { binding, .. } => {
+                let shape = binding.input_shape(self.rows());
+                vec![
+                    (binding.question.as_str(), "BYTES", shape.clone()),
+                    (binding.context.as_str(), "BYTES", shape),
+                ]
+            }
+        };
+        described
+            .into_iter()
+            .zip(lens)
+            .map(|((name, datatype, shape), len)| {
                 let parameters = match (&self.shm, input_at.as_mut()) {
                     (Some(at), Some(offset)) => {
                         let p = shm_parameters(&at.region, len, *offset);
@@ -324,9 +461,9 @@ impl InferRequest {
                     _ => HashMap::new(),
                 };
                 InferInputTensor {
-                    name: input.name.clone(),
-                    datatype: input.datatype.wire().into(),
-                    shape: self.shape(input),
+                    name: name.to_string(),
+                    datatype: datatype.into(),
+                    shape,
                     parameters,
                     ..Default::default()
                 }
@@ -337,8 +474,20 @@ impl InferRequest {
     /// The outputs asked for, in the binding's output order, with the shared memory
     /// parameters when the server is to write them into a region.
     pub fn output_tensors(&self) -> Vec<InferRequestedOutputTensor> {
-        let b = &self.binding;
-        let values = b.output_values(self.rows(), self.seq_len);
+        let b = match &self.payload {
+            Payload::Tokens { binding, .. } => binding,
+            Payload::Text { binding, .. } => {
+                return binding
+                    .output_names()
+                    .into_iter()
+                    .map(|name| InferRequestedOutputTensor {
+                        name: name.to_string(),
+                        ..Default::default()
+                    })
+                    .collect()
+            }
+        };
+        let values = b.output_values(self.rows(), self.seq_len());
         let mut output_at = self.shm_out.as_ref().map(|at| at.offset);
         b.output_bindings()
             .iter()
@@ -474,7 +623,7 @@ mod tests {
         let r = prepare_request(&b, vec![feature(1, &[5], &[6, 8])], 8).unwrap();
         let shapes: Vec<Vec<i64>> = r.input_tensors().into_iter().map(|t| t.shape).collect();
         assert_eq!(shapes, vec![vec![1, 8, 1], vec![1, 8], vec![1, 8, 1, 1]]);
-        assert!(r.input_lens().all(|n| n == 8 * 4));
+        assert!(r.input_lens().into_iter().all(|n| n == 8 * 4));
     }
 
     #[test]
@@ -697,7 +846,7 @@ mod tests {
                 prop_assert_eq!(size, r.rows() * seq * want.datatype.size());
                 next += size;
             }
-            prop_assert_eq!(next - outputs_at as usize, r.outputs_len());
+            prop_assert_eq!(next - outputs_at as usize, r.outputs_len().unwrap());
             // Without them, the outputs come back in the message again.
             let back = r.without_shm_outputs();
             prop_assert!(back.to_proto().outputs.iter().all(|o| o.parameters.is_empty()));

@@ -300,13 +300,13 @@ pub(crate) fn check_response_in<'a>(
     response: &'a ModelInferResponse,
     shm: Option<&'a [u8]>,
 ) -> Result<Checked<'a>> {
-    check_batch_in(
-        request.binding(),
-        request.rows(),
-        request.seq_len(),
-        response,
-        shm,
-    )
+    let binding = request.binding().ok_or_else(|| {
+        Error::Internal(format!(
+            "a text model's answer (model {:?}) read as token logits",
+            request.model()
+        ))
+    })?;
+    check_batch_in(binding, request.rows(), request.seq_len(), response, shm)
 }
 
 impl Checked<'_> {

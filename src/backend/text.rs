@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 
 /// Names of the tensors of a text model, given by the user (`None`: found by name).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct TextOverrides {
+pub struct TextOverrides {
     pub question_input: Option<String>,
     pub context_input: Option<String>,
     pub answer_output: Option<String>,
@@ -36,7 +36,7 @@ pub(crate) struct TextOverrides {
 
 /// How bertqa talks to a model that takes text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct TextBinding {
+pub struct TextBinding {
     pub model: String,
     /// The version asked for (`""`: the server's choice).
     pub version: String,
@@ -53,7 +53,7 @@ pub(crate) struct TextBinding {
 /// What a text model's outputs hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum Contract {
+pub enum Contract {
     Answer {
         answer: String,
         score: Option<String>,
@@ -70,7 +70,7 @@ pub(crate) enum Contract {
 
 /// The output that says how likely "no answer" is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct NoAnswer {
+pub struct NoAnswer {
     pub name: String,
     /// A probability (0–1) rather than a score (a logit sum, as run_squad's null score).
     pub probability: bool,
@@ -78,7 +78,7 @@ pub(crate) struct NoAnswer {
 
 impl Contract {
     /// `"answer"` or `"logits"`.
-    pub(crate) fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Contract::Answer { .. } => "answer",
             Contract::Logits { .. } => "logits",
@@ -314,8 +314,8 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
 }
 
 /// One answer of the answer contract.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TextAnswer {
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TextAnswer {
     pub text: String,
     pub score: Option<f32>,
     /// A score or a probability, as the contract says.
@@ -426,15 +426,55 @@ impl TextBinding {
 
 /// What a text model said about one question, by its contract.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum TextReply {
+pub enum TextReply {
     Windows(ServerWindows),
     Answer(TextAnswer),
+}
+
+impl TextReply {
+    /// The windows it stands for: a logits-contract answer's windows, or one answer.
+    pub(crate) fn window_count(&self) -> u64 {
+        match self {
+            TextReply::Windows(w) => w.windows as u64,
+            TextReply::Answer(_) => 1,
+        }
+    }
+}
+
+impl TextBinding {
+    /// Questions per request for a run of `batch_size`: one for the logits contract
+    /// (its windows vary per question) and for a model without batching, else up to
+    /// the model's max batch size.
+    pub(crate) fn per_request(&self, batch_size: usize) -> usize {
+        match self.contract {
+            Contract::Logits { .. } => 1,
+            Contract::Answer { .. } if self.max_batch_size == 0 => 1,
+            Contract::Answer { .. } => batch_size.clamp(1, self.max_batch_size),
+        }
+    }
+
+    /// What the model said about each of the `n` questions of one request, by its
+    /// contract (a logits-contract request asks about one question).
+    pub(crate) fn replies(
+        &self,
+        response: &ModelInferResponse,
+        n: usize,
+    ) -> Result<Vec<TextReply>> {
+        Ok(match &self.contract {
+            Contract::Logits { .. } => vec![TextReply::Windows(self.windows(response)?)],
+            Contract::Answer { .. } => self
+                .answers(response, n)?
+                .into_iter()
+                .map(TextReply::Answer)
+                .collect(),
+        })
+    }
 }
 
 /// A logits-contract answer for one question: `windows` × `seq` start and end logits
 /// and each position's `[start, end)` characters in the context (`[-1, -1]` outside it).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ServerWindows {
+pub struct ServerWindows {
     pub windows: usize,
     pub seq: usize,
     pub start: Vec<f32>,

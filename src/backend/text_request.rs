@@ -10,43 +10,45 @@
 //! - Outputs always come back in the message: their size is known only once the server
 //!   has tokenized (the logits contract's windows) or answered (the answer's text).
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::bytes;
-use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
-use super::proto::{InferParameter, ModelInferRequest};
-use super::request::{shm_parameters, ShmInputs};
 use super::text::TextBinding;
 
-/// Bytes of both BYTES tensors of `pairs` (question, context) together: what
-/// [`write_contents`] writes.
-pub(crate) fn contents_len(pairs: &[(&str, &str)]) -> usize {
-    bytes::encoded_len(pairs.iter().map(|p| p.0.as_bytes()))
-        + bytes::encoded_len(pairs.iter().map(|p| p.1.as_bytes()))
+/// A question and its context, as a text model's request carries them.
+pub type TextPair = (Arc<str>, Arc<str>);
+
+/// Bytes of the questions' tensor and of the contexts' tensor of `pairs` (question,
+/// context), in that order.
+pub(crate) fn input_lens<Q: AsRef<str>, C: AsRef<str>>(pairs: &[(Q, C)]) -> [usize; 2] {
+    [
+        bytes::encoded_len(pairs.iter().map(|p| p.0.as_ref().as_bytes())),
+        bytes::encoded_len(pairs.iter().map(|p| p.1.as_ref().as_bytes())),
+    ]
+}
+
+/// Bytes one (question, context) pair adds to a request's inputs.
+pub(crate) fn pair_len(question: &str, context: &str) -> usize {
+    bytes::encoded_len([question.as_bytes()]) + bytes::encoded_len([context.as_bytes()])
+}
+
+/// Bytes of both BYTES tensors of `pairs` together: what [`write_contents`] writes.
+pub(crate) fn contents_len<Q: AsRef<str>, C: AsRef<str>>(pairs: &[(Q, C)]) -> usize {
+    input_lens(pairs).iter().sum()
 }
 
 /// Writes the questions' tensor, then the contexts', into `out` (a slot with room for
 /// [`contents_len`] bytes).
-pub(crate) fn write_contents<B: ::bytes::BufMut>(pairs: &[(&str, &str)], out: &mut B) {
+pub(crate) fn write_contents<B: ::bytes::BufMut>(pairs: &[TextPair], out: &mut B) {
     bytes::encode_to(out, pairs.iter().map(|p| p.0.as_bytes()));
     bytes::encode_to(out, pairs.iter().map(|p| p.1.as_bytes()));
 }
 
-/// The parameters of the question's and the context's inputs: where they lie in
-/// shared memory when placed `at` a slot (see the module's contract), none when
-/// they travel in the message.
-pub(crate) fn input_parameters(
-    pairs: &[(&str, &str)],
-    at: Option<&ShmInputs>,
-) -> [HashMap<String, InferParameter>; 2] {
-    let Some(at) = at else {
-        return [HashMap::new(), HashMap::new()];
-    };
-    let questions = bytes::encoded_len(pairs.iter().map(|p| p.0.as_bytes()));
-    let contexts = bytes::encoded_len(pairs.iter().map(|p| p.1.as_bytes()));
+/// The two tensors' contents as the message carries them.
+pub(crate) fn raw_contents(pairs: &[TextPair]) -> [::bytes::Bytes; 2] {
     [
-        shm_parameters(&at.region, questions, at.offset),
-        shm_parameters(&at.region, contexts, at.offset + questions as u64),
+        bytes::encode(pairs.iter().map(|p| p.0.as_bytes())).into(),
+        bytes::encode(pairs.iter().map(|p| p.1.as_bytes())).into(),
     ]
 }
 
@@ -60,53 +62,16 @@ impl TextBinding {
             vec![1]
         }
     }
-
-    /// The gRPC message asking the model about `pairs` (question, context): their
-    /// tensors in the message, or (`at`) in a shared memory slot.
-    pub(crate) fn request(
-        &self,
-        version: &str,
-        pairs: &[(&str, &str)],
-        at: Option<&ShmInputs>,
-    ) -> ModelInferRequest {
-        let shape = self.input_shape(pairs.len());
-        let [q, c] = input_parameters(pairs, at);
-        let input = |name: &str, parameters| InferInputTensor {
-            name: name.to_string(),
-            datatype: "BYTES".into(),
-            shape: shape.clone(),
-            parameters,
-            ..Default::default()
-        };
-        let raw_input_contents = match at {
-            Some(_) => Vec::new(),
-            None => vec![
-                bytes::encode(pairs.iter().map(|p| p.0.as_bytes())).into(),
-                bytes::encode(pairs.iter().map(|p| p.1.as_bytes())).into(),
-            ],
-        };
-        ModelInferRequest {
-            model_name: self.model.clone(),
-            model_version: version.to_string(),
-            inputs: vec![input(&self.question, q), input(&self.context, c)],
-            outputs: self
-                .output_names()
-                .into_iter()
-                .map(|name| InferRequestedOutputTensor {
-                    name: name.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-            raw_input_contents,
-            ..Default::default()
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::backend::proto::infer_parameter::ParameterChoice;
+    use crate::backend::proto::{InferParameter, ModelInferRequest};
+    use crate::backend::request::{InferRequest, ShmInputs};
     use proptest::prelude::*;
 
     fn int(p: &HashMap<String, InferParameter>, key: &str) -> usize {
@@ -114,6 +79,13 @@ mod tests {
             Some(ParameterChoice::Int64Param(v)) => v as usize,
             _ => panic!("{key} is not an int64"),
         }
+    }
+
+    fn request(max_batch_size: usize, pairs: Vec<TextPair>) -> InferRequest {
+        let b = Arc::new(crate::backend::text::logits_binding_for_tests(
+            max_batch_size,
+        ));
+        InferRequest::text(&b, pairs).unwrap()
     }
 
     proptest! {
@@ -125,17 +97,17 @@ mod tests {
             texts in prop::collection::vec(("\\PC{0,20}", "\\PC{0,80}"), 1..5),
             offset in 0u64..1_000_000,
         ) {
-            let pairs: Vec<(&str, &str)> =
-                texts.iter().map(|(q, c)| (q.as_str(), c.as_str())).collect();
-            let b = crate::backend::text::logits_binding_for_tests(8);
-            let plain = b.request("1", &pairs, None);
+            let pairs: Vec<TextPair> = texts.iter().map(|(q, c)| (q.as_str().into(), c.as_str().into())).collect();
+            let r = request(8, pairs.clone());
+            let plain = r.to_proto();
             let at = ShmInputs { region: "r".into(), offset };
-            let placed = b.request("1", &pairs, Some(&at));
+            let placed = r.clone().with_shm_inputs(at).to_proto();
             prop_assert!(placed.raw_input_contents.is_empty());
             prop_assert_eq!(plain.inputs[0].shape.clone(), vec![pairs.len() as i64, 1]);
+            prop_assert_eq!(r.contents_len(), contents_len(&pairs));
             let mut slot = vec![0u8; contents_len(&pairs)];
             let mut room = &mut slot[..];
-            write_contents(&pairs, &mut room);
+            r.write_contents_to(&mut room);
             prop_assert!(room.is_empty());
             let mut next = offset as usize;
             for (t, raw) in placed.inputs.iter().zip(&plain.raw_input_contents) {
@@ -163,14 +135,20 @@ mod tests {
 
     #[test]
     fn a_model_without_batching_takes_one_pair_in_shape_1() {
-        let m = crate::backend::text::logits_binding_for_tests(0).request(
-            "",
-            &[("Who?", "Ada wrote it.")],
-            None,
-        );
+        let pair: Vec<TextPair> = vec![("Who?".into(), "Ada wrote it.".into())];
+        let m = request(0, pair.clone()).to_proto();
         assert_eq!(m.inputs[0].shape, vec![1]);
         assert_eq!(m.inputs[1].name, "context");
         assert_eq!(&m.raw_input_contents[0][..], b"\x04\x00\x00\x00Who?");
-        assert_eq!(contents_len(&[("Who?", "Ada wrote it.")]), 8 + 4 + 13);
+        assert_eq!(contents_len(&pair), 8 + 4 + 13);
+    }
+
+    #[test]
+    fn a_request_holds_one_to_max_batch_size_pairs() {
+        let b = Arc::new(crate::backend::text::logits_binding_for_tests(0));
+        let pair: TextPair = ("Who?".into(), "Ada.".into());
+        assert!(InferRequest::text(&b, vec![]).is_err());
+        assert!(InferRequest::text(&b, vec![pair.clone(), pair.clone()]).is_err());
+        assert_eq!(InferRequest::text(&b, vec![pair]).unwrap().rows(), 1);
     }
 }

@@ -1,21 +1,24 @@
-//! `bertqa ask`: one or more questions about one context, through the full pipeline
-//! (several windows for a long context): the answer, its score and probability, and
-//! the character span in the original context.
+//! `bertqa ask`: one or more questions about one context, through the run every model
+//! takes (several windows for a long context; retries and every `--url`): the answer,
+//! its score and probability, and the character span in the original context; an
+//! answer-contract text model's own answer and what it said of it. Report:
+//! `report::ask` (`schema/ask.schema.json`).
 
-use std::fmt::Write as _;
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
     decode_config, feature_config, load_tokenizer, model_padding, pipeline_runtime, print_stdout,
-    run_config, Bound, Outcome,
+    report_format, run_config, run_config_for_text, Bound, Outcome,
 };
+use bertqa::backend::text::{TextAnswer, TextReply};
+use bertqa::backend::{Contract, Model};
 use bertqa::decode::Prediction;
-use bertqa::pipeline;
+use bertqa::pipeline::{self, RunObserver};
+use bertqa::report::ask::{Answer, AskReport, Candidate, Decoded, Given, Latency};
+use bertqa::report::Render as _;
 use bertqa::types::{Dataset, Paragraph};
 
 /// Ask questions about a context.
@@ -119,17 +122,9 @@ pub(crate) fn char_span(
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let context = read_context(&args)?;
     let dataset = bertqa::squad::questions_about(&context, &args.question);
-    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
-    let version_2 = args.run.decode.version_2_with_negative;
-    let decode = decode_config(
-        &args.run.decode,
-        version_2,
-        bertqa::types::TokenText::lower_case(&tokenizer),
-    );
-    let features = feature_config(&args.run.window)?;
     let rt = pipeline_runtime()?;
-    // One connection, one look at the model: a model that takes text is asked in its
-    // own words (its answer contract), one that takes token ids through the pipeline.
+    // One pool (retries, every `--url`), one look at the model: its binding chooses
+    // where the windows come from and how the answers are read.
     let (client, bound) = rt.block_on(super::common::connect_pool_and_look(
         &args.run.server,
         &args.run.net,
@@ -138,100 +133,139 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.run.binding,
         &args.text,
     ))?;
+    // The vocabulary only where the model needs it: not for the answer contract.
+    let tokenizer = match &bound {
+        Bound::Text(b) if matches!(b.contract, Contract::Answer { .. }) => None,
+        _ => Some(load_tokenizer(&args.run.tokenizer)?),
+    };
+    let version_2 = args.run.decode.version_2_with_negative;
+    let lower_case = tokenizer.as_ref().map_or(
+        args.run.tokenizer.lower_case(),
+        bertqa::types::TokenText::lower_case,
+    );
+    let decode = decode_config(&args.run.decode, version_2, lower_case);
+    let features = feature_config(&args.run.window)?;
     // A few requests gain less from shared memory than registering a region costs
     // (two more calls): `auto` sends the tensors in the messages here.
     let shared_memory = match args.run.load.shared_memory {
         SharedMemoryArg::Auto => bertqa::backend::SharedMemory::None,
         given => given.into(),
     };
-    let (model, outcome) = match bound {
-        Bound::Text(text) if text.contract.name() == "answer" => {
-            let first = client.first_client().clone();
-            let asked = super::ask_text::Asked {
-                questions: &args.question,
-                context: &context,
-                model_version: &args.model_version,
-                url: args.run.server.url.join(","),
-                json: args.run.output.json,
-                shared_memory,
-            };
-            return rt.block_on(super::ask_text::ask(&asked, &first, &text));
-        }
-        // The logits contract: the server's windows decoded here, as a token model's.
-        Bound::Text(text) => {
-            let model = text.model.clone();
-            let run = bertqa::pipeline::text::TextRun {
-                pool: &client,
-                binding: Arc::new(text),
-                version: &args.model_version,
-                dataset: &dataset,
-                tokenizer: &tokenizer,
-                decode: &decode,
-                batch_size: 1,
-                concurrency: args.run.load.concurrency.max(1),
-                observer: &pipeline::NoProgress,
-                stop: None,
-                keep_windows: true,
-                known: Default::default(),
-                record: None,
-                shared_memory,
-            };
-            (model, run.run_partial(&rt).complete(&dataset)?)
-        }
+    let (model, mut config) = match &bound {
         Bound::Tokens(binding) => {
-            let padding = model_padding(&args.run.load, &binding, features.max_seq_length);
-            let mut config = run_config(&args.run.load, &binding, features, decode, padding)?;
-            config.infer.shared_memory = shared_memory;
-            config.keep_features = true;
-            let outcome = pipeline::Run::new(
-                &rt,
-                &client,
-                Arc::new(binding.clone()),
-                &dataset,
-                &tokenizer,
-                &config,
-            )
-            .run()?;
-            if let Some(note) = outcome.infer.padding.note(&binding.model) {
-                eprintln!("{}", super::flags::name_flags(&note));
-            }
-            (binding.model, outcome)
+            let padding = model_padding(&args.run.load, binding, features.max_seq_length);
+            let config = run_config(&args.run.load, binding, features, decode, padding)?;
+            (Model::from(binding.clone()), config)
+        }
+        Bound::Text(binding) => {
+            let binding = Arc::new(binding.clone());
+            let config = run_config_for_text(&args.run.load, &binding, features, decode);
+            (Model::Text(binding), config)
         }
     };
-    let answers: Vec<Value> = outcome
-        .predictions
-        .iter()
-        .zip(&args.question)
-        .map(|(p, q)| answer_json(&dataset, p, q, args.n_best, &outcome))
-        .collect();
-    let doc = json!({
-        "schema": 1,
-        "model": model,
-        "url": args.run.server.url.join(","),
-        "protocol": client.first_client().protocol().as_str(),
-        "features": outcome.features,
-        "latency_ms": {
-            "max": outcome.infer.latency_us.max() as f64 / 1000.0,
-            "mean": outcome.infer.latency_us.mean() / 1000.0,
-        },
-        "answers": answers,
-    });
-    if args.run.output.json {
-        print_stdout(&format!("{doc:#}\n"))?;
-    } else {
-        let placeholders: Vec<bool> = outcome.predictions.iter().map(is_placeholder).collect();
-        print_stdout(&render_text(&doc, &placeholders))?;
+    config.infer.shared_memory = shared_memory;
+    config.keep_features = true;
+    let replies = Replies::new(dataset.examples.len());
+    let mut run =
+        pipeline::Run::new(&rt, &client, model.clone(), &dataset, &config).observer(&replies);
+    if let Some(t) = &tokenizer {
+        run = run.tokenizer(t);
     }
+    let outcome = run.run()?;
+    if let Some(note) = outcome.infer.padding.note(model.name()) {
+        eprintln!("{}", super::flags::name_flags(&note));
+    }
+    let latency = &outcome.infer.latency_us;
+    let latency_ms = Latency {
+        max: latency.max() as f64 / 1000.0,
+        mean: latency.mean() / 1000.0,
+    };
+    let given = match &bound {
+        Bound::Text(b) => match &b.contract {
+            Contract::Answer { no_answer, .. } => {
+                Some(no_answer.as_ref().is_some_and(|n| n.probability))
+            }
+            Contract::Logits { .. } => None,
+        },
+        Bound::Tokens(_) => None,
+    };
+    let answers: Vec<Answer> = match given {
+        Some(probability) => replies
+            .take()
+            .into_iter()
+            .zip(&args.question)
+            .map(|(a, q)| Answer::Given(given_answer(q, a.unwrap_or_default(), probability)))
+            .collect(),
+        None => outcome
+            .predictions
+            .iter()
+            .zip(&args.question)
+            .map(|(p, q)| Answer::Decoded(decoded_answer(&dataset, p, q, args.n_best, &outcome)))
+            .collect(),
+    };
+    let report = AskReport {
+        schema: 1,
+        model: model.name().to_string(),
+        url: args.run.server.url.join(","),
+        protocol: client.first_client().protocol().as_str(),
+        contract: given.map(|_| "answer"),
+        requests: given.map(|_| outcome.infer.requests),
+        features: given.is_none().then_some(outcome.features),
+        latency_ms,
+        answers,
+    };
+    print_stdout(&report.render(report_format(args.run.output.json)))?;
     Ok(Outcome::Success)
 }
 
-fn answer_json(
+/// What an answer-contract model said of each question (its score, no-answer output
+/// and characters are the report's, beyond the prediction).
+struct Replies(Mutex<Vec<Option<TextAnswer>>>);
+
+impl Replies {
+    fn new(questions: usize) -> Self {
+        Replies(Mutex::new(vec![None; questions]))
+    }
+
+    fn take(&self) -> Vec<Option<TextAnswer>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl RunObserver for Replies {
+    fn on_reply(&self, example_index: usize, reply: &TextReply) -> bertqa::Result<()> {
+        if let TextReply::Answer(a) = reply {
+            let mut answers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = answers.get_mut(example_index) {
+                *slot = Some(a.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An answer-contract model's answer to `question` (`probability`: its no-answer
+/// output is a probability, not a score).
+fn given_answer(question: &str, a: TextAnswer, probability: bool) -> Given {
+    Given {
+        question: question.to_string(),
+        no_answer: a.text.is_empty(),
+        answer: a.text,
+        score: a.score,
+        start_char: a.start,
+        end_char: a.end,
+        no_answer_score: (!probability).then_some(a.no_answer),
+        no_answer_probability: probability.then_some(a.no_answer),
+    }
+}
+
+fn decoded_answer(
     dataset: &Dataset,
     p: &Prediction,
     question: &str,
     k: usize,
     outcome: &pipeline::RunOutcome,
-) -> Value {
+) -> Decoded {
     let best = p.nbest.iter().find(|e| e.text == p.answer);
     let span = best.and_then(|e| e.span).and_then(|s| {
         // Token positions → words, through the feature the span came from.
@@ -239,23 +273,29 @@ fn answer_json(
         let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
         char_span(&dataset.paragraphs[0], a, b, &p.answer)
     });
-    let no_answer = p.answer.is_empty();
-    json!({
-        "question": question,
-        "answer": p.answer,
-        "no_answer": no_answer,
-        "score": best.map(|e| e.start_logit + e.end_logit),
-        "probability": best.map(|e| e.probability),
-        "start_char": span.map(|s| s.0),
-        "end_char": span.map(|s| s.1),
-        "null_odds": p.null_odds,
-        "nbest": p.nbest.iter().filter(|e| e.span.is_some() || !e.text.is_empty()).take(k).map(|e| json!({
-            "text": e.text,
-            "probability": e.probability,
-            "start_logit": e.start_logit,
-            "end_logit": e.end_logit,
-        })).collect::<Vec<_>>(),
-    })
+    Decoded {
+        question: question.to_string(),
+        answer: p.answer.clone(),
+        no_answer: p.answer.is_empty(),
+        score: best.map(|e| e.start_logit + e.end_logit),
+        probability: best.map(|e| e.probability),
+        start_char: span.map(|s| s.0),
+        end_char: span.map(|s| s.1),
+        null_odds: p.null_odds,
+        nbest: p
+            .nbest
+            .iter()
+            .filter(|e| e.span.is_some() || !e.text.is_empty())
+            .take(k)
+            .map(|e| Candidate {
+                text: e.text.clone(),
+                probability: e.probability,
+                start_logit: e.start_logit,
+                end_logit: e.end_logit,
+            })
+            .collect(),
+        placeholder: is_placeholder(p),
+    }
 }
 
 fn outcome_feature(
@@ -277,58 +317,6 @@ fn is_placeholder(p: &Prediction) -> bool {
             .iter()
             .find(|e| e.text == p.answer)
             .is_some_and(|e| e.span.is_none())
-}
-
-/// The text report; `placeholders[i]`: the i-th answer is the placeholder, shown as no
-/// answer.
-fn render_text(doc: &Value, placeholders: &[bool]) -> String {
-    let mut s = String::new();
-    let answers = doc["answers"].as_array().cloned().unwrap_or_default();
-    for (i, a) in answers.iter().enumerate() {
-        if i > 0 {
-            s.push('\n');
-        }
-        let _ = writeln!(s, "Q: {}", a["question"].as_str().unwrap_or(""));
-        if a["no_answer"].as_bool() == Some(true) {
-            let _ = writeln!(
-                s,
-                "A: (no answer)   null odds {:.3}",
-                a["null_odds"].as_f64().unwrap_or(0.0)
-            );
-        } else if placeholders.get(i) == Some(&true) {
-            let _ = match a["null_odds"].as_f64() {
-                Some(odds) => writeln!(s, "A: (no answer)   null odds {odds:.3}"),
-                None => writeln!(s, "A: (no answer)"),
-            };
-        } else {
-            let span = match (a["start_char"].as_u64(), a["end_char"].as_u64()) {
-                (Some(x), Some(y)) => format!(", characters {x}..{y}"),
-                _ => String::new(),
-            };
-            let _ = writeln!(
-                s,
-                "A: {}   (score {:.3}, probability {:.3}{span})",
-                a["answer"].as_str().unwrap_or(""),
-                a["score"].as_f64().unwrap_or(0.0),
-                a["probability"].as_f64().unwrap_or(0.0),
-            );
-        }
-        let nbest = a["nbest"].as_array().cloned().unwrap_or_default();
-        if nbest.len() > 1 {
-            for (r, e) in nbest.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "   {:>2}. {:<40} p={:.4}  start {:.3}  end {:.3}",
-                    r + 1,
-                    format!("{:?}", e["text"].as_str().unwrap_or("")),
-                    e["probability"].as_f64().unwrap_or(0.0),
-                    e["start_logit"].as_f64().unwrap_or(0.0),
-                    e["end_logit"].as_f64().unwrap_or(0.0)
-                );
-            }
-        }
-    }
-    s
 }
 
 #[cfg(test)]

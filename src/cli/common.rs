@@ -273,21 +273,17 @@ pub(crate) async fn connect_pool_and_look(
     text: &super::args::TextBindingArgs,
 ) -> bertqa::Result<(Pool, Bound)> {
     let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
-    let (metadata, config) = bertqa::backend::describe(pool.first_client(), model, version).await?;
-    let bound = if bertqa::backend::text::takes_text(&metadata) {
-        Bound::Text(bertqa::backend::text::TextBinding::infer(
-            &metadata,
-            config.as_ref(),
-            version,
-            &text.overrides(tokens),
-        )?)
-    } else {
-        Bound::Tokens(Binding::infer(
-            &metadata,
-            config.as_ref(),
+    let looked = pool
+        .look(
+            model,
             version,
             &binding_overrides(tokens),
-        )?)
+            &text.overrides(tokens),
+        )
+        .await?;
+    let bound = match looked {
+        bertqa::Model::Tokens(b) => Bound::Tokens(std::sync::Arc::unwrap_or_clone(b)),
+        bertqa::Model::Text(b) => Bound::Text(std::sync::Arc::unwrap_or_clone(b)),
     };
     Ok((pool, bound))
 }
@@ -338,6 +334,28 @@ pub(crate) fn run_config(
         keep_logits: false,
         keep_features: false,
     })
+}
+
+/// [`run_config`] for a text model: as many questions a request as `--batch-size`
+/// (default: the model's largest batch), its contract and batching allow; no padding
+/// of bertqa's (the server tokenizes).
+pub(crate) fn run_config_for_text(
+    load: &LoadArgs,
+    binding: &std::sync::Arc<bertqa::backend::TextBinding>,
+    features: FeatureConfig,
+    decode: DecodeConfig,
+) -> RunConfig {
+    let model = bertqa::backend::Model::Text(binding.clone());
+    let mut config = RunConfig::for_model(&model);
+    let batch_size = load.batch_size.unwrap_or(binding.max_batch_size.max(1));
+    config.infer.batch_size = binding.per_request(batch_size);
+    config.infer.concurrency = load.concurrency.max(1);
+    config.infer.warmup = load.warmup;
+    config.infer.shared_memory = load.shared_memory.into();
+    config.infer.max_seq_len = features.max_seq_length;
+    config.features = features;
+    config.decode = decode;
+    config
 }
 
 pub(crate) use bertqa::report::text::metric_lines;

@@ -8,7 +8,6 @@
 
 mod args;
 mod ask;
-mod ask_text;
 mod common;
 mod compare;
 mod errors;

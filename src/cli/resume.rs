@@ -195,7 +195,7 @@ pub(crate) fn base_fingerprint(
     questions: usize,
     run: &super::args::PipelineArgs,
     version_2: bool,
-    lower_case: bool,
+    lower_case: Option<bool>,
 ) -> anyhow::Result<Fingerprint> {
     let vocab = run
         .tokenizer
@@ -203,14 +203,18 @@ pub(crate) fn base_fingerprint(
         .as_deref()
         .unwrap_or(&run.tokenizer.vocab);
     let d = &run.decode;
-    Ok(Fingerprint::default()
+    let mut f = Fingerprint::default()
         .with("data_sha256", data_sha256)
         .with("limit", limit.map_or("all".to_string(), |n| n.to_string()))
         .with("shard", shard.map_or("all".to_string(), |s| s.to_string()))
-        .with("questions", questions)
-        .with("tokenizer_sha256", bertqa::sha256::of_file(vocab)?)
-        .with("lower_case", lower_case)
-        .with("max_seq_length", run.window.max_seq_length)
+        .with("questions", questions);
+    // `None`: the run reads no vocabulary (a text model of the answer contract).
+    if let Some(lower_case) = lower_case {
+        f = f
+            .with("tokenizer_sha256", bertqa::sha256::of_file(vocab)?)
+            .with("lower_case", lower_case);
+    }
+    Ok(f.with("max_seq_length", run.window.max_seq_length)
         .with("doc_stride", run.window.doc_stride)
         .with("max_query_length", run.window.max_query_length)
         .with("n_best_size", d.n_best_size)

@@ -16,7 +16,7 @@ use super::{
     warnings, Batch, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
     PerfProgress, ServerBreakdown, Window,
 };
-use crate::backend::{prepare_request, Binding, TritonClient};
+use crate::backend::{prepare_request, Binding, InferRequest, TritonClient};
 use crate::error::{Error, Result};
 use crate::pipeline::SharedRegion;
 
@@ -122,27 +122,31 @@ impl Shared {
     /// Prepares, sends and decodes one batch as the pipeline's dispatch stage does
     /// ([`SharedRegion`]), recording the three times. The tensors are serialized by the
     /// transport as the request is sent, so that time counts in the response wait, not
-    /// in the preparation. A text model's pairs go as [`Self::send_text`] says.
+    /// in the preparation. A text model's pairs go the same way, as BYTES tensors.
     pub(super) async fn one_request(&self) -> Result<()> {
         let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.source.len();
         let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
         let t0 = Instant::now();
         let mut t = [t0; 3];
-        let (answered, sent) = match &self.source {
+        let (shm, request, sent) = match &self.source {
             Source::Tokens {
                 shm,
                 binding,
                 batches,
             } => {
                 let batch = &batches[i];
-                let answered = self.send_and_read(shm, binding, batch, &mut t).await;
-                (answered, Sent::Tokens(batch))
+                let request = prepare_request(binding, batch.features.clone(), batch.seq_len);
+                (shm, request, Sent::Tokens(batch))
             }
             Source::Text { shm, load } => {
                 let request = &load.requests[i];
-                let answered = self.send_text(shm, load, request, &mut t).await;
-                (answered, Sent::Text(request))
+                let built = InferRequest::text(&load.binding, request.pairs.clone());
+                (shm, built, Sent::Text(request))
             }
+        };
+        let answered = match request {
+            Ok(request) => self.send_and_read(shm, request, &mut t).await,
+            Err(e) => Err(e),
         };
         let t3 = Instant::now();
         let rows = match sent {
@@ -169,53 +173,37 @@ impl Shared {
         Ok(())
     }
 
-    /// Prepares, sends and decodes `batch`; `t` gets the instants the request was
-    /// prepared (1) and answered (2), as far as it got.
+    /// Sends `request` as the run's dispatch stage does and reads its answer (a token
+    /// model's logits, or a text model's answer by its contract, [`text::read_response`]);
+    /// `t` gets the instants the request was prepared (1) and answered (2), as far as it
+    /// got. Writing the inputs into shared memory is preparation, as building them is; a
+    /// message is built by the transport as it is sent, so that counts in the wait.
     async fn send_and_read(
         &self,
         shm: &SharedRegion,
-        binding: &Arc<Binding>,
-        batch: &Batch,
+        request: InferRequest,
         t: &mut [Instant; 3],
     ) -> Result<()> {
-        let request = prepare_request(binding, batch.features.clone(), batch.seq_len)?;
-        // Writing the tensors into shared memory is preparation, as building them is.
+        let rows = request.rows();
         let placed = shm.place(request);
         t[1] = Instant::now();
         t[2] = t[1];
         self.sent.fetch_add(1, Ordering::Relaxed);
         let (response, _, in_shm) = placed.send(&self.client).await?;
         t[2] = Instant::now();
-        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
-            checked.logits(features.iter().map(|f| f.unique_id))
-        })?;
-        drop(std::hint::black_box(logits));
-        Ok(())
-    }
-
-    /// Sends `request` to a text model and reads its answer ([`text::read_response`]);
-    /// `t` as in [`Self::send_and_read`]. Writing the pairs into shared memory is
-    /// preparation; a message is built by the client as it is sent, so that counts in
-    /// the response wait.
-    async fn send_text(
-        &self,
-        shm: &SharedRegion,
-        load: &TextLoad,
-        request: &TextRequest,
-        t: &mut [Instant; 3],
-    ) -> Result<()> {
-        let pairs: Vec<(&str, &str)> = request.pairs.iter().map(|(q, c)| (&**q, &**c)).collect();
-        let placed = shm.place_text(&pairs);
-        t[1] = Instant::now();
-        t[2] = t[1];
-        self.sent.fetch_add(1, Ordering::Relaxed);
-        let send = |at| {
-            self.client
-                .infer_text(&load.binding, &load.version, &pairs, at)
-        };
-        let response = placed.send(send).await?;
-        t[2] = Instant::now();
-        text::read_response(&load.binding, &response, pairs.len())
+        match &self.source {
+            Source::Tokens { .. } => {
+                let (logits, _) = placed.read(&response, in_shm, |checked, features| {
+                    checked.logits(features.iter().map(|f| f.unique_id))
+                })?;
+                drop(std::hint::black_box(logits));
+                Ok(())
+            }
+            Source::Text { load, .. } => {
+                placed.answered_text(in_shm);
+                text::read_response(&load.binding, &response, rows)
+            }
+        }
     }
 
     /// Writes a request's line (called under the `records` lock).

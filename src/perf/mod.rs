@@ -333,10 +333,10 @@ pub(crate) async fn sweep_text(
         return Err(Error::Config("no questions to send".into()));
     }
     check(config)?;
-    let largest = load.requests.iter().map(|r| {
-        let pairs: Vec<(&str, &str)> = r.pairs.iter().map(|(q, c)| (&**q, &**c)).collect();
-        crate::backend::text_request::contents_len(&pairs)
-    });
+    let largest = load
+        .requests
+        .iter()
+        .map(|r| crate::backend::text_request::contents_len(&r.pairs));
     let largest = largest.max().unwrap_or(0);
     let in_flight = most_inflight(config);
     let shm =

@@ -33,7 +33,7 @@ pub(crate) struct TextRequest {
 /// What a sweep of a text model sends.
 #[derive(Debug)]
 pub(crate) struct TextLoad {
-    pub binding: TextBinding,
+    pub binding: Arc<TextBinding>,
     /// Requested version (empty: the server's choice).
     pub version: String,
     pub requests: Vec<TextRequest>,

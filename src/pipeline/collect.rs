@@ -3,7 +3,6 @@
 //! the answers on to the decoder.
 
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -11,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::decode::ToDecoder;
 use super::dispatch::{Answer, RunEvent};
 use super::observe::{AnswerNeeds, RunObserver};
+use crate::backend::text::TextReply;
 use crate::error::Error;
-use crate::types::Feature;
 
 /// Events the collector gathers before handing the answers to the decoder (fewer when
 /// the events end).
@@ -24,7 +23,7 @@ const FORWARD_CHUNK: usize = 256;
 /// What the collector saw.
 #[derive(Default)]
 pub(super) struct Collected {
-    /// Features answered by the server.
+    /// Features (a text model's questions) answered by the server.
     pub answered: u64,
     /// The observer's error that stopped the run.
     pub error: Option<Error>,
@@ -46,7 +45,10 @@ pub(super) async fn collect(
     while open {
         // A few requests' answers per message: each message wakes the decoder thread
         // (at --batch-size 8, once per request otherwise).
-        while open && gathered.len() < FORWARD_MIN {
+        // A text model's replies (a question's windows each, few and large) go on at
+        // once: they are journaled as they come.
+        let replies = |g: &[RunEvent]| g.iter().any(|e| matches!(e, RunEvent::Replies(_)));
+        while open && gathered.len() < FORWARD_MIN && !replies(&gathered) {
             let room = FORWARD_CHUNK - gathered.len();
             open = events.recv_many(&mut gathered, room).await > 0;
         }
@@ -56,7 +58,7 @@ pub(super) async fn collect(
         // The padding decision goes to the observer before the answers gathered with it.
         let decided = gathered.iter().find_map(|e| match e {
             RunEvent::PaddingDecided { dynamic } => Some(*dynamic),
-            RunEvent::Answer(_) => None,
+            RunEvent::Answer(_) | RunEvent::Replies(_) => None,
         });
         if let Some(dynamic) = decided {
             if let Err(e) = observer.on_padding_decided(dynamic) {
@@ -65,8 +67,13 @@ pub(super) async fn collect(
                 break;
             }
         }
+        let mut replies: Vec<(usize, TextReply)> = Vec::new();
         let answers = gathered.drain(..).filter_map(|e| match e {
             RunEvent::Answer(a) => Some(a),
+            RunEvent::Replies(r) => {
+                replies.extend(r);
+                None
+            }
             RunEvent::PaddingDecided { .. } => None,
         });
         let mut chunk: Vec<Answer> = Vec::with_capacity(FORWARD_CHUNK);
@@ -91,6 +98,27 @@ pub(super) async fn collect(
         } else {
             chunk.extend(answers);
         }
+        if !replies.is_empty() && out.error.is_none() {
+            // A text model's replies: recorded (a journal), then decoded, as answers are.
+            let recorded = replies
+                .iter()
+                .position(|(i, r)| {
+                    observer
+                        .on_reply(*i, r)
+                        .map_err(|e| out.error = Some(e))
+                        .is_err()
+                })
+                .unwrap_or(replies.len());
+            if out.error.is_some() {
+                cancel.cancel();
+            }
+            replies.truncate(recorded);
+            out.answered += replies.len() as u64;
+            observer.answered(replies.len() as u64);
+            if to_decoder.send(ToDecoder::Replies(replies)).is_err() {
+                break;
+            }
+        }
         out.answered += chunk.len() as u64;
         observer.answered(chunk.len() as u64);
         let failed = out.error.is_some();
@@ -108,9 +136,9 @@ pub(super) async fn collect(
 /// Passes the produced batches to the dispatch stage until they end or `cancel` is
 /// cancelled (returns true: the run was cut short). At most one batch waits behind the
 /// gate, so little is sent after a stop.
-pub(super) async fn gate(
-    mut produced: mpsc::Receiver<Vec<Arc<Feature>>>,
-    gated: mpsc::Sender<Vec<Arc<Feature>>>,
+pub(super) async fn gate<T>(
+    mut produced: mpsc::Receiver<T>,
+    gated: mpsc::Sender<T>,
     cancel: CancellationToken,
 ) -> bool {
     let mut cut_short = false;

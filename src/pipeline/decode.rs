@@ -1,6 +1,7 @@
 //! The decode stage, on a thread of its own: gathers each question's windows as they are
-//! answered and decodes the question as soon as all of them are in. Output is in file
-//! order whatever the arrival order.
+//! answered and decodes the question as soon as all of them are in; a text model's
+//! question as soon as its reply arrives (`super::text`). Output is in file order
+//! whatever the arrival order.
 
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -8,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::dispatch::Answer;
 use super::observe::RunObserver;
+use crate::backend::text::{TextBinding, TextReply};
+use crate::decode::non_finite::NonFinite;
 use crate::decode::{DecodeCache, DecodeConfig, Prediction, Window};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tokenize::BertTokenizer;
 use crate::types::{Dataset, Feature, Logits};
 
@@ -21,6 +24,8 @@ pub(super) enum ToDecoder {
     Answer(Answer),
     /// Several answers at once (one message per chunk drained from the responses).
     Answers(Vec<Answer>),
+    /// What a text model said about these questions (by index).
+    Replies(Vec<(usize, TextReply)>),
 }
 
 /// What the decode stage hands back.
@@ -35,6 +40,8 @@ pub(super) struct Decoded {
     pub features: Vec<Arc<Feature>>,
     /// When the last question was decoded.
     pub finished: Instant,
+    /// NaN and infinite logits in a text model's windows (replaced by −∞).
+    pub non_finite: NonFinite,
 }
 
 /// A question's windows as they arrive.
@@ -48,7 +55,11 @@ struct Gathering {
 /// The decode stage's state.
 pub(super) struct DecodeStage<'a> {
     dataset: &'a Dataset,
-    tokenizer: &'a BertTokenizer,
+    /// `None` only for a text model of the answer contract (nothing to rebuild).
+    tokenizer: Option<&'a BertTokenizer>,
+    /// The run's model when it takes text.
+    text: Option<&'a TextBinding>,
+    non_finite: NonFinite,
     config: &'a DecodeConfig,
     observer: &'a dyn RunObserver,
     keep_logits: bool,
@@ -65,7 +76,8 @@ pub(super) struct DecodeStage<'a> {
 impl<'a> DecodeStage<'a> {
     pub(crate) fn new(
         dataset: &'a Dataset,
-        tokenizer: &'a BertTokenizer,
+        tokenizer: Option<&'a BertTokenizer>,
+        text: Option<&'a TextBinding>,
         config: &'a DecodeConfig,
         observer: &'a dyn RunObserver,
         keep_logits: bool,
@@ -75,6 +87,8 @@ impl<'a> DecodeStage<'a> {
         DecodeStage {
             dataset,
             tokenizer,
+            text,
+            non_finite: NonFinite::default(),
             config,
             observer,
             keep_logits,
@@ -104,6 +118,11 @@ impl<'a> DecodeStage<'a> {
                     }
                 }
                 ToDecoder::Answer(answer) => self.answer(answer)?,
+                ToDecoder::Replies(replies) => {
+                    for (i, reply) in replies {
+                        self.reply(i, reply)?;
+                    }
+                }
             }
         }
         let finished = Instant::now();
@@ -115,7 +134,49 @@ impl<'a> DecodeStage<'a> {
             logits: self.kept,
             features: self.kept_features,
             finished,
+            non_finite: self.non_finite,
         })
+    }
+
+    /// The tokenizer, which every model but an answer-contract text model needs.
+    fn tokenizer(&self) -> Result<&'a BertTokenizer> {
+        self.tokenizer.ok_or_else(|| {
+            Error::Internal("a run that decodes windows was given no vocabulary".into())
+        })
+    }
+
+    /// Decodes what a text model said about question `i` (`super::text`).
+    fn reply(&mut self, i: usize, reply: TextReply) -> Result<()> {
+        let t = Instant::now();
+        let binding = self
+            .text
+            .ok_or_else(|| Error::Internal("a text model's reply in a token model's run".into()))?;
+        let tokenizer = self.tokenizer;
+        let keep = self.keep_features || self.keep_logits;
+        let decoded = super::text::decode(
+            &super::text::Decoding {
+                dataset: self.dataset,
+                binding,
+                tokenizer,
+                config: self.config,
+                keep,
+            },
+            &mut self.cache,
+            i,
+            reply,
+        )?;
+        self.non_finite.add(&decoded.non_finite);
+        let mut p = decoded.prediction;
+        self.observer.on_decoded(i, &mut p);
+        self.predictions[i] = Some(p);
+        self.busy += t.elapsed();
+        if self.keep_features {
+            self.kept_features.extend(decoded.features);
+        }
+        if self.keep_logits {
+            self.kept.extend(decoded.logits);
+        }
+        Ok(())
     }
 
     fn answer(&mut self, answer: Answer) -> Result<()> {
@@ -140,13 +201,14 @@ impl<'a> DecodeStage<'a> {
             .iter()
             .map(|a| Window::of(&a.feature, &a.scores))
             .collect();
+        let tokenizer = self.tokenizer()?;
         let mut p = self.cache.decode_example(
             self.config,
             Some(example.paragraph_index),
             doc_tokens,
             &example.qas_id,
             &views,
-            self.tokenizer,
+            tokenizer,
         )?;
         drop(views);
         self.observer.on_decoded(example_index, &mut p);

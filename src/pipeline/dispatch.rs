@@ -1,14 +1,19 @@
-//! The dispatch stage: features → batches → requests kept in flight → answers.
+//! The dispatch stage: batches → requests kept in flight → answers, for every model: a
+//! token model's features, or a text model's questions (the window source seam, see
+//! [`Batch`]), each request through [`Infer`] and the run's [`SharedRegion`].
 //!
 //! Contract:
-//! - Features arrive in batches (one request each, at most `batch_size` features) and
+//! - Work arrives in batches (one request each, at most `batch_size` features or
+//!   questions) and
 //!   are sent with at most `concurrency` requests in flight; a full window waits for
 //!   `refill` answers, then sends as many requests in a row (they leave in one write,
 //!   and the server's batcher takes them together).
 //! - Each request's latency runs from the moment it is handed to the transport to the
 //!   moment its response arrives. Time a batch waits for a free slot is not latency.
-//! - Answers are handed on as [`RunEvent::Answer`]s as they arrive, in any order; once
-//!   the padding probe has decided, one [`RunEvent::PaddingDecided`] follows.
+//! - Answers are handed on as they arrive, in any order: a token model's as
+//!   [`RunEvent::Answer`]s (read by the answer reader of its binding, [`Rank`]), a text
+//!   model's as [`RunEvent::Replies`] (read by its contract, `TextBinding::replies`);
+//!   once the padding probe has decided, one [`RunEvent::PaddingDecided`] follows.
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured
 //!   run; their results and timings are discarded.
 
@@ -25,7 +30,9 @@ use super::rank::{read_rows, Rank};
 use super::report::{InFlight, InferReport};
 use super::shared_memory::SharedRegion;
 use crate::backend::shm::SharedMemory;
-use crate::backend::{prepare_request, tensor, Binding, Infer};
+use crate::backend::text::TextReply;
+use crate::backend::text_request::TextPair;
+use crate::backend::{prepare_request, tensor, Binding, Infer, InferRequest, Model};
 use crate::decode::Scores;
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
@@ -91,11 +98,35 @@ pub(crate) struct Answer {
     pub scores: Scores,
 }
 
+/// One request's worth of work, from the window source of the run's model.
+#[derive(Debug)]
+pub(crate) enum Batch {
+    /// Features built here (a token model).
+    Features(Vec<Arc<Feature>>),
+    /// Questions (their indexes in the dataset) and their (question, context) texts,
+    /// for a text model, which makes the windows itself.
+    Questions {
+        examples: Vec<usize>,
+        pairs: Vec<TextPair>,
+    },
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        match self {
+            Batch::Features(f) => f.len(),
+            Batch::Questions { examples, .. } => examples.len(),
+        }
+    }
+}
+
 /// What the dispatch stage hands on, as it happens.
 #[derive(Debug)]
 pub(crate) enum RunEvent {
     /// A feature was answered.
     Answer(Answer),
+    /// A text model's request was answered: what it said of each question (by index).
+    Replies(Vec<(usize, TextReply)>),
     /// The padding probe ([`super::PaddingGuard`]) decided: `true` for dynamic padding,
     /// `false` for the full length. Sent once, and only when a probe ran.
     PaddingDecided { dynamic: bool },
@@ -106,6 +137,8 @@ struct Answered {
     batch: Vec<Arc<Feature>>,
     /// Per feature: its logits, its candidates, or both.
     rows: Vec<Scores>,
+    /// A text model's replies, by question (no features, no rows).
+    replies: Vec<(usize, TextReply)>,
     sent: Instant,
     received: Instant,
     /// The non-finite logits it held (replaced by −∞).
@@ -142,48 +175,68 @@ pub async fn infer_all<B: Infer>(
             }
         }
     };
-    let (report, ()) = tokio::join!(
-        infer_events(client, binding, config, None, batches, events),
-        forward
+    let (batched_tx, batched_rx) = mpsc::channel(batches.max_capacity());
+    let wrap = async move {
+        let mut batches = batches;
+        while let Some(b) = batches.recv().await {
+            if batched_tx.send(Batch::Features(b)).await.is_err() {
+                break;
+            }
+        }
+    };
+    let model = Model::Tokens(binding);
+    let (report, (), ()) = tokio::join!(
+        infer_events(client, &model, config, None, 0, batched_rx, events),
+        forward,
+        wrap
     );
     report
 }
 
 /// The dispatch stage: sends `batches` (one request each, at most `batch_size`
-/// features; a larger one is an error) and hands each answer, and the padding decision,
-/// to `events`. With `rank`, each feature's candidates are ranked as its answer is read
-/// and its logits kept only where needed ([`Rank`]).
+/// features or questions; a larger one is an error) and hands each answer, and the
+/// padding decision, to `events`. With `rank`, each feature's candidates are ranked as
+/// its answer is read and its logits kept only where needed ([`Rank`]). A text model's
+/// shared memory slots hold `text_slot_bytes` (its largest request's inputs).
 pub(crate) async fn infer_events<B: Infer>(
     client: &B,
-    binding: Arc<Binding>,
+    model: &Model,
     config: &InferConfig,
     rank: Option<Rank>,
-    batches: mpsc::Receiver<Vec<Arc<Feature>>>,
+    text_slot_bytes: usize,
+    batches: mpsc::Receiver<Batch>,
     events: mpsc::Sender<RunEvent>,
 ) -> Result<InferReport> {
-    if config.batch_size == 0 || config.batch_size > binding.batch_limit() {
+    let limit = match model {
+        Model::Tokens(b) => b.batch_limit(),
+        Model::Text(b) => b.max_batch_size.max(1),
+    };
+    if config.batch_size == 0 || config.batch_size > limit {
         return Err(Error::Config(format!(
-            "batch size {} outside 1..={} for model {:?}",
+            "batch size {} outside 1..={limit} for model {:?}",
             config.batch_size,
-            binding.batch_limit(),
-            binding.model
+            model.name()
         )));
     }
-    // Slots for a full batch at the longest length a request can be padded to.
-    let longest = match config.padding {
-        Padding::Fixed(n) => n.max(config.max_seq_len),
-        Padding::Longest { multiple } => config.max_seq_len.next_multiple_of(multiple.max(1)),
+    let (server, in_flight) = (client.single_server(), config.concurrency);
+    let shm = match model {
+        Model::Tokens(binding) => {
+            // Slots for a full batch at the longest length a request can be padded to.
+            let longest = match config.padding {
+                Padding::Fixed(n) => n.max(config.max_seq_len),
+                Padding::Longest { multiple } => {
+                    config.max_seq_len.next_multiple_of(multiple.max(1))
+                }
+            };
+            let (rows, mode) = (config.batch_size, config.shared_memory);
+            SharedRegion::open(mode, server, in_flight, binding, rows, longest).await?
+        }
+        Model::Text(_) => {
+            let mode = config.shared_memory;
+            SharedRegion::open_text(mode, server, in_flight, text_slot_bytes).await?
+        }
     };
-    let shm = SharedRegion::open(
-        config.shared_memory,
-        client.single_server(),
-        config.concurrency,
-        &binding,
-        config.batch_size,
-        longest,
-    )
-    .await?;
-    let dispatch = Dispatch::new(client, binding, config, rank, shm.clone(), events);
+    let dispatch = Dispatch::new(client, model.clone(), config, rank, shm.clone(), events);
     let result = dispatch.run(batches).await;
     let shared_memory = shm.close().await;
     let mut report = result?;
@@ -194,7 +247,7 @@ pub(crate) async fn infer_events<B: Infer>(
 /// The window of requests in flight, once the shared memory region (if any) is open.
 struct Dispatch<'a, B: Infer> {
     client: &'a B,
-    binding: Arc<Binding>,
+    model: Model,
     config: &'a InferConfig,
     rank: Option<Rank>,
     shm: SharedRegion,
@@ -210,7 +263,7 @@ struct Dispatch<'a, B: Infer> {
 impl<'a, B: Infer> Dispatch<'a, B> {
     fn new(
         client: &'a B,
-        binding: Arc<Binding>,
+        model: Model,
         config: &'a InferConfig,
         rank: Option<Rank>,
         shm: SharedRegion,
@@ -218,10 +271,12 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     ) -> Self {
         let policy = PaddingPolicy::new(config.padding, config.guard);
         let mut report = InferReport::empty();
-        report.padding = policy.report();
+        if let Model::Tokens(_) = model {
+            report.padding = policy.report();
+        }
         Dispatch {
             client,
-            binding,
+            model,
             config,
             rank,
             shm,
@@ -234,7 +289,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         }
     }
 
-    async fn run(mut self, mut batches: mpsc::Receiver<Vec<Arc<Feature>>>) -> Result<InferReport> {
+    async fn run(mut self, mut batches: mpsc::Receiver<Batch>) -> Result<InferReport> {
         let mut warmed = self.config.warmup == 0;
         while let Some(batch) = self.next_batch(&mut batches).await? {
             if !warmed {
@@ -242,10 +297,15 @@ impl<'a, B: Infer> Dispatch<'a, B> {
                 warmed = true;
             }
             self.make_room().await?;
-            let padding = self.policy.next(&batch);
-            self.spawn(batch, padding)?;
-            if padding.probe {
-                self.await_probe().await?;
+            match batch {
+                Batch::Features(batch) => {
+                    let padding = self.policy.next(&batch);
+                    self.spawn(batch, padding)?;
+                    if padding.probe {
+                        self.await_probe().await?;
+                    }
+                }
+                Batch::Questions { examples, pairs } => self.spawn_text(examples, pairs)?,
             }
         }
         while let Some(joined) = self.inflight.join_next().await {
@@ -259,14 +319,11 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// The next non-empty batch (`None` once the batches end); the time waited for it
     /// once requests are being sent counts as starved.
-    async fn next_batch(
-        &mut self,
-        batches: &mut mpsc::Receiver<Vec<Arc<Feature>>>,
-    ) -> Result<Option<Vec<Arc<Feature>>>> {
+    async fn next_batch(&mut self, batches: &mut mpsc::Receiver<Batch>) -> Result<Option<Batch>> {
         let waited = Instant::now();
         let mut batch = None;
         while let Some(b) = batches.recv().await {
-            if !b.is_empty() {
+            if b.len() > 0 {
                 batch = Some(b);
                 break;
             }
@@ -276,7 +333,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         }
         match batch {
             Some(b) if b.len() > self.config.batch_size => Err(Error::Config(format!(
-                "a batch of {} features is over `batch_size` {}",
+                "a batch of {} is over `batch_size` {}",
                 b.len(),
                 self.config.batch_size
             ))),
@@ -284,17 +341,36 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         }
     }
 
-    /// Sends the warm-up copies of `batch`, one at a time, and discards their answers.
-    async fn warm_up(&mut self, batch: &[Arc<Feature>]) -> Result<()> {
+    /// Sends the warm-up copies of `batch`, one at a time, and discards their answers
+    /// (read, so that a model that answers wrongly fails here).
+    async fn warm_up(&mut self, batch: &Batch) -> Result<()> {
         let t = Instant::now();
-        let seq = self.config.padding.length(batch);
         for _ in 0..self.config.warmup {
-            let request = prepare_request(&self.binding, batch.to_vec(), seq)?;
+            let request = self.request(batch)?;
             let (response, _) = self.client.infer_timed(request.clone()).await?;
-            tensor::decode_response(&request, &response)?;
+            match &self.model {
+                Model::Tokens(_) => drop(tensor::decode_response(&request, &response)?),
+                Model::Text(b) => drop(b.replies(&response, request.rows())?),
+            }
         }
         self.report.warmup = t.elapsed();
         Ok(())
+    }
+
+    /// `batch`'s request, in the message, at the full padding of its batch.
+    fn request(&self, batch: &Batch) -> Result<InferRequest> {
+        match (batch, &self.model) {
+            (Batch::Features(f), Model::Tokens(b)) => {
+                prepare_request(b, f.clone(), self.config.padding.length(f))
+            }
+            (Batch::Questions { pairs, .. }, Model::Text(b)) => {
+                InferRequest::text(b, pairs.clone())
+            }
+            _ => Err(Error::Internal(format!(
+                "a batch that model {:?} does not take",
+                self.model.name()
+            ))),
+        }
     }
 
     /// A full window waits for `refill` answers before the next requests are sent.
@@ -313,7 +389,10 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// Sends `batch` as one request padded as `padding` says.
     fn spawn(&mut self, batch: Vec<Arc<Feature>>, padding: RequestPadding) -> Result<()> {
-        let request = prepare_request(&self.binding, batch, padding.seq_len)?;
+        let Model::Tokens(binding) = &self.model else {
+            return Err(Error::Internal("features for a text model".into()));
+        };
+        let request = prepare_request(binding, batch, padding.seq_len)?;
         // The probe reads the logits themselves, and so does a padding check of another
         // n-best size.
         let check = padding.check;
@@ -340,10 +419,40 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             Ok(Answered {
                 batch,
                 rows,
+                replies: Vec::new(),
                 sent,
                 received,
                 non_finite,
                 displaced,
+            })
+        });
+        Ok(())
+    }
+
+    /// Sends a text model's questions `examples` (their texts `pairs`) as one request;
+    /// its answer is read by the model's contract.
+    fn spawn_text(&mut self, examples: Vec<usize>, pairs: Vec<TextPair>) -> Result<()> {
+        let Model::Text(binding) = &self.model else {
+            return Err(Error::Internal("questions for a token model".into()));
+        };
+        let request = InferRequest::text(binding, pairs)?;
+        let binding = binding.clone();
+        let client = self.client.clone();
+        let placed = self.shm.place(request);
+        self.first.get_or_insert_with(Instant::now);
+        self.inflight.spawn(async move {
+            let (response, sent, in_shm) = placed.send(&client).await?;
+            let received = Instant::now();
+            placed.answered_text(in_shm);
+            let replies = binding.replies(&response, examples.len())?;
+            Ok(Answered {
+                batch: Vec::new(),
+                rows: Vec::new(),
+                replies: examples.into_iter().zip(replies).collect(),
+                sent,
+                received,
+                non_finite: Default::default(),
+                displaced: 0,
             })
         });
         Ok(())
@@ -374,6 +483,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         let Answered {
             batch,
             rows,
+            replies,
             sent,
             received,
             non_finite,
@@ -384,10 +494,16 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         report.padding.displaced += displaced;
         report.requests += 1;
         report.features += batch.len() as u64;
+        report.features += replies.iter().map(|(_, r)| r.window_count()).sum::<u64>();
         report
             .latency_us
             .saturating_record(crate::latency::micros(received - sent));
         self.intervals.push((sent, received));
+        if !replies.is_empty() {
+            // A dropped receiver means the consumer stopped early.
+            let _ = self.events.send(RunEvent::Replies(replies)).await;
+            return;
+        }
         // Room for as many events as the channel takes at once, then one send each.
         let mut left = batch.len().min(rows.len());
         let mut answers = batch.into_iter().zip(rows);

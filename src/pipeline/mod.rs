@@ -46,7 +46,6 @@ mod run;
 mod shared_memory;
 #[cfg(test)]
 mod tests;
-#[cfg(feature = "cli")]
 pub(crate) mod text;
 
 pub use dispatch::effective_batch_size;

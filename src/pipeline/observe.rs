@@ -3,6 +3,7 @@
 //! as questions are decoded). The run calls them from its stages' threads, so they
 //! take `&self` and are `Sync`; every method does nothing unless implemented.
 
+use crate::backend::text::TextReply;
 use crate::decode::{Prediction, Scores};
 use crate::error::Result;
 
@@ -22,10 +23,12 @@ pub enum AnswerNeeds {
 
 /// Sees a run as it goes.
 pub trait RunObserver: Sync {
-    /// `n` more features were built (the total grows while building).
+    /// `n` more features were built (the total grows while building); for a text
+    /// model, `n` more questions are to be asked.
     fn built(&self, _n: u64) {}
 
-    /// `n` more features were answered (by the server, or known beforehand).
+    /// `n` more features (a text model's questions) were answered (by the server, or
+    /// known beforehand).
     fn answered(&self, _n: u64) {}
 
     /// What [`RunObserver::on_answer`] reads.
@@ -38,6 +41,13 @@ pub trait RunObserver: Sync {
     /// [`AnswerNeeds`]), before it is decoded (e.g. appended to a journal). An error
     /// stops the run like a server error.
     fn on_answer(&self, _scores: &Scores) -> Result<()> {
+        Ok(())
+    }
+
+    /// What a text model said about question `example_index` (its windows and offsets,
+    /// or its answer), before it is decoded (e.g. appended to a journal). An error stops
+    /// the run like a server error.
+    fn on_reply(&self, _example_index: usize, _reply: &TextReply) -> Result<()> {
         Ok(())
     }
 

@@ -1,8 +1,10 @@
-//! The produce stage, on a thread of its own (feature building is CPU work): builds each
-//! example's features (or takes prebuilt ones), groups them into the batches the
-//! dispatch stage sends (one request each), tells the decoder how many windows each
-//! example has, and sends a feature whose logits are already known (a journal's)
-//! straight to the decoder.
+//! The produce stage, on a thread of its own (feature building is CPU work): the run's
+//! window source. For a token model it builds each example's features (or takes
+//! prebuilt ones), groups them into the batches the dispatch stage sends (one request
+//! each), tells the decoder how many windows each example has, and sends a feature
+//! whose logits are already known (a journal's) straight to the decoder. For a text
+//! model it groups the questions, their texts with them ([`produce_questions`]); a
+//! question whose reply is known goes straight to the decoder.
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -12,8 +14,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::decode::ToDecoder;
-use super::dispatch::Answer;
+use super::dispatch::{Answer, Batch};
 use super::observe::RunObserver;
+use crate::backend::text::TextReply;
 use crate::decode::Scores;
 use crate::features::FeatureBuilder;
 use crate::types::{Dataset, Feature, Logits};
@@ -36,7 +39,7 @@ pub(super) struct Produced {
 /// Where the produce stage's output goes.
 pub(super) struct Outlets {
     /// Batches for the dispatch stage.
-    pub to_dispatch: mpsc::Sender<Vec<Arc<Feature>>>,
+    pub to_dispatch: mpsc::Sender<Batch>,
     pub to_decoder: std_mpsc::Sender<ToDecoder>,
     /// For waiting on a full channel to the dispatch stage (this thread is no runtime's).
     pub runtime: tokio::runtime::Handle,
@@ -184,7 +187,7 @@ impl Handover {
         match tx.try_reserve_many(self.ready.len()) {
             Ok(permits) => {
                 for (permit, c) in permits.zip(self.ready.drain(..)) {
-                    permit.send(c);
+                    permit.send(Batch::Features(c));
                 }
                 return true;
             }
@@ -209,7 +212,7 @@ impl Handover {
         {
             Ok(permits) => {
                 for (permit, c) in permits.zip(self.ready.drain(..)) {
-                    permit.send(c);
+                    permit.send(Batch::Features(c));
                 }
                 true
             }
@@ -228,4 +231,67 @@ impl Handover {
         }
         self.flush_expects();
     }
+}
+
+/// The window source of a text model: the questions of `dataset` in file order,
+/// `per_request` to a batch with their (question, context) texts; a question whose reply
+/// is `known` (a journal's) goes straight to the decoder. `Produced::total` and
+/// `reused` count the known replies' windows (the server's are counted as they come).
+pub(super) fn produce_questions(
+    dataset: &Dataset,
+    per_request: usize,
+    mut known: HashMap<u64, TextReply>,
+    observer: &dyn RunObserver,
+    outlets: Outlets,
+) -> Produced {
+    // No time is counted as feature building: the server makes the windows.
+    let mut out = Produced {
+        busy: Duration::ZERO,
+        featureless: Vec::new(),
+        total: 0,
+        reused: 0,
+    };
+    let send = |batch: Batch| {
+        outlets
+            .runtime
+            .block_on(outlets.to_dispatch.send(batch))
+            .is_ok()
+    };
+    let mut examples = Vec::with_capacity(per_request);
+    let mut pairs = Vec::with_capacity(per_request);
+    observer.built(dataset.examples.len() as u64);
+    for (i, example) in dataset.examples.iter().enumerate() {
+        if let Some(reply) = known.remove(&(i as u64)) {
+            out.reused += reply.window_count();
+            observer.answered(1);
+            if outlets
+                .to_decoder
+                .send(ToDecoder::Replies(vec![(i, reply)]))
+                .is_err()
+            {
+                break;
+            }
+            continue;
+        }
+        examples.push(i);
+        let context = &dataset.paragraph_of(example).context;
+        pairs.push((
+            example.question_text.as_str().into(),
+            context.as_str().into(),
+        ));
+        if examples.len() == per_request.max(1) {
+            let batch = Batch::Questions {
+                examples: std::mem::take(&mut examples),
+                pairs: std::mem::take(&mut pairs),
+            };
+            if !send(batch) {
+                break;
+            }
+        }
+    }
+    if !examples.is_empty() {
+        send(Batch::Questions { examples, pairs });
+    }
+    out.total = out.reused;
+    out
 }

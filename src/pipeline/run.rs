@@ -1,7 +1,9 @@
-//! The run: the stages wired together. Features are built on one thread (`produce`),
-//! requests kept in flight on the runtime ([`super::infer_events`]), events handed to the
-//! run's observer and the answers to the decoder (`collect`), each question decoded on
-//! another thread as soon as all of its windows are answered (`decode`).
+//! The run: the stages wired together, for every model. The window source works on one
+//! thread (`produce`: features built here for a token model, questions grouped for a
+//! text model), requests are kept in flight on the runtime (`dispatch`, through
+//! [`Infer`]), events handed to the run's observer and the answers to the decoder
+//! (`collect`), each question decoded on another thread as soon as all of its windows
+//! are answered (`decode`; a text model's by its contract, `super::text`).
 
 use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
@@ -14,12 +16,13 @@ use tokio_util::sync::CancellationToken;
 use super::collect::{collect, gate, Collected};
 use super::decode::{DecodeStage, Decoded, ToDecoder};
 use super::dispatch::InferConfig;
-use super::dispatch::{infer_events, RunEvent};
+use super::dispatch::{infer_events, Batch, RunEvent};
 use super::observe::{AnswerNeeds, NoProgress, RunObserver};
-use super::produce::{produce, Outlets, Produced};
+use super::produce::{produce, produce_questions, Outlets, Produced};
 use super::rank::Rank;
 use super::report::{InferReport, Phases};
-use crate::backend::{Binding, Infer};
+use crate::backend::text::TextReply;
+use crate::backend::{Infer, Model};
 use crate::decode::Prediction;
 use crate::error::{Error, Result};
 use crate::tokenize::BertTokenizer;
@@ -38,15 +41,38 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The settings `bertqa eval` has by default, for the model `binding`: the
-    /// reference's windows and decoding, the model's largest batch, 4 requests in
-    /// flight, each batch padded to its longest feature under the guard that keeps the
-    /// answers those of full padding, and shared memory when the server is local.
-    pub fn for_model(binding: &Binding) -> RunConfig {
+    /// The settings `bertqa eval` has by default, for `model`: the reference's windows
+    /// and decoding, the model's largest batch, 4 requests in flight, each batch padded
+    /// to its longest feature under the guard that keeps the answers those of full
+    /// padding, and shared memory when the server is local. A text model is asked as
+    /// many questions a request as its contract and batching allow.
+    pub fn for_model(model: &Model) -> RunConfig {
         let features = crate::features::FeatureConfig::default();
         let decode = crate::decode::DecodeConfig::default();
-        let batch_size = binding.default_batch_size();
         let concurrency = 4;
+        let binding = match model {
+            Model::Tokens(b) => b,
+            Model::Text(b) => {
+                let batch_size = b.per_request(b.max_batch_size.max(1));
+                return RunConfig {
+                    infer: InferConfig {
+                        batch_size,
+                        concurrency,
+                        refill: 1,
+                        warmup: 0,
+                        padding: super::Padding::Fixed(0),
+                        guard: None,
+                        shared_memory: crate::backend::SharedMemory::Auto,
+                        max_seq_len: features.max_seq_length,
+                    },
+                    features,
+                    decode,
+                    keep_logits: false,
+                    keep_features: false,
+                };
+            }
+        };
+        let batch_size = binding.default_batch_size();
         RunConfig {
             infer: InferConfig {
                 batch_size,
@@ -90,8 +116,13 @@ pub struct RunOutcome {
     pub kept_features: Vec<Arc<Feature>>,
 }
 
-/// A request's features, on their way from the produce stage to the dispatch stage.
-type Batch = Vec<Arc<Feature>>;
+/// Where a run's windows come from (the window source seam).
+enum Source<'t> {
+    /// Built here from the dataset (or prebuilt) by the tokenizer: a token model.
+    Features(Box<crate::features::FeatureBuilder<'t>>),
+    /// Made by the server from the questions sent as text: a text model.
+    Questions,
+}
 
 /// What the stages on the runtime (gate, dispatch, collect) did.
 struct Inferred {
@@ -188,40 +219,49 @@ impl PartialOutcome {
 pub struct Run<'a, B: Infer> {
     runtime: &'a tokio::runtime::Runtime,
     client: &'a B,
-    binding: Arc<Binding>,
+    model: Model,
     dataset: &'a Dataset,
-    tokenizer: &'a BertTokenizer,
+    tokenizer: Option<&'a BertTokenizer>,
     config: &'a RunConfig,
     observer: &'a dyn RunObserver,
     prebuilt: Option<&'a [Arc<Feature>]>,
     known: HashMap<u64, Logits>,
+    known_replies: HashMap<u64, TextReply>,
     stop: Option<CancellationToken>,
 }
 
 impl<'a, B: Infer> Run<'a, B> {
-    /// A run of `dataset` against `client` (model `binding`) on `runtime`, as `config`
-    /// says: features built from the dataset, every one sent, no observer, not
-    /// stoppable.
+    /// A run of `dataset` against `client` (`model`, a token binding or a text
+    /// binding) on `runtime`, as `config` says: every question asked, no observer, not
+    /// stoppable. A token model's windows are built with the [`tokenizer`](Self::tokenizer)
+    /// given; a text model's are the server's.
     pub fn new(
         runtime: &'a tokio::runtime::Runtime,
         client: &'a B,
-        binding: Arc<Binding>,
+        model: impl Into<Model>,
         dataset: &'a Dataset,
-        tokenizer: &'a BertTokenizer,
         config: &'a RunConfig,
     ) -> Self {
         Run {
             runtime,
             client,
-            binding,
+            model: model.into(),
             dataset,
-            tokenizer,
+            tokenizer: None,
             config,
             observer: &NoProgress,
             prebuilt: None,
             known: HashMap::new(),
+            known_replies: HashMap::new(),
             stop: None,
         }
+    }
+
+    /// The vocabulary: a token model's windows are built with it, and a text model's
+    /// logits contract rebuilds its pieces from it (the answer contract needs none).
+    pub fn tokenizer(mut self, tokenizer: &'a BertTokenizer) -> Self {
+        self.tokenizer = Some(tokenizer);
+        self
     }
 
     /// Tells `observer` what happens as it happens (progress, answers, the padding
@@ -244,6 +284,13 @@ impl<'a, B: Infer> Run<'a, B> {
         self
     }
 
+    /// What a text model already said (a journal's), by question index: these
+    /// questions are decoded, not asked.
+    pub(crate) fn known_replies(mut self, replies: HashMap<u64, TextReply>) -> Self {
+        self.known_replies = replies;
+        self
+    }
+
     /// Once `stop` is cancelled, no further request is sent; requests in flight are
     /// drained (their answers observed and decoded) and the run returns, stopped.
     pub fn stop_on(mut self, stop: CancellationToken) -> Self {
@@ -262,11 +309,13 @@ impl<'a, B: Infer> Run<'a, B> {
     pub fn run_partial(mut self) -> PartialOutcome {
         let started = Instant::now();
         let config = self.config;
-        let builder = match crate::features::FeatureBuilder::new(self.tokenizer, config.features) {
-            Ok(b) => b,
+        let source = match self.source() {
+            Ok(s) => s,
             Err(e) => return PartialOutcome::failed(self.dataset, e),
         };
+        let text_slot_bytes = self.text_slot_bytes();
         let known = std::mem::take(&mut self.known);
+        let known_replies = std::mem::take(&mut self.known_replies);
         let infer = &config.infer;
         let queue = (infer.batch_size * infer.concurrency * 4).max(256);
         // Features travel to the dispatch stage as the batches they are sent in: a
@@ -286,14 +335,22 @@ impl<'a, B: Infer> Run<'a, B> {
                 runtime: self.runtime.handle().clone(),
             };
             let (dataset, prebuilt, observer) = (self.dataset, self.prebuilt, self.observer);
-            let producer = scope.spawn(move || {
-                produce(
-                    dataset, builder, prebuilt, known, observer, outlets, batch_size,
-                )
+            let producer = scope.spawn(move || match source {
+                Source::Features(builder) => produce(
+                    dataset, *builder, prebuilt, known, observer, outlets, batch_size,
+                ),
+                Source::Questions => {
+                    produce_questions(dataset, batch_size, known_replies, observer, outlets)
+                }
             });
+            let text = match &self.model {
+                Model::Text(b) => Some(&**b),
+                Model::Tokens(_) => None,
+            };
             let decode = DecodeStage::new(
                 self.dataset,
                 self.tokenizer,
+                text,
                 &config.decode,
                 self.observer,
                 config.keep_logits,
@@ -301,6 +358,7 @@ impl<'a, B: Infer> Run<'a, B> {
             );
             let decoder = scope.spawn(move || decode.run(decoder_rx));
             let inferred = self.infer(
+                text_slot_bytes,
                 produced_rx,
                 (gated_tx, gated_rx),
                 (events_tx, events_rx),
@@ -313,10 +371,67 @@ impl<'a, B: Infer> Run<'a, B> {
         })
     }
 
+    /// The run's window source, checked: a token model's windows are built with the
+    /// vocabulary, a text model's questions go as they are (the logits contract still
+    /// needs the vocabulary to rebuild the server's pieces).
+    fn source(&self) -> Result<Source<'a>> {
+        let needs_vocabulary = |what: &str| {
+            Error::Config(format!(
+                "model {:?} {what}: a vocabulary (`vocab`) is needed",
+                self.model.name()
+            ))
+        };
+        match &self.model {
+            Model::Tokens(_) => {
+                let tokenizer = self
+                    .tokenizer
+                    .ok_or_else(|| needs_vocabulary("takes token ids"))?;
+                let builder =
+                    crate::features::FeatureBuilder::new(tokenizer, self.config.features)?;
+                Ok(Source::Features(Box::new(builder)))
+            }
+            Model::Text(b) => {
+                if let (crate::backend::Contract::Logits { .. }, None) =
+                    (&b.contract, self.tokenizer)
+                {
+                    return Err(needs_vocabulary(
+                        "answers with windows of logits, whose pieces bertqa rebuilds",
+                    ));
+                }
+                Ok(Source::Questions)
+            }
+        }
+    }
+
+    /// Bytes of the largest request's inputs of a text model's run (sizes its shared
+    /// memory slots); 0 for a token model.
+    fn text_slot_bytes(&self) -> usize {
+        if let Model::Tokens(_) = self.model {
+            return 0;
+        }
+        let per_request = self.config.infer.batch_size.max(1);
+        let lens: Vec<usize> = self
+            .dataset
+            .examples
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.known_replies.contains_key(&(*i as u64)))
+            .map(|(_, e)| {
+                let context = &self.dataset.paragraph_of(e).context;
+                crate::backend::text_request::pair_len(&e.question_text, context)
+            })
+            .collect();
+        lens.chunks(per_request)
+            .map(|c| c.iter().sum::<usize>())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Runs the gate, the dispatch stage and the collector on the runtime until the
     /// features end, the run is stopped or fails.
     fn infer(
         &self,
+        text_slot_bytes: usize,
         produced: mpsc::Receiver<Batch>,
         (gated_tx, gated_rx): (mpsc::Sender<Batch>, mpsc::Receiver<Batch>),
         (events_tx, events_rx): (mpsc::Sender<RunEvent>, mpsc::Receiver<RunEvent>),
@@ -339,9 +454,10 @@ impl<'a, B: Infer> Run<'a, B> {
             let (report, collected, cut_short) = tokio::join!(
                 infer_events(
                     self.client,
-                    self.binding.clone(),
+                    &self.model,
                     &config.infer,
                     Some(rank),
+                    text_slot_bytes,
                     gated_rx,
                     events_tx
                 ),
@@ -385,13 +501,27 @@ impl<'a, B: Infer> Run<'a, B> {
                 logits: Vec::new(),
                 features: Vec::new(),
                 finished: responses_done,
+                non_finite: Default::default(),
             }
         });
         report.decode_lag = decoded.finished.saturating_duration_since(responses_done);
+        report.non_finite.add(&decoded.non_finite);
+        // A text model's windows are counted as the server's replies come (and the
+        // journal's as they are read), not as they are built.
+        let (total, answered) = match self.model {
+            Model::Tokens(_) => (
+                produced.total,
+                inferred.collected.answered + produced.reused,
+            ),
+            Model::Text(_) => {
+                let n = report.features + produced.reused;
+                (n, n)
+            }
+        };
         PartialOutcome {
             predictions: decoded.predictions,
-            features: produced.total,
-            answered: inferred.collected.answered + produced.reused,
+            features: total,
+            answered,
             known: produced.reused,
             featureless: produced.featureless,
             phases: Phases {

@@ -2,19 +2,16 @@
 //! there is none), each request placed in a slot of it, sent with the fallbacks to the
 //! message, its answer read where the server wrote it, and at the end the region
 //! unregistered and what happened reported ([`SharedMemoryReport`]). The dispatch stage
-//! (`eval`, `compare`, `ask`), the text models' run (`pipeline::text`) and `perf` all go
-//! through [`SharedRegion`]: a token batch's tensors through [`SharedRegion::place`], a
-//! text model's BYTES inputs through [`SharedRegion::place_text`] (outputs in the
-//! message); the region and its slots are [`crate::backend::shm`].
+//! (`eval`, `compare`, `ask`, for every model) and `perf` both go through
+//! [`SharedRegion::place`]: a token batch's tensors, or a text model's BYTES inputs
+//! (its outputs in the message); the region and its slots are [`crate::backend::shm`].
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::proto::ModelInferResponse;
-use crate::backend::request::ShmInputs;
 use crate::backend::shm::{self, InputRegion, Opened, SharedMemory, Slot};
-use crate::backend::{tensor, text_request, Binding, Infer, InferRequest, TritonClient};
+use crate::backend::{tensor, Binding, Infer, InferRequest, TritonClient};
 use crate::error::Result;
 use crate::types::Feature;
 
@@ -62,7 +59,7 @@ impl SharedRegion {
 
     /// [`open`](Self::open) for a text model's requests: each slot holds the BYTES
     /// inputs of the run's largest request (`largest` bytes); outputs come back in the
-    /// message ([`place_text`](Self::place_text)).
+    /// message ([`place`](Self::place)).
     pub(crate) async fn open_text(
         mode: SharedMemory,
         server: Option<&TritonClient>,
@@ -94,7 +91,8 @@ impl SharedRegion {
     }
 
     /// `request` with its input tensors in a free slot, and its outputs asked for after
-    /// them, when the region has one (and they fit); in the message otherwise.
+    /// them, when the region has one (and they fit); in the message otherwise. A text
+    /// model's request gets its BYTES inputs placed, its outputs always in the message.
     pub(crate) fn place(&self, request: InferRequest) -> Placed {
         let taken = self
             .region
@@ -114,21 +112,6 @@ impl SharedRegion {
                 region: None,
             },
         }
-    }
-
-    /// A text model's request about `pairs` ready to go: its BYTES inputs written into
-    /// a free slot when the region has one (and they fit), in the message otherwise.
-    pub(crate) fn place_text(&self, pairs: &[(&str, &str)]) -> TextPlaced {
-        let placed = self.region.as_ref().and_then(|region| {
-            let mut slot = region.take()?;
-            let write = |mut room: &mut [u8]| {
-                text_request::write_contents(pairs, &mut room);
-                debug_assert!(room.is_empty(), "contents_len bytes written");
-            };
-            let at = slot.put(text_request::contents_len(pairs), write)?;
-            Some((at, slot, region.clone()))
-        });
-        TextPlaced { placed }
     }
 
     /// Unregisters the region and reports how the run's tensors travelled. A region
@@ -204,6 +187,14 @@ impl Placed {
         }
     }
 
+    /// Ends the use of a text model's request that was answered (`in_shm`: as placed,
+    /// as [`send`](Self::send) said): its slot is free again (the server only read it).
+    pub(crate) fn answered_text(self, in_shm: bool) {
+        if let (true, Some(region)) = (in_shm, &self.region) {
+            region.inputs_answered();
+        }
+    }
+
     /// Hands the checked `response` (`in_shm`: the answer to the request as placed, as
     /// [`send`](Self::send) said) to `read` where it lies, in the slot or the message,
     /// then ends the slot's use ([`Slot::answered`]; a slot dropped on an error is
@@ -234,42 +225,6 @@ impl Placed {
     }
 }
 
-/// A text model's request ready to go ([`SharedRegion::place_text`]): where its BYTES
-/// inputs lie in a slot, or `None`: in the message.
-pub(crate) struct TextPlaced {
-    /// Where the inputs lie, the slot that holds them (free again when this is
-    /// dropped: the server only reads it), and its region.
-    placed: Option<(ShmInputs, Slot, InputRegion)>,
-}
-
-impl TextPlaced {
-    /// Sends it with `send` (given where the inputs lie; `None`: in the message), and
-    /// again with them in the message when the server lost the region
-    /// ([`shm::is_lost_region`]; the region is then abandoned for the rest of the run).
-    /// Returns the answer; some request answered from the region is recorded for the
-    /// report.
-    pub(crate) async fn send<T, F, Fut>(&self, send: F) -> Result<T>
-    where
-        F: Fn(Option<ShmInputs>) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        let Some((at, _, region)) = &self.placed else {
-            return send(None).await;
-        };
-        match send(Some(at.clone())).await {
-            Ok(answer) => {
-                region.inputs_answered();
-                Ok(answer)
-            }
-            Err(e) if shm::is_lost_region(&e) => {
-                region.abandon();
-                send(None).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,21 +248,52 @@ mod tests {
         }
     }
 
-    /// Runs `placed` with a sender that records whether each attempt's inputs lay in a
-    /// slot and fails the first attempt with `first` (`None`: answers every attempt);
-    /// whether it was answered, and the attempts.
-    fn send(placed: &TextPlaced, first: Option<crate::Error>) -> (bool, Vec<bool>) {
-        let calls = Mutex::new(Vec::new());
-        let first = Mutex::new(first);
+    /// Answers every request (the first with `first`'s error when given), recording
+    /// whether each attempt's inputs lay in a slot.
+    #[derive(Clone)]
+    struct Fake {
+        calls: Arc<Mutex<Vec<bool>>>,
+        first: Arc<Mutex<Option<crate::Error>>>,
+    }
+
+    impl Infer for Fake {
+        async fn infer_timed(
+            &self,
+            request: InferRequest,
+        ) -> crate::Result<(ModelInferResponse, Instant)> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(request.shm_inputs().is_some());
+            match self.first.lock().unwrap().take() {
+                Some(e) => Err(e),
+                None => Ok((ModelInferResponse::default(), Instant::now())),
+            }
+        }
+    }
+
+    /// Sends `placed` through a [`Fake`] that fails its first attempt with `first`
+    /// (`None`: answers every attempt); whether it was answered, and the attempts.
+    fn send(placed: &Placed, first: Option<crate::Error>) -> (bool, Vec<bool>) {
+        let fake = Fake {
+            calls: Arc::default(),
+            first: Arc::new(Mutex::new(first)),
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let result = rt.block_on(placed.send(|at: Option<ShmInputs>| {
-            calls.lock().unwrap().push(at.is_some());
-            let e = first.lock().unwrap().take();
-            async move { e.map_or(Ok(()), Err) }
-        }));
-        (result.is_ok(), calls.into_inner().unwrap())
+        let result = rt.block_on(placed.send(&fake));
+        let calls = fake.calls.lock().unwrap().clone();
+        (result.is_ok(), calls)
+    }
+
+    fn text(question: &str, context: &str) -> InferRequest {
+        let b = Arc::new(crate::backend::text::logits_binding_for_tests(8));
+        InferRequest::text(&b, vec![(question.into(), context.into())]).unwrap()
+    }
+
+    fn in_slot(p: &Placed) -> Option<u64> {
+        p.placed.shm_inputs().map(|at| at.offset)
     }
 
     fn close(shm: SharedRegion) -> SharedMemoryReport {
@@ -320,24 +306,27 @@ mod tests {
     #[test]
     fn text_inputs_take_a_slot_while_they_fit_and_one_is_free() {
         let shm = region(2);
-        let pairs = [("Who?", "Ada.")];
-        let (a, b) = (shm.place_text(&pairs), shm.place_text(&pairs));
-        assert!(a.placed.is_some() && b.placed.is_some());
-        assert!(shm.place_text(&pairs).placed.is_none(), "no slot free");
-        let (offset_a, offset_b) = (
-            a.placed.as_ref().unwrap().0.offset,
-            b.placed.as_ref().unwrap().0.offset,
+        let (a, b) = (
+            shm.place(text("Who?", "Ada.")),
+            shm.place(text("Who?", "Ada.")),
         );
-        assert_ne!(offset_a, offset_b);
+        assert!(in_slot(&a).is_some() && in_slot(&b).is_some());
+        assert!(
+            in_slot(&shm.place(text("Who?", "Ada."))).is_none(),
+            "no slot free"
+        );
+        assert!(a.placed.shm_outputs().is_none(), "outputs in the message");
+        assert_ne!(in_slot(&a), in_slot(&b));
         assert_eq!(send(&a, None), (true, vec![true]));
+        a.answered_text(true);
         // A failed request's slot is free again too: the server only read it.
         let timeout = crate::Error::Internal("timeout".into());
         assert_eq!(send(&b, Some(timeout)), (false, vec![true]));
-        drop((a, b));
-        assert!(shm.place_text(&pairs).placed.is_some());
+        drop(b);
+        assert!(in_slot(&shm.place(text("Who?", "Ada."))).is_some());
         let long = "x".repeat(5000);
         assert!(
-            shm.place_text(&[("Who?", long.as_str())]).placed.is_none(),
+            in_slot(&shm.place(text("Who?", &long))).is_none(),
             "larger than a slot"
         );
         let report = close(shm);
@@ -354,16 +343,21 @@ mod tests {
     #[test]
     fn a_lost_region_sends_the_text_in_the_message_and_gives_the_region_up() {
         let shm = region(2);
-        let pairs = [("Who?", "Ada.")];
-        let placed = shm.place_text(&pairs);
+        let placed = shm.place(text("Who?", "Ada."));
         assert_eq!(send(&placed, Some(lost())), (true, vec![true, false]));
         drop(placed);
-        assert!(shm.place_text(&pairs).placed.is_none(), "region abandoned");
+        assert!(
+            in_slot(&shm.place(text("Who?", "Ada."))).is_none(),
+            "region abandoned"
+        );
         let report = close(shm);
         assert!(!report.used);
         assert_eq!(report.note.as_deref(), Some(LOST));
         // Without a region, everything goes in the message.
         let none = SharedRegion::default();
-        assert_eq!(send(&none.place_text(&pairs), None), (true, vec![false]));
+        assert_eq!(
+            send(&none.place(text("Who?", "Ada.")), None),
+            (true, vec![false])
+        );
     }
 }

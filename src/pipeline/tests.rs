@@ -116,7 +116,7 @@ fn run_echo_events(config: &InferConfig, features: &[Arc<Feature>]) -> (Echoed, 
             .collect();
         tokio::spawn(async move {
             for b in batches {
-                ftx.send(b).await.unwrap();
+                ftx.send(super::dispatch::Batch::Features(b)).await.unwrap();
             }
         });
         let collect = tokio::spawn(async move {
@@ -128,11 +128,13 @@ fn run_echo_events(config: &InferConfig, features: &[Arc<Feature>]) -> (Echoed, 
                         got.push((a.feature, logits))
                     }
                     RunEvent::PaddingDecided { dynamic } => decisions.push(dynamic),
+                    RunEvent::Replies(_) => unreachable!("a token model's run"),
                 }
             }
             (got, decisions)
         });
-        let report = infer_events(&echo, Arc::new(echo_binding()), config, None, frx, etx)
+        let model = crate::Model::from(echo_binding());
+        let report = infer_events(&echo, &model, config, None, 0, frx, etx)
             .await
             .unwrap();
         (report, collect.await.unwrap())

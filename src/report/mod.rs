@@ -12,6 +12,7 @@
 //! types appear in the documents) and [`text`] (what the text reports share). The HTML
 //! pages (`--html`) are in [`html`].
 
+pub(crate) mod ask;
 pub(crate) mod compare;
 pub(crate) mod eval;
 pub(crate) mod html;

@@ -137,6 +137,7 @@ fn ask_asks_the_answer_contract_and_reads_its_answer() {
             "--shared-memory",
             shared_memory,
         ]));
+        assert_schema("ask", &v);
         assert_eq!(v["contract"], "answer");
         let a = &v["answers"][0];
         assert_eq!(a["answer"], "Miriam Holt", "{protocol}: {v:#}");
@@ -149,6 +150,65 @@ fn ask_asks_the_answer_contract_and_reads_its_answer() {
         assert_eq!(span, "Miriam Holt");
         assert!(a["score"].as_f64().unwrap() > a["no_answer_score"].as_f64().unwrap());
     }
+}
+
+#[test]
+fn ask_of_the_answer_contract_reads_no_vocabulary() {
+    // The server tokenizes: no vocabulary is read, and the answers are those asked with
+    // one.
+    let ask = |vocab: &str| {
+        json_of(&bertqa(&[
+            "ask",
+            "--url",
+            &server().url,
+            "--model",
+            "qa-text-answer",
+            "--vocab",
+            vocab,
+            "--json",
+            "--question",
+            "Who designed the lighthouse at Varne Point?",
+            "--context",
+            CONTEXT,
+        ]))
+    };
+    let v = ask("no/such/vocab.txt");
+    assert_schema("ask", &v);
+    assert_eq!(v["contract"], "answer", "{v:#}");
+    assert_eq!(v["answers"], ask("vocab/vocab.txt")["answers"]);
+}
+
+#[test]
+fn eval_of_the_answer_contract_reads_no_vocabulary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
+    eval_text(&server().url, "grpc", "qa-text-answer", SAMPLE, &with);
+    let o = bertqa(&eval_args(
+        SAMPLE,
+        "qa-text-answer",
+        &without,
+        &["--url", &server().url, "--vocab", "no/such/vocab.txt"],
+    ));
+    ok(&o);
+    for f in [
+        "predictions.json",
+        "nbest_predictions.json",
+        "null_odds.json",
+    ] {
+        assert_eq!(
+            std::fs::read(with.join(f)).unwrap(),
+            std::fs::read(without.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The logits contract rebuilds the server's pieces: it needs the vocabulary.
+    let o = bertqa(&eval_args(
+        SAMPLE,
+        "qa-text-logits",
+        &tmp.path().join("logits"),
+        &["--url", &server().url, "--vocab", "no/such/vocab.txt"],
+    ));
+    assert_fails_with(&o, &["no/such/vocab.txt"]);
 }
 
 #[test]
@@ -208,6 +268,7 @@ fn ask_of_the_logits_contract_answers_as_the_token_model_does() {
             "--shared-memory",
             shared_memory,
         ]));
+        assert_schema("ask", &v);
         for k in ["model", "url", "protocol", "latency_ms"] {
             v.as_object_mut().unwrap().remove(k);
         }

@@ -19,8 +19,6 @@
 //! raw little-endian bytes, so that everything after is the same (a float32 written by
 //! the server as the shortest decimal that reads back as it comes back bit for bit).
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use http::Method;
 use serde::ser::SerializeMap;
@@ -28,6 +26,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::HttpClient;
 use crate::backend::proto::infer_parameter::ParameterChoice;
+use crate::backend::proto::model_infer_request::InferInputTensor;
 use crate::backend::proto::model_infer_response::InferOutputTensor;
 use crate::backend::proto::{InferParameter, ModelInferResponse};
 use crate::backend::request::InferRequest;
@@ -55,62 +54,38 @@ impl HttpTransport {
     pub(crate) async fn send(&self, request: InferRequest) -> Result<ModelInferResponse> {
         let model = request.model();
         let binary = self.client.binary_tensor_data().await?;
-        let (body, json_len) = encode(&request, binary)?;
-        let path = format!(
-            "{}/infer",
-            super::model_path(model, &request.binding().version)
-        );
+        let (body, json_len) = match request.pairs() {
+            Some(_) => (text_body(&request, binary), None),
+            None => {
+                let (body, json_len) = encode(&request, binary)?;
+                (body, binary.then_some(json_len))
+            }
+        };
+        let path = format!("{}/infer", super::model_path(model, request.version()));
         let answer = self
             .client
-            .call(
-                Method::POST,
-                &path,
-                Some((body, binary.then_some(json_len))),
-            )
+            .call(Method::POST, &path, Some((body, json_len)))
             .await?;
         self.read(answer, model)
     }
 }
 
-/// One BYTES input of a text model's request: its elements as JSON strings, or, when
-/// `parameters` place it in shared memory, those parameters and no elements.
-pub(crate) struct TextInput<'a> {
-    pub name: &'a str,
-    pub shape: Vec<i64>,
-    pub data: Vec<&'a str>,
-    pub parameters: HashMap<String, InferParameter>,
-}
-
-impl HttpTransport {
-    /// Sends a text model's request: `inputs` as [`TextInput`] says, `outputs` asked
-    /// for in binary when the server has binary tensor data (so that answer bytes that
-    /// are not UTF-8 reach the check that names them).
-    pub(crate) async fn send_text(
-        &self,
-        model: &str,
-        version: &str,
-        inputs: &[TextInput<'_>],
-        outputs: &[&str],
-    ) -> Result<ModelInferResponse> {
-        let binary = self.client.binary_tensor_data().await?;
-        let body = text_body(inputs, outputs, binary);
-        let path = format!("{}/infer", super::model_path(model, version));
-        let answer = self
-            .client
-            .call(Method::POST, &path, Some((body, None)))
-            .await?;
-        self.read(answer, model)
-    }
-}
-
-/// The JSON body of a text model's request ([`HttpTransport::send_text`]).
-fn text_body(inputs: &[TextInput<'_>], outputs: &[&str], binary: bool) -> Vec<u8> {
-    let input = |t: &TextInput<'_>| {
+/// The JSON body of a text model's request: each BYTES input's elements as JSON
+/// strings, or, when they lie in shared memory, its region's parameters and no
+/// elements; outputs asked for in binary when the server has binary tensor data (so
+/// that answer bytes that are not UTF-8 reach the check that names them).
+fn text_body(request: &InferRequest, binary: bool) -> Vec<u8> {
+    let pairs = request.pairs().unwrap_or_default();
+    let columns: [Vec<&str>; 2] = [
+        pairs.iter().map(|p| &*p.0).collect(),
+        pairs.iter().map(|p| &*p.1).collect(),
+    ];
+    let input = |(t, data): (&InferInputTensor, &Vec<&str>)| {
         let mut json = serde_json::json!({
             "name": t.name, "datatype": "BYTES", "shape": t.shape,
         });
         if t.parameters.is_empty() {
-            json["data"] = serde_json::json!(t.data);
+            json["data"] = serde_json::json!(data);
         } else {
             let parameters: Parameters<'_> = Parameters(
                 t.parameters
@@ -122,10 +97,11 @@ fn text_body(inputs: &[TextInput<'_>], outputs: &[&str], binary: bool) -> Vec<u8
         }
         json
     };
+    let inputs = request.input_tensors();
     let body = serde_json::json!({
-        "inputs": inputs.iter().map(input).collect::<Vec<_>>(),
-        "outputs": outputs.iter().map(|name| serde_json::json!({
-            "name": name, "parameters": {"binary_data": binary},
+        "inputs": inputs.iter().zip(&columns).map(input).collect::<Vec<_>>(),
+        "outputs": request.output_tensors().iter().map(|o| serde_json::json!({
+            "name": o.name, "parameters": {"binary_data": binary},
         })).collect::<Vec<_>>(),
     });
     serde_json::to_vec(&body).expect("JSON serializes")
@@ -528,17 +504,15 @@ mod tests {
             region: "r".into(),
             offset: 4096,
         };
-        let pairs = [("Who?", "Ada.")];
+        let binding = std::sync::Arc::new(crate::backend::text::logits_binding_for_tests(0));
+        let pairs = vec![("Who?".into(), "Ada.".into())];
+        let request = InferRequest::text(&binding, pairs).unwrap();
         let body = |at: Option<&crate::backend::request::ShmInputs>| {
-            let [q, c] = crate::backend::text_request::input_parameters(&pairs, at);
-            let input = |name, data, parameters| TextInput {
-                name,
-                shape: vec![1],
-                data,
-                parameters,
+            let r = match at {
+                Some(at) => request.clone().with_shm_inputs(at.clone()),
+                None => request.clone(),
             };
-            let inputs = [input("q", vec!["Who?"], q), input("c", vec!["Ada."], c)];
-            let body = text_body(&inputs, &["answer"], true);
+            let body = text_body(&r, true);
             serde_json::from_slice::<serde_json::Value>(&body).unwrap()
         };
         let plain = body(None);

@@ -38,7 +38,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::de::DeserializeOwned;
 
 use connect::Connector;
-pub(crate) use infer::{HttpTransport, TextInput};
+pub(crate) use infer::HttpTransport;
 
 use super::api::ServerApi;
 use super::extensions::{self, ServerInfo};

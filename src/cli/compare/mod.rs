@@ -15,8 +15,8 @@ use std::sync::Arc;
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Bound,
-    Outcome,
+    pipeline_runtime, print_stdout, report_format, run_config, run_config_for_text,
+    shared_pipeline_runtime, Bound, Outcome,
 };
 use super::eval::{score_predictions, write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
@@ -152,6 +152,7 @@ struct Shared<'a> {
     dataset: &'a Dataset,
     tokenizer: &'a BertTokenizer,
     features: &'a [Arc<Feature>],
+    features_config: FeatureConfig,
     decode: &'a DecodeConfig,
     version_2: bool,
 }
@@ -189,6 +190,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         dataset: &dataset,
         tokenizer: &tokenizer,
         features: &features,
+        features_config,
         decode: &decode,
         version_2,
     };
@@ -357,16 +359,10 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    pipeline::Run::new(
-        rt,
-        client,
-        Arc::new(binding.clone()),
-        dataset,
-        tokenizer,
-        config,
-    )
-    .prebuilt(features)
-    .run()
+    pipeline::Run::new(rt, client, binding.clone(), dataset, config)
+        .tokenizer(tokenizer)
+        .prebuilt(features)
+        .run()
 }
 
 /// Runs one model, then writes and scores its answers in its directory.
@@ -421,28 +417,19 @@ fn run_text(
     client: &Pool,
     binding: &TextBinding,
 ) -> bertqa::Result<RunOutcome> {
-    let run = bertqa::pipeline::text::TextRun {
-        pool: client,
-        binding: Arc::new(binding.clone()),
-        version: "",
-        dataset: shared.dataset,
-        tokenizer: shared.tokenizer,
-        decode: shared.decode,
-        batch_size: shared
-            .args
-            .run
-            .load
-            .batch_size
-            .unwrap_or(binding.max_batch_size.max(1)),
-        concurrency: shared.args.run.load.concurrency.max(1),
-        observer: &pipeline::NoProgress,
-        stop: None,
-        keep_windows: true,
-        known: Default::default(),
-        record: None,
-        shared_memory: shared.args.run.load.shared_memory.into(),
-    };
-    run.run_partial(shared.rt).complete(shared.dataset)
+    let binding = Arc::new(binding.clone());
+    let load = &shared.args.run.load;
+    let mut config = run_config_for_text(
+        load,
+        &binding,
+        shared.features_config,
+        shared.decode.clone(),
+    );
+    config.keep_features = true;
+    config.keep_logits = true;
+    pipeline::Run::new(shared.rt, client, binding, shared.dataset, &config)
+        .tokenizer(shared.tokenizer)
+        .run()
 }
 
 fn per_s(n: f64, wall: f64) -> f64 {
@@ -588,7 +575,7 @@ fn comparison<'a>(
 
 /// A run of the answer contract: answers, no logits.
 fn gives_no_logits(r: &ModelRun) -> bool {
-    matches!(&r.binding, Bound::Text(t) if t.contract.name() == "answer")
+    matches!(&r.binding, Bound::Text(t) if matches!(t.contract, bertqa::backend::Contract::Answer { .. }))
 }
 
 /// The gates the flags ask for on one comparison, and how they went.

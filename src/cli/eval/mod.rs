@@ -149,17 +149,32 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     // Held until the run ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
-    let mut input = run::load(&args)?;
-    let mut ran = match &args.from_logits {
-        Some(path) => run::from_logits(&args, &input, path, started)?,
-        None => match run::connect(&args)? {
-            (rt, pool, Bound::Tokens(binding)) => {
-                run::against_server(&args, &mut input, &rt, pool, binding)?
-            }
-            (rt, pool, Bound::Text(binding)) => {
-                text::against_server(&args, &mut input, &rt, pool, binding)?
-            }
-        },
+    let data = run::load(&args)?;
+    // The vocabulary is read only where the model needs it: not for a text model of
+    // the answer contract (the server tokenizes, bertqa decodes nothing).
+    let (input, mut ran) = match &args.from_logits {
+        Some(path) => {
+            let input = run::prepare(&args, data, true)?;
+            let ran = run::from_logits(&args, &input, path, started)?;
+            (input, ran)
+        }
+        None => {
+            let (rt, pool, bound) = run::connect(&args)?;
+            let vocabulary = !matches!(
+                &bound,
+                Bound::Text(b) if matches!(b.contract, bertqa::backend::Contract::Answer { .. })
+            );
+            let mut input = run::prepare(&args, data, vocabulary)?;
+            let ran = match bound {
+                Bound::Tokens(binding) => {
+                    run::against_server(&args, &mut input, &rt, pool, binding)?
+                }
+                Bound::Text(binding) => {
+                    text::against_server(&args, &mut input, &rt, pool, binding)?
+                }
+            };
+            (input, ran)
+        }
     };
     let failed = run::report(&args, &input, &mut ran)?;
     Ok(if failed.is_empty() {

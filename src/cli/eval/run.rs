@@ -29,10 +29,19 @@ use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::Dataset;
 
+/// The questions read, before the settings that depend on the model.
+pub(super) struct Data {
+    pub dataset: Dataset,
+    pub data_sha256: String,
+    pub version_2: bool,
+    pub format: bertqa::data::Format,
+}
+
 /// The questions and the settings every run has.
 pub(super) struct Input {
     pub dataset: Dataset,
-    pub tokenizer: BertTokenizer,
+    /// `None` for a model that needs no vocabulary (a text model's answer contract).
+    pub tokenizer: Option<BertTokenizer>,
     pub version_2: bool,
     /// The data's format (its scoring rules: MRQA's for MRQA files).
     pub format: bertqa::data::Format,
@@ -59,9 +68,9 @@ pub(super) struct Ran {
     pub answer_scores: HashMap<String, f64>,
 }
 
-/// Loads the data (the shard of it asked for) and the tokenizer and fingerprints the
-/// settings (the output directory is `eval::run`'s, held by then).
-pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
+/// Loads the data (the shard of it asked for); the output directory is `eval::run`'s,
+/// held by then.
+pub(super) fn load(args: &Args) -> anyhow::Result<Data> {
     if args.resume
         && args
             .data
@@ -75,7 +84,6 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
     }
     let (mut dataset, data_sha256, format) =
         load_data_digest(&args.data, args.run.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
     // The whole file decides the v2 rules, so every shard uses the same ones.
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
     if let Some(shard) = args.shard {
@@ -88,7 +96,31 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
             );
         }
     }
-    let lower_case = bertqa::types::TokenText::lower_case(&tokenizer);
+    Ok(Data {
+        dataset,
+        data_sha256,
+        version_2,
+        format,
+    })
+}
+
+/// The settings of a run on `data`: the vocabulary loaded when the model needs one
+/// (`vocabulary`), the decoding and window settings, and the run's fingerprint.
+pub(super) fn prepare(args: &Args, data: Data, vocabulary: bool) -> anyhow::Result<Input> {
+    let Data {
+        dataset,
+        data_sha256,
+        version_2,
+        format,
+    } = data;
+    let tokenizer = match vocabulary {
+        true => Some(load_tokenizer(&args.run.tokenizer)?),
+        false => None,
+    };
+    let lower_case = tokenizer.as_ref().map_or(
+        args.run.tokenizer.lower_case(),
+        bertqa::types::TokenText::lower_case,
+    );
     let decode = decode_config(&args.run.decode, version_2, lower_case);
     let features = feature_config(&args.run.window)?;
     let fingerprint = resume::base_fingerprint(
@@ -98,7 +130,7 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Input> {
         dataset.examples.len(),
         &args.run,
         version_2,
-        lower_case,
+        tokenizer.as_ref().map(|_| lower_case),
     )?;
     Ok(Input {
         dataset,
@@ -125,6 +157,9 @@ pub(super) fn from_logits(
         features,
         ..
     } = input;
+    let tokenizer = tokenizer
+        .as_ref()
+        .expect("--from-logits loads the vocabulary");
     let mut logits = bertqa::logits_io::load(path)?;
     let non_finite = bertqa::decode::non_finite::sanitize_all(&mut logits);
     let t = Instant::now();
@@ -212,18 +247,16 @@ pub(super) fn against_server(
     let binding = Arc::new(binding);
     let (outcome, server_metrics) =
         with_metrics(args, rt, &binding.model, &binding.version, || {
-            pipeline::Run::new(
-                rt,
-                &client,
-                binding.clone(),
-                &input.dataset,
-                &input.tokenizer,
-                &config,
-            )
-            .observer(&observer)
-            .known(known)
-            .stop_on(stop)
-            .run_partial()
+            let tokenizer = input
+                .tokenizer
+                .as_ref()
+                .expect("a token model's run loads it");
+            pipeline::Run::new(rt, &client, binding.clone(), &input.dataset, &config)
+                .tokenizer(tokenizer)
+                .observer(&observer)
+                .known(known)
+                .stop_on(stop)
+                .run_partial()
         })?;
     let (outcome, stream, answer_scores) =
         finish(args, input, outcome, observer, &journal, &client)?;
@@ -578,8 +611,10 @@ impl Bar {
 /// streamed into their file as questions are decoded (each answer's score kept first).
 pub(super) struct EvalObserver<'a> {
     bar: Bar,
-    /// `None` for a text model's run (journaled by the run itself).
+    /// A token model's run's journal of answers.
     journal: Option<&'a resume::Recorder>,
+    /// A text model's run's journal of replies.
+    replies: Option<&'a Mutex<Journal>>,
     nbest: std::sync::Mutex<decode::NbestStream>,
     /// Kept only for `--html` (`None` otherwise).
     answer_scores: Option<Mutex<HashMap<String, f64>>>,
@@ -591,13 +626,32 @@ impl<'a> EvalObserver<'a> {
         Ok(EvalObserver {
             bar: Bar::new(args.run.output.quiet || args.run.output.json),
             journal,
+            replies: None,
             nbest: Mutex::new(decode::NbestStream::create(&args.output_dir)?),
             answer_scores: args.html.as_ref().map(|_| Mutex::new(HashMap::new())),
         })
     }
 }
 
+impl<'a> EvalObserver<'a> {
+    /// Journals what a text model says about each question in `journal`.
+    pub(super) fn with_replies(mut self, journal: &'a Mutex<Journal>) -> Self {
+        self.replies = Some(journal);
+        self
+    }
+}
+
 impl RunObserver for EvalObserver<'_> {
+    fn on_reply(
+        &self,
+        example_index: usize,
+        reply: &bertqa::backend::text::TextReply,
+    ) -> bertqa::Result<()> {
+        self.replies.map_or(Ok(()), |j| {
+            resume::lock(j).append_text(example_index as u64, reply)
+        })
+    }
+
     fn built(&self, n: u64) {
         self.bar.built(n);
     }

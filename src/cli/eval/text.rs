@@ -1,18 +1,19 @@
 //! `eval` of a model that takes text (tokenized on the server): the questions sent as
-//! text, the answers read by the model's contract (`pipeline::text`), the same files
-//! and report as for a token model. Journaled (what the model said about each question,
-//! whole) and stoppable by Ctrl-C like any run, so `--resume` continues it; answers are
-//! not saved as logits (`--save-logits` is refused with the reason).
+//! text on the run path every model takes (`pipeline::Run`, its window source and answer
+//! reader chosen by the model's contract), the same files and report as for a token
+//! model. Journaled (what the model said about each question, whole) and stoppable by
+//! Ctrl-C like any run, so `--resume` continues it; answers are not saved as logits
+//! (`--save-logits` is refused with the reason).
 
 use std::sync::Arc;
 
-use super::super::common::Bound;
+use super::super::common::{run_config_for_text, Bound};
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
 use crate::cli::resume;
-use bertqa::backend::text::{TextBinding, TextReply};
+use bertqa::backend::text::TextBinding;
 use bertqa::backend::Pool;
-use bertqa::pipeline::text::TextRun;
+use bertqa::pipeline::Run;
 
 /// Runs the questions against the text model `binding` on `pool`.
 pub(super) fn against_server(
@@ -33,34 +34,25 @@ pub(super) fn against_server(
         resume::text_model_fingerprint(std::mem::take(&mut input.fingerprint), &binding);
     let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
     let (journal, stop) = guard_journal(journal)?;
-    let record = |i: usize, reply: &TextReply| resume::lock(&journal).append_text(i as u64, reply);
-    let observer = EvalObserver::new(args, None)?;
+    let observer = EvalObserver::new(args, None)?.with_replies(&journal);
     let binding = Arc::new(binding);
-    let batch_size = args
-        .run
-        .load
-        .batch_size
-        .unwrap_or(binding.max_batch_size.max(1));
-    let run = TextRun {
-        pool: &pool,
-        binding: binding.clone(),
-        version: &args.model_version,
-        dataset: &input.dataset,
-        tokenizer: &input.tokenizer,
-        decode: &input.decode,
-        batch_size,
-        concurrency: args.run.load.concurrency.max(1),
-        observer: &observer,
-        stop: Some(stop),
-        keep_windows: false,
-        known: contents.text,
-        record: Some(&record),
-        shared_memory: args.run.load.shared_memory.into(),
-    };
-    let per_request = run.per_request();
+    let config = run_config_for_text(
+        &args.run.load,
+        &binding,
+        input.features,
+        input.decode.clone(),
+    );
+    let per_request = config.infer.batch_size;
     let (outcome, server_metrics) =
         with_metrics(args, rt, &binding.model, &binding.version, || {
-            run.run_partial(rt)
+            let mut run = Run::new(rt, &pool, binding.clone(), &input.dataset, &config)
+                .observer(&observer)
+                .known_replies(contents.text)
+                .stop_on(stop);
+            if let Some(t) = &input.tokenizer {
+                run = run.tokenizer(t);
+            }
+            run.run_partial()
         })?;
     let (outcome, stream, answer_scores) = finish(args, input, outcome, observer, &journal, &pool)?;
     Ok(Ran {

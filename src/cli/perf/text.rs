@@ -62,7 +62,7 @@ pub(crate) fn run(
     let metrics = start(args, rt, &client, key, &mut config)?;
     let load = TextLoad {
         requests: perf::text::make_requests(&pairs, per_request),
-        binding: binding.clone(),
+        binding: std::sync::Arc::new(binding.clone()),
         version: args.model_version.clone(),
     };
     let swept = rt.block_on(perf::sweep_text(&client, load, &config, &progress));

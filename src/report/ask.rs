@@ -1,0 +1,181 @@
+//! `ask`'s report: each question and its answer, as the model's answers are read (a
+//! token model's or a logits-contract text model's spans, decoded here; an
+//! answer-contract text model's own answer), in one document (`schema/ask.schema.json`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Render;
+
+/// What `ask` found.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct AskReport {
+    pub schema: u32,
+    pub model: String,
+    pub url: String,
+    pub protocol: &'static str,
+    /// An answer-contract text model: `"answer"` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contract: Option<&'static str>,
+    /// Requests sent (an answer-contract text model's report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Windows answered (a model whose spans bertqa decodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<u64>,
+    pub latency_ms: Latency,
+    pub answers: Vec<Answer>,
+}
+
+/// Request latency, milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Latency {
+    pub max: f64,
+    pub mean: f64,
+}
+
+/// One question's answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Answer {
+    /// A span bertqa decoded from the model's logits.
+    Decoded(Decoded),
+    /// The model's own answer (the answer contract).
+    Given(Given),
+}
+
+/// A decoded answer: the best span, its score, probability and characters, and the
+/// n-best list.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Decoded {
+    pub question: String,
+    pub answer: String,
+    pub no_answer: bool,
+    pub score: Option<f64>,
+    pub probability: Option<f64>,
+    pub start_char: Option<usize>,
+    pub end_char: Option<usize>,
+    pub null_odds: Option<f64>,
+    pub nbest: Vec<Candidate>,
+    /// The answer is the reference's `"empty"` placeholder (no span to answer with):
+    /// the text shows no answer, the JSON keeps the reference's text.
+    #[serde(skip)]
+    pub placeholder: bool,
+}
+
+/// One n-best candidate.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Candidate {
+    pub text: String,
+    pub probability: f64,
+    pub start_logit: f64,
+    pub end_logit: f64,
+}
+
+/// An answer-contract model's answer, with what the model said of it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Given {
+    pub question: String,
+    pub answer: String,
+    pub no_answer: bool,
+    pub score: Option<f32>,
+    pub start_char: Option<i64>,
+    pub end_char: Option<i64>,
+    /// The no-answer output when it is a score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_answer_score: Option<Option<f32>>,
+    /// The no-answer output when it is a probability.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_answer_probability: Option<Option<f32>>,
+}
+
+impl Render for AskReport {
+    type Json<'a> = &'a AskReport;
+
+    fn json(&self) -> &AskReport {
+        self
+    }
+
+    fn text(&self, _verbose: bool) -> String {
+        let mut s = String::new();
+        for (i, a) in self.answers.iter().enumerate() {
+            if i > 0 {
+                s.push('\n');
+            }
+            match a {
+                Answer::Decoded(d) => decoded_text(&mut s, d),
+                Answer::Given(g) => given_text(&mut s, g),
+            }
+        }
+        s
+    }
+}
+
+fn decoded_text(s: &mut String, a: &Decoded) {
+    let _ = writeln!(s, "Q: {}", a.question);
+    if a.no_answer {
+        let _ = writeln!(
+            s,
+            "A: (no answer)   null odds {:.3}",
+            a.null_odds.unwrap_or(0.0)
+        );
+    } else if a.placeholder {
+        let _ = match a.null_odds {
+            Some(odds) => writeln!(s, "A: (no answer)   null odds {odds:.3}"),
+            None => writeln!(s, "A: (no answer)"),
+        };
+    } else {
+        let span = match (a.start_char, a.end_char) {
+            (Some(x), Some(y)) => format!(", characters {x}..{y}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "A: {}   (score {:.3}, probability {:.3}{span})",
+            a.answer,
+            a.score.unwrap_or(0.0),
+            a.probability.unwrap_or(0.0),
+        );
+    }
+    if a.nbest.len() > 1 {
+        for (r, e) in a.nbest.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "   {:>2}. {:<40} p={:.4}  start {:.3}  end {:.3}",
+                r + 1,
+                format!("{:?}", e.text),
+                e.probability,
+                e.start_logit,
+                e.end_logit
+            );
+        }
+    }
+}
+
+fn given_text(s: &mut String, a: &Given) {
+    let _ = writeln!(s, "Q: {}", a.question);
+    let mut said = Vec::new();
+    if let Some(x) = a.score {
+        said.push(format!("score {:.3}", f64::from(x)));
+    }
+    if let Some(Some(x)) = a.no_answer_score {
+        said.push(format!("no answer score {:.3}", f64::from(x)));
+    }
+    if let Some(Some(x)) = a.no_answer_probability {
+        said.push(format!("no answer probability {:.3}", f64::from(x)));
+    }
+    if let (Some(x), Some(y)) = (a.start_char, a.end_char) {
+        said.push(format!("characters {x}..{y}"));
+    }
+    let answer = match a.answer.as_str() {
+        "" => "(no answer)",
+        text => text,
+    };
+    let said = if said.is_empty() {
+        String::new()
+    } else {
+        format!("   ({})", said.join(", "))
+    };
+    let _ = writeln!(s, "A: {answer}{said}");
+}
