@@ -30,7 +30,6 @@
 //! Asking one question:
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
 //!
 //! # fn main() -> bertqa::Result<()> {
@@ -38,13 +37,13 @@
 //! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
 //! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
 //! let client = runtime.block_on(TritonClient::connect(&config))?;
-//! let binding = runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?;
+//! let model = bertqa::Model::from(runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?);
 //! let dataset = bertqa::squad::questions_about(
 //!     "The lighthouse at Varne Point was designed by Ada Byron in 1851.",
 //!     &["Who designed the lighthouse?".to_string()],
 //! );
-//! let run = RunConfig::for_model(&binding);
-//! let outcome = Run::new(&runtime, &client, Arc::new(binding), &dataset, &tokenizer, &run).run()?;
+//! let run = RunConfig::for_model(&model);
+//! let outcome = Run::new(&runtime, &client, model, &dataset, &run).tokenizer(&tokenizer).run()?;
 //! println!("{}", outcome.predictions[0].answer);
 //! # Ok(())
 //! # }
@@ -54,7 +53,6 @@
 //! client):
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use bertqa::evaluate::{self, Predictions, ScoreConfig};
 //! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
 //!
@@ -64,9 +62,12 @@
 //! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
 //! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
 //! let client = runtime.block_on(TritonClient::connect(&config))?;
-//! let binding = runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?;
-//! let run = RunConfig::for_model(&binding);
-//! let outcome = Run::new(&runtime, &client, Arc::new(binding), &dataset, &tokenizer, &run).run()?;
+//! // Any model: one that takes token ids, or text (a server-side tokenizer).
+//! let model = runtime.block_on(bertqa::look(
+//!     &client, "bert", "", &BindingOverrides::default(), &Default::default(),
+//! ))?;
+//! let run = RunConfig::for_model(&model);
+//! let outcome = Run::new(&runtime, &client, model, &dataset, &run).tokenizer(&tokenizer).run()?;
 //! let predictions = Predictions::from_decoded(&outcome.predictions);
 //! let scores = evaluate::score(&dataset, &predictions, None, &ScoreConfig::default())?;
 //! println!("{:?}", scores.metrics);
