@@ -38,7 +38,7 @@ ref_client() {
     return 0
   fi
   [ -f "$REF" ] || die "BERTQA_REF_CLIENT=$REF: no such file"
-  REFPY="$(bash "$BERTQA_ROOT/scripts/setup_ref_venv.sh")"
+  REFPY="$(bash "$BERTQA_ROOT/scripts/testbed/setup_ref_venv.sh")"
 }
 
 # shell_quote ARG...: the arguments as one line that a shell reads back as the same words

@@ -7,11 +7,11 @@
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
 bash scripts/install_vocab.sh
-bash scripts/setup_triton.sh >/dev/null
-bash scripts/setup_oip.sh >/dev/null
-bash scripts/setup_nginx.sh >/dev/null
-bash scripts/setup_chromium.sh >/dev/null
-bash scripts/setup_data_tools.sh >/dev/null
+bash scripts/testbed/setup_triton.sh >/dev/null
+bash scripts/testbed/setup_oip.sh >/dev/null
+bash scripts/testbed/setup_nginx.sh >/dev/null
+bash scripts/testbed/setup_chromium.sh >/dev/null
+bash scripts/testbed/setup_data_tools.sh >/dev/null
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"

@@ -8,11 +8,11 @@
 #
 # start fails at once when one of its ports is in use (naming the process holding it):
 # it never starts beside, nor reports as its own, a server it did not start. Then it
-# installs the server if needed (scripts/setup_triton.sh), launches it in the background,
-# waits until it is ready (the process it started holds the gRPC and HTTP ports and
-# answers ready; if it dies, its log tail is printed and start fails), and prints the gRPC
-# address (127.0.0.1:PORT). State (pid, log) lives in $BERTQA_CACHE/run/NAME.*; starting
-# a running NAME again is a no-op.
+# installs the server if needed (scripts/testbed/setup_triton.sh), launches it in the
+# background, waits until it is ready (the process it started holds the gRPC and HTTP
+# ports and answers ready; if it dies, its log tail is printed and start fails), and
+# prints the gRPC address (127.0.0.1:PORT). State (pid, log) lives in
+# $BERTQA_CACHE/run/NAME.*; starting a running NAME again is a no-op.
 . "$(dirname "$0")/common.sh"
 cmd="${1:-}"; shift || true
 NAME=default REPO="$BERTQA_ROOT/models/repo" GRPC=8001 HTTP=8000 METRICS=8002 EXTRA=()
@@ -48,7 +48,7 @@ case "$cmd" in
     fi
     rm -f "$PIDF" "$ADDRF"
     require_free_ports "tritonserver ($NAME)" "${PORTS[@]}"
-    ENV_FILE="$(bash "$BERTQA_ROOT/scripts/setup_triton.sh")"
+    ENV_FILE="$(bash "$BERTQA_ROOT/scripts/testbed/setup_triton.sh")"
     # shellcheck disable=SC1090
     . "$ENV_FILE"
     [ -d "$REPO" ] || die "model repository $REPO does not exist"

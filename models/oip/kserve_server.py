@@ -1,5 +1,5 @@
 """bertqa's test models on KServe's Python model server (a custom predictor per model,
-Open Inference Protocol over HTTP and gRPC). scripts/oip_server.sh starts it:
+Open Inference Protocol over HTTP and gRPC). scripts/testbed/oip_server.sh starts it:
 
     python kserve_server.py --http_port P --grpc_port Q   (KServe's own flags)
 """

@@ -1,5 +1,5 @@
 """bertqa's test models as an MLServer custom runtime (models/oip/mlserver/*/
-model-settings.json name it; scripts/oip_server.sh starts the server). The model's
+model-settings.json name it; scripts/testbed/oip_server.sh starts the server). The model's
 parameters.extra.model names its entry in qa_oip.MODELS."""
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec

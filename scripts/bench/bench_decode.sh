@@ -4,7 +4,7 @@
 # compute_predictions_logits (post_s) and by bertqa (release build, single thread),
 # printed side by side. Targets: bertqa well under 0.5 s, at least 100x post_s.
 . "$(dirname "$0")/../common.sh"
-PY="$(bash "$BERTQA_ROOT/scripts/setup_ref_venv.sh")"
+PY="$(bash "$BERTQA_ROOT/scripts/testbed/setup_ref_venv.sh")"
 DIR="${1:-$BERTQA_ROOT/target/bench-decode}"
 cd "$BERTQA_ROOT"
 cargo build --release --example bench_decode >&2

@@ -15,7 +15,7 @@ RUNS="${BENCH_RUNS:-3}"
 cd "$BERTQA_ROOT"
 bash scripts/install_vocab.sh
 VOCAB="$BERTQA_ROOT/vocab/vocab.txt"
-PY="$(bash scripts/setup_ref_venv.sh)"
+PY="$(bash scripts/testbed/setup_ref_venv.sh)"
 log "building bertqa (release)"
 cargo build --release --quiet
 BIN="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/release/bertqa"

@@ -15,7 +15,7 @@
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 RUNS="${1:-3}"; shift || true
-PY="$(bash scripts/setup_data_tools.sh)"
+PY="$(bash scripts/testbed/setup_data_tools.sh)"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 B="$BERTQA_ROOT/target/release/bertqa"

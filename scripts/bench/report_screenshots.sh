@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The screenshots of the HTML reports in docs/ (docs/reports.md): a `bertqa perf --html`
 # sweep and a `bertqa eval --html` run on the local Triton (release build), each page
-# rendered by headless Chromium (Debian's package, scripts/setup_chromium.sh).
+# rendered by headless Chromium (Debian's package, scripts/testbed/setup_chromium.sh).
 #
 #   scripts/bench/report_screenshots.sh [MODEL]        (default: bert-onnx)
 #
@@ -12,7 +12,7 @@
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 MODEL="${1:-bert-onnx}"
-CHROMIUM="$(bash scripts/setup_chromium.sh)"
+CHROMIUM="$(bash scripts/testbed/setup_chromium.sh)"
 bash scripts/install_vocab.sh
 cargo build --release --quiet
 BQ="$BERTQA_ROOT/target/release/bertqa"

@@ -3,7 +3,7 @@
 needs (algorithm §3.3, §3.5), taken from this Python's `unicodedata` and `str.lower()`.
 
 The reference outputs were made with Python 3.11 (Unicode 14.0.0), so run it with the
-reference venv:  $(bash scripts/setup_ref_venv.sh) scripts/golden/gen_unicode_tables.py
+reference venv:  $(bash scripts/testbed/setup_ref_venv.sh) scripts/golden/gen_unicode_tables.py
 The script refuses any other Unicode version, so the tables cannot drift silently.
 
 Tables (all sorted by code point, ranges inclusive):

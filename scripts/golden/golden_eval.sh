@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 bash scripts/install_vocab.sh
-PY="$(bash scripts/setup_ref_venv.sh)"
+PY="$(bash scripts/testbed/setup_ref_venv.sh)"
 GRPC=18301 HTTP=18300 METRICS=18302
 bash scripts/triton.sh start --name golden --grpc-port $GRPC --http-port $HTTP --metrics-port $METRICS >/dev/null
 trap 'bash scripts/triton.sh stop --name golden' EXIT

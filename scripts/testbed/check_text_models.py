@@ -4,9 +4,9 @@ fault-text-*) on a running Triton, over HTTP/JSON (BYTES as JSON strings).
 Usage: TRITON_PYTHON check_text_models.py --url http://127.0.0.1:PORT --bertqa BIN
        [--data FILE]... (default: data/sample-squad-v2.json and tests/fixtures/**)
 The server must have loaded: qa-text-tokenizer, qa-text-tokenizer-stride64,
-qa-text-logits, qa-text-logits-stride64, qa-text-answer, oracle-text-logits,
-oracle-text-answer, tiny-bert, oracle-nobatch and the three fault-text-* models (with
-what they step through). Prints one line per failed check and exits 1 on any.
+qa-text-logits, qa-text-logits-stride64, qa-text-answer, qa-text-answer-bls,
+qa-text-answer-no-null, oracle-text-logits, oracle-text-answer, tiny-bert,
+oracle-nobatch and the three fault-text-* models (with what they step through). Prints one line per failed check and exits 1 on any.
 
 For every question of the files, plus a context made longer than 8 windows from the
 sample file's paragraphs:
@@ -20,7 +20,9 @@ sample file's paragraphs:
   other windows on the long context;
 - qa-text-answer: the answer is the context at [answer_start, answer_end), its score is
   the start + end logit of a span with those offsets in qa-text-logits' output, the
-  no-answer score is the smallest [CLS] start + end logit;
+  no-answer score is the smallest [CLS] start + end logit; qa-text-answer-bls answers a
+  batch of two as qa-text-answer does; qa-text-answer-no-null gives qa-text-answer's
+  outputs but the no-answer score, which its metadata does not list;
 - oracle-text-answer, on the sample file and the long context: an answerable question
   gets a gold answer scored above the no-answer score, an unanswerable one the opposite;
 - the fault models show their fault (raw bytes read as binary data).
@@ -54,15 +56,17 @@ def fail(msg):
 
 
 ANSWER_OUTPUTS = ("answer", "score", "no_answer_score", "answer_start", "answer_end")
+# qa-text-answer-no-null's: the answer contract without a no-answer output.
+NO_NULL_OUTPUTS = tuple(o for o in ANSWER_OUTPUTS if o != "no_answer_score")
 
 
-def infer(url, model, inputs, binary=False):
+def infer(url, model, inputs, binary=False, outputs=ANSWER_OUTPUTS):
     """inputs: [(name, datatype, shape, flat data)] -> {output: (datatype, shape, data)};
-    with `binary`, the answer contract's outputs are asked for and `answer` comes back
+    with `binary`, the answer contract's `outputs` are asked for and `answer` comes back
     as raw bytes (Triton's binary data extension: a 4-byte length before each element)."""
     body = {"inputs": [{"name": n, "datatype": d, "shape": s, "data": x} for n, d, s, x in inputs]}
     if binary:
-        body["outputs"] = [{"name": o, "parameters": {"binary_data": o == "answer"}} for o in ANSWER_OUTPUTS]
+        body["outputs"] = [{"name": o, "parameters": {"binary_data": o == "answer"}} for o in outputs]
     req = urllib.request.Request(f"{url}/v2/models/{model}/infer", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     try:
@@ -278,7 +282,24 @@ def check_question(args, qa, ctx, feats128, feats64, label, oracle_exact):
     for name in ("answer", "score", "no_answer_score", "answer_start", "answer_end"):
         if bls[name][1] != [2, 1] or bls[name][2] != want[name][2] * 2:
             fail(f"qa-text-answer-bls {label}: {name} {bls[name][1:]} is not qa-text-answer's twice")
+    # The ensemble without a no-answer output gives the same span.
+    nonull = infer(args.url, "qa-text-answer-no-null", text_inputs(q, ctx), binary=True, outputs=NO_NULL_OUTPUTS)
+    for name in NO_NULL_OUTPUTS:
+        if nonull[name][1:] != want[name][1:]:
+            fail(f"qa-text-answer-no-null {label}: {name} {nonull[name][1:]} is not qa-text-answer's")
     return ids.shape[0], arr(tok64, "input_ids", np.int64).shape[0]
+
+
+def check_no_null(url):
+    """qa-text-answer-no-null declares the answer contract's outputs but the no-answer
+    one, and answers without it when asked for every output."""
+    with urllib.request.urlopen(f"{url}/v2/models/qa-text-answer-no-null", timeout=60) as r:
+        declared = sorted(o["name"] for o in json.load(r)["outputs"])
+    if declared != sorted(NO_NULL_OUTPUTS):
+        fail(f"qa-text-answer-no-null: declares {declared}, want {sorted(NO_NULL_OUTPUTS)}")
+    out = infer(url, "qa-text-answer-no-null", text_inputs("Who?", "Ada wrote it."))
+    if sorted(out) != sorted(NO_NULL_OUTPUTS):
+        fail(f"qa-text-answer-no-null: outputs {sorted(out)}, want {sorted(NO_NULL_OUTPUTS)}")
 
 
 def check_faults(url):
@@ -335,6 +356,7 @@ def main():
     if most[1] == most[0]:
         fail(f"the stride-64 tokenizer made as many windows as stride 128 ({most[0]}) on the longest context")
     try:
+        check_no_null(args.url)
         check_faults(args.url)
     except Refused as e:
         fail(str(e))

@@ -51,6 +51,10 @@ pub(crate) struct EvalJson {
     /// the figures of `crate::metrics::json`); absent when none were read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<serde_json::Value>,
+    /// Why a SQuAD 2.0 run has no null odds (its model gives no no-answer output): no
+    /// null_odds.json, every na-prob 0, no best thresholds; absent when it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_null_odds: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -245,6 +249,7 @@ mod tests {
             files: vec!["predictions.json".into()],
             run,
             server_metrics: None,
+            no_null_odds: None,
         };
         let schema = include_str!("../../schema/eval.schema.json");
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());

@@ -535,7 +535,7 @@ fn tls_to_servers_that_do_not_speak_it_or_have_expired_is_explained() {
     assert_a_sentence(&o);
 }
 
-/// `scripts/tls_proxy.py` (OpenSSL, as nginx or envoy terminate TLS) in front of the
+/// `scripts/testbed/tls_proxy.py` (OpenSSL, as nginx or envoy terminate TLS) in front of the
 /// shared server's HTTP port, requiring client certificates of `ca.pem`; killed on drop.
 struct OpensslProxy {
     child: std::process::Child,
@@ -558,7 +558,7 @@ fn openssl_proxy() -> OpensslProxy {
         .unwrap_or_else(|| "python3".into());
     let target = format!("127.0.0.1:{}", crate::common::server().http_port);
     let mut child = std::process::Command::new(python)
-        .arg(root().join("scripts/tls_proxy.py"))
+        .arg(root().join("scripts/testbed/tls_proxy.py"))
         .args(["--listen", "0", "--target", &target])
         .args([
             "--cert",
@@ -569,7 +569,7 @@ fn openssl_proxy() -> OpensslProxy {
         .args(["--client-ca", &p.path("ca.pem")])
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("start scripts/tls_proxy.py");
+        .expect("start scripts/testbed/tls_proxy.py");
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

@@ -334,7 +334,8 @@ fn shell_quote_pastes_back_to_the_same_words() {
 /// tokenizer's windows are `bertqa features`' (strides 128 and 64, the sample file, the
 /// fixtures and a context of more than 8 windows), the offsets spell the pieces, the
 /// ensembles' logits are tiny-bert's and the oracle's, the answers are cut from the
-/// context at their positions, the oracle's are the gold ones, and each fault shows.
+/// context at their positions (the same without a no-answer output), the oracle's are
+/// the gold ones, and each fault shows.
 /// Any mismatch fails the script, and this test with its report.
 #[test]
 fn the_text_models_match_bertqa_features_and_their_model_steps() {
@@ -349,6 +350,7 @@ fn the_text_models_match_bertqa_features_and_their_model_steps() {
         "qa-text-logits-stride64",
         "qa-text-answer",
         "qa-text-answer-bls",
+        "qa-text-answer-no-null",
         "oracle-text-logits",
         "oracle-text-answer",
         "fault-text-non-utf8-answer",

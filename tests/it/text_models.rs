@@ -30,6 +30,7 @@ fn server() -> &'static Server {
                 "tiny-bert",
                 "qa-text-answer",
                 "qa-text-answer-bls",
+                "qa-text-answer-no-null",
                 "oracle-text-logits",
                 "qa-text-logits",
                 "qa-text-tokenizer-stride64",
@@ -440,6 +441,78 @@ fn eval_of_the_answer_contract_writes_the_models_answers() {
         assert_eq!(odds.as_object().unwrap().len(), 16);
         assert_eq!(v["features"], 16, "a question is a feature: {v:#}");
     }
+}
+
+/// An answer-contract model without a no-answer output, on SQuAD 2.0 data: no null
+/// odds, so no null_odds.json, and the scores of the official v2 script given no na-prob
+/// file (every no-answer probability 0, no best thresholds); the report says why.
+#[test]
+fn eval_of_an_answer_model_without_a_no_answer_output_scores_without_null_odds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with_null = tmp.path().join("with-null");
+    eval_text(&server().url, "grpc", "qa-text-answer", SAMPLE, &with_null);
+    let spans = read_json(with_null.join("nbest_predictions.json"));
+    for (protocol, url) in endpoints() {
+        let out = tmp.path().join(format!("no-null-{protocol}"));
+        let v = eval_text(&url, protocol, "qa-text-answer-no-null", SAMPLE, &out);
+        assert_schema("eval", &v);
+        assert_eq!(v["version_2_with_negative"], true);
+        assert!(!out.join("null_odds.json").exists(), "{protocol}");
+        let files: Vec<&str> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert!(!files.contains(&"null_odds.json"), "{files:?}");
+        // Every answer is the model's span (qa-text-answer's, which has the same
+        // steps): with no null odds none is turned into "no answer".
+        let preds = read_json(out.join("predictions.json"));
+        let spans = spans.as_object().unwrap();
+        assert_eq!(preds.as_object().unwrap().len(), spans.len());
+        for (id, list) in spans {
+            assert_eq!(preds[id], list[0]["text"], "{protocol} {id}");
+        }
+        // The scores of `bertqa score` without a na-prob file (the v2 script's).
+        let predictions = out.join("predictions.json");
+        let scored = json_of(&bertqa(&[
+            "score",
+            "--data",
+            SAMPLE,
+            "--predictions",
+            predictions.to_str().unwrap(),
+            "--json",
+        ]));
+        assert_eq!(v["metrics"], scored["metrics"], "{protocol}");
+        assert!(v["metrics"].get("best_f1").is_none(), "{v:#}");
+        assert!(v["metrics"].get("HasAns_exact").is_some(), "{v:#}");
+        let why = v["no_null_odds"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("\"qa-text-answer-no-null\" has no no-answer output"),
+            "{v:#}"
+        );
+        assert_eq!(read_json(out.join("metrics.json"))["no_null_odds"], why);
+    }
+    // A model with null odds has no such key; the text report says why there are none.
+    let with = read_json(with_null.join("metrics.json"));
+    assert!(with.get("no_null_odds").is_none(), "{with:#}");
+    let text = tmp.path().join("text");
+    let o = bertqa(&eval_args(
+        SAMPLE,
+        "qa-text-answer-no-null",
+        &text,
+        &["--url", &server().url],
+    ));
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(
+            "null odds    none: model \"qa-text-answer-no-null\" has no no-answer output"
+        ),
+        "{stdout}"
+    );
+    let outputs = stdout.lines().find(|l| l.starts_with("outputs")).unwrap();
+    assert!(!outputs.contains("null_odds"), "{stdout}");
 }
 
 #[test]

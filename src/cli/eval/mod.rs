@@ -140,6 +140,8 @@ pub(crate) struct EvalReport {
     pub fingerprint: bertqa::journal::Fingerprint,
     /// The server's metrics over the run, when `--metrics-url` was given.
     pub server_metrics: Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>,
+    /// Why a v2 run has no null odds (`run::Input::no_null_odds`).
+    pub no_null_odds: Option<String>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {

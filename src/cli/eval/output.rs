@@ -20,8 +20,21 @@ pub(crate) fn score_predictions(
     version_2: bool,
     na_prob_thresh: f64,
 ) -> bertqa::Result<Scores> {
+    score_with(dataset, predictions, version_2, version_2, na_prob_thresh)
+}
+
+/// [`score_predictions`], the null odds used as the na-prob file only with `null_odds`
+/// (without: every na-prob 0 and no best thresholds, as evaluate-v2.0.py without a
+/// na-prob file).
+pub(crate) fn score_with(
+    dataset: &Dataset,
+    predictions: &[Prediction],
+    version_2: bool,
+    null_odds: bool,
+    na_prob_thresh: f64,
+) -> bertqa::Result<Scores> {
     let preds = Predictions::from_decoded(predictions);
-    let na = version_2.then(|| NaProbs::from_decoded(predictions));
+    let na = (version_2 && null_odds).then(|| NaProbs::from_decoded(predictions));
     evaluate::score(
         dataset,
         &preds,
@@ -34,19 +47,20 @@ pub(crate) fn score_predictions(
 }
 
 /// Writes the reference's files (the n-best file finished from `nbest` when its lists
-/// were streamed there); returns their names.
+/// were streamed there), null_odds.json with `null_odds` (a v2 run whose model gives
+/// them); returns their names.
 pub(crate) fn write_predictions(
     dir: &Path,
     predictions: &[Prediction],
-    version_2: bool,
+    null_odds: bool,
     nbest: Option<decode::NbestStream>,
 ) -> bertqa::Result<Vec<String>> {
-    decode::write_outputs_with(dir, predictions, version_2, nbest)?;
+    decode::write_outputs_with(dir, predictions, null_odds, nbest)?;
     let mut files = vec![
         "predictions.json".to_string(),
         "nbest_predictions.json".to_string(),
     ];
-    if version_2 {
+    if null_odds {
         files.push("null_odds.json".into());
     }
     Ok(files)
@@ -92,6 +106,8 @@ pub(crate) struct Partial<'a> {
     pub data: &'a str,
     pub dataset: &'a Dataset,
     pub version_2: bool,
+    /// null_odds.json is written and is the na-prob file ([`score_with`]).
+    pub null_odds: bool,
     pub na_prob_thresh: f64,
     pub fingerprint: &'a Fingerprint,
     pub journaled: u64,
@@ -110,14 +126,20 @@ pub(crate) fn write_partial(
     let total = p.dataset.examples.len();
     let done = outcome.done();
     let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
-    let mut files = write_predictions(p.dir, &answered, p.version_2, nbest)?;
+    let mut files = write_predictions(p.dir, &answered, p.null_odds, nbest)?;
     let mut metrics = Value::Null;
     if !answered.is_empty() {
         let mut subset = p.dataset.clone();
         let ids: std::collections::HashSet<&str> =
             answered.iter().map(|a| a.qas_id.as_str()).collect();
         subset.examples.retain(|e| ids.contains(e.qas_id.as_str()));
-        let scores = score_predictions(&subset, &answered, p.version_2, p.na_prob_thresh)?;
+        let scores = score_with(
+            &subset,
+            &answered,
+            p.version_2,
+            p.null_odds,
+            p.na_prob_thresh,
+        )?;
         write_per_question(p.dir, &answered, &scores)?;
         files.push("per_question.jsonl".into());
         metrics = scores.metrics.to_json();

@@ -180,6 +180,7 @@ fn json(r: &EvalReport) -> EvalJson {
         files: r.files.clone(),
         run: r.fingerprint.clone(),
         server_metrics: r.server_metrics.as_ref().map(server_metrics),
+        no_null_odds: r.no_null_odds.clone(),
     }
 }
 
@@ -620,6 +621,9 @@ fn text_outcome(s: &mut String, r: &EvalReport) {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    if let Some(why) = &r.no_null_odds {
+        let _ = writeln!(s, "null odds    none: {why}");
     }
     let _ = writeln!(
         s,

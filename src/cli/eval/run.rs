@@ -14,7 +14,7 @@ use super::super::common::{
     Bound,
 };
 use super::super::flags::name_flags;
-use super::output::{score_predictions, write_partial, write_per_question, write_predictions};
+use super::output::{score_with, write_partial, write_per_question, write_predictions};
 use super::report::gates;
 use super::{Args, EvalReport, Gate};
 use crate::cli::resume;
@@ -49,6 +49,17 @@ pub(super) struct Input {
     pub features: FeatureConfig,
     /// The run's fingerprint (the model's part added by a server run).
     pub fingerprint: Fingerprint,
+    /// Why a v2 run has no null odds (a model that gives no no-answer output): then no
+    /// null_odds.json is written and every na-prob is 0, as evaluate-v2.0.py scores
+    /// without a na-prob file.
+    pub no_null_odds: Option<String>,
+}
+
+impl Input {
+    /// Whether the run writes null_odds.json and scores with it as the na-prob file.
+    pub(super) fn null_odds(&self) -> bool {
+        self.version_2 && self.no_null_odds.is_none()
+    }
 }
 
 /// The answers, and where they came from.
@@ -140,6 +151,7 @@ pub(super) fn prepare(args: &Args, data: Data, vocabulary: bool) -> anyhow::Resu
         decode,
         features,
         fingerprint,
+        no_null_odds: None,
     })
 }
 
@@ -370,6 +382,7 @@ pub(super) fn finish(
         data: &super::super::common::data_label(&args.data),
         dataset: &input.dataset,
         version_2: input.version_2,
+        null_odds: input.null_odds(),
         na_prob_thresh: args.scoring.na_prob_thresh,
         fingerprint: &input.fingerprint,
         journaled: resume::lock(journal).features(),
@@ -432,17 +445,18 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
     let mut files = write_predictions(
         &args.output_dir,
         &outcome.predictions,
-        input.version_2,
+        input.null_odds(),
         ran.nbest.take(),
     )?;
     if args.save_logits {
         bertqa::logits_io::save(&args.output_dir.join("logits.bin"), &outcome.logits)?;
         files.push("logits.bin".into());
     }
-    let scores = score_predictions(
+    let scores = score_with(
         dataset,
         &outcome.predictions,
         input.version_2,
+        input.null_odds(),
         args.scoring.na_prob_thresh,
     )
     .map_err(|e| {
@@ -492,6 +506,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         non_finite,
         fingerprint: input.fingerprint.clone(),
         server_metrics: ran.server_metrics.take(),
+        no_null_odds: input.no_null_odds.clone(),
     };
     if let Some((_, m)) = &report.server_metrics {
         for (_, w) in m.troubles() {

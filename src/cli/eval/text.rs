@@ -11,7 +11,7 @@ use super::super::common::{run_config_for_text, Bound};
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
 use crate::cli::resume;
-use bertqa::backend::text::TextBinding;
+use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::backend::Pool;
 use bertqa::pipeline::Run;
 
@@ -32,6 +32,22 @@ pub(super) fn against_server(
     }
     input.fingerprint =
         resume::text_model_fingerprint(std::mem::take(&mut input.fingerprint), &binding);
+    // An answer-contract model without a no-answer output gives no null odds.
+    let no_null_odds = matches!(
+        binding.contract,
+        Contract::Answer {
+            no_answer: None,
+            ..
+        }
+    );
+    if input.version_2 && no_null_odds {
+        input.no_null_odds = Some(format!(
+            "model {:?} has no no-answer output, so no null_odds.json; every no-answer \
+             probability is 0 and there are no best thresholds (as evaluate-v2.0.py scores \
+             without a na-prob file)",
+            binding.model
+        ));
+    }
     let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
     let (journal, stop) = guard_journal(journal)?;
     let observer = EvalObserver::new(args, None)?.with_replies(&journal);

@@ -1,5 +1,5 @@
 //! A real headless browser for the HTML reports: Chromium (Debian's package, installed by
-//! `scripts/setup_chromium.sh`, which the first use runs: nothing skips), one process per
+//! `scripts/testbed/setup_chromium.sh`, which the first use runs: nothing skips), one process per
 //! page with a profile of its own, ended after [`TIMEOUT`].
 //!
 //! What a page wrote to its console is read from Chromium's log (`--enable-logging=stderr`):
@@ -45,7 +45,7 @@ impl Loaded {
 pub fn chromium() -> &'static PathBuf {
     static CHROMIUM: OnceLock<PathBuf> = OnceLock::new();
     CHROMIUM.get_or_init(|| {
-        let script = "scripts/setup_chromium.sh";
+        let script = "scripts/testbed/setup_chromium.sh";
         let out = Command::new("bash")
             .arg(root().join(script))
             .stderr(Stdio::inherit())

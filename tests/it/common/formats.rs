@@ -9,10 +9,10 @@ use std::sync::{Mutex, OnceLock};
 
 use super::root;
 
-/// The python of the data tools' venv (`scripts/setup_data_tools.sh`).
+/// The python of the data tools' venv (`scripts/testbed/setup_data_tools.sh`).
 fn python() -> &'static str {
     static PY: OnceLock<String> = OnceLock::new();
-    PY.get_or_init(|| super::triton::set_up("scripts/setup_data_tools.sh"))
+    PY.get_or_init(|| super::triton::set_up("scripts/testbed/setup_data_tools.sh"))
 }
 
 /// Runs a Python snippet of the data tools' venv (pyarrow at hand) with `args`.

@@ -1,5 +1,5 @@
 //! A real reverse proxy in front of the shared Triton, as a cluster puts an ingress or a
-//! gateway there: nginx (Debian's package, `scripts/setup_nginx.sh`), started once per
+//! gateway there: nginx (Debian's package, `scripts/testbed/setup_nginx.sh`), started once per
 //! test binary on free loopback ports with a configuration of its own, ended with the
 //! tests (`PR_SET_PDEATHSIG`).
 //!
@@ -95,7 +95,7 @@ http {{
 }
 
 fn start() -> Proxy {
-    let nginx = super::triton::set_up("scripts/setup_nginx.sh");
+    let nginx = super::triton::set_up("scripts/testbed/setup_nginx.sh");
     let dir = std::env::temp_dir().join(format!("bertqa-nginx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (http, grpc) = (free_port(), free_port());

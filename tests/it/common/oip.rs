@@ -1,5 +1,5 @@
 //! The Open Inference Protocol servers other than Triton that bertqa is tested against:
-//! MLServer and KServe's Python model server, installed by `scripts/setup_oip.sh`
+//! MLServer and KServe's Python model server, installed by `scripts/testbed/setup_oip.sh`
 //! (cached outside the clone) and started once per test binary on free loopback ports,
 //! each serving `models/oip`'s oracle and tiny-bert (the same answers as the Triton
 //! models of those names). As with Triton, a server that cannot start fails the tests
@@ -51,7 +51,7 @@ pub fn kserve() -> &'static OipServer {
 
 fn oip_env() -> &'static HashMap<String, String> {
     static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
-    ENV.get_or_init(|| installed("scripts/setup_oip.sh"))
+    ENV.get_or_init(|| installed("scripts/testbed/setup_oip.sh"))
 }
 
 fn start(name: &'static str) -> OipServer {

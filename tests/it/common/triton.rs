@@ -1,7 +1,7 @@
 //! The real local Triton of this test binary (and servers of a test's own), and the
 //! numpy twin of `tiny-bert`.
 //!
-//! The server is installed by `scripts/setup_triton.sh` (idempotent; cached outside the
+//! The server is installed by `scripts/testbed/setup_triton.sh` (idempotent; cached outside the
 //! clone) and started once per test binary on free loopback ports, from a thread that
 //! lives as long as the process so that `PR_SET_PDEATHSIG` ends the server with the tests.
 //! A server that cannot start fails the tests with its log tail: nothing skips.
@@ -32,10 +32,10 @@ pub struct Server {
 /// The installed Triton's paths (`$BERTQA_CACHE/triton.env`).
 pub fn triton_env() -> &'static HashMap<String, String> {
     static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
-    ENV.get_or_init(|| installed("scripts/setup_triton.sh"))
+    ENV.get_or_init(|| installed("scripts/testbed/setup_triton.sh"))
 }
 
-/// Runs a set-up script of `scripts/` (idempotent) and returns the one line it prints
+/// Runs a set-up script of `scripts/testbed/` (idempotent) and returns the one line it prints
 /// (the path of what it installed).
 pub(super) fn set_up(script: &str) -> String {
     let out = Command::new("bash")

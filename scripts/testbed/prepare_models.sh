@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Generates the model files of the test model repository that are not committed:
 # models/repo/bert-onnx/1/tiny_bert.onnx (tinybert.py's weights as an ONNX graph).
-# Regenerated only when its generator changed. Called by scripts/setup_triton.sh.
-. "$(dirname "$0")/common.sh"
+# Regenerated only when its generator changed. Called by scripts/testbed/setup_triton.sh.
+. "$(dirname "$0")/../common.sh"
 PY="${TRITON_PYTHON:-$BERTQA_CACHE/triton-venv/bin/python}"
 LIB="$BERTQA_ROOT/models/lib"
 OUT="$BERTQA_ROOT/models/repo/bert-onnx/1/tiny_bert.onnx"

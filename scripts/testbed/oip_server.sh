@@ -2,16 +2,16 @@
 # Starts, stops and reports a local Open Inference Protocol server other than Triton,
 # serving bertqa's test models (models/oip: oracle, tiny-bert) as a KServe user would.
 #
-#   scripts/oip_server.sh start mlserver|kserve [--http-port P] [--grpc-port P]
-#   scripts/oip_server.sh stop  mlserver|kserve
-#   scripts/oip_server.sh status mlserver|kserve
+#   scripts/testbed/oip_server.sh start mlserver|kserve [--http-port P] [--grpc-port P]
+#   scripts/testbed/oip_server.sh stop  mlserver|kserve
+#   scripts/testbed/oip_server.sh status mlserver|kserve
 #
 # Default ports: MLServer 8080 (HTTP) / 8081 (gRPC), as MLServer's own defaults; KServe
 # 8090 / 8091. start fails at once when a port is in use, installs the server if needed
-# (scripts/setup_oip.sh), launches it in the background, waits until it answers ready
-# and prints its gRPC address (127.0.0.1:PORT). State (pid, log) lives in
+# (scripts/testbed/setup_oip.sh), launches it in the background, waits until it answers
+# ready and prints its gRPC address (127.0.0.1:PORT). State (pid, log) lives in
 # $BERTQA_CACHE/run/KIND.*.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 cmd="${1:-}"; kind="${2:-}"; shift 2 || die "usage: $0 start|stop|status mlserver|kserve [options]"
 case "$kind" in
   mlserver) HTTP=8080 GRPC=8081;;
@@ -34,7 +34,7 @@ case "$cmd" in
     if running && [ -f "$ADDRF" ]; then cat "$ADDRF"; exit 0; fi
     rm -f "$PIDF" "$ADDRF"
     require_free_ports "$kind" HTTP "$HTTP" "--http-port PORT" gRPC "$GRPC" "--grpc-port PORT"
-    ENV_FILE="$(bash "$BERTQA_ROOT/scripts/setup_oip.sh")"
+    ENV_FILE="$(bash "$BERTQA_ROOT/scripts/testbed/setup_oip.sh")"
     # shellcheck disable=SC1090
     . "$ENV_FILE"
     log "starting $kind on HTTP :$HTTP, gRPC :$GRPC; log $LOGF"

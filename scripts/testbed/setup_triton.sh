@@ -4,7 +4,7 @@
 # backend, in a venv under the cache (${BERTQA_CACHE:-~/.cache/bertqa}/triton-venv).
 # Idempotent and quick when already done. Writes $BERTQA_CACHE/triton.env (KEY=VALUE
 # lines the tests and scripts/triton.sh read) and prints its path.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 VENV="$BERTQA_CACHE/triton-venv"
 # numpy for the test models, transformers (slow BertTokenizer) for the oracle model,
 # onnx + onnxruntime for the ONNX test model, tokenizers (the version transformers 4.46.3
@@ -37,5 +37,5 @@ TRITON_PYTHON=$VENV/bin/python
 ENV
 mv "$ENV_FILE.tmp" "$ENV_FILE"
 # Generated model files (not committed).
-TRITON_PYTHON="$VENV/bin/python" bash "$BERTQA_ROOT/scripts/prepare_models.sh"
+TRITON_PYTHON="$VENV/bin/python" bash "$BERTQA_ROOT/scripts/testbed/prepare_models.sh"
 echo "$ENV_FILE"

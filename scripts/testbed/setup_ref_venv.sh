@@ -4,7 +4,7 @@
 # whose slow BertTokenizer, SQuAD processors and squad_metrics are the "H" reference of
 # the spec, and tritonclient's gRPC and HTTP clients for the Python reference client. No torch.
 # Prints the venv's python path on stdout. Not needed to build or test bertqa.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 VENV="$BERTQA_CACHE/ref-venv"
 PKGS=(transformers==4.46.3 numpy==1.26.4 "tritonclient[grpc,http]==2.73.0")
 ensure_venv "$VENV" "${PKGS[@]}"

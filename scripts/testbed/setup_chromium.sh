@@ -3,7 +3,7 @@
 # reports in a real headless browser (tests/it/html_reports.rs) and for the report
 # screenshots (scripts/bench/report_screenshots.sh), and prints the path of its binary.
 # Installs it with apt-get when missing (as root, or through sudo).
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 CHROMIUM="$(command -v chromium || true)"
 [ -n "$CHROMIUM" ] || [ ! -x /usr/bin/chromium ] || CHROMIUM=/usr/bin/chromium
 if [ -z "$CHROMIUM" ]; then

@@ -2,7 +2,7 @@
 """A TLS-terminating proxy on OpenSSL (Python's ssl module), for trying bertqa's HTTPS
 against Triton's HTTP port, which has no TLS of its own.
 
-    python3 scripts/tls_proxy.py --listen 18443 --target 127.0.0.1:8000 \
+    python3 scripts/testbed/tls_proxy.py --listen 18443 --target 127.0.0.1:8000 \
         --cert server.pem --key server.key [--client-ca ca.pem]
 
 With --client-ca it requires a client certificate issued by that CA (mutual TLS), and

@@ -3,7 +3,7 @@
 # proxy (tests/it/gateways.rs), and prints the path of its binary. Installs it with
 # apt-get when missing (as root, or through sudo); the system service is not started:
 # the tests run their own nginx on free ports with a configuration of their own.
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../common.sh"
 NGINX="$(command -v nginx || true)"
 [ -n "$NGINX" ] || [ ! -x /usr/sbin/nginx ] || NGINX=/usr/sbin/nginx
 if [ -z "$NGINX" ]; then
