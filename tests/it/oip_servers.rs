@@ -42,6 +42,7 @@ fn models_lists_the_model_and_its_binding_from_the_metadata_alone() {
             ]
             .concat(),
         ));
+        assert_schema("models", &v);
         assert_eq!(v["server"]["name"], s.name, "{what}");
         assert_eq!(v["model"]["configuration"], false, "{what}");
         let binding = &v["model"]["binding"];
