@@ -58,13 +58,15 @@ async fn collect(args: &Args) -> anyhow::Result<(ModelsJson, Option<Vec<String>>
     let ready = client.server_ready().await?;
     // Kept by the client: the messages of the calls below name the server by it.
     let meta = client.server_info().await?.clone();
-    let index = client.list_models().await?;
+    let listing = client.list_models().await?;
+    let source = listing.as_ref().map(|l| l.source);
+    let index = listing.map(|l| l.models);
     let model = match &args.model {
         None => None,
         Some(name) => Some(collect_model(&client, args, name, index.as_deref()).await?),
     };
     let ready_names = index.as_deref().map(ready_models);
-    // The model table: the repository's, or without one `--model`'s alone.
+    // The model table: the server's list, or without one `--model`'s alone.
     let models = match (index, &model) {
         (Some(index), _) => index.into_iter().map(ModelRow::from).collect(),
         (None, Some(m)) => vec![ModelRow {
@@ -85,7 +87,8 @@ async fn collect(args: &Args) -> anyhow::Result<(ModelsJson, Option<Vec<String>>
             live,
             ready,
             extensions: meta.extensions,
-            lists_models: ready_names.is_some(),
+            lists_models: source.is_some(),
+            listing: source,
         },
         models,
         model,
@@ -93,7 +96,8 @@ async fn collect(args: &Args) -> anyhow::Result<(ModelsJson, Option<Vec<String>>
     Ok((report, ready_names))
 }
 
-/// `--model`'s report; without a repository index, its metadata says whether it exists.
+/// `--model`'s report; when the server lists no models, its metadata says whether it
+/// exists.
 async fn collect_model(
     client: &TritonClient,
     args: &Args,
@@ -114,7 +118,7 @@ async fn collect_model(
     let model_ready = client.model_ready(name, version).await?;
     if !model_ready && index.is_some() {
         // Metadata is unavailable for a model that is not ready: report what the
-        // repository says.
+        // server's list says.
         let why = Error::Binding {
             model: name.to_string(),
             message: "not ready".into(),

@@ -9,6 +9,7 @@ use serde::{Serialize, Serializer};
 
 use super::Render;
 use crate::backend::binding::{Batching, Outputs};
+use crate::backend::client::Listing;
 use crate::backend::proto::model_config::SchedulingChoice;
 use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::model_metadata_response::TensorMetadata;
@@ -39,8 +40,12 @@ pub(crate) struct ServerJson {
     pub live: bool,
     pub ready: bool,
     pub extensions: Vec<String>,
-    /// Whether the server lists its models (a repository index).
+    /// Whether the server lists its models (`listing` says how).
     pub lists_models: bool,
+    /// Where the list comes from: `repository_index` (Triton's, MLServer's: versions
+    /// and states) or `model_list` (KServe's `GET /v2/models`: names, each state asked);
+    /// `null` when the server lists none.
+    pub listing: Option<Listing>,
 }
 
 /// One row of the model table.
@@ -259,7 +264,14 @@ impl Render for ModelsJson {
         if !server.lists_models {
             let _ = writeln!(
                 s,
-                "the server does not list its models (no repository index){}",
+                "the server does not list its models {}{}",
+                match server.protocol {
+                    // KServe's list is an HTTP route; gRPC has the repository index alone.
+                    Protocol::Grpc => {
+                        "over gRPC (no repository index, the protocol's only listing)"
+                    }
+                    Protocol::Http => "(no repository index, no model list at GET /v2/models)",
+                },
                 if self.model.is_some() {
                     ""
                 } else {
@@ -486,6 +498,7 @@ mod tests {
                 ready: true,
                 extensions: vec!["model_configuration".into()],
                 lists_models: true,
+                listing: Some(Listing::RepositoryIndex),
             },
             models: vec![ModelRow {
                 name: "bert".into(),
@@ -667,14 +680,17 @@ mod tests {
         let text = r.render(Format::Text { verbose: false });
         assert!(text.ends_with("\nmodel    down  (ready: no)\n"), "{text}");
         r.server.lists_models = false;
+        r.server.listing = None;
         r.models.clear();
         r.model = None;
         let text = r.render(Format::Text { verbose: false });
         assert!(
             text.ends_with(
-                "\nthe server does not list its models (no repository index); name one with --model\n"
+                "\nthe server does not list its models over gRPC (no repository index, the \
+                 protocol's only listing); name one with --model\n"
             ),
             "{text}"
         );
+        super::super::assert_follows(include_str!("../../schema/models.schema.json"), &value(&r));
     }
 }
