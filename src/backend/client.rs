@@ -32,6 +32,8 @@ pub(crate) use super::proto::repository_index_response::ModelIndex;
 /// The models a server lists ([`TritonClient::list_models`]), and from where.
 #[derive(Debug, Clone)]
 pub(crate) struct ModelListing {
+    // Read by the `models` command alone.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub source: Listing,
     pub models: Vec<ModelIndex>,
 }
