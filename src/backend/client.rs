@@ -29,6 +29,25 @@ use crate::error::{Code, Error, Result, Unreachable};
 pub use super::grpc::GrpcCall;
 pub(crate) use super::proto::repository_index_response::ModelIndex;
 
+/// The models a server lists ([`TritonClient::list_models`]), and from where.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelListing {
+    // Read by the `models` command alone.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub source: Listing,
+    pub models: Vec<ModelIndex>,
+}
+
+/// Where a server's list of models comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Listing {
+    /// Triton's repository index (`RepositoryIndex`): every version and its state.
+    RepositoryIndex,
+    /// KServe's model list (`GET /v2/models`): names only, each state asked.
+    ModelList,
+}
+
 /// How to reach a server.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -283,15 +302,39 @@ impl TritonClient {
         self.conn.repository_index().await
     }
 
-    /// The repository index with each state normalised ([`normalize_state`]), or `None`
-    /// when the server does not list its models (no repository extension).
-    pub(crate) async fn list_models(&self) -> Result<Option<Vec<ModelIndex>>> {
-        let index = extensions::optional(self.repository_index().await)?;
-        Ok(index.map(|mut index| {
-            for m in &mut index {
+    /// The models the server lists: its repository index, each state normalised
+    /// ([`normalize_state`]); without one, over HTTP, its model list (KServe's `GET
+    /// /v2/models`), each model's state asked (`READY` or `UNAVAILABLE`, no version);
+    /// `None` when it lists neither (over gRPC, KServe's model server has no listing).
+    pub(crate) async fn list_models(&self) -> Result<Option<ModelListing>> {
+        if let Some(mut models) = extensions::optional(self.repository_index().await)? {
+            for m in &mut models {
                 m.state = normalize_state(&m.state);
             }
-            index
+            return Ok(Some(ModelListing {
+                source: Listing::RepositoryIndex,
+                models,
+            }));
+        }
+        let Conn::Http(t) = &self.conn else {
+            return Ok(None);
+        };
+        let Some(names) = extensions::optional(t.client().model_names().await)? else {
+            return Ok(None);
+        };
+        let mut models = Vec::with_capacity(names.len());
+        for name in names {
+            let ready = self.model_ready(&name, "").await?;
+            models.push(ModelIndex {
+                name,
+                version: String::new(),
+                state: if ready { "READY" } else { "UNAVAILABLE" }.into(),
+                reason: String::new(),
+            });
+        }
+        Ok(Some(ModelListing {
+            source: Listing::ModelList,
+            models,
         }))
     }
 
@@ -409,7 +452,7 @@ impl TritonClient {
             return error;
         }
         let index = match self.list_models().await {
-            Ok(Some(index)) => index,
+            Ok(Some(listing)) => listing.models,
             Ok(None) => {
                 return Error::ModelNotFound {
                     url: self.peer.url.clone(),

@@ -15,8 +15,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::args::{FILES, OUTPUT, SCORING};
 use super::common::{print_stdout, report_format, Outcome};
@@ -319,6 +319,16 @@ fn merge_answers(
     Ok((files, merged))
 }
 
+/// One line of per_question.jsonl, as `eval` writes it (keys in this order).
+#[derive(Serialize)]
+struct PerQuestion<'a> {
+    id: &'a str,
+    prediction: &'a str,
+    exact: f64,
+    f1: f64,
+    has_answer: bool,
+}
+
 /// Scores the merged answers over all questions (never averaged over shards) and
 /// writes per_question.jsonl.
 fn score(
@@ -349,14 +359,14 @@ fn score(
     )?;
     let mut lines = String::new();
     for q in &scores.questions {
-        let line = json!({
-            "id": q.qas_id,
-            "prediction": preds.get(&q.qas_id).cloned().unwrap_or_default(),
-            "exact": q.exact,
-            "f1": q.f1,
-            "has_answer": q.has_answer,
-        });
-        let _ = writeln!(lines, "{line}");
+        let line = PerQuestion {
+            id: &q.qas_id,
+            prediction: preds.get(&q.qas_id).map_or("", String::as_str),
+            exact: q.exact,
+            f1: q.f1,
+            has_answer: q.has_answer,
+        };
+        let _ = writeln!(lines, "{}", serde_json::to_string(&line)?);
     }
     bertqa::output_file::write_atomic(
         &args.output_dir.join("per_question.jsonl"),

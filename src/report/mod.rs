@@ -1,12 +1,13 @@
-//! The reports of `eval`, `merge`, `compare` and `perf`, in one shape.
+//! The reports of `models`, `eval`, `merge`, `compare`, `score` and `perf`, in one shape.
 //!
 //! Each command's report implements [`Render`]: it gives its JSON document (`"schema":
 //! 1`; `schema/*.schema.json`), a plain struct whose keys are its fields in order, and
-//! its human text. [`Render::render`] turns either into the bytes the command prints or
-//! writes, the JSON of every report through the one writer of [`json`]. The documents
-//! of `eval`, `merge` and `compare` are here ([`eval`], [`merge`], [`compare`]; pure
-//! data, checked against the committed schemas by the unit tests); `perf`'s is in
-//! [`crate::perf::export`], with its CSV and SVG renderers.
+//! its human text, rendered from the typed report (never from its JSON). [`Render::render`]
+//! turns either into the bytes the command prints or writes, the JSON of every report
+//! through the one writer of [`json`]. The documents of `models`, `eval`, `merge`,
+//! `compare` and `score` are here ([`models`], [`eval`], [`merge`], [`compare`],
+//! [`score`]; pure data, checked against the committed schemas by the unit tests);
+//! `perf`'s is in [`crate::perf::export`], with its CSV and SVG renderers.
 //!
 //! The two formats each have a file: [`json`] (the writer, and how the library's own
 //! types appear in the documents) and [`text`] (what the text reports share). The HTML
@@ -18,6 +19,8 @@ pub(crate) mod eval;
 pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod merge;
+pub(crate) mod models;
+pub(crate) mod score;
 pub(crate) mod text;
 
 use serde::{Deserialize, Serialize};

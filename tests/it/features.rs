@@ -499,3 +499,21 @@ fn a_byte_order_mark_is_accepted_and_other_json_is_not_a_squad_file() {
         stderr(&o)
     );
 }
+
+/// Every line `features` prints follows schema/features.schema.json.
+#[test]
+fn features_lines_follow_their_schema() {
+    let data = root().join("data/sample-squad-v2.json");
+    let lines = crate::common::json_lines_following(
+        "features",
+        &[
+            "features",
+            "--data",
+            data.to_str().unwrap(),
+            "--max-seq-length",
+            "128",
+        ],
+    );
+    assert!(lines.len() > 16, "more windows than questions");
+    assert_eq!(lines[0]["input_ids"].as_array().unwrap().len(), 128);
+}

@@ -528,3 +528,47 @@ fn the_tensorrt_demo_layout_binds_by_itself_and_answers_as_two_outputs() {
         assert_same_outputs(&run("tiny-bert"), &run("tiny-bert-trt-layout"));
     }
 }
+
+/// `models --json` follows schema/models.schema.json for every kind of model the test
+/// server has (token models of each layout, text models of each contract), a binding
+/// that fails, and the repository alone, over gRPC and HTTP.
+#[test]
+fn models_json_follows_its_schema() {
+    use crate::common::{http_url, json_following};
+    let grpc = server().url.clone();
+    let http = http_url();
+    for (protocol, url) in [("grpc", grpc.as_str()), ("http", http.as_str())] {
+        let at = ["models", "--json", "--protocol", protocol, "--url", url];
+        let v = json_following("models", &at);
+        assert!(v["model"].is_null());
+        assert!(v["models"].as_array().unwrap().len() > 10, "{v}");
+        for (model, contract) in [
+            ("tiny-bert", None),
+            ("tiny-bert-stacked-fp16", None),
+            ("tiny-bert-nobatch", None),
+            ("qa-text-answer", Some("answer")),
+            ("qa-text-logits", Some("logits")),
+        ] {
+            let v = json_following("models", &[&at[..], &["--model", model]].concat());
+            assert_eq!(v["model"]["name"], model);
+            assert_eq!(v["model"]["contract"].as_str(), contract, "{model}");
+            assert!(v["model"]["binding_error"].is_null(), "{model}");
+        }
+    }
+    let v = json_following(
+        "models",
+        &[
+            "models",
+            "--json",
+            "--url",
+            &grpc,
+            "--model",
+            "tiny-bert",
+            "--start-logits",
+            "nope",
+        ],
+    );
+    assert!(v["model"]["binding"].is_null());
+    let error = v["model"]["binding_error"].as_str().unwrap();
+    assert!(error.contains("--start-logits"), "{error}");
+}

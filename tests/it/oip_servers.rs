@@ -1,13 +1,14 @@
 //! bertqa against Open Inference Protocol servers other than Triton: MLServer and
 //! KServe's model server (real servers from PyPI, `common::oip`), over gRPC and HTTP.
 //! Neither has Triton's extensions (model configuration, statistics, shared memory,
-//! binary tensor data; KServe not even a repository index), so each test checks that the
-//! protocol's core is enough, and that what is missing is said, not failed on.
+//! binary tensor data; KServe not even a repository index, only its own model list over
+//! HTTP), so each test checks that the protocol's core is enough, and that what is
+//! missing is said, not failed on.
 //!
 //! The issue's table, one test per row: MLServer over gRPC (`models` states, `eval`
 //! without a model configuration), MLServer over HTTP (`eval`), KServe over gRPC
-//! (`models` without a repository index) and over HTTP (`models`, `eval` with
-//! `"versions": null`).
+//! (`models` without any listing) and over HTTP (`models` from its model list, `eval`
+//! with `"versions": null`).
 
 use crate::common::oip::{kserve, mlserver, OipServer};
 use crate::common::page_server::{self, Answer};
@@ -42,6 +43,7 @@ fn models_lists_the_model_and_its_binding_from_the_metadata_alone() {
             ]
             .concat(),
         ));
+        assert_schema("models", &v);
         assert_eq!(v["server"]["name"], s.name, "{what}");
         assert_eq!(v["model"]["configuration"], false, "{what}");
         let binding = &v["model"]["binding"];
@@ -58,8 +60,19 @@ fn models_lists_the_model_and_its_binding_from_the_metadata_alone() {
             .iter()
             .find(|m| m["name"] == "oracle");
         assert_eq!(oracle.unwrap()["state"], "READY", "{what}: {}", v["models"]);
-        // KServe has no repository index (it lists the extension and answers 404).
-        assert_eq!(v["server"]["lists_models"], s.name == "mlserver", "{what}");
+        // KServe has no repository index (it lists the extension and answers 404); over
+        // HTTP it has its own list of models, over gRPC nothing.
+        let listing = match (s.name, protocol) {
+            ("mlserver", _) => "repository_index",
+            (_, "http") => "model_list",
+            _ => "",
+        };
+        assert_eq!(v["server"]["lists_models"], !listing.is_empty(), "{what}");
+        assert_eq!(
+            v["server"]["listing"].as_str().unwrap_or(""),
+            listing,
+            "{what}"
+        );
     }
     // Without --model, a server that does not list its models says so.
     let o = bertqa(&[&["models"][..], &at(kserve(), "grpc")].concat());
@@ -68,10 +81,50 @@ fn models_lists_the_model_and_its_binding_from_the_metadata_alone() {
     assert!(text.starts_with("server   kserve 0.21.0 at"), "{text}");
     assert!(
         text.contains(
-            "the server does not list its models (no repository index); name one with --model"
+            "the server does not list its models over gRPC (no repository index, the \
+             protocol's only listing); name one with --model"
         ),
         "{text}"
     );
+}
+
+/// KServe's model server has no repository index but lists its models at `GET
+/// /v2/models` (names only): over HTTP `models` shows that list, each model's state
+/// asked, and an unknown model's error names the ready ones.
+#[test]
+fn models_over_http_lists_kserves_models_from_its_model_list() {
+    let v = json_of(&bertqa(
+        &[&["models", "--json"][..], &at(kserve(), "http")].concat(),
+    ));
+    assert_schema("models", &v);
+    assert_eq!(v["server"]["lists_models"], true, "{v}");
+    assert_eq!(v["server"]["listing"], "model_list", "{v}");
+    let rows: Vec<(&str, &str, &str)> = v["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let field = |k: &str| m[k].as_str().unwrap();
+            (field("name"), field("version"), field("state"))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("oracle", "", "READY"), ("tiny-bert", "", "READY")],
+        "{v}"
+    );
+
+    let o = bertqa(&[&["models"][..], &at(kserve(), "http")].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("does not list"), "{text}");
+    assert!(
+        text.contains("\nMODEL      VERSION  STATE        REASON\noracle              READY"),
+        "{text}"
+    );
+
+    let o = bertqa(&[&["models", "--model", "nosuch"][..], &at(kserve(), "http")].concat());
+    assert_fails_with(&o, &["\"nosuch\" not found", "oracle, tiny-bert"]);
 }
 
 #[test]

@@ -323,3 +323,49 @@ proptest! {
         prop_assert_eq!(metrics(version, decorated), want);
     }
 }
+
+/// `score --json` follows schema/score.schema.json: v1.1 and v2.0 rules, with na-probs
+/// and best thresholds, predictions missing, and MRQA's rules.
+#[test]
+fn score_json_follows_its_schema() {
+    use crate::common::json_following;
+    let v1 = decode_fixture("v1");
+    let v2 = decode_fixture("v2");
+    let tmp = tempfile::tempdir().unwrap();
+    let partial = write(tmp.path(), "p.json", "{\"v1-tch-01\": \"1893\"}");
+    let paths = |p: &Path| p.to_str().unwrap().to_string();
+    let mrqa = root().join("tests/fixtures/mrqa");
+    let cases: [Vec<String>; 4] = [
+        vec![
+            paths(&v1),
+            paths(&golden("v1").join("nvidia/predictions.json")),
+        ],
+        vec![paths(&v1), paths(&partial)],
+        vec![
+            paths(&v2),
+            paths(&golden("v2").join("nvidia/predictions.json")),
+            "--na-prob-file".into(),
+            paths(&golden("v2").join("nvidia/null_odds.json")),
+        ],
+        vec![
+            paths(&mrqa.join("golden.jsonl")),
+            paths(&mrqa.join("golden-predictions.json")),
+        ],
+    ];
+    let mut versions = Vec::new();
+    for case in &cases {
+        let mut args = vec![
+            "score",
+            "--json",
+            "--data",
+            &case[0],
+            "--predictions",
+            &case[1],
+        ];
+        args.extend(case[2..].iter().map(String::as_str));
+        let v = json_following("score", &args);
+        versions.push((v["version"].clone(), v["rules"].clone()));
+    }
+    assert_eq!(versions[2].0, "v2.0");
+    assert_eq!(versions[3].1, "mrqa");
+}

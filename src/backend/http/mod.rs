@@ -347,6 +347,15 @@ impl HttpClient {
         }
     }
 
+    /// `GET /v2/models`: the names of the models the server has, in its order (KServe's
+    /// model server; not a call of the protocol, and Triton's repository index, which
+    /// has states and versions, is asked first). A server without the route answers as
+    /// for an absent extension ([`extensions::absent`]).
+    pub(crate) async fn model_names(&self) -> Result<Vec<String>> {
+        let list: ModelNames = self.json(Method::GET, "/v2/models", None, None).await?;
+        Ok(list.models)
+    }
+
     async fn post_ok(&self, path: &str, body: Vec<u8>) -> Result<()> {
         let answer = self.call(Method::POST, path, Some((body, None))).await?;
         if answer.status.is_success() {
@@ -439,6 +448,12 @@ impl ServerApi for HttpClient {
         let path = format!("/v2/systemsharedmemory/region/{}/unregister", segment(name));
         self.post_ok(&path, Vec::new()).await
     }
+}
+
+/// `GET /v2/models`'s answer: `{"models": ["name", ...]}`.
+#[derive(serde::Deserialize)]
+struct ModelNames {
+    models: Vec<String>,
 }
 
 /// `/v2/models/M` or `/v2/models/M/versions/V`.

@@ -3,8 +3,9 @@
 //!   `spawn_bertqa`, `eval_args`, `eval`, `sample_eval`, `ask_oracle`), reading what it
 //!   wrote (`show`, `ok`, `json_of`, `read`, `read_bytes`, `read_json`, `journaled`,
 //!   `wait_for_journal`), the assertions several test files make (`assert_fails_with`,
-//!   `assert_answered`, `assert_same_outputs`, `assert_same_files`, `assert_schema`), and
-//!   `client` and `rt` for the library's async API;
+//!   `assert_answered`, `assert_same_outputs`, `assert_same_files`, `assert_schema`), a
+//!   command's JSON checked against its schema (`json_following`, `json_lines_following`),
+//!   and `client` and `rt` for the library's async API;
 //! - [`triton`]: the real local Triton of this test binary (`server`, `http_url`), servers
 //!   of a test's own (`start_server_with`, `slow_server`, `start_server_on`,
 //!   `kill_server`), free ports, and the numpy twin of `tiny-bert`;
@@ -237,6 +238,30 @@ pub fn assert_schema(name: &str, v: &Value) {
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{errors:#?}\n{v:#}");
+}
+
+/// `bertqa ARGS`, a command printing one JSON document (`--json`): it exits 0 and the
+/// document follows `schema/NAME.schema.json`. The document, for further checks.
+pub fn json_following(name: &str, args: &[&str]) -> Value {
+    let v = json_of(&bertqa(args));
+    assert_schema(name, &v);
+    v
+}
+
+/// `bertqa ARGS`, a command printing JSON lines (`features`): it exits 0, prints at
+/// least one line, and each follows `schema/NAME.schema.json`. The lines, parsed.
+pub fn json_lines_following(name: &str, args: &[&str]) -> Vec<Value> {
+    let o = bertqa(args);
+    ok(&o);
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(!lines.is_empty(), "no lines\n{}", show(&o));
+    for v in &lines {
+        assert_schema(name, v);
+    }
+    lines
 }
 
 /// Features in the journal of a run writing to `dir` (0 while there is none).

@@ -1,0 +1,696 @@
+//! `bertqa models --json` (`schema/models.schema.json`) and the text `models` prints: the
+//! server, the models it lists, and for `--model M` that model's tensors, configuration
+//! and the binding bertqa infers.
+
+use std::fmt::Write as _;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use super::Render;
+use crate::backend::binding::{Batching, Outputs};
+use crate::backend::client::Listing;
+use crate::backend::proto::model_config::SchedulingChoice;
+use crate::backend::proto::model_instance_group::Kind;
+use crate::backend::proto::model_metadata_response::TensorMetadata;
+use crate::backend::proto::repository_index_response::ModelIndex;
+use crate::backend::proto::{ModelConfig, ModelMetadataResponse};
+use crate::backend::text::{Contract, TextBinding};
+use crate::backend::{Binding, Protocol};
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ModelsJson {
+    /// Always 1.
+    pub schema: u32,
+    pub server: ServerJson,
+    /// The models the server lists; without a listing, `--model`'s alone (or none).
+    pub models: Vec<ModelRow>,
+    /// `--model`'s details.
+    pub model: Option<ModelJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ServerJson {
+    /// As given (`--url`).
+    pub url: String,
+    #[serde(with = "super::json::protocol")]
+    pub protocol: Protocol,
+    pub name: String,
+    pub version: String,
+    pub live: bool,
+    pub ready: bool,
+    pub extensions: Vec<String>,
+    /// Whether the server lists its models (`listing` says how).
+    pub lists_models: bool,
+    /// Where the list comes from: `repository_index` (Triton's, MLServer's: versions
+    /// and states) or `model_list` (KServe's `GET /v2/models`: names, each state asked);
+    /// `null` when the server lists none.
+    pub listing: Option<Listing>,
+}
+
+/// One row of the model table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ModelRow {
+    pub name: String,
+    /// `""`: not listed (the server's choice).
+    pub version: String,
+    /// `READY`, `UNAVAILABLE`, … (`""`: listed but not loaded).
+    pub state: String,
+    pub reason: String,
+}
+
+impl From<ModelIndex> for ModelRow {
+    fn from(m: ModelIndex) -> Self {
+        ModelRow {
+            name: m.name,
+            version: m.version,
+            state: m.state,
+            reason: m.reason,
+        }
+    }
+}
+
+/// `--model M`: what its metadata and configuration say, and its binding. A model that
+/// is not ready has its name, `ready: false` and the binding error alone.
+#[derive(Debug, Serialize)]
+pub(crate) struct ModelJson {
+    pub name: String,
+    pub ready: bool,
+    pub versions: Vec<String>,
+    /// The configuration's backend, else the metadata's platform.
+    pub platform: String,
+    /// Whether the server serves a model configuration (Triton's extension).
+    pub configuration: bool,
+    /// The configuration's (0 without one).
+    pub max_batch_size: i32,
+    pub dynamic_batching: Option<DynamicBatching>,
+    /// An ensemble's steps, in order.
+    pub ensemble_steps: Option<Vec<EnsembleStep>>,
+    pub instance_groups: Vec<InstanceGroup>,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    /// The keys `binding`, `contract` and `binding_error`.
+    #[serde(flatten)]
+    pub binding: BindingOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct DynamicBatching {
+    pub preferred_batch_size: Vec<i32>,
+    pub max_queue_delay_us: u64,
+    pub preserve_ordering: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct EnsembleStep {
+    pub model: String,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct InstanceGroup {
+    pub name: String,
+    /// `KIND_CPU`, `KIND_GPU`, … as the configuration names it.
+    pub kind: String,
+    pub count: i32,
+    pub gpus: Vec<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Tensor {
+    pub name: String,
+    pub datatype: String,
+    pub shape: Vec<i64>,
+}
+
+/// The binding bertqa infers for a model: token tensors, or text and a contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub(crate) enum ModelBinding {
+    Tokens(Binding),
+    Text(TextBinding),
+}
+
+/// The binding, or why there is none (the message as the command line words it).
+/// Written as three keys: `binding` (the binding or `null`), `contract` (a text model's
+/// `answer` or `logits`, else `null`) and `binding_error` (the message or `null`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BindingOutcome(pub Result<ModelBinding, String>);
+
+impl Serialize for BindingOutcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("binding", &self.0.as_ref().ok())?;
+        let contract = match &self.0 {
+            Ok(ModelBinding::Text(b)) => Some(b.contract.name()),
+            _ => None,
+        };
+        map.serialize_entry("contract", &contract)?;
+        map.serialize_entry("binding_error", &self.0.as_ref().err())?;
+        map.end()
+    }
+}
+
+impl Tensor {
+    fn all(ts: &[TensorMetadata]) -> Vec<Tensor> {
+        ts.iter()
+            .map(|t| Tensor {
+                name: t.name.clone(),
+                datatype: t.datatype.clone(),
+                shape: t.shape.clone(),
+            })
+            .collect()
+    }
+}
+
+impl ModelJson {
+    /// A model that answered: its metadata, its configuration (`None`: the server
+    /// serves none) and its binding.
+    pub(crate) fn new(
+        metadata: &ModelMetadataResponse,
+        config: Option<&ModelConfig>,
+        ready: bool,
+        binding: Result<ModelBinding, String>,
+    ) -> ModelJson {
+        let platform = match config {
+            Some(c) if !c.backend.is_empty() => c.backend.clone(),
+            _ => metadata.platform.clone(),
+        };
+        let scheduling = config.and_then(|c| c.scheduling_choice.as_ref());
+        ModelJson {
+            name: metadata.name.clone(),
+            ready,
+            versions: metadata.versions.clone(),
+            platform,
+            configuration: config.is_some(),
+            max_batch_size: config.map_or(0, |c| c.max_batch_size),
+            dynamic_batching: match scheduling {
+                Some(SchedulingChoice::DynamicBatching(d)) => Some(DynamicBatching {
+                    preferred_batch_size: d.preferred_batch_size.clone(),
+                    max_queue_delay_us: d.max_queue_delay_microseconds,
+                    preserve_ordering: d.preserve_ordering,
+                }),
+                _ => None,
+            },
+            ensemble_steps: match scheduling {
+                Some(SchedulingChoice::EnsembleScheduling(e)) => Some(
+                    e.step
+                        .iter()
+                        .map(|s| EnsembleStep {
+                            model: s.model_name.clone(),
+                            version: s.model_version,
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            },
+            instance_groups: config
+                .map(|c| {
+                    c.instance_group
+                        .iter()
+                        .map(|g| InstanceGroup {
+                            name: g.name.clone(),
+                            kind: Kind::try_from(g.kind)
+                                .map_or("KIND_UNKNOWN", |k| k.as_str_name())
+                                .to_string(),
+                            count: g.count,
+                            gpus: g.gpus.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            inputs: Tensor::all(&metadata.inputs),
+            outputs: Tensor::all(&metadata.outputs),
+            binding: BindingOutcome(binding),
+        }
+    }
+
+    /// A model the server lists but has not made ready (no metadata to read).
+    pub(crate) fn not_ready(name: &str, binding_error: String) -> ModelJson {
+        let metadata = ModelMetadataResponse {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        ModelJson::new(&metadata, None, false, Err(binding_error))
+    }
+}
+
+impl Render for ModelsJson {
+    type Json<'a> = &'a ModelsJson;
+
+    fn json(&self) -> &ModelsJson {
+        self
+    }
+
+    fn text(&self, _verbose: bool) -> String {
+        let mut s = String::new();
+        let server = &self.server;
+        let _ = writeln!(
+            s,
+            "server   {} {} at {} over {}",
+            server.name,
+            server.version,
+            server.url,
+            super::protocol_words(server.protocol)
+        );
+        let _ = writeln!(
+            s,
+            "live     {}   ready {}",
+            yes(server.live),
+            yes(server.ready)
+        );
+        let _ = writeln!(s, "extensions {}", server.extensions.join(" "));
+        let _ = writeln!(s);
+        if !server.lists_models {
+            let _ = writeln!(
+                s,
+                "the server does not list its models {}{}",
+                match server.protocol {
+                    // KServe's list is an HTTP route; gRPC has the repository index alone.
+                    Protocol::Grpc => {
+                        "over gRPC (no repository index, the protocol's only listing)"
+                    }
+                    Protocol::Http => "(no repository index, no model list at GET /v2/models)",
+                },
+                if self.model.is_some() {
+                    ""
+                } else {
+                    "; name one with --model"
+                }
+            );
+        }
+        model_table(&mut s, &self.models);
+        if let Some(m) = &self.model {
+            model_text(&mut s, m);
+        }
+        s
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn model_table(s: &mut String, rows: &[ModelRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let w = rows.iter().map(|m| m.name.len()).max().unwrap_or(5).max(5);
+    let _ = writeln!(
+        s,
+        "{:<w$}  {:>7}  {:<11}  REASON",
+        "MODEL", "VERSION", "STATE"
+    );
+    for m in rows {
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:>7}  {:<11}  {}",
+            m.name, m.version, m.state, m.reason
+        );
+    }
+}
+
+/// `--model`'s part of the text.
+fn model_text(s: &mut String, m: &ModelJson) {
+    let _ = writeln!(s);
+    let _ = writeln!(s, "model    {}  (ready: {})", m.name, yes(m.ready));
+    if !m.ready {
+        return;
+    }
+    let _ = writeln!(s, "versions {}", m.versions.join(", "));
+    let _ = writeln!(s, "platform {}", m.platform);
+    if !m.configuration {
+        let _ = writeln!(
+            s,
+            "configuration  not served (no model configuration): batching as the metadata's shapes say"
+        );
+        tensors_and_binding(s, m);
+        return;
+    }
+    let _ = writeln!(s, "max batch size  {}", m.max_batch_size);
+    match (&m.dynamic_batching, &m.ensemble_steps) {
+        (Some(d), _) => {
+            let _ = writeln!(
+                s,
+                "dynamic batching  on (max queue delay {} us, preferred sizes {:?})",
+                d.max_queue_delay_us, d.preferred_batch_size
+            );
+        }
+        (None, Some(steps)) => {
+            let names: Vec<&str> = steps.iter().map(|s| s.model.as_str()).collect();
+            let _ = writeln!(s, "ensemble  steps {}", names.join(" -> "));
+        }
+        (None, None) => {
+            let _ = writeln!(s, "dynamic batching  off");
+        }
+    }
+    for g in &m.instance_groups {
+        let _ = writeln!(s, "instance group  {} x{} {}", g.kind, g.count, g.name);
+    }
+    tensors_and_binding(s, m);
+}
+
+/// The model's tensors and the binding bertqa infers.
+fn tensors_and_binding(s: &mut String, m: &ModelJson) {
+    let _ = writeln!(s);
+    for (kind, ts) in [("input ", &m.inputs), ("output", &m.outputs)] {
+        for t in ts {
+            let _ = writeln!(s, "{kind}  {:<16} {:<6} {:?}", t.name, t.datatype, t.shape);
+        }
+    }
+    let _ = writeln!(s);
+    match &m.binding.0 {
+        Ok(ModelBinding::Text(b)) => text_binding(s, b),
+        Ok(ModelBinding::Tokens(b)) => token_binding(s, b),
+        Err(e) => {
+            let _ = writeln!(s, "binding: {e}");
+        }
+    }
+}
+
+/// A token model's binding: which tensor takes what.
+fn token_binding(s: &mut String, b: &Binding) {
+    let _ = writeln!(s, "binding (sequence length {}):", b.seq_len);
+    if b.batching == Batching::Undeclared {
+        let _ = writeln!(
+            s,
+            "  batch        the leading -1, not declared by the server: {} features \
+             per request unless --batch-size says otherwise",
+            b.default_batch_size()
+        );
+    }
+    for i in &b.inputs {
+        let _ = writeln!(
+            s,
+            "  {:<12} <- {} ({})",
+            i.role.as_str(),
+            i.name,
+            i.datatype.wire()
+        );
+    }
+    match &b.outputs {
+        Outputs::Split { start, end } => {
+            for (role, t) in [("start_logits", start), ("end_logits", end)] {
+                let _ = writeln!(s, "  {role:<12} -> {} ({})", t.name, t.datatype.wire());
+            }
+        }
+        Outputs::Stacked { logits } => {
+            let _ = writeln!(
+                s,
+                "  {:<12} -> {} ({}, [batch, seq, 2]: start = 0, end = 1)",
+                "logits",
+                logits.name,
+                logits.datatype.wire()
+            );
+        }
+    }
+}
+
+/// A text model's binding: its inputs, and the contract its outputs follow.
+fn text_binding(s: &mut String, b: &TextBinding) {
+    let batch = match b.max_batch_size {
+        0 => "one question per request".to_string(),
+        n => format!("up to {n} questions per request"),
+    };
+    let _ = writeln!(
+        s,
+        "binding (text: the {} contract, {batch}):",
+        b.contract.name()
+    );
+    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "question", b.question);
+    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "context", b.context);
+    let row = |s: &mut String, role: &str, name: Option<&str>| {
+        let _ = writeln!(s, "  {role:<12} -> {}", name.unwrap_or("(not given)"));
+    };
+    match &b.contract {
+        Contract::Answer {
+            answer,
+            score,
+            no_answer,
+            start,
+            end,
+        } => {
+            row(s, "answer", Some(answer));
+            row(s, "score", score.as_deref());
+            let no = no_answer.as_ref().map(|n| {
+                let what = if n.probability {
+                    "a probability"
+                } else {
+                    "a score"
+                };
+                format!("{} ({what})", n.name)
+            });
+            row(s, "no answer", no.as_deref());
+            row(s, "start char", start.as_deref());
+            row(s, "end char", end.as_deref());
+        }
+        Contract::Logits {
+            start_logits,
+            end_logits,
+            offsets,
+        } => {
+            row(s, "start_logits", Some(start_logits));
+            row(s, "end_logits", Some(end_logits));
+            row(s, "offsets", Some(offsets));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::binding::SeqLen;
+    use crate::backend::proto::model_config::SchedulingChoice;
+    use crate::backend::proto::{ModelDynamicBatching, ModelEnsembling, ModelInstanceGroup};
+    use crate::report::Format;
+
+    fn tensor(name: &str, datatype: &str, shape: &[i64]) -> TensorMetadata {
+        TensorMetadata {
+            name: name.into(),
+            datatype: datatype.into(),
+            shape: shape.to_vec(),
+        }
+    }
+
+    fn metadata(name: &str, inputs: Vec<TensorMetadata>) -> ModelMetadataResponse {
+        ModelMetadataResponse {
+            name: name.into(),
+            versions: vec!["1".into()],
+            platform: "onnxruntime_onnx".into(),
+            inputs,
+            outputs: vec![tensor("output__0", "FP32", &[-1, 384])],
+        }
+    }
+
+    fn report(model: Option<ModelJson>) -> ModelsJson {
+        ModelsJson {
+            schema: 1,
+            server: ServerJson {
+                url: "127.0.0.1:8001".into(),
+                protocol: Protocol::Grpc,
+                name: "triton".into(),
+                version: "2.51.0".into(),
+                live: true,
+                ready: true,
+                extensions: vec!["model_configuration".into()],
+                lists_models: true,
+                listing: Some(Listing::RepositoryIndex),
+            },
+            models: vec![ModelRow {
+                name: "bert".into(),
+                version: "1".into(),
+                state: "READY".into(),
+                reason: String::new(),
+            }],
+            model,
+        }
+    }
+
+    fn token_model() -> ModelJson {
+        let config = ModelConfig {
+            backend: "python".into(),
+            max_batch_size: 8,
+            scheduling_choice: Some(SchedulingChoice::DynamicBatching(ModelDynamicBatching {
+                preferred_batch_size: vec![4, 8],
+                max_queue_delay_microseconds: 100,
+                ..Default::default()
+            })),
+            instance_group: vec![ModelInstanceGroup {
+                name: "bert_0".into(),
+                kind: Kind::Cpu as i32,
+                count: 2,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let binding = Binding::for_tests(
+            "bert",
+            ["input__0", "input__1", "input__2"],
+            ["output__0", "output__1"],
+            &[384],
+            SeqLen::Fixed(384),
+        );
+        let inputs = vec![tensor("input__0", "INT64", &[-1, 384])];
+        ModelJson::new(
+            &metadata("bert", inputs),
+            Some(&config),
+            true,
+            Ok(ModelBinding::Tokens(binding)),
+        )
+    }
+
+    fn text_model() -> ModelJson {
+        let config = ModelConfig {
+            platform: "ensemble".into(),
+            scheduling_choice: Some(SchedulingChoice::EnsembleScheduling(ModelEnsembling {
+                step: ["tok", "bert"]
+                    .iter()
+                    .map(|m| crate::backend::proto::model_ensembling::Step {
+                        model_name: (*m).into(),
+                        model_version: -1,
+                        ..Default::default()
+                    })
+                    .collect(),
+            })),
+            ..Default::default()
+        };
+        let binding = crate::backend::text::logits_binding_for_tests(0);
+        let inputs = vec![tensor("question", "BYTES", &[1])];
+        ModelJson::new(
+            &metadata("qa", inputs),
+            Some(&config),
+            true,
+            Ok(ModelBinding::Text(binding)),
+        )
+    }
+
+    fn value(r: &ModelsJson) -> serde_json::Value {
+        serde_json::from_str(&r.render(Format::Json)).unwrap()
+    }
+
+    #[test]
+    fn every_shape_follows_the_schema_with_the_keys_in_order() {
+        let schema = include_str!("../../schema/models.schema.json");
+        let unbound = ModelJson::new(
+            &metadata("odd", vec![]),
+            None,
+            true,
+            Err("model \"odd\": cannot tell".into()),
+        );
+        let not_ready = ModelJson::not_ready("down", "model \"down\": not ready".into());
+        for model in [
+            None,
+            Some(token_model()),
+            Some(text_model()),
+            Some(unbound),
+            Some(not_ready),
+        ] {
+            let v = value(&report(model));
+            super::super::assert_follows(schema, &v);
+        }
+        let v = value(&report(Some(text_model())));
+        let keys: Vec<&str> = v["model"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "ready",
+                "versions",
+                "platform",
+                "configuration",
+                "max_batch_size",
+                "dynamic_batching",
+                "ensemble_steps",
+                "instance_groups",
+                "inputs",
+                "outputs",
+                "binding",
+                "contract",
+                "binding_error"
+            ]
+        );
+        assert_eq!(v["model"]["contract"], "logits");
+        assert_eq!(v["model"]["ensemble_steps"][1]["model"], "bert");
+        assert!(v["model"]["dynamic_batching"].is_null());
+        let v = value(&report(Some(token_model())));
+        assert!(v["model"]["contract"].is_null() && v["model"]["binding_error"].is_null());
+        assert_eq!(v["model"]["instance_groups"][0]["kind"], "KIND_CPU");
+        assert_eq!(v["model"]["platform"], "python", "the backend first");
+    }
+
+    #[test]
+    fn text_shows_configuration_tensors_and_binding() {
+        let text = report(Some(token_model())).render(Format::Text { verbose: false });
+        assert_eq!(
+            text,
+            "server   triton 2.51.0 at 127.0.0.1:8001 over gRPC\n\
+             live     yes   ready yes\n\
+             extensions model_configuration\n\
+             \n\
+             MODEL  VERSION  STATE        REASON\n\
+             bert         1  READY        \n\
+             \n\
+             model    bert  (ready: yes)\n\
+             versions 1\n\
+             platform python\n\
+             max batch size  8\n\
+             dynamic batching  on (max queue delay 100 us, preferred sizes [4, 8])\n\
+             instance group  KIND_CPU x2 bert_0\n\
+             \n\
+             input   input__0         INT64  [-1, 384]\n\
+             output  output__0        FP32   [-1, 384]\n\
+             \n\
+             binding (sequence length fixed 384):\n\
+             \x20 input_ids    <- input__0 (INT64)\n\
+             \x20 segment_ids  <- input__1 (INT64)\n\
+             \x20 input_mask   <- input__2 (INT64)\n\
+             \x20 start_logits -> output__0 (FP32)\n\
+             \x20 end_logits   -> output__1 (FP32)\n"
+        );
+        let text = report(Some(text_model())).render(Format::Text { verbose: false });
+        assert!(
+            text.contains("ensemble  steps tok -> bert\n\ninput   question         BYTES  [1]\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "binding (text: the logits contract, one question per request):\n\
+                 \x20 question     <- question (BYTES)\n\
+                 \x20 context      <- context (BYTES)\n\
+                 \x20 start_logits -> start_logits\n\
+                 \x20 end_logits   -> end_logits\n\
+                 \x20 offsets      -> offsets\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_model_not_ready_or_a_server_without_a_listing_is_said_so() {
+        let mut r = report(Some(ModelJson::not_ready("down", "not ready".into())));
+        let text = r.render(Format::Text { verbose: false });
+        assert!(text.ends_with("\nmodel    down  (ready: no)\n"), "{text}");
+        r.server.lists_models = false;
+        r.server.listing = None;
+        r.models.clear();
+        r.model = None;
+        let text = r.render(Format::Text { verbose: false });
+        assert!(
+            text.ends_with(
+                "\nthe server does not list its models over gRPC (no repository index, the \
+                 protocol's only listing); name one with --model\n"
+            ),
+            "{text}"
+        );
+        super::super::assert_follows(include_str!("../../schema/models.schema.json"), &value(&r));
+    }
+}
