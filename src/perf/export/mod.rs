@@ -289,7 +289,7 @@ pub(crate) mod sample {
 
     /// [`report`] with metrics read from one endpoint with one GPU.
     pub(crate) fn with_metrics() -> Report {
-        use crate::metrics::{EndpointMetrics, GpuMetrics, ModelCounters, SpanMetrics};
+        use crate::metrics::{EndpointMetrics, GpuMetrics, ServerCounters, SpanMetrics};
         let mut r = report();
         r.metrics = crate::metrics::Choice::Read {
             urls: vec!["http://127.0.0.1:8002/metrics".into()],
@@ -310,16 +310,17 @@ pub(crate) mod sample {
                     memory_total_bytes: Some(8e10),
                     power_w: Some(212.5),
                 }],
-                inference: Some(ModelCounters {
-                    success: 160.0,
-                    failure: 0.0,
-                    inferences: 320.0,
-                    executions: 100.0,
-                    request_us: 160.0 * 4000.0,
-                    queue_us: 160.0 * 100.0,
-                    compute_input_us: 160.0 * 10.0,
-                    compute_infer_us: 160.0 * 3800.0,
-                    compute_output_us: 160.0 * 9.0,
+                inference: Some(ServerCounters {
+                    requests: 160,
+                    failures: Some(0),
+                    inferences: 320,
+                    executions: 100,
+                    request_ns: 160 * 4_000_000,
+                    queue_ns: 160 * 100_000,
+                    compute_input_ns: 160 * 10_000,
+                    compute_infer_ns: 160 * 3_800_000,
+                    compute_output_ns: 160 * 9_000,
+                    busy_ns: None,
                 }),
                 error: None,
             };
