@@ -1,6 +1,7 @@
-//! Renderers of a finished sweep, one file per format. Each is pure: a [`Report`] in,
-//! bytes out (the hyperfine way), so each is unit tested without a server. The text and
-//! JSON are the report's [`Render`](crate::report::Render), as every command's are.
+//! Renderers of a finished sweep, one file per format, each an [`Exporter`]: pure, a
+//! [`Report`] in, bytes out (hyperfine's `export/`), so each is unit tested without a
+//! server. The text and JSON are also the report's [`Render`](crate::report::Render),
+//! as every command's are, and the same bytes.
 //!
 //! - [`html`]: `--html`, the page a person looks at (the chart inline, tables, bars).
 //! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
@@ -16,7 +17,19 @@ pub(crate) mod json;
 pub(crate) mod svg;
 pub(crate) mod text;
 
+pub(crate) use csv::CsvExporter;
+pub(crate) use html::HtmlExporter;
+pub(crate) use json::JsonExporter;
+pub(crate) use svg::SvgExporter;
+pub(crate) use text::TextExporter;
+
 use super::{Budget, LevelResult, Load, Window};
+
+/// A format a finished sweep is written in.
+pub(crate) trait Exporter {
+    /// The file's bytes for `report`.
+    fn serialize(&self, report: &Report) -> Vec<u8>;
+}
 
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
