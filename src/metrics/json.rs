@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use super::{GpuMetrics, ModelCounters, SpanMetrics};
+use super::counters::us;
+use super::{GpuMetrics, ServerCounters, SpanMetrics};
 
 fn r6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
@@ -53,7 +54,8 @@ pub(crate) struct GpuJson<'a> {
 #[derive(Debug, Serialize)]
 pub(crate) struct InferenceJson {
     pub requests: f64,
-    pub failures: f64,
+    /// Always a number from Prometheus (the only source rendered here).
+    pub failures: Option<f64>,
     pub inferences: f64,
     pub executions: f64,
     pub request_ms: f64,
@@ -63,24 +65,24 @@ pub(crate) struct InferenceJson {
     pub compute_output_ms: f64,
 }
 
-fn inference(c: &ModelCounters) -> InferenceJson {
-    let per = |us: f64| {
-        if c.success > 0.0 {
-            ms(us / c.success)
+fn inference(c: &ServerCounters) -> InferenceJson {
+    let per = |ns: u64| {
+        if c.requests > 0 {
+            ms(us(ns) / c.requests as f64)
         } else {
             0.0
         }
     };
     InferenceJson {
-        requests: c.success,
-        failures: c.failure,
-        inferences: c.inferences,
-        executions: c.executions,
-        request_ms: per(c.request_us),
-        queue_ms: per(c.queue_us),
-        compute_input_ms: per(c.compute_input_us),
-        compute_infer_ms: per(c.compute_infer_us),
-        compute_output_ms: per(c.compute_output_us),
+        requests: c.requests as f64,
+        failures: c.failures.map(|f| f as f64),
+        inferences: c.inferences as f64,
+        executions: c.executions as f64,
+        request_ms: per(c.request_ns),
+        queue_ms: per(c.queue_ns),
+        compute_input_ms: per(c.compute_input_ns),
+        compute_infer_ms: per(c.compute_infer_ns),
+        compute_output_ms: per(c.compute_output_ns),
     }
 }
 

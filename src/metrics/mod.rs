@@ -7,7 +7,8 @@
 //!   per GPU (`nv_gpu_utilization`, `nv_gpu_memory_used_bytes`,
 //!   `nv_gpu_memory_total_bytes`, `nv_gpu_power_usage` in watts; by the `gpu_uuid`
 //!   label), and the model's `nv_inference_*` counters (summed over its versions when
-//!   no version is asked for). A metric the page does not have is `None` ("not reported
+//!   no version is asked for; a [`ServerCounters`], the type of the statistics
+//!   extension's counters too, [`counters`]). A metric the page does not have is `None` ("not reported
 //!   by the server"), never a zero.
 //! - Over a span, gauges are the mean of the readings sampled in it (memory also its
 //!   maximum); counters are the difference between the readings that open and close
@@ -18,6 +19,7 @@
 //! - A page that cannot be read (down, slow, not Prometheus text) never fails a run:
 //!   the endpoint's figures are `None` and its first error is kept for a warning.
 
+pub(crate) mod counters;
 pub(crate) mod json;
 pub(crate) mod scraper;
 pub(crate) mod text;
@@ -25,6 +27,8 @@ pub(crate) mod text;
 use std::collections::BTreeMap;
 
 use prometheus_parse::{Scrape, Value};
+
+pub(crate) use counters::ServerCounters;
 
 /// What a run does about metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +48,7 @@ pub(crate) struct Reading {
     /// By GPU UUID.
     pub gpus: BTreeMap<String, GpuReading>,
     /// `None`: the page has no `nv_inference_*` counter of the model.
-    pub model: Option<ModelCounters>,
+    pub model: Option<ServerCounters>,
 }
 
 /// One GPU's gauges.
@@ -54,55 +58,6 @@ pub(crate) struct GpuReading {
     pub memory_used_bytes: Option<f64>,
     pub memory_total_bytes: Option<f64>,
     pub power_w: Option<f64>,
-}
-
-/// A model's `nv_inference_*` counters (or their difference over a span).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct ModelCounters {
-    /// `nv_inference_request_success`, `nv_inference_request_failure` (all reasons).
-    pub success: f64,
-    pub failure: f64,
-    /// `nv_inference_count` (batch rows), `nv_inference_exec_count`.
-    pub inferences: f64,
-    pub executions: f64,
-    /// `nv_inference_{request,queue,compute_input,compute_infer,compute_output}_duration_us`.
-    pub request_us: f64,
-    pub queue_us: f64,
-    pub compute_input_us: f64,
-    pub compute_infer_us: f64,
-    pub compute_output_us: f64,
-}
-
-impl ModelCounters {
-    /// `self − earlier`; a counter that went down (a restarted server) gives 0.
-    pub(crate) fn since(&self, earlier: &ModelCounters) -> ModelCounters {
-        let d = |a: f64, b: f64| (a - b).max(0.0);
-        ModelCounters {
-            success: d(self.success, earlier.success),
-            failure: d(self.failure, earlier.failure),
-            inferences: d(self.inferences, earlier.inferences),
-            executions: d(self.executions, earlier.executions),
-            request_us: d(self.request_us, earlier.request_us),
-            queue_us: d(self.queue_us, earlier.queue_us),
-            compute_input_us: d(self.compute_input_us, earlier.compute_input_us),
-            compute_infer_us: d(self.compute_infer_us, earlier.compute_infer_us),
-            compute_output_us: d(self.compute_output_us, earlier.compute_output_us),
-        }
-    }
-
-    fn plus(&self, b: &ModelCounters) -> ModelCounters {
-        ModelCounters {
-            success: self.success + b.success,
-            failure: self.failure + b.failure,
-            inferences: self.inferences + b.inferences,
-            executions: self.executions + b.executions,
-            request_us: self.request_us + b.request_us,
-            queue_us: self.queue_us + b.queue_us,
-            compute_input_us: self.compute_input_us + b.compute_input_us,
-            compute_infer_us: self.compute_infer_us + b.compute_infer_us,
-            compute_output_us: self.compute_output_us + b.compute_output_us,
-        }
-    }
 }
 
 /// Which model's counters to read.
@@ -131,7 +86,7 @@ impl Reading {
             });
         }
         let mut r = Reading::default();
-        let mut counters = ModelCounters::default();
+        let mut counters = ServerCounters::prometheus();
         let mut has_model = false;
         for s in &scrape.samples {
             let v = match s.value {
@@ -158,22 +113,7 @@ impl Reading {
                     {
                         continue;
                     }
-                    let slot = match name {
-                        "nv_inference_request_success" => &mut counters.success,
-                        "nv_inference_request_failure" => &mut counters.failure,
-                        "nv_inference_count" => &mut counters.inferences,
-                        "nv_inference_exec_count" => &mut counters.executions,
-                        "nv_inference_request_duration_us" => &mut counters.request_us,
-                        "nv_inference_queue_duration_us" => &mut counters.queue_us,
-                        "nv_inference_compute_input_duration_us" => &mut counters.compute_input_us,
-                        "nv_inference_compute_infer_duration_us" => &mut counters.compute_infer_us,
-                        "nv_inference_compute_output_duration_us" => {
-                            &mut counters.compute_output_us
-                        }
-                        _ => continue,
-                    };
-                    *slot += v;
-                    has_model = true;
+                    has_model |= counters.add_metric(name, v);
                 }
                 _ => {}
             }
@@ -194,7 +134,7 @@ pub(crate) struct EndpointMetrics {
     pub cpu_memory_total_bytes: Option<f64>,
     pub gpus: Vec<GpuMetrics>,
     /// The model's counters over the span; `None` when not reported at both ends.
-    pub inference: Option<ModelCounters>,
+    pub inference: Option<ServerCounters>,
     /// Why some readings are missing (the first error), if any were.
     pub error: Option<String>,
 }
@@ -217,7 +157,7 @@ pub(crate) struct SpanMetrics {
     pub cpu_utilization: Option<f64>,
     pub cpu_memory_used_bytes: Option<f64>,
     pub gpus: Vec<GpuMetrics>,
-    pub inference: Option<ModelCounters>,
+    pub inference: Option<ServerCounters>,
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {

@@ -23,9 +23,10 @@ fn a_gpu_servers_page_gives_every_gpu_the_cpu_and_the_models_counters() {
     assert_eq!(g.memory_used_bytes, Some(2147483648.0));
     assert_eq!(g.memory_total_bytes, Some(85899345920.0));
     let m = r.model.unwrap();
-    assert_eq!((m.success, m.failure), (1200.0, 2.0));
-    assert_eq!((m.inferences, m.executions), (4800.0, 600.0));
-    assert_eq!(m.queue_us, 600000.0);
+    assert_eq!((m.requests, m.failures), (1200, Some(2)));
+    assert_eq!((m.inferences, m.executions), (4800, 600));
+    assert_eq!(m.queue_ns, 600_000_000);
+    assert_eq!(m.busy_ns, None, "Prometheus has no busy time");
     // Another model's counters are not this one's; a version not on the page is none.
     let other = ModelKey {
         name: "null".into(),
@@ -62,14 +63,14 @@ fn pages_that_are_not_prometheus_text_say_so() {
         .contains("not UTF-8"));
 }
 
-fn reading(cpu: f64, success: f64, gpu_util: Option<f64>) -> Reading {
+fn reading(cpu: f64, requests: u64, gpu_util: Option<f64>) -> Reading {
     let mut r = Reading {
         cpu_utilization: Some(cpu),
         cpu_memory_used_bytes: Some(1000.0),
-        model: Some(ModelCounters {
-            success,
-            queue_us: success * 10.0,
-            ..Default::default()
+        model: Some(ServerCounters {
+            requests,
+            queue_ns: requests * 10_000,
+            ..ServerCounters::prometheus()
         }),
         ..Default::default()
     };
@@ -89,15 +90,15 @@ fn reading(cpu: f64, success: f64, gpu_util: Option<f64>) -> Reading {
 #[test]
 fn gauges_are_averaged_counters_are_differences_and_endpoints_add_up() {
     let (a, b, c) = (
-        reading(0.2, 100.0, Some(0.5)),
-        reading(0.4, 150.0, Some(0.7)),
-        reading(0.6, 180.0, None),
+        reading(0.2, 100, Some(0.5)),
+        reading(0.4, 150, Some(0.7)),
+        reading(0.6, 180, None),
     );
     let one = EndpointMetrics::over("e1", &[&a, &b], Some(&a), Some(&c), None);
     assert_eq!(one.samples, 2);
     assert!((one.cpu_utilization.unwrap() - 0.3).abs() < 1e-12);
-    assert_eq!(one.inference.unwrap().success, 80.0);
-    assert_eq!(one.inference.unwrap().queue_us, 800.0);
+    assert_eq!(one.inference.unwrap().requests, 80);
+    assert_eq!(one.inference.unwrap().queue_ns, 800_000);
     assert!((one.gpus[0].utilization.unwrap() - 0.6).abs() < 1e-12);
     assert_eq!(one.gpus[0].memory_used_max_bytes, Some(70.0));
     let two = EndpointMetrics::over("e2", &[&c], Some(&a), None, Some("down".into()));
@@ -105,7 +106,7 @@ fn gauges_are_averaged_counters_are_differences_and_endpoints_add_up() {
     let total = SpanMetrics::total(vec![one, two]);
     assert!((total.cpu_utilization.unwrap() - 0.45).abs() < 1e-12);
     assert_eq!(total.cpu_memory_used_bytes, Some(2000.0));
-    assert_eq!(total.inference.unwrap().success, 80.0);
+    assert_eq!(total.inference.unwrap().requests, 80);
     assert_eq!(total.gpus.len(), 1);
     assert_eq!(
         total.troubles(),

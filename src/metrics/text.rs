@@ -1,7 +1,8 @@
 //! A span's metrics in words, for `perf`'s and `eval`'s text reports. What the server
 //! does not export is said to be "not reported by the server".
 
-use super::{GpuMetrics, ModelCounters};
+use super::counters::us;
+use super::{GpuMetrics, ServerCounters};
 
 fn ms(us: f64) -> String {
     format!("{:.3}", us / 1000.0)
@@ -46,25 +47,28 @@ pub(crate) fn gpu_words(gpus: &[GpuMetrics]) -> String {
 }
 
 /// The `nv_inference_*` counters in words.
-pub(crate) fn counters(c: Option<&ModelCounters>) -> String {
+pub(crate) fn counters(c: Option<&ServerCounters>) -> String {
     match c {
         None => "nv_inference_*: not reported by the server".to_string(),
         Some(c) => {
             let per = |us: f64| {
-                if c.success > 0.0 {
-                    ms(us / c.success)
+                if c.requests > 0 {
+                    ms(us / c.requests as f64)
                 } else {
                     ms(0.0)
                 }
             };
+            let failed = c.failures.map_or_else(
+                || "failures not reported".to_string(),
+                |f| format!("{f} failed"),
+            );
             format!(
-                "{} requests ({} failed), {} inferences, {} executions; per request queue {} + compute {} ms",
-                c.success,
-                c.failure,
+                "{} requests ({failed}), {} inferences, {} executions; per request queue {} + compute {} ms",
+                c.requests,
                 c.inferences,
                 c.executions,
-                per(c.queue_us),
-                per(c.compute_input_us + c.compute_infer_us + c.compute_output_us)
+                per(us(c.queue_ns)),
+                per(us(c.compute_input_ns) + us(c.compute_infer_ns) + us(c.compute_output_ns))
             )
         }
     }

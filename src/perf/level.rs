@@ -10,14 +10,15 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use super::requests_log::{self, LevelKey, RequestLog};
-use super::stats::{self, Arrivals, ServerCounters};
-use super::text::{self, StepCounters, TextLoad, TextRequest};
+use super::stats::{self, Arrivals};
+use super::text::{self, Steps, TextLoad, TextRequest};
 use super::{
     warnings, Batch, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
     PerfProgress, ServerBreakdown, Window,
 };
 use crate::backend::{prepare_request, Binding, InferRequest, TritonClient};
 use crate::error::{Error, Result};
+use crate::metrics::ServerCounters;
 use crate::pipeline::SharedRegion;
 
 /// One answered request.
@@ -251,7 +252,7 @@ pub(super) struct Mark {
     at: Instant,
     /// `None`: the server does not report statistics.
     server: Option<ServerCounters>,
-    steps: StepCounters,
+    steps: Steps,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -264,7 +265,7 @@ pub(super) struct Measured {
     pub(super) duration: Duration,
     records: Vec<Record>,
     server: Option<ServerCounters>,
-    steps: StepCounters,
+    steps: Steps,
     cpu: Duration,
     sent: u64,
     late_ns: u64,
@@ -402,17 +403,17 @@ pub(super) async fn statistics(shared: &Shared) -> Result<Option<ServerCounters>
     Ok(stats.map(|s| ServerCounters::from_stats(&s)))
 }
 
-/// The statistics of an ensemble's steps now, latest versions (empty: no steps, or a
-/// step not reported).
-async fn step_statistics(shared: &Shared) -> Result<StepCounters> {
+/// The statistics of an ensemble's steps now, latest versions (empty: no steps; `None`:
+/// a step not reported).
+async fn step_statistics(shared: &Shared) -> Result<Steps> {
     let mut steps = Vec::with_capacity(shared.source.steps().len());
     for step in shared.source.steps() {
         match shared.client.model_statistics_if_any(step, "").await? {
             Some(s) => steps.push((step.clone(), ServerCounters::from_stats(&s))),
-            None => return Ok(StepCounters::default()),
+            None => return Ok(None),
         }
     }
-    Ok(StepCounters(steps))
+    Ok(Some(steps))
 }
 
 pub(super) async fn mark(shared: &Shared) -> Result<Mark> {
@@ -487,7 +488,7 @@ pub(super) async fn measure(
             duration: after.at - before.at,
             records,
             server: after.server.zip(before.server).map(|(a, b)| a.since(&b)),
-            steps: after.steps.since(&before.steps),
+            steps: text::step_by_step(&after.steps, &before.steps, ServerCounters::since),
             cpu: after.cpu.saturating_sub(before.cpu),
             sent: after.sent - before.sent,
             late_ns: after.late_ns - before.late_ns,
@@ -565,7 +566,7 @@ pub(super) fn summarize(
         },
     };
     let server = ServerBreakdown::from_delta(&server);
-    let steps = StepCounters::merge(last.iter().map(|w| &w.steps)).results();
+    let steps = text::step_results(last.iter().map(|w| &w.steps));
     let response_wait_us = mean(|r| r.wait_ns);
     let client = ClientBreakdown {
         send_us: mean(|r| r.encode_ns),

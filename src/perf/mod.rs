@@ -40,15 +40,15 @@ use std::time::Duration;
 use crate::backend::shm::{self, SharedMemory};
 use crate::backend::{Binding, TritonClient};
 use crate::error::{Error, Result};
+use crate::metrics::counters::us;
 use crate::metrics::scraper::Scraper;
-use crate::metrics::{ModelCounters, SpanMetrics};
+use crate::metrics::{ServerCounters, SpanMetrics};
 use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use budget::Plan;
 pub(crate) use budget::{Budget, LevelBudget};
 use level::{measure, new_shared, start_load, statistics, summarize, Source};
 pub(crate) use requests_log::RequestLog;
-use stats::ServerCounters;
 pub(crate) use stats::{Distribution, Range, ServerBreakdown};
 pub(crate) use text::{StepResult, TextLoad};
 
@@ -443,22 +443,17 @@ async fn sweep_levels(
 /// over the same span: counts exactly; times within one whole microsecond per request
 /// (the metrics add each request's time truncated to microseconds) plus
 /// [`TIME_SLACK_FRACTION`] of the total.
-pub(crate) fn disagreement(level: Level, m: &ModelCounters, s: &ServerCounters) -> Vec<String> {
-    let requests = s.success.0 as f64;
+pub(crate) fn disagreement(level: Level, m: &ServerCounters, s: &ServerCounters) -> Vec<String> {
     let counts = [
-        ("nv_inference_request_success", m.success, requests),
-        ("nv_inference_count", m.inferences, s.inference_count as f64),
-        (
-            "nv_inference_exec_count",
-            m.executions,
-            s.execution_count as f64,
-        ),
+        ("nv_inference_request_success", m.requests, s.requests),
+        ("nv_inference_count", m.inferences, s.inferences),
+        ("nv_inference_exec_count", m.executions, s.executions),
     ];
     let times = [
-        ("nv_inference_queue_duration_us", m.queue_us, s.queue_ns),
+        ("nv_inference_queue_duration_us", m.queue_ns, s.queue_ns),
         (
             "nv_inference_compute_infer_duration_us",
-            m.compute_infer_us,
+            m.compute_infer_ns,
             s.compute_infer_ns,
         ),
     ];
@@ -470,8 +465,9 @@ pub(crate) fn disagreement(level: Level, m: &ModelCounters, s: &ServerCounters) 
             ));
         }
     }
-    for (name, metric, ns) in times {
-        let us = ns as f64 / 1000.0;
+    let requests = s.requests as f64;
+    for (name, metric, stat) in times {
+        let (metric, us) = (us(metric), us(stat));
         if (metric - us).abs() > requests + TIME_SLACK_FRACTION * us {
             out.push(format!(
                 "{level}: metrics {name} rose by {metric}, the model statistics by {us:.0} us"

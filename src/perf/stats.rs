@@ -1,12 +1,12 @@
 //! The numbers of a load sweep: sweep ranges, the seeded arrival process, the server's
-//! cumulative `ModelStatistics` turned into per-window deltas, the stability rule, and
-//! the process's own CPU time.
+//! counters over a window ([`ServerCounters`]) averaged per request, the stability
+//! rule, and the process's own CPU time.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::backend::proto::{InferBatchStatistics, ModelStatistics, StatisticDuration};
 use crate::error::{Error, Result};
+use crate::metrics::ServerCounters;
 
 /// `start:end:step` of `--concurrency-range` / `--request-rate-range` (perf_analyzer's
 /// syntax: `start`, `start:end` with step 1, or `start:end:step`).
@@ -127,91 +127,6 @@ impl Arrivals {
     }
 }
 
-/// One model's cumulative statistics, summed over the versions the server reported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct ServerCounters {
-    /// Successful requests and their total server-side time (receipt to response).
-    pub success: (u64, u64),
-    /// Per-request times, counted once per request even when requests share a batched
-    /// execution (so their sum overstates the server's busy time).
-    pub queue_ns: u64,
-    pub compute_input_ns: u64,
-    pub compute_infer_ns: u64,
-    pub compute_output_ns: u64,
-    /// Features (batch rows) inferred, and model executions.
-    pub inference_count: u64,
-    pub execution_count: u64,
-    /// Time the model instances executed, from `batch_stats` (once per execution).
-    pub busy_ns: u64,
-}
-
-fn ns(d: &Option<StatisticDuration>) -> u64 {
-    d.as_ref().map_or(0, |d| d.ns)
-}
-
-fn batch_ns(b: &InferBatchStatistics) -> u64 {
-    ns(&b.compute_input) + ns(&b.compute_infer) + ns(&b.compute_output)
-}
-
-impl ServerCounters {
-    /// Sums the entries of a `ModelStatistics` answer.
-    pub(crate) fn from_stats(stats: &[ModelStatistics]) -> ServerCounters {
-        let mut c = ServerCounters::default();
-        for s in stats {
-            if let Some(i) = &s.inference_stats {
-                let success = i.success.unwrap_or_default();
-                c.success.0 += success.count;
-                c.success.1 += success.ns;
-                c.queue_ns += ns(&i.queue);
-                c.compute_input_ns += ns(&i.compute_input);
-                c.compute_infer_ns += ns(&i.compute_infer);
-                c.compute_output_ns += ns(&i.compute_output);
-            }
-            c.inference_count += s.inference_count;
-            c.execution_count += s.execution_count;
-            c.busy_ns += s.batch_stats.iter().map(batch_ns).sum::<u64>();
-        }
-        c
-    }
-
-    /// The sum of two windows' deltas.
-    pub(crate) fn plus(&self, b: &ServerCounters) -> ServerCounters {
-        ServerCounters {
-            success: (self.success.0 + b.success.0, self.success.1 + b.success.1),
-            queue_ns: self.queue_ns + b.queue_ns,
-            compute_input_ns: self.compute_input_ns + b.compute_input_ns,
-            compute_infer_ns: self.compute_infer_ns + b.compute_infer_ns,
-            compute_output_ns: self.compute_output_ns + b.compute_output_ns,
-            inference_count: self.inference_count + b.inference_count,
-            execution_count: self.execution_count + b.execution_count,
-            busy_ns: self.busy_ns + b.busy_ns,
-        }
-    }
-
-    /// `self − earlier` (counters only grow; a restarted server gives zeros).
-    pub(crate) fn since(&self, earlier: &ServerCounters) -> ServerCounters {
-        ServerCounters {
-            success: (
-                self.success.0.saturating_sub(earlier.success.0),
-                self.success.1.saturating_sub(earlier.success.1),
-            ),
-            queue_ns: self.queue_ns.saturating_sub(earlier.queue_ns),
-            compute_input_ns: self
-                .compute_input_ns
-                .saturating_sub(earlier.compute_input_ns),
-            compute_infer_ns: self
-                .compute_infer_ns
-                .saturating_sub(earlier.compute_infer_ns),
-            compute_output_ns: self
-                .compute_output_ns
-                .saturating_sub(earlier.compute_output_ns),
-            inference_count: self.inference_count.saturating_sub(earlier.inference_count),
-            execution_count: self.execution_count.saturating_sub(earlier.execution_count),
-            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
-        }
-    }
-}
-
 /// Server-side time per request over a window, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct ServerBreakdown {
@@ -233,7 +148,8 @@ pub(crate) struct ServerBreakdown {
 }
 
 impl ServerBreakdown {
-    /// Averages a window's counter delta per request.
+    /// Averages a window's counter delta per request; the busy figures are 0 where the
+    /// counters have no busy time (not from the statistics).
     pub(crate) fn from_delta(d: &ServerCounters) -> ServerBreakdown {
         let per = |ns: u64, n: u64| {
             if n == 0 {
@@ -242,16 +158,17 @@ impl ServerBreakdown {
                 ns as f64 / n as f64 / 1000.0
             }
         };
-        let n = d.success.0;
-        let request_us = per(d.success.1, n);
+        let n = d.requests;
+        let busy_ns = d.busy_ns.unwrap_or(0);
+        let request_us = per(d.request_ns, n);
         let queue_us = per(d.queue_ns, n);
         let compute_input_us = per(d.compute_input_ns, n);
         let compute_infer_us = per(d.compute_infer_ns, n);
         let compute_output_us = per(d.compute_output_ns, n);
         ServerBreakdown {
             requests: n,
-            inferences: d.inference_count,
-            executions: d.execution_count,
+            inferences: d.inferences,
+            executions: d.executions,
             request_us,
             queue_us,
             compute_input_us,
@@ -262,8 +179,8 @@ impl ServerBreakdown {
                 - compute_input_us
                 - compute_infer_us
                 - compute_output_us,
-            compute_per_execution_us: per(d.busy_ns, d.execution_count),
-            busy_us: d.busy_ns as f64 / 1000.0,
+            compute_per_execution_us: per(busy_ns, d.executions),
+            busy_us: busy_ns as f64 / 1000.0,
         }
     }
 }
@@ -305,7 +222,9 @@ pub(crate) fn process_cpu() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::proto::InferStatistics;
+    use crate::backend::proto::{
+        InferBatchStatistics, InferStatistics, ModelStatistics, StatisticDuration,
+    };
 
     #[test]
     fn ranges_parse_like_perf_analyzer() {
@@ -426,7 +345,7 @@ mod tests {
         let before = ServerCounters::from_stats(&[stats(10, 10)]);
         let after = ServerCounters::from_stats(&[stats(30, 30)]);
         let d = after.since(&before);
-        assert_eq!(d.success, (20, 20_000));
+        assert_eq!((d.requests, d.request_ns), (20, 20_000));
         let b = ServerBreakdown::from_delta(&d);
         assert_eq!(b.requests, 20);
         assert_eq!(b.inferences, 40);
@@ -440,12 +359,18 @@ mod tests {
         assert!((b.compute_per_execution_us - 0.8).abs() < 1e-12);
         // Two versions are summed; an empty window averages to zero.
         let two = ServerCounters::from_stats(&[stats(10, 10), stats(10, 10)]);
-        assert_eq!(two.success.0, 20);
+        assert_eq!(two.requests, 20);
         let zero = ServerBreakdown::from_delta(&before.since(&before));
         assert_eq!(zero.request_us, 0.0);
         assert_eq!(zero.compute_per_execution_us, 0.0);
         // A restarted server (counters went down) gives zeros, not a wrap-around.
-        assert_eq!(before.since(&after).success, (0, 0));
+        assert_eq!(
+            (
+                before.since(&after).requests,
+                before.since(&after).request_ns
+            ),
+            (0, 0)
+        );
     }
 
     #[test]

@@ -17,10 +17,11 @@
 
 use std::sync::Arc;
 
-use super::stats::{ServerBreakdown, ServerCounters};
+use super::stats::ServerBreakdown;
 use crate::backend::proto::ModelInferResponse;
 use crate::backend::text::{Contract, TextBinding};
 use crate::error::Result;
+use crate::metrics::ServerCounters;
 
 /// One request's worth of question and context pairs.
 #[derive(Debug, Clone)]
@@ -75,53 +76,42 @@ pub(crate) fn read_response(
     Ok(())
 }
 
-/// The cumulative statistics of an ensemble's steps, in step order, or their deltas.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct StepCounters(pub Vec<(String, ServerCounters)>);
+/// An ensemble's steps at one point or over a window: each step's model and counters,
+/// in step order (empty: not an ensemble); `None` when a step was not reported.
+pub(crate) type Steps = Option<Vec<(String, ServerCounters)>>;
 
-impl StepCounters {
-    /// `self − earlier`, step by step; empty when either is (a step not reported).
-    pub(crate) fn since(&self, earlier: &StepCounters) -> StepCounters {
-        if self.0.len() != earlier.0.len() {
-            return StepCounters::default();
-        }
-        StepCounters(
-            self.0
-                .iter()
-                .zip(&earlier.0)
-                .map(|((name, now), (_, then))| (name.clone(), now.since(then)))
-                .collect(),
-        )
-    }
+/// `f` ([`ServerCounters::since`] or [`ServerCounters::plus`]) applied step by step;
+/// `None` when either side lacks a step. Both sides list the same steps in the same
+/// order (those of one model).
+pub(crate) fn step_by_step(
+    a: &Steps,
+    b: &Steps,
+    f: fn(&ServerCounters, &ServerCounters) -> ServerCounters,
+) -> Steps {
+    let (a, b) = (a.as_ref()?, b.as_ref()?);
+    let each = a.iter().zip(b);
+    Some(
+        each.map(|((name, x), (_, y))| (name.clone(), f(x, y)))
+            .collect(),
+    )
+}
 
-    /// The sum of windows' deltas; empty when any window's is (a step not reported).
-    pub(crate) fn merge<'a>(windows: impl IntoIterator<Item = &'a StepCounters>) -> StepCounters {
-        let mut total: Option<StepCounters> = None;
-        for w in windows {
-            total = Some(match total {
-                None => w.clone(),
-                Some(t) if t.0.len() == w.0.len() => StepCounters(
-                    t.0.iter()
-                        .zip(&w.0)
-                        .map(|((name, a), (_, b))| (name.clone(), a.plus(b)))
-                        .collect(),
-                ),
-                Some(_) => StepCounters::default(),
-            });
-        }
-        total.unwrap_or_default()
-    }
-
-    /// Each step averaged per request of its own.
-    pub(crate) fn results(&self) -> Vec<StepResult> {
-        self.0
-            .iter()
-            .map(|(model, c)| StepResult {
-                model: model.clone(),
-                server: ServerBreakdown::from_delta(c),
-            })
-            .collect()
-    }
+/// Each step summed over `windows` and averaged per request of its own; none when a
+/// window lacks a step.
+pub(crate) fn step_results<'a>(windows: impl IntoIterator<Item = &'a Steps>) -> Vec<StepResult> {
+    let total = windows
+        .into_iter()
+        .cloned()
+        .reduce(|a, b| step_by_step(&a, &b, ServerCounters::plus))
+        .flatten();
+    total
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(model, c)| StepResult {
+            model,
+            server: ServerBreakdown::from_delta(&c),
+        })
+        .collect()
 }
 
 /// One ensemble step over a level: its model and its server-side times per request.
@@ -158,17 +148,18 @@ mod tests {
 
     fn counters(requests: u64, queue_ns: u64, infer_ns: u64) -> ServerCounters {
         ServerCounters {
-            success: (requests, requests * (queue_ns + infer_ns)),
+            requests,
+            request_ns: requests * (queue_ns + infer_ns),
             queue_ns: requests * queue_ns,
             compute_infer_ns: requests * infer_ns,
-            inference_count: requests,
-            execution_count: requests,
-            ..Default::default()
+            inferences: requests,
+            executions: requests,
+            ..ServerCounters::from_stats(&[])
         }
     }
 
-    fn steps(requests: u64) -> StepCounters {
-        StepCounters(vec![
+    fn steps(requests: u64) -> Steps {
+        Some(vec![
             ("tokenizer".into(), counters(requests, 1_000, 4_000)),
             ("model".into(), counters(requests, 2_000, 10_000)),
         ])
@@ -177,9 +168,9 @@ mod tests {
     #[test]
     fn steps_are_deltas_per_step_summed_over_windows_and_averaged_per_request() {
         let (a, b, c) = (steps(10), steps(30), steps(40));
-        let windows = [b.since(&a), c.since(&b)];
-        let merged = StepCounters::merge(&windows);
-        let results = merged.results();
+        let since = |x: &Steps, y: &Steps| step_by_step(x, y, ServerCounters::since);
+        let windows = [since(&b, &a), since(&c, &b)];
+        let results = step_results(&windows);
         assert_eq!(results.len(), 2);
         assert_eq!(results[0].model, "tokenizer");
         assert_eq!(results[0].server.requests, 30);
@@ -188,10 +179,12 @@ mod tests {
         assert!((results[0].server.compute_infer_us - 4.0).abs() < 1e-12);
         assert!((results[1].server.compute_infer_us - 10.0).abs() < 1e-12);
         // A window where a step was not reported leaves the level without steps.
-        let missing = [b.since(&a), StepCounters::default()];
-        assert!(StepCounters::merge(&missing).results().is_empty());
-        assert!(b.since(&StepCounters::default()).0.is_empty());
-        assert!(StepCounters::merge(std::iter::empty()).0.is_empty());
+        let missing = [since(&b, &a), None];
+        assert!(step_results(&missing).is_empty());
+        assert_eq!(since(&b, &None), None);
+        assert!(step_results(&[]).is_empty());
+        // A model that is not an ensemble has no steps.
+        assert!(step_results(&[Some(Vec::new()), Some(Vec::new())]).is_empty());
     }
 
     fn response(tokens: usize, offsets: usize) -> ModelInferResponse {

@@ -17,14 +17,13 @@ use super::args::{
     WindowArgs, INPUT, MODEL, OUTPUT, RUN,
 };
 use super::common::{
-    client_config, feature_config, load_data, load_tokenizer, print_stdout, report_format, runtime,
-    Outcome,
+    client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
 };
+use bertqa::perf::export::{self, Exporter};
 use bertqa::perf::{
-    self, export, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
+    self, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
 };
 use bertqa::pipeline::{self, Padding};
-use bertqa::report::Render as _;
 
 /// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
 /// `poisson`, exponential gaps (a Poisson process) seeded by `--seed`.
@@ -361,32 +360,38 @@ fn run_tokens(
         &config,
         &progress,
     ));
-    let (levels, shared_memory) = stop(&config, swept)?;
-    let report = export::Report {
+    let subject = Subject {
         model: binding.model.clone(),
         version: binding.version.clone(),
         platform: binding.platform.clone(),
-        url: args.server.first_url().to_string(),
-        protocol: client.protocol(),
         max_batch_size: binding.max_batch_size,
         batch_declared: binding.batching != bertqa::Batching::Undeclared,
-        batch_size_given: args.load.batch_size.is_some(),
-        data: super::common::data_label(&args.data),
         text: false,
         features: features.len(),
         batch_size,
         padding: padding_words,
-        inputs: super::eval::inputs_line(&shared_memory),
-        load: config.load.clone(),
-        window: config.window,
-        stability_percent: config.stability_percent,
-        max_trials: config.max_trials,
-        budget: config.budget,
-        metrics,
-        metrics_warnings: export::metrics_warnings(&levels),
-        levels,
     };
-    finish(args, report)
+    let swept = stop(&config, swept)?;
+    finish(args, &config, client.protocol(), metrics, subject, swept)
+}
+
+/// What the report says of the model and its requests: the part of the report that
+/// token and text models fill differently.
+pub(crate) struct Subject {
+    pub model: String,
+    /// Requested version (empty: the server's choice).
+    pub version: String,
+    pub platform: String,
+    pub max_batch_size: usize,
+    /// The server declares the model's batching (else bertqa chose the batch size).
+    pub batch_declared: bool,
+    /// The model takes text (`features` count questions).
+    pub text: bool,
+    /// Distinct features (or questions) cycled during the sweep.
+    pub features: usize,
+    pub batch_size: usize,
+    /// How requests are padded, in words.
+    pub padding: String,
 }
 
 /// Opens `--requests-jsonl` and starts reading the server's metrics for `model`, into
@@ -427,24 +432,62 @@ pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::
     Ok(swept)
 }
 
-/// Writes the report's files, its warnings on stderr and the report on stdout.
-pub(crate) fn finish(args: &Args, mut report: export::Report) -> anyhow::Result<Outcome> {
+/// Builds the report of a finished sweep (token or text model: `subject` is what
+/// differs), then writes its files, its warnings on stderr and the report on stdout.
+pub(crate) fn finish(
+    args: &Args,
+    config: &PerfConfig,
+    protocol: bertqa::backend::Protocol,
+    metrics: bertqa::metrics::Choice,
+    subject: Subject,
+    (levels, shared_memory): (Vec<perf::LevelResult>, pipeline::SharedMemoryReport),
+) -> anyhow::Result<Outcome> {
+    let mut report = export::Report {
+        model: subject.model,
+        version: subject.version,
+        platform: subject.platform,
+        url: args.server.first_url().to_string(),
+        protocol,
+        max_batch_size: subject.max_batch_size,
+        batch_declared: subject.batch_declared,
+        batch_size_given: args.load.batch_size.is_some(),
+        data: super::common::data_label(&args.data),
+        text: subject.text,
+        features: subject.features,
+        batch_size: subject.batch_size,
+        padding: subject.padding,
+        inputs: super::eval::inputs_line(&shared_memory),
+        load: config.load.clone(),
+        window: config.window,
+        stability_percent: config.stability_percent,
+        max_trials: config.max_trials,
+        budget: config.budget,
+        metrics,
+        metrics_warnings: export::metrics_warnings(&levels),
+        levels,
+    };
     // The warnings name settings; the reports name the flags.
     for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
         *w = super::flags::name_flags(w);
     }
-    if let Some(path) = &args.csv {
-        bertqa::output_file::write_atomic(path, &export::csv::render(&report))?;
-    }
-    if let Some(path) = &args.svg {
-        bertqa::output_file::write_atomic(path, &export::svg::render(&report))?;
-    }
-    if let Some(path) = &args.html {
-        bertqa::output_file::write_atomic(path, &export::html::render(&report))?;
+    let files: [(&Option<PathBuf>, &dyn Exporter); 3] = [
+        (&args.csv, &export::CsvExporter),
+        (&args.svg, &export::SvgExporter),
+        (&args.html, &export::HtmlExporter),
+    ];
+    for (path, exporter) in files {
+        if let Some(path) = path {
+            bertqa::output_file::write_atomic(path, &exporter.serialize(&report))?;
+        }
     }
     for w in report.warnings() {
         eprintln!("warning: {w}");
     }
-    print_stdout(&report.render(report_format(args.output.json)))?;
+    // The text has no `-v` lines.
+    let stdout: &dyn Exporter = match args.output.json {
+        true => &export::JsonExporter,
+        false => &export::TextExporter,
+    };
+    print_stdout(&String::from_utf8(stdout.serialize(&report))?)?;
     Ok(Outcome::Success)
 }

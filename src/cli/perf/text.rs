@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use super::super::common::{data_label, Outcome};
-use super::{finish, start, stop, Args, Lines};
+use super::{finish, start, stop, Args, Lines, Subject};
 use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
 use bertqa::backend::text::TextBinding;
-use bertqa::perf::{self, export, PerfConfig, TextLoad};
+use bertqa::perf::{self, PerfConfig, TextLoad};
 use bertqa::TritonClient;
 
 /// The model, as the server described it.
@@ -66,32 +66,19 @@ pub(crate) fn run(
         version: args.model_version.clone(),
     };
     let swept = rt.block_on(perf::sweep_text(&client, load, &config, &progress));
-    let (levels, shared_memory) = stop(&config, swept)?;
-    let report = export::Report {
+    let subject = Subject {
         model: binding.model.clone(),
         version: args.model_version.clone(),
         platform,
-        url: args.server.first_url().to_string(),
-        protocol: client.protocol(),
         max_batch_size: binding.max_batch_size,
         batch_declared: true,
-        batch_size_given: args.load.batch_size.is_some(),
-        data: data_label(&args.data),
         text: true,
         features: pairs.len(),
         batch_size: per_request,
         padding: "none (the server tokenizes)".into(),
-        inputs: super::super::eval::inputs_line(&shared_memory),
-        load: config.load.clone(),
-        window: config.window,
-        stability_percent: config.stability_percent,
-        max_trials: config.max_trials,
-        budget: config.budget,
-        metrics,
-        metrics_warnings: export::metrics_warnings(&levels),
-        levels,
     };
-    finish(args, report)
+    let swept = stop(&config, swept)?;
+    finish(args, &config, client.protocol(), metrics, subject, swept)
 }
 
 /// Every question of the data with its context, in file order (a paragraph's context

@@ -2,7 +2,7 @@
 //! latencies in whole microseconds, "Inferences/Second" counting features (a batch of
 //! B is B inferences, as perf_analyzer counts it), rows by increasing throughput.
 
-use super::{fmt_num, Report};
+use super::{fmt_num, Exporter, Report};
 use crate::perf::Load;
 
 /// The columns after the first ("Concurrency" or "Request Rate").
@@ -60,59 +60,64 @@ fn metric_cells(l: &crate::perf::LevelResult) -> [String; 6] {
     ]
 }
 
-/// The CSV file's bytes (fields quoted where CSV needs it, none of today's).
-pub(crate) fn render(report: &Report) -> Vec<u8> {
-    let first = match report.load {
-        Load::Concurrency(_) => "Concurrency",
-        Load::RequestRate { .. } => "Request Rate",
-    };
-    let mut out = csv::Writer::from_writer(Vec::new());
-    let mut levels: Vec<_> = report.levels.iter().collect();
-    levels.sort_by(|a, b| a.features_per_s.total_cmp(&b.features_per_s));
-    let metrics = report.levels.iter().any(|l| l.metrics.is_some());
-    let extra: &[&str] = if metrics { &METRIC_COLUMNS } else { &[] };
-    // Writing into memory cannot fail.
-    let _ = out.write_record(
-        std::iter::once(first)
-            .chain(COLUMNS)
-            .chain(extra.iter().copied()),
-    );
-    for l in levels {
-        let us = |x: f64| format!("{}", x.round() as i64);
-        // Empty cells where the server reports no statistics.
-        let server = |x: f64| {
-            if l.server_reported {
-                us(x)
+/// perf_analyzer's CSV (`--csv`).
+pub(crate) struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    /// The CSV file's bytes (fields quoted where CSV needs it, none of today's).
+    fn serialize(&self, report: &Report) -> Vec<u8> {
+        let first = match report.load {
+            Load::Concurrency(_) => "Concurrency",
+            Load::RequestRate { .. } => "Request Rate",
+        };
+        let mut out = csv::Writer::from_writer(Vec::new());
+        let mut levels: Vec<_> = report.levels.iter().collect();
+        levels.sort_by(|a, b| a.features_per_s.total_cmp(&b.features_per_s));
+        let metrics = report.levels.iter().any(|l| l.metrics.is_some());
+        let extra: &[&str] = if metrics { &METRIC_COLUMNS } else { &[] };
+        // Writing into memory cannot fail.
+        let _ = out.write_record(
+            std::iter::once(first)
+                .chain(COLUMNS)
+                .chain(extra.iter().copied()),
+        );
+        for l in levels {
+            let us = |x: f64| format!("{}", x.round() as i64);
+            // Empty cells where the server reports no statistics.
+            let server = |x: f64| {
+                if l.server_reported {
+                    us(x)
+                } else {
+                    String::new()
+                }
+            };
+            let cells = [
+                fmt_num(l.level.value()),
+                format!("{:.1}", l.features_per_s),
+                us(l.client.send_us),
+                server(l.client.network_us),
+                server(l.server.queue_us),
+                server(l.server.compute_input_us),
+                server(l.server.compute_infer_us),
+                server(l.server.compute_output_us),
+                us(l.client.recv_us),
+                us(l.latency.p50_us),
+                us(l.latency.p90_us),
+                us(l.latency.p95_us),
+                us(l.latency.p99_us),
+                us(l.latency.avg_us),
+                us(l.client.send_us + l.client.recv_us),
+                us(l.client.response_wait_us),
+            ];
+            let metric_cells = if metrics {
+                metric_cells(l).to_vec()
             } else {
-                String::new()
-            }
-        };
-        let cells = [
-            fmt_num(l.level.value()),
-            format!("{:.1}", l.features_per_s),
-            us(l.client.send_us),
-            server(l.client.network_us),
-            server(l.server.queue_us),
-            server(l.server.compute_input_us),
-            server(l.server.compute_infer_us),
-            server(l.server.compute_output_us),
-            us(l.client.recv_us),
-            us(l.latency.p50_us),
-            us(l.latency.p90_us),
-            us(l.latency.p95_us),
-            us(l.latency.p99_us),
-            us(l.latency.avg_us),
-            us(l.client.send_us + l.client.recv_us),
-            us(l.client.response_wait_us),
-        ];
-        let metric_cells = if metrics {
-            metric_cells(l).to_vec()
-        } else {
-            Vec::new()
-        };
-        let _ = out.write_record(cells.into_iter().chain(metric_cells));
+                Vec::new()
+            };
+            let _ = out.write_record(cells.into_iter().chain(metric_cells));
+        }
+        out.into_inner().expect("writing to memory")
     }
-    out.into_inner().expect("writing to memory")
 }
 
 #[cfg(test)]
@@ -120,6 +125,10 @@ mod tests {
     use super::super::sample;
     use super::*;
     use crate::perf::{Distribution, Level};
+
+    fn render(r: &Report) -> Vec<u8> {
+        CsvExporter.serialize(r)
+    }
 
     #[test]
     fn perf_analyzer_header_and_rows_by_throughput() {

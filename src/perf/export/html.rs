@@ -6,25 +6,31 @@
 
 use std::fmt::Write as _;
 
+use super::svg::SvgExporter;
 use super::text::setting_rows;
-use super::{fmt_num, Report};
+use super::{fmt_num, Exporter, Report};
 use crate::metrics::text::{counters, gpu_words};
 use crate::metrics::Choice;
 use crate::perf::{LevelResult, Load};
 use crate::report::html::{escape, ms, note, page, section, setting_list, table, Cell};
 
-/// The page's bytes.
-pub(crate) fn render(r: &Report) -> Vec<u8> {
-    let mut s = String::new();
-    heading(&mut s, r);
-    chart(&mut s, r);
-    levels(&mut s, r);
-    breakdown(&mut s, r);
-    steps(&mut s, r);
-    metrics(&mut s, r);
-    server_metrics(&mut s, r);
-    warnings(&mut s, r);
-    page(&format!("bertqa perf: {}", r.model), &s).into_bytes()
+/// The page (`--html`).
+pub(crate) struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    /// The page's bytes.
+    fn serialize(&self, r: &Report) -> Vec<u8> {
+        let mut s = String::new();
+        heading(&mut s, r);
+        chart(&mut s, r);
+        levels(&mut s, r);
+        breakdown(&mut s, r);
+        steps(&mut s, r);
+        metrics(&mut s, r);
+        server_metrics(&mut s, r);
+        warnings(&mut s, r);
+        page(&format!("bertqa perf: {}", r.model), &s).into_bytes()
+    }
 }
 
 /// The title and the setting (model, server, data, inputs, load, window).
@@ -37,7 +43,7 @@ fn heading(s: &mut String, r: &Report) {
 fn chart(s: &mut String, r: &Report) {
     section(s, "chart", "Latency against throughput");
     s.push_str("<figure class=\"chart\">\n");
-    s.push_str(&String::from_utf8_lossy(&super::svg::render(r)));
+    s.push_str(&String::from_utf8_lossy(&SvgExporter.serialize(r)));
     s.push_str("</figure>\n");
 }
 
@@ -415,7 +421,7 @@ mod tests {
     use super::*;
 
     fn html(r: &Report) -> String {
-        String::from_utf8(render(r)).unwrap()
+        String::from_utf8(HtmlExporter.serialize(r)).unwrap()
     }
 
     #[test]
@@ -436,7 +442,7 @@ mod tests {
         let page = html(&r);
         assert!(page.starts_with("<!DOCTYPE html>"));
         // The chart is the --svg file's, inline.
-        let svg = String::from_utf8(super::super::svg::render(&r)).unwrap();
+        let svg = String::from_utf8(SvgExporter.serialize(&r)).unwrap();
         assert!(page.contains(&svg));
         assert_eq!(page.matches("<tr class=\"level\">").count(), 2);
         assert!(page.contains(

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Report;
+use super::{Exporter, Report};
 use crate::metrics::json::{metrics, MetricsJson};
 use crate::metrics::Choice;
 use crate::perf::{Level, LevelResult, Load, Window};
@@ -198,6 +198,17 @@ pub(crate) struct Step<'a> {
 pub(crate) struct ClientCpu {
     pub cpu_s: f64,
     pub fraction_of_all_cpus: f64,
+}
+
+/// `--json`: the report's [`Render`](crate::report::Render) JSON, as every command's
+/// `--json` prints it.
+pub(crate) struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn serialize(&self, report: &Report) -> Vec<u8> {
+        let json = crate::report::Format::Json;
+        crate::report::Render::render(report, json).into_bytes()
+    }
 }
 
 /// The JSON document of `report`.

@@ -1,6 +1,7 @@
-//! Renderers of a finished sweep, one file per format. Each is pure: a [`Report`] in,
-//! bytes out (the hyperfine way), so each is unit tested without a server. The text and
-//! JSON are the report's [`Render`](crate::report::Render), as every command's are.
+//! Renderers of a finished sweep, one file per format, each an [`Exporter`]: pure, a
+//! [`Report`] in, bytes out (hyperfine's `export/`), so each is unit tested without a
+//! server. The text and JSON are also the report's [`Render`](crate::report::Render),
+//! as every command's are, and the same bytes.
 //!
 //! - [`html`]: `--html`, the page a person looks at (the chart inline, tables, bars).
 //! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
@@ -16,7 +17,19 @@ pub(crate) mod json;
 pub(crate) mod svg;
 pub(crate) mod text;
 
+pub(crate) use csv::CsvExporter;
+pub(crate) use html::HtmlExporter;
+pub(crate) use json::JsonExporter;
+pub(crate) use svg::SvgExporter;
+pub(crate) use text::TextExporter;
+
 use super::{Budget, LevelResult, Load, Window};
+
+/// A format a finished sweep is written in.
+pub(crate) trait Exporter {
+    /// The file's bytes for `report`.
+    fn serialize(&self, report: &Report) -> Vec<u8>;
+}
 
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
@@ -289,7 +302,7 @@ pub(crate) mod sample {
 
     /// [`report`] with metrics read from one endpoint with one GPU.
     pub(crate) fn with_metrics() -> Report {
-        use crate::metrics::{EndpointMetrics, GpuMetrics, ModelCounters, SpanMetrics};
+        use crate::metrics::{EndpointMetrics, GpuMetrics, ServerCounters, SpanMetrics};
         let mut r = report();
         r.metrics = crate::metrics::Choice::Read {
             urls: vec!["http://127.0.0.1:8002/metrics".into()],
@@ -310,16 +323,17 @@ pub(crate) mod sample {
                     memory_total_bytes: Some(8e10),
                     power_w: Some(212.5),
                 }],
-                inference: Some(ModelCounters {
-                    success: 160.0,
-                    failure: 0.0,
-                    inferences: 320.0,
-                    executions: 100.0,
-                    request_us: 160.0 * 4000.0,
-                    queue_us: 160.0 * 100.0,
-                    compute_input_us: 160.0 * 10.0,
-                    compute_infer_us: 160.0 * 3800.0,
-                    compute_output_us: 160.0 * 9.0,
+                inference: Some(ServerCounters {
+                    requests: 160,
+                    failures: Some(0),
+                    inferences: 320,
+                    executions: 100,
+                    request_ns: 160 * 4_000_000,
+                    queue_ns: 160 * 100_000,
+                    compute_input_ns: 160 * 10_000,
+                    compute_infer_ns: 160 * 3_800_000,
+                    compute_output_ns: 160 * 9_000,
+                    busy_ns: None,
                 }),
                 error: None,
             };

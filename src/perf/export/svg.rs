@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{fmt_num, Report};
+use super::{fmt_num, Exporter, Report};
 use crate::perf::Load;
 use crate::report::html::{nice_step, PlotArea};
 
@@ -44,133 +44,142 @@ fn tick_label(x: f64, step: f64) -> String {
     }
 }
 
-/// The chart's bytes.
-pub(crate) fn render(report: &Report) -> Vec<u8> {
-    let levels = &report.levels;
-    let max_x = levels.iter().map(|l| l.features_per_s).fold(0.0, f64::max);
-    let max_y_ms = levels
-        .iter()
-        .flat_map(|l| SERIES.iter().map(move |s| (s.2)(l) / 1000.0))
-        .fold(0.0, f64::max);
-    let x_step = nice_step(max_x * 1.05, 6);
-    let y_step = nice_step(max_y_ms * 1.1, 5);
-    let x_top = ((max_x * 1.05) / x_step).ceil().max(1.0) * x_step;
-    let y_top = ((max_y_ms * 1.1) / y_step).ceil().max(1.0) * y_step;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + x / x_top * plot_w;
-    let py = |y: f64| TOP + plot_h - y / y_top * plot_h;
+/// The latency–throughput chart (`--svg`).
+pub(crate) struct SvgExporter;
 
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let level_kind = match report.load {
-        Load::Concurrency(_) => "concurrency",
-        Load::RequestRate { .. } => "request rate /s",
-    };
-    let title = format!(
-        "bertqa perf: {} ({}, batch {}, {})",
-        report.model, report.url, report.batch_size, report.padding
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
-        WIDTH / 2.0,
-        escape(&title)
-    );
-    let _ = writeln!(
-        s,
-        r##"<text x="{}" y="42" text-anchor="middle" fill="#555">points labelled with the {level_kind}</text>"##,
-        WIDTH / 2.0
-    );
-    // Grid and ticks.
-    let mut x = 0.0;
-    while x <= x_top + x_step * 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{1:.1}" stroke="#e5e5e5"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
-            px(x),
-            TOP + plot_h,
-            TOP + plot_h + 18.0,
-            tick_label(x, x_step)
-        );
-        x += x_step;
-    }
-    let area = PlotArea {
-        left: LEFT,
-        top: TOP,
-        width: plot_w,
-        height: plot_h,
-        x_label: if report.text {
-            "throughput (questions/s)"
-        } else {
-            "throughput (inferences/s)"
-        },
-        x_label_y: HEIGHT - 16.0,
-        y_label: "client latency (ms)",
-        y_label_x: 18.0,
-    };
-    area.y_grid(&mut s, y_top, y_step, |y| tick_label(y, y_step));
-    area.frame(&mut s);
-    // Series: a line through the levels in sweep order, a marker per level.
-    for (k, (name, colour, value)) in SERIES.iter().enumerate() {
-        let points: Vec<String> = levels
+impl Exporter for SvgExporter {
+    /// The chart's bytes.
+    fn serialize(&self, report: &Report) -> Vec<u8> {
+        let levels = &report.levels;
+        let max_x = levels.iter().map(|l| l.features_per_s).fold(0.0, f64::max);
+        let max_y_ms = levels
             .iter()
-            .map(|l| format!("{:.1},{:.1}", px(l.features_per_s), py(value(l) / 1000.0)))
-            .collect();
+            .flat_map(|l| SERIES.iter().map(move |s| (s.2)(l) / 1000.0))
+            .fold(0.0, f64::max);
+        let x_step = nice_step(max_x * 1.05, 6);
+        let y_step = nice_step(max_y_ms * 1.1, 5);
+        let x_top = ((max_x * 1.05) / x_step).ceil().max(1.0) * x_step;
+        let y_top = ((max_y_ms * 1.1) / y_step).ceil().max(1.0) * y_step;
+        let plot_w = WIDTH - LEFT - RIGHT;
+        let plot_h = HEIGHT - TOP - BOTTOM;
+        let px = |x: f64| LEFT + x / x_top * plot_w;
+        let py = |y: f64| TOP + plot_h - y / y_top * plot_h;
+
+        let mut s = String::new();
         let _ = writeln!(
             s,
-            r#"<polyline class="{}" fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
-            name.replace(' ', "-"),
-            points.join(" ")
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
         );
-        for l in levels {
-            let (cx, cy) = (px(l.features_per_s), py(value(l) / 1000.0));
+        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let level_kind = match report.load {
+            Load::Concurrency(_) => "concurrency",
+            Load::RequestRate { .. } => "request rate /s",
+        };
+        let title = format!(
+            "bertqa perf: {} ({}, batch {}, {})",
+            report.model, report.url, report.batch_size, report.padding
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
+            WIDTH / 2.0,
+            escape(&title)
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="42" text-anchor="middle" fill="#555">points labelled with the {level_kind}</text>"##,
+            WIDTH / 2.0
+        );
+        // Grid and ticks.
+        let mut x = 0.0;
+        while x <= x_top + x_step * 1e-9 {
             let _ = writeln!(
                 s,
-                r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{colour}"><title>{}: {} {:.1} {}, {} {:.3} ms</title></circle>"#,
-                escape(&l.level.to_string()),
-                if l.stable { "stable," } else { "UNSTABLE," },
-                l.features_per_s,
-                if report.text {
-                    "questions/s"
-                } else {
-                    "inferences/s"
-                },
-                name,
-                value(l) / 1000.0
+                r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{1:.1}" stroke="#e5e5e5"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
+                px(x),
+                TOP + plot_h,
+                TOP + plot_h + 18.0,
+                tick_label(x, x_step)
             );
-            if k == SERIES.len() - 1 {
+            x += x_step;
+        }
+        let area = PlotArea {
+            left: LEFT,
+            top: TOP,
+            width: plot_w,
+            height: plot_h,
+            x_label: if report.text {
+                "throughput (questions/s)"
+            } else {
+                "throughput (inferences/s)"
+            },
+            x_label_y: HEIGHT - 16.0,
+            y_label: "client latency (ms)",
+            y_label_x: 18.0,
+        };
+        area.y_grid(&mut s, y_top, y_step, |y| tick_label(y, y_step));
+        area.frame(&mut s);
+        // Series: a line through the levels in sweep order, a marker per level.
+        for (k, (name, colour, value)) in SERIES.iter().enumerate() {
+            let points: Vec<String> = levels
+                .iter()
+                .map(|l| format!("{:.1},{:.1}", px(l.features_per_s), py(value(l) / 1000.0)))
+                .collect();
+            let _ = writeln!(
+                s,
+                r#"<polyline class="{}" fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+                name.replace(' ', "-"),
+                points.join(" ")
+            );
+            for l in levels {
+                let (cx, cy) = (px(l.features_per_s), py(value(l) / 1000.0));
                 let _ = writeln!(
                     s,
-                    r##"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" fill="#333" font-size="10">{}</text>"##,
-                    cy - 8.0,
-                    fmt_num(l.level.value())
+                    r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="3.5" fill="{colour}"><title>{}: {} {:.1} {}, {} {:.3} ms</title></circle>"#,
+                    escape(&l.level.to_string()),
+                    if l.stable { "stable," } else { "UNSTABLE," },
+                    l.features_per_s,
+                    if report.text {
+                        "questions/s"
+                    } else {
+                        "inferences/s"
+                    },
+                    name,
+                    value(l) / 1000.0
                 );
+                if k == SERIES.len() - 1 {
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{cx:.1}" y="{:.1}" text-anchor="middle" fill="#333" font-size="10">{}</text>"##,
+                        cy - 8.0,
+                        fmt_num(l.level.value())
+                    );
+                }
             }
+            // Legend.
+            let ly = TOP + 14.0 + 18.0 * k as f64;
+            let _ = writeln!(
+                s,
+                r#"<line x1="{0:.1}" y1="{ly:.1}" x2="{1:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"/><text x="{2:.1}" y="{3:.1}">{name}</text>"#,
+                LEFT + 12.0,
+                LEFT + 36.0,
+                LEFT + 42.0,
+                ly + 4.0
+            );
         }
-        // Legend.
-        let ly = TOP + 14.0 + 18.0 * k as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{0:.1}" y1="{ly:.1}" x2="{1:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"/><text x="{2:.1}" y="{3:.1}">{name}</text>"#,
-            LEFT + 12.0,
-            LEFT + 36.0,
-            LEFT + 42.0,
-            ly + 4.0
-        );
+        s.push_str("</svg>\n");
+        s.into_bytes()
     }
-    s.push_str("</svg>\n");
-    s.into_bytes()
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::sample;
     use super::*;
+
+    fn render(r: &Report) -> Vec<u8> {
+        SvgExporter.serialize(r)
+    }
 
     #[test]
     fn one_line_and_one_marker_per_level_for_each_percentile() {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{fmt_num, Report};
+use super::{fmt_num, Exporter, Report};
 use crate::metrics::text::{counters, gauges};
 use crate::metrics::{Choice, EndpointMetrics, SpanMetrics};
 use crate::perf::{LevelResult, Load};
@@ -24,6 +24,16 @@ pub(crate) fn accounted_us(l: &LevelResult) -> f64 {
         + l.server.compute_infer_us
         + l.server.compute_output_us
         + l.client.recv_us
+}
+
+/// The human report (stdout without `--json`): the report's
+/// [`Render`](crate::report::Render) text.
+pub(crate) struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn serialize(&self, report: &Report) -> Vec<u8> {
+        crate::report::Render::text(report, false).into_bytes()
+    }
 }
 
 /// The report's text: the setting, each level, the summary table.
@@ -400,7 +410,7 @@ mod tests {
         let level = &json["levels"][0];
         assert!(level["server_ms"].is_null() && level["server"].is_null());
         assert!(level["client_ms"]["network"].is_null());
-        let csv = String::from_utf8(super::super::csv::render(&r)).unwrap();
+        let csv = String::from_utf8(super::super::CsvExporter.serialize(&r)).unwrap();
         let row = csv.lines().nth(1).unwrap();
         assert!(row.contains(",,,,,"), "{row}");
     }
