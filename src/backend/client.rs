@@ -196,6 +196,16 @@ impl TritonClient {
     /// is not there is [`Error::Unavailable`] naming the address. TLS is on with
     /// `security.tls` or an `https://` URL (see `security`).
     pub async fn connect(config: &ClientConfig) -> Result<TritonClient> {
+        Self::open(config, false).await
+    }
+
+    /// A client that connects on its first call: for an endpoint of a pool that was
+    /// down at start (its health check lets it join when it comes up).
+    pub(crate) async fn connect_lazy(config: &ClientConfig) -> Result<TritonClient> {
+        Self::open(config, true).await
+    }
+
+    async fn open(config: &ClientConfig, lazy: bool) -> Result<TritonClient> {
         let mut uri = normalize_url(&config.url, config.protocol)?;
         let tls = match (&config.security.tls, uri.starts_with("https://")) {
             (Some(tls), _) => Some(tls.clone()),
@@ -222,13 +232,17 @@ impl TritonClient {
                     config.transport,
                     tls.as_ref(),
                     peer.clone(),
+                    lazy,
                 )
                 .await?,
             ),
             Protocol::Http => {
                 let authority = config.authority.as_deref();
                 let timeout = config.connect_timeout;
-                let rest = HttpClient::connect(&uri, authority, timeout, peer.clone()).await?;
+                let rest = match lazy {
+                    true => HttpClient::new(&uri, authority, timeout, peer.clone())?,
+                    false => HttpClient::connect(&uri, authority, timeout, peer.clone()).await?,
+                };
                 Conn::Http(HttpTransport::new(rest))
             }
         };

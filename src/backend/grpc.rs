@@ -84,6 +84,7 @@ impl GrpcConn {
         call: GrpcCall,
         tls: Option<&TlsConfig>,
         peer: Arc<Peer>,
+        lazy: bool,
     ) -> Result<GrpcConn> {
         let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::Config(format!("{}: invalid URL: {e}", peer.url)))?
@@ -108,6 +109,31 @@ impl GrpcConn {
             Some(tls) => Some(security::GrpcTlsConnector::new(tls, endpoint.uri())?),
             None => None,
         };
+        let open = |channel| {
+            let grpc = service_client(channel);
+            let infer = match call {
+                GrpcCall::Unary => {
+                    Inference::Unary(UnaryTransport::new(grpc.clone(), peer.clone()))
+                }
+                GrpcCall::Stream => {
+                    Inference::Stream(Arc::new(StreamTransport::new(grpc.clone(), peer.clone())))
+                }
+            };
+            GrpcConn {
+                grpc,
+                peer: peer.clone(),
+                uri: uri.clone(),
+                infer,
+            }
+        };
+        if lazy {
+            // Connected on the first call (an endpoint of a pool that was down at start).
+            let channel = match connector {
+                Some(connector) => endpoint.connect_with_connector_lazy(connector),
+                None => endpoint.connect_lazy(),
+            };
+            return Ok(open(channel));
+        }
         let connecting = async {
             match connector {
                 Some(connector) => endpoint.connect_with_connector(connector).await,
@@ -115,24 +141,7 @@ impl GrpcConn {
             }
         };
         let failed = match tokio::time::timeout(connect_timeout, connecting).await {
-            Ok(Ok(channel)) => {
-                let grpc = service_client(channel);
-                let infer = match call {
-                    GrpcCall::Unary => {
-                        Inference::Unary(UnaryTransport::new(grpc.clone(), peer.clone()))
-                    }
-                    GrpcCall::Stream => Inference::Stream(Arc::new(StreamTransport::new(
-                        grpc.clone(),
-                        peer.clone(),
-                    ))),
-                };
-                return Ok(GrpcConn {
-                    grpc,
-                    peer,
-                    uri,
-                    infer,
-                });
-            }
+            Ok(Ok(channel)) => return Ok(open(channel)),
             Ok(Err(e)) => {
                 Error::unavailable(&peer.url, cause_of(&e), security::connect_error(&e, tls))
             }
@@ -381,6 +390,7 @@ mod tests {
             GrpcCall::Unary,
             None,
             peer.clone(),
+            false,
         );
         let http = HttpClient::connect(&uri, None, timeout, peer.clone());
         for e in [grpc.await.unwrap_err(), http.await.unwrap_err()] {

@@ -158,6 +158,9 @@ impl Pool {
             return Err(Error::Config("no server URL given".into()));
         }
         let mut endpoints = Vec::with_capacity(config.urls.len());
+        // Endpoints that could not be reached at start (with other endpoints to go on
+        // with): connected lazily, taken out, and let in by their health check.
+        let mut down: Vec<(usize, Error)> = Vec::new();
         for url in &config.urls {
             let client_config = ClientConfig {
                 url: url.clone(),
@@ -168,10 +171,20 @@ impl Pool {
             }
             let mut conns = Vec::with_capacity(config.connections.max(1));
             for _ in 0..config.connections.max(1) {
-                let conn = TritonClient::connect(&client_config).await?;
+                let conn = match TritonClient::connect(&client_config).await {
+                    Err(e @ Error::Unavailable { .. }) if config.urls.len() > 1 => {
+                        if down.last().map(|d| d.0) != Some(endpoints.len()) {
+                            down.push((endpoints.len(), e));
+                        }
+                        TritonClient::connect_lazy(&client_config).await?
+                    }
+                    answer => answer?,
+                };
                 // Asked now so that later messages name the server (best effort: a
-                // server that cannot say is called Triton).
-                let _ = conn.server_info().await;
+                // server that cannot say is called Triton); not of one that is down.
+                if down.last().map(|d| d.0) != Some(endpoints.len()) {
+                    let _ = conn.server_info().await;
+                }
                 conns.push(conn);
             }
             endpoints.push(Endpoint {
@@ -190,7 +203,10 @@ impl Pool {
                 }),
             });
         }
-        Ok(Pool {
+        if down.len() == endpoints.len() {
+            return Err(down.swap_remove(0).1);
+        }
+        let pool = Pool {
             inner: Arc::new(Inner {
                 endpoints,
                 retry: config.retry.clone(),
@@ -198,7 +214,11 @@ impl Pool {
                 last_pick: AtomicUsize::new(usize::MAX),
                 stats: Mutex::new(RetryStats::default()),
             }),
-        })
+        };
+        for (i, _) in down {
+            pool.take_out(i);
+        }
+        Ok(pool)
     }
 
     /// A client of the first endpoint, for metadata calls (binding, statistics).

@@ -180,6 +180,35 @@ fn ask_of_the_answer_contract_reads_no_vocabulary() {
 }
 
 #[test]
+fn ask_of_the_answer_contract_goes_on_without_an_endpoint_that_is_down() {
+    // The first endpoint is a closed port: the pool takes it out and the test server
+    // answers, as for a token model.
+    let ask = |urls: &[&str], model: &str| {
+        let mut args = vec!["ask"];
+        for u in urls {
+            args.extend(["--url", u]);
+        }
+        args.extend([
+            "--model",
+            model,
+            "--json",
+            "--question",
+            "Who designed the lighthouse at Varne Point?",
+            "--context",
+            CONTEXT,
+        ]);
+        json_of(&bertqa(&args))
+    };
+    let dead = format!("127.0.0.1:{}", crate::common::free_port());
+    for model in ["qa-text-answer", "tiny-bert"] {
+        let v = ask(&[&dead, &server().url], model);
+        assert_schema("ask", &v);
+        let alone = ask(&[&server().url], model);
+        assert_eq!(v["answers"], alone["answers"], "{model}");
+    }
+}
+
+#[test]
 fn eval_of_the_answer_contract_reads_no_vocabulary() {
     let tmp = tempfile::tempdir().unwrap();
     let (with, without) = (tmp.path().join("with"), tmp.path().join("without"));
