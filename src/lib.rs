@@ -75,6 +75,38 @@
 //! # }
 //! ```
 
+//! Evaluating a model that takes text (a server-side tokenizer; here one of the answer
+//! contract, which needs no vocabulary) with the files `bertqa eval` writes
+//! ([`evaluation`]):
+//!
+//! ```no_run
+//! use bertqa::evaluation::Evaluate;
+//! use bertqa::{ClientConfig, RunConfig, TritonClient};
+//!
+//! # fn main() -> bertqa::Result<()> {
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let dataset = bertqa::squad::read("dev-v2.0.json".as_ref())?;
+//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
+//! let client = runtime.block_on(TritonClient::connect(&config))?;
+//! let model = runtime.block_on(bertqa::look(
+//!     &client, "qa-text-answer", "", &Default::default(), &Default::default(),
+//! ))?;
+//! let mut run = RunConfig::for_model(&model);
+//! run.decode.version_2_with_negative = dataset.looks_like_v2();
+//! let done = Evaluate {
+//!     runtime: &runtime,
+//!     model,
+//!     tokenizer: None,
+//!     config: &run,
+//!     na_prob_thresh: 1.0,
+//!     output_dir: "out".as_ref(),
+//! }
+//! .run(&client, &dataset)?;
+//! println!("{:?} ({} files)", done.scores.metrics, done.files.len());
+//! # Ok(())
+//! # }
+//! ```
+
 #![warn(unreachable_pub)]
 
 // The command-line code names the library `bertqa::`, as any user's code does.
@@ -92,6 +124,7 @@ pub mod data;
 pub mod decode;
 pub mod error;
 pub mod evaluate;
+pub mod evaluation;
 pub mod features;
 pub mod journal;
 mod latency;

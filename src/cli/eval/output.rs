@@ -4,13 +4,15 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use bertqa::decode::{self, Prediction};
-use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
+use bertqa::decode::Prediction;
+use bertqa::evaluate::Scores;
 use bertqa::journal::Fingerprint;
 use bertqa::pipeline::PartialOutcome;
 use bertqa::types::Dataset;
+
+pub(crate) use bertqa::evaluation::{score_with, write_per_question, write_predictions};
 
 /// Scores decoded predictions as the official scripts score predictions.json (with
 /// null_odds.json as the na-prob file for v2).
@@ -23,81 +25,34 @@ pub(crate) fn score_predictions(
     score_with(dataset, predictions, version_2, version_2, na_prob_thresh)
 }
 
-/// [`score_predictions`], the null odds used as the na-prob file only with `null_odds`
-/// (without: every na-prob 0 and no best thresholds, as evaluate-v2.0.py without a
-/// na-prob file).
-pub(crate) fn score_with(
-    dataset: &Dataset,
-    predictions: &[Prediction],
-    version_2: bool,
-    null_odds: bool,
-    na_prob_thresh: f64,
-) -> bertqa::Result<Scores> {
-    let preds = Predictions::from_decoded(predictions);
-    let na = (version_2 && null_odds).then(|| NaProbs::from_decoded(predictions));
-    evaluate::score(
-        dataset,
-        &preds,
-        na.as_ref(),
-        &ScoreConfig {
-            version_2_with_negative: version_2,
-            na_prob_thresh,
-        },
-    )
+/// `metrics.json` of a run that did not complete (schema/partial.schema.json).
+#[derive(serde::Serialize)]
+struct PartialDoc<'a> {
+    schema: u32,
+    partial: bool,
+    reason: String,
+    data: &'a str,
+    version_2_with_negative: bool,
+    questions: Done,
+    features: PartialFeatures,
+    metrics_of_done: Value,
+    run: Value,
+    output_dir: String,
+    files: Vec<String>,
+    resume: &'static str,
 }
 
-/// Writes the reference's files (the n-best file finished from `nbest` when its lists
-/// were streamed there), null_odds.json with `null_odds` (a v2 run whose model gives
-/// them); returns their names.
-pub(crate) fn write_predictions(
-    dir: &Path,
-    predictions: &[Prediction],
-    null_odds: bool,
-    nbest: Option<decode::NbestStream>,
-) -> bertqa::Result<Vec<String>> {
-    decode::write_outputs_with(dir, predictions, null_odds, nbest)?;
-    let mut files = vec![
-        "predictions.json".to_string(),
-        "nbest_predictions.json".to_string(),
-    ];
-    if null_odds {
-        files.push("null_odds.json".into());
-    }
-    Ok(files)
+#[derive(serde::Serialize)]
+struct Done {
+    done: usize,
+    total: usize,
 }
 
-/// Writes per_question.jsonl: id, prediction, exact, f1, has_answer per question.
-pub(crate) fn write_per_question(
-    dir: &Path,
-    predictions: &[Prediction],
-    scores: &Scores,
-) -> bertqa::Result<()> {
-    let lines = render_per_question(predictions, scores);
-    bertqa::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
-}
-
-/// The lines of per_question.jsonl: serde_json's compact rendering of
-/// `{"id", "prediction", "exact", "f1", "has_answer"}` in that order, each value
-/// serialized straight into the buffer (the same serializer a `Value` goes through: an
-/// escaped string, a float as ryu writes it or `null` when not finite, a bool).
-fn render_per_question(predictions: &[Prediction], scores: &Scores) -> Vec<u8> {
-    let mut out = Vec::with_capacity(scores.questions.len() * 96);
-    for (p, q) in predictions.iter().zip(&scores.questions) {
-        put(&mut out, "{\"id\":", q.qas_id.as_str());
-        put(&mut out, ",\"prediction\":", p.answer.as_str());
-        put(&mut out, ",\"exact\":", &q.exact);
-        put(&mut out, ",\"f1\":", &q.f1);
-        put(&mut out, ",\"has_answer\":", &q.has_answer);
-        out.extend_from_slice(b"}\n");
-    }
-    out
-}
-
-/// `prefix`, then `value` as serde_json writes it.
-fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, prefix: &str, value: &T) {
-    out.extend_from_slice(prefix.as_bytes());
-    // Writing into a Vec cannot fail, and strings, floats and bools always serialize.
-    let _ = serde_json::to_writer(&mut *out, value);
+#[derive(serde::Serialize)]
+struct PartialFeatures {
+    answered: u64,
+    journaled: u64,
+    built: u64,
 }
 
 /// What a run that did not complete reports and writes.
@@ -150,24 +105,24 @@ pub(crate) fn write_partial(
     };
     files.push(bertqa::journal::FILE_NAME.into());
     files.push("metrics.json".into());
-    let doc = json!({
-        "schema": 1,
-        "partial": true,
-        "reason": reason,
-        "data": p.data,
-        "version_2_with_negative": p.version_2,
-        "questions": {"done": done, "total": total},
-        "features": {
-            "answered": outcome.answered,
-            "journaled": p.journaled,
-            "built": outcome.features,
+    let doc = PartialDoc {
+        schema: 1,
+        partial: true,
+        reason,
+        data: p.data,
+        version_2_with_negative: p.version_2,
+        questions: Done { done, total },
+        features: PartialFeatures {
+            answered: outcome.answered,
+            journaled: p.journaled,
+            built: outcome.features,
         },
-        "metrics_of_done": metrics,
-        "run": p.fingerprint.to_json(),
-        "output_dir": p.dir.display().to_string(),
-        "files": files,
-        "resume": "rerun the same command with --resume",
-    });
+        metrics_of_done: metrics,
+        run: p.fingerprint.to_json(),
+        output_dir: p.dir.display().to_string(),
+        files,
+        resume: "rerun the same command with --resume",
+    };
     bertqa::output_file::write_atomic(
         &p.dir.join("metrics.json"),
         bertqa::report::json::to_string(&doc).as_bytes(),
@@ -186,6 +141,7 @@ pub(crate) fn write_partial(
 mod tests {
     use super::*;
     use bertqa::evaluate::{Metrics, QuestionScore};
+    use serde_json::json;
 
     /// The direct rendering equals `json!({...}).to_string()` per line: escapes,
     /// non-ASCII, floats ryu writes in exponent form, and non-finite values (`null`).
@@ -244,7 +200,7 @@ mod tests {
             want.push_str(&line.to_string());
             want.push('\n');
         }
-        let got = render_per_question(&predictions, &scores);
+        let got = bertqa::evaluation::render_per_question(&predictions, &scores);
         assert_eq!(String::from_utf8(got).unwrap(), want);
     }
 }

@@ -186,11 +186,17 @@ fn json(r: &EvalReport) -> EvalJson {
 
 /// `server_metrics`: the endpoints read, then the figures over the run.
 fn server_metrics((choice, m): &(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)) -> Value {
+    /// The endpoints read and how often, ahead of the figures.
+    #[derive(serde::Serialize)]
+    struct Read {
+        urls: Vec<String>,
+        interval_ms: Option<u64>,
+    }
     let (urls, interval_ms) = match choice {
         bertqa::metrics::Choice::Read { urls, interval_ms } => (urls.clone(), Some(*interval_ms)),
         bertqa::metrics::Choice::NotRead(_) => (Vec::new(), None),
     };
-    let mut v = serde_json::json!({"urls": urls, "interval_ms": interval_ms});
+    let mut v = serde_json::to_value(Read { urls, interval_ms }).unwrap_or(Value::Null);
     if let (Value::Object(out), Ok(Value::Object(figures))) = (
         &mut v,
         serde_json::to_value(bertqa::metrics::json::metrics(m)),

@@ -1,0 +1,123 @@
+//! The library does what the command line does, without the `cli` feature: a token
+//! model and a text model of each contract evaluated through `bertqa::evaluation`, on a
+//! real Triton of this test's own, write the files `bertqa eval` writes, byte for byte.
+//! (`cargo check --no-default-features --lib --examples --test library` builds it with
+//! the library alone; running it compares with the command, so it needs the binary.)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bertqa::evaluation::Evaluate;
+use bertqa::{BertTokenizer, ClientConfig, Model, RunConfig, TritonClient};
+
+/// The integration tests' Triton helpers (they name the checkout's root as `super::root`).
+#[path = "it/common/triton.rs"]
+#[allow(dead_code)]
+mod triton;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+const DATA: &str = "data/sample-squad-v2.json";
+
+/// The files both write and compare.
+const FILES: [&str; 4] = [
+    "predictions.json",
+    "nbest_predictions.json",
+    "null_odds.json",
+    "per_question.jsonl",
+];
+
+/// Evaluates `model` through the library into `dir`; returns the model as bound.
+fn evaluate(url: &str, model: &str, dir: &Path) -> Model {
+    let root = root();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dataset = bertqa::squad::read(&root.join(DATA)).unwrap();
+    let tokenizer = BertTokenizer::from_vocab_file(&root.join("vocab/vocab.txt"), true).unwrap();
+    let config = ClientConfig {
+        url: url.into(),
+        ..ClientConfig::default()
+    };
+    let client = rt.block_on(TritonClient::connect(&config)).unwrap();
+    let bound = rt
+        .block_on(bertqa::look(
+            &client,
+            model,
+            "",
+            &Default::default(),
+            &Default::default(),
+        ))
+        .unwrap();
+    let mut run = RunConfig::for_model(&bound);
+    run.decode.version_2_with_negative = dataset.looks_like_v2();
+    let evaluation = Evaluate {
+        runtime: &rt,
+        model: bound.clone(),
+        // An answer-contract model needs no vocabulary: none is given.
+        tokenizer: match &bound {
+            Model::Text(b) if matches!(b.contract, bertqa::Contract::Answer { .. }) => None,
+            _ => Some(&tokenizer),
+        },
+        config: &run,
+        na_prob_thresh: 1.0,
+        output_dir: dir,
+    }
+    .run(&client, &dataset)
+    .unwrap();
+    assert_eq!(evaluation.outcome.predictions.len(), dataset.examples.len());
+    assert!(evaluation.files.iter().any(|f| f == "per_question.jsonl"));
+    bound
+}
+
+/// `bertqa eval` of `model` into `dir` (the binary of the `cli` feature).
+fn eval_command(url: &str, model: &str, dir: &Path) {
+    let Some(bin) = option_env!("CARGO_BIN_EXE_bertqa") else {
+        panic!("the comparison runs the bertqa binary: build with the default `cli` feature")
+    };
+    let o = Command::new(bin)
+        .args([
+            "eval", "--data", DATA, "--model", model, "--url", url, "--quiet",
+        ])
+        .arg("--output-dir")
+        .arg(dir)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn the_library_evaluates_token_and_text_models_to_the_commands_files() {
+    let server = triton::start_server_with(
+        &[
+            "tiny-bert",
+            "tiny-bert-nobatch",
+            "qa-text-tokenizer",
+            "qa-text-postprocess",
+            "qa-text-logits",
+            "qa-text-answer",
+        ],
+        &[],
+        None,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    for model in ["tiny-bert", "qa-text-logits", "qa-text-answer"] {
+        let (lib, cli): (PathBuf, PathBuf) = (
+            tmp.path().join(format!("{model}-lib")),
+            tmp.path().join(format!("{model}-cli")),
+        );
+        std::fs::create_dir_all(&lib).unwrap();
+        let bound = evaluate(&server.url, model, &lib);
+        assert_eq!(bound.name(), model);
+        eval_command(&server.url, model, &cli);
+        for f in FILES {
+            let read = |d: &Path| std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            assert!(read(&lib) == read(&cli), "{model}: {f} differs");
+        }
+    }
+    triton::kill_server(&server);
+}
