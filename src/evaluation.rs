@@ -177,3 +177,71 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, prefix: &str, value: &T)
     // Writing into a Vec cannot fail, and strings, floats and bools always serialize.
     let _ = serde_json::to_writer(&mut *out, value);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{Metrics, QuestionScore};
+    use serde_json::json;
+
+    /// The direct rendering equals `json!({...}).to_string()` per line: escapes,
+    /// non-ASCII, floats ryu writes in exponent form, and non-finite values (`null`).
+    #[test]
+    fn per_question_lines_equal_serde_json_values() {
+        let cases: [(&str, &str, f64, f64, bool); 6] = [
+            ("q1", "Steve Smith", 1.0, 1.0, true),
+            (
+                "q\"2\\",
+                "tab\there\nnew \u{1} \u{7f} é ☃ \u{2028}",
+                0.0,
+                2.0 / 3.0,
+                false,
+            ),
+            ("", "", 0.0, -0.0, true),
+            ("q4", "x", 1e-7, 1e22, true),
+            ("q5", "y", f64::NAN, f64::INFINITY, false),
+            ("q6", "z", 0.1 + 0.2, 123456789.125, true),
+        ];
+        let predictions: Vec<Prediction> = cases
+            .iter()
+            .map(|&(id, answer, ..)| Prediction {
+                qas_id: id.to_string(),
+                answer: answer.to_string(),
+                nbest: Vec::new(),
+                null_odds: None,
+            })
+            .collect();
+        let scores = Scores {
+            metrics: Metrics::V1 {
+                exact_match: 0.0,
+                f1: 0.0,
+            },
+            questions: cases
+                .iter()
+                .map(|&(id, _, exact, f1, has_answer)| QuestionScore {
+                    qas_id: id.to_string(),
+                    has_answer,
+                    predicted: true,
+                    exact,
+                    f1,
+                })
+                .collect(),
+            missing: Vec::new(),
+            unknown_predictions: 0,
+        };
+        let mut want = String::new();
+        for (p, q) in predictions.iter().zip(&scores.questions) {
+            let line = json!({
+                "id": q.qas_id,
+                "prediction": p.answer,
+                "exact": q.exact,
+                "f1": q.f1,
+                "has_answer": q.has_answer,
+            });
+            want.push_str(&line.to_string());
+            want.push('\n');
+        }
+        let got = render_per_question(&predictions, &scores);
+        assert_eq!(String::from_utf8(got).unwrap(), want);
+    }
+}

@@ -18,7 +18,7 @@ use super::common::{
     pipeline_runtime, print_stdout, report_format, run_config, run_config_for_text,
     shared_pipeline_runtime, Bound, Outcome,
 };
-use super::eval::{score_predictions, write_per_question, write_predictions};
+use super::eval::{write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
 use bertqa::backend::{Binding, Pool, SeqLen};
 use bertqa::decode::{DecodeConfig, Prediction};
@@ -365,6 +365,14 @@ fn run_pipeline(
         .run()
 }
 
+/// The library's view of a bound model.
+fn model_of(bound: &Bound) -> bertqa::Model {
+    match bound {
+        Bound::Tokens(b) => b.clone().into(),
+        Bound::Text(b) => b.clone().into(),
+    }
+}
+
 /// Runs one model, then writes and scores its answers in its directory.
 fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
     let Job {
@@ -390,11 +398,15 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
     let (args, version_2) = (shared.args, shared.version_2);
     let dir = args.output_dir.join(&dir_name);
     std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
-    write_predictions(&dir, &outcome.predictions, version_2, None)?;
-    let scores = score_predictions(
+    // A model without null odds (an answer-contract model without a no-answer
+    // output) is scored as the official v2 script scores without a na-prob file.
+    let null_odds = version_2 && bertqa::evaluation::gives_null_odds(&model_of(&binding));
+    write_predictions(&dir, &outcome.predictions, null_odds, None)?;
+    let scores = bertqa::evaluation::score_with(
         shared.dataset,
         &outcome.predictions,
         version_2,
+        null_odds,
         args.scoring.na_prob_thresh,
     )?;
     write_per_question(&dir, &outcome.predictions, &scores)?;

@@ -17,7 +17,7 @@ use super::common::{Bound, Outcome};
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
 
-pub(crate) use output::{score_predictions, write_per_question, write_predictions};
+pub(crate) use output::{write_per_question, write_predictions};
 pub(crate) use report::inputs_line;
 
 /// How many ids are named when questions are listed in a report.

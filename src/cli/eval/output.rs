@@ -6,24 +6,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use bertqa::decode::Prediction;
-use bertqa::evaluate::Scores;
 use bertqa::journal::Fingerprint;
 use bertqa::pipeline::PartialOutcome;
 use bertqa::types::Dataset;
 
 pub(crate) use bertqa::evaluation::{score_with, write_per_question, write_predictions};
-
-/// Scores decoded predictions as the official scripts score predictions.json (with
-/// null_odds.json as the na-prob file for v2).
-pub(crate) fn score_predictions(
-    dataset: &Dataset,
-    predictions: &[Prediction],
-    version_2: bool,
-    na_prob_thresh: f64,
-) -> bertqa::Result<Scores> {
-    score_with(dataset, predictions, version_2, version_2, na_prob_thresh)
-}
 
 /// `metrics.json` of a run that did not complete (schema/partial.schema.json).
 #[derive(serde::Serialize)]
@@ -135,72 +122,4 @@ pub(crate) fn write_partial(
         p.journaled,
         p.dir.display()
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bertqa::evaluate::{Metrics, QuestionScore};
-    use serde_json::json;
-
-    /// The direct rendering equals `json!({...}).to_string()` per line: escapes,
-    /// non-ASCII, floats ryu writes in exponent form, and non-finite values (`null`).
-    #[test]
-    fn per_question_lines_equal_serde_json_values() {
-        let cases: [(&str, &str, f64, f64, bool); 6] = [
-            ("q1", "Steve Smith", 1.0, 1.0, true),
-            (
-                "q\"2\\",
-                "tab\there\nnew \u{1} \u{7f} é ☃ \u{2028}",
-                0.0,
-                2.0 / 3.0,
-                false,
-            ),
-            ("", "", 0.0, -0.0, true),
-            ("q4", "x", 1e-7, 1e22, true),
-            ("q5", "y", f64::NAN, f64::INFINITY, false),
-            ("q6", "z", 0.1 + 0.2, 123456789.125, true),
-        ];
-        let predictions: Vec<Prediction> = cases
-            .iter()
-            .map(|&(id, answer, ..)| Prediction {
-                qas_id: id.to_string(),
-                answer: answer.to_string(),
-                nbest: Vec::new(),
-                null_odds: None,
-            })
-            .collect();
-        let scores = Scores {
-            metrics: Metrics::V1 {
-                exact_match: 0.0,
-                f1: 0.0,
-            },
-            questions: cases
-                .iter()
-                .map(|&(id, _, exact, f1, has_answer)| QuestionScore {
-                    qas_id: id.to_string(),
-                    has_answer,
-                    predicted: true,
-                    exact,
-                    f1,
-                })
-                .collect(),
-            missing: Vec::new(),
-            unknown_predictions: 0,
-        };
-        let mut want = String::new();
-        for (p, q) in predictions.iter().zip(&scores.questions) {
-            let line = json!({
-                "id": q.qas_id,
-                "prediction": p.answer,
-                "exact": q.exact,
-                "f1": q.f1,
-                "has_answer": q.has_answer,
-            });
-            want.push_str(&line.to_string());
-            want.push('\n');
-        }
-        let got = bertqa::evaluation::render_per_question(&predictions, &scores);
-        assert_eq!(String::from_utf8(got).unwrap(), want);
-    }
 }
