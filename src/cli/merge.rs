@@ -286,6 +286,11 @@ fn merge_answers(
     let mut files = Vec::new();
     let mut merged = Merged::new();
     for &name in names {
+        // Shards of a model without null odds (an answer-contract model without a
+        // no-answer output) have no null_odds.json: neither has the merge.
+        if name == "null_odds.json" && by_index.values().all(|s| !s.dir.join(name).exists()) {
+            continue;
+        }
         let mut parts: BTreeMap<usize, Map<String, Value>> = BTreeMap::new();
         for (&index, s) in by_index {
             let path = s.dir.join(name);

@@ -670,30 +670,39 @@ fn a_killed_text_run_resumes_from_its_journal_to_the_same_files() {
 #[test]
 fn shards_of_a_text_run_merge_into_the_whole_runs_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let whole = tmp.path().join("whole");
     let url = server().url.clone();
-    ok(&bertqa(&eval_args(
-        SAMPLE,
-        "qa-text-logits",
-        &whole,
-        &["--url", &url],
-    )));
-    let mut dirs = Vec::new();
-    for shard in ["1/2", "2/2"] {
-        let dir = tmp.path().join(shard.replace('/', "of"));
-        ok(&bertqa(&eval_args(
-            SAMPLE,
-            "qa-text-logits",
-            &dir,
-            &["--url", &url, "--shard", shard],
-        )));
-        dirs.push(dir.to_str().unwrap().to_string());
+    // A model without null odds (no null_odds.json) merges as well.
+    for model in ["qa-text-logits", "qa-text-answer-no-null"] {
+        let whole = tmp.path().join(format!("{model}-whole"));
+        ok(&bertqa(&eval_args(SAMPLE, model, &whole, &["--url", &url])));
+        let mut dirs = Vec::new();
+        for shard in ["1/2", "2/2"] {
+            let dir = tmp
+                .path()
+                .join(format!("{model}-{}", shard.replace('/', "of")));
+            ok(&bertqa(&eval_args(
+                SAMPLE,
+                model,
+                &dir,
+                &["--url", &url, "--shard", shard],
+            )));
+            dirs.push(dir.to_str().unwrap().to_string());
+        }
+        let merged = tmp.path().join(format!("{model}-merged"));
+        let mut args = vec!["merge", "--output-dir", merged.to_str().unwrap()];
+        args.extend(dirs.iter().map(String::as_str));
+        ok(&bertqa(&args));
+        let written: Vec<&str> = crate::common::ANSWER_FILES
+            .into_iter()
+            .filter(|f| whole.join(f).exists())
+            .collect();
+        crate::common::assert_same_files(&whole, &merged, &written);
+        assert_eq!(
+            whole.join("null_odds.json").exists(),
+            merged.join("null_odds.json").exists(),
+            "{model}"
+        );
     }
-    let merged = tmp.path().join("merged");
-    let mut args = vec!["merge", "--output-dir", merged.to_str().unwrap()];
-    args.extend(dirs.iter().map(String::as_str));
-    ok(&bertqa(&args));
-    assert_same_outputs(&whole, &merged);
 }
 
 #[test]
