@@ -47,10 +47,13 @@ pub(super) async fn collect(
         // (at --batch-size 8, once per request otherwise).
         // A text model's replies (a question's windows each, few and large) go on at
         // once: they are journaled as they come.
-        let replies = |g: &[RunEvent]| g.iter().any(|e| matches!(e, RunEvent::Replies(_)));
-        while open && gathered.len() < FORWARD_MIN && !replies(&gathered) {
-            let room = FORWARD_CHUNK - gathered.len();
+        let mut replies = false;
+        while open && gathered.len() < FORWARD_MIN && !replies {
+            let (room, from) = (FORWARD_CHUNK - gathered.len(), gathered.len());
             open = events.recv_many(&mut gathered, room).await > 0;
+            replies = gathered[from..]
+                .iter()
+                .any(|e| matches!(e, RunEvent::Replies(_)));
         }
         if gathered.is_empty() {
             break;
