@@ -28,7 +28,8 @@ use super::padding::{
 };
 use super::rank::{read_rows, Rank};
 use super::report::{InFlight, InferReport};
-use super::shared_memory::SharedRegion;
+use super::shared_memory::{Placed, SharedRegion};
+use crate::backend::proto::ModelInferResponse;
 use crate::backend::shm::SharedMemory;
 use crate::backend::text::TextReply;
 use crate::backend::text_request::TextPair;
@@ -132,20 +133,25 @@ pub(crate) enum RunEvent {
     PaddingDecided { dynamic: bool },
 }
 
-/// A completed request.
-struct Answered {
+/// What a request's answer held, as read.
+struct Read {
     batch: Vec<Arc<Feature>>,
     /// Per feature: its logits, its candidates, or both.
     rows: Vec<Scores>,
     /// A text model's replies, by question (no features, no rows).
     replies: Vec<(usize, TextReply)>,
-    sent: Instant,
-    received: Instant,
     /// The non-finite logits it held (replaced by −∞).
     non_finite: crate::decode::non_finite::NonFinite,
     /// Features whose padding pushed real positions out of the top n-best (counted for
     /// dynamically padded requests under a [`super::PaddingGuard`]).
     displaced: u64,
+}
+
+/// A completed request: what its answer held, and when it was sent and answered.
+struct Answered {
+    read: Read,
+    sent: Instant,
+    received: Instant,
 }
 
 /// Runs inference over `batches` (one request each, at most `batch_size` features),
@@ -400,14 +406,9 @@ impl<'a, B: Infer> Dispatch<'a, B> {
             keep_logits: r.keep_logits || padding.probe || check.is_some_and(|n| n != r.k),
             ..r
         });
-        let client = self.client.clone();
-        let placed = self.shm.place(request);
-        self.first.get_or_insert_with(Instant::now);
-        self.inflight.spawn(async move {
-            let (response, sent, in_shm) = placed.send(&client).await?;
-            let received = Instant::now();
+        self.send(request, move |response, in_shm, placed| {
             let mut scratch = Vec::new();
-            let ((rows, non_finite), batch) = placed.read(&response, in_shm, |c, features| {
+            let ((rows, non_finite), batch) = placed.read(response, in_shm, |c, features| {
                 read_rows(c, features, rank, &mut scratch)
             })?;
             let displaced = check.map_or(0, |n| {
@@ -416,17 +417,36 @@ impl<'a, B: Infer> Dispatch<'a, B> {
                     .filter(|(s, f)| padding_displaces_ranked(s, f.len(), n))
                     .count() as u64
             });
-            Ok(Answered {
+            Ok(Read {
                 batch,
                 rows,
                 replies: Vec::new(),
-                sent,
-                received,
                 non_finite,
                 displaced,
             })
         });
         Ok(())
+    }
+
+    /// Sends `request` through the run's region as a task of the window, its answer
+    /// read by `read` (given the response, whether it answered the request as placed,
+    /// and the placed request) on the runtime.
+    fn send<F>(&mut self, request: InferRequest, read: F)
+    where
+        F: FnOnce(&ModelInferResponse, bool, Placed) -> Result<Read> + Send + 'static,
+    {
+        let client = self.client.clone();
+        let placed = self.shm.place(request);
+        self.first.get_or_insert_with(Instant::now);
+        self.inflight.spawn(async move {
+            let (response, sent, in_shm) = placed.send(&client).await?;
+            let received = Instant::now();
+            Ok(Answered {
+                read: read(&response, in_shm, placed)?,
+                sent,
+                received,
+            })
+        });
     }
 
     /// Sends a text model's questions `examples` (their texts `pairs`) as one request;
@@ -437,20 +457,13 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         };
         let request = InferRequest::text(binding, pairs)?;
         let binding = binding.clone();
-        let client = self.client.clone();
-        let placed = self.shm.place(request);
-        self.first.get_or_insert_with(Instant::now);
-        self.inflight.spawn(async move {
-            let (response, sent, in_shm) = placed.send(&client).await?;
-            let received = Instant::now();
+        self.send(request, move |response, in_shm, placed| {
             placed.answered_text(in_shm);
-            let replies = binding.replies(&response, examples.len())?;
-            Ok(Answered {
+            let replies = binding.replies(response, examples.len())?;
+            Ok(Read {
                 batch: Vec::new(),
                 rows: Vec::new(),
                 replies: examples.into_iter().zip(replies).collect(),
-                sent,
-                received,
                 non_finite: Default::default(),
                 displaced: 0,
             })
@@ -462,9 +475,11 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     async fn await_probe(&mut self) -> Result<()> {
         let joined = self.inflight.join_next().await.expect("just spawned");
         let answered = answered(joined)?;
-        let decided = self
-            .policy
-            .probed(&answered.rows, &answered.batch, &mut self.report.padding);
+        let decided = self.policy.probed(
+            &answered.read.rows,
+            &answered.read.batch,
+            &mut self.report.padding,
+        );
         self.deliver(answered).await;
         if let Some(dynamic) = decided {
             // A dropped receiver has stopped the run.
@@ -481,13 +496,16 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     /// Counts a completed request and hands its answers on.
     async fn deliver(&mut self, answered: Answered) {
         let Answered {
-            batch,
-            rows,
-            replies,
+            read:
+                Read {
+                    batch,
+                    rows,
+                    replies,
+                    non_finite,
+                    displaced,
+                },
             sent,
             received,
-            non_finite,
-            displaced,
         } = answered;
         let report = &mut self.report;
         report.non_finite.add(&non_finite);

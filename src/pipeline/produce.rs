@@ -25,6 +25,7 @@ use crate::types::{Dataset, Feature, Logits};
 const EXPECT_CHUNK: usize = 256;
 
 /// What the produce stage did.
+#[derive(Default)]
 pub(super) struct Produced {
     /// Time spent building features.
     pub busy: Duration,
@@ -58,12 +59,7 @@ pub(super) fn produce(
     outlets: Outlets,
     batch_size: usize,
 ) -> Produced {
-    let mut out = Produced {
-        busy: Duration::ZERO,
-        featureless: Vec::new(),
-        total: 0,
-        reused: 0,
-    };
+    let mut out = Produced::default();
     let mut hand = Handover::new(outlets, batch_size);
     let mut scratch: Vec<Arc<Feature>> = Vec::new();
     let mut built = Vec::new();
@@ -245,12 +241,7 @@ pub(super) fn produce_questions(
     outlets: Outlets,
 ) -> Produced {
     // No time is counted as feature building: the server makes the windows.
-    let mut out = Produced {
-        busy: Duration::ZERO,
-        featureless: Vec::new(),
-        total: 0,
-        reused: 0,
-    };
+    let mut out = Produced::default();
     let send = |batch: Batch| {
         outlets
             .runtime

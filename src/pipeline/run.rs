@@ -50,42 +50,36 @@ impl RunConfig {
         let features = crate::features::FeatureConfig::default();
         let decode = crate::decode::DecodeConfig::default();
         let concurrency = 4;
-        let binding = match model {
-            Model::Tokens(b) => b,
+        // Batching, refill and padding are the model's: a text model is asked as many
+        // questions a request as it takes, the server tokenizes (no padding of ours).
+        let (batch_size, refill, padding, guard) = match model {
+            Model::Tokens(binding) => {
+                let batch_size = binding.default_batch_size();
+                (
+                    batch_size,
+                    super::dispatch::refill_group(concurrency, batch_size, binding),
+                    super::Padding::for_model(binding, features.max_seq_length, true),
+                    Some(super::PaddingGuard {
+                        n_best: decode.n_best_size,
+                        full_len: features.max_seq_length,
+                        probe: true,
+                        decided: None,
+                    }),
+                )
+            }
             Model::Text(b) => {
                 let batch_size = b.per_request(b.max_batch_size.max(1));
-                return RunConfig {
-                    infer: InferConfig {
-                        batch_size,
-                        concurrency,
-                        refill: 1,
-                        warmup: 0,
-                        padding: super::Padding::Fixed(0),
-                        guard: None,
-                        shared_memory: crate::backend::SharedMemory::Auto,
-                        max_seq_len: features.max_seq_length,
-                    },
-                    features,
-                    decode,
-                    keep_logits: false,
-                    keep_features: false,
-                };
+                (batch_size, 1, super::Padding::Fixed(0), None)
             }
         };
-        let batch_size = binding.default_batch_size();
         RunConfig {
             infer: InferConfig {
                 batch_size,
                 concurrency,
-                refill: super::dispatch::refill_group(concurrency, batch_size, binding),
+                refill,
                 warmup: 0,
-                padding: super::Padding::for_model(binding, features.max_seq_length, true),
-                guard: Some(super::PaddingGuard {
-                    n_best: decode.n_best_size,
-                    full_len: features.max_seq_length,
-                    probe: true,
-                    decided: None,
-                }),
+                padding,
+                guard,
                 shared_memory: crate::backend::SharedMemory::Auto,
                 max_seq_len: features.max_seq_length,
             },
