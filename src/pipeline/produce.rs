@@ -242,11 +242,15 @@ pub(super) fn produce_questions(
 ) -> Produced {
     // No time is counted as feature building: the server makes the windows.
     let mut out = Produced::default();
-    let send = |batch: Batch| {
-        outlets
+    // Waiting on the runtime only when the channel is full: entering it costs more
+    // than the send.
+    let send = |batch: Batch| match outlets.to_dispatch.try_send(batch) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(batch)) => outlets
             .runtime
             .block_on(outlets.to_dispatch.send(batch))
-            .is_ok()
+            .is_ok(),
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
     };
     let mut examples = Vec::with_capacity(per_request);
     let mut pairs = Vec::with_capacity(per_request);
