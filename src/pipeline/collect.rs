@@ -41,6 +41,9 @@ pub(super) async fn collect(
     let records = observer.answer_needs() != AnswerNeeds::Nothing;
     let mut out = Collected::default();
     let mut gathered: Vec<RunEvent> = Vec::with_capacity(FORWARD_CHUNK);
+    // A text model's replies recorded and not yet handed to the decoder: they go a few
+    // at a time, as answers do (each message wakes the decoder thread).
+    let mut held: Vec<(usize, TextReply)> = Vec::new();
     let mut open = true;
     while open {
         // A few requests' answers per message: each message wakes the decoder thread
@@ -118,16 +121,24 @@ pub(super) async fn collect(
             replies.truncate(recorded);
             out.answered += replies.len() as u64;
             observer.answered(replies.len() as u64);
+            held.extend(replies);
+        }
+        let failed = out.error.is_some();
+        if held.len() >= FORWARD_MIN || !open || failed {
+            let replies = std::mem::take(&mut held);
             if to_decoder.send(ToDecoder::Replies(replies)).is_err() {
                 break;
             }
         }
         out.answered += chunk.len() as u64;
         observer.answered(chunk.len() as u64);
-        let failed = out.error.is_some();
-        if to_decoder.send(ToDecoder::Answers(chunk)).is_err() || failed {
+        if !chunk.is_empty() && to_decoder.send(ToDecoder::Answers(chunk)).is_err() || failed {
             break;
         }
+    }
+    // Replies recorded before a stop are decoded.
+    if !held.is_empty() {
+        let _ = to_decoder.send(ToDecoder::Replies(held));
     }
     // Dropped here, so that the channels close when collecting stops early: the
     // dispatch stage never waits for room that no one will make.
