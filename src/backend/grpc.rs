@@ -327,7 +327,9 @@ async fn http_port_check(error: Error, peer: &Arc<Peer>, uri: &str) -> Error {
     if !may_be_wrong_port(&error, peer.tls.is_some()) {
         return error;
     }
-    let probe_timeout = peer.request_timeout.min(Duration::from_secs(2));
+    // Only an error path pays for the probe; a loaded server's HTTP port may take a few
+    // seconds to answer, and a probe that gives up early loses the hint.
+    let probe_timeout = peer.request_timeout.min(Duration::from_secs(10));
     let Ok(probe) = HttpClient::new(uri, None, probe_timeout, peer.clone()) else {
         return error;
     };
