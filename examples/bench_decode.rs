@@ -113,6 +113,7 @@ fn read_features(path: &Path) -> anyhow::Result<Vec<Feature>> {
                 query_len: r.query_len,
                 token_to_orig: r.token_to_orig,
                 token_is_max_context: r.token_is_max_context,
+                template: None,
             })
         })
         .collect()

@@ -245,6 +245,26 @@ pub struct Feature {
     pub token_to_orig: Vec<u32>,
     /// `token_is_max_context` for each doc piece, same indexing as `token_to_orig`.
     pub token_is_max_context: Vec<bool>,
+    /// A window laid out by a tokenizer's own pair template (run_qa's rules); `None`
+    /// for BERT's layout above.
+    pub template: Option<Box<Template>>,
+}
+
+/// A window cut by run_qa's rules: the tokenizer's pair template around the question's
+/// tokens and a run of the context's (docs/algorithm.md, "run_qa's rules"). The
+/// feature's `token_to_orig` then holds the word of each context token's first
+/// character, and every `token_is_max_context` is true (run_qa has no such rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    /// Position of the first context token.
+    pub doc_offset: usize,
+    /// Token type id 1 from this position to the end of the real tokens (the feature's
+    /// length when every type id is 0).
+    pub type_one_from: usize,
+    /// The id padding positions get.
+    pub pad_id: u32,
+    /// Each context token's character span `[start, end)` in the paragraph's context.
+    pub offsets: Vec<(u32, u32)>,
 }
 
 impl Feature {
@@ -266,6 +286,7 @@ impl Feature {
             query_len: q.len(),
             token_to_orig: (0..doc.len() as u32).collect(),
             token_is_max_context: vec![true; doc.len()],
+            template: None,
         }
     }
 
@@ -281,7 +302,23 @@ impl Feature {
 
     /// Position of the first doc piece in the feature.
     pub fn doc_offset(&self) -> usize {
-        self.query_len + 2
+        match &self.template {
+            Some(t) => t.doc_offset,
+            None => self.query_len + 2,
+        }
+    }
+
+    /// The id of padding positions (0 in BERT's layout).
+    pub fn pad_id(&self) -> u32 {
+        self.template.as_ref().map_or(0, |t| t.pad_id)
+    }
+
+    /// Where token type id 1 starts (the doc pieces in BERT's layout).
+    pub fn type_one_from(&self) -> usize {
+        match &self.template {
+            Some(t) => t.type_one_from,
+            None => self.doc_offset(),
+        }
     }
 
     /// Number of doc pieces `L` in this window.
@@ -290,9 +327,9 @@ impl Feature {
     }
 
     /// Segment id of a position (§4.4): 0 for `[CLS] q [SEP]` and for padding, 1 for the
-    /// doc pieces and the final `[SEP]`.
+    /// doc pieces and the final `[SEP]`; under run_qa's rules, the template's type ids.
     pub fn segment_id(&self, position: usize) -> u32 {
-        u32::from(position >= self.doc_offset() && position < self.len())
+        u32::from(position >= self.type_one_from() && position < self.len())
     }
 
     /// Attention mask of a position: 1 for real tokens, 0 for padding.

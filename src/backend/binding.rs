@@ -522,11 +522,9 @@ impl Inference<'_> {
                 dims: self.per_row(t),
             });
         }
-        for role in [
-            InputRole::InputIds,
-            InputRole::SegmentIds,
-            InputRole::InputMask,
-        ] {
+        // Token type ids go only to a model that has that input (DistilBERT, RoBERTa and
+        // DeBERTa-v3 have none).
+        for role in [InputRole::InputIds, InputRole::InputMask] {
             if !inputs.iter().any(|b| b.role == role) {
                 return Err(self.fail(format!(
                     "no input for the {} role; map it with {}",

@@ -397,6 +397,7 @@ mod tests {
                     start_logit: -1e-7,
                     end_logit: 12.5,
                     span: None,
+                    keys: bertqa::decode::NbestKeys::Squad,
                 }],
                 null_odds: Some(3.0),
             },

@@ -30,6 +30,7 @@ pub(crate) mod non_finite;
 mod output;
 pub(crate) mod pyjson;
 pub mod rules;
+pub mod run_qa;
 mod scores;
 mod span_text;
 
@@ -40,7 +41,7 @@ use crate::types::{Dataset, Feature, Logits, TokenText, Words};
 
 pub use candidates::{best_indexes, real_in_top, Candidates};
 pub use final_text::get_final_text;
-use nbest::Prelim;
+use nbest::{window_candidates, Prelim};
 pub use output::{
     render_nbest, render_null_odds, render_predictions, write_outputs, write_outputs_with,
     NbestStream,
@@ -62,6 +63,9 @@ pub enum Postprocess {
     Nvidia,
     /// transformers 4.x `compute_predictions_logits` (algorithm §6.13).
     Hf,
+    /// transformers' run_qa example, `postprocess_qa_predictions` (docs/algorithm.md,
+    /// "run_qa's rules"): windows with character offsets from any fast tokenizer.
+    RunQa,
 }
 
 /// Decoding options; the defaults are the BERT-SQuAD reference values (algorithm §0.2).
@@ -105,6 +109,21 @@ pub struct NbestEntry {
     /// position (0, 0) of the window with the lowest null score, or `None` for the
     /// `"empty"` placeholder (not written to the output files).
     pub span: Option<Span>,
+    /// The order of the entry's keys in `nbest_predictions.json`.
+    pub keys: NbestKeys,
+}
+
+/// The order in which an n-best entry's keys are written: each post-processing writes
+/// its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NbestKeys {
+    /// `text`, `probability`, `start_logit`, `end_logit` (run_squad, transformers 4.x).
+    #[default]
+    Squad,
+    /// `start_logit`, `end_logit`, `text`, `probability` (run_qa's spans and null).
+    RunQa,
+    /// `text`, `start_logit`, `end_logit`, `probability` (run_qa's `"empty"`).
+    RunQaPlaceholder,
 }
 
 /// A span of one feature: inclusive token positions (both 0 for the null answer).

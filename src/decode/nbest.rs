@@ -4,8 +4,8 @@
 use super::rules::RawEntry;
 use super::span_text::{span_text, SpanScratch, WordCache};
 use super::{
-    best_indexes, rules, DecodeCache, DecodeConfig, NbestEntry, Prediction, QuestionScratch, Span,
-    Window,
+    best_indexes, rules, DecodeCache, DecodeConfig, NbestEntry, NbestKeys, Prediction,
+    QuestionScratch, Span, Window,
 };
 use crate::types::{TokenText, Words};
 
@@ -182,7 +182,7 @@ fn gather_prelims(
 /// A window's first `k` start and end candidates (position, logit) into `starts` and
 /// `ends` (§6.2), from its candidates when ranked for `k`, ranked from its logits
 /// otherwise; returns position 0's start and end logits.
-fn window_candidates(
+pub(super) fn window_candidates(
     k: usize,
     w: &Window<'_>,
     starts: &mut Vec<(usize, f32)>,
@@ -282,6 +282,7 @@ fn with_probabilities(scratch: &mut QuestionScratch) -> Vec<NbestEntry> {
                 start_logit,
                 end_logit,
                 span,
+                keys: NbestKeys::Squad,
             },
         )
         .collect()

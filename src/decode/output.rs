@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Serialize, Serializer};
 
 use super::pyjson::{self, PyFloat};
-use super::{NbestEntry, Prediction};
+use super::{NbestEntry, NbestKeys, Prediction};
 use crate::error::{Error, Result};
 use crate::output_file::{self, AtomicFile};
 
@@ -72,14 +72,26 @@ fn write_nbest_list(w: &mut Vec<u8>, entries: &[NbestEntry]) -> io::Result<()> {
         } else {
             b",\n        {"
         });
-        w.extend_from_slice(b"\n            \"text\": ");
-        pyjson::write_str(w, &e.text)?;
-        w.extend_from_slice(b",\n            \"probability\": ");
-        pyjson::write_float(w, e.probability)?;
-        w.extend_from_slice(b",\n            \"start_logit\": ");
-        pyjson::write_float(w, e.start_logit)?;
-        w.extend_from_slice(b",\n            \"end_logit\": ");
-        pyjson::write_float(w, e.end_logit)?;
+        let keys: [&[u8]; 4] = match e.keys {
+            NbestKeys::Squad => [b"text", b"probability", b"start_logit", b"end_logit"],
+            NbestKeys::RunQa => [b"start_logit", b"end_logit", b"text", b"probability"],
+            NbestKeys::RunQaPlaceholder => [b"text", b"start_logit", b"end_logit", b"probability"],
+        };
+        for (j, key) in keys.into_iter().enumerate() {
+            w.extend_from_slice(if j == 0 {
+                b"\n            \""
+            } else {
+                b",\n            \""
+            });
+            w.extend_from_slice(key);
+            w.extend_from_slice(b"\": ");
+            match key {
+                b"text" => pyjson::write_str(w, &e.text)?,
+                b"probability" => pyjson::write_float(w, e.probability)?,
+                b"start_logit" => pyjson::write_float(w, e.start_logit)?,
+                _ => pyjson::write_float(w, e.end_logit)?,
+            }
+        }
         w.extend_from_slice(b"\n        }");
     }
     w.extend_from_slice(b"\n    ]");
@@ -299,6 +311,7 @@ mod tests {
             start_logit: s,
             end_logit: e,
             span: None,
+            keys: NbestKeys::Squad,
         };
         let lists = [
             vec![],
@@ -352,6 +365,7 @@ mod tests {
             start_logit: 0.5,
             end_logit: -2.0,
             span: None,
+            keys: NbestKeys::Squad,
         };
         let preds = vec![
             pred("q1", "x", vec![e], Some(-1.5)),
@@ -383,6 +397,7 @@ mod tests {
             start_logit: f64::INFINITY,
             end_logit: f64::NEG_INFINITY,
             span: None,
+            keys: NbestKeys::Squad,
         };
         let preds = vec![pred("q", "", vec![e], Some(f64::NAN))];
         assert_eq!(
@@ -405,6 +420,7 @@ mod tests {
                         start_logit: i as f64 * 0.25,
                         end_logit: -(j as f64),
                         span: None,
+                        keys: NbestKeys::Squad,
                     })
                     .collect();
                 pred(&format!("q{i}"), "a", nbest, None)

@@ -31,8 +31,9 @@ pub fn detokenize(mode: Postprocess, pieces: &[&str]) -> String {
     }
     let joined = pieces.join(" ").replace(" ##", "");
     let joined = match mode {
-        Postprocess::Nvidia => joined.replace("##", ""),
         Postprocess::Hf => joined,
+        // run_qa's texts are the context's characters: no pieces are joined.
+        Postprocess::Nvidia | Postprocess::RunQa => joined.replace("##", ""),
     };
     py_split_join(&joined)
 }

@@ -91,6 +91,7 @@ impl Fx {
             query_len: question.len(),
             token_to_orig: doc.iter().map(|d| d.1).collect(),
             token_is_max_context: doc.iter().map(|d| d.2).collect(),
+            template: None,
         }
     }
 }
@@ -765,6 +766,7 @@ fn detokenize_fast_path_equals_replace_chain() {
                 let joined = match mode {
                     Postprocess::Nvidia => joined.replace("##", ""),
                     Postprocess::Hf => joined,
+                    Postprocess::RunQa => unreachable!(),
                 };
                 let want = joined.split_whitespace().collect::<Vec<_>>().join(" ");
                 prop_assert_eq!(rules::detokenize(mode, &pieces), want);
@@ -964,6 +966,7 @@ fn whole_context_feature(input_ids: Vec<u32>, token_to_orig: Vec<u32>) -> Featur
         input_ids,
         query_len: 0,
         token_to_orig,
+        template: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn batches_are_full_and_padded_like_the_pipeline() {
         query_len: 2,
         token_to_orig: Vec::new(),
         token_is_max_context: Vec::new(),
+        template: None,
     };
     let features: Vec<Feature> = (0..5).map(|i| feature(i, 10 + 10 * i as usize)).collect();
     let b = make_batches(&features, 2, Padding::Longest { multiple: 8 });

@@ -27,7 +27,9 @@
 
 mod basic;
 mod cache;
+mod pretrained;
 pub(crate) mod tables;
+pub use pretrained::PretrainedTokenizer;
 /// The Unicode version of the tokenizer's character tables (the reference's Python).
 pub use tables::UNICODE_VERSION;
 

@@ -38,6 +38,7 @@ fn one_feature() -> Feature {
         query_len: 1,
         token_to_orig: vec![0],
         token_is_max_context: vec![true],
+        template: None,
     }
 }
 

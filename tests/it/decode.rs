@@ -78,6 +78,7 @@ pub fn load(version: &str) -> Golden {
                 .iter()
                 .map(|b| b.as_bool().unwrap())
                 .collect(),
+            template: None,
         });
     }
     let tok = BertTokenizer::from_vocab_text(&vocab.join("\n"), true, Path::new("golden vocab"))

@@ -365,11 +365,16 @@ impl InferRequest {
                     for &id in &f.input_ids {
                         put_int(buf, t, i64::from(id));
                     }
+                    let pad = f.pad_id();
+                    if pad != 0 {
+                        (len..seq).for_each(|_| put_int(buf, t, i64::from(pad)));
+                        continue;
+                    }
                 }
                 InputRole::SegmentIds => {
-                    let doc = f.doc_offset().min(len);
-                    buf.put_bytes(0, doc * t.size());
-                    ones(buf, len - doc);
+                    let one_from = f.type_one_from().min(len);
+                    buf.put_bytes(0, one_from * t.size());
+                    ones(buf, len - one_from);
                 }
                 InputRole::InputMask => ones(buf, len),
                 InputRole::UniqueIds => {

@@ -160,7 +160,7 @@ fn reference_contents(r: &InferRequest, input: &InputBinding) -> Vec<u8> {
             role => {
                 for pos in 0..r.seq_len() {
                     push(i64::from(match role {
-                        InputRole::InputIds => f.input_ids.get(pos).copied().unwrap_or(0),
+                        InputRole::InputIds => f.input_ids.get(pos).copied().unwrap_or(f.pad_id()),
                         InputRole::SegmentIds => f.segment_id(pos),
                         _ => f.input_mask(pos),
                     }));

@@ -100,6 +100,7 @@ mod tests {
             query_len: 1,
             token_to_orig: vec![0; len - 3],
             token_is_max_context: vec![true; len - 3],
+            template: None,
         })
     }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::backend::text::{Contract, TextAnswer, TextBinding, TextReply};
 use crate::decode::non_finite::{sanitize, NonFinite};
-use crate::decode::{DecodeCache, DecodeConfig, NbestEntry, Prediction, Window};
+use crate::decode::{DecodeCache, DecodeConfig, NbestEntry, NbestKeys, Prediction, Window};
 use crate::error::{Error, Result};
 use crate::tokenize::BertTokenizer;
 use crate::types::{Dataset, Example, Feature, Logits};
@@ -153,6 +153,7 @@ fn answer_prediction(
             start_logit: score.unwrap_or(0.0),
             end_logit: 0.0,
             span: None,
+            keys: NbestKeys::Squad,
         }],
         answer,
         null_odds,

@@ -127,6 +127,7 @@ pub(crate) fn features(
                 .map(|o| word_of[o[0] as usize].max(0) as u32)
                 .collect(),
             token_is_max_context: max_context_flags(&spans, k),
+            template: None,
         });
         logits.push(Logits {
             unique_id,

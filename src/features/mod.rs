@@ -20,8 +20,10 @@
 
 use std::collections::VecDeque;
 
+mod run_qa;
+
 use crate::error::{Error, Result};
-use crate::tokenize::{BertTokenizer, Encoder, EncoderStats};
+use crate::tokenize::{BertTokenizer, Encoder, EncoderStats, PretrainedTokenizer};
 use crate::types::{Dataset, Example, Feature, Paragraph};
 
 /// First `unique_id` (§4.7).
@@ -205,36 +207,70 @@ pub fn max_context_flags(spans: &[(usize, usize)], cur: usize) -> Vec<bool> {
     flags
 }
 
-/// Builds features example by example, tokenizing each paragraph once.
+/// Builds features example by example, tokenizing each paragraph once, by run_squad's
+/// rules ([`FeatureBuilder::new`]) or run_qa's ([`FeatureBuilder::run_qa`]).
 #[derive(Debug)]
 pub struct FeatureBuilder<'t> {
-    encoder: Encoder<'t>,
+    rules: Rules<'t>,
     config: FeatureConfig,
+    next_unique_id: u64,
+}
+
+/// Whose windows a builder cuts.
+#[derive(Debug)]
+enum Rules<'t> {
+    Squad(Box<SquadWindows<'t>>),
+    RunQa(Box<run_qa::RunQaWindows<'t>>),
+}
+
+/// run_squad's windows (§4): the BERT tokenizer's pieces.
+#[derive(Debug)]
+struct SquadWindows<'t> {
+    encoder: Encoder<'t>,
     cls_id: u32,
     sep_id: u32,
     /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
     paragraph: Option<(usize, DocPieces)>,
     paragraphs_tokenized: usize,
-    next_unique_id: u64,
     question: Vec<u32>,
     /// Whether the encoder's caches were sized for the dataset (on the first example).
     reserved: bool,
 }
 
 impl<'t> FeatureBuilder<'t> {
-    /// A builder with a validated configuration; unique ids start at 1000000000.
+    /// A builder of run_squad's windows with a validated configuration; unique ids
+    /// start at 1000000000.
     pub fn new(tokenizer: &'t BertTokenizer, config: FeatureConfig) -> Result<Self> {
         config.validate()?;
         Ok(FeatureBuilder {
-            encoder: tokenizer.encoder(),
+            rules: Rules::Squad(Box::new(SquadWindows {
+                encoder: tokenizer.encoder(),
+                cls_id: tokenizer.cls_id(),
+                sep_id: tokenizer.sep_id(),
+                paragraph: None,
+                paragraphs_tokenized: 0,
+                question: Vec::new(),
+                reserved: false,
+            })),
             config,
-            cls_id: tokenizer.cls_id(),
-            sep_id: tokenizer.sep_id(),
-            paragraph: None,
-            paragraphs_tokenized: 0,
             next_unique_id: FIRST_UNIQUE_ID,
-            question: Vec::new(),
-            reserved: false,
+        })
+    }
+
+    /// A builder of run_qa's windows for `dataset`: `max_seq_length` (capped by the
+    /// tokenizer's `model_max_length`) and `doc_stride` as the overlap in tokens;
+    /// `max_query_length` does not apply. Every question is tokenized here, and one
+    /// that leaves no more room for the context than the overlap is an error naming it.
+    pub fn run_qa(
+        tokenizer: &'t PretrainedTokenizer,
+        config: FeatureConfig,
+        dataset: &Dataset,
+    ) -> Result<Self> {
+        let windows = run_qa::RunQaWindows::new(tokenizer, &config, dataset)?;
+        Ok(FeatureBuilder {
+            rules: Rules::RunQa(Box::new(windows)),
+            config,
+            next_unique_id: FIRST_UNIQUE_ID,
         })
     }
 
@@ -246,24 +282,65 @@ impl<'t> FeatureBuilder<'t> {
     /// How many times a paragraph's words were tokenized: once per paragraph when its
     /// questions come one after another, as the reader gives them.
     pub fn paragraphs_tokenized(&self) -> usize {
-        self.paragraphs_tokenized
+        match &self.rules {
+            Rules::Squad(s) => s.paragraphs_tokenized,
+            Rules::RunQa(r) => r.paragraphs_tokenized(),
+        }
     }
 
-    /// What the encoder did (segments and basic tokens asked for and tokenized).
+    /// What the BERT encoder did (segments and basic tokens asked for and tokenized);
+    /// nothing under run_qa's rules.
     pub fn encoder_stats(&self) -> EncoderStats {
-        self.encoder.stats()
+        match &self.rules {
+            Rules::Squad(s) => s.encoder.stats(),
+            Rules::RunQa(_) => EncoderStats::default(),
+        }
     }
 
     /// Appends the features of one example to `out`, numbering them on from the
     /// previous call's.
     pub fn push_example(&mut self, dataset: &Dataset, example: &Example, out: &mut Vec<Feature>) {
+        match &mut self.rules {
+            Rules::Squad(s) => s.push_example(
+                &self.config,
+                &mut self.next_unique_id,
+                dataset,
+                example,
+                out,
+            ),
+            Rules::RunQa(r) => r.push_example(&mut self.next_unique_id, dataset, example, out),
+        }
+    }
+
+    /// Streams the features of every example of `dataset`, in order.
+    pub fn features<'d>(self, dataset: &'d Dataset) -> Features<'t, 'd> {
+        Features {
+            builder: self,
+            dataset,
+            next_example: 0,
+            pending: VecDeque::new(),
+            scratch: Vec::new(),
+            featureless: Vec::new(),
+        }
+    }
+}
+
+impl SquadWindows<'_> {
+    fn push_example(
+        &mut self,
+        config: &FeatureConfig,
+        next_unique_id: &mut u64,
+        dataset: &Dataset,
+        example: &Example,
+        out: &mut Vec<Feature>,
+    ) {
         if !self.reserved {
             self.reserve_for(dataset);
         }
         self.question.clear();
         self.encoder
             .encode(&example.question_text, &mut self.question);
-        self.question.truncate(self.config.max_query_length);
+        self.question.truncate(config.max_query_length);
         if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
             let (_, mut pieces) = self.paragraph.take().unwrap_or_default();
             doc_pieces_into(
@@ -279,8 +356,8 @@ impl<'t> FeatureBuilder<'t> {
         };
         let q = &self.question;
         // `validate` guarantees max_seq_length > max_query_length + 3 >= len(q) + 3.
-        let max_tokens_for_doc = self.config.max_seq_length - q.len() - 3;
-        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, self.config.doc_stride);
+        let max_tokens_for_doc = config.max_seq_length - q.len() - 3;
+        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
         for (k, &(start, length)) in spans.iter().enumerate() {
             let mut input_ids = Vec::with_capacity(q.len() + length + 3);
             input_ids.push(self.cls_id);
@@ -290,15 +367,16 @@ impl<'t> FeatureBuilder<'t> {
             input_ids.push(self.sep_id);
             let token_is_max_context = max_context_flags(&spans, k);
             out.push(Feature {
-                unique_id: self.next_unique_id,
+                unique_id: *next_unique_id,
                 example_index: example.example_index,
                 doc_span_index: k,
                 input_ids,
                 query_len: q.len(),
                 token_to_orig: doc.tok_to_orig[start..start + length].to_vec(),
                 token_is_max_context,
+                template: None,
             });
-            self.next_unique_id += 1;
+            *next_unique_id += 1;
         }
     }
 
@@ -316,18 +394,6 @@ impl<'t> FeatureBuilder<'t> {
             .min(vocab);
         let segments = context_words.min(vocab.saturating_mul(2));
         self.encoder.reserve(words, segments);
-    }
-
-    /// Streams the features of every example of `dataset`, in order.
-    pub fn features<'d>(self, dataset: &'d Dataset) -> Features<'t, 'd> {
-        Features {
-            builder: self,
-            dataset,
-            next_example: 0,
-            pending: VecDeque::new(),
-            scratch: Vec::new(),
-            featureless: Vec::new(),
-        }
     }
 }
 
