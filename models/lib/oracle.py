@@ -46,6 +46,15 @@ def squad_files(spec, base):
     return out
 
 
+def background(row, seq):
+    """The noise of a window: start and end logits in [-1, 0), float32 [seq], seeded by
+    a hash of the window's ids up to its length (`row`), so that a window gets the same
+    logits whatever it is batched with and however much padding follows."""
+    digest = hashlib.sha256(np.asarray(row, dtype=np.int64).tobytes()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return -rng.random(seq).astype(np.float32), -rng.random(seq).astype(np.float32)
+
+
 class Oracle:
     def __init__(self, vocab_path, files, lower_case=True, max_query_length=64):
         from transformers import BertTokenizer
@@ -83,13 +92,9 @@ class Oracle:
 
     def logits(self, ids, mask):
         """ids, mask: 1-D int arrays of one window -> (start, end) float32."""
-        seq = len(ids)
         length = int(np.sum(mask != 0))
         row = [int(x) for x in ids[:length]]
-        digest = hashlib.sha256(np.asarray(row, dtype=np.int64).tobytes()).digest()
-        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
-        start = -rng.random(seq).astype(np.float32)
-        end = -rng.random(seq).astype(np.float32)
+        start, end = background(row, len(ids))
         try:
             first_sep = row.index(SEP)
         except ValueError:

@@ -4,9 +4,15 @@ KServe's model server), so that one model answers the same on every stack.
 
 Kinds: `null` (all-zero logits), `tiny-bert` (tinybert.py's seeded numpy BERT, parameter
 `seed`), `onnx` (an ONNX file run by onnxruntime, parameter `onnx_file` relative to the
-model directory) and `oracle` (oracle.py: peaks on gold answers; parameters `datasets`
-and `vocab`, relative to the project root, plus $BERTQA_ORACLE_DATA and
-$BERTQA_ORACLE_VOCAB).
+model directory; fed the inputs the graph declares), `oracle` (oracle.py: peaks on gold
+answers; parameters `datasets` and `vocab`, relative to the project root, plus
+$BERTQA_ORACLE_DATA and $BERTQA_ORACLE_VOCAB) and `tokenizer-oracle`
+(tokenizer_oracle.py: the same for windows of any tokenizer.json; parameters `tokenizer`,
+a folder holding one, and `datasets`, relative to the project root, plus
+$BERTQA_ORACLE_DATA).
+
+Segment ids may be None (a model without that input): they are zeros where a kind
+needs them.
 """
 import os
 
@@ -14,7 +20,7 @@ import numpy as np
 
 import tinybert
 
-KINDS = ("null", "tiny-bert", "onnx", "oracle")
+KINDS = ("null", "tiny-bert", "onnx", "oracle", "tokenizer-oracle")
 
 
 class Logits:
@@ -36,19 +42,30 @@ class Logits:
             opts.intra_op_num_threads = 1
             opts.inter_op_num_threads = 1
             self.session = onnxruntime.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            self.feeds = [i.name for i in self.session.get_inputs()]
         elif kind == "oracle":
             import oracle
             files = oracle.squad_files(params.get("datasets", ""), root)
             files += oracle.squad_files(os.environ.get("BERTQA_ORACLE_DATA", ""), os.getcwd())
             vocab = os.environ.get("BERTQA_ORACLE_VOCAB") or os.path.join(root, params.get("vocab", "vocab/vocab.txt"))
             self.oracle = oracle.Oracle(vocab, files)
+        elif kind == "tokenizer-oracle":
+            import oracle
+            import tokenizer_oracle
+            files = oracle.squad_files(params.get("datasets", ""), root)
+            files += oracle.squad_files(os.environ.get("BERTQA_ORACLE_DATA", ""), os.getcwd())
+            if not params.get("tokenizer"):
+                raise ValueError("kind tokenizer-oracle needs the parameter `tokenizer` (a folder)")
+            self.oracle = tokenizer_oracle.TokenizerOracle(os.path.join(root, params["tokenizer"]), files)
         elif kind != "null":
             raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
 
     def __call__(self, ids, seg, mask):
+        if seg is None:
+            seg = np.zeros_like(ids)
         if self.session is not None:
-            feeds = {"input_ids": ids.astype(np.int64), "attention_mask": mask.astype(np.int64),
-                     "token_type_ids": seg.astype(np.int64)}
+            given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": seg}
+            feeds = {n: given[n].astype(np.int64) for n in self.feeds}
             start, end = self.session.run(["start_logits", "end_logits"], feeds)
             return start, end
         if self.oracle is not None:

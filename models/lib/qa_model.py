@@ -5,12 +5,13 @@ behaviour comes from its config.pbtxt:
 
 - inputs are bound to roles by name (NVIDIA `input__0/1/2` = token ids, segment ids,
   mask; Hugging Face `input_ids`, `token_type_ids`, `attention_mask`), any order, any
-  integer dtype;
+  integer dtype; without a segment input (DistilBERT, RoBERTa, DeBERTa-v3 deployments
+  take only ids and mask) the kind gets None for the segments;
 - outputs: either two tensors (start, end; `output__0/1` or `start_logits/end_logits`)
   or one tensor of dims [-1, 2] or [384, 2] holding both, perhaps with trailing dims of
   size 1 ([384, 2, 1, 1], TensorRT's BERT demo); FP32 or FP16 as configured;
 - parameter `kind` (and the parameters each kind reads): the logits, computed by
-  qa_logits.py (`null`, `tiny-bert`, `onnx`, `oracle`);
+  qa_logits.py (`null`, `tiny-bert`, `onnx`, `oracle`, `tokenizer-oracle`);
 - parameter `jitter_ms`: sleep a random 0..jitter_ms before answering each request
   (with several instances, responses then arrive out of order);
 - parameter `padding_logit`: the start and end logits of padding positions (mask 0) are
@@ -131,7 +132,7 @@ class TritonPythonModel:
                 continue
             t = {role: pb_utils.get_input_tensor_by_name(req, name).as_numpy()
                  for name, role in self.inputs}
-            start, end = self._logits(t["ids"], t["seg"], t["mask"])
+            start, end = self._logits(t["ids"], t.get("seg"), t["mask"])
             if self.padding_logit is not None:
                 pad = t["mask"] == 0
                 start, end = np.where(pad, self.padding_logit, start), np.where(pad, self.padding_logit, end)

@@ -7,8 +7,10 @@
 . "$(dirname "$0")/../common.sh"
 VENV="$BERTQA_CACHE/triton-venv"
 # numpy for the test models, transformers (slow BertTokenizer) for the oracle model,
-# onnx + onnxruntime for the ONNX test model, tokenizers (the version transformers 4.46.3
-# wants) for the text models' tokenizer step.
+# onnx + onnxruntime for the ONNX test models (bert-onnx, the family models),
+# tokenizers (the version transformers 4.46.3 wants; it reads the tokenizer.json files
+# of tests/fixtures/tokenizers, written by 0.22.2) for the text models' tokenizer step
+# and the tokenizer oracles.
 PKGS=(nvidia-pytriton==0.7.0 numpy==1.26.4 transformers==4.46.3 onnx==1.17.0 onnxruntime==1.20.1 tokenizers==0.20.3)
 ensure_venv "$VENV" "${PKGS[@]}"
 PYVER="$("$VENV/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"

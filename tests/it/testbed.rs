@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    free_port, kill_server, root, show, start_server_on, start_server_with, triton_env,
+    free_port, http_url, kill_server, root, show, start_server_on, start_server_with, triton_env,
 };
 
 /// A listener on a loopback port answering 200 to every request, until dropped.
@@ -366,6 +366,27 @@ fn the_text_models_match_bertqa_features_and_their_model_steps() {
         .output()
         .unwrap();
     kill_server(&server);
+    assert!(o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("0 failure(s)"), "{out}");
+}
+
+/// The models of the BERT family's other QA models pass
+/// `scripts/testbed/check_family_models.py` on the suite's shared server, with run_qa's
+/// windows made by transformers from `tests/fixtures/tokenizers/`: `tiny-distilbert`,
+/// `tiny-roberta`, `tiny-deberta-v3`, `tiny-bert-2in` and `tiny-bert-3in` answer their
+/// numpy twins, padding leaves real positions' logits alone, RoBERTa's position ids
+/// start at 2, `tiny-bert-2in` and `tiny-bert-3in` agree bit for bit, and
+/// `oracle-wordpiece`, `oracle-bpe` and `oracle-unigram` peak on the gold answers of the
+/// sample file (a SentencePiece answer with the space before its word).
+#[test]
+fn the_family_models_answer_as_their_twins_and_the_oracles_peak_on_gold() {
+    let o = Command::new(&triton_env()["TRITON_PYTHON"])
+        .arg(root().join("scripts/testbed/check_family_models.py"))
+        .args(["--url", &format!("http://{}", http_url())])
+        .current_dir(root())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", show(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("0 failure(s)"), "{out}");
