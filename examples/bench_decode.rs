@@ -39,7 +39,7 @@ fn main() -> anyhow::Result<()> {
     for _ in 0..repeats.max(1) {
         let c0 = thread_cpu_s();
         let t0 = Instant::now();
-        let preds = decode::decode(&config, &dataset, &features, &logits, &tok)?;
+        let preds = decode::decode(&config, &dataset, &features, &logits, Some(&tok))?;
         let t1 = Instant::now();
         let c1 = thread_cpu_s();
         let scores = evaluate::score(

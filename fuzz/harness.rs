@@ -259,7 +259,7 @@ pub fn decode(data: &[u8]) {
         },
         lower_case: dc.case.lower,
     };
-    let Ok(preds) = decode::decode(&config, &dataset, &built, &logits, tok) else {
+    let Ok(preds) = decode::decode(&config, &dataset, &built, &logits, Some(tok)) else {
         return;
     };
     assert_eq!(preds.len(), dataset.examples.len());

@@ -19,7 +19,7 @@ use crate::decode::{self, Prediction};
 use crate::error::Result;
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
 use crate::pipeline::{Run, RunConfig, RunObserver, RunOutcome};
-use crate::tokenize::BertTokenizer;
+use crate::tokenize::TokenizerRef;
 use crate::types::Dataset;
 
 /// What an evaluation wrote and measured.
@@ -36,8 +36,10 @@ pub struct Evaluate<'a> {
     pub runtime: &'a tokio::runtime::Runtime,
     /// The model, as [`crate::look`] bound it.
     pub model: Model,
-    /// The vocabulary; `None` only for a text model of the answer contract.
-    pub tokenizer: Option<&'a BertTokenizer>,
+    /// The tokenizer (BERT's for run_squad's rules, a fast one for run_qa's, as
+    /// `config`'s post-processing says); `None` only for a text model of the answer
+    /// contract.
+    pub tokenizer: Option<TokenizerRef<'a>>,
     pub config: &'a RunConfig,
     /// The official v2 script's `--na-prob-thresh`.
     pub na_prob_thresh: f64,

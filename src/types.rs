@@ -256,6 +256,8 @@ pub struct Feature {
 /// character, and every `token_is_max_context` is true (run_qa has no such rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
+    /// Position of the first question token.
+    pub question_offset: usize,
     /// Position of the first context token.
     pub doc_offset: usize,
     /// Token type id 1 from this position to the end of the real tokens (the feature's

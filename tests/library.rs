@@ -60,7 +60,7 @@ fn evaluate(url: &str, model: &str, dir: &Path) -> Model {
         // An answer-contract model needs no vocabulary: none is given.
         tokenizer: match &bound {
             Model::Text(b) if matches!(b.contract, bertqa::Contract::Answer { .. }) => None,
-            _ => Some(&tokenizer),
+            _ => Some((&tokenizer).into()),
         },
         config: &run,
         na_prob_thresh: 1.0,

@@ -147,7 +147,8 @@ pub struct TokenizerArgs {
         conflicts_with = "tokenizer"
     )]
     pub vocab: PathBuf,
-    /// Hugging Face tokenizer.json to use instead of --vocab
+    /// Hugging Face fast tokenizer instead of --vocab: a tokenizer.json, or a folder as
+    /// save_pretrained writes it
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<PathBuf>,
     /// Lower-case and strip accents, for uncased vocabularies (the default)
@@ -172,10 +173,11 @@ pub struct WindowArgs {
     /// Tokens per window, [CLS] and both [SEP] included
     #[arg(long, default_value_t = 384)]
     pub max_seq_length: usize,
-    /// Step between window starts, in word pieces (not an overlap)
+    /// Step between window starts, in word pieces (run-qa: the overlap of windows, in
+    /// tokens)
     #[arg(long, default_value_t = 128)]
     pub doc_stride: usize,
-    /// Word pieces of a question kept; the rest is cut
+    /// Word pieces of a question kept; the rest is cut (run-qa keeps it whole)
     #[arg(long, default_value_t = 64)]
     pub max_query_length: usize,
     /// Fail on an empty question or a blank context instead of warning
@@ -184,12 +186,23 @@ pub struct WindowArgs {
 }
 
 /// Post-processing rule family: `nvidia`, the Google/NVIDIA run_squad rules (the
-/// reference); `hf`, the transformers 4.x legacy port, to reproduce its numbers exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+/// reference); `hf`, the transformers 4.x legacy port, to reproduce its numbers exactly;
+/// `run-qa`, transformers' run_qa example (its windows and its post-processing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Postprocess {
-    #[default]
     Nvidia,
     Hf,
+    RunQa,
+}
+
+impl From<Postprocess> for bertqa::decode::Postprocess {
+    fn from(p: Postprocess) -> Self {
+        match p {
+            Postprocess::Nvidia => bertqa::decode::Postprocess::Nvidia,
+            Postprocess::Hf => bertqa::decode::Postprocess::Hf,
+            Postprocess::RunQa => bertqa::decode::Postprocess::RunQa,
+        }
+    }
 }
 
 /// `--version-2-with-negative`'s help for `ask`, which reads no file.
@@ -211,9 +224,11 @@ pub struct DecodeArgs {
     /// SQuAD 2.0: no answer when its score tops the best answer's by more than this
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub null_score_diff_threshold: f64,
-    /// Answer rules: nvidia (the reference) or hf (transformers' legacy port)
-    #[arg(long, value_enum, default_value_t = Postprocess::Nvidia)]
-    pub postprocess: Postprocess,
+    /// Windows and answer rules: nvidia (run_squad, the reference), hf (transformers'
+    /// legacy port) or run-qa (transformers' run_qa example) [default: run-qa for a
+    /// tokenizer that is not WordPiece, else nvidia]
+    #[arg(long, value_enum)]
+    pub postprocess: Option<Postprocess>,
 }
 
 /// Output mode.

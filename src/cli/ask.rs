@@ -136,15 +136,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // The vocabulary only where the model needs it: not for the answer contract.
     let tokenizer = match &bound {
         Bound::Text(b) if matches!(b.contract, Contract::Answer { .. }) => None,
-        _ => Some(load_tokenizer(&args.run.tokenizer)?),
+        _ => Some(load_tokenizer(
+            &args.run.tokenizer,
+            args.run.decode.postprocess,
+        )?),
     };
     let version_2 = args.run.decode.version_2_with_negative;
-    let lower_case = tokenizer.as_ref().map_or(
-        args.run.tokenizer.lower_case(),
-        bertqa::types::TokenText::lower_case,
+    let lower_case = tokenizer
+        .as_ref()
+        .map_or(args.run.tokenizer.lower_case(), |t| {
+            t.lower_case(&args.run.tokenizer)
+        });
+    let postprocess = tokenizer.as_ref().map_or(
+        args.run
+            .decode
+            .postprocess
+            .map_or(Default::default(), Into::into),
+        |t| t.postprocess,
     );
-    let decode = decode_config(&args.run.decode, version_2, lower_case);
-    let features = feature_config(&args.run.window)?;
+    let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
+    let features = feature_config(&args.run.window, postprocess)?;
     // A few requests gain less from shared memory than registering a region costs
     // (two more calls): `auto` sends the tensors in the messages here.
     let shared_memory = match args.run.load.shared_memory {
@@ -169,7 +180,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut run =
         pipeline::Run::new(&rt, &client, model.clone(), &dataset, &config).observer(&replies);
     if let Some(t) = &tokenizer {
-        run = run.tokenizer(t);
+        run = run.tokenizer(&t.tokenizer);
     }
     let outcome = run.run()?;
     if let Some(note) = outcome.infer.padding.note(model.name()) {

@@ -18,7 +18,7 @@ use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, InferConfig, Padding, RunConfig};
-use bertqa::tokenize::{self, BertTokenizer};
+use bertqa::tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer};
 use bertqa::types::Dataset;
 
 /// Inputs from this size up get transparent huge pages ([`huge_pages_for`]).
@@ -118,37 +118,119 @@ fn finish_loading(
     Ok((dataset, digest))
 }
 
-/// The tokenizer of `--vocab` / `--tokenizer`, warning when the casing looks wrong.
-pub(crate) fn load_tokenizer(args: &TokenizerArgs) -> bertqa::Result<BertTokenizer> {
-    let tokenizer = tokenize::load(&args.vocab, args.tokenizer.as_deref(), args.lower_case())?;
+/// A command's tokenizer and the rules it cuts windows and decodes with.
+pub(crate) struct LoadedTokenizer {
+    pub tokenizer: Tokenizer,
+    pub postprocess: bertqa::decode::Postprocess,
+    /// The file read (the vocabulary or the tokenizer.json), for a run's fingerprint.
+    pub file: PathBuf,
+}
+
+impl LoadedTokenizer {
+    /// The casing BERT's tokenizer runs with (a fast tokenizer's normalizer decides its
+    /// own: `--do-lower-case` does not apply, and the flag's value is kept).
+    pub(crate) fn lower_case(&self, args: &TokenizerArgs) -> bool {
+        match &self.tokenizer {
+            Tokenizer::Bert(t) => bertqa::types::TokenText::lower_case(&**t),
+            Tokenizer::Pretrained(_) => args.lower_case(),
+        }
+    }
+}
+
+/// The tokenizer of `--vocab` / `--tokenizer` and the rules of `--postprocess` (`rules`):
+/// run_qa's rules need a fast tokenizer and are the default for one that is not
+/// WordPiece; run_squad's need BERT's WordPiece. Warns when the casing looks wrong.
+pub(crate) fn load_tokenizer(
+    args: &TokenizerArgs,
+    rules: Option<Postprocess>,
+) -> bertqa::Result<LoadedTokenizer> {
+    use bertqa::decode::Postprocess as Rules;
+    let Some(path) = args.tokenizer.as_deref() else {
+        if rules == Some(Postprocess::RunQa) {
+            return Err(bertqa::Error::Config(
+                "run_qa's rules cut windows with a fast tokenizer: give its tokenizer.json or \
+                 its folder with `--tokenizer`"
+                    .into(),
+            ));
+        }
+        let tokenizer = BertTokenizer::from_vocab_file(&args.vocab, args.lower_case())?;
+        warn_casing(&tokenizer);
+        return Ok(LoadedTokenizer {
+            tokenizer: Tokenizer::Bert(Box::new(tokenizer)),
+            postprocess: rules.map_or(Rules::Nvidia, Rules::from),
+            file: args.vocab.clone(),
+        });
+    };
+    let fast = PretrainedTokenizer::from_path(path)?;
+    let file = fast.path().to_path_buf();
+    let postprocess = match rules {
+        Some(r) => Rules::from(r),
+        None if fast.is_wordpiece() => Rules::Nvidia,
+        None => Rules::RunQa,
+    };
+    if postprocess == Rules::RunQa {
+        return Ok(LoadedTokenizer {
+            tokenizer: Tokenizer::Pretrained(Box::new(fast)),
+            postprocess,
+            file,
+        });
+    }
+    if !fast.is_wordpiece() {
+        return Err(bertqa::Error::input(
+            bertqa::error::Location::file(&file),
+            format!(
+                "`--postprocess {}` cuts run_squad's windows with BERT's WordPiece, but this \
+                 is a {} tokenizer: use `--postprocess run-qa` (the default for it)",
+                postprocess.as_str(),
+                fast.kind()
+            ),
+        ));
+    }
+    let tokenizer = BertTokenizer::from_tokenizer_json(&file, args.lower_case())?;
+    warn_casing(&tokenizer);
+    Ok(LoadedTokenizer {
+        tokenizer: Tokenizer::Bert(Box::new(tokenizer)),
+        postprocess,
+        file,
+    })
+}
+
+fn warn_casing(tokenizer: &BertTokenizer) {
     if let Some(w) = tokenizer.casing_warning() {
         eprintln!("warning: {}", super::flags::name_flags(w));
     }
-    Ok(tokenizer)
 }
 
-/// The validated window geometry.
-pub(crate) fn feature_config(args: &WindowArgs) -> bertqa::Result<FeatureConfig> {
+/// The validated window geometry (run_qa's rules check theirs when windows are cut).
+pub(crate) fn feature_config(
+    args: &WindowArgs,
+    postprocess: bertqa::decode::Postprocess,
+) -> bertqa::Result<FeatureConfig> {
     let config = FeatureConfig {
         max_seq_length: args.max_seq_length,
         doc_stride: args.doc_stride,
         max_query_length: args.max_query_length,
     };
-    config.validate()?;
+    if postprocess != bertqa::decode::Postprocess::RunQa {
+        config.validate()?;
+    }
     Ok(config)
 }
 
-/// The decoding configuration for a dataset's rules and the tokenizer's casing.
-pub(crate) fn decode_config(args: &DecodeArgs, version_2: bool, lower_case: bool) -> DecodeConfig {
+/// The decoding configuration for a dataset's rules, the tokenizer's casing and the
+/// post-processing in force.
+pub(crate) fn decode_config(
+    args: &DecodeArgs,
+    version_2: bool,
+    lower_case: bool,
+    postprocess: bertqa::decode::Postprocess,
+) -> DecodeConfig {
     DecodeConfig {
         n_best_size: args.n_best_size,
         max_answer_length: args.max_answer_length,
         version_2_with_negative: version_2,
         null_score_diff_threshold: args.null_score_diff_threshold,
-        postprocess: match args.postprocess {
-            Postprocess::Nvidia => bertqa::decode::Postprocess::Nvidia,
-            Postprocess::Hf => bertqa::decode::Postprocess::Hf,
-        },
+        postprocess,
         lower_case,
     }
 }

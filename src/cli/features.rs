@@ -3,17 +3,19 @@
 //! `diff`. Keys, in order: `unique_id`, `example_index`, `qas_id`, `doc_span_index`,
 //! `tokens` (unpadded), `input_ids`, `segment_ids`, `input_mask` (all three padded to
 //! `--max-seq-length`), `token_to_orig_map` and `token_is_max_context` (objects keyed by
-//! token position, doc pieces only).
+//! token position, doc pieces only); under run_qa's rules also `offsets` (each unpadded
+//! token's `[start, end]` characters in the context, `null` outside it) and
+//! `sequence_ids` (0 for the question, 1 for the context, `null` for special tokens).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::args::{TokenizerArgs, WindowArgs, INPUT};
+use super::args::{Postprocess, TokenizerArgs, WindowArgs, INPUT};
 use super::common::{feature_config, load_data, load_tokenizer, Outcome};
 use bertqa::features::FeatureBuilder;
-use bertqa::tokenize::BertTokenizer;
+use bertqa::tokenize::TokenizerRef;
 use bertqa::types::{Dataset, Feature, TokenText};
 
 /// Build the features (windows) of a data file, one JSON line per feature; or convert
@@ -39,6 +41,11 @@ pub struct Args {
 
     #[command(flatten)]
     pub window: WindowArgs,
+
+    /// Windows of run_squad (nvidia, hf: the same windows) or of run_qa [default: run-qa
+    /// for a tokenizer that is not WordPiece, else nvidia]
+    #[arg(long, value_enum, help_heading = INPUT)]
+    pub postprocess: Option<Postprocess>,
 }
 
 /// `--to`.
@@ -56,12 +63,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out.flush().context("writing SQuAD JSON to stdout")?;
         return Ok(Outcome::Success);
     }
-    let config = feature_config(&args.window)?;
-    let tokenizer = load_tokenizer(&args.tokenizer)?;
+    let loaded = load_tokenizer(&args.tokenizer, args.postprocess)?;
+    let config = feature_config(&args.window, loaded.postprocess)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
 
-    let renderer = Renderer::new(&tokenizer, config.max_seq_length);
-    let mut features = FeatureBuilder::new(&tokenizer, config)?.features(&dataset);
+    let tokenizer = loaded.tokenizer.as_ref();
+    let renderer = Renderer::new(tokenizer, config.max_seq_length);
+    let mut features = FeatureBuilder::for_rules(tokenizer, loaded.postprocess, config, &dataset)?
+        .features(&dataset);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let mut line = Vec::with_capacity(16 * 1024);
@@ -100,10 +109,15 @@ pub(crate) struct Renderer {
 }
 
 impl Renderer {
-    pub(crate) fn new(tokenizer: &BertTokenizer, max_seq_length: usize) -> Self {
-        let tokens = (0..tokenizer.vocab_size())
-            .map(|id| json_string(tokenizer.id_to_token(id as u32)))
-            .collect();
+    pub(crate) fn new(tokenizer: TokenizerRef<'_>, max_seq_length: usize) -> Self {
+        let tokens = match tokenizer {
+            TokenizerRef::Bert(t) => (0..t.vocab_size())
+                .map(|id| json_string(t.id_to_token(id as u32)))
+                .collect(),
+            TokenizerRef::Pretrained(t) => (0..t.vocab_size())
+                .map(|id| json_string(&t.id_to_token(id as u32).unwrap_or_default()))
+                .collect(),
+        };
         Renderer {
             tokens,
             max_seq_length,
@@ -137,7 +151,10 @@ impl Renderer {
             if pos > 0 {
                 out.push(b',');
             }
-            push_uint(out, f.input_ids.get(pos).copied().map_or(0, u64::from));
+            push_uint(
+                out,
+                u64::from(f.input_ids.get(pos).copied().unwrap_or(f.pad_id())),
+            );
         }
         out.extend_from_slice(b"],\"segment_ids\":[");
         push_bits(out, (0..seq).map(|pos| f.segment_id(pos) == 1));
@@ -163,7 +180,42 @@ impl Renderer {
             push_uint(out, (offset + j) as u64);
             out.extend_from_slice(if max { b"\":true" } else { b"\":false" });
         }
-        out.extend_from_slice(b"}}\n");
+        out.push(b'}');
+        if let Some(t) = &f.template {
+            let context = |pos: usize| pos.checked_sub(t.doc_offset).and_then(|j| t.offsets.get(j));
+            out.extend_from_slice(b",\"offsets\":[");
+            for pos in 0..f.len() {
+                if pos > 0 {
+                    out.push(b',');
+                }
+                match context(pos) {
+                    Some(&(s, e)) => {
+                        out.push(b'[');
+                        push_uint(out, u64::from(s));
+                        out.push(b',');
+                        push_uint(out, u64::from(e));
+                        out.push(b']');
+                    }
+                    None => out.extend_from_slice(b"null"),
+                }
+            }
+            out.extend_from_slice(b"],\"sequence_ids\":[");
+            for pos in 0..f.len() {
+                if pos > 0 {
+                    out.push(b',');
+                }
+                let question = t.question_offset..t.question_offset + f.query_len;
+                out.extend_from_slice(if question.contains(&pos) {
+                    b"0"
+                } else if context(pos).is_some() {
+                    b"1"
+                } else {
+                    b"null"
+                });
+            }
+            out.push(b']');
+        }
+        out.extend_from_slice(b"}\n");
     }
 }
 

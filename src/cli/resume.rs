@@ -194,40 +194,29 @@ pub(crate) fn base_fingerprint(
     shard: Option<bertqa::shard::Shard>,
     questions: usize,
     run: &super::args::PipelineArgs,
-    version_2: bool,
-    lower_case: Option<bool>,
+    decode: &bertqa::decode::DecodeConfig,
+    tokenizer: Option<&std::path::Path>,
 ) -> anyhow::Result<Fingerprint> {
-    let vocab = run
-        .tokenizer
-        .tokenizer
-        .as_deref()
-        .unwrap_or(&run.tokenizer.vocab);
-    let d = &run.decode;
+    let d = decode;
     let mut f = Fingerprint::default()
         .with("data_sha256", data_sha256)
         .with("limit", limit.map_or("all".to_string(), |n| n.to_string()))
         .with("shard", shard.map_or("all".to_string(), |s| s.to_string()))
         .with("questions", questions);
     // `None`: the run reads no vocabulary (a text model of the answer contract).
-    if let Some(lower_case) = lower_case {
+    if let Some(vocab) = tokenizer {
         f = f
             .with("tokenizer_sha256", bertqa::sha256::of_file(vocab)?)
-            .with("lower_case", lower_case);
+            .with("lower_case", d.lower_case);
     }
     Ok(f.with("max_seq_length", run.window.max_seq_length)
         .with("doc_stride", run.window.doc_stride)
         .with("max_query_length", run.window.max_query_length)
         .with("n_best_size", d.n_best_size)
         .with("max_answer_length", d.max_answer_length)
-        .with("version_2_with_negative", version_2)
+        .with("version_2_with_negative", d.version_2_with_negative)
         .with("null_score_diff_threshold", d.null_score_diff_threshold)
-        .with(
-            "postprocess",
-            match d.postprocess {
-                super::args::Postprocess::Nvidia => "nvidia",
-                super::args::Postprocess::Hf => "hf",
-            },
-        ))
+        .with("postprocess", d.postprocess.as_str()))
 }
 
 /// The fingerprint of a run against a text model: the model and its contract (the

@@ -68,6 +68,17 @@ pub enum Postprocess {
     RunQa,
 }
 
+impl Postprocess {
+    /// The name `--postprocess` takes (and reports show).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Postprocess::Nvidia => "nvidia",
+            Postprocess::Hf => "hf",
+            Postprocess::RunQa => "run-qa",
+        }
+    }
+}
+
 /// Decoding options; the defaults are the BERT-SQuAD reference values (algorithm §0.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeConfig {
@@ -263,6 +274,8 @@ impl DecodeCache {
 /// by `unique_id` (a repeated `unique_id`, as in padded batches, keeps its first
 /// result); features are grouped by `example_index` and ordered by `unique_id`.
 ///
+/// `tok` is BERT's tokenizer for run_squad's rules; run_qa's read no tokenizer.
+///
 /// Errors name the feature (`unique_id`) and question when a feature has no logits, its
 /// logits are too short, or it refers to a question or word that does not exist.
 pub fn decode(
@@ -270,9 +283,22 @@ pub fn decode(
     dataset: &Dataset,
     features: &[Feature],
     logits: &[Logits],
-    tok: &dyn TokenText,
+    tok: Option<&dyn TokenText>,
 ) -> Result<Vec<Prediction>> {
-    check_casing(config, tok)?;
+    let run_qa = config.postprocess == Postprocess::RunQa;
+    let tok = match tok {
+        Some(t) => {
+            check_casing(config, t)?;
+            Some(t)
+        }
+        None if run_qa => None,
+        None => {
+            return Err(Error::Config(
+                "run_squad's rules decode with BERT's tokenizer, and none was given".into(),
+            ))
+        }
+    };
+    let mut run_qa_cache = run_qa::RunQaCache::default();
     let mut by_id: HashMap<u64, &Logits> = HashMap::with_capacity(logits.len());
     for l in logits {
         by_id.entry(l.unique_id).or_insert(l);
@@ -315,6 +341,20 @@ pub fn decode(
                 paragraph: example.paragraph_index,
                 paragraphs: dataset.paragraphs.len(),
             })?;
+        let tok = match tok {
+            Some(t) if !run_qa => t,
+            _ => {
+                out.push(run_qa::decode_example(
+                    &mut run_qa_cache,
+                    config,
+                    Some(example.paragraph_index),
+                    &paragraph.context,
+                    &example.qas_id,
+                    &windows,
+                )?);
+                continue;
+            }
+        };
         for w in &windows {
             check_window(
                 w,

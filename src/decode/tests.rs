@@ -742,12 +742,19 @@ fn whole_dataset_matches_logits_by_unique_id() {
         &ds,
         &[f.clone(), f2.clone()],
         &all,
-        &fx.tok,
+        Some(&fx.tok),
     )
     .unwrap();
     let answers: Vec<&str> = preds.iter().map(|p| p.answer.as_str()).collect();
     assert_eq!(answers, ["Steve Smith", "dog", "empty"]);
-    let err = decode(&DecodeConfig::default(), &ds, &[f, f2], &all[..1], &fx.tok).unwrap_err();
+    let err = decode(
+        &DecodeConfig::default(),
+        &ds,
+        &[f, f2],
+        &all[..1],
+        Some(&fx.tok),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("no logits"), "{err}");
 }
 

@@ -22,8 +22,9 @@ use std::collections::VecDeque;
 
 mod run_qa;
 
+use crate::decode::Postprocess;
 use crate::error::{Error, Result};
-use crate::tokenize::{BertTokenizer, Encoder, EncoderStats, PretrainedTokenizer};
+use crate::tokenize::{BertTokenizer, Encoder, EncoderStats, PretrainedTokenizer, TokenizerRef};
 use crate::types::{Dataset, Example, Feature, Paragraph};
 
 /// First `unique_id` (§4.7).
@@ -274,6 +275,34 @@ impl<'t> FeatureBuilder<'t> {
         })
     }
 
+    /// The builder of `postprocess`'s windows: run_squad's (`Nvidia`, `Hf`) with BERT's
+    /// tokenizer, run_qa's with a fast one; the other pairings are errors that say what
+    /// to give.
+    pub fn for_rules(
+        tokenizer: TokenizerRef<'t>,
+        postprocess: Postprocess,
+        config: FeatureConfig,
+        dataset: &Dataset,
+    ) -> Result<Self> {
+        let run_qa = postprocess == Postprocess::RunQa;
+        match tokenizer {
+            TokenizerRef::Bert(t) if !run_qa => FeatureBuilder::new(t, config),
+            TokenizerRef::Pretrained(t) if run_qa => FeatureBuilder::run_qa(t, config, dataset),
+            TokenizerRef::Bert(_) => Err(Error::Config(
+                "run_qa's rules cut windows with a fast tokenizer: give a tokenizer.json \
+                 (`tokenizer`)"
+                    .into(),
+            )),
+            TokenizerRef::Pretrained(t) => Err(Error::Config(format!(
+                "run_squad's rules (`postprocess` {}) need BERT's WordPiece tokenizer; {} \
+                 holds a {} tokenizer: use run_qa's rules",
+                postprocess.as_str(),
+                t.path().display(),
+                t.kind()
+            ))),
+        }
+    }
+
     /// The configuration in use.
     pub fn config(&self) -> &FeatureConfig {
         &self.config
@@ -440,7 +469,15 @@ pub fn build(
     config: FeatureConfig,
     dataset: &Dataset,
 ) -> Result<(Vec<Feature>, Vec<usize>)> {
-    let mut it = FeatureBuilder::new(tokenizer, config)?.features(dataset);
+    collect(FeatureBuilder::new(tokenizer, config)?, dataset)
+}
+
+/// Every feature `builder` makes of `dataset`, and the examples that have none.
+pub fn collect(
+    builder: FeatureBuilder<'_>,
+    dataset: &Dataset,
+) -> Result<(Vec<Feature>, Vec<usize>)> {
+    let mut it = builder.features(dataset);
     let features: Vec<Feature> = it.by_ref().collect();
     Ok((features, it.featureless().to_vec()))
 }

@@ -167,6 +167,7 @@ impl<'t> RunQaWindows<'t> {
                 token_to_orig: context.words[start..end].to_vec(),
                 token_is_max_context: vec![true; n],
                 template: Some(Box::new(Template {
+                    question_offset: layout.prefix.len(),
                     doc_offset,
                     type_one_from: layout.type_one_from(q.len(), n),
                     pad_id,

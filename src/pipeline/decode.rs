@@ -11,9 +11,11 @@ use super::dispatch::Answer;
 use super::observe::RunObserver;
 use crate::backend::text::{TextBinding, TextReply};
 use crate::decode::non_finite::NonFinite;
+use crate::decode::run_qa::{self, RunQaCache};
+use crate::decode::Postprocess;
 use crate::decode::{DecodeCache, DecodeConfig, Prediction, Window};
 use crate::error::{Error, Result};
-use crate::tokenize::BertTokenizer;
+use crate::tokenize::{BertTokenizer, TokenizerRef};
 use crate::types::{Dataset, Feature, Logits};
 
 /// What the decoder is sent.
@@ -56,7 +58,7 @@ struct Gathering {
 pub(super) struct DecodeStage<'a> {
     dataset: &'a Dataset,
     /// `None` only for a text model of the answer contract (nothing to rebuild).
-    tokenizer: Option<&'a BertTokenizer>,
+    tokenizer: Option<TokenizerRef<'a>>,
     /// The run's model when it takes text.
     text: Option<&'a TextBinding>,
     non_finite: NonFinite,
@@ -71,12 +73,13 @@ pub(super) struct DecodeStage<'a> {
     kept: Vec<Logits>,
     kept_features: Vec<Arc<Feature>>,
     cache: DecodeCache,
+    run_qa: RunQaCache,
 }
 
 impl<'a> DecodeStage<'a> {
     pub(crate) fn new(
         dataset: &'a Dataset,
-        tokenizer: Option<&'a BertTokenizer>,
+        tokenizer: Option<TokenizerRef<'a>>,
         text: Option<&'a TextBinding>,
         config: &'a DecodeConfig,
         observer: &'a dyn RunObserver,
@@ -99,6 +102,7 @@ impl<'a> DecodeStage<'a> {
             kept: Vec::new(),
             kept_features: Vec::new(),
             cache: DecodeCache::default(),
+            run_qa: RunQaCache::default(),
         }
     }
 
@@ -138,10 +142,10 @@ impl<'a> DecodeStage<'a> {
         })
     }
 
-    /// The tokenizer, which every model but an answer-contract text model needs.
+    /// BERT's tokenizer, which run_squad's rules and a text model's logits contract need.
     fn tokenizer(&self) -> Result<&'a BertTokenizer> {
-        self.tokenizer.ok_or_else(|| {
-            Error::Internal("a run that decodes windows was given no vocabulary".into())
+        self.tokenizer.and_then(TokenizerRef::bert).ok_or_else(|| {
+            Error::Internal("a run that decodes BERT's windows was given no vocabulary".into())
         })
     }
 
@@ -151,7 +155,7 @@ impl<'a> DecodeStage<'a> {
         let binding = self
             .text
             .ok_or_else(|| Error::Internal("a text model's reply in a token model's run".into()))?;
-        let tokenizer = self.tokenizer;
+        let tokenizer = self.tokenizer.and_then(TokenizerRef::bert);
         let keep = self.keep_features || self.keep_logits;
         let decoded = super::text::decode(
             &super::text::Decoding {
@@ -196,20 +200,30 @@ impl<'a> DecodeStage<'a> {
         let t = Instant::now();
         windows.sort_by_key(|a| a.feature.unique_id);
         let example = &self.dataset.examples[example_index];
-        let doc_tokens = &self.dataset.paragraph_of(example).doc_tokens;
+        let paragraph = self.dataset.paragraph_of(example);
         let views: Vec<Window<'_>> = windows
             .iter()
             .map(|a| Window::of(&a.feature, &a.scores))
             .collect();
-        let tokenizer = self.tokenizer()?;
-        let mut p = self.cache.decode_example(
-            self.config,
-            Some(example.paragraph_index),
-            doc_tokens,
-            &example.qas_id,
-            &views,
-            tokenizer,
-        )?;
+        let mut p = if self.config.postprocess == Postprocess::RunQa {
+            run_qa::decode_example(
+                &mut self.run_qa,
+                self.config,
+                Some(example.paragraph_index),
+                &paragraph.context,
+                &example.qas_id,
+                &views,
+            )?
+        } else {
+            self.cache.decode_example(
+                self.config,
+                Some(example.paragraph_index),
+                &paragraph.doc_tokens,
+                &example.qas_id,
+                &views,
+                self.tokenizer()?,
+            )?
+        };
         drop(views);
         self.observer.on_decoded(example_index, &mut p);
         self.predictions[example_index] = Some(p);

@@ -23,9 +23,10 @@ use super::rank::Rank;
 use super::report::{InferReport, Phases};
 use crate::backend::text::TextReply;
 use crate::backend::{Infer, Model};
-use crate::decode::Prediction;
+use crate::decode::{Postprocess, Prediction};
 use crate::error::{Error, Result};
-use crate::tokenize::BertTokenizer;
+use crate::features::FeatureBuilder;
+use crate::tokenize::TokenizerRef;
 use crate::types::{Dataset, Feature, Logits};
 
 /// Everything an end-to-end run needs besides the data and the server.
@@ -215,7 +216,7 @@ pub struct Run<'a, B: Infer> {
     client: &'a B,
     model: Model,
     dataset: &'a Dataset,
-    tokenizer: Option<&'a BertTokenizer>,
+    tokenizer: Option<TokenizerRef<'a>>,
     config: &'a RunConfig,
     observer: &'a dyn RunObserver,
     prebuilt: Option<&'a [Arc<Feature>]>,
@@ -251,10 +252,12 @@ impl<'a, B: Infer> Run<'a, B> {
         }
     }
 
-    /// The vocabulary: a token model's windows are built with it, and a text model's
-    /// logits contract rebuilds its pieces from it (the answer contract needs none).
-    pub fn tokenizer(mut self, tokenizer: &'a BertTokenizer) -> Self {
-        self.tokenizer = Some(tokenizer);
+    /// The tokenizer: a token model's windows are built with it (BERT's for run_squad's
+    /// rules, any fast tokenizer for run_qa's, as `config`'s post-processing says), and a
+    /// text model's logits contract rebuilds its pieces from BERT's vocabulary (the
+    /// answer contract needs none).
+    pub fn tokenizer(mut self, tokenizer: impl Into<TokenizerRef<'a>>) -> Self {
+        self.tokenizer = Some(tokenizer.into());
         self
     }
 
@@ -380,13 +383,24 @@ impl<'a, B: Infer> Run<'a, B> {
                 let tokenizer = self
                     .tokenizer
                     .ok_or_else(|| needs_vocabulary("takes token ids"))?;
-                let builder =
-                    crate::features::FeatureBuilder::new(tokenizer, self.config.features)?;
+                let builder = FeatureBuilder::for_rules(
+                    tokenizer,
+                    self.config.decode.postprocess,
+                    self.config.features,
+                    self.dataset,
+                )?;
                 Ok(Source::Features(Box::new(builder)))
             }
             Model::Text(b) => {
+                if self.config.decode.postprocess == Postprocess::RunQa {
+                    return Err(Error::Config(format!(
+                        "model {:?} takes text and makes its own windows: run_qa's rules \
+                         apply to models that take token ids",
+                        b.model
+                    )));
+                }
                 if let (crate::backend::Contract::Logits { .. }, None) =
-                    (&b.contract, self.tokenizer)
+                    (&b.contract, self.tokenizer.and_then(TokenizerRef::bert))
                 {
                     return Err(needs_vocabulary(
                         "answers with windows of logits, whose pieces bertqa rebuilds",

@@ -74,6 +74,61 @@ pub fn vocab_lines(text: &str) -> Vec<&str> {
     lines
 }
 
+/// A tokenizer of either kind, as a command loads it: BERT's for run_squad's rules, any
+/// fast tokenizer for run_qa's.
+#[derive(Debug, Clone)]
+pub enum Tokenizer {
+    Bert(Box<BertTokenizer>),
+    Pretrained(Box<PretrainedTokenizer>),
+}
+
+impl Tokenizer {
+    /// Borrowed, as a run takes it.
+    pub fn as_ref(&self) -> TokenizerRef<'_> {
+        match self {
+            Tokenizer::Bert(t) => TokenizerRef::Bert(t),
+            Tokenizer::Pretrained(t) => TokenizerRef::Pretrained(t),
+        }
+    }
+}
+
+/// The tokenizer a run builds its windows with ([`crate::Run::tokenizer`]).
+#[derive(Debug, Clone, Copy)]
+pub enum TokenizerRef<'a> {
+    /// BERT's WordPiece tokenizer: run_squad's windows (`--postprocess nvidia` or `hf`).
+    Bert(&'a BertTokenizer),
+    /// Any fast tokenizer: run_qa's windows (`--postprocess run-qa`).
+    Pretrained(&'a PretrainedTokenizer),
+}
+
+impl<'a> TokenizerRef<'a> {
+    /// BERT's tokenizer, when it is one.
+    pub fn bert(self) -> Option<&'a BertTokenizer> {
+        match self {
+            TokenizerRef::Bert(t) => Some(t),
+            TokenizerRef::Pretrained(_) => None,
+        }
+    }
+}
+
+impl<'a> From<&'a BertTokenizer> for TokenizerRef<'a> {
+    fn from(t: &'a BertTokenizer) -> Self {
+        TokenizerRef::Bert(t)
+    }
+}
+
+impl<'a> From<&'a PretrainedTokenizer> for TokenizerRef<'a> {
+    fn from(t: &'a PretrainedTokenizer) -> Self {
+        TokenizerRef::Pretrained(t)
+    }
+}
+
+impl<'a> From<&'a Tokenizer> for TokenizerRef<'a> {
+    fn from(t: &'a Tokenizer) -> Self {
+        t.as_ref()
+    }
+}
+
 /// The reference tokenizer: our basic tokenizer, then the crate's WordPiece.
 #[derive(Debug, Clone)]
 pub struct BertTokenizer {

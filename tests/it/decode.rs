@@ -135,7 +135,7 @@ fn run(g: &Golden, mode: Postprocess) -> Vec<Prediction> {
         postprocess: mode,
         ..g.config.clone()
     };
-    decode::decode(&config, &g.dataset, &g.features, &g.logits, &g.tok).expect("decode")
+    decode::decode(&config, &g.dataset, &g.features, &g.logits, Some(&g.tok)).expect("decode")
 }
 
 fn assert_same_bytes(got: &[u8], path: &Path) {

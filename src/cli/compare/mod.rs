@@ -30,7 +30,7 @@ use bertqa::report::compare::{
     ModelJson, Throughput, WindowsJson,
 };
 use bertqa::report::{Format, Render as _};
-use bertqa::tokenize::BertTokenizer;
+use bertqa::tokenize::Tokenizer;
 use bertqa::types::{Dataset, Feature};
 
 /// Compare several deployments of a model on one SQuAD file.
@@ -150,7 +150,7 @@ struct Shared<'a> {
     args: &'a Args,
     rt: &'a tokio::runtime::Runtime,
     dataset: &'a Dataset,
-    tokenizer: &'a BertTokenizer,
+    tokenizer: &'a Tokenizer,
     features: &'a [Arc<Feature>],
     features_config: FeatureConfig,
     decode: &'a DecodeConfig,
@@ -167,15 +167,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Held until the comparison ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.run.tokenizer)?;
+    let loaded = load_tokenizer(&args.run.tokenizer, args.run.decode.postprocess)?;
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
     let decode = decode_config(
         &args.run.decode,
         version_2,
-        bertqa::types::TokenText::lower_case(&tokenizer),
+        loaded.lower_case(&args.run.tokenizer),
+        loaded.postprocess,
     );
-    let features_config = feature_config(&args.run.window)?;
-    let (built, _) = bertqa::features::build(&tokenizer, features_config, &dataset)?;
+    let features_config = feature_config(&args.run.window, loaded.postprocess)?;
+    let tokenizer = loaded.tokenizer;
+    let builder = bertqa::features::FeatureBuilder::for_rules(
+        tokenizer.as_ref(),
+        loaded.postprocess,
+        features_config,
+        &dataset,
+    )?;
+    let (built, _) = bertqa::features::collect(builder, &dataset)?;
     let features: Vec<Arc<Feature>> = built.into_iter().map(Arc::new).collect();
     let rt = if args.parallel {
         shared_pipeline_runtime()?

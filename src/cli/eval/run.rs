@@ -26,7 +26,7 @@ use bertqa::pipeline::{
     self, InferReport, Padding, PartialOutcome, Phases, RunConfig, RunObserver, RunOutcome,
 };
 use bertqa::report::{Format, Render as _};
-use bertqa::tokenize::BertTokenizer;
+use bertqa::tokenize::Tokenizer;
 use bertqa::types::Dataset;
 
 /// The questions read, before the settings that depend on the model.
@@ -41,7 +41,7 @@ pub(super) struct Data {
 pub(super) struct Input {
     pub dataset: Dataset,
     /// `None` for a model that needs no vocabulary (a text model's answer contract).
-    pub tokenizer: Option<BertTokenizer>,
+    pub tokenizer: Option<Tokenizer>,
     pub version_2: bool,
     /// The data's format (its scoring rules: MRQA's for MRQA files).
     pub format: bertqa::data::Format,
@@ -124,28 +124,39 @@ pub(super) fn prepare(args: &Args, data: Data, vocabulary: bool) -> anyhow::Resu
         version_2,
         format,
     } = data;
-    let tokenizer = match vocabulary {
-        true => Some(load_tokenizer(&args.run.tokenizer)?),
+    let loaded = match vocabulary {
+        true => Some(load_tokenizer(
+            &args.run.tokenizer,
+            args.run.decode.postprocess,
+        )?),
         false => None,
     };
-    let lower_case = tokenizer.as_ref().map_or(
-        args.run.tokenizer.lower_case(),
-        bertqa::types::TokenText::lower_case,
+    let lower_case = loaded
+        .as_ref()
+        .map_or(args.run.tokenizer.lower_case(), |t| {
+            t.lower_case(&args.run.tokenizer)
+        });
+    let postprocess = loaded.as_ref().map_or(
+        args.run
+            .decode
+            .postprocess
+            .map_or(Default::default(), Into::into),
+        |t| t.postprocess,
     );
-    let decode = decode_config(&args.run.decode, version_2, lower_case);
-    let features = feature_config(&args.run.window)?;
+    let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
+    let features = feature_config(&args.run.window, postprocess)?;
     let fingerprint = resume::base_fingerprint(
         data_sha256,
         args.limit,
         args.shard,
         dataset.examples.len(),
         &args.run,
-        version_2,
-        tokenizer.as_ref().map(|_| lower_case),
+        &decode,
+        loaded.as_ref().map(|t| t.file.as_path()),
     )?;
     Ok(Input {
         dataset,
-        tokenizer,
+        tokenizer: loaded.map(|t| t.tokenizer),
         version_2,
         format,
         decode,
@@ -175,10 +186,20 @@ pub(super) fn from_logits(
     let mut logits = bertqa::logits_io::load(path)?;
     let non_finite = bertqa::decode::non_finite::sanitize_all(&mut logits);
     let t = Instant::now();
-    let (feats, featureless) = bertqa::features::build(tokenizer, *features, dataset)?;
+    let builder = bertqa::features::FeatureBuilder::for_rules(
+        tokenizer.as_ref(),
+        decode.postprocess,
+        *features,
+        dataset,
+    )?;
+    let (feats, featureless) = bertqa::features::collect(builder, dataset)?;
     let features_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let predictions = decode::decode(decode, dataset, &feats, &logits, tokenizer)?;
+    let bert = tokenizer
+        .as_ref()
+        .bert()
+        .map(|t| t as &dyn bertqa::types::TokenText);
+    let predictions = decode::decode(decode, dataset, &feats, &logits, bert)?;
     let answer_scores = predictions
         .iter()
         .filter_map(|p| Some((p.qas_id.clone(), super::report::answer_score(p)?)))
@@ -475,10 +496,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
         binding: ran.binding.take(),
         version_2: input.version_2,
         format: input.format,
-        postprocess: match args.run.decode.postprocess {
-            super::super::args::Postprocess::Nvidia => "nvidia",
-            super::super::args::Postprocess::Hf => "hf",
-        },
+        postprocess: input.decode.postprocess.as_str(),
         batch_size: ran.batch_size,
         batch_size_given: args.run.load.batch_size.is_some(),
         concurrency: args.run.load.concurrency.max(1),

@@ -53,6 +53,10 @@ pub struct Args {
     pub tokenizer: TokenizerArgs,
     #[command(flatten)]
     pub window: WindowArgs,
+    /// Windows of run_squad (nvidia, hf: the same windows) or of run_qa [default: run-qa
+    /// for a tokenizer that is not WordPiece, else nvidia]
+    #[arg(long, value_enum, help_heading = INPUT)]
+    pub postprocess: Option<super::args::Postprocess>,
     /// Model to load
     #[arg(long, help_heading = MODEL)]
     pub model: String,
@@ -247,8 +251,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         super::common::check_output_dir("--html", path)?;
     }
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer);
-    let features_config = feature_config(&args.window)?;
+    let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
     let rt = runtime()?;
     // One endpoint (the first --url): the server statistics are that server's.
     let described = rt.block_on(async {
@@ -274,8 +277,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         return text::run(&args, config, &rt, &dataset, model);
     }
-    let tokenizer = tokenizer?;
-    let (features, _) = bertqa::features::build(&tokenizer, features_config, &dataset)?;
+    let loaded = tokenizer?;
+    let features_config = feature_config(&args.window, loaded.postprocess)?;
+    let builder = bertqa::features::FeatureBuilder::for_rules(
+        loaded.tokenizer.as_ref(),
+        loaded.postprocess,
+        features_config,
+        &dataset,
+    )?;
+    let (features, _) = bertqa::features::collect(builder, &dataset)?;
     if features.is_empty() {
         anyhow::bail!(
             "{}: no features to send (no question has a context with word pieces)",
@@ -300,21 +310,17 @@ fn run_tokens(
     binding: bertqa::Binding,
     features: &[bertqa::types::Feature],
 ) -> anyhow::Result<Outcome> {
-    let features_config = feature_config(&args.window)?;
+    let max_seq_length = args.window.max_seq_length;
     let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
-    let padding = Padding::for_model(
-        &binding,
-        features_config.max_seq_length,
-        !args.load.fixed_seq_len,
-    );
+    let padding = Padding::for_model(&binding, max_seq_length, !args.load.fixed_seq_len);
     let padding_words = match padding {
         Padding::Fixed(n) => {
-            if n < features_config.max_seq_length {
+            if n < max_seq_length {
                 anyhow::bail!(
                     "model {:?} takes sequences of {n} tokens but --max-seq-length is {}; \
                      pass --max-seq-length {n}",
                     binding.model,
-                    features_config.max_seq_length
+                    max_seq_length
                 );
             }
             format!("fixed {n}")
