@@ -279,8 +279,14 @@ fn decoded_answer(
 ) -> Decoded {
     let best = p.nbest.iter().find(|e| e.text == p.answer);
     let span = best.and_then(|e| e.span).and_then(|s| {
-        // Token positions → words, through the feature the span came from.
         let f = outcome_feature(outcome, s.unique_id)?;
+        // run_qa's windows carry their tokens' character offsets.
+        if let Some(t) = &f.template {
+            let offset = |pos: usize| t.offsets.get(pos.checked_sub(t.doc_offset)?);
+            let (first, last) = (offset(s.start)?, offset(s.end)?);
+            return Some((first.0 as usize, last.1 as usize));
+        }
+        // Token positions → words, through the feature the span came from.
         let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
         char_span(&dataset.paragraphs[0], a, b, &p.answer)
     });

@@ -220,6 +220,7 @@ pub struct Run<'a, B: Infer> {
     config: &'a RunConfig,
     observer: &'a dyn RunObserver,
     prebuilt: Option<&'a [Arc<Feature>]>,
+    builder: Option<FeatureBuilder<'a>>,
     known: HashMap<u64, Logits>,
     known_replies: HashMap<u64, TextReply>,
     stop: Option<CancellationToken>,
@@ -246,6 +247,7 @@ impl<'a, B: Infer> Run<'a, B> {
             config,
             observer: &NoProgress,
             prebuilt: None,
+            builder: None,
             known: HashMap::new(),
             known_replies: HashMap::new(),
             stop: None,
@@ -272,6 +274,15 @@ impl<'a, B: Infer> Run<'a, B> {
     /// so that several models can be run on the same features (`compare`).
     pub fn prebuilt(mut self, features: &'a [Arc<Feature>]) -> Self {
         self.prebuilt = Some(features);
+        self
+    }
+
+    /// Cuts the windows with `builder`, made beforehand with the run's tokenizer and
+    /// rules ([`FeatureBuilder::for_rules`]): a caller that must know every question can
+    /// be cut (run_qa's rules check them all when the builder is made) before it writes
+    /// anything makes the builder first.
+    pub fn windows(mut self, builder: FeatureBuilder<'a>) -> Self {
+        self.builder = Some(builder);
         self
     }
 
@@ -371,7 +382,7 @@ impl<'a, B: Infer> Run<'a, B> {
     /// The run's window source, checked: a token model's windows are built with the
     /// vocabulary, a text model's questions go as they are (the logits contract still
     /// needs the vocabulary to rebuild the server's pieces).
-    fn source(&self) -> Result<Source<'a>> {
+    fn source(&mut self) -> Result<Source<'a>> {
         let needs_vocabulary = |what: &str| {
             Error::Config(format!(
                 "model {:?} {what}: a vocabulary (`vocab`) is needed",
@@ -383,6 +394,9 @@ impl<'a, B: Infer> Run<'a, B> {
                 let tokenizer = self
                     .tokenizer
                     .ok_or_else(|| needs_vocabulary("takes token ids"))?;
+                if let Some(builder) = self.builder.take() {
+                    return Ok(Source::Features(Box::new(builder)));
+                }
                 let builder = FeatureBuilder::for_rules(
                     tokenizer,
                     self.config.decode.postprocess,

@@ -269,6 +269,18 @@ pub(super) fn against_server(
         config.infer.padding,
         args.run.load.dynamic_seq_len,
     );
+    let tokenizer = input
+        .tokenizer
+        .as_ref()
+        .expect("a token model's run loads it");
+    // Windows are cut by a builder made before the journal opens: a question that
+    // cannot be cut (run_qa's rules) is an error with nothing written.
+    let builder = bertqa::features::FeatureBuilder::for_rules(
+        tokenizer.as_ref(),
+        input.decode.postprocess,
+        input.features,
+        &input.dataset,
+    )?;
     let (journal, known, decided) = open_journal(args, input)?;
     // A resumed run pads as the first one decided (its probe is not run again).
     if let Some(g) = config.infer.guard.as_mut() {
@@ -280,12 +292,9 @@ pub(super) fn against_server(
     let binding = Arc::new(binding);
     let (outcome, server_metrics) =
         with_metrics(args, rt, &binding.model, &binding.version, || {
-            let tokenizer = input
-                .tokenizer
-                .as_ref()
-                .expect("a token model's run loads it");
             pipeline::Run::new(rt, &client, binding.clone(), &input.dataset, &config)
                 .tokenizer(tokenizer)
+                .windows(builder)
                 .observer(&observer)
                 .known(known)
                 .stop_on(stop)
