@@ -8,6 +8,7 @@ mod compare;
 mod data_formats;
 mod decode;
 mod eval;
+mod families;
 mod features;
 mod fuzz;
 mod gateways;
