@@ -275,6 +275,13 @@ impl ComparisonJson {
                     &self.against
                 }
             );
+        } else if w.compared == 0 {
+            let _ = writeln!(
+                s,
+                "  no logits compared: no window is the same in both ({} has {}, {} has {}; \
+                 another tokenizer or other window settings)",
+                self.against, w.first, self.model, w.model
+            );
         } else if w.compared != w.first || w.compared != w.model {
             let _ = writeln!(
                 s,

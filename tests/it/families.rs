@@ -387,3 +387,52 @@ fn a_run_qa_run_resumes_and_decodes_saved_logits_to_the_same_files() {
     ]));
     assert_same_outputs(&whole, &again);
 }
+
+/// `compare` of a BERT deployment against a RoBERTa one, each with its own tokenizer
+/// and rules: agreement and scores; logits compared only on windows both made (none).
+/// The RoBERTa model's files are eval's.
+#[test]
+fn compare_of_two_families_reports_agreement_and_compares_no_logits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cmp");
+    let roberta = format!("tiny-roberta={TOKENIZERS}/roberta");
+    let o = bertqa(&[
+        "compare",
+        "--url",
+        &server().url,
+        "--models",
+        "tiny-bert-3in,tiny-roberta",
+        "--model-tokenizer",
+        &roberta,
+        "--data",
+        SAMPLE,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json_of(&o);
+    let c = &v["comparisons"][0];
+    assert_eq!(c["model"], "tiny-roberta", "{v:#}");
+    assert!(c["agreement"].as_f64().unwrap() < 1.0, "{v:#}");
+    assert_eq!(c["windows"]["compared"], 0, "{v:#}");
+    assert!(c["start_logits"]["linf"].is_null(), "{v:#}");
+    assert_eq!(
+        read_bytes(out.join("tiny-roberta/predictions.json")),
+        read_bytes(golden_dir("tiny-roberta", "sample-v2").join("predictions.json"))
+    );
+    // An entry for a model not compared is refused.
+    let o = bertqa(&[
+        "compare",
+        "--url",
+        &server().url,
+        "--models",
+        "tiny-bert-3in,tiny-roberta",
+        "--model-tokenizer",
+        "tiny-distilbert=tests/fixtures/tokenizers/distilbert",
+        "--data",
+        SAMPLE,
+        "--output-dir",
+        tmp.path().join("refused").to_str().unwrap(),
+    ]);
+    assert_fails_with(&o, &["--model-tokenizer", "tiny-distilbert"]);
+}

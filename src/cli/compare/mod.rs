@@ -57,6 +57,11 @@ pub struct Args {
         help_heading = args::MODEL
     )]
     pub models: Vec<String>,
+    /// A model's own tokenizer, NAME=PATH (a folder or a tokenizer.json), for a model of
+    /// another family than --tokenizer's; its windows and rules follow it as they would
+    /// in eval (repeat for several models)
+    #[arg(long, value_name = "NAME=PATH", help_heading = args::MODEL)]
+    pub model_tokenizer: Vec<String>,
     #[command(flatten)]
     pub text: args::TextBindingArgs,
     #[command(flatten)]
@@ -128,6 +133,9 @@ struct Job {
     dir_name: String,
     /// A token model's run settings (a text model tokenizes on the server).
     config: Option<RunConfig>,
+    /// The model's own tokenizer (`--model-tokenizer`): its windows are cut for its run,
+    /// not shared.
+    tokenizer: Option<Tokenizer>,
 }
 
 /// One model's run.
@@ -317,11 +325,16 @@ fn jobs(
         if servers_of(&names, &target.name) > 1 {
             target.name = format!("{}@{}", target.name, target.url);
         }
+        let own = own_tokenizer(args, &target.name, decode.version_2_with_negative)?;
         let config = match &target.binding {
             Bound::Tokens(b) => {
-                let mut config =
-                    run_config(&args.run.load, b, features_config, decode.clone(), padding)?;
+                let (features, decode) = match &own {
+                    Some((_, features, decode)) => (*features, decode.clone()),
+                    None => (features_config, decode.clone()),
+                };
+                let mut config = run_config(&args.run.load, b, features, decode, padding)?;
                 config.keep_logits = true;
+                config.keep_features = own.is_some();
                 Some(config)
             }
             Bound::Text(_) => None,
@@ -330,9 +343,51 @@ fn jobs(
             target,
             dir_name,
             config,
+            tokenizer: own.map(|(t, _, _)| t),
         });
     }
     Ok(jobs)
+}
+
+/// The tokenizer `--model-tokenizer` gives model `name`, with the window and decoding
+/// settings of the rules it is used with.
+fn own_tokenizer(
+    args: &Args,
+    name: &str,
+    version_2: bool,
+) -> anyhow::Result<Option<(Tokenizer, FeatureConfig, DecodeConfig)>> {
+    let mut own = None;
+    for spec in &args.model_tokenizer {
+        let Some((model, path)) = spec.split_once('=') else {
+            anyhow::bail!("--model-tokenizer {spec:?}: give NAME=PATH");
+        };
+        if !args
+            .models
+            .iter()
+            .any(|m| split_model(m, "").is_ok_and(|(n, ..)| n == model))
+        {
+            anyhow::bail!("--model-tokenizer {spec:?}: no model {model:?} in --models");
+        }
+        if model == name {
+            own = Some(path);
+        }
+    }
+    let Some(path) = own else {
+        return Ok(None);
+    };
+    let tokenizer_args = args::TokenizerArgs {
+        tokenizer: Some(PathBuf::from(path)),
+        ..args.run.tokenizer.clone()
+    };
+    let loaded = load_tokenizer(&tokenizer_args, args.run.decode.postprocess)?;
+    let decode = decode_config(
+        &args.run.decode,
+        version_2,
+        loaded.lower_case(&tokenizer_args),
+        loaded.postprocess,
+    );
+    let features = feature_config(&args.run.window, loaded.postprocess)?;
+    Ok(Some((loaded.tokenizer, features, decode)))
 }
 
 /// Runs every job: one after another, or (`--parallel`) each on a thread of its own.
@@ -353,12 +408,14 @@ fn run_all(shared: &Shared<'_>, jobs: Vec<Job>) -> anyhow::Result<Vec<ModelRun>>
     }
 }
 
-/// One model's pipeline run over the features built once for all.
+/// One model's pipeline run over the features built once for all, or over its own
+/// tokenizer's windows.
 fn run_pipeline(
     shared: &Shared<'_>,
     client: &Pool,
     binding: &Binding,
     config: &RunConfig,
+    own: Option<&Tokenizer>,
 ) -> bertqa::Result<RunOutcome> {
     let Shared {
         rt,
@@ -367,10 +424,11 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    pipeline::Run::new(rt, client, binding.clone(), dataset, config)
-        .tokenizer(tokenizer)
-        .prebuilt(features)
-        .run()
+    let run = pipeline::Run::new(rt, client, binding.clone(), dataset, config);
+    match own {
+        Some(t) => run.tokenizer(t).run(),
+        None => run.tokenizer(tokenizer).prebuilt(features).run(),
+    }
 }
 
 /// The library's view of a bound model.
@@ -387,6 +445,7 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         target,
         dir_name,
         config,
+        tokenizer,
     } = job;
     let Target {
         name,
@@ -395,7 +454,9 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         binding,
     } = target;
     let outcome = match (&binding, &config) {
-        (Bound::Tokens(b), Some(config)) => run_pipeline(shared, &client, b, config),
+        (Bound::Tokens(b), Some(config)) => {
+            run_pipeline(shared, &client, b, config, tokenizer.as_ref())
+        }
         (Bound::Text(t), _) => run_text(shared, &client, t),
         (Bound::Tokens(_), None) => unreachable!("a token model's job has its settings"),
     }
@@ -423,7 +484,7 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         url,
         protocol: client.first_client().protocol(),
         dir_name,
-        own_windows: matches!(binding, Bound::Text(_)),
+        own_windows: matches!(binding, Bound::Text(_)) || tokenizer.is_some(),
         binding,
         outcome,
         scores,
@@ -560,8 +621,9 @@ fn comparison<'a>(
     let (a, b) = (windows(first), windows(r));
     let pairs = windows::matched(&a, &b);
     let (mut s, mut e) = windows::logit_diffs(&pairs);
-    // A model that gives no logits (the answer contract) has none to compare.
-    if gives_no_logits(first) || gives_no_logits(r) {
+    // A model that gives no logits (the answer contract) has none to compare, and
+    // models whose windows all differ (another tokenizer) none either.
+    if gives_no_logits(first) || gives_no_logits(r) || pairs.is_empty() {
         s = windows::LogitDiff {
             linf: f64::NAN,
             mean_abs: f64::NAN,
