@@ -218,6 +218,16 @@ pub struct Binding {
     pub batching: Batching,
 }
 
+impl Binding {
+    /// The sequence length the model takes when it is fixed (`None`: any length).
+    pub fn fixed_len(&self) -> Option<usize> {
+        match self.seq_len {
+            SeqLen::Fixed(n) => Some(n),
+            SeqLen::Dynamic => None,
+        }
+    }
+}
+
 /// Bindings for the crate's unit tests.
 #[cfg(test)]
 impl Binding {

@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 
+use bertqa::features::FeatureConfig;
 use clap::{Args, ValueEnum};
 
 pub(crate) use super::heading::*;
@@ -170,9 +171,10 @@ impl TokenizerArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = INPUT)]
 pub struct WindowArgs {
-    /// Tokens per window, [CLS] and both [SEP] included
-    #[arg(long, default_value_t = 384)]
-    pub max_seq_length: usize,
+    /// Tokens per window, special tokens included [default: the model's fixed sequence
+    /// length, else 384]
+    #[arg(long)]
+    pub max_seq_length: Option<usize>,
     /// Step between window starts, in word pieces (run-qa: the overlap of windows, in
     /// tokens)
     #[arg(long, default_value_t = 128)]
@@ -183,6 +185,15 @@ pub struct WindowArgs {
     /// Fail on an empty question or a blank context instead of warning
     #[arg(long)]
     pub strict: bool,
+}
+
+impl WindowArgs {
+    /// `--max-seq-length`, else the model's fixed sequence length (`model`), else 384.
+    pub fn max_seq_length(&self, model: Option<usize>) -> usize {
+        self.max_seq_length
+            .or(model)
+            .unwrap_or(FeatureConfig::default().max_seq_length)
+    }
 }
 
 /// Post-processing rule family: `nvidia`, the Google/NVIDIA run_squad rules (the

@@ -155,7 +155,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         |t| t.postprocess,
     );
     let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
-    let features = feature_config(&args.run.window, postprocess)?;
+    let features = feature_config(&args.run.window, postprocess, bound.fixed_len())?;
     // A few requests gain less from shared memory than registering a region costs
     // (two more calls): `auto` sends the tensors in the messages here.
     let shared_memory = match args.run.load.shared_memory {

@@ -201,13 +201,15 @@ fn warn_casing(tokenizer: &BertTokenizer) {
     }
 }
 
-/// The validated window geometry (run_qa's rules check theirs when windows are cut).
+/// The validated window geometry (run_qa's rules check theirs when windows are cut);
+/// `model_len`: the model's fixed sequence length, the default window length.
 pub(crate) fn feature_config(
     args: &WindowArgs,
     postprocess: bertqa::decode::Postprocess,
+    model_len: Option<usize>,
 ) -> bertqa::Result<FeatureConfig> {
     let config = FeatureConfig {
-        max_seq_length: args.max_seq_length,
+        max_seq_length: args.max_seq_length(model_len),
         doc_stride: args.doc_stride,
         max_query_length: args.max_query_length,
     };
@@ -305,6 +307,15 @@ pub(crate) enum Bound {
 }
 
 impl Bound {
+    /// The fixed sequence length of a model that takes token ids (`None`: any length,
+    /// or a model that takes text).
+    pub(crate) fn fixed_len(&self) -> Option<usize> {
+        match self {
+            Bound::Tokens(b) => b.fixed_len(),
+            Bound::Text(_) => None,
+        }
+    }
+
     pub(crate) fn model(&self) -> &str {
         match self {
             Bound::Tokens(b) => &b.model,
@@ -519,6 +530,34 @@ pub(crate) fn batch_words(batch_size: usize, binding: &Binding, given: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Windows are as long as `--max-seq-length` says, else as the model's fixed
+    /// length, else 384; run_qa's rules skip run_squad's query-length check.
+    #[test]
+    fn the_window_length_comes_from_the_flag_then_the_model() {
+        let window = |given: Option<usize>| WindowArgs {
+            max_seq_length: given,
+            doc_stride: 128,
+            max_query_length: 64,
+            strict: false,
+        };
+        let rules = bertqa::decode::Postprocess::Nvidia;
+        let len = |given, model| {
+            feature_config(&window(given), rules, model)
+                .unwrap()
+                .max_seq_length
+        };
+        assert_eq!(len(None, None), 384);
+        assert_eq!(len(None, Some(386)), 386);
+        assert_eq!(len(Some(256), Some(512)), 256);
+        let short = WindowArgs {
+            max_query_length: 300,
+            ..window(Some(256))
+        };
+        assert!(feature_config(&short, rules, None).is_err());
+        let run_qa = bertqa::decode::Postprocess::RunQa;
+        assert!(feature_config(&short, run_qa, None).is_ok());
+    }
 
     #[cfg(target_os = "linux")]
     fn huge_pages_off() -> bool {

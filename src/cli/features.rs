@@ -64,7 +64,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Success);
     }
     let loaded = load_tokenizer(&args.tokenizer, args.postprocess)?;
-    let config = feature_config(&args.window, loaded.postprocess)?;
+    let config = feature_config(&args.window, loaded.postprocess, None)?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
 
     let tokenizer = loaded.tokenizer.as_ref();

@@ -193,7 +193,7 @@ pub(crate) fn base_fingerprint(
     limit: Option<usize>,
     shard: Option<bertqa::shard::Shard>,
     questions: usize,
-    run: &super::args::PipelineArgs,
+    features: &bertqa::features::FeatureConfig,
     decode: &bertqa::decode::DecodeConfig,
     tokenizer: Option<&std::path::Path>,
 ) -> anyhow::Result<Fingerprint> {
@@ -209,9 +209,9 @@ pub(crate) fn base_fingerprint(
             .with("tokenizer_sha256", bertqa::sha256::of_file(vocab)?)
             .with("lower_case", d.lower_case);
     }
-    Ok(f.with("max_seq_length", run.window.max_seq_length)
-        .with("doc_stride", run.window.doc_stride)
-        .with("max_query_length", run.window.max_query_length)
+    Ok(f.with("max_seq_length", features.max_seq_length)
+        .with("doc_stride", features.doc_stride)
+        .with("max_query_length", features.max_query_length)
         .with("n_best_size", d.n_best_size)
         .with("max_answer_length", d.max_answer_length)
         .with("version_2_with_negative", d.version_2_with_negative)

@@ -183,7 +183,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         loaded.lower_case(&args.run.tokenizer),
         loaded.postprocess,
     );
-    let features_config = feature_config(&args.run.window, loaded.postprocess)?;
+    let rt = if args.parallel {
+        shared_pipeline_runtime()?
+    } else {
+        pipeline_runtime()?
+    };
+    let targets = connect(&args, &rt)?;
+    // The windows' default length: the first fixed-length model's.
+    let model_len = targets.iter().find_map(|t| t.binding.fixed_len());
+    let features_config = feature_config(&args.run.window, loaded.postprocess, model_len)?;
     let tokenizer = loaded.tokenizer;
     let builder = bertqa::features::FeatureBuilder::for_rules(
         tokenizer.as_ref(),
@@ -193,12 +201,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     )?;
     let (built, _) = bertqa::features::collect(builder, &dataset)?;
     let features: Vec<Arc<Feature>> = built.into_iter().map(Arc::new).collect();
-    let rt = if args.parallel {
-        shared_pipeline_runtime()?
-    } else {
-        pipeline_runtime()?
-    };
-    let targets = connect(&args, &rt)?;
     let jobs = jobs(&args, targets, features_config, &decode)?;
     let shared = Shared {
         args: &args,
@@ -325,7 +327,12 @@ fn jobs(
         if servers_of(&names, &target.name) > 1 {
             target.name = format!("{}@{}", target.name, target.url);
         }
-        let own = own_tokenizer(args, &target.name, decode.version_2_with_negative)?;
+        let own = own_tokenizer(
+            args,
+            &target.name,
+            decode.version_2_with_negative,
+            features_config.max_seq_length,
+        )?;
         let config = match &target.binding {
             Bound::Tokens(b) => {
                 let (features, decode) = match &own {
@@ -355,6 +362,7 @@ fn own_tokenizer(
     args: &Args,
     name: &str,
     version_2: bool,
+    max_seq_length: usize,
 ) -> anyhow::Result<Option<(Tokenizer, FeatureConfig, DecodeConfig)>> {
     let mut own = None;
     for spec in &args.model_tokenizer {
@@ -386,7 +394,7 @@ fn own_tokenizer(
         loaded.lower_case(&tokenizer_args),
         loaded.postprocess,
     );
-    let features = feature_config(&args.run.window, loaded.postprocess)?;
+    let features = feature_config(&args.run.window, loaded.postprocess, Some(max_seq_length))?;
     Ok(Some((loaded.tokenizer, features, decode)))
 }
 

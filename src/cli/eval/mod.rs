@@ -156,7 +156,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // the answer contract (the server tokenizes, bertqa decodes nothing).
     let (input, mut ran) = match &args.from_logits {
         Some(path) => {
-            let input = run::prepare(&args, data, true)?;
+            let input = run::prepare(&args, data, true, None)?;
             let ran = run::from_logits(&args, &input, path, started)?;
             (input, ran)
         }
@@ -166,7 +166,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 &bound,
                 Bound::Text(b) if matches!(b.contract, bertqa::backend::Contract::Answer { .. })
             );
-            let mut input = run::prepare(&args, data, vocabulary)?;
+            let mut input = run::prepare(&args, data, vocabulary, bound.fixed_len())?;
             let ran = match bound {
                 Bound::Tokens(binding) => {
                     run::against_server(&args, &mut input, &rt, pool, binding)?

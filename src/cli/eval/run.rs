@@ -117,7 +117,12 @@ pub(super) fn load(args: &Args) -> anyhow::Result<Data> {
 
 /// The settings of a run on `data`: the vocabulary loaded when the model needs one
 /// (`vocabulary`), the decoding and window settings, and the run's fingerprint.
-pub(super) fn prepare(args: &Args, data: Data, vocabulary: bool) -> anyhow::Result<Input> {
+pub(super) fn prepare(
+    args: &Args,
+    data: Data,
+    vocabulary: bool,
+    model_len: Option<usize>,
+) -> anyhow::Result<Input> {
     let Data {
         dataset,
         data_sha256,
@@ -144,13 +149,13 @@ pub(super) fn prepare(args: &Args, data: Data, vocabulary: bool) -> anyhow::Resu
         |t| t.postprocess,
     );
     let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
-    let features = feature_config(&args.run.window, postprocess)?;
+    let features = feature_config(&args.run.window, postprocess, model_len)?;
     let fingerprint = resume::base_fingerprint(
         data_sha256,
         args.limit,
         args.shard,
         dataset.examples.len(),
-        &args.run,
+        &features,
         &decode,
         loaded.as_ref().map(|t| t.file.as_path()),
     )?;

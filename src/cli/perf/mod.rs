@@ -278,7 +278,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return text::run(&args, config, &rt, &dataset, model);
     }
     let loaded = tokenizer?;
-    let features_config = feature_config(&args.window, loaded.postprocess)?;
+    let binding = bertqa::Binding::infer(
+        &metadata,
+        model_config.as_ref(),
+        &args.model_version,
+        &super::common::binding_overrides(&args.binding),
+    )?;
+    let features_config = feature_config(&args.window, loaded.postprocess, binding.fixed_len())?;
     let builder = bertqa::features::FeatureBuilder::for_rules(
         loaded.tokenizer.as_ref(),
         loaded.postprocess,
@@ -292,12 +298,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             super::common::data_label(&args.data)
         );
     }
-    let binding = bertqa::Binding::infer(
-        &metadata,
-        model_config.as_ref(),
-        &args.model_version,
-        &super::common::binding_overrides(&args.binding),
-    )?;
     run_tokens(&args, config, &rt, client, binding, &features)
 }
 
@@ -310,7 +310,7 @@ fn run_tokens(
     binding: bertqa::Binding,
     features: &[bertqa::types::Feature],
 ) -> anyhow::Result<Outcome> {
-    let max_seq_length = args.window.max_seq_length;
+    let max_seq_length = args.window.max_seq_length(binding.fixed_len());
     let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
     let padding = Padding::for_model(&binding, max_seq_length, !args.load.fixed_seq_len);
     let padding_words = match padding {

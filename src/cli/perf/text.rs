@@ -138,11 +138,7 @@ fn refused(args: &Args, model: &str) -> Option<String> {
         ),
         (args.load.fixed_seq_len, "--fixed-seq-len", pads),
         (args.load.dynamic_seq_len, "--dynamic-seq-len", pads),
-        (
-            w.max_seq_length != defaults.max_seq_length,
-            "--max-seq-length",
-            tokenizes,
-        ),
+        (w.max_seq_length.is_some(), "--max-seq-length", tokenizes),
         (
             w.doc_stride != defaults.doc_stride,
             "--doc-stride",
