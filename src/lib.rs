@@ -21,7 +21,8 @@
 //!
 //! What a program needs to ask questions of a BERT-QA model served by Triton (or any
 //! KServe v2 server) is re-exported here: read a dataset ([`squad`]), load the
-//! vocabulary ([`BertTokenizer`]), connect ([`TritonClient`], or a [`Pool`] of
+//! vocabulary ([`BertTokenizer`], run_squad's rules) or another family's fast tokenizer
+//! ([`PretrainedTokenizer`], run_qa's rules: [`decode::Postprocess::RunQa`]), connect ([`TritonClient`], or a [`Pool`] of
 //! endpoints with retries), bind the model's tensors ([`bind`]), run ([`Run`]), score
 //! ([`evaluate::score`]). The topic modules ([`squad`], [`tokenize`], [`features`],
 //! [`decode`], [`evaluate`], [`types`], [`logits_io`], [`journal`], [`error`]) hold the
@@ -160,4 +161,4 @@ pub use pipeline::{
     PaddingGuard, PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,
     SharedMemoryReport,
 };
-pub use tokenize::BertTokenizer;
+pub use tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer, TokenizerRef};

@@ -1,5 +1,6 @@
 //! The library does what the command line does, without the `cli` feature: a token
-//! model and a text model of each contract evaluated through `bertqa::evaluation`, on a
+//! model (BERT's tokenizer and run_squad's rules, and a RoBERTa model by run_qa's rules
+//! with its tokenizer.json) and a text model of each contract evaluated through `bertqa::evaluation`, on a
 //! real Triton of this test's own, write the files `bertqa eval` writes, byte for byte.
 //! (`cargo check --no-default-features --lib --examples --test library` builds it with
 //! the library alone; running it compares with the command, so it needs the binary.)
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bertqa::evaluation::Evaluate;
+use bertqa::tokenize::PretrainedTokenizer;
 use bertqa::{BertTokenizer, ClientConfig, Model, RunConfig, TritonClient};
 
 /// The integration tests' Triton helpers (they name the checkout's root as `super::root`).
@@ -28,6 +30,11 @@ const FILES: [&str; 4] = [
     "null_odds.json",
     "per_question.jsonl",
 ];
+
+/// A model's fast tokenizer (run_qa's rules), `None` for BERT's vocabulary.
+fn fast_tokenizer(model: &str) -> Option<&'static str> {
+    (model == "tiny-roberta").then_some("tests/fixtures/tokenizers/roberta")
+}
 
 /// Evaluates `model` through the library into `dir`; returns the model as bound.
 fn evaluate(url: &str, model: &str, dir: &Path) -> Model {
@@ -52,15 +59,23 @@ fn evaluate(url: &str, model: &str, dir: &Path) -> Model {
             &Default::default(),
         ))
         .unwrap();
+    let fast =
+        fast_tokenizer(model).map(|t| PretrainedTokenizer::from_path(&root.join(t)).unwrap());
     let mut run = RunConfig::for_model(&bound);
     run.decode.version_2_with_negative = dataset.looks_like_v2();
+    if fast.is_some() {
+        run.decode.postprocess = bertqa::decode::Postprocess::RunQa;
+    }
     let evaluation = Evaluate {
         runtime: &rt,
         model: bound.clone(),
         // An answer-contract model needs no vocabulary: none is given.
         tokenizer: match &bound {
             Model::Text(b) if matches!(b.contract, bertqa::Contract::Answer { .. }) => None,
-            _ => Some((&tokenizer).into()),
+            _ => match &fast {
+                Some(t) => Some(t.into()),
+                None => Some((&tokenizer).into()),
+            },
         },
         config: &run,
         na_prob_thresh: 1.0,
@@ -84,6 +99,12 @@ fn eval_command(url: &str, model: &str, dir: &Path) {
         ])
         .arg("--output-dir")
         .arg(dir)
+        .args(
+            fast_tokenizer(model)
+                .map(|t| ["--tokenizer", t])
+                .into_iter()
+                .flatten(),
+        )
         .current_dir(root())
         .output()
         .unwrap();
@@ -100,12 +121,18 @@ fn the_library_evaluates_token_and_text_models_to_the_commands_files() {
             "qa-text-postprocess",
             "qa-text-logits",
             "qa-text-answer",
+            "tiny-roberta",
         ],
         &[],
         None,
     );
     let tmp = tempfile::tempdir().unwrap();
-    for model in ["tiny-bert", "qa-text-logits", "qa-text-answer"] {
+    for model in [
+        "tiny-bert",
+        "tiny-roberta",
+        "qa-text-logits",
+        "qa-text-answer",
+    ] {
         let (lib, cli): (PathBuf, PathBuf) = (
             tmp.path().join(format!("{model}-lib")),
             tmp.path().join(format!("{model}-cli")),

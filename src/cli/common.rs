@@ -161,28 +161,26 @@ pub(crate) fn load_tokenizer(
             file: args.vocab.clone(),
         });
     };
-    let fast = PretrainedTokenizer::from_path(path)?;
-    let file = fast.path().to_path_buf();
+    let (file, kind) = PretrainedTokenizer::model_kind(path)?;
     let postprocess = match rules {
         Some(r) => Rules::from(r),
-        None if fast.is_wordpiece() => Rules::Nvidia,
+        None if kind == "WordPiece" => Rules::Nvidia,
         None => Rules::RunQa,
     };
     if postprocess == Rules::RunQa {
         return Ok(LoadedTokenizer {
-            tokenizer: Tokenizer::Pretrained(Box::new(fast)),
+            tokenizer: Tokenizer::Pretrained(Box::new(PretrainedTokenizer::from_path(path)?)),
             postprocess,
             file,
         });
     }
-    if !fast.is_wordpiece() {
+    if kind != "WordPiece" {
         return Err(bertqa::Error::input(
             bertqa::error::Location::file(&file),
             format!(
                 "`--postprocess {}` cuts run_squad's windows with BERT's WordPiece, but this \
-                 is a {} tokenizer: use `--postprocess run-qa` (the default for it)",
+                 is a {kind} tokenizer: use `--postprocess run-qa` (the default for it)",
                 postprocess.as_str(),
-                fast.kind()
             ),
         ));
     }

@@ -157,37 +157,20 @@ impl Configs {
 }
 
 impl PretrainedTokenizer {
+    /// The `tokenizer.json` `path` names (itself, or the one in a folder) and its
+    /// model's kind ([`kind`](Self::kind)), without the checks a run needs: whether a
+    /// file is BERT's WordPiece decides which rules are the default.
+    pub fn model_kind(path: &Path) -> Result<(PathBuf, &'static str)> {
+        let (file, _) = tokenizer_file(path)?;
+        let inner = parse(&file)?;
+        Ok((file, kind_of(&inner)))
+    }
+
     /// Loads a folder as `save_pretrained` writes it, or a `tokenizer.json` (with the
     /// configuration files beside it).
     pub fn from_path(path: &Path) -> Result<Self> {
-        let (file, dir) = if path.is_dir() {
-            let file = path.join("tokenizer.json");
-            if !file.is_file() {
-                return Err(Error::input(
-                    Location::file(path),
-                    "the folder has no tokenizer.json: bertqa reads fast tokenizers as \
-                     `save_pretrained` writes them (load a slow tokenizer's folder in \
-                     transformers with use_fast=True and save it again)",
-                ));
-            }
-            (file, path.to_path_buf())
-        } else {
-            let dir = path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from("."));
-            (path.to_path_buf(), dir)
-        };
-        let bytes = read_json(&file)?;
-        let mut inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
-            Error::input(
-                Location::file(&file),
-                format!(
-                    "not a tokenizer.json of the tokenizers library ({e}); its model must \
-                     be WordPiece, BPE, Unigram or WordLevel"
-                ),
-            )
-        })?;
+        let (file, dir) = tokenizer_file(path)?;
+        let mut inner = parse(&file)?;
         inner.with_padding(None);
         inner
             .with_truncation(None)
@@ -210,20 +193,7 @@ impl PretrainedTokenizer {
                 }
             }
         }
-        let kind = match inner.get_model() {
-            ModelWrapper::WordPiece(_) => "WordPiece",
-            ModelWrapper::BPE(_) => match inner.get_pre_tokenizer() {
-                Some(PreTokenizerWrapper::ByteLevel(_)) => "byte-level BPE",
-                Some(PreTokenizerWrapper::Sequence(s))
-                    if format!("{s:?}").contains("ByteLevel") =>
-                {
-                    "byte-level BPE"
-                }
-                _ => "BPE",
-            },
-            ModelWrapper::Unigram(_) => "Unigram",
-            ModelWrapper::WordLevel(_) => "WordLevel",
-        };
+        let kind = kind_of(&inner);
         let pad_id = pad_id(&inner, configs.pad_token.as_deref(), &file)?;
         let layout = pair_layout(&inner, &file)?;
         Ok(PretrainedTokenizer {
@@ -235,7 +205,63 @@ impl PretrainedTokenizer {
             layout,
         })
     }
+}
 
+/// The `tokenizer.json` of `path` (a file, or a folder holding one) and the folder its
+/// configuration files lie in.
+fn tokenizer_file(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let (file, dir) = if path.is_dir() {
+        let file = path.join("tokenizer.json");
+        if !file.is_file() {
+            return Err(Error::input(
+                Location::file(path),
+                "the folder has no tokenizer.json: bertqa reads fast tokenizers as \
+                     `save_pretrained` writes them (load a slow tokenizer's folder in \
+                     transformers with use_fast=True and save it again)",
+            ));
+        }
+        (file, path.to_path_buf())
+    } else {
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        (path.to_path_buf(), dir)
+    };
+    Ok((file, dir))
+}
+
+/// Parses a `tokenizer.json`, naming it in errors.
+fn parse(file: &Path) -> Result<tokenizers::Tokenizer> {
+    let bytes = read_json(file)?;
+    tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| {
+        Error::input(
+            Location::file(file),
+            format!(
+                "not a tokenizer.json of the tokenizers library ({e}); its model must \
+                 be WordPiece, BPE, Unigram or WordLevel"
+            ),
+        )
+    })
+}
+
+/// The model's kind, as [`PretrainedTokenizer::kind`] names it.
+fn kind_of(inner: &tokenizers::Tokenizer) -> &'static str {
+    match inner.get_model() {
+        ModelWrapper::WordPiece(_) => "WordPiece",
+        ModelWrapper::BPE(_) => match inner.get_pre_tokenizer() {
+            Some(PreTokenizerWrapper::ByteLevel(_)) => "byte-level BPE",
+            Some(PreTokenizerWrapper::Sequence(s)) if format!("{s:?}").contains("ByteLevel") => {
+                "byte-level BPE"
+            }
+            _ => "BPE",
+        },
+        ModelWrapper::Unigram(_) => "Unigram",
+        ModelWrapper::WordLevel(_) => "WordLevel",
+    }
+}
+
+impl PretrainedTokenizer {
     /// The `tokenizer.json` read.
     pub fn path(&self) -> &Path {
         &self.path

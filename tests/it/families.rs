@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use crate::common::{
-    assert_fails_with, assert_same_outputs, bertqa, eval_args, fixture, http_url, journaled,
-    json_of, ok, read, read_bytes, root, server, spawn_bertqa, wait_for_journal, SAMPLE,
+    assert_fails_with, assert_same_outputs, assert_schema, bertqa, eval_args, fixture, http_url,
+    journaled, json_of, ok, read, read_bytes, root, server, spawn_bertqa, wait_for_journal, SAMPLE,
 };
 
 const TOKENIZERS: &str = "tests/fixtures/tokenizers";
@@ -145,6 +145,7 @@ fn each_tokenizer_oracle_scores_100() {
         extra.extend_from_slice(rules);
         let o = bertqa(&eval_args(SAMPLE, model, &tmp.path().join(model), &extra));
         let v = json_of(&o);
+        assert_schema("eval", &v);
         assert_eq!(v["postprocess"], "run-qa", "{model}");
         assert_eq!(v["metrics"]["exact"], 100.0, "{model}: {v:#}");
         assert_eq!(v["metrics"]["f1"], 100.0, "{model}: {v:#}");
@@ -232,6 +233,9 @@ fn features_by_run_qa_rules_write_offsets_and_windows_that_overlap_by_the_stride
             .map(|(i, _)| ids[i].as_u64().unwrap())
             .collect()
     };
+    for line in &lines {
+        assert_schema("features", line);
+    }
     let mut overlapping = 0;
     for (f, next) in lines.iter().zip(&lines[1..]) {
         let (seq, offsets) = (
@@ -411,6 +415,7 @@ fn compare_of_two_families_reports_agreement_and_compares_no_logits() {
         "--json",
     ]);
     let v = json_of(&o);
+    assert_schema("compare", &v);
     let c = &v["comparisons"][0];
     assert_eq!(c["model"], "tiny-roberta", "{v:#}");
     assert!(c["agreement"].as_f64().unwrap() < 1.0, "{v:#}");
