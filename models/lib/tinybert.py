@@ -41,6 +41,13 @@ def make_weights(seed=20241202):
         "emb_ln_b": np.zeros(HIDDEN, np.float32),
         "layers": [],
     }
+    add_encoder_and_head(w, normal)
+    return w
+
+
+def add_encoder_and_head(w, normal):
+    """The encoder layers and the QA head, drawn from `normal` in this order (the seeded
+    weights of every test model depend on it)."""
     for _ in range(LAYERS):
         w["layers"].append({
             "wq": normal(HIDDEN, HIDDEN, std=0.2), "bq": normal(HIDDEN),
@@ -54,7 +61,6 @@ def make_weights(seed=20241202):
         })
     w["qa_w"] = normal(HIDDEN, 2, std=1.0)
     w["qa_b"] = normal(2)
-    return w
 
 
 def _layer_norm(x, g, b):

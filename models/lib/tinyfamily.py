@@ -98,19 +98,7 @@ def make_weights(name):
         w["rel"] = normal(2 * REL_SPAN + 1, HEADS, std=1.0)
     w["emb_ln_g"], w["emb_ln_b"] = np.ones(HIDDEN, np.float32), np.zeros(HIDDEN, np.float32)
     w["layers"] = []
-    for _ in range(LAYERS):
-        w["layers"].append({
-            "wq": normal(HIDDEN, HIDDEN, std=0.2), "bq": normal(HIDDEN),
-            "wk": normal(HIDDEN, HIDDEN, std=0.2), "bk": normal(HIDDEN),
-            "wv": normal(HIDDEN, HIDDEN, std=0.2), "bv": normal(HIDDEN),
-            "wo": normal(HIDDEN, HIDDEN, std=0.2), "bo": normal(HIDDEN),
-            "ln1_g": np.ones(HIDDEN, np.float32), "ln1_b": np.zeros(HIDDEN, np.float32),
-            "w1": normal(HIDDEN, INTERMEDIATE, std=0.2), "b1": normal(INTERMEDIATE),
-            "w2": normal(INTERMEDIATE, HIDDEN, std=0.2), "b2": normal(HIDDEN),
-            "ln2_g": np.ones(HIDDEN, np.float32), "ln2_b": np.zeros(HIDDEN, np.float32),
-        })
-    w["qa_w"] = normal(HIDDEN, 2, std=1.0)
-    w["qa_b"] = normal(2)
+    tinybert.add_encoder_and_head(w, normal)
     return w, spec
 
 

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
-    decode_config, feature_config, load_tokenizer, model_padding, pipeline_runtime, print_stdout,
-    report_format, run_config, run_config_for_text, Bound, Outcome,
+    decode_config, feature_config, model_padding, pipeline_runtime, print_stdout, report_format,
+    run_config, run_config_for_text, run_tokenizer, Bound, Outcome,
 };
 use bertqa::backend::text::{TextAnswer, TextReply};
 use bertqa::backend::{Contract, Model};
@@ -134,26 +134,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.text,
     ))?;
     // The vocabulary only where the model needs it: not for the answer contract.
-    let tokenizer = match &bound {
-        Bound::Text(b) if matches!(b.contract, Contract::Answer { .. }) => None,
-        _ => Some(load_tokenizer(
-            &args.run.tokenizer,
-            args.run.decode.postprocess,
-        )?),
-    };
+    let needed = !matches!(&bound, Bound::Text(b) if matches!(b.contract, Contract::Answer { .. }));
+    let (tokenizer, lower_case, postprocess) =
+        run_tokenizer(&args.run.tokenizer, &args.run.decode, needed)?;
     let version_2 = args.run.decode.version_2_with_negative;
-    let lower_case = tokenizer
-        .as_ref()
-        .map_or(args.run.tokenizer.lower_case(), |t| {
-            t.lower_case(&args.run.tokenizer)
-        });
-    let postprocess = tokenizer.as_ref().map_or(
-        args.run
-            .decode
-            .postprocess
-            .map_or(Default::default(), Into::into),
-        |t| t.postprocess,
-    );
     let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
     let features = feature_config(&args.run.window, postprocess, bound.fixed_len())?;
     // A few requests gain less from shared memory than registering a region costs

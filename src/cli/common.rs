@@ -193,6 +193,28 @@ pub(crate) fn load_tokenizer(
     })
 }
 
+/// The tokenizer a run needs (`needed`: not for a text model of the answer contract),
+/// with the casing and the rules in force (`--postprocess`'s, or the default, without
+/// a tokenizer).
+pub(crate) fn run_tokenizer(
+    args: &TokenizerArgs,
+    decode: &DecodeArgs,
+    needed: bool,
+) -> bertqa::Result<(Option<LoadedTokenizer>, bool, bertqa::decode::Postprocess)> {
+    let loaded = match needed {
+        true => Some(load_tokenizer(args, decode.postprocess)?),
+        false => None,
+    };
+    let lower_case = loaded
+        .as_ref()
+        .map_or(args.lower_case(), |t| t.lower_case(args));
+    let postprocess = loaded.as_ref().map_or(
+        decode.postprocess.map_or(Default::default(), Into::into),
+        |t| t.postprocess,
+    );
+    Ok((loaded, lower_case, postprocess))
+}
+
 fn warn_casing(tokenizer: &BertTokenizer) {
     if let Some(w) = tokenizer.casing_warning() {
         eprintln!("warning: {}", super::flags::name_flags(w));

@@ -386,7 +386,9 @@ fn check_casing(config: &DecodeConfig, tok: &dyn TokenText) -> Result<()> {
     Ok(())
 }
 
-fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> Result<()> {
+/// What every rule checks of a window: its logits (or candidates ranked for `k`) are
+/// the feature's, and cover it. The error names the feature and the question.
+pub(crate) fn check_logits(w: &Window<'_>, qas_id: &str, k: usize) -> Result<()> {
     let f = w.feature;
     let err = |message: String| Error::Decode {
         unique_id: f.unique_id,
@@ -414,6 +416,16 @@ fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> R
             f.len()
         )));
     }
+    Ok(())
+}
+
+fn check_window(w: &Window<'_>, doc_tokens: &Words, qas_id: &str, k: usize) -> Result<()> {
+    check_logits(w, qas_id, k)?;
+    let f = w.feature;
+    let err = |message: String| Error::Decode {
+        unique_id: f.unique_id,
+        message: format!("{message} (question {qas_id:?})"),
+    };
     if f.token_is_max_context.len() != f.token_to_orig.len()
         || f.doc_offset() + f.doc_len() > f.len()
     {

@@ -22,7 +22,9 @@
 //! - SQuAD 2.0: `score_diff = null - best.start - best.end` in float32 with the first
 //!   entry whose text is not `""`; the answer is `""` above the threshold.
 
-use super::{window_candidates, DecodeConfig, NbestEntry, NbestKeys, Prediction, Span, Window};
+use super::{
+    check_logits, window_candidates, DecodeConfig, NbestEntry, NbestKeys, Prediction, Span, Window,
+};
 use crate::error::{Error, Result};
 
 /// A candidate before sorting.
@@ -199,10 +201,10 @@ pub fn decode_example(
         let scores: Vec<f64> = std::iter::once(0.0)
             .chain(candidates.iter().map(|c| f64::from(c.score)))
             .collect();
-        softmax_f64(&scores)
+        softmax(&scores)
     } else {
         let scores: Vec<f32> = candidates.iter().map(|c| c.score).collect();
-        softmax_f32(&scores).into_iter().map(f64::from).collect()
+        softmax(&scores).into_iter().map(f64::from).collect()
     };
     for (e, p) in nbest.iter_mut().zip(probabilities) {
         e.probability = p;
@@ -229,38 +231,17 @@ pub fn decode_example(
 }
 
 fn check_window(w: &Window<'_>, qas_id: &str, k: usize) -> Result<()> {
+    check_logits(w, qas_id, k)?;
     let f = w.feature;
     let err = |message: String| Error::Decode {
         unique_id: f.unique_id,
         message: format!("{message} (question {qas_id:?})"),
     };
-    if w.unique_id != f.unique_id {
-        return Err(err(format!(
-            "paired with the logits of feature {}",
-            w.unique_id
-        )));
-    }
     let Some(t) = f.template.as_deref() else {
         return Err(err(
             "a window of run_squad's rules decoded by run_qa's (no offsets)".to_string(),
         ));
     };
-    let (starts, ends) = match (w.ranked(k), w.logits) {
-        (Some(c), _) => c.lens(),
-        (None, Some(l)) => (l.start.len(), l.end.len()),
-        (None, None) => {
-            return Err(err(format!(
-                "its logits were not kept, and its candidates are not for n-best size {k}"
-            )))
-        }
-    };
-    let need = f.len().max(1);
-    if starts < need || ends < need {
-        return Err(err(format!(
-            "{starts} start and {ends} end logits for a feature of {} tokens",
-            f.len()
-        )));
-    }
     if t.doc_offset + t.offsets.len() > f.len() {
         return Err(err("inconsistent feature maps".to_string()));
     }
@@ -296,38 +277,54 @@ fn pairwise_sum<T: Copy + std::ops::Add<Output = T> + Default>(a: &[T]) -> T {
     pairwise_sum(&a[..half]) + pairwise_sum(&a[half..])
 }
 
-/// `exp(s - max(s)) / sum` in float32, as numpy computes it on a float32 array.
-fn softmax_f32(scores: &[f32]) -> Vec<f32> {
-    let max =
-        scores.iter().copied().fold(
-            f32::NEG_INFINITY,
-            |m, s| {
-                if s > m || s.is_nan() {
-                    s
-                } else {
-                    m
-                }
-            },
-        );
-    let exps: Vec<f32> = scores.iter().map(|&s| (s - max).exp()).collect();
-    let total = pairwise_sum(&exps);
-    exps.iter().map(|&e| e / total).collect()
+/// The float types numpy's softmax runs in here.
+trait Float:
+    Copy
+    + Default
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    const NEG_INFINITY: Self;
+    fn exp(self) -> Self;
+    fn is_nan(self) -> bool;
 }
 
-/// [`softmax_f32`] in float64.
-fn softmax_f64(scores: &[f64]) -> Vec<f64> {
-    let max =
-        scores.iter().copied().fold(
-            f64::NEG_INFINITY,
-            |m, s| {
-                if s > m || s.is_nan() {
-                    s
-                } else {
-                    m
-                }
-            },
-        );
-    let exps: Vec<f64> = scores.iter().map(|&s| (s - max).exp()).collect();
+impl Float for f32 {
+    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
+    fn exp(self) -> f32 {
+        f32::exp(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+
+impl Float for f64 {
+    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// `exp(s - max(s)) / sum` in the scores' type, as numpy computes it on an array of
+/// that type (a NaN maximum propagates, as `np.max`'s does).
+fn softmax<T: Float>(scores: &[T]) -> Vec<T> {
+    let max = scores.iter().copied().fold(
+        T::NEG_INFINITY,
+        |m, s| {
+            if s > m || s.is_nan() {
+                s
+            } else {
+                m
+            }
+        },
+    );
+    let exps: Vec<T> = scores.iter().map(|&s| (s - max).exp()).collect();
     let total = pairwise_sum(&exps);
     exps.iter().map(|&e| e / total).collect()
 }

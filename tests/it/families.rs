@@ -336,30 +336,29 @@ fn bad_tokenizers_and_a_question_without_room_exit_2_with_nothing_written() {
 #[test]
 fn a_run_qa_run_resumes_and_decodes_saved_logits_to_the_same_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let tokenizer = format!("{TOKENIZERS}/deberta-v3");
+    let tokenizer = format!("{TOKENIZERS}/distilbert");
     let data = fixture("v2-long.json");
     let whole = tmp.path().join("whole");
-    let flags = |extra: &[&str]| -> Vec<String> {
-        let url = server().url.clone();
-        let mut f = vec![
-            "--url".to_string(),
-            url,
-            "--tokenizer".into(),
-            tokenizer.clone(),
-        ];
-        f.extend(extra.iter().map(|s| s.to_string()));
-        f
-    };
+    // The oracle that sleeps 40 ms per request, on windows overlapping by 320 tokens
+    // (over a hundred): the run is still going when it is killed.
     let args = |out: &Path, extra: &[&str]| {
-        let f = flags(extra);
-        let f: Vec<&str> = f.iter().map(String::as_str).collect();
-        eval_args(&data, "tiny-deberta-v3", out, &f)
+        let flags = [
+            "--url",
+            &server().url,
+            "--tokenizer",
+            &tokenizer,
+            "--postprocess",
+            "run-qa",
+            "--doc-stride",
+            "320",
+        ];
+        eval_args(&data, "oracle-slow", out, &[&flags[..], extra].concat())
     };
     ok(&bertqa(&args(&whole, &["--save-logits"])));
     let killed = tmp.path().join("killed");
     let one_at_a_time = ["--batch-size", "1", "--concurrency", "1"];
     let mut child = spawn_bertqa(&args(&killed, &one_at_a_time));
-    wait_for_journal(&mut child, &killed, 4);
+    wait_for_journal(&mut child, &killed, 20);
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = journaled(&killed);
@@ -383,6 +382,10 @@ fn a_run_qa_run_resumes_and_decodes_saved_logits_to_the_same_files() {
         &data,
         "--tokenizer",
         &tokenizer,
+        "--postprocess",
+        "run-qa",
+        "--doc-stride",
+        "320",
         "--from-logits",
         logits.to_str().unwrap(),
         "--output-dir",
@@ -398,23 +401,26 @@ fn a_run_qa_run_resumes_and_decodes_saved_logits_to_the_same_files() {
 #[test]
 fn compare_of_two_families_reports_agreement_and_compares_no_logits() {
     let tmp = tempfile::tempdir().unwrap();
+    let compare = |model_tokenizer: &str, out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            "--url",
+            &server().url,
+            "--models",
+            "tiny-bert-3in,tiny-roberta",
+            "--model-tokenizer",
+            model_tokenizer,
+            "--data",
+            SAMPLE,
+            "--output-dir",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        bertqa(&args)
+    };
     let out = tmp.path().join("cmp");
     let roberta = format!("tiny-roberta={TOKENIZERS}/roberta");
-    let o = bertqa(&[
-        "compare",
-        "--url",
-        &server().url,
-        "--models",
-        "tiny-bert-3in,tiny-roberta",
-        "--model-tokenizer",
-        &roberta,
-        "--data",
-        SAMPLE,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    let v = json_of(&o);
+    let v = json_of(&compare(&roberta, &out, &["--json"]));
     assert_schema("compare", &v);
     let c = &v["comparisons"][0];
     assert_eq!(c["model"], "tiny-roberta", "{v:#}");
@@ -426,18 +432,7 @@ fn compare_of_two_families_reports_agreement_and_compares_no_logits() {
         read_bytes(golden_dir("tiny-roberta", "sample-v2").join("predictions.json"))
     );
     // An entry for a model not compared is refused.
-    let o = bertqa(&[
-        "compare",
-        "--url",
-        &server().url,
-        "--models",
-        "tiny-bert-3in,tiny-roberta",
-        "--model-tokenizer",
-        "tiny-distilbert=tests/fixtures/tokenizers/distilbert",
-        "--data",
-        SAMPLE,
-        "--output-dir",
-        tmp.path().join("refused").to_str().unwrap(),
-    ]);
+    let distilbert = format!("tiny-distilbert={TOKENIZERS}/distilbert");
+    let o = compare(&distilbert, &tmp.path().join("refused"), &[]);
     assert_fails_with(&o, &["--model-tokenizer", "tiny-distilbert"]);
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::super::common::{
-    connect_pool_and_look, decode_config, feature_config, load_data_digest, load_tokenizer,
-    model_padding, pipeline_runtime, print_stdout, report_format, run_config as common_run_config,
+    connect_pool_and_look, decode_config, feature_config, load_data_digest, model_padding,
+    pipeline_runtime, print_stdout, report_format, run_config as common_run_config, run_tokenizer,
     Bound,
 };
 use super::super::flags::name_flags;
@@ -129,25 +129,8 @@ pub(super) fn prepare(
         version_2,
         format,
     } = data;
-    let loaded = match vocabulary {
-        true => Some(load_tokenizer(
-            &args.run.tokenizer,
-            args.run.decode.postprocess,
-        )?),
-        false => None,
-    };
-    let lower_case = loaded
-        .as_ref()
-        .map_or(args.run.tokenizer.lower_case(), |t| {
-            t.lower_case(&args.run.tokenizer)
-        });
-    let postprocess = loaded.as_ref().map_or(
-        args.run
-            .decode
-            .postprocess
-            .map_or(Default::default(), Into::into),
-        |t| t.postprocess,
-    );
+    let (loaded, lower_case, postprocess) =
+        run_tokenizer(&args.run.tokenizer, &args.run.decode, vocabulary)?;
     let decode = decode_config(&args.run.decode, version_2, lower_case, postprocess);
     let features = feature_config(&args.run.window, postprocess, model_len)?;
     let fingerprint = resume::base_fingerprint(
