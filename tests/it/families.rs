@@ -42,19 +42,26 @@ fn golden_runs() -> Vec<(&'static str, &'static str, &'static str, String)> {
     runs
 }
 
-/// `eval` by run_qa's rules (named: the WordPiece tokenizers default to run_squad's).
+/// `eval` by run_qa's rules: named for the WordPiece tokenizer (it defaults to
+/// run_squad's), by default for the others.
 fn eval_run_qa(url: &str, protocol: &str, model: &str, tokenizer: &str, data: &str, out: &Path) {
+    let rules: &[&str] = match tokenizer {
+        "distilbert" => &["--postprocess", "run-qa"],
+        _ => &[],
+    };
     let tokenizer = format!("{TOKENIZERS}/{tokenizer}");
     let extra = [
-        "--url",
-        url,
-        "--protocol",
-        protocol,
-        "--tokenizer",
-        &tokenizer,
-        "--postprocess",
-        "run-qa",
-    ];
+        &[
+            "--url",
+            url,
+            "--protocol",
+            protocol,
+            "--tokenizer",
+            &tokenizer,
+        ][..],
+        rules,
+    ]
+    .concat();
     ok(&bertqa(&eval_args(data, model, out, &extra)));
 }
 
