@@ -60,12 +60,12 @@ impl<'t> RunQaWindows<'t> {
         let stride = config.doc_stride;
         let mut questions = Vec::with_capacity(dataset.examples.len());
         for example in &dataset.examples {
-            let q = tokenizer.encode(question_text(example))?.get_ids().to_vec();
+            let q = tokenizer.encode_ids(question_text(example))?;
             let room = max_length as i64 - added as i64 - q.len() as i64;
             if room <= stride as i64 {
                 // Only a context that must be cut fails: measure this one.
                 let context = &dataset.paragraph_of(example).context;
-                let c = tokenizer.encode(context)?.get_ids().len();
+                let c = tokenizer.encode_ids(context)?.len();
                 if q.len() + c + added > max_length {
                     return Err(Error::Config(format!(
                         "question {:?} has {} tokens: with the tokenizer's {added} special \
@@ -106,11 +106,7 @@ impl<'t> RunQaWindows<'t> {
                 Ok(e) => {
                     let word_of = paragraph.char_to_word_offset();
                     let last_word = word_of.last().copied().unwrap_or(0).max(0) as u32;
-                    let offsets: Vec<(u32, u32)> = e
-                        .get_offsets()
-                        .iter()
-                        .map(|&(s, e)| (s as u32, e as u32))
-                        .collect();
+                    let offsets = e.offsets;
                     let words = offsets
                         .iter()
                         .map(|&(s, _)| {
@@ -120,7 +116,7 @@ impl<'t> RunQaWindows<'t> {
                         })
                         .collect();
                     Context {
-                        ids: e.get_ids().to_vec(),
+                        ids: e.ids,
                         offsets,
                         words,
                     }

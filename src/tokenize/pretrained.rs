@@ -26,6 +26,13 @@ use tokenizers::{Encoding, ModelWrapper, PostProcessor, PreTokenizerWrapper, Tok
 
 use crate::error::{Error, Location, Result};
 
+/// A text's tokens: ids and character offsets.
+#[derive(Debug, Default)]
+pub(crate) struct Encoded {
+    pub ids: Vec<u32>,
+    pub offsets: Vec<(u32, u32)>,
+}
+
 /// A fast tokenizer with what transformers reads beside it.
 #[derive(Clone)]
 pub struct PretrainedTokenizer {
@@ -301,13 +308,41 @@ impl PretrainedTokenizer {
         &self.layout
     }
 
-    /// `text` encoded without special tokens: ids and character offsets.
-    pub(crate) fn encode(&self, text: &str) -> Result<Encoding> {
-        self.inner.encode_char_offsets(text, false).map_err(|e| {
+    /// `text` encoded without special tokens: ids, and offsets in bytes.
+    fn encode_bytes(&self, text: &str) -> Result<Encoding> {
+        self.inner.encode(text, false).map_err(|e| {
             Error::input(
                 Location::file(&self.path),
                 format!("the tokenizer failed: {e}"),
             )
+        })
+    }
+
+    /// The ids of `text` encoded without special tokens.
+    pub(crate) fn encode_ids(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.encode_bytes(text)?.get_ids().to_vec())
+    }
+
+    /// `text` encoded without special tokens: ids and character offsets, as
+    /// `encode_char_offsets` gives them. The library converts offsets through a hash map
+    /// of every byte of the text, before the post-processor trims them; a table indexed
+    /// by byte, after trimming, gives the same offsets (a byte inside a character counts
+    /// as that character, the text's end as its length; trimming moves by spaces, one
+    /// byte and one character each).
+    pub(crate) fn encode(&self, text: &str) -> Result<Encoded> {
+        let e = self.encode_bytes(text)?;
+        let mut char_of = Vec::with_capacity(text.len() + 1);
+        let mut chars = 0u32;
+        for c in text.chars() {
+            char_of.extend(std::iter::repeat_n(chars, c.len_utf8()));
+            chars += 1;
+        }
+        char_of.push(chars);
+        let at = |b: usize| char_of.get(b).copied().unwrap_or(chars);
+        let offsets = e.get_offsets().iter().map(|&(s, end)| (at(s), at(end))).collect();
+        Ok(Encoded {
+            ids: e.get_ids().to_vec(),
+            offsets,
         })
     }
 }
@@ -414,6 +449,35 @@ mod tests {
             middle: middle.to_vec(),
             suffix: suffix.to_vec(),
             types: types.to_vec(),
+        }
+    }
+
+    /// Character offsets through the byte table equal the library's own
+    /// (`encode_char_offsets`), on text with accents, CJK, emoji, combining marks,
+    /// control characters and runs of spaces, for each test tokenizer.
+    #[test]
+    fn character_offsets_equal_the_librarys() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizers");
+        let texts = [
+            "The café at Zürich — naïve “quotes” and 東京 🚀🚀 rocket.",
+            "  leading spaces,\ttabs\n\nand e\u{301}\u{301} marks\u{7}\u{0} ",
+            "",
+            "x",
+            "ß ﬁ İ Ⅻ ㎏ ﷺ",
+        ];
+        for name in ["distilbert", "roberta", "deberta-v3"] {
+            let t = PretrainedTokenizer::from_path(&root.join(name)).unwrap();
+            for text in texts {
+                let ours = t.encode(text).unwrap();
+                let theirs = t.inner.encode_char_offsets(text, false).unwrap();
+                let want: Vec<(u32, u32)> = theirs
+                    .get_offsets()
+                    .iter()
+                    .map(|&(s, e)| (s as u32, e as u32))
+                    .collect();
+                assert_eq!(ours.ids, theirs.get_ids(), "{name}: {text:?}");
+                assert_eq!(ours.offsets, want, "{name}: {text:?}");
+            }
         }
     }
 
