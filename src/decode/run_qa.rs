@@ -38,6 +38,8 @@ struct Candidate {
     score: f32,
     start_logit: f32,
     end_logit: f32,
+    /// Its place in the order candidates are made in (ties keep it).
+    seq: usize,
 }
 
 /// Character positions of a context, for slicing it by code points.
@@ -121,6 +123,7 @@ pub fn decode_example(
                 score: null_score,
                 start_logit: s0,
                 end_logit: e0,
+                seq: 0,
             });
         }
         let context_token = |i: usize| {
@@ -147,6 +150,7 @@ pub fn decode_example(
                     score: start_logit + end_logit,
                     start_logit,
                     end_logit,
+                    seq: 0,
                 });
             }
         }
@@ -155,12 +159,25 @@ pub fn decode_example(
     if let (true, Some(n)) = (v2, null) {
         candidates.push(n);
     }
-    // Descending and stable; NaN scores sort last.
-    candidates.sort_by(|a, b| match (a.score.is_nan(), b.score.is_nan()) {
-        (false, false) => b.score.partial_cmp(&a.score).expect("not NaN"),
-        (x, y) => x.cmp(&y),
-    });
-    candidates.truncate(k);
+    // The first `k` of a stable descending sort (NaN scores last): the order made in
+    // breaks ties, so selecting the `k` best and sorting only them gives the same list.
+    for (i, c) in candidates.iter_mut().enumerate() {
+        c.seq = i;
+    }
+    let order = |a: &Candidate, b: &Candidate| {
+        match (a.score.is_nan(), b.score.is_nan()) {
+            (false, false) => b.score.partial_cmp(&a.score).expect("not NaN"),
+            (x, y) => x.cmp(&y),
+        }
+        .then(a.seq.cmp(&b.seq))
+    };
+    if k == 0 {
+        candidates.clear();
+    } else if candidates.len() > k {
+        candidates.select_nth_unstable_by(k - 1, order);
+        candidates.truncate(k);
+    }
+    candidates.sort_unstable_by(order);
     if let (true, Some(n)) = (v2, null) {
         if !candidates.iter().any(|c| c.chars == (0, 0)) {
             candidates.push(n);
