@@ -339,7 +339,11 @@ impl PretrainedTokenizer {
         }
         char_of.push(chars);
         let at = |b: usize| char_of.get(b).copied().unwrap_or(chars);
-        let offsets = e.get_offsets().iter().map(|&(s, end)| (at(s), at(end))).collect();
+        let offsets = e
+            .get_offsets()
+            .iter()
+            .map(|&(s, end)| (at(s), at(end)))
+            .collect();
         Ok(Encoded {
             ids: e.get_ids().to_vec(),
             offsets,
