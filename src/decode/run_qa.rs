@@ -159,25 +159,7 @@ pub fn decode_example(
     if let (true, Some(n)) = (v2, null) {
         candidates.push(n);
     }
-    // The first `k` of a stable descending sort (NaN scores last): the order made in
-    // breaks ties, so selecting the `k` best and sorting only them gives the same list.
-    for (i, c) in candidates.iter_mut().enumerate() {
-        c.seq = i;
-    }
-    let order = |a: &Candidate, b: &Candidate| {
-        match (a.score.is_nan(), b.score.is_nan()) {
-            (false, false) => b.score.partial_cmp(&a.score).expect("not NaN"),
-            (x, y) => x.cmp(&y),
-        }
-        .then(a.seq.cmp(&b.seq))
-    };
-    if k == 0 {
-        candidates.clear();
-    } else if candidates.len() > k {
-        candidates.select_nth_unstable_by(k - 1, order);
-        candidates.truncate(k);
-    }
-    candidates.sort_unstable_by(order);
+    keep_best(candidates, k);
     if let (true, Some(n)) = (v2, null) {
         if !candidates.iter().any(|c| c.chars == (0, 0)) {
             candidates.push(n);
@@ -213,16 +195,7 @@ pub fn decode_example(
             },
         );
     }
-    let probabilities = if placeholder {
-        // The placeholder's Python 0.0 makes numpy's array float64.
-        let scores: Vec<f64> = std::iter::once(0.0)
-            .chain(candidates.iter().map(|c| f64::from(c.score)))
-            .collect();
-        softmax(&scores)
-    } else {
-        let scores: Vec<f32> = candidates.iter().map(|c| c.score).collect();
-        softmax(&scores).into_iter().map(f64::from).collect()
-    };
+    let probabilities = probabilities(candidates, placeholder);
     for (e, p) in nbest.iter_mut().zip(probabilities) {
         e.probability = p;
     }
@@ -245,6 +218,43 @@ pub fn decode_example(
         nbest,
         null_odds,
     })
+}
+
+/// Keeps the first `k` of a stable descending sort by score (NaN scores last), in that
+/// order: the order made in breaks ties, so selecting the `k` best and sorting only them
+/// gives the same list as sorting every candidate.
+fn keep_best(candidates: &mut Vec<Candidate>, k: usize) {
+    for (i, c) in candidates.iter_mut().enumerate() {
+        c.seq = i;
+    }
+    let order = |a: &Candidate, b: &Candidate| {
+        match (a.score.is_nan(), b.score.is_nan()) {
+            (false, false) => b.score.partial_cmp(&a.score).expect("not NaN"),
+            (x, y) => x.cmp(&y),
+        }
+        .then(a.seq.cmp(&b.seq))
+    };
+    if k == 0 {
+        candidates.clear();
+    } else if candidates.len() > k {
+        candidates.select_nth_unstable_by(k - 1, order);
+        candidates.truncate(k);
+    }
+    candidates.sort_unstable_by(order);
+}
+
+/// The n-best list's probabilities: in float32 over the candidates' scores, or in
+/// float64 with the placeholder's Python 0.0 first (it makes numpy's array float64).
+fn probabilities(candidates: &[Candidate], placeholder: bool) -> Vec<f64> {
+    if placeholder {
+        let scores: Vec<f64> = std::iter::once(0.0)
+            .chain(candidates.iter().map(|c| f64::from(c.score)))
+            .collect();
+        softmax(&scores)
+    } else {
+        let scores: Vec<f32> = candidates.iter().map(|c| c.score).collect();
+        softmax(&scores).into_iter().map(f64::from).collect()
+    }
 }
 
 fn check_window(w: &Window<'_>, qas_id: &str, k: usize) -> Result<()> {
