@@ -346,8 +346,8 @@ fn a_run_qa_run_resumes_and_decodes_saved_logits_to_the_same_files() {
     let tokenizer = format!("{TOKENIZERS}/distilbert");
     let data = fixture("v2-long.json");
     let whole = tmp.path().join("whole");
-    // The oracle that sleeps 40 ms per request, on windows overlapping by 320 tokens
-    // (over a hundred): the run is still going when it is killed.
+    // The oracle that sleeps on every request, on windows that overlap by most of their
+    // tokens (so there are many): the run is still going when it is killed.
     let args = |out: &Path, extra: &[&str]| {
         let flags = [
             "--url",
