@@ -95,6 +95,10 @@ pub enum Error {
     #[error("{0}")]
     Empty(String),
 
+    /// Stopped on request (an interrupt) before the end.
+    #[error("stopped before the end")]
+    Stopped,
+
     /// A fault of bertqa itself (a worker task that panicked): a bug to report.
     #[error("internal error: {0}")]
     Internal(String),

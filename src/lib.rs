@@ -143,6 +143,8 @@ mod sha256;
 mod shard;
 pub mod squad;
 pub mod tokenize;
+#[cfg(feature = "cli")]
+mod tune;
 pub mod types;
 
 pub use backend::binding::{

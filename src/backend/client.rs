@@ -303,6 +303,14 @@ impl TritonClient {
         answer.map_err(|e| no_server(e, "server metadata", self.routed_by()))
     }
 
+    /// The HTTP client of a connection over HTTP.
+    pub(crate) fn http(&self) -> Option<&super::http::HttpClient> {
+        match &self.conn {
+            Conn::Http(t) => Some(t.client()),
+            Conn::Grpc(_) => None,
+        }
+    }
+
     /// The server's metadata, asked once per connection ([`Self::server_metadata`]).
     pub async fn server_info(&self) -> Result<&ServerInfo> {
         self.peer

@@ -71,6 +71,15 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
             c.push(("shards", dirs.join(", ")));
             c.push(file("output", &a.output_dir));
         }
+        Command::Tune(a) => {
+            c.push(("command", "tune".into()));
+            c.push(server(&a.server));
+            if let Some(m) = &a.model {
+                c.push(model(m, ""));
+            }
+            c.push(data(&a.data));
+            c.push(file("output", &a.output_dir));
+        }
         Command::Perf(a) => {
             c.push(("command", "perf".into()));
             c.push(server(&a.server));

@@ -11,6 +11,8 @@ pub(crate) const SECURITY: &str = "Security";
 pub(crate) const DECODING: &str = "Decoding";
 pub(crate) const SCORING: &str = "Scoring";
 pub(crate) const RUN: &str = "Run";
+/// The configurations `tune` tries.
+pub(crate) const SEARCH: &str = "Search";
 /// The server's Prometheus metrics (`perf`, `eval`).
 pub(crate) const METRICS: &str = "Server metrics";
 pub(crate) const OUTPUT: &str = "Output";

@@ -23,6 +23,7 @@ mod perf;
 mod resume;
 mod score;
 mod security;
+mod tune;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -60,6 +61,9 @@ pub enum Command {
     Perf(Box<perf::Args>),
     /// Score a predictions file against a SQuAD file (the official evaluators).
     Score(score::Args),
+    /// Find the model configuration that serves best within a latency budget (Triton,
+    /// explicit model-control mode); the original is always put back.
+    Tune(Box<tune::Args>),
 }
 
 /// `-v` was given (set once, before the command runs).
@@ -97,6 +101,7 @@ pub fn main() -> u8 {
         Command::Merge(a) => merge::run(a),
         Command::Perf(a) => perf::run(*a),
         Command::Score(a) => score::run(a),
+        Command::Tune(a) => tune::run(*a),
     };
     match result {
         Ok(Outcome::Success) => 0,

@@ -113,6 +113,9 @@ pub(crate) struct PerfConfig {
     pub requests_log: Option<Arc<RequestLog>>,
     /// The server's Prometheus metrics, read through the sweep.
     pub metrics: Option<Arc<Scraper>>,
+    /// Once cancelled, the level under way is drained and the sweep ends with
+    /// [`Error::Stopped`].
+    pub stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Default for PerfConfig {
@@ -128,6 +131,7 @@ impl Default for PerfConfig {
             budget: None,
             requests_log: None,
             metrics: None,
+            stop: None,
         }
     }
 }
@@ -380,7 +384,11 @@ async fn sweep_levels(
     config: &PerfConfig,
     progress: &dyn PerfProgress,
 ) -> Result<Vec<LevelResult>> {
+    let stopped = || config.stop.as_ref().is_some_and(|t| t.is_cancelled());
     for _ in 0..config.warmup {
+        if stopped() {
+            return Err(Error::Stopped);
+        }
         let shared = new_shared(client, &source, None, config);
         shared.one_request().await?;
     }
@@ -391,6 +399,9 @@ async fn sweep_levels(
     let mut plan = Plan::new(levels.len(), config.budget.as_ref());
     let mut results = Vec::with_capacity(plan.most_levels());
     while let Some(i) = plan.next() {
+        if stopped() {
+            return Err(Error::Stopped);
+        }
         let level = levels[i];
         progress.level(level);
         let shared = new_shared(client, &source, Some(level), config);
@@ -402,7 +413,13 @@ async fn sweep_levels(
         };
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
-        let measured = measure(&shared, level, config, progress).await;
+        let measured = match &config.stop {
+            Some(stop) => tokio::select! {
+                m = measure(&shared, level, config, progress) => m,
+                _ = stop.cancelled() => Err(Error::Stopped),
+            },
+            None => measure(&shared, level, config, progress).await,
+        };
         shared.stop.store(true, Ordering::SeqCst);
         // Drain what is in flight so it does not count in the next level's server
         // statistics.

@@ -32,7 +32,7 @@ pub(crate) struct TextRequest {
 }
 
 /// What a sweep of a text model sends.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TextLoad {
     pub binding: Arc<TextBinding>,
     /// Requested version (empty: the server's choice).

@@ -356,6 +356,40 @@ impl HttpClient {
         Ok(list.models)
     }
 
+    /// `GET /v2/models/M/config` as the server wrote it, every field kept (`tune` loads
+    /// it back as it was read).
+    pub(crate) async fn model_config_json(&self, model: &str) -> Result<serde_json::Value> {
+        let path = format!("{}/config", model_path(model, ""));
+        self.json(Method::GET, &path, None, Some(model)).await
+    }
+
+    /// `POST /v2/repository/models/M/load`: (re)loads `model`, with `config` (a whole
+    /// configuration, JSON text) as the override when given.
+    pub(crate) async fn load_model(&self, model: &str, config: Option<&str>) -> Result<()> {
+        let body = match config {
+            Some(c) => serde_json::json!({"parameters": {"config": c}}),
+            None => serde_json::json!({}),
+        };
+        let path = format!("/v2/repository/models/{}/load", segment(model));
+        self.post_model(&path, body.to_string().into_bytes(), model)
+            .await
+    }
+
+    /// `POST /v2/repository/models/M/unload`.
+    pub(crate) async fn unload_model(&self, model: &str) -> Result<()> {
+        let path = format!("/v2/repository/models/{}/unload", segment(model));
+        self.post_model(&path, b"{}".to_vec(), model).await
+    }
+
+    async fn post_model(&self, path: &str, body: Vec<u8>, model: &str) -> Result<()> {
+        let answer = self.call(Method::POST, path, Some((body, None))).await?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(self.status_error(answer.status, &answer.body, Some(model)))
+        }
+    }
+
     async fn post_ok(&self, path: &str, body: Vec<u8>) -> Result<()> {
         let answer = self.call(Method::POST, path, Some((body, None))).await?;
         if answer.status.is_success() {

@@ -4,7 +4,7 @@
 //! A model that takes text is swept with the file's question and context pairs
 //! ([`text`]).
 
-mod text;
+pub(crate) mod text;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -220,6 +220,7 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         shared_memory: args.load.shared_memory.into(),
         requests_log: None,
         metrics: None,
+        stop: None,
     })
 }
 
@@ -277,43 +278,51 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         return text::run(&args, config, &rt, &dataset, model);
     }
-    let loaded = tokenizer?;
     let binding = bertqa::Binding::infer(
         &metadata,
         model_config.as_ref(),
         &args.model_version,
         &super::common::binding_overrides(&args.binding),
     )?;
-    let features_config = feature_config(&args.window, loaded.postprocess, binding.fixed_len())?;
+    let features = token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
+    run_tokens(&args, config, &rt, client, binding, &features)
+}
+
+/// The windows of `dataset` for a model bound as `binding` (perf and tune send them).
+pub(crate) fn token_features(
+    window: &super::args::WindowArgs,
+    loaded: super::common::LoadedTokenizer,
+    binding: &bertqa::Binding,
+    dataset: &bertqa::types::Dataset,
+    data: &[PathBuf],
+) -> anyhow::Result<Vec<bertqa::types::Feature>> {
+    let features_config = feature_config(window, loaded.postprocess, binding.fixed_len())?;
     let builder = bertqa::features::FeatureBuilder::for_rules(
         loaded.tokenizer.as_ref(),
         loaded.postprocess,
         features_config,
-        &dataset,
+        dataset,
     )?;
-    let (features, _) = bertqa::features::collect(builder, &dataset)?;
+    let (features, _) = bertqa::features::collect(builder, dataset)?;
     if features.is_empty() {
         anyhow::bail!(
             "{}: no features to send (no question has a context with word pieces)",
-            super::common::data_label(&args.data)
+            super::common::data_label(data)
         );
     }
-    run_tokens(&args, config, &rt, client, binding, &features)
+    Ok(features)
 }
 
-/// The sweep of a model that takes token ids, with the features of the data.
-fn run_tokens(
-    args: &Args,
-    mut config: PerfConfig,
-    rt: &tokio::runtime::Runtime,
-    client: bertqa::TritonClient,
-    binding: bertqa::Binding,
-    features: &[bertqa::types::Feature],
-) -> anyhow::Result<Outcome> {
-    let max_seq_length = args.window.max_seq_length(binding.fixed_len());
-    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
-    let padding = Padding::for_model(&binding, max_seq_length, !args.load.fixed_seq_len);
-    let padding_words = match padding {
+/// How requests to `binding` are padded, and that in words; a fixed-length model
+/// shorter than the windows is refused.
+pub(crate) fn padding(
+    window: &super::args::WindowArgs,
+    binding: &bertqa::Binding,
+    fixed_seq_len: bool,
+) -> anyhow::Result<(Padding, String)> {
+    let max_seq_length = window.max_seq_length(binding.fixed_len());
+    let padding = Padding::for_model(binding, max_seq_length, !fixed_seq_len);
+    let words = match padding {
         Padding::Fixed(n) => {
             if n < max_seq_length {
                 anyhow::bail!(
@@ -327,6 +336,20 @@ fn run_tokens(
         }
         Padding::Longest { multiple } => format!("longest feature, multiple of {multiple}"),
     };
+    Ok((padding, words))
+}
+
+/// The sweep of a model that takes token ids, with the features of the data.
+fn run_tokens(
+    args: &Args,
+    mut config: PerfConfig,
+    rt: &tokio::runtime::Runtime,
+    client: bertqa::TritonClient,
+    binding: bertqa::Binding,
+    features: &[bertqa::types::Feature],
+) -> anyhow::Result<Outcome> {
+    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
+    let (padding, padding_words) = padding(&args.window, &binding, args.load.fixed_seq_len)?;
     let batches = perf::make_batches(features, batch_size, padding);
     let binding = Arc::new(binding);
     if let Some(path) = &args.export_input_data {

@@ -83,7 +83,7 @@ pub(crate) fn run(
 
 /// Every question of the data with its context, in file order (a paragraph's context
 /// shared by its questions).
-fn pairs(dataset: &bertqa::types::Dataset) -> Vec<(Arc<str>, Arc<str>)> {
+pub(crate) fn pairs(dataset: &bertqa::types::Dataset) -> Vec<(Arc<str>, Arc<str>)> {
     let contexts: Vec<Arc<str>> = dataset
         .paragraphs
         .iter()
@@ -103,7 +103,10 @@ fn pairs(dataset: &bertqa::types::Dataset) -> Vec<(Arc<str>, Arc<str>)> {
 
 /// Questions per request: `--batch-size` within the model's max batch size (1 for a
 /// model without a batch dimension), by default the max batch size.
-fn per_request(requested: Option<usize>, binding: &TextBinding) -> anyhow::Result<usize> {
+pub(crate) fn per_request(
+    requested: Option<usize>,
+    binding: &TextBinding,
+) -> anyhow::Result<usize> {
     let most = binding.max_batch_size.max(1);
     match requested {
         None => Ok(most),

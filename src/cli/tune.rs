@@ -1,0 +1,508 @@
+//! `bertqa tune`: the search of `bertqa::tune` on a live Triton in explicit
+//! model-control mode, with real features from a data file; the text table on stdout
+//! (or `--json`, `schema/tune.schema.json`), progress on stderr, the report and the
+//! original configuration in `--output-dir`, `--write-config` and `--html` files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::args::{
+    BindingArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs, WindowArgs,
+    INPUT, MODEL, OUTPUT, RUN, SEARCH, SERVER,
+};
+use super::common::{client_config, load_data, load_tokenizer, print_stdout, runtime, Outcome};
+use bertqa::perf::{Budget, Level, Load, PerfConfig, PerfProgress, Range, Window};
+use bertqa::tune::config::{Preferred, Settings};
+use bertqa::tune::report::{self, Candidate};
+use bertqa::tune::search::Space;
+use bertqa::tune::{Control, Tune, TuneProgress, Workload};
+
+/// The configuration (max batch size, dynamic batching, instances) that serves best
+/// within a latency budget, found on a live Triton in explicit model-control mode.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
+    /// not, - for stdin; repeat for several files read as one
+    #[arg(long, value_name = "FILE", help_heading = INPUT, required_unless_present = "restore", action = clap::ArgAction::Append)]
+    pub data: Vec<PathBuf>,
+    /// First N questions only
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub limit: Option<usize>,
+    #[command(flatten)]
+    pub tokenizer: TokenizerArgs,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// Windows of run_squad (nvidia, hf: the same windows) or of run_qa [default: run-qa
+    /// for a tokenizer that is not WordPiece, else nvidia]
+    #[arg(long, value_enum, help_heading = INPUT)]
+    pub postprocess: Option<super::args::Postprocess>,
+    /// Model to tune (loaded, and always put back, on the server)
+    #[arg(long, help_heading = MODEL, required_unless_present = "restore")]
+    pub model: Option<String>,
+    /// For a text ensemble: the composing model to tune (the load goes through the
+    /// ensemble)
+    #[arg(long, value_name = "NAME", help_heading = MODEL)]
+    pub step: Option<String>,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+    #[command(flatten)]
+    pub text: TextBindingArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// The server's HTTP address for the repository calls (default: --url with
+    /// --protocol http; needed with gRPC)
+    #[arg(long, value_name = "URL", help_heading = SERVER)]
+    pub control_url: Option<String>,
+    /// Max batch sizes to try
+    #[arg(long, default_value = "8,16,32,64", value_name = "LIST", help_heading = SEARCH)]
+    pub max_batch_sizes: String,
+    /// Dynamic batching queue delays to try, microseconds
+    #[arg(long, default_value = "0,100,500,2000", value_name = "LIST", help_heading = SEARCH)]
+    pub queue_delays_us: String,
+    /// Instance counts (of each instance group) to try
+    #[arg(long, default_value = "1,2,4", value_name = "LIST", help_heading = SEARCH)]
+    pub instances: String,
+    /// Preferred batch sizes: auto (the server's default, and half and all of the max
+    /// batch size), none (the server's default), or a LIST
+    #[arg(long, default_value = "auto", value_name = "auto|none|LIST", help_heading = SEARCH)]
+    pub preferred_batch_sizes: String,
+    /// Measure every combination instead of the default search
+    #[arg(long, help_heading = SEARCH)]
+    pub exhaustive: bool,
+    /// Leave the best configuration loaded instead of the original
+    #[arg(long, help_heading = SEARCH)]
+    pub keep_best: bool,
+    /// Put back the original recorded in --output-dir by a run that did not finish
+    #[arg(long, help_heading = SEARCH, conflicts_with_all = ["data", "model", "keep_best"])]
+    pub restore: bool,
+    /// Windows per request (the server's dynamic batcher makes the batches)
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = RUN)]
+    pub batch_size: usize,
+    /// Measure each candidate at this many requests in flight only
+    #[arg(long, value_name = "N", conflicts_with = "concurrency_range", help_heading = RUN)]
+    pub concurrency: Option<usize>,
+    /// Requests in flight searched (binary search) for the most within the budget
+    #[arg(long, default_value = "1:64", value_name = "START:END:STEP", help_heading = RUN)]
+    pub concurrency_range: String,
+    /// Requests sent to each candidate first and left out of every figure
+    #[arg(long, default_value_t = 8, value_name = "N", help_heading = RUN)]
+    pub warmup: usize,
+    /// Latency budget in ms (client latency at --percentile)
+    #[arg(long, value_name = "MS", help_heading = RUN, required_unless_present = "restore")]
+    pub latency_threshold: Option<f64>,
+    /// The latency percentile the budget applies to
+    #[arg(long, default_value_t = 99.0, value_name = "P", help_heading = RUN)]
+    pub percentile: f64,
+    /// Measure in windows of this many milliseconds (the default, at 5000)
+    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count", help_heading = RUN)]
+    pub measurement_interval_ms: Option<u64>,
+    /// Measure in windows of this many answered requests instead
+    #[arg(long, value_name = "N", help_heading = RUN)]
+    pub measurement_request_count: Option<u64>,
+    /// A level is stable when its last 3 windows agree within this percentage
+    #[arg(long, default_value_t = 10.0, value_name = "PCT", help_heading = RUN)]
+    pub stability_percentage: f64,
+    /// Most windows per level before it is reported unstable
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = RUN)]
+    pub max_trials: usize,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    /// Where the original configuration, the run's state and tune.json are written
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub output_dir: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Write the best candidate's config.pbtxt here
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub write_config: Option<PathBuf>,
+    /// Write a self-contained HTML report here (a chart of every candidate)
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
+}
+
+/// A comma-separated list of numbers, each at least `min`.
+fn list<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
+    flag: &str,
+    text: &str,
+    min: T,
+) -> anyhow::Result<Vec<T>> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match part.parse::<T>() {
+            Ok(v) if v >= min => {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+            _ => anyhow::bail!("{flag} {text:?}: {part:?} is not a number of at least {min}"),
+        }
+    }
+    Ok(out)
+}
+
+/// The search space of the flags.
+fn space(args: &Args) -> anyhow::Result<Space> {
+    let max_batch_sizes = list("--max-batch-sizes", &args.max_batch_sizes, 1usize)?;
+    if let Some(&small) = max_batch_sizes.iter().find(|&&b| b < args.batch_size) {
+        anyhow::bail!(
+            "--max-batch-sizes has {small}, below --batch-size {}",
+            args.batch_size
+        );
+    }
+    let preferred = match args.preferred_batch_sizes.as_str() {
+        "none" => vec![Preferred::Server],
+        // Half and all of each candidate's max batch size (sizes above it are dropped
+        // per candidate): written as the largest list, trimmed by each candidate.
+        "auto" => vec![Preferred::Server, Preferred::Half],
+        text => vec![Preferred::Sizes(list(
+            "--preferred-batch-sizes",
+            text,
+            1usize,
+        )?)],
+    };
+    Ok(Space {
+        max_batch_sizes,
+        delays_us: list("--queue-delays-us", &args.queue_delays_us, 0u64)?,
+        instances: list("--instances", &args.instances, 1usize)?,
+        preferred,
+    })
+}
+
+/// Each candidate's sweep.
+fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
+    let load = match args.concurrency {
+        Some(0) => anyhow::bail!("--concurrency must be at least 1"),
+        Some(n) => Load::Concurrency(vec![n]),
+        None => Load::Concurrency(
+            Range::parse("--concurrency-range", &args.concurrency_range, true)?
+                .values()
+                .into_iter()
+                .map(|x| x as usize)
+                .collect(),
+        ),
+    };
+    let window = match (args.measurement_request_count, args.measurement_interval_ms) {
+        (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
+        (Some(n), _) => Window::Count(n),
+        (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
+        (None, ms) => Window::Time(Duration::from_millis(ms.unwrap_or(5000))),
+    };
+    if !(args.stability_percentage > 0.0 && args.stability_percentage.is_finite()) {
+        anyhow::bail!(
+            "--stability-percentage {} must be above 0",
+            args.stability_percentage
+        );
+    }
+    if args.max_trials < 3 {
+        anyhow::bail!("--max-trials {} is below 3", args.max_trials);
+    }
+    if !(args.percentile > 0.0 && args.percentile <= 100.0) {
+        anyhow::bail!(
+            "--percentile {} must be above 0 and at most 100",
+            args.percentile
+        );
+    }
+    let ms = args.latency_threshold.unwrap_or(0.0);
+    if !(ms > 0.0 && ms.is_finite()) {
+        anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)");
+    }
+    Ok(PerfConfig {
+        load,
+        budget: Some(Budget {
+            threshold_us: ms * 1000.0,
+            percentile: args.percentile,
+            binary_search: true,
+        }),
+        window,
+        stability_percent: args.stability_percentage,
+        max_trials: args.max_trials,
+        warmup: args.warmup,
+        ..PerfConfig::default()
+    })
+}
+
+/// Progress lines on stderr.
+struct Lines {
+    quiet: bool,
+}
+
+impl PerfProgress for Lines {
+    fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
+        if !self.quiet && super::verbose() {
+            eprintln!(
+                "  {level}: window {trial}: {requests_per_s:.1} requests/s, avg latency {:.3} ms",
+                avg_latency_us / 1000.0
+            );
+        }
+    }
+
+    fn level(&self, level: Level) {
+        if !self.quiet {
+            eprintln!("  {level}");
+        }
+    }
+}
+
+impl TuneProgress for Lines {
+    fn candidate(&self, index: usize, settings: &Settings) {
+        if !self.quiet {
+            let how = if index == 0 { "as found" } else { "loading" };
+            eprintln!("candidate {index}: {} ({how})", settings.describe());
+        }
+    }
+
+    fn done(&self, index: usize, c: &Candidate) {
+        if self.quiet {
+            return;
+        }
+        match (&c.level, &c.error) {
+            (_, Some(e)) => eprintln!("candidate {index}: {}: {e}", c.status),
+            (Some(l), None) => eprintln!(
+                "candidate {index}: {:.1} features/s at {}, {} the budget",
+                l.features_per_s,
+                l.level,
+                if c.within_budget() { "within" } else { "over" }
+            ),
+            (None, None) => eprintln!("candidate {index}: {}", c.status),
+        }
+    }
+
+    fn putting_back(&self) {
+        if !self.quiet {
+            eprintln!("putting the configuration back");
+        }
+    }
+}
+
+/// The HTTP client of the repository calls.
+fn control_client(
+    args: &Args,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<bertqa::TritonClient> {
+    let mut config = client_config(&args.server)?;
+    match (&args.control_url, config.protocol) {
+        (Some(url), _) => config.url = url.clone(),
+        (None, bertqa::backend::Protocol::Http) => {}
+        (None, bertqa::backend::Protocol::Grpc) => anyhow::bail!(
+            "tune loads model configurations through Triton's HTTP repository API: give the \
+             server's HTTP address with --control-url (e.g. --control-url localhost:8000), \
+             or use --protocol http"
+        ),
+    }
+    config.protocol = bertqa::backend::Protocol::Http;
+    Ok(rt.block_on(bertqa::TritonClient::connect(&config))?)
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let rt = runtime()?;
+    if args.restore {
+        return restore(&args, &rt);
+    }
+    let mut perf = perf_config(&args)?;
+    let space = space(&args)?;
+    std::fs::create_dir_all(&args.output_dir)
+        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
+    for (flag, path) in [
+        ("--html", &args.html),
+        ("--write-config", &args.write_config),
+    ] {
+        if let Some(path) = path {
+            super::common::check_output_dir(flag, path)?;
+        }
+    }
+    let model = args.model.clone().expect("required by clap");
+    let dataset = load_data(&args.data, args.window.strict, args.limit)?;
+    let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
+    let client = rt.block_on(bertqa::TritonClient::connect(&client_config(&args.server)?))?;
+    let (metadata, model_config) = rt.block_on(bertqa::backend::describe(&client, &model, ""))?;
+    let (tuned, workload) = if bertqa::backend::text::takes_text(&metadata) {
+        text_workload(&args, &model, &metadata, model_config.as_ref(), &dataset)?
+    } else {
+        if let Some(step) = &args.step {
+            anyhow::bail!(
+                "--step {step}: model {model:?} takes token ids, not an ensemble of text"
+            );
+        }
+        let overrides = super::common::binding_overrides(&args.binding);
+        let binding = bertqa::Binding::infer(&metadata, model_config.as_ref(), "", &overrides)?;
+        let features =
+            super::perf::token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
+        let (padding, _) = super::perf::padding(&args.window, &binding, false)?;
+        let batches = bertqa::perf::make_batches(&features, args.batch_size, padding);
+        (model.clone(), Workload::Tokens { batches, overrides })
+    };
+    let control = rt.block_on(Control::open(control_client(&args, &rt)?, &tuned))?;
+    let key = bertqa::metrics::ModelKey {
+        name: model.clone(),
+        version: String::new(),
+    };
+    let (scraper, _) = rt.block_on(super::metrics::start(
+        &args.metrics,
+        &args.server,
+        Some(&client),
+        key,
+    ))?;
+    perf.metrics = scraper;
+    let dir = args.output_dir.clone();
+    let stop = super::resume::stop_on_signals(move || {
+        eprintln!(
+            "the model may be left in a candidate configuration: put the original back with \
+             `bertqa tune --restore --output-dir {}`",
+            dir.display()
+        );
+    })?;
+    perf.stop = Some(stop.clone());
+    let progress = Lines {
+        quiet: args.output.quiet,
+    };
+    let tuned_run = Tune {
+        model: &tuned,
+        control: &control,
+        client: &client,
+        workload,
+        perf: perf.clone(),
+        space,
+        exhaustive: args.exhaustive,
+        keep_best: args.keep_best,
+        output_dir: &args.output_dir,
+        stop,
+    }
+    .run(&rt, &progress);
+    if let Some(scraper) = &perf.metrics {
+        scraper.stop();
+    }
+    let tuned_run = tuned_run?;
+    write_files(&args, &tuned_run)?;
+    let report = &tuned_run.report;
+    let text = if args.output.json {
+        let mut s = serde_json::to_string_pretty(&report::render_json(report))?;
+        s.push('\n');
+        s
+    } else {
+        report::render_text(report)
+    };
+    print_stdout(&text)?;
+    match tuned_run.error {
+        Some(bertqa::Error::Stopped) => anyhow::bail!(
+            "stopped by an interrupt after {} candidates; {}",
+            report.candidates.len(),
+            if report.restored {
+                "the original configuration is back"
+            } else {
+                "the original configuration is NOT back"
+            }
+        ),
+        Some(e) => Err(e.into()),
+        None => Ok(Outcome::Success),
+    }
+}
+
+/// The model whose step is tuned, and the pairs sent to the ensemble.
+fn text_workload(
+    args: &Args,
+    model: &str,
+    metadata: &bertqa::backend::proto::ModelMetadataResponse,
+    config: Option<&bertqa::backend::proto::ModelConfig>,
+    dataset: &bertqa::types::Dataset,
+) -> anyhow::Result<(String, Workload)> {
+    let steps: Vec<String> = config
+        .and_then(|c| match &c.scheduling_choice {
+            Some(bertqa::backend::proto::model_config::SchedulingChoice::EnsembleScheduling(e)) => {
+                Some(e.step.iter().map(|s| s.model_name.clone()).collect())
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    let step = match &args.step {
+        Some(s) if steps.contains(s) => s.clone(),
+        Some(s) if steps.is_empty() => {
+            anyhow::bail!("--step {s}: model {model:?} takes text but is not an ensemble")
+        }
+        Some(s) => anyhow::bail!(
+            "--step {s}: not a step of ensemble {model:?} (its steps: {})",
+            steps.join(", ")
+        ),
+        None if steps.is_empty() => anyhow::bail!(
+            "model {model:?} takes text and is not an ensemble: tune the model itself is not \
+             supported for text models; tune the model behind it"
+        ),
+        None => anyhow::bail!(
+            "model {model:?} is an ensemble: name the step to tune with --step (its steps: {})",
+            steps.join(", ")
+        ),
+    };
+    let binding = bertqa::backend::text::TextBinding::infer(
+        metadata,
+        config,
+        "",
+        &args.text.overrides(&args.binding),
+    )?;
+    let per_request = super::perf::text::per_request(Some(args.batch_size), &binding)?;
+    let pairs = super::perf::text::pairs(dataset);
+    if pairs.is_empty() {
+        anyhow::bail!(
+            "{}: no questions to send",
+            super::common::data_label(&args.data)
+        );
+    }
+    let load = bertqa::perf::TextLoad {
+        requests: bertqa::perf::text::make_requests(&pairs, per_request),
+        binding: std::sync::Arc::new(binding),
+        version: String::new(),
+    };
+    Ok((step, Workload::Text(load)))
+}
+
+/// tune.json in the output directory, `--write-config`, `--html`.
+fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
+    let report = &t.report;
+    let mut json = serde_json::to_vec_pretty(&report::render_json(report))?;
+    json.push(b'\n');
+    bertqa::output_file::write_atomic(&args.output_dir.join("tune.json"), &json)?;
+    if let Some(path) = &args.html {
+        bertqa::output_file::write_atomic(path, &bertqa::tune::html::render(report))?;
+    }
+    if let Some(path) = &args.write_config {
+        match report.best() {
+            Some(b) => {
+                let c = &report.candidates[b];
+                let config = bertqa::tune::config::candidate(&t.original, &c.settings, None);
+                let header = vec![
+                    format!(
+                        "written by bertqa tune for model {:?}: {}",
+                        report.model,
+                        c.shown().describe()
+                    ),
+                    format!(
+                        "{:.1} features/s within p{} <= {} ms on {}",
+                        c.score(),
+                        report.budget.percentile,
+                        report.budget.threshold_us / 1000.0,
+                        report.url
+                    ),
+                ];
+                let text = bertqa::tune::config::to_pbtxt(&config, &header);
+                bertqa::output_file::write_atomic(path, text.as_bytes())?;
+            }
+            None => eprintln!(
+                "warning: no candidate kept the budget: {} not written",
+                path.display()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `tune --restore --output-dir D`.
+fn restore(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Outcome> {
+    let dir: &Path = &args.output_dir;
+    let (state, _) = bertqa::tune::state::read(dir)?;
+    let mut config = client_config(&args.server)?;
+    config.url = state.control_url.clone();
+    config.protocol = bertqa::backend::Protocol::Http;
+    let client = rt.block_on(bertqa::TritonClient::connect(&config))?;
+    let control = rt.block_on(Control::open(client, &state.model))?;
+    let said = bertqa::tune::restore(rt, &control, dir)?;
+    print_stdout(&format!("{said}\n"))?;
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,304 @@
+//! `bertqa tune`: the model configuration (max batch size, dynamic batching, instance
+//! count) that serves best within a latency budget, found on the live server through
+//! Triton's repository API, and the original always put back.
+//!
+//! Contract:
+//! - The original configuration is read first; a model carrying another run's marker
+//!   ([`config::MARKER`]) is refused. The original and the run's state are written to the
+//!   output directory ([`state`]) before the first load.
+//! - Candidate 0 is the configuration found, measured as it is (no load). Every other
+//!   candidate is loaded as an override carrying this run's marker, read back and
+//!   confirmed, waited for until ready ([`control`]), then swept as `perf` sweeps
+//!   (warm-up, then a binary search for the largest load within the budget, or one
+//!   level). A candidate that fails at any step is kept with its status and the
+//!   server's message, and the search goes on (a failed load leaves the previous
+//!   configuration serving).
+//! - The order of the candidates is [`search`]'s. A stop (the token) ends the search
+//!   after the level under way is drained.
+//! - At the end, whatever happened (a stop, an error, a failed candidate), the
+//!   original is put back and read back equal; with `keep_best`, the best candidate
+//!   is loaded instead, without the marker. Either way the state file records it.
+
+pub(crate) mod config;
+mod control;
+pub(crate) mod html;
+pub(crate) mod report;
+pub(crate) mod search;
+pub(crate) mod state;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Binding, BindingOverrides, TritonClient};
+use crate::error::{Error, Result};
+use crate::perf::{self, Batch, PerfConfig, PerfProgress, TextLoad};
+use config::Settings;
+pub(crate) use control::Control;
+use report::{Candidate, Report};
+use search::{Space, Step};
+
+/// What each candidate's sweep sends.
+pub(crate) enum Workload {
+    /// Token ids to the tuned model itself, rebound after each load.
+    Tokens {
+        batches: Vec<Batch>,
+        overrides: BindingOverrides,
+    },
+    /// Question and context pairs to a text ensemble whose step is tuned.
+    Text(TextLoad),
+}
+
+/// Progress callbacks (the library never prints).
+pub(crate) trait TuneProgress: PerfProgress {
+    /// Candidate `index` is about to be loaded (or, for 0, measured as found).
+    fn candidate(&self, _index: usize, _settings: &Settings) {}
+    /// Candidate `index` is done.
+    fn done(&self, _index: usize, _candidate: &Candidate) {}
+    /// The original (or, with `keep_best`, the best) is being put back.
+    fn putting_back(&self) {}
+}
+
+/// A tune run's settings.
+pub(crate) struct Tune<'a> {
+    /// The tuned model (an ensemble's step for a text workload).
+    pub model: &'a str,
+    pub control: &'a Control,
+    /// Where the sweeps go (either protocol).
+    pub client: &'a TritonClient,
+    pub workload: Workload,
+    /// The sweep of each candidate (its budget is the run's).
+    pub perf: PerfConfig,
+    pub space: Space,
+    pub exhaustive: bool,
+    pub keep_best: bool,
+    pub output_dir: &'a Path,
+    pub stop: CancellationToken,
+}
+
+/// A finished run: its report, and the error that ended it early, if any (the report
+/// then holds the candidates measured before it).
+pub(crate) struct Tuned {
+    pub report: Report,
+    pub original: Value,
+    pub error: Option<Error>,
+}
+
+impl Tune<'_> {
+    /// Runs the search and puts the configuration back (see the module's contract).
+    pub(crate) fn run(
+        self,
+        rt: &tokio::runtime::Runtime,
+        progress: &dyn TuneProgress,
+    ) -> Result<Tuned> {
+        let budget = self
+            .perf
+            .budget
+            .ok_or_else(|| Error::Config("`tune` needs a latency budget".into()))?;
+        let original = rt.block_on(self.control.config())?;
+        if let Some(m) = config::marker(&original) {
+            return Err(Error::Config(format!(
+                "model {:?} is in a candidate configuration of an unfinished tune ({m})",
+                self.model
+            )));
+        }
+        state::check_free(self.output_dir)?;
+        let run = format!(
+            "{}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            std::process::id()
+        );
+        let mut record = state::State {
+            model: self.model.to_string(),
+            control_url: self.control.url().to_string(),
+            marker: state::marker_text(&run, self.output_dir),
+            restored: false,
+            kept_best: false,
+        };
+        state::write(self.output_dir, &record, Some(&original))?;
+        let baseline = Settings::of(&original);
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut error: Option<Error> = None;
+        search::search(&baseline, &self.space, self.exhaustive, |s| {
+            if self.stop.is_cancelled() {
+                return Step::Stop;
+            }
+            let index = candidates.len();
+            progress.candidate(index, s);
+            match self.measure(rt, &original, s, index == 0, &record.marker, progress) {
+                Ok(c) => {
+                    progress.done(index, &c);
+                    let stopped = c.status == "stopped";
+                    let score = c.score();
+                    candidates.push(c);
+                    if stopped {
+                        Step::Stop
+                    } else {
+                        Step::Score(score)
+                    }
+                }
+                Err(e) => {
+                    error = Some(e);
+                    Step::Stop
+                }
+            }
+        });
+        if error.is_none() && self.stop.is_cancelled() {
+            error = Some(Error::Stopped);
+        }
+        let mut report = Report {
+            model: self.model.to_string(),
+            url: self.client.url().to_string(),
+            budget,
+            candidates,
+            search: if self.exhaustive {
+                "exhaustive"
+            } else {
+                "default"
+            },
+            restored: false,
+            kept_best: false,
+            warnings: Vec::new(),
+        };
+        progress.putting_back();
+        let best = report.best().filter(|&b| b > 0);
+        let put_back = match best {
+            Some(b) if self.keep_best && error.is_none() => {
+                let settings = report.candidates[b].settings.clone();
+                let c = config::candidate(&original, &settings, None);
+                match rt.block_on(self.control.apply(&c, &settings, None)) {
+                    Ok(Ok(_)) => {
+                        report.kept_best = true;
+                        Ok(())
+                    }
+                    Ok(Err(failure)) => {
+                        report.warnings.push(format!(
+                            "the best configuration could not be kept ({}): the original \
+                             is put back",
+                            failure.message()
+                        ));
+                        rt.block_on(self.control.restore(&original))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => rt.block_on(self.control.restore(&original)),
+        };
+        match put_back {
+            Ok(()) => {
+                report.restored = !report.kept_best;
+                record.restored = true;
+                record.kept_best = report.kept_best;
+                state::write(self.output_dir, &record, None)?;
+            }
+            Err(e) => {
+                // The first error stays the one reported; the state keeps saying the
+                // original is not back.
+                report.warnings.push(format!(
+                    "the original configuration could not be put back: {e}; run `bertqa \
+                     tune --restore --output-dir {}`",
+                    self.output_dir.display()
+                ));
+                error.get_or_insert(e);
+            }
+        }
+        Ok(Tuned {
+            report,
+            original,
+            error,
+        })
+    }
+
+    /// Loads (unless `found`) and sweeps one candidate. An `Err` ends the run: the
+    /// server is gone or the sweep cannot be set up; anything a candidate alone caused
+    /// is its status.
+    fn measure(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        s: &Settings,
+        found: bool,
+        marker: &str,
+        progress: &dyn TuneProgress,
+    ) -> Result<Candidate> {
+        let mut c = Candidate {
+            settings: s.clone(),
+            served: None,
+            status: "measured",
+            error: None,
+            level: None,
+        };
+        if found {
+            c.served = Some(s.clone());
+        } else {
+            let wanted = config::candidate(original, s, Some(marker));
+            match rt.block_on(self.control.apply(&wanted, s, Some(marker)))? {
+                Ok(read) => c.served = Some(Settings::of(&read)),
+                Err(failure) => {
+                    c.status = failure.status();
+                    c.error = Some(failure.message().to_string());
+                    return Ok(c);
+                }
+            }
+        }
+        let swept = match &self.workload {
+            Workload::Tokens { batches, overrides } => {
+                let binding = rt.block_on(async {
+                    let (metadata, config) =
+                        crate::backend::describe(self.client, self.model, "").await?;
+                    Binding::infer(&metadata, config.as_ref(), "", overrides)
+                })?;
+                rt.block_on(perf::sweep(
+                    self.client,
+                    Arc::new(binding),
+                    batches.clone(),
+                    &self.perf,
+                    progress,
+                ))
+            }
+            Workload::Text(load) => rt.block_on(perf::sweep_text(
+                self.client,
+                load.clone(),
+                &self.perf,
+                progress,
+            )),
+        };
+        match swept {
+            Ok((levels, _)) => c.level = Candidate::pick(levels),
+            Err(Error::Stopped) => c.status = "stopped",
+            Err(e @ (Error::Unavailable { .. } | Error::NoServer { .. })) => return Err(e),
+            Err(e) => {
+                c.status = "failed";
+                c.error = Some(e.to_string());
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// `tune --restore`: puts back the original recorded in `dir` through `control`
+/// (which must be the recorded server's), reads it back, and records it.
+pub(crate) fn restore(
+    rt: &tokio::runtime::Runtime,
+    control: &Control,
+    dir: &Path,
+) -> Result<String> {
+    let (mut record, original) = state::read(dir)?;
+    rt.block_on(control.restore(&original))?;
+    let was = if record.restored {
+        "was already back"
+    } else {
+        "is back"
+    };
+    record.restored = true;
+    record.kept_best = false;
+    state::write(dir, &record, None)?;
+    Ok(format!(
+        "the original configuration of model {:?} {was} on {} (read back and equal)",
+        record.model, record.control_url
+    ))
+}

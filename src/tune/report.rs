@@ -1,0 +1,383 @@
+//! What `tune` reports: every candidate, the best within the budget, the Pareto front;
+//! as `--json` (`schema/tune.schema.json`, perf's keys and units wherever perf has the
+//! figure) and as a text table.
+
+use serde::Serialize;
+
+use super::config::Settings;
+use crate::metrics::json::{metrics, MetricsJson};
+use crate::perf::{Budget, Level, LevelResult};
+
+/// One candidate and what became of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    /// As asked.
+    pub settings: Settings,
+    /// As the server reported it once loaded (`None`: not loaded).
+    pub served: Option<Settings>,
+    /// `measured`, `failed_to_load`, `not_applied`, `not_ready`, `failed` (a request of
+    /// its sweep failed), `stopped`.
+    pub status: &'static str,
+    pub error: Option<String>,
+    /// The level reported: the largest load within the budget, else the first measured.
+    pub level: Option<LevelResult>,
+}
+
+impl Candidate {
+    /// Its reported level kept the budget.
+    pub(crate) fn within_budget(&self) -> bool {
+        self.level
+            .as_ref()
+            .and_then(|l| l.budget)
+            .is_some_and(|b| b.within)
+    }
+
+    /// Features per second within the budget; 0 when it kept no level within it.
+    pub(crate) fn score(&self) -> f64 {
+        match (&self.level, self.within_budget()) {
+            (Some(l), true) => l.features_per_s,
+            _ => 0.0,
+        }
+    }
+
+    /// The settings to report: the server's when loaded.
+    pub(crate) fn shown(&self) -> &Settings {
+        self.served.as_ref().unwrap_or(&self.settings)
+    }
+
+    /// The level to report from a sweep's levels: the largest load within budget, else
+    /// the first.
+    pub(crate) fn pick(levels: Vec<LevelResult>) -> Option<LevelResult> {
+        let within = levels
+            .iter()
+            .filter(|l| l.budget.is_some_and(|b| b.within))
+            .max_by(|a, b| a.level.value().total_cmp(&b.level.value()))
+            .cloned();
+        within.or_else(|| levels.into_iter().next())
+    }
+}
+
+/// Everything a tune run reports.
+#[derive(Debug, Clone)]
+pub(crate) struct Report {
+    pub model: String,
+    pub url: String,
+    pub budget: Budget,
+    /// Candidate 0 is the configuration found on the server.
+    pub candidates: Vec<Candidate>,
+    /// `exhaustive` or `default`.
+    pub search: &'static str,
+    /// The original configuration is back (read back and equal).
+    pub restored: bool,
+    /// `--keep-best`: the best is left loaded.
+    pub kept_best: bool,
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// The best candidate within the budget (the highest throughput; the earlier on a
+    /// tie, so the configuration found wins ties).
+    pub(crate) fn best(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, c) in self.candidates.iter().enumerate() {
+            if c.within_budget() && best.is_none_or(|b| c.score() > self.candidates[b].score()) {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
+    /// Candidates no other beats on both throughput and latency at the budget's
+    /// percentile, by increasing latency.
+    pub(crate) fn pareto(&self) -> Vec<usize> {
+        let point = |c: &Candidate| {
+            c.level.as_ref().map(|l| {
+                let latency = l.budget.map_or(l.latency.p99_us, |b| b.latency_us);
+                (l.features_per_s, latency)
+            })
+        };
+        let points: Vec<(usize, (f64, f64))> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| point(c).map(|p| (i, p)))
+            .collect();
+        let mut front: Vec<(usize, (f64, f64))> = points
+            .iter()
+            .filter(|(i, (t, l))| {
+                !points
+                    .iter()
+                    .any(|(j, (t2, l2))| j != i && t2 >= t && l2 <= l && (t2 > t || l2 < l))
+            })
+            .copied()
+            .collect();
+        front.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(a.0.cmp(&b.0)));
+        front.into_iter().map(|(i, _)| i).collect()
+    }
+}
+
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn ms(us: f64) -> f64 {
+    r6(us / 1000.0)
+}
+
+/// `--json` (keys in this order).
+#[derive(Debug, Serialize)]
+pub(crate) struct TuneJson<'a> {
+    pub schema: u32,
+    pub model: &'a str,
+    pub url: &'a str,
+    pub budget: BudgetJson,
+    pub search: &'static str,
+    pub baseline: Option<CandidateJson<'a>>,
+    pub best: Option<CandidateJson<'a>>,
+    /// Index of the best in `candidates` (`null`: none kept the budget).
+    pub best_index: Option<usize>,
+    pub candidates: Vec<CandidateJson<'a>>,
+    pub pareto: Vec<usize>,
+    pub restored: bool,
+    pub kept_best: bool,
+    pub warnings: &'a [String],
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct BudgetJson {
+    pub latency_ms: f64,
+    pub percentile: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct CandidateJson<'a> {
+    pub config: ConfigJson,
+    pub status: &'static str,
+    pub error: Option<&'a str>,
+    pub concurrency: Option<usize>,
+    pub throughput: Option<ThroughputJson>,
+    pub goodput: Option<GoodputJson>,
+    pub latency_ms: Option<LatencyJson>,
+    /// Per request: the server's queue and compute times (`null`: not reported).
+    pub server_ms: Option<ServerJson>,
+    pub metrics: Option<MetricsJson<'a>>,
+    pub within_budget: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ConfigJson {
+    pub max_batch_size: usize,
+    pub instance_count: usize,
+    pub dynamic_batching: Option<DynamicJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct DynamicJson {
+    pub max_queue_delay_microseconds: u64,
+    /// `null`: left to the server.
+    pub preferred_batch_size: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ThroughputJson {
+    pub features_per_s: f64,
+    pub requests_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct GoodputJson {
+    pub share: f64,
+    pub per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct LatencyJson {
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ServerJson {
+    pub queue: f64,
+    pub compute_infer: f64,
+    pub compute_per_execution: f64,
+    pub inferences_per_execution: f64,
+}
+
+pub(crate) fn config_json(s: &Settings) -> ConfigJson {
+    ConfigJson {
+        max_batch_size: s.max_batch_size,
+        instance_count: s.instances,
+        dynamic_batching: s.dynamic.as_ref().map(|d| DynamicJson {
+            max_queue_delay_microseconds: d.delay_us,
+            preferred_batch_size: s.preferred_sent(),
+        }),
+    }
+}
+
+fn candidate(c: &Candidate) -> CandidateJson<'_> {
+    let l = c.level.as_ref();
+    CandidateJson {
+        config: config_json(c.shown()),
+        status: c.status,
+        error: c.error.as_deref(),
+        concurrency: l.and_then(|l| match l.level {
+            Level::Concurrency(n) => Some(n),
+            Level::RequestRate(_) => None,
+        }),
+        throughput: l.map(|l| ThroughputJson {
+            features_per_s: r6(l.features_per_s),
+            requests_per_s: r6(l.requests_per_s),
+        }),
+        goodput: l.and_then(|l| l.budget).map(|b| GoodputJson {
+            share: r6(b.goodput_share),
+            per_s: r6(b.goodput_per_s),
+        }),
+        latency_ms: l.map(|l| LatencyJson {
+            p50: ms(l.latency.p50_us),
+            p90: ms(l.latency.p90_us),
+            p95: ms(l.latency.p95_us),
+            p99: ms(l.latency.p99_us),
+        }),
+        server_ms: l.filter(|l| l.server_reported).map(|l| ServerJson {
+            queue: ms(l.server.queue_us),
+            compute_infer: ms(l.server.compute_infer_us),
+            compute_per_execution: ms(l.server.compute_per_execution_us),
+            inferences_per_execution: r6(l.inferences_per_execution()),
+        }),
+        metrics: l.and_then(|l| l.metrics.as_ref()).map(metrics),
+        within_budget: c.within_budget(),
+    }
+}
+
+/// The JSON document of `report`.
+pub(crate) fn render_json(report: &Report) -> TuneJson<'_> {
+    let best = report.best();
+    TuneJson {
+        schema: 1,
+        model: &report.model,
+        url: &report.url,
+        budget: BudgetJson {
+            latency_ms: ms(report.budget.threshold_us),
+            percentile: report.budget.percentile,
+        },
+        search: report.search,
+        baseline: report.candidates.first().map(candidate),
+        best: best.map(|i| candidate(&report.candidates[i])),
+        best_index: best,
+        candidates: report.candidates.iter().map(candidate).collect(),
+        pareto: report.pareto(),
+        restored: report.restored,
+        kept_best: report.kept_best,
+        warnings: &report.warnings,
+    }
+}
+
+/// The text report: a table of every candidate, then the verdict.
+pub(crate) fn render_text(report: &Report) -> String {
+    let pct = report.budget.percentile;
+    let mut out = format!(
+        "tune {:?} at {}: budget p{} ≤ {} ms, {} search, {} candidates\n\n",
+        report.model,
+        report.url,
+        pct,
+        ms(report.budget.threshold_us),
+        report.search,
+        report.candidates.len()
+    );
+    let width = report
+        .candidates
+        .iter()
+        .map(|c| c.shown().describe().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("configuration".len());
+    out.push_str(&format!(
+        "{:>3}  {:<width$} {:>14} {:>5} {:>12} {:>9} {:>9} {:>9}  {}\n",
+        "#",
+        "configuration",
+        "status",
+        "conc",
+        "features/s",
+        "p50 ms",
+        &format!("p{pct} ms"),
+        "queue ms",
+        "budget"
+    ));
+    let best = report.best();
+    let pareto = report.pareto();
+    for (i, c) in report.candidates.iter().enumerate() {
+        let mark = match (Some(i) == best, pareto.contains(&i)) {
+            (true, _) => "best",
+            (false, true) => "pareto",
+            _ => "",
+        };
+        let (conc, tput, p50, pb, queue) = match &c.level {
+            Some(l) => (
+                match l.level {
+                    Level::Concurrency(n) => n.to_string(),
+                    Level::RequestRate(r) => format!("{r}/s"),
+                },
+                format!("{:.1}", l.features_per_s),
+                format!("{:.2}", l.latency.p50_us / 1000.0),
+                format!(
+                    "{:.2}",
+                    l.budget.map_or(l.latency.p99_us, |b| b.latency_us) / 1000.0
+                ),
+                if l.server_reported {
+                    format!("{:.2}", l.server.queue_us / 1000.0)
+                } else {
+                    "-".into()
+                },
+            ),
+            None => Default::default(),
+        };
+        let budget = match (&c.level, c.within_budget()) {
+            (None, _) => "",
+            (Some(_), true) => "within",
+            (Some(_), false) => "over",
+        };
+        out.push_str(&format!(
+            "{i:>3}  {:<width$} {:>14} {conc:>5} {tput:>12} {p50:>9} {pb:>9} {queue:>9}  {budget} {mark}\n",
+            c.shown().describe(),
+            c.status,
+        ));
+        if let Some(e) = &c.error {
+            out.push_str(&format!("     {e}\n"));
+        }
+    }
+    out.push('\n');
+    match best {
+        Some(0) => out.push_str(&format!(
+            "best: the configuration found ({}) serves best within the budget: {:.1} features/s\n",
+            report.candidates[0].shown().describe(),
+            report.candidates[0].score()
+        )),
+        Some(b) => {
+            let c = &report.candidates[b];
+            let base = report.candidates.first().map_or(0.0, Candidate::score);
+            let gain = if base > 0.0 {
+                format!(" ({:.2}x the configuration found)", c.score() / base)
+            } else {
+                " (the configuration found kept no level within the budget)".into()
+            };
+            out.push_str(&format!(
+                "best: #{b}, {}: {:.1} features/s within the budget{gain}\n",
+                c.shown().describe(),
+                c.score()
+            ));
+        }
+        None => out.push_str("best: none: no candidate kept a level within the budget\n"),
+    }
+    out.push_str(match (report.kept_best, report.restored) {
+        (true, _) => "the best configuration is left loaded (--keep-best)\n",
+        (false, true) => "the original configuration is back (read back and equal)\n",
+        (false, false) => "the original configuration is NOT back\n",
+    });
+    for w in &report.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}

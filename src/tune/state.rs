@@ -1,0 +1,91 @@
+//! What a `tune` run keeps in its output directory so that its model can be put back
+//! by another process (`tune --restore`), even after the run was killed.
+//!
+//! Contract:
+//! - `original-config.json`: the configuration read before any change, as the server
+//!   wrote it. `tune-state.json`: which model on which server, the run's marker, and
+//!   whether the original is back. Both are written (atomically) before the first load
+//!   and `tune-state.json` again once the original is back.
+//! - An output directory whose state says the original is not back is refused for a
+//!   new run: it holds the only copy of that model's original configuration.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Location, Result};
+
+pub(crate) const STATE_FILE: &str = "tune-state.json";
+pub(crate) const ORIGINAL_FILE: &str = "original-config.json";
+
+/// `tune-state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct State {
+    pub model: String,
+    /// The server's HTTP address the configuration is loaded through.
+    pub control_url: String,
+    /// The `parameters` entry candidates carry ([`super::config::MARKER`]).
+    pub marker: String,
+    /// The original configuration is back (or, with `kept_best`, the best is loaded).
+    pub restored: bool,
+    #[serde(default)]
+    pub kept_best: bool,
+}
+
+/// The marker text of a run writing into `dir`.
+pub(crate) fn marker_text(run: &str, dir: &Path) -> String {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    format!(
+        "tune run {run}; put the original back with: bertqa tune --restore --output-dir {}",
+        dir.display()
+    )
+}
+
+fn path(dir: &Path, file: &str) -> PathBuf {
+    dir.join(file)
+}
+
+/// Refuses `dir` when it holds a run whose original is not back.
+pub(crate) fn check_free(dir: &Path) -> Result<()> {
+    match read(dir) {
+        Ok((state, _)) if !state.restored => Err(Error::Config(format!(
+            "{}: holds tune's record of model {:?} on {} whose original configuration is not \
+             back: run `bertqa tune --restore --output-dir {}` first, or choose another \
+             `output_dir`",
+            path(dir, STATE_FILE).display(),
+            state.model,
+            state.control_url,
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes the state and, the first time, the original.
+pub(crate) fn write(dir: &Path, state: &State, original: Option<&Value>) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    if let Some(original) = original {
+        let mut bytes = serde_json::to_vec_pretty(original).expect("JSON value");
+        bytes.push(b'\n');
+        crate::output_file::write_atomic(&path(dir, ORIGINAL_FILE), &bytes)?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(state).expect("state");
+    bytes.push(b'\n');
+    crate::output_file::write_atomic(&path(dir, STATE_FILE), &bytes)
+}
+
+/// The state and original of `dir`.
+pub(crate) fn read(dir: &Path) -> Result<(State, Value)> {
+    let state: State = read_json(&path(dir, STATE_FILE))?;
+    let original: Value = read_json(&path(dir, ORIGINAL_FILE))?;
+    Ok((state, original))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T> {
+    let bytes = std::fs::read(file).map_err(|e| Error::io(file, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Input {
+        location: Location::at(file, e.line(), e.column()),
+        message: format!("not tune's record: {e}"),
+    })
+}
