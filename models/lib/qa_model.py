@@ -27,6 +27,8 @@ behaviour comes from its config.pbtxt:
   construction, for the latency-budget tests; parameter `slow_every` = "N:MS" makes
   every Nth execution take MS instead (a known latency distribution: at one request in
   flight, (N-1)/N of the requests take pace_ms and 1/N take MS);
+- parameter `refuse_max_batch_size` = N: the model fails to load with max batch size N
+  (a candidate `tune` cannot load);
 - parameter `fault` (fault injection, for bertqa's reliability tests):
   `unavailable-every-10` fails every 10th request of each instance (counter, so a retry
   succeeds and answers stay identical) with UNAVAILABLE; `internal` fails every request
@@ -72,6 +74,10 @@ class TritonPythonModel:
         self.slow_every, self.slow_s = int(every), float(slow_ms) / 1000.0
         self.executions = 0
         self.padding_logit = float(params["padding_logit"]) if "padding_logit" in params else None
+        # A configuration this model refuses to load with (`tune`'s tests).
+        refused = params.get("refuse_max_batch_size")
+        if refused is not None and int(cfg.get("max_batch_size", 0)) == int(refused):
+            raise pb_utils.TritonModelException(f"refusing max_batch_size {refused} (test fault)")
         self.fault = params.get("fault", "")
         if self.fault not in FAULTS:
             raise pb_utils.TritonModelException(f"unknown fault {self.fault!r}")

@@ -37,6 +37,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let (report, ready) = rt.block_on(collect(&args))?;
     print_stdout(&report.render(report_format(args.output.json)))?;
+    let names: Vec<&str> = match &args.model {
+        Some(m) => vec![m.as_str()],
+        None => report
+            .models
+            .iter()
+            .filter(|m| m.state == "READY")
+            .map(|m| m.name.as_str())
+            .collect(),
+    };
+    for w in rt.block_on(tune_warnings(&args, &names)) {
+        eprintln!("warning: {w}");
+    }
     Ok(match &report.model {
         Some(m) if !m.ready => Outcome::GateFailed(vec![format!(
             "model {:?} is not ready (ready models: {})",
@@ -141,6 +153,31 @@ async fn collect_model(
         model_ready,
         binding.map_err(|e| words(&e)),
     ))
+}
+
+/// The models among `names` left in a candidate configuration by a `tune` that did not
+/// finish (their configuration carries its marker). Best effort: a model whose
+/// configuration cannot be read is passed over.
+async fn tune_warnings(args: &Args, names: &[&str]) -> Vec<String> {
+    let Ok(config) = super::common::client_config(&args.server) else {
+        return Vec::new();
+    };
+    let Ok(client) = TritonClient::connect(&config).await else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if let Ok(Some(c)) = client.model_config_if_any(name, "").await {
+            if let Some(p) = c.parameters.get(bertqa::tune::config::MARKER) {
+                out.push(format!(
+                    "model {name:?} is in a candidate configuration of a `bertqa tune` that did \
+                     not finish ({})",
+                    p.string_value
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// A binding failure as the command line words it (its flags, not the settings' names).

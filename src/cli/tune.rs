@@ -20,6 +20,7 @@ use bertqa::tune::{Control, Tune, TuneProgress, Workload};
 /// The configuration (max batch size, dynamic batching, instances) that serves best
 /// within a latency budget, found on a live Triton in explicit model-control mode.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("quiet", |a| a.help("No progress lines")))]
 pub struct Args {
     /// Data: SQuAD JSON, Hugging Face rows (JSON Lines, Parquet) or MRQA, gzipped or
     /// not, - for stdin; repeat for several files read as one

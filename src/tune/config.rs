@@ -49,18 +49,21 @@ pub(crate) struct Settings {
 impl Settings {
     /// The settings of a configuration as read from the server.
     pub(crate) fn of(config: &Value) -> Settings {
+        let max_batch_size = config.get("max_batch_size").and_then(as_u64).unwrap_or(0) as usize;
         let dynamic = config.get("dynamic_batching").map(|d| Dynamic {
             delay_us: d
                 .get("max_queue_delay_microseconds")
                 .and_then(as_u64)
                 .unwrap_or(0),
+            // What Triton fills in for a configuration without preferred sizes (the max
+            // batch size) is that configuration.
             preferred: match sizes(d.get("preferred_batch_size")) {
-                v if v.is_empty() => Preferred::Server,
+                v if v.is_empty() || v == [max_batch_size] => Preferred::Server,
                 v => Preferred::Sizes(v),
             },
         });
         Settings {
-            max_batch_size: config.get("max_batch_size").and_then(as_u64).unwrap_or(0) as usize,
+            max_batch_size,
             instances: config
                 .get("instance_group")
                 .and_then(Value::as_array)

@@ -202,7 +202,7 @@ pub(crate) struct LatencyJson {
 pub(crate) struct ServerJson {
     pub queue: f64,
     pub compute_infer: f64,
-    pub compute_per_execution: f64,
+    /// Requests the server ran together per execution of the model.
     pub inferences_per_execution: f64,
 }
 
@@ -244,7 +244,6 @@ fn candidate(c: &Candidate) -> CandidateJson<'_> {
         server_ms: l.filter(|l| l.server_reported).map(|l| ServerJson {
             queue: ms(l.server.queue_us),
             compute_infer: ms(l.server.compute_infer_us),
-            compute_per_execution: ms(l.server.compute_per_execution_us),
             inferences_per_execution: r6(l.inferences_per_execution()),
         }),
         metrics: l.and_then(|l| l.metrics.as_ref()).map(metrics),
@@ -345,7 +344,8 @@ pub(crate) fn render_text(report: &Report) -> String {
             c.status,
         ));
         if let Some(e) = &c.error {
-            out.push_str(&format!("     {e}\n"));
+            // The first line: a server's message may carry a traceback (in the JSON).
+            out.push_str(&format!("     {}\n", e.lines().next().unwrap_or_default()));
         }
     }
     out.push('\n');
@@ -380,4 +380,101 @@ pub(crate) fn render_text(report: &Report) -> String {
         out.push_str(&format!("warning: {w}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::export::sample;
+    use crate::perf::LevelBudget;
+    use crate::tune::config::{Dynamic, Preferred};
+    use serde_json::Value;
+
+    fn budget() -> Budget {
+        Budget {
+            threshold_us: 100_000.0,
+            percentile: 99.0,
+            binary_search: true,
+        }
+    }
+
+    /// A measured candidate: `fps` features/s at `p99_ms`, judged by the budget.
+    fn measured(max_batch_size: usize, fps: f64, p99_ms: f64) -> Candidate {
+        let mut l = sample::level(Level::Concurrency(4), fps, p99_ms / 2.0, p99_ms);
+        l.budget = Some(LevelBudget {
+            latency_us: p99_ms * 1000.0,
+            within: p99_ms <= 100.0,
+            good: 10,
+            goodput_share: 1.0,
+            goodput_per_s: fps,
+        });
+        let settings = Settings {
+            max_batch_size,
+            instances: 1,
+            dynamic: Some(Dynamic {
+                delay_us: 100,
+                preferred: Preferred::Server,
+            }),
+        };
+        Candidate {
+            served: Some(settings.clone()),
+            settings,
+            status: "measured",
+            error: None,
+            level: Some(l),
+        }
+    }
+
+    fn report() -> Report {
+        let failed = Candidate {
+            status: "failed_to_load",
+            error: Some("refused\nTraceback".into()),
+            served: None,
+            level: None,
+            ..measured(16, 0.0, 0.0)
+        };
+        Report {
+            model: "m".into(),
+            url: "h:8001".into(),
+            budget: budget(),
+            candidates: vec![
+                measured(8, 50.0, 90.0),
+                measured(32, 400.0, 60.0),
+                failed,
+                measured(64, 900.0, 140.0),
+                measured(16, 300.0, 40.0),
+            ],
+            search: "default",
+            restored: true,
+            kept_best: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_best_keeps_the_budget_and_the_front_is_not_dominated() {
+        let r = report();
+        // 900 features/s is over the budget: the best is 400 within it.
+        assert_eq!(r.best(), Some(1));
+        // 50 at 90 ms is beaten by 400 at 60 ms; the failed one has no point.
+        assert_eq!(r.pareto(), vec![4, 1, 3]);
+        let text = render_text(&r);
+        assert!(text.contains("best: #1, max batch 32, 1 instance, delay 100 us: 400.0 features/s within the budget (8.00x the configuration found)"), "{text}");
+        assert!(text.contains("     refused\n"), "{text}");
+        assert!(!text.contains("Traceback"));
+    }
+
+    #[test]
+    fn the_json_follows_its_schema() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/tune.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).expect("valid schema");
+        let v = serde_json::to_value(render_json(&report())).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(v["best_index"], 1);
+        assert_eq!(v["candidates"][2]["status"], "failed_to_load");
+        assert_eq!(v["candidates"][2]["throughput"], Value::Null);
+        assert_eq!(v["baseline"]["throughput"]["features_per_s"], 50.0);
+    }
 }

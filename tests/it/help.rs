@@ -7,8 +7,8 @@ use std::process::Command;
 use crate::common::root;
 
 /// The commands, `""` being `bertqa` itself.
-const COMMANDS: [&str; 9] = [
-    "", "models", "ask", "compare", "eval", "features", "merge", "perf", "score",
+const COMMANDS: [&str; 10] = [
+    "", "models", "ask", "compare", "eval", "features", "merge", "perf", "score", "tune",
 ];
 
 /// `bertqa <command> <flag>` at a fixed width, with no `BERTQA_URL` shown as `--url`'s.

@@ -4,11 +4,10 @@
 //! First, that the browser check sees a page's console errors and exceptions at all.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::browser::{self, load, remote_urls, screenshot};
+use crate::common::browser::{self, load, remote_urls, rendered};
 use crate::common::{bertqa, eval, fixture, json_of, ok, read, read_json, server, show, SAMPLE};
 
 /// One table cell of a dumped DOM: its `data-sort` number, if any, and its text.
@@ -115,18 +114,6 @@ fn the_browser_check_sees_console_errors_and_exceptions() {
             "//fonts.example/f.css"
         ]
     );
-}
-
-/// Renders `page` in Chromium (DOM and screenshot), checks it is clean and names no
-/// remote URL; returns its DOM.
-fn rendered(page: &Path) -> String {
-    let loaded = load(page);
-    loaded.assert_clean(&page.display().to_string());
-    assert_eq!(remote_urls(&loaded.dom), Vec::<String>::new());
-    assert!(!loaded.dom.contains(" src=") && !loaded.dom.contains(" href="));
-    let png = page.with_extension("png");
-    screenshot(page, &png, 1200, 1600).assert_clean(&png.display().to_string());
-    loaded.dom
 }
 
 #[test]

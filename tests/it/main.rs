@@ -32,3 +32,4 @@ mod security;
 mod shared_memory;
 mod testbed;
 mod text_models;
+mod tune;

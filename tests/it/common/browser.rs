@@ -201,3 +201,15 @@ pub fn remote_urls(dom: &str) -> Vec<String> {
     }
     found
 }
+
+/// Renders `page` in Chromium (DOM and screenshot), checks it is clean and names no
+/// remote URL; returns its DOM.
+pub fn rendered(page: &Path) -> String {
+    let loaded = load(page);
+    loaded.assert_clean(&page.display().to_string());
+    assert_eq!(remote_urls(&loaded.dom), Vec::<String>::new());
+    assert!(!loaded.dom.contains(" src=") && !loaded.dom.contains(" href="));
+    let png = page.with_extension("png");
+    screenshot(page, &png, 1200, 1600).assert_clean(&png.display().to_string());
+    loaded.dom
+}

@@ -92,6 +92,26 @@ pub fn start_server_with(
     start_server_on(&root().join("models/repo"), &args, ports)
 }
 
+/// The models of `tune`'s tests (`models/tune`), each used by one test only.
+pub const TUNE_MODELS: [&str; 5] = [
+    "tune-fixed-cost",
+    "tune-fixed-cost-sigint",
+    "tune-fixed-cost-sigkill",
+    "tune-refuses-16",
+    "tune-tiny-bert",
+];
+
+/// The server of `tune`'s tests: `models/tune` in explicit model-control mode, every
+/// model of [`TUNE_MODELS`] loaded (tune reloads them; no other test uses them).
+pub fn tune_server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let mut args = vec!["--model-control-mode=explicit".to_string()];
+        args.extend(TUNE_MODELS.iter().map(|m| format!("--load-model={m}")));
+        start_server_on(&root().join("models/tune"), &args, None)
+    })
+}
+
 /// A server of a test's own with only `oracle-slow` (the oracle sleeping 40 ms per
 /// execution) loaded, on the given (gRPC, HTTP, metrics) ports or free ones.
 pub fn slow_server(ports: Option<(u16, u16, u16)>) -> Server {
@@ -277,6 +297,24 @@ pub(super) fn http_ready(port: u16) -> bool {
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
     buf.starts_with("HTTP/1.1 200")
+}
+
+/// `GET /v2/models/MODEL/config` of the server on `http_port`: the configuration as
+/// the server reports it.
+pub fn model_config(http_port: u16, model: &str) -> serde_json::Value {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", http_port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!("GET /v2/models/{model}/config HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+    let body = &answer[answer.find("\r\n\r\n").expect("a body") + 4..];
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 /// Three distinct free loopback ports (held together while picked).

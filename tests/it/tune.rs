@@ -1,0 +1,457 @@
+//! `bertqa tune` on a Triton of its own in explicit model-control mode
+//! ([`tune_server`], `models/tune`: models no other test uses, one per test): the search
+//! finds what a deliberately poor configuration misses, its config.pbtxt confirms it on
+//! a fresh server, and whatever happens (a normal end, an interrupt, a candidate that
+//! fails to load, a kill followed by `--restore`) the model's configuration read from
+//! the server afterwards equals the one before.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::browser::rendered;
+use crate::common::{
+    assert_fails_with, assert_schema, bertqa, json_of, model_config, ok, root, server, show,
+    spawn_bertqa, start_server_on, tune_server, Server, SAMPLE,
+};
+
+/// `tune --model MODEL` on the tune server over gRPC, its repository calls over HTTP,
+/// with `extra`.
+fn tune_args(model: &str, out: &Path, extra: &[&str]) -> Vec<String> {
+    let s = tune_server();
+    let mut args: Vec<String> = [
+        "tune",
+        "--model",
+        model,
+        "--data",
+        SAMPLE,
+        "--url",
+        &s.url,
+        "--control-url",
+        &format!("127.0.0.1:{}", s.http_port),
+        "--metrics-url",
+        &format!("127.0.0.1:{}", s.metrics_port),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// A small search of the fixed-cost models: two values per setting, and the budget.
+const SPACE: [&str; 10] = [
+    "--max-batch-sizes",
+    "8,32",
+    "--queue-delays-us",
+    "0,2000",
+    "--instances",
+    "1,2",
+    "--preferred-batch-sizes",
+    "none",
+    "--latency-threshold",
+    "150",
+];
+
+/// Short measurement windows (a level takes a second or two).
+const SHORT: [&str; 6] = [
+    "--measurement-request-count",
+    "24",
+    "--stability-percentage",
+    "50",
+    "--max-trials",
+    "4",
+];
+
+/// Long windows: a signal comes while a candidate is measured.
+const LONG: [&str; 4] = ["--measurement-interval-ms", "2000", "--concurrency", "4"];
+
+fn config(model: &str) -> Value {
+    model_config(tune_server().http_port, model)
+}
+
+/// Waits until the server reports `model` in a candidate configuration of a run.
+fn wait_for_marker(model: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while config(model)["parameters"].get("bertqa_tune").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "no candidate of {model} loaded in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn features_per_s(c: &Value) -> f64 {
+    c["throughput"]["features_per_s"].as_f64().unwrap()
+}
+
+#[test]
+fn tune_finds_twice_a_poor_configurations_throughput_and_its_config_confirms_it() {
+    let model = "tune-fixed-cost";
+    let before = config(model);
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, pbtxt, html) = (
+        tmp.path().join("out"),
+        tmp.path().join("config.pbtxt"),
+        tmp.path().join("tune.html"),
+    );
+    let mut args = tune_args(model, &out, &[&SPACE[..], &SHORT].concat());
+    args.extend(
+        [
+            "--concurrency-range",
+            "1:16",
+            "--json",
+            "--quiet",
+            "--write-config",
+            pbtxt.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let o = bertqa(&args);
+    let v = json_of(&o);
+    assert_schema("tune", &v);
+    assert_eq!(config(model), before, "the configuration is back");
+    assert_eq!(v["restored"], true);
+    assert_eq!(crate::common::read_json(out.join("tune.json")), v);
+    assert_eq!(
+        crate::common::read_json(out.join("original-config.json")),
+        before
+    );
+    assert_eq!(
+        crate::common::read_json(out.join("tune-state.json"))["restored"],
+        true
+    );
+    // The configuration found: max batch 8, one instance, no dynamic batching.
+    let baseline = &v["baseline"];
+    assert_eq!(
+        baseline["config"],
+        serde_json::json!({"max_batch_size": 8, "instance_count": 1, "dynamic_batching": null})
+    );
+    assert_eq!(baseline["within_budget"], true, "{baseline}");
+    let best = &v["best"];
+    assert_eq!(best["within_budget"], true);
+    assert!(
+        features_per_s(best) >= 2.0 * features_per_s(baseline),
+        "best {best}\nbaseline {baseline}"
+    );
+    assert!(best["config"]["dynamic_batching"].is_object(), "{best}");
+    assert!(v["pareto"].as_array().unwrap().contains(&v["best_index"]));
+    // Half the grid's 16 points, the found configuration aside, at most.
+    let candidates = v["candidates"].as_array().unwrap();
+    assert!(candidates.len() <= 1 + 8, "{} candidates", candidates.len());
+    assert!(candidates.iter().all(|c| c["status"] == "measured"), "{v}");
+    // The page: a point per candidate, the best ringed, the budget line.
+    let dom = rendered(&html);
+    assert_eq!(
+        dom.matches("<circle class=\"candidate\"").count(),
+        candidates.len()
+    );
+    assert_eq!(dom.matches("<circle class=\"best\"").count(), 1);
+    assert!(dom.contains("<line class=\"budget\""));
+    confirm_on_a_fresh_server(model, &pbtxt, best);
+}
+
+/// Loads `pbtxt` as `model`'s configuration into a fresh server of its own and runs
+/// `perf` at the best's concurrency: the throughput tune reported, within the noise of
+/// two shared cores.
+fn confirm_on_a_fresh_server(model: &str, pbtxt: &Path, best: &Value) {
+    let tmp = tempfile::tempdir().unwrap();
+    // The test models find their code at ../lib from the repository.
+    std::os::unix::fs::symlink(root().join("models/lib"), tmp.path().join("lib")).unwrap();
+    let dir = tmp.path().join("repo").join(model);
+    std::fs::create_dir_all(dir.join("1")).unwrap();
+    std::fs::copy(
+        root().join("models/tune").join(model).join("1/model.py"),
+        dir.join("1/model.py"),
+    )
+    .unwrap();
+    std::fs::copy(pbtxt, dir.join("config.pbtxt")).unwrap();
+    let fresh: Server = start_server_on(&tmp.path().join("repo"), &[], None);
+    let served = model_config(fresh.http_port, model);
+    assert_eq!(served["max_batch_size"], best["config"]["max_batch_size"]);
+    assert_eq!(
+        served["instance_group"][0]["count"],
+        best["config"]["instance_count"]
+    );
+    let concurrency = best["concurrency"].to_string();
+    let o = bertqa(&[
+        "perf",
+        "--model",
+        model,
+        "--data",
+        SAMPLE,
+        "--url",
+        &fresh.url,
+        "--batch-size",
+        "1",
+        "--concurrency",
+        &concurrency,
+        "--shared-memory",
+        "none",
+        "--measurement-request-count",
+        "48",
+        "--no-metrics",
+        "--json",
+        "--quiet",
+    ]);
+    let v = json_of(&o);
+    let measured = v["levels"][0]["throughput"]["features_per_s"]
+        .as_f64()
+        .unwrap();
+    let reported = features_per_s(best);
+    assert!(
+        measured >= 0.7 * reported,
+        "perf measured {measured} features/s, tune reported {reported}"
+    );
+}
+
+#[test]
+fn tune_from_tiny_berts_shipped_configuration_finds_one_as_good_or_says_it_is_best() {
+    let model = "tune-tiny-bert";
+    let before = config(model);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bertqa(&tune_args(
+        model,
+        tmp.path(),
+        &[
+            "--max-batch-sizes",
+            "8",
+            "--queue-delays-us",
+            "100,2000",
+            "--instances",
+            "1",
+            "--preferred-batch-sizes",
+            "none",
+            "--concurrency",
+            "4",
+            "--latency-threshold",
+            "20000",
+            "--measurement-request-count",
+            "8",
+            "--max-trials",
+            "3",
+            "--stability-percentage",
+            "100",
+            "--warmup",
+            "2",
+            "--quiet",
+        ],
+    ));
+    ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(config(model), before);
+    // The shipped configuration (max batch 8, delay 100 us) is candidate 0, and the
+    // only other candidate is the delay of 2000 us.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.iter().any(|l| l
+            .trim_start()
+            .starts_with("0  max batch 8, 1 instance, delay 100 us")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "best: the configuration found (max batch 8, 1 instance, delay 100 us) serves best"
+        ) || text.contains("best: #1, max batch 8, 1 instance, delay 2000 us: "),
+        "{text}"
+    );
+    assert!(text.contains("the original configuration is back (read back and equal)"));
+}
+
+#[test]
+fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
+    let model = "tune-refuses-16";
+    let before = config(model);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bertqa(&tune_args(
+        model,
+        tmp.path(),
+        &[
+            "--max-batch-sizes",
+            "8,16",
+            "--queue-delays-us",
+            "0",
+            "--instances",
+            "1",
+            "--preferred-batch-sizes",
+            "none",
+            "--concurrency",
+            "4",
+            "--latency-threshold",
+            "1000",
+            "--measurement-request-count",
+            "12",
+            "--stability-percentage",
+            "100",
+            "--json",
+            "--quiet",
+        ],
+    ));
+    let v = json_of(&o);
+    assert_eq!(config(model), before);
+    let candidates = v["candidates"].as_array().unwrap();
+    let failed: Vec<&Value> = candidates
+        .iter()
+        .filter(|c| c["status"] == "failed_to_load")
+        .collect();
+    // Every candidate of max batch size 16, and only those, with the server's words.
+    assert!(!failed.is_empty(), "{v}");
+    for c in candidates {
+        assert_eq!(
+            c["status"] == "failed_to_load",
+            c["config"]["max_batch_size"] == 16,
+            "{c}"
+        );
+    }
+    for c in &failed {
+        let error = c["error"].as_str().unwrap();
+        assert!(
+            error.contains("refusing max_batch_size 16 (test fault)"),
+            "{c}"
+        );
+        assert!(c["throughput"].is_null());
+    }
+    // The search went on after it.
+    assert!(
+        candidates
+            .iter()
+            .filter(|c| c["status"] == "measured")
+            .count()
+            >= 2,
+        "{v}"
+    );
+}
+
+#[test]
+fn an_interrupt_mid_candidate_puts_the_original_back() {
+    let model = "tune-fixed-cost-sigint";
+    let before = config(model);
+    let tmp = tempfile::tempdir().unwrap();
+    let child = spawn_bertqa(&tune_args(model, tmp.path(), &[&SPACE[..], &LONG].concat()));
+    wait_for_marker(model);
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: plain kill(2) of the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("stopped by an interrupt after")
+            && stderr.contains("the original configuration is back"),
+        "{stderr}"
+    );
+    assert_eq!(config(model), before);
+    // What was measured before the interrupt is reported.
+    let v = crate::common::read_json(tmp.path().join("tune.json"));
+    assert_eq!(v["restored"], true);
+    assert!(v["candidates"].as_array().unwrap().len() >= 2, "{v}");
+}
+
+#[test]
+fn after_a_kill_models_warns_tune_refuses_and_restore_puts_the_original_back() {
+    let model = "tune-fixed-cost-sigkill";
+    let before = config(model);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut child = spawn_bertqa(&tune_args(model, &out, &[&SPACE[..], &LONG].concat()));
+    wait_for_marker(model);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let s = tune_server();
+    let o = bertqa(&["models", "--url", &s.url, "--model", model]);
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "warning: model {model:?} is in a candidate configuration of a `bertqa tune` that did not finish"
+        )) && stderr.contains(&format!("--restore --output-dir {}", out.display())),
+        "{stderr}"
+    );
+    // A new run refuses to start, naming the way back.
+    let again = tmp.path().join("again");
+    let o = bertqa(&tune_args(model, &again, &[&SPACE[..], &SHORT].concat()));
+    assert_fails_with(
+        &o,
+        &["unfinished tune", "bertqa tune --restore --output-dir"],
+    );
+    assert!(!again.join("tune-state.json").exists());
+    let o = bertqa(&["tune", "--restore", "--output-dir", out.to_str().unwrap()]);
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("is back"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(config(model), before);
+    assert_eq!(
+        crate::common::read_json(out.join("tune-state.json"))["restored"],
+        true
+    );
+    let o = bertqa(&["models", "--url", &s.url, "--model", model]);
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("warning"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn tune_refuses_a_server_that_cannot_load_configurations_in_one_sentence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    let common = [
+        "--data",
+        SAMPLE,
+        "--latency-threshold",
+        "100",
+        "--output-dir",
+        out,
+    ];
+    let http = format!("127.0.0.1:{}", server().http_port);
+    let ml = crate::common::oip::mlserver();
+    let cases: [(&[&str], &[&str]); 4] = [
+        // The shared Triton runs without explicit model control.
+        (
+            &["--model", "null", "--protocol", "http", "--url", &http],
+            &["--model-control-mode=explicit --load-model=null"],
+        ),
+        // MLServer has no model configuration.
+        (
+            &[
+                "--model",
+                "tiny-bert",
+                "--protocol",
+                "http",
+                "--url",
+                &ml.http,
+            ],
+            &["mlserver", "no model_configuration"],
+        ),
+        // gRPC alone: the repository calls need the HTTP address.
+        (
+            &["--model", "null", "--url", &server().url],
+            &["--control-url"],
+        ),
+        // A text ensemble: which step?
+        (
+            &["--model", "qa-text-logits", "--url", &server().url],
+            &["is an ensemble: name the step to tune with --step (its steps: "],
+        ),
+    ];
+    for (args, want) in cases {
+        let o = bertqa(&[&["tune"][..], args, &common].concat());
+        assert_fails_with(&o, want);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{}", show(&o));
+    }
+    // Nothing was written.
+    assert!(!tmp.path().join("tune-state.json").exists());
+}
