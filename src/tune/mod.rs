@@ -13,7 +13,8 @@
 //!   level). A candidate that fails at any step is kept with its status and the
 //!   server's message, and the search goes on (a failed load leaves the previous
 //!   configuration serving).
-//! - The order of the candidates is [`search`]'s. A stop (the token) ends the search
+//! - The order of the candidates is [`search`]'s. A model without a batch dimension
+//!   (max batch size 0) has only its instance count searched. A stop (the token) ends the search
 //!   after the level under way is drained.
 //! - At the end, whatever happened (a stop, an error, a failed candidate), the
 //!   original is put back and read back equal; with `keep_best`, the best candidate
@@ -121,9 +122,22 @@ impl Tune<'_> {
         };
         state::write(self.output_dir, &record, Some(&original))?;
         let baseline = Settings::of(&original);
+        let mut space = self.space.clone();
+        let mut warnings = Vec::new();
+        if baseline.max_batch_size == 0 {
+            // Batching would change the model's tensors (its ensemble's, too).
+            space.max_batch_sizes.clear();
+            space.delays_us.clear();
+            space.preferred.clear();
+            warnings.push(format!(
+                "model {:?} has no batch dimension (max_batch_size 0): only its instance \
+                 count is searched",
+                self.model
+            ));
+        }
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut error: Option<Error> = None;
-        search::search(&baseline, &self.space, self.exhaustive, |s| {
+        search::search(&baseline, &space, self.exhaustive, |s| {
             if self.stop.is_cancelled() {
                 return Step::Stop;
             }
@@ -162,7 +176,7 @@ impl Tune<'_> {
             },
             restored: false,
             kept_best: false,
-            warnings: Vec::new(),
+            warnings,
         };
         progress.putting_back();
         let best = report.best().filter(|&b| b > 0);

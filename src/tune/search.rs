@@ -49,22 +49,42 @@ const DIMS: [Dim; 4] = [Dim::MaxBatch, Dim::Delay, Dim::Instances, Dim::Preferre
 const MOST_ROUNDS: usize = 8;
 
 impl Space {
-    /// Every point of the grid, in order (max batch size slowest).
-    pub(crate) fn grid(&self) -> Vec<Settings> {
-        let mut out = Vec::new();
-        for &max_batch_size in &self.max_batch_sizes {
-            for &delay_us in &self.delays_us {
-                for &instances in &self.instances {
-                    for preferred in &self.preferred {
-                        out.push(Settings {
-                            max_batch_size,
-                            instances,
-                            dynamic: Some(Dynamic {
+    /// Every point of the grid, in order (max batch size slowest); a setting whose list
+    /// is empty keeps `start`'s value.
+    pub(crate) fn grid(&self, start: &Settings) -> Vec<Settings> {
+        let or_start = |list: &[usize], v: usize| match list {
+            [] => vec![v],
+            l => l.to_vec(),
+        };
+        let dynamics: Vec<Option<Dynamic>> = match self.delays_us.as_slice() {
+            [] => vec![start.dynamic.clone()],
+            delays => {
+                let preferred = match self.preferred.as_slice() {
+                    [] => vec![Preferred::Server],
+                    p => p.to_vec(),
+                };
+                delays
+                    .iter()
+                    .flat_map(|&delay_us| {
+                        preferred.iter().map(move |p| {
+                            Some(Dynamic {
                                 delay_us,
-                                preferred: preferred.clone(),
-                            }),
-                        });
-                    }
+                                preferred: p.clone(),
+                            })
+                        })
+                    })
+                    .collect()
+            }
+        };
+        let mut out = Vec::new();
+        for max_batch_size in or_start(&self.max_batch_sizes, start.max_batch_size) {
+            for dynamic in &dynamics {
+                for instances in or_start(&self.instances, start.instances) {
+                    out.push(Settings {
+                        max_batch_size,
+                        instances,
+                        dynamic: dynamic.clone(),
+                    });
                 }
             }
         }
@@ -180,7 +200,7 @@ pub(crate) fn search(
         return seen;
     }
     if exhaustive {
-        for s in space.grid() {
+        for s in space.grid(start) {
             if !visit(&s, &mut seen) {
                 break;
             }
@@ -279,6 +299,12 @@ mod tests {
     fn the_default_search_comes_near_the_grid_in_half_its_candidates() {
         let start = poor_start();
         let grid = search(&start, &space(), true, |s| Step::Score(fixed_cost(s)));
+        // Instances vary fastest, then the preferred sizes, the queue delay, the max batch.
+        assert_eq!(grid[2].0.instances, 2);
+        assert_eq!(
+            grid[4].0.dynamic.as_ref().unwrap().preferred,
+            Preferred::Sizes(vec![4, 8])
+        );
         let default = search(&start, &space(), false, |s| Step::Score(fixed_cost(s)));
         let best = |v: &[(Settings, f64)]| v.iter().map(|x| x.1).fold(0.0, f64::max);
         assert_eq!(grid.len(), 1 + 4 * 4 * 3 * 2);
@@ -298,6 +324,32 @@ mod tests {
         assert_eq!(default[0].0, start);
         for (i, (s, _)) in default.iter().enumerate() {
             assert!(!default[..i].iter().any(|(x, _)| x == s), "{s:?} twice");
+        }
+    }
+
+    /// A model without a batch dimension: only its instances can change.
+    #[test]
+    fn empty_lists_keep_the_start_and_vary_nothing() {
+        let start = Settings {
+            max_batch_size: 0,
+            instances: 1,
+            dynamic: None,
+        };
+        let only_instances = Space {
+            max_batch_sizes: Vec::new(),
+            delays_us: Vec::new(),
+            preferred: Vec::new(),
+            ..space()
+        };
+        for exhaustive in [false, true] {
+            let seen = search(&start, &only_instances, exhaustive, |s| {
+                Step::Score(s.instances as f64)
+            });
+            let instances: Vec<usize> = seen.iter().map(|(s, _)| s.instances).collect();
+            assert_eq!(instances, vec![1, 2, 4], "exhaustive {exhaustive}");
+            assert!(seen
+                .iter()
+                .all(|(s, _)| s.max_batch_size == 0 && s.dynamic.is_none()));
         }
     }
 

@@ -404,6 +404,57 @@ fn after_a_kill_models_warns_tune_refuses_and_restore_puts_the_original_back() {
 }
 
 #[test]
+fn a_step_of_a_text_ensemble_is_tuned_through_the_ensemble() {
+    let (ensemble, step) = ("tune-text-ensemble", "tune-text-null");
+    let models = [ensemble, "tune-text-tokenizer", step];
+    let before: Vec<Value> = models.iter().map(|m| config(m)).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bertqa(&tune_args(
+        ensemble,
+        tmp.path(),
+        &[
+            "--step",
+            step,
+            "--instances",
+            "1,2",
+            "--concurrency",
+            "2",
+            "--latency-threshold",
+            "5000",
+            "--measurement-request-count",
+            "8",
+            "--stability-percentage",
+            "100",
+            "--json",
+            "--quiet",
+        ],
+    ));
+    let v = json_of(&o);
+    assert_schema("tune", &v);
+    assert_eq!(v["model"], step);
+    // No batch dimension: the instance count alone varies.
+    let counts: Vec<&Value> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["status"], "measured", "{c}");
+            assert_eq!(c["config"]["max_batch_size"], 0);
+            assert!(c["config"]["dynamic_batching"].is_null());
+            &c["config"]["instance_count"]
+        })
+        .collect();
+    assert_eq!(counts, [1, 2]);
+    assert!(v["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("has no batch dimension (max_batch_size 0): only its instance count"));
+    // The step is back, and the ensemble and its other step were never changed.
+    let after: Vec<Value> = models.iter().map(|m| config(m)).collect();
+    assert_eq!(after, before);
+}
+
+#[test]
 fn tune_refuses_a_server_that_cannot_load_configurations_in_one_sentence() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().to_str().unwrap();

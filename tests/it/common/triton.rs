@@ -93,12 +93,14 @@ pub fn start_server_with(
 }
 
 /// The models of `tune`'s tests (`models/tune`), each used by one test only.
-pub const TUNE_MODELS: [&str; 5] = [
+pub const TUNE_MODELS: [&str; 6] = [
     "tune-fixed-cost",
     "tune-fixed-cost-sigint",
     "tune-fixed-cost-sigkill",
     "tune-refuses-16",
     "tune-tiny-bert",
+    // With its steps tune-text-tokenizer and tune-text-null.
+    "tune-text-ensemble",
 ];
 
 /// The server of `tune`'s tests: `models/tune` in explicit model-control mode, every
