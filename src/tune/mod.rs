@@ -266,6 +266,20 @@ impl Tune<'_> {
                         crate::backend::describe(self.client, self.model, "").await?;
                     Binding::infer(&metadata, config.as_ref(), "", overrides)
                 })?;
+                // The load went through the control address, the requests go to the
+                // client's: they must be one server.
+                let served = c.served.as_ref().map_or(0, |s| s.max_batch_size);
+                if binding.max_batch_size != served {
+                    return Err(Error::Config(format!(
+                        "model {:?} at {} has max batch size {} after a load of {} through \
+                         {}: the `url` and the `control_url` are not the same server",
+                        self.model,
+                        self.client.url(),
+                        binding.max_batch_size,
+                        served,
+                        self.control.url()
+                    )));
+                }
                 rt.block_on(perf::sweep(
                     self.client,
                     Arc::new(binding),

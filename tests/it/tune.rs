@@ -326,6 +326,57 @@ fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
             >= 2,
         "{v}"
     );
+    // --keep-best leaves the best loaded, without the marker; --restore then puts the
+    // original back.
+    let kept = tmp.path().join("kept");
+    let o = bertqa(&tune_args(
+        model,
+        &kept,
+        &[
+            "--max-batch-sizes",
+            "8",
+            "--queue-delays-us",
+            "0",
+            "--instances",
+            "1",
+            "--preferred-batch-sizes",
+            "none",
+            "--concurrency",
+            "4",
+            "--latency-threshold",
+            "1000",
+            "--measurement-request-count",
+            "12",
+            "--stability-percentage",
+            "100",
+            "--keep-best",
+            "--json",
+            "--quiet",
+        ],
+    ));
+    let v = json_of(&o);
+    assert_eq!(
+        (&v["kept_best"], &v["restored"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{v}"
+    );
+    let loaded = config(model);
+    assert_eq!(
+        loaded["max_batch_size"],
+        v["best"]["config"]["max_batch_size"]
+    );
+    assert!(loaded["dynamic_batching"].is_object(), "{loaded}");
+    assert!(
+        loaded["parameters"].get("bertqa_tune").is_none(),
+        "{loaded}"
+    );
+    ok(&bertqa(&[
+        "tune",
+        "--restore",
+        "--output-dir",
+        kept.to_str().unwrap(),
+    ]));
+    assert_eq!(config(model), before);
 }
 
 #[test]
