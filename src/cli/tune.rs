@@ -507,3 +507,23 @@ fn restore(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Outcome>
     print_stdout(&format!("{said}\n"))?;
     Ok(Outcome::Success)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_numbers_once_each_at_least_the_minimum() {
+        assert_eq!(list("--x", "8, 16,8,32", 1usize).unwrap(), vec![8, 16, 32]);
+        assert_eq!(list("--x", "0,100", 0u64).unwrap(), vec![0, 100]);
+        let e = list("--max-batch-sizes", "8,0", 1usize)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--max-batch-sizes \"8,0\": \"0\" is not a number of at least 1"
+        );
+        assert!(list("--x", "8,,16", 1usize).is_err());
+        assert!(list("--x", "auto", 1usize).is_err());
+    }
+}
