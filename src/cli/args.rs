@@ -401,3 +401,55 @@ impl TextBindingArgs {
         }
     }
 }
+
+/// How a load level is measured (`perf`, `tune`): windows and the stability rule.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = RUN)]
+pub struct MeasureArgs {
+    /// Measure in windows of this many milliseconds (the default, at 5000)
+    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count")]
+    pub measurement_interval_ms: Option<u64>,
+    /// Measure in windows of this many answered requests instead
+    #[arg(long, value_name = "N")]
+    pub measurement_request_count: Option<u64>,
+    /// A level is stable when its last 3 windows agree within this percentage
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub stability_percentage: f64,
+    /// Most windows per level before it is reported unstable
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub max_trials: usize,
+}
+
+impl MeasureArgs {
+    /// The measurement window, once the flags are checked.
+    pub(crate) fn window(&self) -> anyhow::Result<bertqa::perf::Window> {
+        use bertqa::perf::Window;
+        let window = match (self.measurement_request_count, self.measurement_interval_ms) {
+            (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
+            (Some(n), _) => Window::Count(n),
+            (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
+            (None, ms) => Window::Time(std::time::Duration::from_millis(ms.unwrap_or(5000))),
+        };
+        if !(self.stability_percentage > 0.0 && self.stability_percentage.is_finite()) {
+            anyhow::bail!(
+                "--stability-percentage {} must be above 0",
+                self.stability_percentage
+            );
+        }
+        if self.max_trials < 3 {
+            anyhow::bail!(
+                "--max-trials {} is below 3 (the stability rule compares the last 3 windows)",
+                self.max_trials
+            );
+        }
+        Ok(window)
+    }
+}
+
+/// Checks `--percentile`.
+pub(crate) fn check_percentile(p: f64) -> anyhow::Result<()> {
+    if !(p > 0.0 && p <= 100.0) {
+        anyhow::bail!("--percentile {p} must be above 0 and at most 100");
+    }
+    Ok(())
+}

@@ -4,14 +4,13 @@
 //! original configuration in `--output-dir`, `--write-config` and `--html` files.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::args::{
-    BindingArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs, WindowArgs,
-    INPUT, MODEL, OUTPUT, RUN, SEARCH, SERVER,
+    BindingArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs,
+    WindowArgs, INPUT, MODEL, OUTPUT, RUN, SEARCH, SERVER,
 };
 use super::common::{client_config, load_data, load_tokenizer, print_stdout, runtime, Outcome};
-use bertqa::perf::{Budget, Level, Load, PerfConfig, PerfProgress, Range, Window};
+use bertqa::perf::{Budget, Level, Load, PerfConfig, PerfProgress, Range};
 use bertqa::tune::config::{Preferred, Settings};
 use bertqa::tune::report::{self, Candidate};
 use bertqa::tune::search::Space;
@@ -94,18 +93,8 @@ pub struct Args {
     /// The latency percentile the budget applies to
     #[arg(long, default_value_t = 99.0, value_name = "P", help_heading = RUN)]
     pub percentile: f64,
-    /// Measure in windows of this many milliseconds (the default, at 5000)
-    #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count", help_heading = RUN)]
-    pub measurement_interval_ms: Option<u64>,
-    /// Measure in windows of this many answered requests instead
-    #[arg(long, value_name = "N", help_heading = RUN)]
-    pub measurement_request_count: Option<u64>,
-    /// A level is stable when its last 3 windows agree within this percentage
-    #[arg(long, default_value_t = 10.0, value_name = "PCT", help_heading = RUN)]
-    pub stability_percentage: f64,
-    /// Most windows per level before it is reported unstable
-    #[arg(long, default_value_t = 10, value_name = "N", help_heading = RUN)]
-    pub max_trials: usize,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     #[command(flatten)]
     pub metrics: MetricsArgs,
     /// Where the original configuration, the run's state and tune.json are written
@@ -182,27 +171,8 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
                 .collect(),
         ),
     };
-    let window = match (args.measurement_request_count, args.measurement_interval_ms) {
-        (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
-        (Some(n), _) => Window::Count(n),
-        (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
-        (None, ms) => Window::Time(Duration::from_millis(ms.unwrap_or(5000))),
-    };
-    if !(args.stability_percentage > 0.0 && args.stability_percentage.is_finite()) {
-        anyhow::bail!(
-            "--stability-percentage {} must be above 0",
-            args.stability_percentage
-        );
-    }
-    if args.max_trials < 3 {
-        anyhow::bail!("--max-trials {} is below 3", args.max_trials);
-    }
-    if !(args.percentile > 0.0 && args.percentile <= 100.0) {
-        anyhow::bail!(
-            "--percentile {} must be above 0 and at most 100",
-            args.percentile
-        );
-    }
+    let window = args.measure.window()?;
+    super::args::check_percentile(args.percentile)?;
     let ms = args.latency_threshold.unwrap_or(0.0);
     if !(ms > 0.0 && ms.is_finite()) {
         anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)");
@@ -215,8 +185,8 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
             binary_search: true,
         }),
         window,
-        stability_percent: args.stability_percentage,
-        max_trials: args.max_trials,
+        stability_percent: args.measure.stability_percentage,
+        max_trials: args.measure.max_trials,
         warmup: args.warmup,
         ..PerfConfig::default()
     })

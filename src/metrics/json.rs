@@ -7,11 +7,13 @@ use serde::Serialize;
 use super::counters::us;
 use super::{GpuMetrics, ServerCounters, SpanMetrics};
 
-fn r6(x: f64) -> f64 {
+/// Rounds for the reports: microsecond-level time in milliseconds keeps 6 decimals.
+pub(crate) fn r6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-fn ms(us: f64) -> f64 {
+/// Milliseconds from microseconds, as the reports write them.
+pub(crate) fn ms(us: f64) -> f64 {
     r6(us / 1000.0)
 }
 

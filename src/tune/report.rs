@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::config::Settings;
-use crate::metrics::json::{metrics, MetricsJson};
+use crate::metrics::json::{metrics, ms, r6, MetricsJson};
 use crate::perf::{Budget, Level, LevelResult};
 
 /// One candidate and what became of it.
@@ -114,14 +114,6 @@ impl Report {
         front.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(a.0.cmp(&b.0)));
         front.into_iter().map(|(i, _)| i).collect()
     }
-}
-
-fn r6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-fn ms(us: f64) -> f64 {
-    r6(us / 1000.0)
 }
 
 /// `--json` (keys in this order).

@@ -269,29 +269,29 @@ fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
     let model = "tune-refuses-16";
     let before = config(model);
     let tmp = tempfile::tempdir().unwrap();
+    // Max batch 8 or 16, dynamic batching off or at 0 us, one level of 4 in flight.
+    let one_level = [
+        "--queue-delays-us",
+        "0",
+        "--instances",
+        "1",
+        "--preferred-batch-sizes",
+        "none",
+        "--concurrency",
+        "4",
+        "--latency-threshold",
+        "1000",
+        "--measurement-request-count",
+        "12",
+        "--stability-percentage",
+        "100",
+        "--json",
+        "--quiet",
+    ];
     let o = bertqa(&tune_args(
         model,
         tmp.path(),
-        &[
-            "--max-batch-sizes",
-            "8,16",
-            "--queue-delays-us",
-            "0",
-            "--instances",
-            "1",
-            "--preferred-batch-sizes",
-            "none",
-            "--concurrency",
-            "4",
-            "--latency-threshold",
-            "1000",
-            "--measurement-request-count",
-            "12",
-            "--stability-percentage",
-            "100",
-            "--json",
-            "--quiet",
-        ],
+        &[&["--max-batch-sizes", "8,16"][..], &one_level].concat(),
     ));
     let v = json_of(&o);
     assert_eq!(config(model), before);
@@ -332,27 +332,7 @@ fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
     let o = bertqa(&tune_args(
         model,
         &kept,
-        &[
-            "--max-batch-sizes",
-            "8",
-            "--queue-delays-us",
-            "0",
-            "--instances",
-            "1",
-            "--preferred-batch-sizes",
-            "none",
-            "--concurrency",
-            "4",
-            "--latency-threshold",
-            "1000",
-            "--measurement-request-count",
-            "12",
-            "--stability-percentage",
-            "100",
-            "--keep-best",
-            "--json",
-            "--quiet",
-        ],
+        &[&["--max-batch-sizes", "8", "--keep-best"][..], &one_level].concat(),
     ));
     let v = json_of(&o);
     assert_eq!(

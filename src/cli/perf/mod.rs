@@ -8,21 +8,18 @@ pub(crate) mod text;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::ValueEnum;
 
 use super::args::{
-    BindingArgs, LoadArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs,
-    WindowArgs, INPUT, MODEL, OUTPUT, RUN,
+    BindingArgs, LoadArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs,
+    TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT, RUN,
 };
 use super::common::{
     client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
 };
 use bertqa::perf::export::{self, Exporter};
-use bertqa::perf::{
-    self, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range, Window,
-};
+use bertqa::perf::{self, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range};
 use bertqa::pipeline::{self, Padding};
 
 /// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
@@ -88,23 +85,8 @@ pub struct Args {
     /// Seed of the Poisson arrivals
     #[arg(long, default_value_t = 0, help_heading = RUN)]
     pub seed: u64,
-    /// Measure in windows of this many milliseconds (the default, at 5000)
-    #[arg(
-        long,
-        value_name = "MS",
-        conflicts_with = "measurement_request_count",
-        help_heading = RUN
-    )]
-    pub measurement_interval_ms: Option<u64>,
-    /// Measure in windows of this many answered requests instead
-    #[arg(long, value_name = "N", help_heading = RUN)]
-    pub measurement_request_count: Option<u64>,
-    /// A level is stable when its last 3 windows agree within this percentage
-    #[arg(long, default_value_t = 10.0, value_name = "PCT", help_heading = RUN)]
-    pub stability_percentage: f64,
-    /// Most windows per level before it is reported unstable
-    #[arg(long, default_value_t = 10, value_name = "N", help_heading = RUN)]
-    pub max_trials: usize,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     /// Request-rate mode: most requests in flight (later sends wait and count as late)
     #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RUN)]
     pub max_inflight: usize,
@@ -174,30 +156,8 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
             Load::Concurrency(vec![args.load.concurrency])
         }
     };
-    let window = match (args.measurement_request_count, args.measurement_interval_ms) {
-        (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
-        (Some(n), _) => Window::Count(n),
-        (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
-        (None, ms) => Window::Time(Duration::from_millis(ms.unwrap_or(5000))),
-    };
-    if !(args.stability_percentage > 0.0 && args.stability_percentage.is_finite()) {
-        anyhow::bail!(
-            "--stability-percentage {} must be above 0",
-            args.stability_percentage
-        );
-    }
-    if args.max_trials < 3 {
-        anyhow::bail!(
-            "--max-trials {} is below 3 (the stability rule compares the last 3 windows)",
-            args.max_trials
-        );
-    }
-    if !(args.percentile > 0.0 && args.percentile <= 100.0) {
-        anyhow::bail!(
-            "--percentile {} must be above 0 and at most 100",
-            args.percentile
-        );
-    }
+    let window = args.measure.window()?;
+    super::args::check_percentile(args.percentile)?;
     let budget = match args.latency_threshold {
         Some(ms) if !(ms > 0.0 && ms.is_finite()) => {
             anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)")
@@ -213,8 +173,8 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         load,
         budget,
         window,
-        stability_percent: args.stability_percentage,
-        max_trials: args.max_trials,
+        stability_percent: args.measure.stability_percentage,
+        max_trials: args.measure.max_trials,
         warmup: args.load.warmup,
         max_inflight: args.max_inflight.max(1),
         shared_memory: args.load.shared_memory.into(),

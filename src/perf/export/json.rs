@@ -4,18 +4,9 @@
 use serde::Serialize;
 
 use super::{Exporter, Report};
-use crate::metrics::json::{metrics, MetricsJson};
+use crate::metrics::json::{metrics, ms, r6, MetricsJson};
 use crate::metrics::Choice;
 use crate::perf::{Level, LevelResult, Load, Window};
-
-/// Rounds for the report: microsecond-level time in milliseconds keeps 6 decimals.
-fn r6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-fn ms(us: f64) -> f64 {
-    r6(us / 1000.0)
-}
 
 /// The JSON document (keys in this order).
 #[derive(Debug, Serialize)]
