@@ -330,11 +330,13 @@ pub(crate) fn render_text(report: &Report) -> String {
             (Some(_), true) => "within",
             (Some(_), false) => "over",
         };
-        out.push_str(&format!(
-            "{i:>3}  {:<width$} {:>14} {conc:>5} {tput:>12} {p50:>9} {pb:>9} {queue:>9}  {budget} {mark}\n",
+        let row = format!(
+            "{i:>3}  {:<width$} {:>14} {conc:>5} {tput:>12} {p50:>9} {pb:>9} {queue:>9}  {budget} {mark}",
             c.shown().describe(),
             c.status,
-        ));
+        );
+        out.push_str(row.trim_end());
+        out.push('\n');
         if let Some(e) = &c.error {
             // The first line: a server's message may carry a traceback (in the JSON).
             out.push_str(&format!("     {}\n", e.lines().next().unwrap_or_default()));
