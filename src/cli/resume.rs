@@ -130,9 +130,9 @@ pub(crate) fn finish(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// A token cancelled at the first SIGINT or SIGTERM; the second one exits the process
-/// at once (code 2). The signals are watched by a thread of their own, with
-/// its own small runtime, registered before this returns: they are seen whether or not
+/// A token cancelled at the first SIGINT or SIGTERM; the second one runs `on_quit` (which
+/// says what is left behind) and exits the process at once (code 2). The signals are
+/// watched by a thread of their own, with its own small runtime, registered before this returns: they are seen whether or not
 /// the pipeline's runtime (a current-thread one, driven only inside its `block_on`) is
 /// running, for instance while the answers are written.
 pub(crate) fn stop_on_signals(
@@ -163,7 +163,6 @@ pub(crate) fn stop_on_signals(
                 tx.cancel();
                 any_signal(&mut int, &mut term).await;
                 on_quit();
-                eprintln!("quitting at once; the journal keeps every answered feature (rerun with --resume)");
                 std::process::exit(2);
             })
         })?;

@@ -317,8 +317,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let dir = args.output_dir.clone();
     let stop = super::resume::stop_on_signals(move || {
         eprintln!(
-            "the model may be left in a candidate configuration: put the original back with \
-             `bertqa tune --restore --output-dir {}`",
+            "quitting at once; the model may be left in a candidate configuration: put the \
+             original back with `bertqa tune --restore --output-dir {}`",
             dir.display()
         );
     })?;

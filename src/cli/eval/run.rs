@@ -326,6 +326,9 @@ pub(super) fn guard_journal(
             if let Ok(mut j) = journal.try_lock() {
                 let _ = j.flush();
             }
+            eprintln!(
+                "quitting at once; the journal keeps every answered feature (rerun with --resume)"
+            );
         }
     };
     let stop = resume::stop_on_signals(on_quit)?;
