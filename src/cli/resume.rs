@@ -132,9 +132,10 @@ pub(crate) fn finish(dir: &Path) -> anyhow::Result<()> {
 
 /// A token cancelled at the first SIGINT or SIGTERM; the second one runs `on_quit` (which
 /// says what is left behind) and exits the process at once (code 2). The signals are
-/// watched by a thread of their own, with its own small runtime, registered before this returns: they are seen whether or not
-/// the pipeline's runtime (a current-thread one, driven only inside its `block_on`) is
-/// running, for instance while the answers are written.
+/// watched by a thread of their own, with its own small runtime, registered before this
+/// returns: they are seen whether or not the pipeline's runtime (a current-thread one,
+/// driven only inside its `block_on`) is running, for instance while the answers are
+/// written.
 pub(crate) fn stop_on_signals(
     on_quit: impl FnOnce() + Send + 'static,
 ) -> anyhow::Result<tokio_util::sync::CancellationToken> {
