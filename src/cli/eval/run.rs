@@ -391,6 +391,10 @@ pub(super) fn finish(
     }
     let _ = resume::lock(journal).sync();
     let mut outcome = outcome;
+    let reason = outcome
+        .error
+        .as_ref()
+        .map(super::super::embed::library_reason);
     let error = outcome
         .error
         .take()
@@ -405,7 +409,8 @@ pub(super) fn finish(
         fingerprint: &input.fingerprint,
         journaled: resume::lock(journal).features(),
     };
-    anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?)
+    let summary = write_partial(&partial, outcome, error, Some(stream))?;
+    Err(super::super::embed::Classified::error(reason, summary))
 }
 
 /// The run's configuration for the model's binding (`common::run_config`, keeping the
