@@ -496,7 +496,7 @@ pub(crate) enum Outcome {
 /// Writes `text` to stdout; a closed pipe is reported as an io error that
 /// `cli::main` turns into a clean exit.
 pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
-    if super::embed::captured(text) {
+    if super::host::captured(text) {
         return Ok(());
     }
     let mut out = std::io::stdout().lock();

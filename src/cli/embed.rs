@@ -4,53 +4,16 @@
 //! and SIGTERM are the host's (no signal handler is installed: the host cancels the
 //! run through a token, as the binary's first interrupt does); and a failure comes back
 //! as its [`Reason`] and sentence, not as a line on stderr.
-//!
-//! The state lives in a thread-local of the thread that runs the command: the command's
-//! own thread is the one that prints and watches for interrupts.
+//! The state lives in [`super::host`].
 
-use std::cell::RefCell;
 use std::ffi::OsString;
 
 use clap::Parser as _;
 use tokio_util::sync::CancellationToken;
 
 use super::common::Outcome;
-use super::{errors, execute, Cli};
-
-/// Why an embedded command failed: one per exit reason of the command line (exit 2,
-/// or 1 for [`Reason::GateFailed`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// Flags or options that cannot work (unknown, missing, out of range, conflicting).
-    Usage,
-    /// An input file that cannot be read or is malformed, or nothing to work on.
-    Input,
-    /// The server cannot be reached: refused, DNS, TLS, timeouts, credentials.
-    Connection,
-    /// The server answered with an error or with something its protocol does not allow.
-    Server,
-    /// The model is not there, not ready, or its tensors cannot be bound.
-    Model,
-    /// The run completed but a gate failed (exit 1).
-    GateFailed,
-    /// A fault of bertqa itself.
-    Internal,
-}
-
-impl Reason {
-    /// The name the Python package gives it (its exception class is named after it).
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Usage => "usage",
-            Reason::Input => "input",
-            Reason::Connection => "connection",
-            Reason::Server => "server",
-            Reason::Model => "model",
-            Reason::GateFailed => "gate_failed",
-            Reason::Internal => "internal",
-        }
-    }
-}
+pub use super::errors::Reason;
+use super::{errors, execute, host, Cli};
 
 /// How an embedded command ended.
 #[derive(Debug)]
@@ -66,25 +29,11 @@ pub struct Embedded {
     pub message: Vec<String>,
 }
 
-struct Host {
-    stdout: String,
-    stop: CancellationToken,
-}
-
-thread_local! {
-    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
-}
-
 /// Runs the command line `args` (the program's name first) on this thread for a host
 /// program: see the module's documentation. Cancelling `stop` stops a run as the
 /// binary's first Ctrl-C does.
 pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
-    HOST.with(|h| {
-        *h.borrow_mut() = Some(Host {
-            stdout: String::new(),
-            stop,
-        })
-    });
+    host::enter(stop);
     let (code, reason, message) = match Cli::try_parse_from(args) {
         Err(e) if e.use_stderr() => {
             let text = e.render().to_string();
@@ -94,7 +43,7 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
         }
         Err(e) => {
             // --help or --version: the binary prints it on stdout and exits 0.
-            captured(&e.render().to_string());
+            host::captured(&e.render().to_string());
             (0, None, Vec::new())
         }
         Ok(cli) => match execute(cli) {
@@ -103,14 +52,17 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
             Err(e) => {
                 let line = errors::render(&e, false, &[]);
                 let sentence = line.strip_prefix("error: ").unwrap_or(&line).to_string();
-                (errors::exit_code(&e), Some(reason(&e)), vec![sentence])
+                (
+                    errors::exit_code(&e),
+                    Some(errors::reason(&e)),
+                    vec![sentence],
+                )
             }
         },
     };
-    let host = HOST.with(|h| h.borrow_mut().take());
     Embedded {
         code,
-        stdout: host.map(|h| h.stdout).unwrap_or_default(),
+        stdout: host::leave(),
         reason,
         message,
     }
@@ -175,128 +127,9 @@ pub fn flags(command: &str) -> Vec<Flag> {
         .collect()
 }
 
-/// Keeps `text` for the host when this thread runs an embedded command: true when it
-/// was kept (then nothing is printed).
-pub(crate) fn captured(text: &str) -> bool {
-    HOST.with(|h| match h.borrow_mut().as_mut() {
-        Some(host) => {
-            host.stdout.push_str(text);
-            true
-        }
-        None => false,
-    })
-}
-
-/// The host's stop token when this thread runs an embedded command.
-pub(crate) fn stop_token() -> Option<CancellationToken> {
-    HOST.with(|h| h.borrow().as_ref().map(|host| host.stop.clone()))
-}
-
-/// `run`, stopped by the host's token when this thread runs an embedded command (the
-/// binary's `ask` and `compare` end with the process at Ctrl-C).
-pub(crate) fn stoppable<B: bertqa::Infer>(run: bertqa::Run<'_, B>) -> bertqa::Run<'_, B> {
-    match stop_token() {
-        Some(stop) => run.stop_on(stop),
-        None => run,
-    }
-}
-
-/// An error whose sentence is the command's own summary (a run that stopped on an
-/// error, its partial results written) and whose reason is that of the library error
-/// that stopped it.
-#[derive(Debug)]
-pub(crate) struct Classified {
-    reason: Option<Reason>,
-    message: String,
-}
-
-impl Classified {
-    pub(crate) fn error(reason: Option<Reason>, message: String) -> anyhow::Error {
-        anyhow::Error::new(Classified { reason, message })
-    }
-}
-
-impl std::fmt::Display for Classified {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Classified {}
-
-/// The exit reason of a failed command, by the library error in its chain (by value,
-/// never by text). Errors of the command line's own checks (flags that cannot work
-/// together) are usage errors.
-pub(crate) fn reason(e: &anyhow::Error) -> Reason {
-    if let Some(reason) = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<Classified>())
-        .and_then(|c| c.reason)
-    {
-        return reason;
-    }
-    if let Some(e) = e.chain().find_map(|c| c.downcast_ref::<bertqa::Error>()) {
-        return library_reason(e);
-    }
-    if e.chain().any(|c| c.is::<std::io::Error>()) {
-        return Reason::Input;
-    }
-    Reason::Usage
-}
-
-pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
-    use bertqa::Error as E;
-    match e {
-        E::Config(_) => Reason::Usage,
-        E::Io { .. }
-        | E::Input { .. }
-        | E::Decode { .. }
-        | E::Empty(_)
-        | E::MissingParagraph { .. } => Reason::Input,
-        E::Unavailable { .. } | E::Timeout { .. } | E::PermissionDenied { .. } => {
-            Reason::Connection
-        }
-        E::NoServer { .. } | E::Server { .. } | E::InvalidAnswer { .. } | E::NotDecoded { .. } => {
-            Reason::Server
-        }
-        E::ModelNotFound { .. }
-        | E::ModelNotReady { .. }
-        | E::TensorMismatch { .. }
-        | E::Binding { .. } => Reason::Model,
-        E::RetriesExhausted { last, .. } => library_reason(last),
-        _ => Reason::Internal,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bertqa::error::Unreachable;
-
-    #[test]
-    fn each_library_error_has_its_exit_reason() {
-        let refused = bertqa::Error::unavailable("h:1", Unreachable::Refused, "refused");
-        assert_eq!(library_reason(&refused), Reason::Connection);
-        let retried = bertqa::Error::RetriesExhausted {
-            attempts: 4,
-            retries: 3,
-            codes: Default::default(),
-            last: Box::new(refused),
-        };
-        assert_eq!(library_reason(&retried), Reason::Connection);
-        let missing = bertqa::Error::ModelNotFound {
-            url: "h:1".into(),
-            model: "m".into(),
-            available: None,
-        };
-        assert_eq!(
-            reason(&anyhow::Error::from(missing).context("binding")),
-            Reason::Model
-        );
-        assert_eq!(reason(&anyhow::anyhow!("--limit: no")), Reason::Usage);
-        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
-        assert_eq!(reason(&anyhow::Error::from(io)), Reason::Input);
-    }
 
     #[test]
     fn stdout_is_kept_and_usage_errors_come_back_as_sentences() {
@@ -310,6 +143,16 @@ mod tests {
         );
         assert_eq!((bad.code, bad.reason), (2, Some(Reason::Usage)));
         assert!(bad.message[0].contains("--nope"), "{:?}", bad.message);
-        assert!(!captured("x"), "the state ends with the command");
+        assert!(!host::captured("x"), "the state ends with the command");
+    }
+
+    #[test]
+    fn the_flags_are_the_commands() {
+        let eval = flags("eval");
+        let find = |long: &str| eval.iter().find(|f| f.long == long).unwrap();
+        assert!(find("min-f1").takes_value && !find("resume").takes_value);
+        assert_eq!(find("doc-stride").default.as_deref(), Some("128"));
+        assert!(find("data").repeated);
+        assert!(flags("no-such-command").is_empty());
     }
 }

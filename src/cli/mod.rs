@@ -16,6 +16,7 @@ mod eval;
 mod features;
 mod flags;
 mod heading;
+mod host;
 mod merge;
 mod metrics;
 mod models;

@@ -140,7 +140,7 @@ pub(crate) fn stop_on_signals(
 ) -> anyhow::Result<tokio_util::sync::CancellationToken> {
     use tokio::signal::unix::{signal, SignalKind};
     // Run for a host program: its signals are its own, and it cancels through this.
-    if let Some(stop) = super::embed::stop_token() {
+    if let Some(stop) = super::host::stop_token() {
         return Ok(stop);
     }
     let stop = tokio_util::sync::CancellationToken::new();

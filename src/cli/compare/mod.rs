@@ -432,7 +432,7 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    let run = super::embed::stoppable(pipeline::Run::new(
+    let run = super::host::stoppable(pipeline::Run::new(
         rt,
         client,
         binding.clone(),
@@ -522,7 +522,7 @@ fn run_text(
     );
     config.keep_features = true;
     config.keep_logits = true;
-    super::embed::stoppable(pipeline::Run::new(
+    super::host::stoppable(pipeline::Run::new(
         shared.rt,
         client,
         binding,

@@ -394,7 +394,7 @@ pub(super) fn finish(
     let reason = outcome
         .error
         .as_ref()
-        .map(super::super::embed::library_reason);
+        .map(super::super::errors::library_reason);
     let error = outcome
         .error
         .take()
@@ -410,7 +410,7 @@ pub(super) fn finish(
         journaled: resume::lock(journal).features(),
     };
     let summary = write_partial(&partial, outcome, error, Some(stream))?;
-    Err(super::super::embed::Classified::error(reason, summary))
+    Err(super::super::errors::Classified::error(reason, summary))
 }
 
 /// The run's configuration for the model's binding (`common::run_config`, keeping the
