@@ -27,7 +27,12 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     no_transparent_huge_pages();
-    py.detach(|| bertqa::cli::main_with_args(argv))
+    py.detach(|| {
+        let code = bertqa::cli::main_with_args(argv);
+        // The binary's stdout is flushed as its `main` returns; Python's exit does not.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        code
+    })
 }
 
 /// Runs a command for the Python API, on a thread of its own, the GIL released.
