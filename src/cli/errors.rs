@@ -283,6 +283,7 @@ pub(crate) fn reason(e: &anyhow::Error) -> Reason {
     Reason::Usage
 }
 
+/// The exit reason of a library error (a spent retry budget: its last error's).
 pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
     use bertqa::Error as E;
     match e {
