@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine or a warm one: installs what the tests need
 # (vocabulary, a real Triton server, MLServer and KServe's model server in the cache,
 # nginx and Chromium from Debian's packages, pyarrow for test data), then runs format,
-# lint, tests and docs checks. This is what .ci/run calls.
+# lint, tests (cargo's, then the Python package's: scripts/test_python.sh) and docs
+# checks. This is what .ci/run calls.
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
@@ -16,9 +17,12 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy -p bertqa-python --all-targets --quiet -- -D warnings
 log "cargo test"
 cargo test --all-targets
 cargo test --doc --quiet
+log "the Python package: wheel, fresh venv, pytest against Triton"
+bash scripts/test_python.sh
 log "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 log "all checks passed"

@@ -166,7 +166,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(t) = &tokenizer {
         run = run.tokenizer(&t.tokenizer);
     }
-    let outcome = run.run()?;
+    let outcome = super::host::stoppable(run).run()?;
     if let Some(note) = outcome.infer.padding.note(model.name()) {
         eprintln!("{}", super::flags::name_flags(&note));
     }

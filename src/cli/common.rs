@@ -496,6 +496,9 @@ pub(crate) enum Outcome {
 /// Writes `text` to stdout; a closed pipe is reported as an io error that
 /// `cli::main` turns into a clean exit.
 pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    if super::host::captured(text) {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;

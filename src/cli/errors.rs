@@ -214,6 +214,109 @@ pub(crate) fn render(
     s
 }
 
+/// Why an embedded command failed: one per exit reason of the command line (exit 2,
+/// or 1 for [`Reason::GateFailed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Flags or options that cannot work (unknown, missing, out of range, conflicting).
+    Usage,
+    /// An input file that cannot be read or is malformed, or nothing to work on.
+    Input,
+    /// The server cannot be reached: refused, DNS, TLS, timeouts, credentials.
+    Connection,
+    /// The server answered with an error or with something its protocol does not allow.
+    Server,
+    /// The model is not there, not ready, or its tensors cannot be bound.
+    Model,
+    /// The run completed but a gate failed (exit 1).
+    GateFailed,
+    /// A fault of bertqa itself.
+    Internal,
+}
+
+impl Reason {
+    /// The name the Python package gives it (its exception class is named after it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Usage => "usage",
+            Reason::Input => "input",
+            Reason::Connection => "connection",
+            Reason::Server => "server",
+            Reason::Model => "model",
+            Reason::GateFailed => "gate_failed",
+            Reason::Internal => "internal",
+        }
+    }
+}
+
+/// An error whose sentence is the command's own summary (a run that stopped on an
+/// error, its partial results written) and whose reason is that of the library error
+/// that stopped it.
+#[derive(Debug)]
+pub(crate) struct Classified {
+    reason: Option<Reason>,
+    message: String,
+}
+
+impl Classified {
+    pub(crate) fn error(reason: Option<Reason>, message: String) -> anyhow::Error {
+        anyhow::Error::new(Classified { reason, message })
+    }
+}
+
+impl std::fmt::Display for Classified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Classified {}
+
+/// The exit reason of a failed command, by the library error in its chain (by value,
+/// never by text). Errors of the command line's own checks (flags that cannot work
+/// together) are usage errors.
+pub(crate) fn reason(e: &anyhow::Error) -> Reason {
+    if let Some(reason) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<Classified>())
+        .and_then(|c| c.reason)
+    {
+        return reason;
+    }
+    if let Some(e) = e.chain().find_map(|c| c.downcast_ref::<bertqa::Error>()) {
+        return library_reason(e);
+    }
+    if e.chain().any(|c| c.is::<std::io::Error>()) {
+        return Reason::Input;
+    }
+    Reason::Usage
+}
+
+/// The exit reason of a library error (a spent retry budget: its last error's).
+pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
+    use bertqa::Error as E;
+    match e {
+        E::Config(_) => Reason::Usage,
+        E::Io { .. }
+        | E::Input { .. }
+        | E::Decode { .. }
+        | E::Empty(_)
+        | E::MissingParagraph { .. } => Reason::Input,
+        E::Unavailable { .. } | E::Timeout { .. } | E::PermissionDenied { .. } => {
+            Reason::Connection
+        }
+        E::NoServer { .. } | E::Server { .. } | E::InvalidAnswer { .. } | E::NotDecoded { .. } => {
+            Reason::Server
+        }
+        E::ModelNotFound { .. }
+        | E::ModelNotReady { .. }
+        | E::TensorMismatch { .. }
+        | E::Binding { .. } => Reason::Model,
+        E::RetriesExhausted { last, .. } => library_reason(last),
+        _ => Reason::Internal,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io;
@@ -278,6 +381,32 @@ mod tests {
             assert_eq!(exit_code(&anyhow::Error::from(e)), 2);
         }
         assert_eq!(exit_code(&anyhow::anyhow!("broken pipe")), 2);
+    }
+
+    #[test]
+    fn each_library_error_has_its_exit_reason() {
+        let refused = Error::unavailable("h:1", Unreachable::Refused, "refused");
+        assert_eq!(library_reason(&refused), Reason::Connection);
+        let retried = Error::RetriesExhausted {
+            attempts: 4,
+            retries: 3,
+            codes: Default::default(),
+            last: Box::new(refused),
+        };
+        assert_eq!(library_reason(&retried), Reason::Connection);
+        let missing = Error::ModelNotFound {
+            url: "h:1".into(),
+            model: "m".into(),
+            available: None,
+        };
+        let bound = anyhow::Error::from(missing).context("binding");
+        assert_eq!(reason(&bound), Reason::Model);
+        assert_eq!(reason(&anyhow::anyhow!("--limit: no")), Reason::Usage);
+        let io = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(reason(&anyhow::Error::from(io)), Reason::Input);
+        let stopped = Classified::error(Some(Reason::Server), "0/16 questions done".into());
+        assert_eq!(reason(&stopped), Reason::Server);
+        assert_eq!(render(&stopped, false, &[]), "error: 0/16 questions done");
     }
 
     #[test]

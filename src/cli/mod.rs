@@ -10,11 +10,13 @@ mod args;
 mod ask;
 mod common;
 mod compare;
+pub mod embed;
 mod errors;
 mod eval;
 mod features;
 mod flags;
 mod heading;
+mod host;
 mod merge;
 mod metrics;
 mod models;
@@ -77,7 +79,17 @@ pub(crate) fn verbose() -> bool {
 
 /// Entry point of the `bertqa` binary: the process's exit status.
 pub fn main() -> u8 {
-    let cli = match Cli::try_parse() {
+    main_with_args(std::env::args_os())
+}
+
+/// The `bertqa` command line over `args` (the program's name first), printing as the
+/// binary does: its exit status. The Python package's `bertqa` command calls this.
+pub fn main_with_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -86,24 +98,12 @@ pub fn main() -> u8 {
         }
     };
     let verbose = cli.verbose;
-    VERBOSE.store(verbose, Ordering::Relaxed);
     let context = if verbose {
         errors::context(&cli.command)
     } else {
         Vec::new()
     };
-    let result = match cli.command {
-        Command::Models(a) => models::run(*a),
-        Command::Ask(a) => ask::run(*a),
-        Command::Compare(a) => compare::run(*a),
-        Command::Eval(a) => eval::run(*a),
-        Command::Features(a) => features::run(a),
-        Command::Merge(a) => merge::run(a),
-        Command::Perf(a) => perf::run(*a),
-        Command::Score(a) => score::run(a),
-        Command::Tune(a) => tune::run(*a),
-    };
-    match result {
+    match execute(cli) {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::GateFailed(gates)) => {
             for g in gates {
@@ -118,6 +118,22 @@ pub fn main() -> u8 {
             }
             code
         }
+    }
+}
+
+/// Runs the parsed command.
+fn execute(cli: Cli) -> anyhow::Result<Outcome> {
+    VERBOSE.store(cli.verbose, Ordering::Relaxed);
+    match cli.command {
+        Command::Models(a) => models::run(*a),
+        Command::Ask(a) => ask::run(*a),
+        Command::Compare(a) => compare::run(*a),
+        Command::Eval(a) => eval::run(*a),
+        Command::Features(a) => features::run(a),
+        Command::Merge(a) => merge::run(a),
+        Command::Perf(a) => perf::run(*a),
+        Command::Score(a) => score::run(a),
+        Command::Tune(a) => tune::run(*a),
     }
 }
 

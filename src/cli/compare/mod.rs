@@ -432,7 +432,13 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    let run = pipeline::Run::new(rt, client, binding.clone(), dataset, config);
+    let run = super::host::stoppable(pipeline::Run::new(
+        rt,
+        client,
+        binding.clone(),
+        dataset,
+        config,
+    ));
     match own {
         Some(t) => run.tokenizer(t).run(),
         None => run.tokenizer(tokenizer).prebuilt(features).run(),
@@ -516,9 +522,15 @@ fn run_text(
     );
     config.keep_features = true;
     config.keep_logits = true;
-    pipeline::Run::new(shared.rt, client, binding, shared.dataset, &config)
-        .tokenizer(shared.tokenizer)
-        .run()
+    super::host::stoppable(pipeline::Run::new(
+        shared.rt,
+        client,
+        binding,
+        shared.dataset,
+        &config,
+    ))
+    .tokenizer(shared.tokenizer)
+    .run()
 }
 
 fn per_s(n: f64, wall: f64) -> f64 {

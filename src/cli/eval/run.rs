@@ -394,6 +394,10 @@ pub(super) fn finish(
     }
     let _ = resume::lock(journal).sync();
     let mut outcome = outcome;
+    let reason = outcome
+        .error
+        .as_ref()
+        .map(super::super::errors::library_reason);
     let error = outcome
         .error
         .take()
@@ -408,7 +412,8 @@ pub(super) fn finish(
         fingerprint: &input.fingerprint,
         journaled: resume::lock(journal).features(),
     };
-    anyhow::bail!(write_partial(&partial, outcome, error, Some(stream))?)
+    let summary = write_partial(&partial, outcome, error, Some(stream))?;
+    Err(super::super::errors::Classified::error(reason, summary))
 }
 
 /// The run's configuration for the model's binding (`common::run_config`, keeping the

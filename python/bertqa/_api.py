@@ -1,0 +1,302 @@
+"""The Python API: each function runs the bertqa command of its name in this process
+(not a subprocess), its options passed as the command's flags. The flags are read from
+the command line's own definition, so names, defaults and checks are the command's:
+``batch_size=8`` is ``--batch-size 8``, ``resume=True`` is ``--resume``, ``header=[...]``
+repeats ``--header``, and ``None`` (or leaving an option out) keeps the flag's default.
+"""
+
+import json
+import os
+import tempfile
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._errors import GateFailed, UsageError, from_reason
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# A switch given as False that has a flag of its own for "no".
+_NEGATIONS = {"do-lower-case": "no-lower-case"}
+
+
+class _Flag:
+    """One flag of a command (``_native.flags``)."""
+
+    def __init__(self, row: Tuple[str, bool, bool, Optional[str], List[str], str, bool]):
+        self.long, self.takes_value, self.repeated, self.default, self.choices, self.help, self.hidden = row
+
+    def args(self, function: str, name: str, value: Any) -> List[str]:
+        """The command-line words for ``name=value``."""
+        if value is None:
+            return []
+        if not self.takes_value:
+            if not isinstance(value, bool):
+                raise UsageError(f"{function}(): {name} is a switch: give True or False, not {value!r}")
+            if value:
+                return [f"--{self.long}"]
+            negation = _NEGATIONS.get(self.long)
+            return [f"--{negation}"] if negation else []
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if len(values) > 1 and not self.repeated:
+            raise UsageError(f"{function}(): {name} takes one value, not {value!r}")
+        return [f"--{self.long}={_text(function, name, v)}" for v in values]
+
+
+def _text(function: str, name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        raise UsageError(f"{function}(): {name} takes a value, not {value!r}")
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+class _Command:
+    """A command's options: every flag its help shows, less those the function sets."""
+
+    def __init__(self, function: str, command: str, fixed: Iterable[str]):
+        self.function = function
+        self.command = command
+        fixed = set(fixed) | {"json", "quiet"}
+        self.flags: Dict[str, _Flag] = {}
+        for row in _native.flags(command):
+            flag = _Flag(row)
+            name = flag.long.replace("-", "_")
+            if not flag.hidden and name not in fixed:
+                self.flags[name] = flag
+
+    def argv(self, options: Dict[str, Any]) -> List[str]:
+        out: List[str] = []
+        for name, value in options.items():
+            flag = self.flags.get(name)
+            if flag is None:
+                raise UsageError(
+                    f"{self.function}() has no option {name!r} (see help(bertqa.{self.function}))"
+                )
+            out += flag.args(self.function, name, value)
+        return out
+
+    def document(self, function: Any) -> None:
+        """Appends every option, its default and its help line to the docstring."""
+        lines = [
+            "",
+            f"Options (the flags of ``bertqa {self.command}``, in snake case; None or",
+            "left out: the flag's default):",
+            "",
+        ]
+        for name, flag in self.flags.items():
+            if flag.takes_value:
+                default = "the command's choice" if flag.default in (None, "") else repr(flag.default)
+            elif flag.long in _NEGATIONS:
+                default = "True"
+            else:
+                default = "False"
+            kind = " (repeatable: a list)" if flag.repeated else ""
+            choices = f" [{', '.join(flag.choices)}]" if flag.choices and flag.takes_value else ""
+            lines.append(f"    {name}{choices}{kind}: default {default}")
+            lines.append(f"        {' '.join(flag.help.split())}")
+        # Indented as the docstring's own lines, which inspect.cleandoc dedents.
+        text = "\n".join(f"    {line}" if line else "" for line in lines)
+        function.__doc__ = (function.__doc__ or "").rstrip() + "\n" + text + "\n"
+
+
+class _Inputs:
+    """A temporary folder for what is given as Python objects (a dataset, predictions)
+    and for outputs nobody asked to keep, removed when the call ends."""
+
+    def __init__(self) -> None:
+        self._dir: Optional[tempfile.TemporaryDirectory] = None
+
+    def __enter__(self) -> "_Inputs":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._dir is not None:
+            self._dir.cleanup()
+
+    def path(self, name: str) -> str:
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="bertqa-")
+        return os.path.join(self._dir.name, name)
+
+    def data(self, data: Any) -> List[str]:
+        """``--data`` words: a path, several paths, a parsed SQuAD dict, or rows."""
+        if isinstance(data, (str, os.PathLike)):
+            return [f"--data={os.fspath(data)}"]
+        if isinstance(data, dict):
+            path = self.path("data.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(data, f, ensure_ascii=False)
+            return [f"--data={path}"]
+        rows = list(data)
+        if rows and all(isinstance(r, (str, os.PathLike)) for r in rows):
+            return [f"--data={os.fspath(r)}" for r in rows]
+        if not all(isinstance(r, dict) for r in rows):
+            raise UsageError("data: give a path, a SQuAD dict, or a list of Hugging Face rows (dicts)")
+        path = self.path("data.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False))
+                f.write("\n")
+        return [f"--data={path}"]
+
+    def json_file(self, name: str, value: Any) -> str:
+        """A path for a file given as a path or as a parsed JSON object."""
+        if isinstance(value, (str, os.PathLike)):
+            return os.fspath(value)
+        path = self.path(name)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(value, f, ensure_ascii=False)
+        return path
+
+
+def _urls(url: Union[None, str, Sequence[str]]) -> List[str]:
+    if url is None:
+        return []
+    urls = [url] if isinstance(url, str) else list(url)
+    return [f"--url={u}" for u in urls]
+
+
+def _run(argv: List[str]) -> Tuple[str, List[str]]:
+    """Runs the command: its stdout and, for a gate failure, the failed gates; raises
+    the exception of any other failure."""
+    code, stdout, reason, lines = _native.run(["bertqa", *argv])
+    if reason == "gate_failed":
+        return stdout, lines
+    if reason is not None:
+        raise from_reason(reason, lines)
+    return stdout, []
+
+
+def _read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def evaluate(
+    url: Union[None, str, Sequence[str]],
+    model: Optional[str],
+    data: Any,
+    *,
+    output_dir: Optional[PathLike] = None,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Evaluates ``model`` served at ``url`` on ``data``, as ``bertqa eval``.
+
+    ``data``: a path (SQuAD JSON, Hugging Face rows, MRQA; gzipped or not), a list of
+    paths, the parsed SQuAD dict, or a list of Hugging Face rows (dicts with ``id``,
+    ``context``, ``question``, ``answers``). ``url``: ``host:port`` (a list spreads the
+    requests over several endpoints); ``model`` None with ``from_logits``.
+
+    Returns the dict that ``bertqa eval --json`` prints (the official metrics under
+    ``"metrics"``) plus ``"predictions"`` (question id to answer text). With
+    ``output_dir``, the command's files are written there (predictions.json,
+    nbest_predictions.json, null_odds.json, metrics.json, per_question.jsonl); without,
+    in a temporary folder that is removed. ``progress=True``: the progress bar on the
+    process's stderr (when it is a terminal).
+
+    Raises a subclass of :class:`bertqa.Error`; a failed gate (``min_exact``,
+    ``min_f1``, ``max_p99_ms``) raises :class:`bertqa.GateFailed` once the report is
+    complete, the report on the exception. Ctrl-C stops the run as it stops the command
+    (requests in flight are drained, the journal kept for ``resume=True``), then raises
+    KeyboardInterrupt.
+    """
+    with _Inputs() as inputs:
+        out = os.fspath(output_dir) if output_dir is not None else inputs.path("eval")
+        argv = ["eval", *_urls(url), *inputs.data(data), f"--output-dir={out}"]
+        if model is not None:
+            argv.append(f"--model={model}")
+        if not progress:
+            argv.append("--quiet")
+        argv += _EVAL.argv(options)
+        _, gates = _run(argv)
+        report = _read_json(os.path.join(out, "metrics.json"))
+        report["predictions"] = _read_json(os.path.join(out, "predictions.json"))
+    if gates:
+        raise GateFailed(gates, report)
+    return report
+
+
+def ask(
+    url: Union[None, str, Sequence[str]],
+    model: str,
+    question: Union[str, Sequence[str]],
+    context: Optional[str] = None,
+    **options: Any,
+) -> List[Dict[str, Any]]:
+    """Asks ``question`` (a string, or a list of them) about ``context``, as ``bertqa ask``.
+
+    Returns the answers, one per question: dicts with ``"question"``, ``"answer"`` (the
+    text), ``"no_answer"``, ``"score"``, ``"probability"``, ``"start_char"`` and
+    ``"end_char"`` (the answer's characters in the context), ``"null_odds"`` and the
+    n-best list ``"nbest"`` (``n_best=K`` for K of them); a model that answers itself
+    (text models of the answer contract) gives its own fields. The context may come from
+    ``context_file`` instead.
+    """
+    questions = [question] if isinstance(question, str) else list(question)
+    argv = ["ask", *_urls(url), f"--model={model}", "--json"]
+    argv += [f"--question={q}" for q in questions]
+    if context is not None:
+        argv.append(f"--context={context}")
+    argv += _ASK.argv(options)
+    stdout, _ = _run(argv)
+    return json.loads(stdout)["answers"]
+
+
+def compare(
+    models: Union[str, Sequence[str]],
+    data: Any,
+    *,
+    output_dir: Optional[PathLike] = None,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Compares deployments of a model on ``data``, as ``bertqa compare``.
+
+    ``models``: a list of model names (``name@host:port`` picks a server per model), or
+    the command's comma-separated string. ``data`` as for :func:`evaluate`. Returns the
+    dict that ``bertqa compare --json`` prints; with ``output_dir`` its files are kept
+    there. A failed gate (``min_agreement``, ``max_logit_diff``, ``max_f1_drop``) raises
+    :class:`bertqa.GateFailed` with the report on it.
+    """
+    spec = models if isinstance(models, str) else ",".join(models)
+    with _Inputs() as inputs:
+        out = os.fspath(output_dir) if output_dir is not None else inputs.path("compare")
+        argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}", "--json"]
+        argv += _COMPARE.argv(options)
+        stdout, gates = _run(argv)
+    report = json.loads(stdout)
+    if gates:
+        raise GateFailed(gates, report)
+    return report
+
+
+def score(
+    data: Any,
+    predictions: Any,
+    na_probs: Any = None,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Scores predictions with the official SQuAD evaluators, as ``bertqa score``.
+
+    ``data`` as for :func:`evaluate`; ``predictions``: a predictions.json path or a dict
+    (question id to answer text); ``na_probs``: SQuAD 2.0's no-answer odds, a
+    null_odds.json path or a dict. Returns the dict that ``bertqa score --json`` prints
+    (the official metrics under ``"metrics"``).
+    """
+    with _Inputs() as inputs:
+        argv = ["score", *inputs.data(data)]
+        argv.append(f"--predictions={inputs.json_file('predictions.json', predictions)}")
+        if na_probs is not None:
+            argv.append(f"--na-prob-file={inputs.json_file('na_probs.json', na_probs)}")
+        argv.append("--json")
+        argv += _SCORE.argv(options)
+        stdout, _ = _run(argv)
+    return json.loads(stdout)
+
+
+_EVAL = _Command("evaluate", "eval", ["url", "model", "data", "output_dir"])
+_ASK = _Command("ask", "ask", ["url", "model", "question", "context"])
+_COMPARE = _Command("compare", "compare", ["models", "data", "output_dir"])
+_SCORE = _Command("score", "score", ["data", "predictions", "na_prob_file"])
+for _command, _function in ((_EVAL, evaluate), (_ASK, ask), (_COMPARE, compare), (_SCORE, score)):
+    _command.document(_function)

@@ -1,0 +1,137 @@
+//! `bertqa._native`: the extension module of the Python package (python/bertqa). It
+//! runs bertqa's command line in this process (`bertqa::cli`): the `bertqa` command of
+//! the wheel is [`cli_main`]; the Python API (`bertqa.evaluate`, ...) turns its options
+//! into the same flags and calls [`run`], so that names, defaults, checks, files and
+//! numbers are the command's own.
+
+use std::ffi::OsString;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use bertqa::cli::embed;
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+/// The binary's allocator (src/main.rs): the pipeline allocates and frees many small
+/// buffers on several threads. Python's own objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// How often a waiting call looks for Ctrl-C (Python reads signals only while it holds
+/// the GIL, on the main thread).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs the `bertqa` command line over `argv` (the program's name first) as the binary
+/// does: prints, exits with its status (returned). The caller leaves SIGINT to the
+/// system's default first, so that Ctrl-C acts as on the binary.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
+    no_transparent_huge_pages();
+    py.detach(|| {
+        let code = bertqa::cli::main_with_args(argv);
+        // The binary's stdout is flushed as its `main` returns; Python's exit does not.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        code
+    })
+}
+
+/// Runs a command for the Python API, on a thread of its own, the GIL released.
+/// Returns (exit status, stdout, reason or None, message lines). Ctrl-C (a
+/// KeyboardInterrupt) stops the run as the binary's first Ctrl-C does; the call returns
+/// once the run has written what it had (a second Ctrl-C stops waiting), and raises it.
+#[pyfunction]
+fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(u8, String, Option<String>, Vec<String>)> {
+    let stop = CancellationToken::new();
+    let (tx, rx) = mpsc::channel();
+    let token = stop.clone();
+    std::thread::Builder::new()
+        .name("bertqa".into())
+        .spawn(move || {
+            let _ = tx.send(embed::run(argv, token));
+        })?;
+    let mut interrupted: Option<PyErr> = None;
+    // Moved into each wait and back: a receiver cannot be shared with it.
+    let mut rx = rx;
+    let done = loop {
+        let (received, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        rx = back;
+        match received {
+            Ok(done) => break done,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "bertqa: the run's thread ended without a result",
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    if interrupted.is_some() {
+                        // The second interrupt: the run goes on in the background.
+                        return Err(e);
+                    }
+                    stop.cancel();
+                    interrupted = Some(e);
+                }
+            }
+        }
+    };
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    Ok((
+        done.code,
+        done.stdout,
+        done.reason.map(|r| r.name().to_string()),
+        done.message,
+    ))
+}
+
+/// The flags of a command: (long name, takes a value, repeatable, default, choices,
+/// help, hidden), for the API's option names and docstrings.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn flags(
+    command: &str,
+) -> Vec<(
+    String,
+    bool,
+    bool,
+    Option<String>,
+    Vec<String>,
+    String,
+    bool,
+)> {
+    embed::flags(command)
+        .into_iter()
+        .map(|f| {
+            (
+                f.long,
+                f.takes_value,
+                f.repeated,
+                f.default,
+                f.choices,
+                f.help,
+                f.hidden,
+            )
+        })
+        .collect()
+}
+
+/// As the binary does at its start (src/main.rs): mimalloc's arenas without
+/// transparent huge pages. Only for the command, never for a host's Python process.
+fn no_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) only sets a flag of this process;
+    // failure (an old kernel) leaves huge pages on, which is harmless.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(flags, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The Python package's tests (scripts/test.sh runs them after cargo's): builds the wheel
+# (a dev-profile maturin build in cargo's target directory, so the bertqa crate that
+# `cargo test` compiled is reused and only pyo3 and the bindings compile), installs it
+# into a fresh venv, starts a real Triton of the test bed with the models the tests
+# use, and runs pytest (python/tests) against it over gRPC and HTTP. The release wheel
+# (optimized, stripped) is scripts/wheel.sh's.
+. "$(dirname "$0")/common.sh"
+cd "$BERTQA_ROOT"
+TOOLS="$BERTQA_CACHE/maturin-venv"
+ensure_venv "$TOOLS" maturin==1.15.0
+TARGET="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}"
+WHEELS="$TARGET/wheels/dev"
+rm -rf "$WHEELS"
+log "building the test wheel (maturin, dev profile)"
+"$TOOLS/bin/maturin" build --profile dev --quiet -o "$WHEELS" >/dev/null
+cargo build --quiet --bin bertqa
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/bertqa-pytest.XXXXXX")"
+NAME="pytest-$$"
+cleanup() { bash scripts/triton.sh stop --name "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+log "installing the wheel into a fresh venv"
+"$BERTQA_PYTHON" -m venv "$WORK/venv"
+"$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "$WHEELS"/bertqa-*.whl pytest==8.3.4
+# Three free ports for the server.
+read -r GRPC HTTP METRICS < <("$BERTQA_PYTHON" -c '
+import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])')
+MODELS=(oracle oracle-slow oracle-nobatch oracle-text-logits qa-text-tokenizer fault-internal)
+bash scripts/triton.sh start --name "$NAME" --grpc-port "$GRPC" --http-port "$HTTP" \
+  --metrics-port "$METRICS" -- --model-control-mode=explicit "${MODELS[@]/#/--load-model=}" >/dev/null
+log "pytest python/tests (the wheel's bertqa against Triton on :$GRPC gRPC, :$HTTP HTTP)"
+BERTQA_TEST_GRPC="127.0.0.1:$GRPC" BERTQA_TEST_HTTP="127.0.0.1:$HTTP" \
+  BERTQA_CARGO_BIN="$TARGET/debug/bertqa" PATH="$WORK/venv/bin:$PATH" \
+  "$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q python/tests "$@"

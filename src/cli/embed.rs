@@ -1,0 +1,158 @@
+//! The command line run inside another program (the Python package, python/): the same
+//! flags, code and files as the binary, with three differences that a host process
+//! needs. What a command prints on stdout is handed back instead of printed; Ctrl-C
+//! and SIGTERM are the host's (no signal handler is installed: the host cancels the
+//! run through a token, as the binary's first interrupt does); and a failure comes back
+//! as its [`Reason`] and sentence, not as a line on stderr.
+//! The state lives in [`super::host`].
+
+use std::ffi::OsString;
+
+use clap::Parser as _;
+use tokio_util::sync::CancellationToken;
+
+use super::common::Outcome;
+pub use super::errors::Reason;
+use super::{errors, execute, host, Cli};
+
+/// How an embedded command ended.
+#[derive(Debug)]
+pub struct Embedded {
+    /// The binary's exit status for the same run.
+    pub code: u8,
+    /// What the command printed on stdout (its report: `--json` or text).
+    pub stdout: String,
+    /// Why it failed (`None` on success).
+    pub reason: Option<Reason>,
+    /// The sentence the binary writes on stderr after `error: ` (one per failed gate,
+    /// as `gate failed: ` lines, for [`Reason::GateFailed`]).
+    pub message: Vec<String>,
+}
+
+/// Runs the command line `args` (the program's name first) on this thread for a host
+/// program: see the module's documentation. Cancelling `stop` stops a run as the
+/// binary's first Ctrl-C does.
+pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
+    host::enter(stop);
+    let (code, reason, message) = match Cli::try_parse_from(args) {
+        Err(e) if e.use_stderr() => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let sentence = first.strip_prefix("error: ").unwrap_or(first).to_string();
+            (2, Some(Reason::Usage), vec![sentence])
+        }
+        Err(e) => {
+            // --help or --version: the binary prints it on stdout and exits 0.
+            host::captured(&e.render().to_string());
+            (0, None, Vec::new())
+        }
+        Ok(cli) => match execute(cli) {
+            Ok(Outcome::Success) => (0, None, Vec::new()),
+            Ok(Outcome::GateFailed(gates)) => (1, Some(Reason::GateFailed), gates),
+            Err(e) => {
+                let line = errors::render(&e, false, &[]);
+                let sentence = line.strip_prefix("error: ").unwrap_or(&line).to_string();
+                (
+                    errors::exit_code(&e),
+                    Some(errors::reason(&e)),
+                    vec![sentence],
+                )
+            }
+        },
+    };
+    Embedded {
+        code,
+        stdout: host::leave(),
+        reason,
+        message,
+    }
+}
+
+/// One flag of a command, as a host names its options (python/bertqa/_api.py).
+#[derive(Debug, Clone)]
+pub struct Flag {
+    /// The long name, without `--` (`min-exact`).
+    pub long: String,
+    /// It takes a value (else it is a switch).
+    pub takes_value: bool,
+    /// It may be given several times.
+    pub repeated: bool,
+    /// Its default, as the help shows it.
+    pub default: Option<String>,
+    /// The values it accepts, when they are a list.
+    pub choices: Vec<String>,
+    /// Its help line.
+    pub help: String,
+    /// Hidden from the command's help.
+    pub hidden: bool,
+}
+
+/// The flags of `command` (`eval`, `ask`, ...), in the order of its help; empty for
+/// an unknown command.
+pub fn flags(command: &str) -> Vec<Flag> {
+    use clap::CommandFactory as _;
+    let mut cli = Cli::command();
+    let Some(sub) = cli.find_subcommand_mut(command) else {
+        return Vec::new();
+    };
+    let sub = sub.clone();
+    sub.get_arguments()
+        .filter_map(|a| {
+            let long = a.get_long()?;
+            if long == "help" {
+                return None;
+            }
+            let action = a.get_action();
+            let defaults: Vec<String> = a
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            Some(Flag {
+                long: long.to_string(),
+                takes_value: action.takes_values(),
+                repeated: matches!(action, clap::ArgAction::Append),
+                default: (!defaults.is_empty() && action.takes_values())
+                    .then(|| defaults.join(",")),
+                choices: a
+                    .get_possible_values()
+                    .iter()
+                    .filter(|p| !p.is_hide_set())
+                    .map(|p| p.get_name().to_string())
+                    .collect(),
+                help: a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                hidden: a.is_hide_set(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdout_is_kept_and_usage_errors_come_back_as_sentences() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let done = run(args(&["bertqa", "--version"]), CancellationToken::new());
+        assert_eq!((done.code, done.reason), (0, None));
+        assert!(done.stdout.starts_with("bertqa "), "{}", done.stdout);
+        let bad = run(
+            args(&["bertqa", "score", "--nope"]),
+            CancellationToken::new(),
+        );
+        assert_eq!((bad.code, bad.reason), (2, Some(Reason::Usage)));
+        assert!(bad.message[0].contains("--nope"), "{:?}", bad.message);
+        assert!(!host::captured("x"), "the state ends with the command");
+    }
+
+    #[test]
+    fn the_flags_are_the_commands() {
+        let eval = flags("eval");
+        let find = |long: &str| eval.iter().find(|f| f.long == long).unwrap();
+        assert!(find("min-f1").takes_value && !find("resume").takes_value);
+        assert_eq!(find("doc-stride").default.as_deref(), Some("128"));
+        assert!(find("data").repeated);
+        assert!(flags("no-such-command").is_empty());
+    }
+}
