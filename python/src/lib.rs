@@ -46,6 +46,8 @@ fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(u8, String, Option<Stri
     let token = stop.clone();
     std::thread::Builder::new()
         .name("bertqa".into())
+        // The binary runs a command on its main thread's 8 MiB stack.
+        .stack_size(8 << 20)
         .spawn(move || {
             let _ = tx.send(embed::run(argv, token));
         })?;

@@ -73,9 +73,15 @@ def test_eval_writes_the_same_files_with_the_same_gate_exit(endpoint, cargo_bin,
     assert (mismatch, errors) == ([], []), (mismatch, errors)
 
 
-def _interrupted(program, args, cwd, after_s):
+def _interrupted(program, args, cwd, after_s, started=None):
+    """Runs `program`, sends SIGINT `after_s` seconds after `started` (a file) exists, or
+    after the start, and returns its exit code and stderr."""
     proc = subprocess.Popen([program, *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    if started is not None:
+        deadline = time.monotonic() + 60
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
     time.sleep(after_s)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
@@ -88,7 +94,8 @@ def test_ctrl_c_stops_eval_as_it_stops_cargos_build(grpc_url, cargo_bin, wheel_b
         out = tmp_path / name
         args = ["eval", "--url", grpc_url, "--model", "oracle-slow", "--data", str(big_dataset),
                 "--output-dir", str(out), "--quiet", "--batch-size", "1", "--concurrency", "1"]
-        code, err = _interrupted(program, args, ROOT, 3.0)
+        # Once the run's journal exists, requests are under way.
+        code, err = _interrupted(program, args, ROOT, 1.0, started=out / "journal.bqj")
         assert "stopping: no new requests" in err, err
         assert (out / "predictions.json").exists() or any(out.iterdir()), err
         results[name] = code

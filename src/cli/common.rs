@@ -29,6 +29,10 @@ pub(crate) const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
 /// whole 2 MiB pages it barely uses. A run over a large file fills tens of MB, where
 /// 4 KiB pages cost a page fault each and the word caches' random lookups miss the TLB.
 pub(crate) fn huge_pages_for(path: &Path) {
+    // A host program's (the Python package's) memory settings are its own.
+    if super::host::stop_token().is_some() {
+        return;
+    }
     #[cfg(target_os = "linux")]
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= HUGE_PAGES_FROM_BYTES) {
         // SAFETY: prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) only clears a flag of this

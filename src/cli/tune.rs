@@ -72,7 +72,8 @@ pub struct Args {
     /// Leave the best configuration loaded instead of the original
     #[arg(long, help_heading = SEARCH)]
     pub keep_best: bool,
-    /// Put back the original recorded in --output-dir by a run that did not finish
+    /// Put back the original recorded in --output-dir (after a run that did not finish,
+    /// or --keep-best), on the server recorded there
     #[arg(long, help_heading = SEARCH, conflicts_with_all = ["data", "model", "keep_best"])]
     pub restore: bool,
     /// Windows per request (the server's dynamic batcher makes the batches)
@@ -141,8 +142,7 @@ fn space(args: &Args) -> anyhow::Result<Space> {
     }
     let preferred = match args.preferred_batch_sizes.as_str() {
         "none" => vec![Preferred::Server],
-        // Half and all of each candidate's max batch size (sizes above it are dropped
-        // per candidate): written as the largest list, trimmed by each candidate.
+        // The server's default, and half and all of each candidate's max batch size.
         "auto" => vec![Preferred::Server, Preferred::Half],
         text => vec![Preferred::Sizes(list(
             "--preferred-batch-sizes",
@@ -174,8 +174,10 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
     let window = args.measure.window()?;
     super::args::check_percentile(args.percentile)?;
     let ms = args.latency_threshold.unwrap_or(0.0);
-    if !(ms > 0.0 && ms.is_finite()) {
-        anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)");
+    if !(ms > 0.0 && ms <= 3_600_000.0) {
+        anyhow::bail!(
+            "--latency-threshold {ms} must be above 0 and at most an hour (milliseconds)"
+        );
     }
     Ok(PerfConfig {
         load,
@@ -261,8 +263,13 @@ fn control_client(
         ),
     }
     config.protocol = bertqa::backend::Protocol::Http;
+    config.request_timeout = config.request_timeout.max(LOAD_TIMEOUT);
     Ok(rt.block_on(bertqa::TritonClient::connect(&config))?)
 }
+
+/// The least time a repository call may take: a load of a large model (a TensorRT
+/// engine, several instances) takes minutes.
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
@@ -323,6 +330,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         );
     })?;
     perf.stop = Some(stop.clone());
+    let control = control.stop_with(stop.clone());
     let progress = Lines {
         quiet: args.output.quiet,
     };
@@ -343,7 +351,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         scraper.stop();
     }
     let tuned_run = tuned_run?;
-    write_files(&args, &tuned_run)?;
     let report = &tuned_run.report;
     let text = if args.output.json {
         let mut s = serde_json::to_string_pretty(&report::render_json(report))?;
@@ -352,19 +359,28 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         report::render_text(report)
     };
+    // The report first: a file that cannot be written must not hide it.
     print_stdout(&text)?;
+    let written = write_files(&args, &tuned_run);
+    let back = match (report.restored, report.kept_best) {
+        (true, _) => "the original configuration is back".to_string(),
+        (false, true) => "the best configuration is loaded (--keep-best)".to_string(),
+        (false, false) => format!(
+            "the original configuration is NOT back: run `bertqa tune --restore --output-dir {}`",
+            args.output_dir.display()
+        ),
+    };
     match tuned_run.error {
         Some(bertqa::Error::Stopped) => anyhow::bail!(
-            "stopped by an interrupt after {} candidates; {}",
-            report.candidates.len(),
-            if report.restored {
-                "the original configuration is back"
-            } else {
-                "the original configuration is NOT back"
-            }
+            "stopped by an interrupt after {} candidates; {back}",
+            report.candidates.len()
         ),
+        Some(e) if !report.restored => {
+            Err(anyhow::Error::from(e)
+                .context(format!("tune of {:?} failed; {back}", report.model)))
+        }
         Some(e) => Err(e.into()),
-        None => Ok(Outcome::Success),
+        None => written.map(|()| Outcome::Success),
     }
 }
 
@@ -437,7 +453,11 @@ fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
         match report.best() {
             Some(b) => {
                 let c = &report.candidates[b];
-                let config = bertqa::tune::config::candidate(&t.original, &c.settings, None);
+                // The configuration found is written as it was read.
+                let config = match b {
+                    0 => t.original.clone(),
+                    _ => bertqa::tune::config::candidate(&t.original, &c.settings, None),
+                };
                 let header = vec![
                     format!(
                         "written by bertqa tune for model {:?}: {}",

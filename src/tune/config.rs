@@ -104,6 +104,19 @@ impl Settings {
         }
     }
 
+    /// The same settings as the server applies them: the preferred sizes as sent
+    /// (none, or the max batch size alone, being the server's default).
+    pub(crate) fn effective(&self) -> Settings {
+        let mut e = self.clone();
+        if let Some(d) = &mut e.dynamic {
+            d.preferred = match self.preferred_sent() {
+                Some(v) if v != [self.max_batch_size] => Preferred::Sizes(v),
+                _ => Preferred::Server,
+            };
+        }
+        e
+    }
+
     /// In words, for tables and progress: `max batch 32, 2 instances, delay 100 us`.
     pub(crate) fn describe(&self) -> String {
         let dynamic = match &self.dynamic {

@@ -32,6 +32,8 @@ pub(crate) struct Control {
     client: TritonClient,
     model: String,
     url: String,
+    /// Once cancelled, waiting for a candidate to be ready gives up.
+    stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// Why a candidate is not measured.
@@ -94,18 +96,32 @@ impl Control {
         while index.iter().any(|m| m.name == probe) {
             probe.push('_');
         }
-        if let Err(e) = http.unload_model(&probe).await {
-            return Err(Error::Config(format!(
-                "{url}: Triton refuses to load and unload models ({}): start it with \
-                 --model-control-mode=explicit --load-model={model}",
-                server_words(&e)
-            )));
+        match http.unload_model(&probe).await {
+            Ok(()) => {}
+            // Triton's answer in the other modes: "explicit model load / unload is not
+            // allowed if polling is enabled" (503).
+            Err(e) if server_words(&e).contains("not allowed") => {
+                return Err(Error::Config(format!(
+                    "{url}: Triton refuses to load and unload models ({}): start it with \
+                     --model-control-mode=explicit --load-model={model}",
+                    server_words(&e)
+                )));
+            }
+            Err(e) => return Err(e),
         }
         Ok(Control {
             client,
             model: model.to_string(),
             url,
+            stop: None,
         })
+    }
+
+    /// Waiting for a candidate gives up once `stop` is cancelled (the original is put
+    /// back all the same).
+    pub(crate) fn stop_with(mut self, stop: tokio_util::sync::CancellationToken) -> Self {
+        self.stop = Some(stop);
+        self
     }
 
     /// The server's HTTP address.
@@ -143,9 +159,9 @@ impl Control {
         if let Err(why) = config::confirm(&read, settings, marker) {
             return Ok(Err(Failure::NotApplied(why)));
         }
-        if !self.wait_ready().await? {
+        if !self.wait_ready(self.stop.as_ref()).await? {
             return Ok(Err(Failure::NotReady(format!(
-                "model {:?} not ready {} s after its load",
+                "model {:?} not ready {} s after its load (or stopped while waiting)",
                 self.model,
                 READY_WITHIN.as_secs()
             ))));
@@ -153,13 +169,15 @@ impl Control {
         Ok(Ok(read))
     }
 
-    async fn wait_ready(&self) -> Result<bool> {
+    /// Whether the model answers ready within [`READY_WITHIN`] (false once `stop` is
+    /// cancelled).
+    async fn wait_ready(&self, stop: Option<&tokio_util::sync::CancellationToken>) -> Result<bool> {
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
         loop {
             if self.client.model_ready(&self.model, "").await? {
                 return Ok(true);
             }
-            if tokio::time::Instant::now() >= deadline {
+            if tokio::time::Instant::now() >= deadline || stop.is_some_and(|s| s.is_cancelled()) {
                 return Ok(false);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -182,7 +200,7 @@ impl Control {
                 first_difference(original, &read)
             )));
         }
-        if !self.wait_ready().await? {
+        if !self.wait_ready(None).await? {
             return Err(Error::Config(format!(
                 "{}: model {:?} has its original configuration back but is not ready",
                 self.url, self.model

@@ -227,6 +227,28 @@ impl Tune<'_> {
         })
     }
 
+    /// The load went through the control address and the requests go to the client's:
+    /// the model the client reaches must carry this run's marker.
+    fn check_same_server(&self, rt: &tokio::runtime::Runtime, marker: &str) -> Result<()> {
+        let config = rt.block_on(self.client.model_config_if_any(self.model, ""))?;
+        let carried = config
+            .as_ref()
+            .and_then(|c| c.parameters.get(config::MARKER))
+            .is_some_and(|p| p.string_value == marker);
+        if carried {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "model {:?} at {} does not carry the configuration just loaded through {}: \
+                 the `url` and the `control_url` must be one server (not a load balancer in \
+                 front of several)",
+                self.model,
+                self.client.url(),
+                self.control.url()
+            )))
+        }
+    }
+
     /// Loads (unless `found`) and sweeps one candidate. An `Err` ends the run: the
     /// server is gone or the sweep cannot be set up; anything a candidate alone caused
     /// is its status.
@@ -258,6 +280,7 @@ impl Tune<'_> {
                     return Ok(c);
                 }
             }
+            self.check_same_server(rt, marker)?;
         }
         let swept = match &self.workload {
             Workload::Tokens { batches, overrides } => {
@@ -266,20 +289,6 @@ impl Tune<'_> {
                         crate::backend::describe(self.client, self.model, "").await?;
                     Binding::infer(&metadata, config.as_ref(), "", overrides)
                 })?;
-                // The load went through the control address, the requests go to the
-                // client's: they must be one server.
-                let served = c.served.as_ref().map_or(0, |s| s.max_batch_size);
-                if binding.max_batch_size != served {
-                    return Err(Error::Config(format!(
-                        "model {:?} at {} has max batch size {} after a load of {} through \
-                         {}: the `url` and the `control_url` are not the same server",
-                        self.model,
-                        self.client.url(),
-                        binding.max_batch_size,
-                        served,
-                        self.control.url()
-                    )));
-                }
                 rt.block_on(perf::sweep(
                     self.client,
                     Arc::new(binding),
@@ -309,24 +318,42 @@ impl Tune<'_> {
 }
 
 /// `tune --restore`: puts back the original recorded in `dir` through `control`
-/// (which must be the recorded server's), reads it back, and records it.
+/// (which must be the recorded server's), reads it back, and records it. Refused when
+/// the model's configuration changed since the run (it carries no marker of the run, is
+/// not the original, and no best was kept): that change is someone else's.
 pub(crate) fn restore(
     rt: &tokio::runtime::Runtime,
     control: &Control,
     dir: &Path,
 ) -> Result<String> {
     let (mut record, original) = state::read(dir)?;
-    rt.block_on(control.restore(&original))?;
-    let was = if record.restored {
+    let now = rt.block_on(control.config())?;
+    let ours = config::marker(&now).as_deref() == Some(record.marker.as_str());
+    let said = if now == original {
         "was already back"
+    } else if ours || record.kept_best || !record.restored {
+        rt.block_on(control.restore(&original))?;
+        if record.kept_best {
+            "is back, in place of the best configuration the run kept"
+        } else {
+            "is back"
+        }
     } else {
-        "is back"
+        return Err(Error::Config(format!(
+            "model {:?} on {} changed since the tune recorded in {} ended (it is neither a \
+             candidate of that run nor its original): not touching it; the original is in \
+             {}",
+            record.model,
+            record.control_url,
+            dir.display(),
+            dir.join(state::ORIGINAL_FILE).display()
+        )));
     };
     record.restored = true;
     record.kept_best = false;
     state::write(dir, &record, None)?;
     Ok(format!(
-        "the original configuration of model {:?} {was} on {} (read back and equal)",
+        "the original configuration of model {:?} {said} on {} (read back and equal)",
         record.model, record.control_url
     ))
 }

@@ -185,7 +185,8 @@ pub(crate) fn search(
     let mut seen: Vec<(Settings, f64)> = Vec::new();
     // Measures `s` unless seen; false when told to stop.
     let mut visit = |s: &Settings, seen: &mut Vec<(Settings, f64)>| -> bool {
-        if seen.iter().any(|(x, _)| x == s) {
+        // A point the server would apply as one already measured is that point.
+        if seen.iter().any(|(x, _)| x.effective() == s.effective()) {
             return true;
         }
         match measure(s) {
@@ -365,6 +366,35 @@ mod tests {
             }
         });
         assert_eq!((calls, seen.len()), (3, 2));
+    }
+
+    /// Half of max batch 8 is the list 4,8; a list trimmed to nothing is the server's.
+    #[test]
+    fn points_the_server_applies_alike_are_measured_once() {
+        let start = Settings {
+            max_batch_size: 8,
+            instances: 1,
+            dynamic: Some(Dynamic {
+                delay_us: 0,
+                preferred: Preferred::Sizes(vec![4, 8]),
+            }),
+        };
+        let space = Space {
+            max_batch_sizes: vec![8],
+            delays_us: vec![0],
+            instances: vec![1],
+            preferred: vec![
+                Preferred::Half,
+                Preferred::Sizes(vec![64]),
+                Preferred::Server,
+            ],
+        };
+        let seen = search(&start, &space, true, |_| Step::Score(1.0));
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(
+            seen[1].0.effective().dynamic.unwrap().preferred,
+            Preferred::Server
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!   wrote it. `tune-state.json`: which model on which server, the run's marker, and
 //!   whether the original is back. Both are written (atomically) before the first load
 //!   and `tune-state.json` again once the original is back.
-//! - An output directory whose state says the original is not back is refused for a
-//!   new run: it holds the only copy of that model's original configuration.
+//! - An output directory whose state says the original is not back (or that the best
+//!   was kept) is refused for a new run: it holds the only copy of that model's
+//!   original configuration.
 
 use std::path::{Path, PathBuf};
 
@@ -46,16 +47,21 @@ fn path(dir: &Path, file: &str) -> PathBuf {
     dir.join(file)
 }
 
-/// Refuses `dir` when it holds a run whose original is not back.
+/// Refuses `dir` when it holds the original of a model that does not serve it now (a
+/// run that did not finish, or `--keep-best`): it may be the only copy.
 pub(crate) fn check_free(dir: &Path) -> Result<()> {
     match read(dir) {
-        Ok((state, _)) if !state.restored => Err(Error::Config(format!(
-            "{}: holds tune's record of model {:?} on {} whose original configuration is not \
-             back: run `bertqa tune --restore --output-dir {}` first, or choose another \
-             `output_dir`",
+        Ok((state, _)) if !state.restored || state.kept_best => Err(Error::Config(format!(
+            "{}: holds the original configuration of model {:?} on {}, which {}: put it back \
+             with `bertqa tune --restore --output-dir {}`, or choose another `output_dir`",
             path(dir, STATE_FILE).display(),
             state.model,
             state.control_url,
+            if state.kept_best {
+                "serves the best configuration a run kept"
+            } else {
+                "a run did not put back"
+            },
             dir.display()
         ))),
         _ => Ok(()),

@@ -350,12 +350,23 @@ fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
         loaded["parameters"].get("bertqa_tune").is_none(),
         "{loaded}"
     );
-    ok(&bertqa(&[
-        "tune",
-        "--restore",
-        "--output-dir",
-        kept.to_str().unwrap(),
-    ]));
+    // The directory holds the only copy of the original: a new run may not reuse it.
+    let o = bertqa(&tune_args(
+        model,
+        &kept,
+        &[&["--max-batch-sizes", "8"][..], &one_level].concat(),
+    ));
+    assert_fails_with(
+        &o,
+        &["serves the best configuration a run kept", "--restore"],
+    );
+    let o = bertqa(&["tune", "--restore", "--output-dir", kept.to_str().unwrap()]);
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("is back, in place of the best configuration"),
+        "{}",
+        show(&o)
+    );
     assert_eq!(config(model), before);
 }
 
@@ -429,6 +440,12 @@ fn after_a_kill_models_warns_tune_refuses_and_restore_puts_the_original_back() {
     let o = bertqa(&["models", "--url", &s.url, "--model", model]);
     assert!(
         !String::from_utf8_lossy(&o.stderr).contains("warning"),
+        "{}",
+        show(&o)
+    );
+    let o = bertqa(&["tune", "--restore", "--output-dir", out.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("was already back"),
         "{}",
         show(&o)
     );
