@@ -54,7 +54,15 @@ pub(crate) fn stop_token() -> Option<CancellationToken> {
 /// `run`, stopped by the host's token when this thread runs an embedded command (the
 /// binary's `ask` and `compare` end with the process at Ctrl-C).
 pub(crate) fn stoppable<B: bertqa::Infer>(run: bertqa::Run<'_, B>) -> bertqa::Run<'_, B> {
-    match stop_token() {
+    stoppable_by(run, stop_token())
+}
+
+/// `run`, stopped by `stop` (the host's token, read on the command's thread) when given.
+pub(crate) fn stoppable_by<B: bertqa::Infer>(
+    run: bertqa::Run<'_, B>,
+    stop: Option<CancellationToken>,
+) -> bertqa::Run<'_, B> {
+    match stop {
         Some(stop) => run.stop_on(stop),
         None => run,
     }

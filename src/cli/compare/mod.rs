@@ -163,6 +163,9 @@ struct Shared<'a> {
     features_config: FeatureConfig,
     decode: &'a DecodeConfig,
     version_2: bool,
+    /// The host's stop token, read here: `--parallel` runs models on threads of their
+    /// own, where the host's state is not.
+    stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -211,6 +214,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         features_config,
         decode: &decode,
         version_2,
+        stop: super::host::stop_token(),
     };
     let runs = run_all(&shared, jobs)?;
 
@@ -432,13 +436,10 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    let run = super::host::stoppable(pipeline::Run::new(
-        rt,
-        client,
-        binding.clone(),
-        dataset,
-        config,
-    ));
+    let run = super::host::stoppable_by(
+        pipeline::Run::new(rt, client, binding.clone(), dataset, config),
+        shared.stop.clone(),
+    );
     match own {
         Some(t) => run.tokenizer(t).run(),
         None => run.tokenizer(tokenizer).prebuilt(features).run(),
@@ -522,13 +523,10 @@ fn run_text(
     );
     config.keep_features = true;
     config.keep_logits = true;
-    super::host::stoppable(pipeline::Run::new(
-        shared.rt,
-        client,
-        binding,
-        shared.dataset,
-        &config,
-    ))
+    super::host::stoppable_by(
+        pipeline::Run::new(shared.rt, client, binding, shared.dataset, &config),
+        shared.stop.clone(),
+    )
     .tokenizer(shared.tokenizer)
     .run()
 }
