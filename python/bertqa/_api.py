@@ -198,8 +198,9 @@ def evaluate(
     Raises a subclass of :class:`bertqa.Error`; a failed gate (``min_exact``,
     ``min_f1``, ``max_p99_ms``) raises :class:`bertqa.GateFailed` once the report is
     complete, the report on the exception. Ctrl-C stops the run as it stops the command
-    (requests in flight are drained, the journal kept for ``resume=True``), then raises
-    KeyboardInterrupt.
+    (requests in flight are drained, the journal kept in ``output_dir`` for
+    ``resume=True``; without ``output_dir`` the temporary folder and its journal go),
+    then raises KeyboardInterrupt.
     """
     with _Inputs() as inputs:
         out = os.fspath(output_dir) if output_dir is not None else inputs.path("eval")
