@@ -1,5 +1,6 @@
 """The exceptions of the bertqa package: one per exit reason of the command line."""
 
+import builtins
 from typing import Any, Dict, List, Optional
 
 
@@ -24,8 +25,11 @@ class InputError(Error):
     """An input (data, predictions, vocabulary) that cannot be read or is malformed."""
 
 
-class ConnectionError(Error):  # noqa: A001 (the exit reason's name)
-    """The server cannot be reached: refused, DNS, TLS, timeouts, credentials."""
+class ConnectionError(Error, builtins.ConnectionError):  # noqa: A001 (the exit reason's name)
+    """The server cannot be reached: refused, DNS, TLS, timeouts, credentials.
+
+    Also Python's built-in ``ConnectionError``: ``except ConnectionError`` catches it.
+    """
 
 
 class ServerError(Error):

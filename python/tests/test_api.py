@@ -2,6 +2,7 @@
 forms, the official scores, the exceptions (each from a real cause), Ctrl-C, the GIL,
 and the documentation of every option."""
 
+import builtins
 import filecmp
 import inspect
 import json
@@ -141,6 +142,8 @@ def test_a_dead_url_raises_connection_error(cargo_bin):
     with pytest.raises(bertqa.ConnectionError) as e:
         bertqa.evaluate("127.0.0.1:1", "oracle", SAMPLE, connect_timeout_ms=300)
     assert isinstance(e.value, bertqa.Error) and e.value.exit_code == 2
+    # Python's own ConnectionError too (as UsageError is a ValueError).
+    assert isinstance(e.value, builtins.ConnectionError)
     assert "127.0.0.1:1" in str(e.value)
     assert str(e.value) == _cli_error(cargo_bin, "eval", "--url", "127.0.0.1:1", "--model", "oracle",
                                       "--data", str(SAMPLE), "--output-dir", "/tmp/bertqa-unused",
