@@ -179,29 +179,7 @@ impl Tune<'_> {
             warnings,
         };
         progress.putting_back();
-        let best = report.best().filter(|&b| b > 0);
-        let put_back = match best {
-            Some(b) if self.keep_best && error.is_none() => {
-                let settings = report.candidates[b].settings.clone();
-                let c = config::candidate(&original, &settings, None);
-                match rt.block_on(self.control.apply(&c, &settings, None)) {
-                    Ok(Ok(_)) => {
-                        report.kept_best = true;
-                        Ok(())
-                    }
-                    Ok(Err(failure)) => {
-                        report.warnings.push(format!(
-                            "the best configuration could not be kept ({}): the original \
-                             is put back",
-                            failure.message()
-                        ));
-                        rt.block_on(self.control.restore(&original))
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            _ => rt.block_on(self.control.restore(&original)),
-        };
+        let put_back = self.put_back(rt, &original, &mut report, error.is_none());
         match put_back {
             Ok(()) => {
                 report.restored = !report.kept_best;
@@ -225,6 +203,39 @@ impl Tune<'_> {
             original,
             error,
         })
+    }
+
+    /// Loads the best candidate (`keep_best`, after a run without error) or the
+    /// original back, noting in `report` which; a best that cannot be kept gives way to
+    /// the original.
+    fn put_back(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        report: &mut Report,
+        clean: bool,
+    ) -> Result<()> {
+        match report.best().filter(|&b| b > 0) {
+            Some(b) if self.keep_best && clean => {
+                let settings = report.candidates[b].settings.clone();
+                let c = config::candidate(original, &settings, None);
+                match rt.block_on(self.control.apply(&c, &settings, None))? {
+                    Ok(_) => {
+                        report.kept_best = true;
+                        Ok(())
+                    }
+                    Err(failure) => {
+                        report.warnings.push(format!(
+                            "the best configuration could not be kept ({}): the original \
+                             is put back",
+                            failure.message()
+                        ));
+                        rt.block_on(self.control.restore(original))
+                    }
+                }
+            }
+            _ => rt.block_on(self.control.restore(original)),
+        }
     }
 
     /// The load went through the control address and the requests go to the client's:
