@@ -15,6 +15,8 @@ bash scripts/testbed/setup_chromium.sh >/dev/null
 bash scripts/testbed/setup_data_tools.sh >/dev/null
 log "cargo fmt --check"
 cargo fmt --all -- --check
+log "cargo check -p bertqa (the library alone, without the command line)"
+cargo check -p bertqa --quiet
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy -p bertqa-python --all-targets --quiet -- -D warnings

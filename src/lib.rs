@@ -110,17 +110,10 @@
 
 #![warn(unreachable_pub)]
 
-// The command-line code names the library `bertqa::`, as any user's code does.
+// The library's own examples and doc tests name it `bertqa::`, as any user's code does.
 extern crate self as bertqa;
 
-mod backend;
-/// The `bertqa` command line (flags, rendering, exit codes): the binary's code, built
-/// with the `cli` feature. Not library API: the library's own modules never use it.
-#[cfg(feature = "cli")]
-#[doc(hidden)]
-// Its doc comments are the commands' help text (clap), written for a terminal.
-#[allow(rustdoc::all)]
-pub mod cli;
+pub mod backend;
 pub mod data;
 pub mod decode;
 pub mod error;
@@ -130,21 +123,16 @@ pub mod features;
 pub mod journal;
 mod latency;
 pub mod logits_io;
-#[cfg(feature = "cli")]
-pub(crate) mod metrics;
-mod output_file;
-#[cfg(feature = "cli")]
-mod perf;
-mod pipeline;
-#[cfg(feature = "cli")]
-mod report;
-mod sha256;
-#[cfg(feature = "cli")]
-mod shard;
+pub mod metrics;
+pub mod output_file;
+pub mod perf;
+pub mod pipeline;
+pub mod report;
+pub mod sha256;
+pub mod shard;
 pub mod squad;
 pub mod tokenize;
-#[cfg(feature = "cli")]
-mod tune;
+pub mod tune;
 pub mod types;
 
 pub use backend::binding::{

@@ -1,11 +1,11 @@
 //! Output files replaced atomically: the bytes go to a temporary file in the target's
 //! directory (so the rename stays on one file system), which is synced and then renamed
 //! over the target. A reader sees the old file or the whole new one, never half a file;
-//! a run that fails or is interrupted before [`AtomicFile::commit`] leaves the target as
+//! a run that fails or is interrupted before `AtomicFile::commit` leaves the target as
 //! it was (the temporary file is removed when dropped).
 //!
 //! Temporary names are `.{name}.XXXXXX.tmp` next to `{name}`, so that those left by a
-//! killed process can be found again ([`remove_leftovers`]).
+//! killed process can be found again (`remove_leftovers`).
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ impl Write for AtomicFile {
 }
 
 /// Writes `bytes` to `path` atomically (module header).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 

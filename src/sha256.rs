@@ -1,11 +1,10 @@
 //! SHA-256 (FIPS 180-4), for fingerprinting input files in the eval journal and the
-//! shard records (`journal`, `cli::merge`). The `sha2` crate uses the CPU's SHA
+//! shard records (`journal`, the `merge` command). The `sha2` crate uses the CPU's SHA
 //! instructions where it has them: the data file is hashed on every `eval`, so this is
 //! on the client's CPU budget.
 
 use sha2::Digest as _;
 
-#[cfg(any(feature = "cli", test))]
 use crate::error::{Error, Result};
 
 /// An incremental SHA-256.
@@ -36,8 +35,7 @@ pub(crate) fn of_bytes(data: &[u8]) -> String {
 }
 
 /// SHA-256 of a file's contents, hex (read in chunks).
-#[cfg(any(feature = "cli", test))]
-pub(crate) fn of_file(path: &std::path::Path) -> Result<String> {
+pub fn of_file(path: &std::path::Path) -> Result<String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut h = Sha256::default();

@@ -1,5 +1,5 @@
 //! `bertqa._native`: the extension module of the Python package (python/bertqa). It
-//! runs bertqa's command line in this process (`bertqa::cli`): the `bertqa` command of
+//! runs bertqa's command line in this process (`bertqa_cli`): the `bertqa` command of
 //! the wheel is [`cli_main`]; the Python API (`bertqa.evaluate`, ...) turns its options
 //! into the same flags and calls [`run`], so that names, defaults, checks, files and
 //! numbers are the command's own.
@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use bertqa::cli::embed;
+use bertqa_cli::embed;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
@@ -28,7 +28,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     no_transparent_huge_pages();
     py.detach(|| {
-        let code = bertqa::cli::main_with_args(argv);
+        let code = bertqa_cli::main_with_args(argv);
         // The binary's stdout is flushed as its `main` returns; Python's exit does not.
         let _ = std::io::Write::flush(&mut std::io::stdout());
         code

@@ -27,13 +27,12 @@ use super::url::{is_loopback_url, normalize_url};
 use crate::error::{Code, Error, Result, Unreachable};
 
 pub use super::grpc::GrpcCall;
-pub(crate) use super::proto::repository_index_response::ModelIndex;
+pub use super::proto::repository_index_response::ModelIndex;
 
 /// The models a server lists ([`TritonClient::list_models`]), and from where.
 #[derive(Debug, Clone)]
-pub(crate) struct ModelListing {
+pub struct ModelListing {
     // Read by the `models` command alone.
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub source: Listing,
     pub models: Vec<ModelIndex>,
 }
@@ -41,7 +40,7 @@ pub(crate) struct ModelListing {
 /// Where a server's list of models comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Listing {
+pub enum Listing {
     /// Triton's repository index (`RepositoryIndex`): every version and its state.
     RepositoryIndex,
     /// KServe's model list (`GET /v2/models`): names only, each state asked.
@@ -325,10 +324,10 @@ impl TritonClient {
     }
 
     /// The models the server lists: its repository index, each state normalised
-    /// ([`normalize_state`]); without one, over HTTP, its model list (KServe's `GET
+    /// (`normalize_state`); without one, over HTTP, its model list (KServe's `GET
     /// /v2/models`), each model's state asked (`READY` or `UNAVAILABLE`, no version);
     /// `None` when it lists neither (over gRPC, KServe's model server has no listing).
-    pub(crate) async fn list_models(&self) -> Result<Option<ModelListing>> {
+    pub async fn list_models(&self) -> Result<Option<ModelListing>> {
         if let Some(mut models) = extensions::optional(self.repository_index().await)? {
             for m in &mut models {
                 m.state = normalize_state(&m.state);
@@ -386,7 +385,7 @@ impl TritonClient {
 
     /// `ModelConfig`, or `None` when the server has no model configuration (Triton's
     /// extension: other servers of the protocol declare a model by its metadata alone).
-    pub(crate) async fn model_config_if_any(
+    pub async fn model_config_if_any(
         &self,
         model: &str,
         version: &str,
@@ -578,7 +577,7 @@ fn routed_by(config: &ClientConfig) -> Result<Option<String>> {
 }
 
 /// Names of ready models, sorted and de-duplicated across versions.
-pub(crate) fn ready_models(index: &[ModelIndex]) -> Vec<String> {
+pub fn ready_models(index: &[ModelIndex]) -> Vec<String> {
     let mut v: Vec<String> = index
         .iter()
         .filter(|m| m.state == "READY")

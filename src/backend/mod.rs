@@ -4,39 +4,39 @@
 //! an endpoint pool with health checks and the retry policy of the inference path.
 //!
 //! Layers, each using only those below it:
-//! - [`pool`] (endpoints, health, [`retry`]) over [`client::TritonClient`] (one
-//!   connection in either protocol, gRPC or [`http`]: the calls other than inference
+//! - [`pool`] (endpoints, health, `retry`) over [`client::TritonClient`] (one
+//!   connection in either protocol, gRPC or `http`: the calls other than inference
 //!   through the protocol face both halves implement (`api.rs`), and inference through
 //!   the connection's transport);
-//! - [`shm`]: a system shared memory region of request slots, registered through a
+//! - `shm`: a system shared memory region of request slots, registered through a
 //!   client (a run places its requests' tensors there: `pipeline`'s `SharedRegion`);
-//! - the transports ("send this batch, get its logits", contract in [`transport`]):
-//!   [`unary`] (`ModelInfer`) and [`stream`] (`ModelStreamInfer`) on a gRPC
-//!   connection, chosen by [`GrpcCall`], and [`http::HttpTransport`] (KServe v2 REST
+//! - the transports ("send this batch, get its logits", contract in `transport`):
+//!   `unary` (`ModelInfer`) and `stream` (`ModelStreamInfer`) on a gRPC
+//!   connection, chosen by [`GrpcCall`], and `http::HttpTransport` (KServe v2 REST
 //!   with binary tensor data) on HTTP/1.1 connections;
-//! - [`peer`] (deadline, headers, error mapping), [`security`], [`status`];
-//! - [`request`], [`tensor`], [`binding`], [`proto`].
+//! - `peer` (deadline, headers, error mapping), [`security`], `status`;
+//! - `request`, `tensor`, `binding`, [`proto`].
 
 mod api;
 pub(crate) mod binding;
 pub(crate) mod bytes;
-pub(crate) mod client;
+pub mod client;
 pub(crate) mod extensions;
 mod grpc;
 pub(crate) mod http;
-pub(crate) mod page;
+pub mod page;
 pub(crate) mod peer;
-pub(crate) mod pool;
+pub mod pool;
 pub mod proto;
 pub(crate) mod protocol;
 pub(crate) mod request;
 pub(crate) mod retry;
-pub(crate) mod security;
+pub mod security;
 pub(crate) mod shm;
 pub(crate) mod status;
 pub(crate) mod stream;
 pub(crate) mod tensor;
-pub(crate) mod text;
+pub mod text;
 pub(crate) mod text_request;
 pub(crate) mod transport;
 pub(crate) mod unary;
@@ -108,7 +108,7 @@ impl From<TextBinding> for Model {
 
 /// A model's metadata, and its configuration when the server has Triton's model
 /// configuration extension: what a binding is inferred from.
-pub(crate) async fn describe(
+pub async fn describe(
     client: &TritonClient,
     model: &str,
     version: &str,

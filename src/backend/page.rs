@@ -23,7 +23,7 @@ pub(crate) const TRITON_METRICS_PORT: u16 = 8002;
 
 /// One page's address and the client that fetches it. Cheap to clone.
 #[derive(Debug, Clone)]
-pub(crate) struct PageClient {
+pub struct PageClient {
     /// The URL as fetched (`http://host:port/metrics`), for messages.
     pub url: String,
     http: HttpClient,
@@ -31,7 +31,7 @@ pub(crate) struct PageClient {
 
 impl PageClient {
     /// A client of `url` with `server`'s TLS and headers; each GET ends at `timeout`.
-    pub(crate) fn new(url: &str, server: &ClientConfig, timeout: Duration) -> Result<PageClient> {
+    pub fn new(url: &str, server: &ClientConfig, timeout: Duration) -> Result<PageClient> {
         let url = page_url(url, server.security.tls.is_some())?;
         let tls = match (&server.security.tls, url.starts_with("https://")) {
             (Some(tls), true) => Some(tls.clone()),
@@ -61,7 +61,7 @@ impl PageClient {
 }
 
 /// `url` as `scheme://host:port/path` (see the module's contract).
-pub(crate) fn page_url(url: &str, tls: bool) -> Result<String> {
+pub fn page_url(url: &str, tls: bool) -> Result<String> {
     let trimmed = url.trim();
     let (scheme, rest) = if let Some(r) = trimmed.strip_prefix("http://") {
         ("http", r)
@@ -88,7 +88,7 @@ pub(crate) fn page_url(url: &str, tls: bool) -> Result<String> {
 
 /// Where Triton serves the metrics of the server at `server_url`: its host, port 8002,
 /// `/metrics`, in the server's scheme.
-pub(crate) fn triton_metrics_url(server_url: &str, tls: bool) -> String {
+pub fn triton_metrics_url(server_url: &str, tls: bool) -> String {
     let rest = server_url
         .trim()
         .trim_start_matches("http://")

@@ -1,5 +1,5 @@
 //! A pool of Triton endpoints that share a run's requests and outlive a lost one, with the retry
-//! policy of [`retry`](super::retry).
+//! policy of `retry`.
 //!
 //! Contract:
 //! - Each request goes to the healthy endpoint with the fewest outstanding requests
@@ -7,7 +7,7 @@
 //!   (`connections` HTTP/2 connections per endpoint; one connection caps throughput).
 //! - A failed attempt is classified by the [`RetryPolicy`]. An endpoint that looks unwell
 //!   (unreachable, UNAVAILABLE) is taken out; a background health check
-//!   (`ServerReady` and `ModelReady`, every [`HEALTH_INTERVAL`]) lets it rejoin. The
+//!   (`ServerReady` and `ModelReady`, every `HEALTH_INTERVAL`) lets it rejoin. The
 //!   attempt is retried at once on another healthy endpoint, or after a jittered backoff
 //!   when there is none (so a single server that restarts is waited for; tonic's channel
 //!   reconnects on the next call).
@@ -16,7 +16,7 @@
 //! - Latency recorded per endpoint is that of the successful attempt (send to response),
 //!   never the backoff.
 //! - A request placed in a shared memory region that the server lost
-//!   ([`shm::lost_region`]) is not retried: the error goes back to the caller, which
+//!   (`shm::lost_region`) is not retried: the error goes back to the caller, which
 //!   sends it again with its tensors in the message. A retry asks for its outputs in the
 //!   message (the failed attempt may still write them into its slot).
 

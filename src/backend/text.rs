@@ -87,7 +87,7 @@ impl Contract {
 }
 
 /// Whether a model takes text: it has BYTES inputs.
-pub(crate) fn takes_text(metadata: &ModelMetadataResponse) -> bool {
+pub fn takes_text(metadata: &ModelMetadataResponse) -> bool {
     metadata.inputs.iter().any(|t| t.datatype == "BYTES")
 }
 
@@ -105,7 +105,7 @@ const END_LOGITS: &[&str] = &["end_logits", "end_logit", "output__1"];
 
 impl TextBinding {
     /// The text binding of a model (see the module's contract).
-    pub(crate) fn infer(
+    pub fn infer(
         metadata: &ModelMetadataResponse,
         config: Option<&ModelConfig>,
         version: &str,
@@ -445,7 +445,7 @@ impl TextBinding {
     /// Questions per request for a run of `batch_size`: one for the logits contract
     /// (its windows vary per question) and for a model without batching, else up to
     /// the model's max batch size.
-    pub(crate) fn per_request(&self, batch_size: usize) -> usize {
+    pub fn per_request(&self, batch_size: usize) -> usize {
         match self.contract {
             Contract::Logits { .. } => 1,
             Contract::Answer { .. } if self.max_batch_size == 0 => 1,

@@ -26,9 +26,9 @@
 mod candidates;
 mod final_text;
 mod nbest;
-pub(crate) mod non_finite;
+pub mod non_finite;
 mod output;
-pub(crate) mod pyjson;
+pub mod pyjson;
 pub mod rules;
 pub mod run_qa;
 mod scores;

@@ -44,8 +44,8 @@ fn all_finite(x: &[f32]) -> bool {
     !x.iter().fold(false, |bad, v| bad | !v.is_finite())
 }
 
-/// [`sanitize`] over many features.
-pub(crate) fn sanitize_all(logits: &mut [Logits]) -> NonFinite {
+/// `sanitize` over many features.
+pub fn sanitize_all(logits: &mut [Logits]) -> NonFinite {
     let mut total = NonFinite::default();
     for l in logits {
         let n = sanitize(l);

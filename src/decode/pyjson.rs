@@ -8,7 +8,7 @@
 //!   outside U+0020–U+007E.
 //! - Floats as `repr(float)` ([`py_float_repr`]). `serde_json` turns a NaN or an infinity
 //!   into `null` before a formatter sees it, so floats that may not be finite are
-//!   serialized through [`py_float`], which hands their Python text (`NaN`, `Infinity`,
+//!   serialized through `py_float`, which hands their Python text (`NaN`, `Infinity`,
 //!   `-Infinity`) over as a byte array; this formatter writes byte arrays as raw text.
 
 use std::io::{self, Write};
@@ -170,7 +170,7 @@ pub(crate) fn write_value<W: Write, T: Serialize + ?Sized>(
 }
 
 /// `json.dumps(value, indent=4) + "\n"`.
-pub(crate) fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::new();
     // Writing into memory cannot fail, and the values written here always serialize.
     let _ = write_value(&mut out, value, 0);

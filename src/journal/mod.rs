@@ -104,7 +104,7 @@ pub struct Contents {
     /// The padding probe's decision, when journaled (true: dynamic padding).
     pub padding_decision: Option<bool>,
     /// A text model's run: what the model said, by question index.
-    pub(crate) text: HashMap<u64, TextReply>,
+    pub text: HashMap<u64, TextReply>,
     /// Bytes after the last good record (a torn or corrupt tail), dropped.
     pub torn_bytes: u64,
     /// Length of the good part of the file.
@@ -284,7 +284,7 @@ impl Journal {
 
     /// Appends what a text model said about question `question` (its index in the run's
     /// data), read back as [`Contents::text`]; counted as a feature.
-    pub(crate) fn append_text(&mut self, question: u64, record: &TextReply) -> Result<()> {
+    pub fn append_text(&mut self, question: u64, record: &TextReply) -> Result<()> {
         self.push(question, Body::Text(record))?;
         self.features += 1;
         self.gathered_features += 1;

@@ -20,7 +20,7 @@ use crate::backend::proto::{InferBatchStatistics, ModelStatistics, StatisticDura
 /// A model's cumulative counters, or their difference over a span (summed over the
 /// versions read).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct ServerCounters {
+pub struct ServerCounters {
     /// Successful requests (statistics' `success.count`, `nv_inference_request_success`).
     pub requests: u64,
     /// Failed requests, every reason (`nv_inference_request_failure`); `None` from the

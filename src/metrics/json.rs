@@ -20,7 +20,7 @@ pub(crate) fn ms(us: f64) -> f64 {
 /// The server's metrics over a span: the total, then each endpoint. A metric the
 /// server does not export is `null`.
 #[derive(Debug, Serialize)]
-pub(crate) struct MetricsJson<'a> {
+pub struct MetricsJson<'a> {
     /// Mean over the endpoints, a fraction (0-1).
     pub cpu_utilization: Option<f64>,
     /// Summed over the endpoints.
@@ -31,7 +31,7 @@ pub(crate) struct MetricsJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct EndpointJson<'a> {
+pub struct EndpointJson<'a> {
     pub url: &'a str,
     pub samples: usize,
     pub cpu_utilization: Option<f64>,
@@ -43,7 +43,7 @@ pub(crate) struct EndpointJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct GpuJson<'a> {
+pub struct GpuJson<'a> {
     pub uuid: &'a str,
     pub utilization: Option<f64>,
     pub memory_used_bytes: Option<f64>,
@@ -54,7 +54,7 @@ pub(crate) struct GpuJson<'a> {
 
 /// The `nv_inference_*` counters over the span, times per successful request.
 #[derive(Debug, Serialize)]
-pub(crate) struct InferenceJson {
+pub struct InferenceJson {
     pub requests: f64,
     /// Always a number from Prometheus (the only source rendered here).
     pub failures: Option<f64>,
@@ -100,7 +100,7 @@ fn gpu(g: &GpuMetrics) -> GpuJson<'_> {
     }
 }
 
-pub(crate) fn metrics(m: &SpanMetrics) -> MetricsJson<'_> {
+pub fn metrics(m: &SpanMetrics) -> MetricsJson<'_> {
     MetricsJson {
         cpu_utilization: m.cpu_utilization.map(r6),
         cpu_memory_bytes: m.cpu_memory_used_bytes.map(f64::round),

@@ -7,8 +7,8 @@
 //!   per GPU (`nv_gpu_utilization`, `nv_gpu_memory_used_bytes`,
 //!   `nv_gpu_memory_total_bytes`, `nv_gpu_power_usage` in watts; by the `gpu_uuid`
 //!   label), and the model's `nv_inference_*` counters (summed over its versions when
-//!   no version is asked for; a [`ServerCounters`], the type of the statistics
-//!   extension's counters too, [`counters`]). A metric the page does not have is `None` ("not reported
+//!   no version is asked for; a `ServerCounters`, the type of the statistics
+//!   extension's counters too, `counters`). A metric the page does not have is `None` ("not reported
 //!   by the server"), never a zero.
 //! - Over a span, gauges are the mean of the readings sampled in it (memory also its
 //!   maximum); counters are the difference between the readings that open and close
@@ -20,9 +20,9 @@
 //!   the endpoint's figures are `None` and its first error is kept for a warning.
 
 pub(crate) mod counters;
-pub(crate) mod json;
-pub(crate) mod scraper;
-pub(crate) mod text;
+pub mod json;
+pub mod scraper;
+pub mod text;
 
 use std::collections::BTreeMap;
 
@@ -32,7 +32,7 @@ pub(crate) use counters::ServerCounters;
 
 /// What a run does about metrics.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Choice {
+pub enum Choice {
     /// These endpoints, every `interval_ms`.
     Read { urls: Vec<String>, interval_ms: u64 },
     /// Not read, and why (for the report).
@@ -41,7 +41,7 @@ pub(crate) enum Choice {
 
 /// What one page said.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Reading {
+pub struct Reading {
     pub cpu_utilization: Option<f64>,
     pub cpu_memory_used_bytes: Option<f64>,
     pub cpu_memory_total_bytes: Option<f64>,
@@ -53,7 +53,7 @@ pub(crate) struct Reading {
 
 /// One GPU's gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct GpuReading {
+pub struct GpuReading {
     pub utilization: Option<f64>,
     pub memory_used_bytes: Option<f64>,
     pub memory_total_bytes: Option<f64>,
@@ -62,7 +62,7 @@ pub(crate) struct GpuReading {
 
 /// Which model's counters to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ModelKey {
+pub struct ModelKey {
     pub name: String,
     /// Empty: every version, summed.
     pub version: String,
@@ -125,7 +125,7 @@ impl Reading {
 
 /// One endpoint over a span.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct EndpointMetrics {
+pub struct EndpointMetrics {
     pub url: String,
     /// Readings the gauges were averaged over.
     pub samples: usize,
@@ -141,7 +141,7 @@ pub(crate) struct EndpointMetrics {
 
 /// One GPU over a span.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct GpuMetrics {
+pub struct GpuMetrics {
     pub uuid: String,
     pub utilization: Option<f64>,
     pub memory_used_bytes: Option<f64>,
@@ -152,7 +152,7 @@ pub(crate) struct GpuMetrics {
 
 /// Every endpoint over a span, and their total.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct SpanMetrics {
+pub struct SpanMetrics {
     pub endpoints: Vec<EndpointMetrics>,
     pub cpu_utilization: Option<f64>,
     pub cpu_memory_used_bytes: Option<f64>,
@@ -239,7 +239,7 @@ impl SpanMetrics {
     }
 
     /// Each endpoint that had trouble: its URL and the warning to give.
-    pub(crate) fn troubles(&self) -> Vec<(&str, String)> {
+    pub fn troubles(&self) -> Vec<(&str, String)> {
         self.endpoints
             .iter()
             .filter_map(|e| {

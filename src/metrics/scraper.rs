@@ -14,18 +14,18 @@ use super::{EndpointMetrics, ModelKey, Reading, SpanMetrics};
 use crate::backend::page::PageClient;
 
 /// The longest a read may take.
-pub(crate) const MOST_WAIT: Duration = Duration::from_secs(5);
+pub const MOST_WAIT: Duration = Duration::from_secs(5);
 
 /// One read of every endpoint (in the endpoints' order).
 #[derive(Debug, Clone)]
-pub(crate) struct Sampled {
+pub struct Sampled {
     pub at: Instant,
     pub readings: Vec<Result<Reading, String>>,
 }
 
 /// The endpoints, the periodic readings, and the task that takes them.
 #[derive(Debug)]
-pub(crate) struct Scraper {
+pub struct Scraper {
     endpoints: Arc<Vec<PageClient>>,
     model: ModelKey,
     periodic: Arc<Mutex<Vec<Sampled>>>,
@@ -35,11 +35,7 @@ pub(crate) struct Scraper {
 impl Scraper {
     /// Starts reading every `interval` (a first read at once). Must be called inside a
     /// tokio runtime.
-    pub(crate) fn start(
-        endpoints: Vec<PageClient>,
-        model: ModelKey,
-        interval: Duration,
-    ) -> Scraper {
+    pub fn start(endpoints: Vec<PageClient>, model: ModelKey, interval: Duration) -> Scraper {
         let endpoints = Arc::new(endpoints);
         let periodic = Arc::new(Mutex::new(Vec::new()));
         let task = {
@@ -63,12 +59,12 @@ impl Scraper {
     }
 
     /// The endpoints' URLs.
-    pub(crate) fn urls(&self) -> Vec<String> {
+    pub fn urls(&self) -> Vec<String> {
         self.endpoints.iter().map(|e| e.url.clone()).collect()
     }
 
     /// Reads every endpoint now (not kept with the periodic readings).
-    pub(crate) async fn now(&self) -> Sampled {
+    pub async fn now(&self) -> Sampled {
         read_all(&self.endpoints, &self.model).await
     }
 
@@ -76,13 +72,7 @@ impl Scraper {
     /// `from` and `to` (the measured part of it), or, when none was, from those between
     /// `open` and `close`, or from `open` and `close` themselves; counters from `open`
     /// to `close`.
-    pub(crate) fn span(
-        &self,
-        open: &Sampled,
-        close: &Sampled,
-        from: Instant,
-        to: Instant,
-    ) -> SpanMetrics {
+    pub fn span(&self, open: &Sampled, close: &Sampled, from: Instant, to: Instant) -> SpanMetrics {
         let periodic = self.periodic.lock().expect("metrics lock");
         let within = |a: Instant, b: Instant| -> Vec<&Sampled> {
             periodic.iter().filter(|s| s.at >= a && s.at <= b).collect()
@@ -125,7 +115,7 @@ impl Scraper {
     }
 
     /// Stops the periodic reads.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         if let Some(task) = self.task.lock().expect("metrics lock").take() {
             task.abort();
         }

@@ -14,7 +14,7 @@ pub(crate) fn bytes(b: f64) -> String {
 }
 
 /// CPU and GPU gauges in words; what the server does not export is said to be so.
-pub(crate) fn gauges(cpu: Option<f64>, memory: Option<f64>, gpus: &[GpuMetrics]) -> String {
+pub fn gauges(cpu: Option<f64>, memory: Option<f64>, gpus: &[GpuMetrics]) -> String {
     let cpu = match (cpu, memory) {
         (Some(u), Some(m)) => format!("CPU {:.1}% ({} memory used)", u * 100.0, bytes(m)),
         (Some(u), None) => format!("CPU {:.1}%", u * 100.0),
@@ -47,7 +47,7 @@ pub(crate) fn gpu_words(gpus: &[GpuMetrics]) -> String {
 }
 
 /// The `nv_inference_*` counters in words.
-pub(crate) fn counters(c: Option<&ServerCounters>) -> String {
+pub fn counters(c: Option<&ServerCounters>) -> String {
     match c {
         None => "nv_inference_*: not reported by the server".to_string(),
         Some(c) => {

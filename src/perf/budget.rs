@@ -16,7 +16,7 @@
 
 /// `--latency-threshold`, `--percentile`, `--binary-search`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Budget {
+pub struct Budget {
     /// Client latency allowed at `percentile`, microseconds.
     pub threshold_us: f64,
     /// In (0, 100].
@@ -26,7 +26,7 @@ pub(crate) struct Budget {
 
 /// How one level did against the budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct LevelBudget {
+pub struct LevelBudget {
     /// Client latency at the budget's percentile, microseconds.
     pub latency_us: f64,
     pub within: bool,

@@ -27,11 +27,11 @@
 //!   is the limit is reported as such (and a request rate the client could not keep).
 
 pub(crate) mod budget;
-pub(crate) mod export;
+pub mod export;
 mod level;
 pub(crate) mod requests_log;
 pub(crate) mod stats;
-pub(crate) mod text;
+pub mod text;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -46,15 +46,15 @@ use crate::metrics::{ServerCounters, SpanMetrics};
 use crate::pipeline::{Padding, SharedMemoryReport, SharedRegion};
 use crate::types::Feature;
 use budget::Plan;
-pub(crate) use budget::{Budget, LevelBudget};
+pub use budget::{Budget, LevelBudget};
 use level::{measure, new_shared, start_load, statistics, summarize, Source};
-pub(crate) use requests_log::RequestLog;
-pub(crate) use stats::{Distribution, Range, ServerBreakdown};
-pub(crate) use text::{StepResult, TextLoad};
+pub use requests_log::RequestLog;
+pub use stats::{Distribution, Range, ServerBreakdown};
+pub use text::{StepResult, TextLoad};
 
 /// How load is generated, and at which levels.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Load {
+pub enum Load {
     /// Closed loop: this many requests in flight, one level per value.
     Concurrency(Vec<usize>),
     /// Open loop: requests sent at these rates (per second), one level per value.
@@ -85,7 +85,7 @@ impl Load {
 
 /// One measurement window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Window {
+pub enum Window {
     /// A fixed time.
     Time(Duration),
     /// Until this many requests have been answered.
@@ -94,7 +94,7 @@ pub(crate) enum Window {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub(crate) struct PerfConfig {
+pub struct PerfConfig {
     pub load: Load,
     pub window: Window,
     /// Stability tolerance, percent (perf_analyzer: 10).
@@ -105,7 +105,7 @@ pub(crate) struct PerfConfig {
     pub warmup: usize,
     /// Most requests in flight in request-rate mode; sends wait for a free slot.
     pub max_inflight: usize,
-    /// Tensors through system shared memory ([`crate::backend::shm`]).
+    /// Tensors through system shared memory (`crate::backend::shm`).
     pub shared_memory: SharedMemory,
     /// A latency budget: which levels are measured, and each level's goodput.
     pub budget: Option<Budget>,
@@ -138,7 +138,7 @@ impl Default for PerfConfig {
 
 /// One request's worth of features, padded to `seq_len`.
 #[derive(Debug, Clone)]
-pub(crate) struct Batch {
+pub struct Batch {
     pub features: Vec<Arc<Feature>>,
     pub seq_len: usize,
 }
@@ -146,11 +146,7 @@ pub(crate) struct Batch {
 /// Groups features into full batches of `batch_size` in file order, wrapping around to
 /// the first features to fill the last batch, so every request has the same size; each
 /// padded as the pipeline pads ([`Padding::length`]).
-pub(crate) fn make_batches(
-    features: &[Feature],
-    batch_size: usize,
-    padding: Padding,
-) -> Vec<Batch> {
+pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -> Vec<Batch> {
     let n = features.len();
     if n == 0 || batch_size == 0 {
         return Vec::new();
@@ -169,7 +165,7 @@ pub(crate) fn make_batches(
 
 /// Which level a result is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Level {
+pub enum Level {
     Concurrency(usize),
     RequestRate(f64),
 }
@@ -195,7 +191,7 @@ impl std::fmt::Display for Level {
 
 /// Client latency percentiles and mean, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Latency {
+pub struct Latency {
     pub p50_us: f64,
     pub p90_us: f64,
     pub p95_us: f64,
@@ -206,7 +202,7 @@ pub(crate) struct Latency {
 
 /// Client-side parts of the latency, averaged per request, microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct ClientBreakdown {
+pub struct ClientBreakdown {
     /// Preparing the request (perf_analyzer's "Client Send"); the tensors themselves are
     /// serialized into the send buffer by the transport, inside the response wait.
     pub send_us: f64,
@@ -221,7 +217,7 @@ pub(crate) struct ClientBreakdown {
 
 /// What one level measured (the last three windows merged).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LevelResult {
+pub struct LevelResult {
     pub level: Level,
     /// The last three windows agreed within the stability tolerance.
     pub stable: bool,
@@ -279,7 +275,7 @@ impl LevelResult {
 }
 
 /// Progress callbacks (the library never prints).
-pub(crate) trait PerfProgress: Sync {
+pub trait PerfProgress: Sync {
     /// A level starts.
     fn level(&self, _level: Level) {}
     /// A window of `level` was measured.
@@ -288,7 +284,7 @@ pub(crate) trait PerfProgress: Sync {
 
 /// Runs the sweep: every level of `config.load` in order, each until stable or
 /// `max_trials` windows. The first request error ends the sweep with that error.
-pub(crate) async fn sweep(
+pub async fn sweep(
     client: &TritonClient,
     binding: Arc<Binding>,
     batches: Vec<Batch>,
@@ -327,7 +323,7 @@ pub(crate) async fn sweep(
 /// [`sweep`] of a model that takes text ([`text`]): its requests carry question and
 /// context pairs, through shared memory as `config.shared_memory` says (slots for the
 /// largest request); an ensemble's steps are reported one by one.
-pub(crate) async fn sweep_text(
+pub async fn sweep_text(
     client: &TritonClient,
     load: TextLoad,
     config: &PerfConfig,

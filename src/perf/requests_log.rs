@@ -68,7 +68,7 @@ impl From<Level> for LevelKey {
 
 /// The open file and its writer thread.
 #[derive(Debug)]
-pub(crate) struct RequestLog {
+pub struct RequestLog {
     path: PathBuf,
     tx: Mutex<Option<mpsc::Sender<String>>>,
     writer: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
@@ -76,7 +76,7 @@ pub(crate) struct RequestLog {
 
 impl RequestLog {
     /// Creates (truncates) `path` and starts its writer.
-    pub(crate) fn create(path: &Path) -> Result<RequestLog> {
+    pub fn create(path: &Path) -> Result<RequestLog> {
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
         let (tx, rx) = mpsc::channel::<String>();
         let writer = std::thread::Builder::new()
@@ -110,7 +110,7 @@ impl RequestLog {
     }
 
     /// Writes what is queued, closes the file; the first write error, naming the file.
-    pub(crate) fn finish(&self) -> Result<()> {
+    pub fn finish(&self) -> Result<()> {
         drop(self.tx.lock().expect("requests-jsonl lock").take());
         match self.writer.lock().expect("requests-jsonl lock").take() {
             Some(handle) => match handle.join() {

@@ -11,7 +11,7 @@ use crate::metrics::ServerCounters;
 /// `start:end:step` of `--concurrency-range` / `--request-rate-range` (perf_analyzer's
 /// syntax: `start`, `start:end` with step 1, or `start:end:step`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Range {
+pub struct Range {
     pub start: f64,
     pub end: f64,
     pub step: f64,
@@ -19,7 +19,7 @@ pub(crate) struct Range {
 
 impl Range {
     /// Parses a range; `integer` ranges (concurrency) take whole numbers ≥ 1.
-    pub(crate) fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
+    pub fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
         let bad = |why: String| Error::Config(format!("{flag} {text}: {why}"));
         let parts: Vec<&str> = text.split(':').collect();
         if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.trim().is_empty()) {
@@ -56,7 +56,7 @@ impl Range {
     }
 
     /// The levels: start, start + step, … up to end (inclusive, with float slack).
-    pub(crate) fn values(&self) -> Vec<f64> {
+    pub fn values(&self) -> Vec<f64> {
         let mut out = Vec::new();
         let mut i = 0u32;
         loop {
@@ -82,7 +82,7 @@ impl fmt::Display for Range {
 
 /// How requests are spaced in request-rate mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Distribution {
+pub enum Distribution {
     /// Evenly, `1 / rate` apart.
     Constant,
     /// Exponential gaps (a Poisson process), seeded.
@@ -129,7 +129,7 @@ impl Arrivals {
 
 /// Server-side time per request over a window, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct ServerBreakdown {
+pub struct ServerBreakdown {
     pub requests: u64,
     pub inferences: u64,
     pub executions: u64,

@@ -8,7 +8,7 @@
 //!   in file order, wrapping around to the first pairs to fill the last request, so
 //!   every request has the same size (as token batches do).
 //! - A response is read as `ask` would need it: the answer contract through
-//!   [`TextBinding::answers`]; the logits contract's start and end logits and token
+//!   `TextBinding::answers`; the logits contract's start and end logits and token
 //!   offsets decoded and checked for agreeing sizes (a named error otherwise).
 //! - An ensemble's composing models ([`TextBinding::steps`]) have their
 //!   `ModelStatistics` read at the same points as the ensemble's (latest version), so
@@ -25,7 +25,7 @@ use crate::metrics::ServerCounters;
 
 /// One request's worth of question and context pairs.
 #[derive(Debug, Clone)]
-pub(crate) struct TextRequest {
+pub struct TextRequest {
     pub pairs: Vec<(Arc<str>, Arc<str>)>,
     /// Each pair's place in the data (0-based), as `--requests-jsonl` names them.
     pub questions: Vec<u64>,
@@ -33,7 +33,7 @@ pub(crate) struct TextRequest {
 
 /// What a sweep of a text model sends.
 #[derive(Debug, Clone)]
-pub(crate) struct TextLoad {
+pub struct TextLoad {
     pub binding: Arc<TextBinding>,
     /// Requested version (empty: the server's choice).
     pub version: String,
@@ -42,10 +42,7 @@ pub(crate) struct TextLoad {
 
 /// Groups `pairs` into requests of `per_request` in file order, wrapping around to the
 /// first pairs to fill the last one (see the module's contract).
-pub(crate) fn make_requests(
-    pairs: &[(Arc<str>, Arc<str>)],
-    per_request: usize,
-) -> Vec<TextRequest> {
+pub fn make_requests(pairs: &[(Arc<str>, Arc<str>)], per_request: usize) -> Vec<TextRequest> {
     let n = pairs.len();
     if n == 0 || per_request == 0 {
         return Vec::new();
@@ -116,7 +113,7 @@ pub(crate) fn step_results<'a>(windows: impl IntoIterator<Item = &'a Steps>) -> 
 
 /// One ensemble step over a level: its model and its server-side times per request.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct StepResult {
+pub struct StepResult {
     pub model: String,
     pub server: ServerBreakdown,
 }

@@ -84,7 +84,7 @@ fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
 /// request costs the client a wake-up, a write and the server's own wake-up; sent
 /// together they leave in one write, the server's batcher runs them as one batch, and
 /// their answers come back together (figures in docs/performance.md).
-pub(crate) fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
+pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
     per_model_batch(batch_size, binding)
         .min(concurrency / 2)
         .max(1)

@@ -6,7 +6,7 @@
 //!   model's max batch size), and sent with at most `concurrency` requests in flight.
 //! - Each request's latency is measured from the moment it is handed to the transport
 //!   to the moment its response arrives; the request is encoded by the transport
-//!   ([`transport`](crate::backend::transport)), so that serialization
+//!   (`transport`), so that serialization
 //!   counts. Time a batch waits for a free slot is **not** latency (the seed client's
 //!   "latency" measured that queue, algorithm §9.4).
 //! - Features travel to the dispatch stage a batch per message, and channels are
@@ -15,7 +15,7 @@
 //! - `warmup` extra requests (copies of the first batch) are sent before the measured
 //!   run; their results and timings are discarded.
 //! - Answers are handed on with their feature as they arrive, in any order
-//!   ([`RunEvent`]); consumers collect by `unique_id`, so output never depends on
+//!   (`RunEvent`); consumers collect by `unique_id`, so output never depends on
 //!   concurrency or arrival order.
 //! - Requests go through an [`Infer`](crate::backend::Infer) backend: one [`TritonClient`](crate::backend::TritonClient),
 //!   or a [`Pool`](crate::backend::Pool) of endpoints that retries transient errors;
@@ -23,7 +23,7 @@
 //!   by −∞ as responses arrive and counted in [`InferReport::non_finite`].
 //! - A run that decodes ranks each answer's n-best candidates where the response lies
 //!   (shared memory or the message), in the pass that checks for non-finite values
-//!   ([`Rank`]); the logits are copied out only where something reads them.
+//!   (`Rank`); the logits are copied out only where something reads them.
 //! - A run is built once ([`Run`]) and stopped through one handle ([`Run::stop_on`]).
 //!
 //! The stages, one file each: `produce` (features, grouped into batches), `dispatch`
@@ -49,13 +49,11 @@ mod tests;
 pub(crate) mod text;
 
 pub use dispatch::effective_batch_size;
-#[cfg(feature = "cli")]
-pub(crate) use dispatch::refill_group;
+pub use dispatch::refill_group;
 pub use dispatch::{infer_all, InferConfig};
 pub use observe::{AnswerNeeds, NoProgress, RunObserver};
 pub use padding::{Padding, PaddingGuard, PaddingReport};
 pub use report::{InferReport, Phases};
 pub use run::{PartialOutcome, Run, RunConfig, RunOutcome};
 pub use shared_memory::SharedMemoryReport;
-#[cfg(feature = "cli")]
 pub(crate) use shared_memory::SharedRegion;

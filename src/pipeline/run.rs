@@ -294,7 +294,7 @@ impl<'a, B: Infer> Run<'a, B> {
 
     /// What a text model already said (a journal's), by question index: these
     /// questions are decoded, not asked.
-    pub(crate) fn known_replies(mut self, replies: HashMap<u64, TextReply>) -> Self {
+    pub fn known_replies(mut self, replies: HashMap<u64, TextReply>) -> Self {
         self.known_replies = replies;
         self
     }

@@ -10,7 +10,7 @@ use super::Render;
 
 /// What `ask` found.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct AskReport {
+pub struct AskReport {
     pub schema: u32,
     pub model: String,
     pub url: String,
@@ -30,7 +30,7 @@ pub(crate) struct AskReport {
 
 /// Request latency, milliseconds.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Latency {
+pub struct Latency {
     pub max: f64,
     pub mean: f64,
 }
@@ -38,7 +38,7 @@ pub(crate) struct Latency {
 /// One question's answer.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// A span bertqa decoded from the model's logits.
     Decoded(Decoded),
     /// The model's own answer (the answer contract).
@@ -48,7 +48,7 @@ pub(crate) enum Answer {
 /// A decoded answer: the best span, its score, probability and characters, and the
 /// n-best list.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Decoded {
+pub struct Decoded {
     pub question: String,
     pub answer: String,
     pub no_answer: bool,
@@ -66,7 +66,7 @@ pub(crate) struct Decoded {
 
 /// One n-best candidate.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Candidate {
+pub struct Candidate {
     pub text: String,
     pub probability: f64,
     pub start_logit: f64,
@@ -75,7 +75,7 @@ pub(crate) struct Candidate {
 
 /// An answer-contract model's answer, with what the model said of it.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Given {
+pub struct Given {
     pub question: String,
     pub answer: String,
     pub no_answer: bool,

@@ -13,7 +13,7 @@ use crate::backend::Protocol;
 use crate::evaluate::Metrics;
 
 #[derive(Debug, Serialize)]
-pub(crate) struct CompareJson {
+pub struct CompareJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -29,7 +29,7 @@ pub(crate) struct CompareJson {
 
 /// One model's run.
 #[derive(Debug, Serialize)]
-pub(crate) struct ModelJson {
+pub struct ModelJson {
     pub name: String,
     pub url: String,
     /// `--protocol`: `grpc` or `http`.
@@ -46,13 +46,13 @@ pub(crate) struct ModelJson {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Throughput {
+pub struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct LatencyMs {
+pub struct LatencyMs {
     pub p50: f64,
     pub p95: f64,
     pub p99: f64,
@@ -60,7 +60,7 @@ pub(crate) struct LatencyMs {
 
 /// One model against the first.
 #[derive(Debug, Serialize)]
-pub(crate) struct ComparisonJson {
+pub struct ComparisonJson {
     pub model: String,
     pub against: String,
     /// Share of questions with the same answer (0-1).
@@ -76,7 +76,7 @@ pub(crate) struct ComparisonJson {
 /// Windows compared: those both models made (the same tokens at the same places), of
 /// the first's and of this model's.
 #[derive(Debug, Serialize)]
-pub(crate) struct WindowsJson {
+pub struct WindowsJson {
     pub compared: usize,
     pub first: usize,
     pub model: usize,
@@ -84,20 +84,20 @@ pub(crate) struct WindowsJson {
 
 /// Differences of one logit side at the features' real positions.
 #[derive(Debug, Serialize)]
-pub(crate) struct LogitDiffJson {
+pub struct LogitDiffJson {
     pub linf: f64,
     pub mean_abs: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Disagreements {
+pub struct Disagreements {
     pub count: usize,
     pub first: Vec<Disagreement>,
 }
 
 /// A question the two models answer differently.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Disagreement {
+pub struct Disagreement {
     pub id: String,
     /// The first model's answer, then the other's.
     pub answers: [String; 2],
@@ -107,7 +107,7 @@ pub(crate) struct Disagreement {
 
 /// A `--min-agreement`, `--max-logit-diff` or `--max-f1-drop` gate.
 #[derive(Debug, Serialize)]
-pub(crate) struct GateJson {
+pub struct GateJson {
     pub flag: String,
     pub model: String,
     pub threshold: f64,
@@ -118,7 +118,7 @@ pub(crate) struct GateJson {
 impl GateJson {
     /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
     /// (numbers as the JSON has them).
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         format!(
             "{} {}: model {} measured {}",
             self.flag,

@@ -13,7 +13,7 @@ use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct EvalJson {
+pub struct EvalJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -58,13 +58,13 @@ pub(crate) struct EvalJson {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Throughput {
+pub struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct LatencyMs {
+pub struct LatencyMs {
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
@@ -74,7 +74,7 @@ pub(crate) struct LatencyMs {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct PhasesS {
+pub struct PhasesS {
     pub features: f64,
     pub inference: f64,
     pub decode: f64,
@@ -82,7 +82,7 @@ pub(crate) struct PhasesS {
 
 /// Where the client's own time went.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Client {
+pub struct Client {
     pub starved_s: f64,
     pub decode_lag_s: f64,
     pub limited_s: f64,
@@ -91,7 +91,7 @@ pub(crate) struct Client {
 
 /// How batches were padded (also in `compare`'s models).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Padding {
+pub struct Padding {
     pub mode: String,
     pub seq_len: Option<usize>,
     pub probe_features: u64,
@@ -112,14 +112,14 @@ impl From<&crate::pipeline::PaddingReport> for Padding {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct SharedMemory {
+pub struct SharedMemory {
     pub used: bool,
     pub outputs: bool,
     pub note: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Retries {
+pub struct Retries {
     pub total: u64,
     pub by_code: BTreeMap<String, u64>,
     pub failed_requests: u64,
@@ -127,14 +127,14 @@ pub(crate) struct Retries {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct NonFiniteLogits {
+pub struct NonFiniteLogits {
     pub values: u64,
     pub features: u64,
 }
 
 /// One server endpoint's figures.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     pub url: String,
     pub connections: usize,
     pub transport: String,
@@ -149,21 +149,21 @@ pub(crate) struct Endpoint {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct EndpointLatencyMs {
+pub struct EndpointLatencyMs {
     pub p50: f64,
     pub p99: f64,
     pub mean: f64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Errors {
+pub struct Errors {
     pub total: u64,
     pub by_code: BTreeMap<String, u64>,
 }
 
 /// The model the run used.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Model {
+pub struct Model {
     pub name: String,
     pub version: String,
     pub url: Option<String>,
@@ -178,7 +178,7 @@ pub(crate) struct Model {
 
 /// A `--min-exact`, `--min-f1` or `--max-p99-ms` gate.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Gate {
+pub struct Gate {
     pub flag: String,
     #[serde(deserialize_with = "super::json::nan_if_null")]
     pub threshold: f64,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A report document as the commands write it, on stdout and to their files:
 /// serde_json's pretty layout (two-space indent), keys in field order, floats as ryu
 /// writes them (`null` when not finite), and a final newline.
-pub(crate) fn to_string(doc: &impl Serialize) -> String {
+pub fn to_string(doc: &impl Serialize) -> String {
     // The documents are structs, strings, numbers and string-keyed maps: they always
     // serialize.
     let mut text = serde_json::to_string_pretty(doc).expect("a report serializes");

@@ -10,7 +10,7 @@ use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
 #[derive(Debug, Serialize)]
-pub(crate) struct MergeJson {
+pub struct MergeJson {
     /// Always 1.
     pub schema: u32,
     pub data: String,
@@ -33,7 +33,7 @@ pub(crate) struct MergeJson {
 
 /// One shard of the merge.
 #[derive(Debug, Serialize)]
-pub(crate) struct ShardJson {
+pub struct ShardJson {
     /// `i/N`.
     pub shard: String,
     pub dir: String,

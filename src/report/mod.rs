@@ -13,23 +13,23 @@
 //! types appear in the documents) and [`text`] (what the text reports share). The HTML
 //! pages (`--html`) are in [`html`].
 
-pub(crate) mod ask;
-pub(crate) mod compare;
-pub(crate) mod eval;
-pub(crate) mod html;
-pub(crate) mod json;
-pub(crate) mod merge;
-pub(crate) mod models;
-pub(crate) mod score;
-pub(crate) mod text;
+pub mod ask;
+pub mod compare;
+pub mod eval;
+pub mod html;
+pub mod json;
+pub mod merge;
+pub mod models;
+pub mod score;
+pub mod text;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use text::protocol_words;
+pub use text::protocol_words;
 
 /// How a report is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
     /// The human text; `verbose` (`-v`) adds the lines on bertqa's own workings where
     /// the report has any.
     Text { verbose: bool },
@@ -38,7 +38,7 @@ pub(crate) enum Format {
 }
 
 /// A command's finished report.
-pub(crate) trait Render {
+pub trait Render {
     /// The JSON document: keys in field order, snake_case.
     type Json<'a>: Serialize
     where
@@ -61,18 +61,14 @@ pub(crate) trait Render {
 
 /// How many question ids a report lists where it counts them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct CountedIds {
+pub struct CountedIds {
     pub count: usize,
     pub first_ids: Vec<String>,
 }
 
 impl CountedIds {
     /// The count of `ids` and the first `n` of them.
-    pub(crate) fn first<'a, I: IntoIterator<Item = &'a String>>(
-        ids: I,
-        count: usize,
-        n: usize,
-    ) -> Self {
+    pub fn first<'a, I: IntoIterator<Item = &'a String>>(ids: I, count: usize, n: usize) -> Self {
         CountedIds {
             count,
             first_ids: ids.into_iter().take(n).cloned().collect(),

@@ -19,7 +19,7 @@ use crate::backend::text::{Contract, TextBinding};
 use crate::backend::{Binding, Protocol};
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ModelsJson {
+pub struct ModelsJson {
     /// Always 1.
     pub schema: u32,
     pub server: ServerJson,
@@ -30,7 +30,7 @@ pub(crate) struct ModelsJson {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ServerJson {
+pub struct ServerJson {
     /// As given (`--url`).
     pub url: String,
     #[serde(with = "super::json::protocol")]
@@ -50,7 +50,7 @@ pub(crate) struct ServerJson {
 
 /// One row of the model table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct ModelRow {
+pub struct ModelRow {
     pub name: String,
     /// `""`: not listed (the server's choice).
     pub version: String,
@@ -73,7 +73,7 @@ impl From<ModelIndex> for ModelRow {
 /// `--model M`: what its metadata and configuration say, and its binding. A model that
 /// is not ready has its name, `ready: false` and the binding error alone.
 #[derive(Debug, Serialize)]
-pub(crate) struct ModelJson {
+pub struct ModelJson {
     pub name: String,
     pub ready: bool,
     pub versions: Vec<String>,
@@ -95,20 +95,20 @@ pub(crate) struct ModelJson {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct DynamicBatching {
+pub struct DynamicBatching {
     pub preferred_batch_size: Vec<i32>,
     pub max_queue_delay_us: u64,
     pub preserve_ordering: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct EnsembleStep {
+pub struct EnsembleStep {
     pub model: String,
     pub version: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct InstanceGroup {
+pub struct InstanceGroup {
     pub name: String,
     /// `KIND_CPU`, `KIND_GPU`, … as the configuration names it.
     pub kind: String,
@@ -117,7 +117,7 @@ pub(crate) struct InstanceGroup {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Tensor {
+pub struct Tensor {
     pub name: String,
     pub datatype: String,
     pub shape: Vec<i64>,
@@ -126,7 +126,7 @@ pub(crate) struct Tensor {
 /// The binding bertqa infers for a model: token tensors, or text and a contract.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
-pub(crate) enum ModelBinding {
+pub enum ModelBinding {
     Tokens(Binding),
     Text(TextBinding),
 }
@@ -135,7 +135,7 @@ pub(crate) enum ModelBinding {
 /// Written as three keys: `binding` (the binding or `null`), `contract` (a text model's
 /// `answer` or `logits`, else `null`) and `binding_error` (the message or `null`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BindingOutcome(pub Result<ModelBinding, String>);
+pub struct BindingOutcome(pub Result<ModelBinding, String>);
 
 impl Serialize for BindingOutcome {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -166,7 +166,7 @@ impl Tensor {
 impl ModelJson {
     /// A model that answered: its metadata, its configuration (`None`: the server
     /// serves none) and its binding.
-    pub(crate) fn new(
+    pub fn new(
         metadata: &ModelMetadataResponse,
         config: Option<&ModelConfig>,
         ready: bool,
@@ -226,7 +226,7 @@ impl ModelJson {
     }
 
     /// A model the server lists but has not made ready (no metadata to read).
-    pub(crate) fn not_ready(name: &str, binding_error: String) -> ModelJson {
+    pub fn not_ready(name: &str, binding_error: String) -> ModelJson {
         let metadata = ModelMetadataResponse {
             name: name.to_string(),
             ..Default::default()

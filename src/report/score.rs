@@ -12,7 +12,7 @@ use crate::evaluate::{Metrics, Scores};
 pub(crate) const FIRST_IDS: usize = 5;
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ScoreJson {
+pub struct ScoreJson {
     /// Always 1.
     pub schema: u32,
     /// The official script whose rules scored: `v1.1` or `v2.0`.
@@ -31,7 +31,7 @@ pub(crate) struct ScoreJson {
 
 /// The official SQuAD evaluator a score follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) enum SquadVersion {
+pub enum SquadVersion {
     #[serde(rename = "v1.1")]
     V1,
     #[serde(rename = "v2.0")]
@@ -39,7 +39,7 @@ pub(crate) enum SquadVersion {
 }
 
 impl SquadVersion {
-    pub(crate) fn new(version_2_with_negative: bool) -> SquadVersion {
+    pub fn new(version_2_with_negative: bool) -> SquadVersion {
         if version_2_with_negative {
             SquadVersion::V2
         } else {
@@ -59,13 +59,13 @@ impl SquadVersion {
 /// Rules other than SQuAD's own, named by the gold data's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Rules {
+pub enum Rules {
     Mrqa,
 }
 
 impl ScoreJson {
     /// The report of `scores` (by `version`'s rules; `rules`: MRQA gold data).
-    pub(crate) fn new(scores: &Scores, version: SquadVersion, rules: Option<Rules>) -> ScoreJson {
+    pub fn new(scores: &Scores, version: SquadVersion, rules: Option<Rules>) -> ScoreJson {
         ScoreJson {
             schema: 1,
             version,
@@ -82,8 +82,8 @@ impl ScoreJson {
     }
 
     /// The line that names the questions without a prediction (`None`: there are none),
-    /// the first [`FIRST_IDS`] of them quoted.
-    pub(crate) fn missing_line(&self) -> Option<String> {
+    /// the first `FIRST_IDS` of them quoted.
+    pub fn missing_line(&self) -> Option<String> {
         let missing = &self.missing_predictions;
         if missing.count == 0 {
             return None;

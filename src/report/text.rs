@@ -8,7 +8,7 @@ use crate::evaluate::{MetricValue, Metrics};
 
 /// The protocol as the text reports name it (the JSON reports write
 /// [`Protocol::as_str`], the `--protocol` value).
-pub(crate) fn protocol_words(protocol: Protocol) -> &'static str {
+pub fn protocol_words(protocol: Protocol) -> &'static str {
     match protocol {
         Protocol::Grpc => "gRPC",
         Protocol::Http => "HTTP",
@@ -18,7 +18,7 @@ pub(crate) fn protocol_words(protocol: Protocol) -> &'static str {
 /// The official metrics as every text report shows them (`eval`, `merge`, `score`): one
 /// line each, the key, then the value right-aligned, percentages and thresholds to three
 /// decimals (the JSON and the files keep full precision). `indent` leads each line.
-pub(crate) fn metric_lines(metrics: &Metrics, indent: &str) -> String {
+pub fn metric_lines(metrics: &Metrics, indent: &str) -> String {
     let mut s = String::new();
     for (k, v) in metrics.official() {
         let v = match v {

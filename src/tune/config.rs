@@ -11,17 +11,17 @@
 //! - [`Preferred::Server`] leaves `preferred_batch_size` out (Triton then fills in the
 //!   max batch size); preferred sizes above a candidate's max batch size are dropped
 //!   (Triton refuses them), and none left means the server's choice.
-//! - [`confirm`] compares what the server reads back with what was asked for: the
+//! - `confirm` compares what the server reads back with what was asked for: the
 //!   three settings and the marker; the rest is the server's to normalise.
 
 use serde_json::{json, Map, Value};
 
 /// The `parameters` key that marks a model left in a candidate configuration.
-pub(crate) const MARKER: &str = "bertqa_tune";
+pub const MARKER: &str = "bertqa_tune";
 
 /// The preferred batch sizes of a dynamic-batching candidate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Preferred {
+pub enum Preferred {
     /// Left out: the server's default (Triton: the max batch size).
     Server,
     /// Half and all of the candidate's max batch size.
@@ -31,14 +31,14 @@ pub(crate) enum Preferred {
 
 /// Dynamic batching of a candidate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Dynamic {
+pub struct Dynamic {
     pub delay_us: u64,
     pub preferred: Preferred,
 }
 
 /// What `tune` varies in a configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Settings {
+pub struct Settings {
     pub max_batch_size: usize,
     /// The count of each instance group.
     pub instances: usize,
@@ -118,7 +118,7 @@ impl Settings {
     }
 
     /// In words, for tables and progress: `max batch 32, 2 instances, delay 100 us`.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let dynamic = match &self.dynamic {
             None => "no dynamic batching".to_string(),
             Some(d) => {
@@ -154,7 +154,7 @@ fn sizes(v: Option<&Value>) -> Vec<usize> {
 }
 
 /// The original configuration with `settings` applied and, when given, the marker.
-pub(crate) fn candidate(original: &Value, settings: &Settings, marker: Option<&str>) -> Value {
+pub fn candidate(original: &Value, settings: &Settings, marker: Option<&str>) -> Value {
     let mut c = original.clone();
     let Some(obj) = c.as_object_mut() else {
         return c;
@@ -285,7 +285,7 @@ const MAP_FIELDS: [&str; 7] = [
 /// `config` (the server's JSON) as protobuf text format, a `config.pbtxt` Triton
 /// reads, after the comment lines `header`. Empty lists and maps are left out (a
 /// repeated field's absence); the marker never is written.
-pub(crate) fn to_pbtxt(config: &Value, header: &[String]) -> String {
+pub fn to_pbtxt(config: &Value, header: &[String]) -> String {
     let mut out = String::new();
     for line in header {
         out.push_str("# ");

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 const READY_WITHIN: Duration = Duration::from_secs(120);
 
 /// The repository calls of one model on one server.
-pub(crate) struct Control {
+pub struct Control {
     client: TritonClient,
     model: String,
     url: String,
@@ -66,7 +66,7 @@ impl Failure {
 
 impl Control {
     /// Checks that `client` (HTTP) talks to a Triton in explicit model-control mode.
-    pub(crate) async fn open(client: TritonClient, model: &str) -> Result<Control> {
+    pub async fn open(client: TritonClient, model: &str) -> Result<Control> {
         let url = client.url().to_string();
         let Some(http) = client.http() else {
             return Err(Error::Config(format!(
@@ -119,7 +119,7 @@ impl Control {
 
     /// Waiting for a candidate gives up once `stop` is cancelled (the original is put
     /// back all the same).
-    pub(crate) fn stop_with(mut self, stop: tokio_util::sync::CancellationToken) -> Self {
+    pub fn stop_with(mut self, stop: tokio_util::sync::CancellationToken) -> Self {
         self.stop = Some(stop);
         self
     }

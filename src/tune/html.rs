@@ -18,7 +18,7 @@ const TOP: f64 = 40.0;
 const BOTTOM: f64 = 62.0;
 
 /// The page's bytes.
-pub(crate) fn render(r: &Report) -> Vec<u8> {
+pub fn render(r: &Report) -> Vec<u8> {
     let mut s = String::new();
     let _ = writeln!(s, "<h1>bertqa tune: {}</h1>", escape(&r.model));
     let best = r.best();

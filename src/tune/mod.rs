@@ -8,7 +8,7 @@
 //!   output directory ([`state`]) before the first load.
 //! - Candidate 0 is the configuration found, measured as it is (no load). Every other
 //!   candidate is loaded as an override carrying this run's marker, read back and
-//!   confirmed, waited for until ready ([`control`]), then swept as `perf` sweeps
+//!   confirmed, waited for until ready (`control`), then swept as `perf` sweeps
 //!   (warm-up, then a binary search for the largest load within the budget, or one
 //!   level). A candidate that fails at any step is kept with its status and the
 //!   server's message, and the search goes on (a failed load leaves the previous
@@ -20,12 +20,12 @@
 //!   original is put back and read back equal; with `keep_best`, the best candidate
 //!   is loaded instead, without the marker. Either way the state file records it.
 
-pub(crate) mod config;
+pub mod config;
 mod control;
-pub(crate) mod html;
-pub(crate) mod report;
-pub(crate) mod search;
-pub(crate) mod state;
+pub mod html;
+pub mod report;
+pub mod search;
+pub mod state;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,12 +37,12 @@ use crate::backend::{Binding, BindingOverrides, TritonClient};
 use crate::error::{Error, Result};
 use crate::perf::{self, Batch, PerfConfig, PerfProgress, TextLoad};
 use config::Settings;
-pub(crate) use control::Control;
+pub use control::Control;
 use report::{Candidate, Report};
 use search::{Space, Step};
 
 /// What each candidate's sweep sends.
-pub(crate) enum Workload {
+pub enum Workload {
     /// Token ids to the tuned model itself, rebound after each load.
     Tokens {
         batches: Vec<Batch>,
@@ -53,7 +53,7 @@ pub(crate) enum Workload {
 }
 
 /// Progress callbacks (the library never prints).
-pub(crate) trait TuneProgress: PerfProgress {
+pub trait TuneProgress: PerfProgress {
     /// Candidate `index` is about to be loaded (or, for 0, measured as found).
     fn candidate(&self, _index: usize, _settings: &Settings) {}
     /// Candidate `index` is done.
@@ -63,7 +63,7 @@ pub(crate) trait TuneProgress: PerfProgress {
 }
 
 /// A tune run's settings.
-pub(crate) struct Tune<'a> {
+pub struct Tune<'a> {
     /// The tuned model (an ensemble's step for a text workload).
     pub model: &'a str,
     pub control: &'a Control,
@@ -81,7 +81,7 @@ pub(crate) struct Tune<'a> {
 
 /// A finished run: its report, and the error that ended it early, if any (the report
 /// then holds the candidates measured before it).
-pub(crate) struct Tuned {
+pub struct Tuned {
     pub report: Report,
     pub original: Value,
     pub error: Option<Error>,
@@ -89,11 +89,7 @@ pub(crate) struct Tuned {
 
 impl Tune<'_> {
     /// Runs the search and puts the configuration back (see the module's contract).
-    pub(crate) fn run(
-        self,
-        rt: &tokio::runtime::Runtime,
-        progress: &dyn TuneProgress,
-    ) -> Result<Tuned> {
+    pub fn run(self, rt: &tokio::runtime::Runtime, progress: &dyn TuneProgress) -> Result<Tuned> {
         let budget = self
             .perf
             .budget
@@ -332,11 +328,7 @@ impl Tune<'_> {
 /// (which must be the recorded server's), reads it back, and records it. Refused when
 /// the model's configuration changed since the run (it carries no marker of the run, is
 /// not the original, and no best was kept): that change is someone else's.
-pub(crate) fn restore(
-    rt: &tokio::runtime::Runtime,
-    control: &Control,
-    dir: &Path,
-) -> Result<String> {
+pub fn restore(rt: &tokio::runtime::Runtime, control: &Control, dir: &Path) -> Result<String> {
     let (mut record, original) = state::read(dir)?;
     let now = rt.block_on(control.config())?;
     let ours = config::marker(&now).as_deref() == Some(record.marker.as_str());

@@ -10,7 +10,7 @@ use crate::perf::{Budget, Level, LevelResult};
 
 /// One candidate and what became of it.
 #[derive(Debug, Clone)]
-pub(crate) struct Candidate {
+pub struct Candidate {
     /// As asked.
     pub settings: Settings,
     /// As the server reported it once loaded (`None`: not loaded).
@@ -25,7 +25,7 @@ pub(crate) struct Candidate {
 
 impl Candidate {
     /// Its reported level kept the budget.
-    pub(crate) fn within_budget(&self) -> bool {
+    pub fn within_budget(&self) -> bool {
         self.level
             .as_ref()
             .and_then(|l| l.budget)
@@ -33,7 +33,7 @@ impl Candidate {
     }
 
     /// Features per second within the budget; 0 when it kept no level within it.
-    pub(crate) fn score(&self) -> f64 {
+    pub fn score(&self) -> f64 {
         match (&self.level, self.within_budget()) {
             (Some(l), true) => l.features_per_s,
             _ => 0.0,
@@ -41,7 +41,7 @@ impl Candidate {
     }
 
     /// The settings to report: the server's when loaded.
-    pub(crate) fn shown(&self) -> &Settings {
+    pub fn shown(&self) -> &Settings {
         self.served.as_ref().unwrap_or(&self.settings)
     }
 
@@ -59,7 +59,7 @@ impl Candidate {
 
 /// Everything a tune run reports.
 #[derive(Debug, Clone)]
-pub(crate) struct Report {
+pub struct Report {
     pub model: String,
     pub url: String,
     pub budget: Budget,
@@ -77,7 +77,7 @@ pub(crate) struct Report {
 impl Report {
     /// The best candidate within the budget (the highest throughput; the earlier on a
     /// tie, so the configuration found wins ties).
-    pub(crate) fn best(&self) -> Option<usize> {
+    pub fn best(&self) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (i, c) in self.candidates.iter().enumerate() {
             if c.within_budget() && best.is_none_or(|b| c.score() > self.candidates[b].score()) {
@@ -118,7 +118,7 @@ impl Report {
 
 /// `--json` (keys in this order).
 #[derive(Debug, Serialize)]
-pub(crate) struct TuneJson<'a> {
+pub struct TuneJson<'a> {
     pub schema: u32,
     pub model: &'a str,
     pub url: &'a str,
@@ -136,13 +136,13 @@ pub(crate) struct TuneJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct BudgetJson {
+pub struct BudgetJson {
     pub latency_ms: f64,
     pub percentile: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct CandidateJson<'a> {
+pub struct CandidateJson<'a> {
     pub config: ConfigJson,
     pub status: &'static str,
     pub error: Option<&'a str>,
@@ -157,33 +157,33 @@ pub(crate) struct CandidateJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ConfigJson {
+pub struct ConfigJson {
     pub max_batch_size: usize,
     pub instance_count: usize,
     pub dynamic_batching: Option<DynamicJson>,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct DynamicJson {
+pub struct DynamicJson {
     pub max_queue_delay_microseconds: u64,
     /// `null`: left to the server.
     pub preferred_batch_size: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ThroughputJson {
+pub struct ThroughputJson {
     pub features_per_s: f64,
     pub requests_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct GoodputJson {
+pub struct GoodputJson {
     pub share: f64,
     pub per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct LatencyJson {
+pub struct LatencyJson {
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
@@ -191,7 +191,7 @@ pub(crate) struct LatencyJson {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ServerJson {
+pub struct ServerJson {
     pub queue: f64,
     pub compute_infer: f64,
     /// Requests the server ran together per execution of the model.
@@ -244,7 +244,7 @@ fn candidate(c: &Candidate) -> CandidateJson<'_> {
 }
 
 /// The JSON document of `report`.
-pub(crate) fn render_json(report: &Report) -> TuneJson<'_> {
+pub fn render_json(report: &Report) -> TuneJson<'_> {
     let best = report.best();
     TuneJson {
         schema: 1,
@@ -267,7 +267,7 @@ pub(crate) fn render_json(report: &Report) -> TuneJson<'_> {
 }
 
 /// The text report: a table of every candidate, then the verdict.
-pub(crate) fn render_text(report: &Report) -> String {
+pub fn render_text(report: &Report) -> String {
     let pct = report.budget.percentile;
     let mut out = format!(
         "tune {:?} at {}: budget p{} ≤ {} ms, {} search, {} candidates\n\n",

@@ -19,7 +19,7 @@ use super::config::{Dynamic, Preferred, Settings};
 
 /// The values each setting takes.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Space {
+pub struct Space {
     pub max_batch_sizes: Vec<usize>,
     pub delays_us: Vec<u64>,
     pub instances: Vec<usize>,
@@ -28,7 +28,7 @@ pub(crate) struct Space {
 
 /// What measuring one candidate gave.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Step {
+pub enum Step {
     Score(f64),
     /// Measure nothing more.
     Stop,

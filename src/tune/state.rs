@@ -22,7 +22,7 @@ pub(crate) const ORIGINAL_FILE: &str = "original-config.json";
 
 /// `tune-state.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct State {
+pub struct State {
     pub model: String,
     /// The server's HTTP address the configuration is loaded through.
     pub control_url: String,
@@ -82,7 +82,7 @@ pub(crate) fn write(dir: &Path, state: &State, original: Option<&Value>) -> Resu
 }
 
 /// The state and original of `dir`.
-pub(crate) fn read(dir: &Path) -> Result<(State, Value)> {
+pub fn read(dir: &Path) -> Result<(State, Value)> {
     let state: State = read_json(&path(dir, STATE_FILE))?;
     let original: Value = read_json(&path(dir, ORIGINAL_FILE))?;
     Ok((state, original))

@@ -126,7 +126,7 @@ impl fmt::Debug for Header {
 }
 
 /// Puts `headers` into a request's metadata (a later header of the same name wins).
-pub(crate) fn apply(headers: &[Header], metadata: &mut MetadataMap) {
+pub fn apply(headers: &[Header], metadata: &mut MetadataMap) {
     for h in headers {
         metadata.insert(h.name.clone(), h.value.clone());
     }

@@ -61,7 +61,7 @@ fn metric_cells(l: &crate::perf::LevelResult) -> [String; 6] {
 }
 
 /// perf_analyzer's CSV (`--csv`).
-pub(crate) struct CsvExporter;
+pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
     /// The CSV file's bytes (fields quoted where CSV needs it, none of today's).

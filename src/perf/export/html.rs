@@ -15,7 +15,7 @@ use crate::perf::{LevelResult, Load};
 use crate::report::html::{escape, ms, note, page, section, setting_list, table, Cell};
 
 /// The page (`--html`).
-pub(crate) struct HtmlExporter;
+pub struct HtmlExporter;
 
 impl Exporter for HtmlExporter {
     /// The page's bytes.

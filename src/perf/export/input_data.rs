@@ -25,7 +25,7 @@ use crate::backend::{prepare_request, Binding};
 use crate::error::{Error, Result};
 
 /// The document for `batches`.
-pub(crate) fn render(binding: &Arc<Binding>, batches: &[Batch]) -> Result<Vec<u8>> {
+pub fn render(binding: &Arc<Binding>, batches: &[Batch]) -> Result<Vec<u8>> {
     let mut data = Vec::new();
     for batch in batches {
         let request = prepare_request(binding, batch.features.clone(), batch.seq_len)?;

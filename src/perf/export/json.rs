@@ -10,7 +10,7 @@ use crate::perf::{Level, LevelResult, Load, Window};
 
 /// The JSON document (keys in this order).
 #[derive(Debug, Serialize)]
-pub(crate) struct PerfJson<'a> {
+pub struct PerfJson<'a> {
     pub schema: u32,
     pub model: Model<'a>,
     pub data: &'a str,
@@ -34,14 +34,14 @@ pub(crate) struct PerfJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct MetricsSetting<'a> {
+pub struct MetricsSetting<'a> {
     pub urls: &'a [String],
     pub interval_ms: Option<u64>,
     pub not_read: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct LatencyBudget {
+pub struct LatencyBudget {
     pub threshold_ms: f64,
     pub percentile: f64,
     /// `"binary"` or `"sweep"` (in order, up to the first level over budget).
@@ -49,7 +49,7 @@ pub(crate) struct LatencyBudget {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct WithinBudget {
+pub struct WithinBudget {
     /// The level: one of the two is set.
     pub concurrency: Option<usize>,
     pub request_rate_per_s: Option<f64>,
@@ -60,20 +60,20 @@ pub(crate) struct WithinBudget {
 
 /// Requests that met the latency threshold.
 #[derive(Debug, Serialize)]
-pub(crate) struct Goodput {
+pub struct Goodput {
     pub share: f64,
     pub per_s: f64,
 }
 
 /// How a level did against the budget.
 #[derive(Debug, Serialize)]
-pub(crate) struct LevelBudgetJson {
+pub struct LevelBudgetJson {
     pub latency_ms: f64,
     pub within: bool,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Model<'a> {
+pub struct Model<'a> {
     pub name: &'a str,
     pub version: &'a str,
     pub url: &'a str,
@@ -87,7 +87,7 @@ pub(crate) struct Model<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Measurement {
+pub struct Measurement {
     /// `"time"` or `"count"`; one of the next two is set.
     pub mode: &'static str,
     pub interval_ms: Option<u64>,
@@ -98,7 +98,7 @@ pub(crate) struct Measurement {
 
 /// One level's results.
 #[derive(Debug, Serialize)]
-pub(crate) struct LevelJson<'a> {
+pub struct LevelJson<'a> {
     /// The level: one of the two is set.
     pub concurrency: Option<usize>,
     pub request_rate_per_s: Option<f64>,
@@ -128,13 +128,13 @@ pub(crate) struct LevelJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Throughput {
+pub struct Throughput {
     pub requests_per_s: f64,
     pub features_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct LatencyMs {
+pub struct LatencyMs {
     pub p50: f64,
     pub p90: f64,
     pub p95: f64,
@@ -144,7 +144,7 @@ pub(crate) struct LatencyMs {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ClientMs {
+pub struct ClientMs {
     pub send: f64,
     pub recv: f64,
     pub response_wait: f64,
@@ -153,7 +153,7 @@ pub(crate) struct ClientMs {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ServerMs {
+pub struct ServerMs {
     pub request: f64,
     pub queue: f64,
     pub compute_input: f64,
@@ -164,7 +164,7 @@ pub(crate) struct ServerMs {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Server {
+pub struct Server {
     pub requests: u64,
     pub inferences: u64,
     pub executions: u64,
@@ -173,7 +173,7 @@ pub(crate) struct Server {
 
 /// One ensemble step: its counts, and its times per request of its own.
 #[derive(Debug, Serialize)]
-pub(crate) struct Step<'a> {
+pub struct Step<'a> {
     pub model: &'a str,
     pub requests: u64,
     pub inferences: u64,
@@ -186,14 +186,14 @@ pub(crate) struct Step<'a> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct ClientCpu {
+pub struct ClientCpu {
     pub cpu_s: f64,
     pub fraction_of_all_cpus: f64,
 }
 
 /// `--json`: the report's [`Render`](crate::report::Render) JSON, as every command's
 /// `--json` prints it.
-pub(crate) struct JsonExporter;
+pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
     fn serialize(&self, report: &Report) -> Vec<u8> {

@@ -3,37 +3,37 @@
 //! server. The text and JSON are also the report's [`Render`](crate::report::Render),
 //! as every command's are, and the same bytes.
 //!
-//! - [`html`]: `--html`, the page a person looks at (the chart inline, tables, bars).
-//! - [`csv`]: perf_analyzer's `-f` file (same column names, microseconds, rows by
+//! - `html`: `--html`, the page a person looks at (the chart inline, tables, bars).
+//! - `csv`: perf_analyzer's `-f` file (same column names, microseconds, rows by
 //!   increasing throughput), so existing spreadsheets and scripts read it.
-//! - [`json`]: `--json` (`"schema": 1`, described by `schema/perf.schema.json`).
-//! - [`svg`]: client latency (p50, p99) against throughput.
-//! - [`text`]: the human report.
+//! - `json`: `--json` (`"schema": 1`, described by `schema/perf.schema.json`).
+//! - `svg`: client latency (p50, p99) against throughput.
+//! - `text`: the human report.
 
 pub(crate) mod csv;
 pub(crate) mod html;
-pub(crate) mod input_data;
+pub mod input_data;
 pub(crate) mod json;
 pub(crate) mod svg;
 pub(crate) mod text;
 
-pub(crate) use csv::CsvExporter;
-pub(crate) use html::HtmlExporter;
-pub(crate) use json::JsonExporter;
-pub(crate) use svg::SvgExporter;
-pub(crate) use text::TextExporter;
+pub use csv::CsvExporter;
+pub use html::HtmlExporter;
+pub use json::JsonExporter;
+pub use svg::SvgExporter;
+pub use text::TextExporter;
 
 use super::{Budget, LevelResult, Load, Window};
 
 /// A format a finished sweep is written in.
-pub(crate) trait Exporter {
+pub trait Exporter {
     /// The file's bytes for `report`.
     fn serialize(&self, report: &Report) -> Vec<u8>;
 }
 
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
-pub(crate) struct Report {
+pub struct Report {
     pub model: String,
     /// Requested version (empty: the server's choice).
     pub version: String,
@@ -123,7 +123,7 @@ impl Report {
 
     /// Every warning: each level's, then each metrics endpoint's first trouble (once,
     /// not once per level).
-    pub(crate) fn warnings(&self) -> Vec<&str> {
+    pub fn warnings(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self
             .levels
             .iter()
@@ -166,7 +166,7 @@ impl crate::report::Render for Report {
 }
 
 /// The first trouble of each metrics endpoint over `levels`.
-pub(crate) fn metrics_warnings(levels: &[LevelResult]) -> Vec<String> {
+pub fn metrics_warnings(levels: &[LevelResult]) -> Vec<String> {
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     for m in levels.iter().filter_map(|l| l.metrics.as_ref()) {

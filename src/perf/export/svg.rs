@@ -45,7 +45,7 @@ fn tick_label(x: f64, step: f64) -> String {
 }
 
 /// The latency–throughput chart (`--svg`).
-pub(crate) struct SvgExporter;
+pub struct SvgExporter;
 
 impl Exporter for SvgExporter {
     /// The chart's bytes.

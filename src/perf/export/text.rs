@@ -28,7 +28,7 @@ pub(crate) fn accounted_us(l: &LevelResult) -> f64 {
 
 /// The human report (stdout without `--json`): the report's
 /// [`Render`](crate::report::Render) text.
-pub(crate) struct TextExporter;
+pub struct TextExporter;
 
 impl Exporter for TextExporter {
     fn serialize(&self, report: &Report) -> Vec<u8> {

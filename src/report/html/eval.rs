@@ -1,6 +1,6 @@
 //! `eval --html`: the run's setting, the official scores, the speed (throughput and
 //! latency percentiles), a histogram of the per-request latencies, and the worst
-//! questions: the [`WORST`] with the lowest F1 below 1, ties broken by the highest
+//! questions: the `WORST` with the lowest F1 below 1, ties broken by the highest
 //! answer score (the most confident wrong answers first).
 
 use std::fmt::Write as _;
@@ -15,7 +15,7 @@ pub(crate) const WORST: usize = 20;
 
 /// One question as the page shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct QuestionRow {
+pub struct QuestionRow {
     pub id: String,
     pub question: String,
     /// The answer given (`""`: no answer).
@@ -31,7 +31,7 @@ pub(crate) struct QuestionRow {
 
 /// What the page shows, in plain data.
 #[derive(Debug, Clone)]
-pub(crate) struct EvalPage<'a> {
+pub struct EvalPage<'a> {
     /// The title's words, e.g. the model's name.
     pub title: String,
     /// The setting (`model`, `data`), each a name and its words as the text report's.
@@ -58,7 +58,7 @@ pub(crate) fn worst(questions: &[QuestionRow]) -> Vec<&QuestionRow> {
 }
 
 /// The page's bytes.
-pub(crate) fn render(p: &EvalPage<'_>) -> Vec<u8> {
+pub fn render(p: &EvalPage<'_>) -> Vec<u8> {
     let mut s = String::new();
     let _ = writeln!(s, "<h1>bertqa eval: {}</h1>", escape(&p.title));
     setting_list(&mut s, &p.setting);

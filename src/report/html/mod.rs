@@ -1,14 +1,14 @@
 //! The HTML reports (`perf --html`, `eval --html`): one self-contained page each, for a
 //! person to look at. What the pages share is here: the page frame with its inline
 //! style and script, escaping, tables and the small SVG pieces; `eval`'s page is
-//! [`eval`], `perf`'s is [`crate::perf::export::html`].
+//! [`eval`], `perf`'s is `crate::perf::export::html`.
 //!
 //! Contract: a page fetches nothing (no URL in any `src` or `href`, no fonts, no
 //! images but inline SVG) and every string that comes from data, a model or a server
-//! goes through [`escape`]. The output depends only on its input, so it is reproducible.
-//! The charts' tick steps ([`nice_step`]) are shared with `perf --svg`'s.
+//! goes through `escape`. The output depends only on its input, so it is reproducible.
+//! The charts' tick steps (`nice_step`) are shared with `perf --svg`'s.
 
-pub(crate) mod eval;
+pub mod eval;
 
 use std::fmt::Write as _;
 

@@ -38,9 +38,13 @@ use serde_json::Value;
 
 pub use triton::*;
 
-/// The project root (where `bertqa` runs in these tests).
+/// The project root, the workspace's (where `bertqa` runs in these tests; this package
+/// is `cli/`).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cli/ has a parent")
+        .to_path_buf()
 }
 
 /// `tests/fixtures/squad/NAME`, as a string for the command line.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::super::common::{run_config_for_text, Bound};
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
-use crate::cli::resume;
+use crate::resume;
 use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::backend::Pool;
 use bertqa::pipeline::Run;

@@ -1,9 +1,9 @@
-//! The library does what the command line does, without the `cli` feature: a token
+//! The library does what the command line does: a token
 //! model (BERT's tokenizer and run_squad's rules, and a RoBERTa model by run_qa's rules
 //! with its tokenizer.json) and a text model of each contract evaluated through `bertqa::evaluation`, on a
 //! real Triton of this test's own, write the files `bertqa eval` writes, byte for byte.
-//! (`cargo check --no-default-features --lib --examples --test library` builds it with
-//! the library alone; running it compares with the command, so it needs the binary.)
+//! It uses the library alone; it lives in the command's package because it compares with
+//! the command's binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +18,10 @@ use bertqa::{BertTokenizer, ClientConfig, Model, RunConfig, TritonClient};
 mod triton;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 const DATA: &str = "data/sample-squad-v2.json";
@@ -88,12 +91,9 @@ fn evaluate(url: &str, model: &str, dir: &Path) -> Model {
     bound
 }
 
-/// `bertqa eval` of `model` into `dir` (the binary of the `cli` feature).
+/// `bertqa eval` of `model` into `dir`.
 fn eval_command(url: &str, model: &str, dir: &Path) {
-    let Some(bin) = option_env!("CARGO_BIN_EXE_bertqa") else {
-        panic!("the comparison runs the bertqa binary: build with the default `cli` feature")
-    };
-    let o = Command::new(bin)
+    let o = Command::new(env!("CARGO_BIN_EXE_bertqa"))
         .args([
             "eval", "--data", DATA, "--model", model, "--url", url, "--quiet",
         ])

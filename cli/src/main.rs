@@ -1,5 +1,5 @@
-//! The `bertqa` binary: the library's command line (`bertqa::cli`, built with the `cli`
-//! feature) with its allocator.
+//! The `bertqa` binary: the command line (`bertqa_cli`, the library of this package)
+//! with its allocator.
 
 /// mimalloc instead of glibc's malloc: the pipeline allocates and frees many small
 /// buffers on several threads (features, logits, request bodies).
@@ -8,7 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     no_transparent_huge_pages();
-    std::process::ExitCode::from(bertqa::cli::main())
+    std::process::ExitCode::from(bertqa_cli::main())
 }
 
 /// mimalloc asks for transparent huge pages on its arenas; then every touched 2 MiB

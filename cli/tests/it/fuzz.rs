@@ -3,7 +3,7 @@
 //! (`fuzz/harness.rs`, shared with the cargo-fuzz targets run by `scripts/fuzz.sh`),
 //! plus a fixed-seed batch of random inputs. A panic fails the test.
 
-#[path = "../../fuzz/harness.rs"]
+#[path = "../../../fuzz/harness.rs"]
 mod harness;
 
 use crate::common::root;

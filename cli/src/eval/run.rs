@@ -17,7 +17,7 @@ use super::super::flags::name_flags;
 use super::output::{score_with, write_partial, write_per_question, write_predictions};
 use super::report::gates;
 use super::{Args, EvalReport, Gate};
-use crate::cli::resume;
+use crate::resume;
 use bertqa::backend::Binding;
 use bertqa::decode::{self, DecodeConfig, Prediction};
 use bertqa::features::FeatureConfig;

@@ -228,29 +228,33 @@ mod tests {
         }
     }
 
+    /// A text binding whose only setting that matters here is its batch dimension.
+    fn binding(max_batch_size: usize) -> bertqa::TextBinding {
+        bertqa::TextBinding {
+            model: "qa".into(),
+            version: String::new(),
+            platform: "ensemble".into(),
+            question: "question".into(),
+            context: "context".into(),
+            max_batch_size,
+            contract: bertqa::Contract::Logits {
+                start_logits: "start_logits".into(),
+                end_logits: "end_logits".into(),
+                offsets: "offsets".into(),
+            },
+            steps: vec![],
+        }
+    }
+
     #[test]
     fn a_request_holds_one_question_without_a_batch_dimension_else_the_batch_size() {
-        assert_eq!(
-            per_request(None, &crate::backend::text::logits_binding_for_tests(0)).unwrap(),
-            1
-        );
-        assert_eq!(
-            per_request(Some(1), &crate::backend::text::logits_binding_for_tests(0)).unwrap(),
-            1
-        );
-        let e = per_request(Some(4), &crate::backend::text::logits_binding_for_tests(0))
-            .unwrap_err()
-            .to_string();
+        assert_eq!(per_request(None, &binding(0)).unwrap(), 1);
+        assert_eq!(per_request(Some(1), &binding(0)).unwrap(), 1);
+        let e = per_request(Some(4), &binding(0)).unwrap_err().to_string();
         assert!(e.contains("takes one question per request"), "{e}");
-        assert_eq!(
-            per_request(None, &crate::backend::text::logits_binding_for_tests(8)).unwrap(),
-            8
-        );
-        assert_eq!(
-            per_request(Some(3), &crate::backend::text::logits_binding_for_tests(8)).unwrap(),
-            3
-        );
-        assert!(per_request(Some(9), &crate::backend::text::logits_binding_for_tests(8)).is_err());
-        assert!(per_request(Some(0), &crate::backend::text::logits_binding_for_tests(8)).is_err());
+        assert_eq!(per_request(None, &binding(8)).unwrap(), 8);
+        assert_eq!(per_request(Some(3), &binding(8)).unwrap(), 3);
+        assert!(per_request(Some(9), &binding(8)).is_err());
+        assert!(per_request(Some(0), &binding(8)).is_err());
     }
 }
