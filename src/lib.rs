@@ -114,6 +114,8 @@
 extern crate self as bertqa;
 
 pub mod backend;
+pub mod blocking;
+pub mod client;
 pub mod data;
 pub mod decode;
 pub mod error;
@@ -145,6 +147,7 @@ pub use backend::{
     RetryPolicy, RetryStats, Secret, Security, SeqLen, ServerInfo, ServerWindows, SharedMemory,
     TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
 };
+pub use client::{Answer, Candidate, Client, ClientBuilder, Evaluation};
 pub use error::{Error, Result};
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,
@@ -152,3 +155,4 @@ pub use pipeline::{
     SharedMemoryReport,
 };
 pub use tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer, TokenizerRef};
+pub use types::Dataset;

@@ -301,18 +301,16 @@ impl From<SharedMemoryArg> for bertqa::backend::SharedMemory {
 }
 
 impl LoadArgs {
-    /// The guard on dynamic padding (without its probe under `--dynamic-seq-len`).
-    pub fn padding_guard(
-        &self,
-        n_best: usize,
-        full_len: usize,
-    ) -> Option<bertqa::pipeline::PaddingGuard> {
-        Some(bertqa::pipeline::PaddingGuard {
-            n_best,
-            full_len,
-            probe: !self.dynamic_seq_len,
-            decided: None,
-        })
+    /// The request flow these flags ask for.
+    pub fn load(&self) -> bertqa::pipeline::Load {
+        bertqa::pipeline::Load {
+            batch_size: self.batch_size,
+            concurrency: self.concurrency,
+            warmup: self.warmup,
+            fixed_seq_len: self.fixed_seq_len,
+            dynamic_seq_len: self.dynamic_seq_len,
+            shared_memory: self.shared_memory.into(),
+        }
     }
 }
 

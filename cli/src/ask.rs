@@ -6,20 +6,20 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
-    decode_config, feature_config, model_padding, pipeline_runtime, print_stdout, report_format,
-    run_config, run_config_for_text, run_tokenizer, Bound, Outcome,
+    decode_config, feature_config, pipeline_runtime, print_stdout, report_format, run_config,
+    run_tokenizer, Bound, Outcome,
 };
-use bertqa::backend::text::{TextAnswer, TextReply};
+use bertqa::backend::text::TextAnswer;
 use bertqa::backend::{Contract, Model};
 use bertqa::decode::Prediction;
-use bertqa::pipeline::{self, RunObserver};
+use bertqa::pipeline;
 use bertqa::report::ask::{Answer, AskReport, Candidate, Decoded, Given, Latency};
 use bertqa::report::Render as _;
-use bertqa::types::{Dataset, Paragraph};
+use bertqa::types::Dataset;
 
 /// Ask questions about a context.
 #[derive(Debug, clap::Args)]
@@ -78,47 +78,6 @@ fn read_context(args: &Args) -> anyhow::Result<String> {
     }
 }
 
-/// The character span `[start, end)` (code points) of `text` in the context, found
-/// through the words the answer came from. `None` when the text cannot be located.
-pub(crate) fn char_span(
-    paragraph: &Paragraph,
-    first_word: usize,
-    last_word: usize,
-    text: &str,
-) -> Option<(usize, usize)> {
-    if text.is_empty() || first_word > last_word || last_word >= paragraph.doc_tokens.len() {
-        return None;
-    }
-    // Code-point offset of each word's first character.
-    let mut word_start = vec![usize::MAX; paragraph.doc_tokens.len()];
-    let mut prev = -1i32;
-    for (i, &w) in paragraph.char_to_word_offset().iter().enumerate() {
-        if w != prev && w >= 0 {
-            word_start[w as usize] = i;
-            prev = w;
-        }
-    }
-    // The reference's orig_text: the words joined by single spaces; the final text is
-    // a substring of it.
-    let mut joined: Vec<(char, usize)> = Vec::new();
-    let words = paragraph.doc_tokens.range(first_word..=last_word);
-    for (i, (word, &start)) in words.zip(&word_start[first_word..=last_word]).enumerate() {
-        if i > 0 {
-            joined.push((' ', usize::MAX));
-        }
-        for (k, c) in word.chars().enumerate() {
-            joined.push((c, start + k));
-        }
-    }
-    let target: Vec<char> = text.chars().collect();
-    let at = joined
-        .windows(target.len())
-        .position(|win| win.iter().map(|(c, _)| *c).eq(target.iter().copied()))?;
-    let start = joined[at].1;
-    let end = joined[at + target.len() - 1].1;
-    (start != usize::MAX && end != usize::MAX).then_some((start, end + 1))
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let context = read_context(&args)?;
     let dataset = bertqa::squad::questions_about(&context, &args.question);
@@ -146,21 +105,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         SharedMemoryArg::Auto => bertqa::backend::SharedMemory::None,
         given => given.into(),
     };
-    let (model, mut config) = match &bound {
-        Bound::Tokens(binding) => {
-            let padding = model_padding(&args.run.load, binding, features.max_seq_length);
-            let config = run_config(&args.run.load, binding, features, decode, padding)?;
-            (Model::from(binding.clone()), config)
-        }
-        Bound::Text(binding) => {
-            let binding = Arc::new(binding.clone());
-            let config = run_config_for_text(&args.run.load, &binding, features, decode);
-            (Model::Text(binding), config)
-        }
+    let model = match &bound {
+        Bound::Tokens(binding) => Model::from(binding.clone()),
+        Bound::Text(binding) => Model::Text(Arc::new(binding.clone())),
     };
+    let mut config = run_config(&args.run.load, &model, features, decode)?;
     config.infer.shared_memory = shared_memory;
     config.keep_features = true;
-    let replies = Replies::new(dataset.examples.len());
+    let replies = bertqa::client::TextAnswers::new(dataset.examples.len());
     let mut run =
         pipeline::Run::new(&rt, &client, model.clone(), &dataset, &config).observer(&replies);
     if let Some(t) = &tokenizer {
@@ -213,32 +165,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// What an answer-contract model said of each question (its score, no-answer output
-/// and characters are the report's, beyond the prediction).
-struct Replies(Mutex<Vec<Option<TextAnswer>>>);
-
-impl Replies {
-    fn new(questions: usize) -> Self {
-        Replies(Mutex::new(vec![None; questions]))
-    }
-
-    fn take(&self) -> Vec<Option<TextAnswer>> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-impl RunObserver for Replies {
-    fn on_reply(&self, example_index: usize, reply: &TextReply) -> bertqa::Result<()> {
-        if let TextReply::Answer(a) = reply {
-            let mut answers = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(slot) = answers.get_mut(example_index) {
-                *slot = Some(a.clone());
-            }
-        }
-        Ok(())
-    }
-}
-
 /// An answer-contract model's answer to `question` (`probability`: its no-answer
 /// output is a probability, not a score).
 fn given_answer(question: &str, a: TextAnswer, probability: bool) -> Given {
@@ -254,6 +180,7 @@ fn given_answer(question: &str, a: TextAnswer, probability: bool) -> Given {
     }
 }
 
+/// A decoded answer as the report shows it, with `k` candidates.
 fn decoded_answer(
     dataset: &Dataset,
     p: &Prediction,
@@ -261,84 +188,27 @@ fn decoded_answer(
     k: usize,
     outcome: &pipeline::RunOutcome,
 ) -> Decoded {
-    let best = p.nbest.iter().find(|e| e.text == p.answer);
-    let span = best.and_then(|e| e.span).and_then(|s| {
-        let f = outcome_feature(outcome, s.unique_id)?;
-        // run_qa's windows carry their tokens' character offsets.
-        if let Some(t) = &f.template {
-            let offset = |pos: usize| t.offsets.get(pos.checked_sub(t.doc_offset)?);
-            let (first, last) = (offset(s.start)?, offset(s.end)?);
-            return Some((first.0 as usize, last.1 as usize));
-        }
-        // Token positions → words, through the feature the span came from.
-        let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
-        char_span(&dataset.paragraphs[0], a, b, &p.answer)
-    });
+    let a = bertqa::Answer::from_prediction(p, &dataset.paragraphs[0], outcome);
     Decoded {
         question: question.to_string(),
-        answer: p.answer.clone(),
-        no_answer: p.answer.is_empty(),
-        score: best.map(|e| e.start_logit + e.end_logit),
-        probability: best.map(|e| e.probability),
-        start_char: span.map(|s| s.0),
-        end_char: span.map(|s| s.1),
-        null_odds: p.null_odds,
-        nbest: p
+        answer: a.text,
+        no_answer: a.no_answer,
+        score: a.score,
+        probability: a.probability,
+        start_char: a.start_char,
+        end_char: a.end_char,
+        null_odds: a.null_odds,
+        nbest: a
             .nbest
-            .iter()
-            .filter(|e| e.span.is_some() || !e.text.is_empty())
+            .into_iter()
             .take(k)
-            .map(|e| Candidate {
-                text: e.text.clone(),
-                probability: e.probability,
-                start_logit: e.start_logit,
-                end_logit: e.end_logit,
+            .map(|c| Candidate {
+                text: c.text,
+                probability: c.probability,
+                start_logit: c.start_logit,
+                end_logit: c.end_logit,
             })
             .collect(),
-        placeholder: is_placeholder(p),
-    }
-}
-
-fn outcome_feature(
-    outcome: &pipeline::RunOutcome,
-    unique_id: u64,
-) -> Option<&bertqa::types::Feature> {
-    let i = outcome
-        .kept_features
-        .binary_search_by_key(&unique_id, |f| f.unique_id)
-        .ok()?;
-    Some(&outcome.kept_features[i])
-}
-
-/// The answer is the reference's `"empty"` placeholder (no span to answer with), not a
-/// span of the context that reads "empty". JSON keeps the reference's text.
-fn is_placeholder(p: &Prediction) -> bool {
-    !p.answer.is_empty()
-        && p.nbest
-            .iter()
-            .find(|e| e.text == p.answer)
-            .is_some_and(|e| e.span.is_none())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn char_spans_map_back_to_the_context() {
-        let ctx = "  The  cat\tsat on\nthe mat.";
-        let p = bertqa::squad::split_context(ctx);
-        // words: The cat sat on the mat.
-        let chars: Vec<char> = ctx.chars().collect();
-        let text = |s: (usize, usize)| chars[s.0..s.1].iter().collect::<String>();
-        assert_eq!(text(char_span(&p, 1, 1, "cat").unwrap()), "cat");
-        assert_eq!(char_span(&p, 3, 5, "on the mat").unwrap(), (15, 25));
-        assert_eq!(text(char_span(&p, 5, 5, "mat").unwrap()), "mat");
-        assert_eq!(
-            text(char_span(&p, 0, 2, "The cat sat").unwrap()),
-            "The  cat\tsat"
-        );
-        assert_eq!(char_span(&p, 0, 0, "dog"), None);
-        assert_eq!(char_span(&p, 0, 9, "The"), None);
+        placeholder: a.placeholder,
     }
 }

@@ -17,8 +17,7 @@ use bertqa::backend::{
 use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
-use bertqa::pipeline::{self, InferConfig, Padding, RunConfig};
-use bertqa::tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer};
+use bertqa::pipeline::RunConfig;
 use bertqa::types::Dataset;
 
 /// Inputs from this size up get transparent huge pages ([`huge_pages_for`]).
@@ -122,79 +121,24 @@ fn finish_loading(
     Ok((dataset, digest))
 }
 
-/// A command's tokenizer and the rules it cuts windows and decodes with.
-pub(crate) struct LoadedTokenizer {
-    pub tokenizer: Tokenizer,
-    pub postprocess: bertqa::decode::Postprocess,
-    /// The file read (the vocabulary or the tokenizer.json), for a run's fingerprint.
-    pub file: PathBuf,
-}
+pub(crate) use bertqa::client::LoadedTokenizer;
 
-impl LoadedTokenizer {
-    /// The casing BERT's tokenizer runs with (a fast tokenizer's normalizer decides its
-    /// own: `--do-lower-case` does not apply, and the flag's value is kept).
-    pub(crate) fn lower_case(&self, args: &TokenizerArgs) -> bool {
-        match &self.tokenizer {
-            Tokenizer::Bert(t) => bertqa::types::TokenText::lower_case(&**t),
-            Tokenizer::Pretrained(_) => args.lower_case(),
-        }
-    }
-}
-
-/// The tokenizer of `--vocab` / `--tokenizer` and the rules of `--postprocess` (`rules`):
-/// run_qa's rules need a fast tokenizer and are the default for one that is not
-/// WordPiece; run_squad's need BERT's WordPiece. Warns when the casing looks wrong.
+/// The tokenizer of `--vocab` / `--tokenizer` and the rules of `--postprocess` (`rules`;
+/// [`bertqa::client::load_tokenizer`]). Warns when the casing looks wrong.
 pub(crate) fn load_tokenizer(
     args: &TokenizerArgs,
     rules: Option<Postprocess>,
 ) -> bertqa::Result<LoadedTokenizer> {
-    use bertqa::decode::Postprocess as Rules;
-    let Some(path) = args.tokenizer.as_deref() else {
-        if rules == Some(Postprocess::RunQa) {
-            return Err(bertqa::Error::Config(
-                "run_qa's rules cut windows with a fast tokenizer: give its tokenizer.json or \
-                 its folder with `--tokenizer`"
-                    .into(),
-            ));
-        }
-        let tokenizer = BertTokenizer::from_vocab_file(&args.vocab, args.lower_case())?;
-        warn_casing(&tokenizer);
-        return Ok(LoadedTokenizer {
-            tokenizer: Tokenizer::Bert(Box::new(tokenizer)),
-            postprocess: rules.map_or(Rules::Nvidia, Rules::from),
-            file: args.vocab.clone(),
-        });
-    };
-    let (file, kind) = PretrainedTokenizer::model_kind(path)?;
-    let postprocess = match rules {
-        Some(r) => Rules::from(r),
-        None if kind == "WordPiece" => Rules::Nvidia,
-        None => Rules::RunQa,
-    };
-    if postprocess == Rules::RunQa {
-        return Ok(LoadedTokenizer {
-            tokenizer: Tokenizer::Pretrained(Box::new(PretrainedTokenizer::from_path(path)?)),
-            postprocess,
-            file,
-        });
+    let loaded = bertqa::client::load_tokenizer(
+        &args.vocab,
+        args.tokenizer.as_deref(),
+        args.lower_case(),
+        rules.map(Into::into),
+    )?;
+    if let Some(w) = loaded.casing_warning() {
+        eprintln!("warning: {}", super::flags::name_flags(w));
     }
-    if kind != "WordPiece" {
-        return Err(bertqa::Error::input(
-            bertqa::error::Location::file(&file),
-            format!(
-                "`--postprocess {}` cuts run_squad's windows with BERT's WordPiece, but this \
-                 is a {kind} tokenizer: use `--postprocess run-qa` (the default for it)",
-                postprocess.as_str(),
-            ),
-        ));
-    }
-    let tokenizer = BertTokenizer::from_tokenizer_json(&file, args.lower_case())?;
-    warn_casing(&tokenizer);
-    Ok(LoadedTokenizer {
-        tokenizer: Tokenizer::Bert(Box::new(tokenizer)),
-        postprocess,
-        file,
-    })
+    Ok(loaded)
 }
 
 /// The tokenizer a run needs (`needed`: not for a text model of the answer contract),
@@ -211,18 +155,12 @@ pub(crate) fn run_tokenizer(
     };
     let lower_case = loaded
         .as_ref()
-        .map_or(args.lower_case(), |t| t.lower_case(args));
+        .map_or(args.lower_case(), |t| t.lower_case(args.lower_case()));
     let postprocess = loaded.as_ref().map_or(
         decode.postprocess.map_or(Default::default(), Into::into),
         |t| t.postprocess,
     );
     Ok((loaded, lower_case, postprocess))
-}
-
-fn warn_casing(tokenizer: &BertTokenizer) {
-    if let Some(w) = tokenizer.casing_warning() {
-        eprintln!("warning: {}", super::flags::name_flags(w));
-    }
 }
 
 /// The validated window geometry (run_qa's rules check theirs when windows are cut);
@@ -417,62 +355,16 @@ pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
     }
 }
 
-/// How batches for this model are padded: to `--max-seq-length` for a fixed-length
-/// model or under `--fixed-seq-len`, otherwise to each batch's longest feature.
-pub(crate) fn model_padding(load: &LoadArgs, binding: &Binding, max_seq_length: usize) -> Padding {
-    Padding::for_model(binding, max_seq_length, !load.fixed_seq_len)
-}
-
-/// The one place that turns the request-flow flags, the window and decoding settings
-/// and the model's binding into a pipeline run's configuration (`ask`, `compare`,
-/// `eval`). The caller chooses what the run keeps (logits, features).
+/// The run's configuration of the request-flow flags, the window and decoding settings
+/// and the model's binding ([`RunConfig::resolve`]: `ask`, `compare`, `eval`). The caller
+/// chooses what the run keeps (logits, features).
 pub(crate) fn run_config(
     load: &LoadArgs,
-    binding: &Binding,
+    model: &bertqa::backend::Model,
     features: FeatureConfig,
     decode: DecodeConfig,
-    padding: Padding,
 ) -> bertqa::Result<RunConfig> {
-    let batch_size = pipeline::effective_batch_size(load.batch_size, binding)?;
-    let concurrency = load.concurrency.max(1);
-    Ok(RunConfig {
-        features,
-        infer: InferConfig {
-            batch_size,
-            concurrency,
-            refill: pipeline::refill_group(concurrency, batch_size, binding),
-            warmup: load.warmup,
-            padding,
-            guard: load.padding_guard(decode.n_best_size, features.max_seq_length),
-            shared_memory: load.shared_memory.into(),
-            max_seq_len: features.max_seq_length,
-        },
-        decode,
-        keep_logits: false,
-        keep_features: false,
-    })
-}
-
-/// [`run_config`] for a text model: as many questions a request as `--batch-size`
-/// (default: the model's largest batch), its contract and batching allow; no padding
-/// of bertqa's (the server tokenizes).
-pub(crate) fn run_config_for_text(
-    load: &LoadArgs,
-    binding: &std::sync::Arc<bertqa::backend::TextBinding>,
-    features: FeatureConfig,
-    decode: DecodeConfig,
-) -> RunConfig {
-    let model = bertqa::backend::Model::Text(binding.clone());
-    let mut config = RunConfig::for_model(&model);
-    let batch_size = load.batch_size.unwrap_or(binding.max_batch_size.max(1));
-    config.infer.batch_size = binding.per_request(batch_size);
-    config.infer.concurrency = load.concurrency.max(1);
-    config.infer.warmup = load.warmup;
-    config.infer.shared_memory = load.shared_memory.into();
-    config.infer.max_seq_len = features.max_seq_length;
-    config.features = features;
-    config.decode = decode;
-    config
+    RunConfig::resolve(model, &load.load(), features, decode)
 }
 
 pub(crate) use bertqa::report::text::metric_lines;

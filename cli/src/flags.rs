@@ -11,6 +11,8 @@ const FLAGS: &[(&str, &str)] = &[
     ("`max_query_length`", "--max-query-length"),
     // Tokenizer.
     ("`vocab`", "--vocab"),
+    ("`tokenizer`", "`--tokenizer`"),
+    ("`postprocess = ", "`--postprocess "),
     ("`lower_case = false`", "--no-lower-case"),
     // Decoding and scoring.
     ("`version_2_with_negative`", "--version-2-with-negative"),
@@ -89,7 +91,7 @@ mod tests {
             .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
             .collect();
         for (_, flag) in FLAGS {
-            let name = flag.split(' ').next().unwrap();
+            let name = flag.trim_matches('`').split(' ').next().unwrap();
             assert!(longs.iter().any(|l| l == name), "{flag}");
         }
     }

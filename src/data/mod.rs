@@ -58,6 +58,17 @@ impl Format {
 /// The path that means standard input.
 pub const STDIN: &str = "-";
 
+impl crate::types::Dataset {
+    /// Reads a dataset in any format `bertqa eval --data` reads (SQuAD JSON, Hugging
+    /// Face JSON Lines or Parquet, gzipped or not, MRQA), as the command reads it. What
+    /// the reader would warn about (an empty question, a blank context) is kept as
+    /// read; [`load`] returns the warnings.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<crate::types::Dataset> {
+        let (loaded, _) = load(&[path.as_ref().to_path_buf()], false)?;
+        Ok(loaded.dataset)
+    }
+}
+
 /// Reads `paths` (one or more, `-` for standard input) as one dataset, with
 /// [`Loaded::sha256`] when `digest`. Several files must be of one scoring family (MRQA
 /// or not); their questions follow one another in the order given, and an id may

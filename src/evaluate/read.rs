@@ -34,6 +34,17 @@ impl<V: PartialEq> PartialEq for IdMap<V> {
     }
 }
 
+/// `for (id, value) in &map`: the entries in order.
+impl<'a, V> IntoIterator for &'a IdMap<V> {
+    type Item = (&'a str, &'a V);
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (String, V)>, fn(&'a (String, V)) -> (&'a str, &'a V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
 /// A predictions file: question id → answer text.
 pub type Predictions = IdMap<String>;
 /// A na-prob file: question id → no-answer score (BERT's `null_odds.json`).

@@ -43,6 +43,7 @@ mod produce;
 mod rank;
 mod report;
 mod run;
+mod settings;
 mod shared_memory;
 #[cfg(test)]
 mod tests;
@@ -55,5 +56,6 @@ pub use observe::{AnswerNeeds, NoProgress, RunObserver};
 pub use padding::{Padding, PaddingGuard, PaddingReport};
 pub use report::{InferReport, Phases};
 pub use run::{PartialOutcome, Run, RunConfig, RunOutcome};
+pub use settings::Load;
 pub use shared_memory::SharedMemoryReport;
 pub(crate) use shared_memory::SharedRegion;

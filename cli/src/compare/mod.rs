@@ -15,8 +15,8 @@ use std::sync::Arc;
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, report_format, run_config, run_config_for_text,
-    shared_pipeline_runtime, Bound, Outcome,
+    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Bound,
+    Outcome,
 };
 use super::eval::{write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
@@ -183,7 +183,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let decode = decode_config(
         &args.run.decode,
         version_2,
-        loaded.lower_case(&args.run.tokenizer),
+        loaded.lower_case(args.run.tokenizer.lower_case()),
         loaded.postprocess,
     );
     let rt = if args.parallel {
@@ -343,7 +343,9 @@ fn jobs(
                     Some((_, features, decode)) => (*features, decode.clone()),
                     None => (features_config, decode.clone()),
                 };
-                let mut config = run_config(&args.run.load, b, features, decode, padding)?;
+                let model = bertqa::backend::Model::from(b.clone());
+                let mut config = run_config(&args.run.load, &model, features, decode)?;
+                config.infer.padding = padding;
                 config.keep_logits = true;
                 config.keep_features = own.is_some();
                 Some(config)
@@ -395,7 +397,7 @@ fn own_tokenizer(
     let decode = decode_config(
         &args.run.decode,
         version_2,
-        loaded.lower_case(&tokenizer_args),
+        loaded.lower_case(tokenizer_args.lower_case()),
         loaded.postprocess,
     );
     let features = feature_config(&args.run.window, loaded.postprocess, Some(max_seq_length))?;
@@ -515,12 +517,12 @@ fn run_text(
 ) -> bertqa::Result<RunOutcome> {
     let binding = Arc::new(binding.clone());
     let load = &shared.args.run.load;
-    let mut config = run_config_for_text(
+    let mut config = run_config(
         load,
-        &binding,
+        &bertqa::backend::Model::Text(binding.clone()),
         shared.features_config,
         shared.decode.clone(),
-    );
+    )?;
     config.keep_features = true;
     config.keep_logits = true;
     super::host::stoppable_by(

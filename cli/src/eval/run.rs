@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::super::common::{
-    connect_pool_and_look, decode_config, feature_config, load_data_digest, model_padding,
-    pipeline_runtime, print_stdout, report_format, run_config as common_run_config, run_tokenizer,
-    Bound,
+    connect_pool_and_look, decode_config, feature_config, load_data_digest, pipeline_runtime,
+    print_stdout, report_format, run_config as common_run_config, run_tokenizer, Bound,
 };
 use super::super::flags::name_flags;
 use super::output::{score_with, write_partial, write_per_question, write_predictions};
@@ -420,16 +419,10 @@ pub(super) fn finish(
 /// logits when asked to save them).
 fn run_config(args: &Args, input: &Input, binding: &Binding) -> anyhow::Result<RunConfig> {
     let features = input.features;
-    let padding = model_padding(&args.run.load, binding, features.max_seq_length);
-    let mut config = common_run_config(
-        &args.run.load,
-        binding,
-        features,
-        input.decode.clone(),
-        padding,
-    )?;
+    let model = bertqa::backend::Model::from(binding.clone());
+    let mut config = common_run_config(&args.run.load, &model, features, input.decode.clone())?;
     config.keep_logits = args.save_logits;
-    check_padding(padding, features.max_seq_length, binding)?;
+    check_padding(config.infer.padding, features.max_seq_length, binding)?;
     Ok(config)
 }
 

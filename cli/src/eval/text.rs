@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::super::common::{run_config_for_text, Bound};
+use super::super::common::{run_config, Bound};
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
 use crate::resume;
@@ -52,12 +52,12 @@ pub(super) fn against_server(
     let (journal, stop) = guard_journal(journal)?;
     let observer = EvalObserver::new(args, None)?.with_replies(&journal);
     let binding = Arc::new(binding);
-    let config = run_config_for_text(
+    let config = run_config(
         &args.run.load,
-        &binding,
+        &bertqa::backend::Model::Text(binding.clone()),
         input.features,
         input.decode.clone(),
-    );
+    )?;
     let per_request = config.infer.batch_size;
     let (outcome, server_metrics) =
         with_metrics(args, rt, &binding.model, &binding.version, || {

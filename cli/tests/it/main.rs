@@ -17,6 +17,7 @@ mod html_reports;
 mod http;
 mod http_commands;
 mod http_tls;
+mod library;
 mod merge;
 mod metrics;
 mod models;

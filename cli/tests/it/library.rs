@@ -1,0 +1,215 @@
+//! The library as a program outside the project holds it: the examples (examples/,
+//! built from the library alone) ask a question and evaluate a dataset through
+//! `bertqa::blocking::Client` (a token model and BERT's vocabulary), the async
+//! `bertqa::Client` in a tokio program (a RoBERTa model by run_qa's rules, with its
+//! tokenizer.json) and text models of both contracts (no tokenizer); the stage-level
+//! `bertqa::evaluation::Evaluate` does the same. Each gives `bertqa eval`'s files byte for
+//! byte, its exact match and its predictions, and `bertqa ask`'s answer and span.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bertqa::evaluation::Evaluate;
+use bertqa::tokenize::PretrainedTokenizer;
+use bertqa::{BertTokenizer, ClientConfig, Model, RunConfig, TritonClient};
+use serde_json::Value;
+
+use super::common::{bertqa, root, server};
+
+const DATA: &str = "data/sample-squad-v2.json";
+const CONTEXT: &str = "The lighthouse at Varne Point was designed by Ada Byron in 1851.";
+const QUESTION: &str = "Who designed the lighthouse?";
+
+/// The files every way writes and the test compares.
+const FILES: [&str; 4] = [
+    "predictions.json",
+    "nbest_predictions.json",
+    "null_odds.json",
+    "per_question.jsonl",
+];
+
+/// An example program of the library, as `cargo test --all-targets` (the test command)
+/// builds it beside this test binary.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run the tests with `cargo test --all-targets` (or `cargo build \
+         --examples` first)",
+        path.display()
+    );
+    path
+}
+
+/// The flag that gives a model its fast tokenizer (run_qa's rules), if it has one.
+fn tokenizer_flag(model: &str) -> Vec<&'static str> {
+    match model {
+        "tiny-roberta" => vec!["--tokenizer", "tests/fixtures/tokenizers/roberta"],
+        _ => vec![],
+    }
+}
+
+/// Runs `example` with `args`; returns its JSON line.
+fn run_example(name: &str, args: &[&str]) -> Value {
+    let o = Command::new(example(name))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{name} {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `bertqa eval` of `model` into `dir`; returns its metrics.json.
+fn eval_command(url: &str, model: &str, dir: &Path) -> Value {
+    let dir_arg = dir.display().to_string();
+    let mut args = vec![
+        "eval",
+        "--data",
+        DATA,
+        "--model",
+        model,
+        "--url",
+        url,
+        "--quiet",
+        "--output-dir",
+        &dir_arg,
+    ];
+    args.extend(tokenizer_flag(model));
+    let o = bertqa(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).unwrap()).unwrap()
+}
+
+/// `bertqa ask --json` of the example's question; returns its answer.
+fn ask_command(url: &str, model: &str) -> Value {
+    let mut args = vec![
+        "ask",
+        "--model",
+        model,
+        "--url",
+        url,
+        "--question",
+        QUESTION,
+        "--context",
+        CONTEXT,
+        "--json",
+    ];
+    args.extend(tokenizer_flag(model));
+    let o = bertqa(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    report["answers"][0].clone()
+}
+
+/// Evaluates `model` through the stage-level library (`Evaluate`) into `dir`.
+fn evaluate_stages(url: &str, model: &str, dir: &Path) -> Model {
+    let root = root();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dataset = bertqa::squad::read(&root.join(DATA)).unwrap();
+    let tokenizer = BertTokenizer::from_vocab_file(&root.join("vocab/vocab.txt"), true).unwrap();
+    let config = ClientConfig {
+        url: url.into(),
+        ..ClientConfig::default()
+    };
+    let client = rt.block_on(TritonClient::connect(&config)).unwrap();
+    let bound = rt
+        .block_on(bertqa::look(
+            &client,
+            model,
+            "",
+            &Default::default(),
+            &Default::default(),
+        ))
+        .unwrap();
+    let fast = tokenizer_flag(model)
+        .get(1)
+        .map(|t| PretrainedTokenizer::from_path(&root.join(t)).unwrap());
+    let mut run = RunConfig::for_model(&bound);
+    run.decode.version_2_with_negative = dataset.looks_like_v2();
+    if fast.is_some() {
+        run.decode.postprocess = bertqa::decode::Postprocess::RunQa;
+    }
+    let evaluation = Evaluate {
+        runtime: &rt,
+        model: bound.clone(),
+        // An answer-contract model needs no vocabulary: none is given.
+        tokenizer: match &bound {
+            Model::Text(b) if matches!(b.contract, bertqa::Contract::Answer { .. }) => None,
+            _ => match &fast {
+                Some(t) => Some(t.into()),
+                None => Some((&tokenizer).into()),
+            },
+        },
+        config: &run,
+        na_prob_thresh: 1.0,
+        output_dir: dir,
+    }
+    .run(&client, &dataset)
+    .unwrap();
+    assert_eq!(evaluation.outcome.predictions.len(), dataset.examples.len());
+    assert!(evaluation.files.iter().any(|f| f == "per_question.jsonl"));
+    bound
+}
+
+#[test]
+fn the_library_answers_and_evaluates_as_the_command_does() {
+    let url = server().url.clone();
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, model) in [
+        ("client_token", "tiny-bert"),
+        ("client_family", "tiny-roberta"),
+        ("client_text", "qa-text-logits"),
+        ("client_text", "qa-text-answer"),
+    ] {
+        let dir = |way: &str| {
+            let d = tmp.path().join(format!("{model}-{way}"));
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        };
+        let (cli, client, stages) = (dir("cli"), dir("client"), dir("stages"));
+        let out = client.display().to_string();
+        let args: Vec<&str> = match name {
+            "client_token" => vec![&url, model, "vocab/vocab.txt", DATA, &out],
+            "client_family" => vec![&url, model, "tests/fixtures/tokenizers/roberta", DATA, &out],
+            _ => vec![&url, model, DATA, &out],
+        };
+        let line = run_example(name, &args);
+        let metrics = eval_command(&url, model, &cli);
+        assert_eq!(evaluate_stages(&url, model, &stages).name(), model);
+        for f in FILES {
+            let read = |d: &Path| std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            assert!(
+                read(&client) == read(&cli),
+                "{model}: the client's {f} differs"
+            );
+            assert!(
+                read(&stages) == read(&cli),
+                "{model}: the stages' {f} differs"
+            );
+        }
+        assert_eq!(line["exact"], metrics["metrics"]["exact"], "{model}");
+        assert_eq!(line["f1"], metrics["metrics"]["f1"], "{model}");
+        let predictions: Value =
+            serde_json::from_slice(&std::fs::read(cli.join("predictions.json")).unwrap()).unwrap();
+        assert_eq!(line["predictions"], predictions, "{model}");
+        let asked = ask_command(&url, model);
+        assert_eq!(line["answer"]["text"], asked["answer"], "{model}");
+        assert_eq!(line["answer"]["start_char"], asked["start_char"], "{model}");
+        assert_eq!(line["answer"]["end_char"], asked["end_char"], "{model}");
+        assert_eq!(line["answer"]["no_answer"], asked["no_answer"], "{model}");
+    }
+}

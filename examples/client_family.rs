@@ -1,0 +1,43 @@
+//! A model of another family (RoBERTa, DistilBERT, DeBERTa-v3, ...) through the async
+//! client in a tokio program: its tokenizer.json, run_qa's rules.
+//!
+//! Usage: `client_family URL MODEL TOKENIZER_DIR DATA OUT_DIR`. Asks one question,
+//! evaluates DATA, writes the reference's files into OUT_DIR and prints one JSON line:
+//! the answer, the exact match and F1, and every prediction.
+
+use bertqa::{Client, Dataset};
+
+const CONTEXT: &str = "The lighthouse at Varne Point was designed by Ada Byron in 1851.";
+const QUESTION: &str = "Who designed the lighthouse?";
+
+#[tokio::main]
+async fn main() -> bertqa::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [url, model, tokenizer, data, out]: [String; 5] = args.try_into().unwrap_or_else(|_| {
+        eprintln!("usage: client_family URL MODEL TOKENIZER_DIR DATA OUT_DIR");
+        std::process::exit(2)
+    });
+    let client = Client::builder(url)
+        .model(model)
+        .tokenizer(tokenizer)
+        .build()
+        .await?;
+    // The client is shared by tasks: the answer and the evaluation run at once.
+    let dataset = Dataset::open(data)?;
+    let (answer, evaluation) =
+        tokio::join!(client.ask(QUESTION, CONTEXT), client.evaluate(&dataset));
+    let (answer, evaluation) = (answer?, evaluation?);
+    evaluation.write_files(&out)?;
+    let predictions: serde_json::Map<String, serde_json::Value> = (&evaluation.predictions)
+        .into_iter()
+        .map(|(id, text)| (id.to_string(), text.as_str().into()))
+        .collect();
+    let line = serde_json::json!({
+        "answer": answer,
+        "exact": evaluation.metrics.exact(),
+        "f1": evaluation.metrics.f1(),
+        "predictions": predictions,
+    });
+    println!("{line}");
+    Ok(())
+}

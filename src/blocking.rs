@@ -1,0 +1,72 @@
+//! [`Client`]: the async [`crate::Client`]'s methods, blocking the calling thread (as
+//! reqwest's `blocking` module does). Not for use inside an async runtime's task: there,
+//! hold the async client.
+//!
+//! ```no_run
+//! # fn main() -> bertqa::Result<()> {
+//! let client = bertqa::blocking::Client::builder("localhost:8001")
+//!     .model("bert")
+//!     .vocab("vocab/vocab.txt")
+//!     .build()?;
+//! let answer = client.ask("Who designed it?", "It was designed by Ada Byron.")?;
+//! println!("{}", answer.text);
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::client::{Answer, Evaluation};
+use crate::error::Result;
+use crate::types::Dataset;
+
+/// A connection to one model on one or more servers (blocking). Cheap to clone; usable
+/// from several threads at once.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: crate::Client,
+}
+
+/// The settings of a blocking [`Client`]: the async builder's methods, and a `build`
+/// that blocks.
+pub type ClientBuilder = crate::client::ClientBuilder<crate::client::Blocking>;
+
+impl Client {
+    /// A builder for a client of the server at `url` (see [`crate::Client::builder`]).
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(url.into())
+    }
+
+    pub(crate) fn new(inner: crate::Client) -> Client {
+        Client { inner }
+    }
+
+    /// The model as it was bound.
+    pub fn model(&self) -> &crate::Model {
+        self.inner.model()
+    }
+
+    /// The answer to `question` about `context`.
+    pub fn ask(&self, question: &str, context: &str) -> Result<Answer> {
+        let mut answers = self.ask_many([(question, context)])?;
+        Ok(answers.remove(0))
+    }
+
+    /// The answers to many questions, each with its context, in order.
+    pub fn ask_many<Q: AsRef<str>, C: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = (Q, C)>,
+    ) -> Result<Vec<Answer>> {
+        self.inner
+            .engine()
+            .ask(&crate::client::dataset_of(questions))
+    }
+
+    /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
+    pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
+        self.inner.engine().evaluate(dataset)
+    }
+
+    /// The async client over the same connections.
+    pub fn as_async(&self) -> &crate::Client {
+        &self.inner
+    }
+}

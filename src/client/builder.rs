@@ -1,0 +1,441 @@
+//! [`ClientBuilder`]: a method per setting, named as the command line's flag in snake
+//! case, with the flag's default; `build` connects, looks at the model and loads the
+//! tokenizer once.
+
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{load_tokenizer, Client, Engine, LoadedTokenizer};
+use crate::backend::{
+    BindingOverrides, ClientConfig, Contract, GrpcCall, Header, Model, Pool, PoolConfig, Protocol,
+    RetryPolicy, Secret, Security, SharedMemory, TextOverrides, TlsConfig,
+};
+use crate::decode::{DecodeConfig, Postprocess};
+use crate::error::{Error, Result};
+use crate::features::FeatureConfig;
+use crate::pipeline::Load;
+
+/// The settings of a [`Client`] before it connects: [`Client::builder`]. `M` says which
+/// client `build` gives: [`Async`] (this module's), or [`Blocking`]
+/// ([`crate::blocking::Client`]); the settings are the same.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder<M = Async> {
+    mode: PhantomData<M>,
+    urls: Vec<String>,
+    protocol: Protocol,
+    transport: Option<GrpcCall>,
+    model: Option<String>,
+    model_version: String,
+    vocab: PathBuf,
+    tokenizer: Option<PathBuf>,
+    lower_case: bool,
+    postprocess: Option<Postprocess>,
+    version_2: Option<bool>,
+    max_seq_length: Option<usize>,
+    doc_stride: usize,
+    max_query_length: usize,
+    n_best_size: usize,
+    max_answer_length: usize,
+    null_score_diff_threshold: f64,
+    na_prob_thresh: f64,
+    load: Load,
+    timeout: Duration,
+    connect_timeout: Duration,
+    tls: Option<TlsConfig>,
+    headers: Vec<(String, Secret)>,
+    authority: Option<String>,
+    retry: RetryPolicy,
+    connections: usize,
+    wait_ready: Duration,
+    binding: BindingOverrides,
+    text: TextOverrides,
+}
+
+/// [`ClientBuilder::build`] gives the async [`Client`].
+#[derive(Debug, Clone, Copy)]
+pub struct Async;
+
+/// [`ClientBuilder::build`] gives a [`crate::blocking::Client`].
+#[derive(Debug, Clone, Copy)]
+pub struct Blocking;
+
+/// The settings a client runs with, once the model and the tokenizer are known.
+pub(super) struct Resolved {
+    pub(super) features: FeatureConfig,
+    /// Its `version_2_with_negative` is set per call.
+    pub(super) decode: DecodeConfig,
+    pub(super) version_2: Option<bool>,
+    pub(super) na_prob_thresh: f64,
+    pub(super) load: Load,
+}
+
+impl<M> ClientBuilder<M> {
+    pub(crate) fn new(url: String) -> ClientBuilder<M> {
+        let features = FeatureConfig::default();
+        let decode = DecodeConfig::default();
+        ClientBuilder {
+            mode: PhantomData,
+            urls: vec![url],
+            protocol: Protocol::Grpc,
+            transport: None,
+            model: None,
+            model_version: String::new(),
+            vocab: PathBuf::from("vocab/vocab.txt"),
+            tokenizer: None,
+            lower_case: true,
+            postprocess: None,
+            version_2: None,
+            max_seq_length: None,
+            doc_stride: features.doc_stride,
+            max_query_length: features.max_query_length,
+            n_best_size: decode.n_best_size,
+            max_answer_length: decode.max_answer_length,
+            null_score_diff_threshold: decode.null_score_diff_threshold,
+            na_prob_thresh: 1.0,
+            load: Load::default(),
+            timeout: Duration::from_millis(60_000),
+            connect_timeout: Duration::from_millis(5_000),
+            tls: None,
+            headers: Vec::new(),
+            authority: None,
+            retry: RetryPolicy::default(),
+            connections: 1,
+            wait_ready: Duration::ZERO,
+            binding: BindingOverrides::default(),
+            text: TextOverrides::default(),
+        }
+    }
+
+    /// Another server with the same model: requests are spread over every server, and
+    /// one that fails is retried elsewhere (`--url`, repeated).
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        let url = url.into();
+        if !self.urls.contains(&url) {
+            self.urls.push(url);
+        }
+        self
+    }
+
+    /// The protocol the servers are spoken to in (`--protocol`; default gRPC).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Which gRPC call carries requests (`--transport`; default: a stream over gRPC,
+    /// one call per request over HTTP).
+    pub fn transport(mut self, transport: GrpcCall) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// The model to ask (`--model`; required).
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.model = Some(name.into());
+        self
+    }
+
+    /// The model's version (`--model-version`; default: the server's choice).
+    pub fn model_version(mut self, version: impl Into<String>) -> Self {
+        self.model_version = version.into();
+        self
+    }
+
+    /// BERT's vocabulary (`--vocab`; default `vocab/vocab.txt`): run_squad's rules.
+    pub fn vocab(mut self, path: impl Into<PathBuf>) -> Self {
+        self.vocab = path.into();
+        self
+    }
+
+    /// A fast tokenizer: its tokenizer.json or the folder `save_pretrained` writes
+    /// (`--tokenizer`); run_qa's rules unless it is WordPiece.
+    pub fn tokenizer(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tokenizer = Some(path.into());
+        self
+    }
+
+    /// Lower-case the text before BERT's WordPiece (`--no-lower-case` for false; default
+    /// true).
+    pub fn lower_case(mut self, yes: bool) -> Self {
+        self.lower_case = yes;
+        self
+    }
+
+    /// The windowing and post-processing rules (`--postprocess`; default: the
+    /// tokenizer's).
+    pub fn postprocess(mut self, rules: Postprocess) -> Self {
+        self.postprocess = Some(rules);
+        self
+    }
+
+    /// SQuAD 2.0's rules: the answer may be that there is none
+    /// (`--version-2-with-negative`; default: `evaluate` as the data looks, `ask` not).
+    pub fn version_2_with_negative(mut self, yes: bool) -> Self {
+        self.version_2 = Some(yes);
+        self
+    }
+
+    /// Tokens per window (`--max-seq-length`; default: the model's fixed length, else
+    /// 384).
+    pub fn max_seq_length(mut self, n: usize) -> Self {
+        self.max_seq_length = Some(n);
+        self
+    }
+
+    /// Step between window starts (`--doc-stride`; default 128).
+    pub fn doc_stride(mut self, n: usize) -> Self {
+        self.doc_stride = n;
+        self
+    }
+
+    /// Question word pieces kept (`--max-query-length`; default 64).
+    pub fn max_query_length(mut self, n: usize) -> Self {
+        self.max_query_length = n;
+        self
+    }
+
+    /// Candidates kept per question (`--n-best-size`; default 20).
+    pub fn n_best_size(mut self, n: usize) -> Self {
+        self.n_best_size = n;
+        self
+    }
+
+    /// Longest answer, in word pieces (`--max-answer-length`; default 30).
+    pub fn max_answer_length(mut self, n: usize) -> Self {
+        self.max_answer_length = n;
+        self
+    }
+
+    /// SQuAD 2.0: no answer when the null odds exceed this (`--null-score-diff-threshold`;
+    /// default 0).
+    pub fn null_score_diff_threshold(mut self, t: f64) -> Self {
+        self.null_score_diff_threshold = t;
+        self
+    }
+
+    /// The official v2 script's `--na-prob-thresh` (default 1.0).
+    pub fn na_prob_thresh(mut self, t: f64) -> Self {
+        self.na_prob_thresh = t;
+        self
+    }
+
+    /// Features (a text model: questions) per request (`--batch-size`; default: the
+    /// model's).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.load.batch_size = Some(n);
+        self
+    }
+
+    /// Requests kept in flight (`--concurrency`; default 4).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.load.concurrency = n;
+        self
+    }
+
+    /// How tensors travel (`--shared-memory`; default: system shared memory with a local
+    /// server for an evaluation, in the messages for `ask`).
+    pub fn shared_memory(mut self, mode: SharedMemory) -> Self {
+        self.load.shared_memory = mode;
+        self
+    }
+
+    /// Pad every batch to `max_seq_length` (`--fixed-seq-len`).
+    pub fn fixed_seq_len(mut self, yes: bool) -> Self {
+        self.load.fixed_seq_len = yes;
+        self
+    }
+
+    /// Pad each batch to its longest feature without the probe (`--dynamic-seq-len`).
+    pub fn dynamic_seq_len(mut self, yes: bool) -> Self {
+        self.load.dynamic_seq_len = yes;
+        self
+    }
+
+    /// Deadline of each call (`--timeout-ms`; default 60 s).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+
+    /// Deadline of connecting (`--connect-timeout-ms`; default 5 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// TLS (`--ssl` and its files); an `https://` URL turns it on regardless.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// A header (gRPC metadata) sent with every call (`--header NAME:VALUE`); checked
+    /// when the client is built, and never shown in errors.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), Secret::new(value.into())));
+        self
+    }
+
+    /// The name a gateway routes by (`--authority`).
+    pub fn authority(mut self, authority: impl Into<String>) -> Self {
+        self.authority = Some(authority.into());
+        self
+    }
+
+    /// Retries of a failed request (`--retries`; default 3).
+    pub fn retries(mut self, n: u32) -> Self {
+        self.retry.retries = n;
+        self
+    }
+
+    /// Connections per server (`--connections`; default 1).
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n;
+        self
+    }
+
+    /// Wait up to this long for the servers and the model to be ready (`--wait-ready`).
+    pub fn wait_ready(mut self, d: Duration) -> Self {
+        self.wait_ready = d;
+        self
+    }
+
+    /// A token model's tensor names, where they cannot be inferred.
+    pub fn binding(mut self, overrides: BindingOverrides) -> Self {
+        self.binding = overrides;
+        self
+    }
+
+    /// A text model's tensor names, where they cannot be inferred.
+    pub fn text_binding(mut self, overrides: TextOverrides) -> Self {
+        self.text = overrides;
+        self
+    }
+
+    /// Connects, looks at the model and loads the tokenizer, blocking the calling
+    /// thread.
+    fn connect(self) -> Result<Engine> {
+        let model_name = self
+            .model
+            .clone()
+            .ok_or_else(|| Error::Config("no model given: name it with `model`".into()))?;
+        let pool_config = self.pool_config()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("bertqa-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start the client's runtime: {e}")))?;
+        let (pool, model) = runtime.block_on(async {
+            let pool = Pool::connect(&pool_config, &model_name, &self.model_version).await?;
+            let model = pool
+                .look(&model_name, &self.model_version, &self.binding, &self.text)
+                .await?;
+            Ok::<_, Error>((pool, model))
+        })?;
+        // The vocabulary only where the model needs it: not for the answer contract.
+        let needed =
+            !matches!(&model, Model::Text(b) if matches!(b.contract, Contract::Answer { .. }));
+        let tokenizer = match needed {
+            true => Some(load_tokenizer(
+                &self.vocab,
+                self.tokenizer.as_deref(),
+                self.lower_case,
+                self.postprocess,
+            )?),
+            false => None,
+        };
+        let settings = self.resolve(&model, tokenizer.as_ref())?;
+        Ok(Engine {
+            runtime: Some(runtime),
+            pool,
+            urls: pool_config.urls,
+            model,
+            tokenizer,
+            settings,
+        })
+    }
+
+    fn resolve(&self, model: &Model, tokenizer: Option<&LoadedTokenizer>) -> Result<Resolved> {
+        let lower_case = tokenizer.map_or(self.lower_case, |t| t.lower_case(self.lower_case));
+        let postprocess = tokenizer.map_or(self.postprocess.unwrap_or_default(), |t| t.postprocess);
+        let fixed_len = match model {
+            Model::Tokens(b) => b.fixed_len(),
+            Model::Text(_) => None,
+        };
+        let features = FeatureConfig {
+            max_seq_length: self
+                .max_seq_length
+                .or(fixed_len)
+                .unwrap_or(FeatureConfig::default().max_seq_length),
+            doc_stride: self.doc_stride,
+            max_query_length: self.max_query_length,
+        };
+        // run_qa's rules check their windows when they are cut.
+        if postprocess != Postprocess::RunQa {
+            features.validate()?;
+        }
+        Ok(Resolved {
+            features,
+            decode: DecodeConfig {
+                n_best_size: self.n_best_size,
+                max_answer_length: self.max_answer_length,
+                version_2_with_negative: false,
+                null_score_diff_threshold: self.null_score_diff_threshold,
+                postprocess,
+                lower_case,
+            },
+            version_2: self.version_2,
+            na_prob_thresh: self.na_prob_thresh,
+            load: self.load,
+        })
+    }
+
+    fn pool_config(&self) -> Result<PoolConfig> {
+        let headers = self
+            .headers
+            .iter()
+            .map(|(name, value)| Header::new(name, value))
+            .collect::<Result<Vec<Header>>>()?;
+        let transport = self.transport.unwrap_or(match self.protocol {
+            Protocol::Grpc => GrpcCall::Stream,
+            Protocol::Http => GrpcCall::Unary,
+        });
+        Ok(PoolConfig {
+            urls: self.urls.clone(),
+            connections: self.connections.max(1),
+            client: ClientConfig {
+                url: self.urls[0].clone(),
+                connect_timeout: self.connect_timeout,
+                request_timeout: self.timeout,
+                security: Security {
+                    tls: self.tls.clone(),
+                    headers,
+                },
+                transport,
+                protocol: self.protocol,
+                authority: self.authority.clone(),
+            },
+            retry: self.retry.clone(),
+            wait_ready: self.wait_ready,
+        })
+    }
+}
+
+impl ClientBuilder<Async> {
+    /// Connects, looks at the model and loads the tokenizer (on a thread of its own:
+    /// the caller's executor is not blocked).
+    pub async fn build(self) -> Result<Client> {
+        super::off_the_executor(move || self.connect().map(Client::from_engine)).await
+    }
+}
+
+impl ClientBuilder<Blocking> {
+    /// Connects, looks at the model and loads the tokenizer.
+    pub fn build(self) -> Result<crate::blocking::Client> {
+        Ok(crate::blocking::Client::new(Client::from_engine(
+            self.connect()?,
+        )))
+    }
+}

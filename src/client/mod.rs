@@ -1,0 +1,355 @@
+//! A client that a program holds: built once from a URL and the settings the command
+//! line's flags give, it connects, looks at the model and loads the tokenizer once; then
+//! it answers questions ([`Client::ask`], [`Client::ask_many`]) and evaluates datasets
+//! ([`Client::evaluate`]) as `bertqa ask` and `bertqa eval` do, answers and files alike.
+//!
+//! ```no_run
+//! # async fn example() -> bertqa::Result<()> {
+//! let client = bertqa::Client::builder("localhost:8001")
+//!     .model("bert")
+//!     .vocab("vocab/vocab.txt")
+//!     .build()
+//!     .await?;
+//! let answer = client
+//!     .ask("Who designed the lighthouse?", "The lighthouse was designed by Ada Byron.")
+//!     .await?;
+//! println!("{} ({:?})", answer.text, answer.probability);
+//! let evaluation = client.evaluate(&bertqa::Dataset::open("dev-v2.0.json")?).await?;
+//! println!("EM {:.2}, F1 {:.2}", evaluation.metrics.exact(), evaluation.metrics.f1());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`crate::blocking::Client`] has the same methods for a program without an async
+//! runtime.
+//!
+//! Contract:
+//! - A client keeps a runtime of its own (one worker thread) on which its connections
+//!   live and its requests are kept in flight; a run builds windows and decodes on
+//!   threads of its own, as the command does. The async methods hand the work to those
+//!   threads and await it, so they never block the caller's executor, whichever it is.
+//! - A client is cheap to clone (the clones share the connections) and may be used from
+//!   several tasks or threads at once; each call is a run of its own.
+//! - The model decides what a question needs: a token model gets windows cut by the
+//!   tokenizer (BERT's vocabulary and run_squad's rules, or a `tokenizer.json` and
+//!   run_qa's rules); a text model is sent the text (the vocabulary is read only for a
+//!   logits-contract model, whose answers are decoded here).
+
+mod answer;
+mod builder;
+mod tokenizer;
+
+use std::sync::{Arc, Mutex};
+
+use crate::backend::{Model, Pool, SharedMemory, TextReply};
+use crate::error::{Error, Result};
+use crate::evaluate::{Metrics, Predictions, Scores};
+use crate::evaluation;
+use crate::pipeline::{Run, RunConfig, RunObserver, RunOutcome};
+use crate::types::{Dataset, Example};
+
+pub use answer::{Answer, Candidate};
+pub use builder::{Async, Blocking, ClientBuilder};
+pub use tokenizer::{load_tokenizer, LoadedTokenizer};
+
+/// A connection to one model on one or more servers (async).
+#[derive(Clone)]
+pub struct Client {
+    engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("model", &self.engine.model.name())
+            .field("urls", &self.engine.urls)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A builder for a client of the server at `url` (`HOST:PORT`, `http://` or
+    /// `https://` accepted; more servers with [`ClientBuilder::url`]).
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(url.into())
+    }
+
+    /// The model as it was bound: a token model's tensors, or a text model's contract.
+    pub fn model(&self) -> &Model {
+        &self.engine.model
+    }
+
+    /// The answer to `question` about `context`.
+    pub async fn ask(&self, question: &str, context: &str) -> Result<Answer> {
+        let mut answers = self.ask_many([(question, context)]).await?;
+        Ok(answers.remove(0))
+    }
+
+    /// The answers to many questions, each with its context, in order: batched and kept
+    /// in flight as an evaluation sends them.
+    pub async fn ask_many<Q: AsRef<str>, C: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = (Q, C)>,
+    ) -> Result<Vec<Answer>> {
+        let dataset = dataset_of(questions);
+        let engine = self.engine.clone();
+        off_the_executor(move || engine.ask(&dataset)).await
+    }
+
+    /// Runs every question of `dataset` and scores the answers as the official scripts
+    /// do. SQuAD 2.0's rules apply when set, or when the data looks like 2.0.
+    pub async fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
+        let dataset = dataset.clone();
+        let engine = self.engine.clone();
+        off_the_executor(move || engine.evaluate(&dataset)).await
+    }
+
+    pub(crate) fn from_engine(engine: Engine) -> Client {
+        Client {
+            engine: Arc::new(engine),
+        }
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+/// An evaluation's results: the official metrics, every question's answer, and what the
+/// run measured.
+#[derive(Debug)]
+pub struct Evaluation {
+    /// The official scores (`exact()`, `f1()` for either SQuAD version).
+    pub metrics: Metrics,
+    /// Question id → answer text, in the data's order (`predictions.json`).
+    pub predictions: Predictions,
+    /// The official scores with every question's.
+    pub scores: Scores,
+    /// The run: decoded predictions with their n-best, latency, throughput, phases.
+    pub outcome: RunOutcome,
+    version_2: bool,
+    null_odds: bool,
+}
+
+impl Evaluation {
+    /// Writes the reference's files into `dir` (which must exist), byte for byte those
+    /// of `bertqa eval`: `predictions.json`, `nbest_predictions.json`, `null_odds.json`
+    /// (SQuAD 2.0, when the model gives null odds) and `per_question.jsonl`. Returns
+    /// their names.
+    pub fn write_files(&self, dir: impl AsRef<std::path::Path>) -> Result<Vec<String>> {
+        let dir = dir.as_ref();
+        let null_odds = self.version_2 && self.null_odds;
+        let mut files =
+            evaluation::write_predictions(dir, &self.outcome.predictions, null_odds, None)?;
+        evaluation::write_per_question(dir, &self.outcome.predictions, &self.scores)?;
+        files.push("per_question.jsonl".into());
+        Ok(files)
+    }
+
+    /// Whether SQuAD 2.0's rules were applied.
+    pub fn version_2_with_negative(&self) -> bool {
+        self.version_2
+    }
+}
+
+/// What a client holds once built: its runtime, the connections, the bound model, the
+/// tokenizer and the resolved settings.
+pub(crate) struct Engine {
+    /// Taken when dropped (shut down without waiting: a runtime cannot be dropped where
+    /// blocking is not allowed, as in an async caller's task).
+    runtime: Option<tokio::runtime::Runtime>,
+    pool: Pool,
+    model: Model,
+    urls: Vec<String>,
+    tokenizer: Option<LoadedTokenizer>,
+    settings: builder::Resolved,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Engine {
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives as long as the client")
+    }
+
+    /// The run's configuration for `dataset` (SQuAD 2.0 as set, else as the data looks).
+    fn config(&self, version_2: bool) -> Result<RunConfig> {
+        let mut decode = self.settings.decode.clone();
+        decode.version_2_with_negative = version_2;
+        RunConfig::resolve(
+            &self.model,
+            &self.settings.load,
+            self.settings.features,
+            decode,
+        )
+    }
+
+    fn run(
+        &self,
+        dataset: &Dataset,
+        config: &RunConfig,
+        observer: &dyn RunObserver,
+    ) -> Result<RunOutcome> {
+        let mut run = Run::new(
+            self.runtime(),
+            &self.pool,
+            self.model.clone(),
+            dataset,
+            config,
+        )
+        .observer(observer);
+        if let Some(t) = &self.tokenizer {
+            run = run.tokenizer(&t.tokenizer);
+        }
+        run.run()
+    }
+
+    pub(crate) fn ask(&self, dataset: &Dataset) -> Result<Vec<Answer>> {
+        if dataset.examples.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut config = self.config(self.settings.version_2.unwrap_or(false))?;
+        // A few requests gain less from shared memory than registering a region costs.
+        if self.settings.load.shared_memory == SharedMemory::Auto {
+            config.infer.shared_memory = SharedMemory::None;
+        }
+        config.keep_features = true;
+        let replies = TextAnswers::new(dataset.examples.len());
+        let outcome = self.run(dataset, &config, &replies)?;
+        let given = replies.take();
+        Ok(outcome
+            .predictions
+            .iter()
+            .zip(&dataset.examples)
+            .zip(given)
+            .map(|((p, e), given)| match given {
+                Some(a) => Answer::from_text_answer(&e.qas_id, a),
+                None => {
+                    Answer::from_prediction(p, &dataset.paragraphs[e.paragraph_index], &outcome)
+                }
+            })
+            .collect())
+    }
+
+    pub(crate) fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
+        let version_2 = self.settings.version_2.unwrap_or(false) || dataset.looks_like_v2();
+        let config = self.config(version_2)?;
+        let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress)?;
+        let null_odds = evaluation::gives_null_odds(&self.model);
+        let scores = evaluation::score_with(
+            dataset,
+            &outcome.predictions,
+            version_2,
+            null_odds,
+            self.settings.na_prob_thresh,
+        )?;
+        Ok(Evaluation {
+            metrics: scores.metrics.clone(),
+            predictions: Predictions::from_decoded(&outcome.predictions),
+            scores,
+            outcome,
+            version_2,
+            null_odds,
+        })
+    }
+}
+
+/// Runs `work` on a thread of its own and awaits its result: a run drives the client's
+/// runtime itself and must not run on the caller's executor.
+async fn off_the_executor<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bertqa-run".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| Error::Config(format!("cannot start a run's thread: {e}")))?;
+    rx.await
+        .map_err(|_| Error::Config("the run's thread ended without an answer".into()))?
+}
+
+/// The in-memory dataset of questions, each with its context (ids `q1`, `q2`, … in
+/// order; a context given again is one paragraph).
+pub(crate) fn dataset_of<Q: AsRef<str>, C: AsRef<str>>(
+    questions: impl IntoIterator<Item = (Q, C)>,
+) -> Dataset {
+    let mut dataset = Dataset::default();
+    let mut contexts: Vec<String> = Vec::new();
+    for (i, (q, c)) in questions.into_iter().enumerate() {
+        let c = c.as_ref();
+        let paragraph_index = match contexts.iter().position(|k| k == c) {
+            Some(k) => k,
+            None => {
+                contexts.push(c.to_string());
+                dataset.paragraphs.push(crate::squad::split_context(c));
+                contexts.len() - 1
+            }
+        };
+        dataset.examples.push(Example {
+            example_index: i,
+            qas_id: format!("q{}", i + 1),
+            question_text: q.as_ref().to_string(),
+            paragraph_index,
+            answers: Vec::new(),
+            is_impossible: false,
+        });
+    }
+    dataset
+}
+
+/// A run's observer that keeps what an answer-contract model said of each question (its
+/// own answer, score, no-answer output and characters, beyond the decoded prediction).
+#[derive(Debug)]
+pub struct TextAnswers(Mutex<Vec<Option<crate::backend::TextAnswer>>>);
+
+impl TextAnswers {
+    /// Room for `questions` answers, by question index.
+    pub fn new(questions: usize) -> Self {
+        TextAnswers(Mutex::new(vec![None; questions]))
+    }
+
+    /// The answers kept, by question index (`None`: the model gave none, or is not of
+    /// the answer contract).
+    pub fn take(&self) -> Vec<Option<crate::backend::TextAnswer>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl RunObserver for TextAnswers {
+    fn on_reply(&self, example_index: usize, reply: &TextReply) -> Result<()> {
+        if let TextReply::Answer(a) = reply {
+            let mut answers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = answers.get_mut(example_index) {
+                *slot = Some(a.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_about_one_context_share_its_paragraph() {
+        let d = dataset_of([("a?", "one"), ("b?", "two"), ("c?", "one")]);
+        assert_eq!(d.paragraphs.len(), 2);
+        let at: Vec<(usize, &str)> = d
+            .examples
+            .iter()
+            .map(|e| (e.paragraph_index, e.qas_id.as_str()))
+            .collect();
+        assert_eq!(at, [(0, "q1"), (1, "q2"), (0, "q3")]);
+    }
+}
