@@ -16,8 +16,9 @@
 //! - The order of the candidates is [`search`]'s. A model without a batch dimension
 //!   (max batch size 0) has only its instance count searched. A stop (the token) ends the search
 //!   after the level under way is drained.
-//! - At the end, whatever happened (a stop, an error, a failed candidate), the
-//!   original is put back and read back equal; with `keep_best`, the best candidate
+//! - At the end, whatever happened (a stop, an error, a failed candidate, a panic inside
+//!   the search, which goes on once the configuration is back), the original is put
+//!   back and read back equal; with `keep_best`, the best candidate
 //!   is loaded instead, without the marker. Either way the state file records it.
 
 pub mod config;
@@ -133,30 +134,38 @@ impl Tune<'_> {
         }
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut error: Option<Error> = None;
-        search::search(&baseline, &space, self.exhaustive, |s| {
-            if self.stop.is_cancelled() {
-                return Step::Stop;
-            }
-            let index = candidates.len();
-            progress.candidate(index, s);
-            match self.measure(rt, &original, s, index == 0, &record.marker, progress) {
-                Ok(c) => {
-                    progress.done(index, &c);
-                    let stopped = c.status == "stopped";
-                    let score = c.score();
-                    candidates.push(c);
-                    if stopped {
+        // A panic inside the search (a callback's, or a bug) still puts the original
+        // back before it goes on: caught here, where the runtime can be driven.
+        let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            search::search(&baseline, &space, self.exhaustive, |s| {
+                if self.stop.is_cancelled() {
+                    return Step::Stop;
+                }
+                let index = candidates.len();
+                progress.candidate(index, s);
+                match self.measure(rt, &original, s, index == 0, &record.marker, progress) {
+                    Ok(c) => {
+                        progress.done(index, &c);
+                        let stopped = c.status == "stopped";
+                        let score = c.score();
+                        candidates.push(c);
+                        if stopped {
+                            Step::Stop
+                        } else {
+                            Step::Score(score)
+                        }
+                    }
+                    Err(e) => {
+                        error = Some(e);
                         Step::Stop
-                    } else {
-                        Step::Score(score)
                     }
                 }
-                Err(e) => {
-                    error = Some(e);
-                    Step::Stop
-                }
-            }
-        });
+            })
+        }));
+        let panicked = searched.err();
+        if panicked.is_some() {
+            error.get_or_insert_with(|| Error::Config("the search panicked".into()));
+        }
         if error.is_none() && self.stop.is_cancelled() {
             error = Some(Error::Stopped);
         }
@@ -193,6 +202,10 @@ impl Tune<'_> {
                 ));
                 error.get_or_insert(e);
             }
+        }
+        if let Some(payload) = panicked {
+            // Put back (or said not to be, in the state): the panic goes on.
+            std::panic::resume_unwind(payload);
         }
         Ok(Tuned {
             report,

@@ -554,3 +554,97 @@ fn tune_refuses_a_server_that_cannot_load_configurations_in_one_sentence() {
     // Nothing was written.
     assert!(!tmp.path().join("tune-state.json").exists());
 }
+
+/// A progress that panics once candidate `.0` is measured (loaded: not the
+/// configuration found, candidate 0).
+struct PanicAt(usize);
+
+impl bertqa::perf::PerfProgress for PanicAt {}
+
+impl bertqa::tune::TuneProgress for PanicAt {
+    fn done(&self, index: usize, _candidate: &bertqa::tune::report::Candidate) {
+        if index == self.0 {
+            panic!("injected at candidate {index}");
+        }
+    }
+}
+
+/// A panic inside the search (here a progress callback's, once the second candidate is
+/// loaded and measured, through the library's `Tune`) still puts the original back
+/// before it goes on.
+#[test]
+fn a_panic_inside_the_search_puts_the_original_back() {
+    use bertqa::backend::{describe, Binding, ClientConfig, Protocol};
+    use bertqa::perf::{Budget, Load, PerfConfig, Window};
+    use bertqa::tune::{search::Space, Control, Tune, Workload};
+    let model = "tune-fixed-cost-panic";
+    let before = config(model);
+    let s = tune_server();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let connect = |url: String, protocol| {
+        let config = ClientConfig {
+            url,
+            protocol,
+            request_timeout: Duration::from_secs(600),
+            ..ClientConfig::default()
+        };
+        rt.block_on(bertqa::TritonClient::connect(&config)).unwrap()
+    };
+    let client = connect(s.url.clone(), Protocol::Grpc);
+    let http = connect(format!("127.0.0.1:{}", s.http_port), Protocol::Http);
+    let control = rt.block_on(Control::open(http, model)).unwrap();
+    let (metadata, model_config) = rt.block_on(describe(&client, model, "")).unwrap();
+    let binding =
+        Binding::infer(&metadata, model_config.as_ref(), "", &Default::default()).unwrap();
+    let tokenizer =
+        bertqa::BertTokenizer::from_vocab_file(&root().join("vocab/vocab.txt"), true).unwrap();
+    let dataset = bertqa::squad::read(&root().join(SAMPLE)).unwrap();
+    let (features, _) = bertqa::features::build(&tokenizer, Default::default(), &dataset).unwrap();
+    let padding = bertqa::Padding::for_model(&binding, 384, true);
+    let tmp = tempfile::tempdir().unwrap();
+    let tune = Tune {
+        model,
+        control: &control,
+        client: &client,
+        workload: Workload::Tokens {
+            batches: bertqa::perf::make_batches(&features, 1, padding),
+            overrides: Default::default(),
+        },
+        perf: PerfConfig {
+            load: Load::Concurrency(vec![2]),
+            window: Window::Count(8),
+            max_trials: 3,
+            stability_percent: 50.0,
+            budget: Some(Budget {
+                threshold_us: 150_000.0,
+                percentile: 99.0,
+                binary_search: false,
+            }),
+            ..PerfConfig::default()
+        },
+        space: Space {
+            max_batch_sizes: vec![8, 32],
+            delays_us: vec![0],
+            instances: vec![1],
+            preferred: vec![],
+        },
+        exhaustive: false,
+        keep_best: false,
+        output_dir: tmp.path(),
+        stop: Default::default(),
+    };
+    let caught =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tune.run(&rt, &PanicAt(1))));
+    let payload = caught.err().expect("the panic goes on");
+    let said = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(said, "injected at candidate 1");
+    assert_eq!(config(model), before);
+    let (state, _) = bertqa::tune::state::read(tmp.path()).unwrap();
+    assert!(state.restored, "the state says the original is back");
+}

@@ -93,10 +93,11 @@ pub fn start_server_with(
 }
 
 /// The models of `tune`'s tests (`models/tune`), each used by one test only.
-pub const TUNE_MODELS: [&str; 6] = [
+pub const TUNE_MODELS: [&str; 7] = [
     "tune-fixed-cost",
     "tune-fixed-cost-sigint",
     "tune-fixed-cost-sigkill",
+    "tune-fixed-cost-panic",
     "tune-refuses-16",
     "tune-tiny-bert",
     // With its steps tune-text-tokenizer and tune-text-null.
