@@ -114,7 +114,6 @@
 extern crate self as bertqa;
 
 pub mod backend;
-pub mod blocking;
 pub mod client;
 pub mod data;
 pub mod decode;
@@ -147,7 +146,7 @@ pub use backend::{
     RetryPolicy, RetryStats, Secret, Security, SeqLen, ServerInfo, ServerWindows, SharedMemory,
     TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
 };
-pub use client::{Answer, Candidate, Client, ClientBuilder, Evaluation};
+pub use client::{blocking, Answer, Candidate, Client, ClientBuilder, Evaluation};
 pub use error::{Error, Result};
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,

@@ -36,6 +36,7 @@
 //!   logits-contract model, whose answers are decoded here).
 
 mod answer;
+pub mod blocking;
 mod builder;
 mod tokenizer;
 

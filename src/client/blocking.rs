@@ -14,7 +14,7 @@
 //! # }
 //! ```
 
-use crate::client::{Answer, Evaluation};
+use super::{Answer, Evaluation};
 use crate::error::Result;
 use crate::types::Dataset;
 
