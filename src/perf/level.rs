@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 use super::requests_log::{self, LevelKey, RequestLog};
 use super::stats::{self, Arrivals};
 use super::text::{self, Steps, TextLoad, TextRequest};
+use super::Servers;
 use super::{
     warnings, Batch, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
     PerfProgress, ServerBreakdown, Window,
@@ -85,7 +86,7 @@ enum Sent<'a> {
 
 /// State shared by the load generators of one level and the measuring loop.
 pub(super) struct Shared {
-    client: TritonClient,
+    servers: Servers,
     /// The level being measured (`None`: warm-up).
     level: Option<Level>,
     /// The window requests now complete in (see [`requests_log`]); changed under the
@@ -125,7 +126,9 @@ impl Shared {
     /// transport as the request is sent, so that time counts in the response wait, not
     /// in the preparation. A text model's pairs go the same way, as BYTES tensors.
     pub(super) async fn one_request(&self) -> Result<()> {
-        let i = self.next_batch.fetch_add(1, Ordering::Relaxed) % self.source.len();
+        let n = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        let i = n % self.source.len();
+        let client = self.servers.pick(n);
         let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
         let t0 = Instant::now();
         let mut t = [t0; 3];
@@ -146,7 +149,7 @@ impl Shared {
             }
         };
         let answered = match request {
-            Ok(request) => self.send_and_read(shm, request, &mut t).await,
+            Ok(request) => self.send_and_read(client, shm, request, &mut t).await,
             Err(e) => Err(e),
         };
         let t3 = Instant::now();
@@ -162,7 +165,8 @@ impl Shared {
         };
         let mut records = self.records.lock().expect("records lock");
         if let (Some(log), Some(wall)) = (&self.requests_log, wall) {
-            self.log(log, wall, &sent, &record, answered.as_ref().err());
+            let error = answered.as_ref().err();
+            self.log(log, wall, client.url(), &sent, &record, error);
         }
         answered?;
         records.push(record);
@@ -181,6 +185,7 @@ impl Shared {
     /// message is built by the transport as it is sent, so that counts in the wait.
     async fn send_and_read(
         &self,
+        client: &TritonClient,
         shm: &SharedRegion,
         request: InferRequest,
         t: &mut [Instant; 3],
@@ -190,7 +195,7 @@ impl Shared {
         t[1] = Instant::now();
         t[2] = t[1];
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, _, in_shm) = placed.send(&self.client).await?;
+        let (response, _, in_shm) = placed.send(client).await?;
         t[2] = Instant::now();
         match &self.source {
             Source::Tokens { .. } => {
@@ -207,11 +212,13 @@ impl Shared {
         }
     }
 
-    /// Writes a request's line (called under the `records` lock).
+    /// Writes a request's line (called under the `records` lock); `endpoint`: the
+    /// server it went to.
     fn log(
         &self,
         log: &RequestLog,
         wall: std::time::SystemTime,
+        endpoint: &str,
         sent: &Sent<'_>,
         r: &Record,
         error: Option<&Error>,
@@ -238,7 +245,7 @@ impl Shared {
             batch_size,
             seq_len,
             features,
-            endpoint: self.client.url(),
+            endpoint,
             outcome: if error.is_some() { "error" } else { "ok" },
             code: error.map(|e| crate::backend::RetryPolicy::default().classify(e).code),
             retries: 0,
@@ -299,13 +306,13 @@ pub(super) fn rate(n: f64, d: Duration) -> f64 {
 }
 
 pub(super) fn new_shared(
-    client: &TritonClient,
+    servers: &Servers,
     source: &Source,
     level: Option<Level>,
     config: &PerfConfig,
 ) -> Arc<Shared> {
     Arc::new(Shared {
-        client: client.clone(),
+        servers: servers.clone(),
         level,
         window: AtomicU64::new(0),
         requests_log: config.requests_log.clone(),
@@ -396,11 +403,7 @@ pub(super) fn start_load(
 /// The model's statistics now (`None`: the server does not report them).
 pub(super) async fn statistics(shared: &Shared) -> Result<Option<ServerCounters>> {
     let (model, version) = shared.source.model();
-    let stats = shared
-        .client
-        .model_statistics_if_any(model, version)
-        .await?;
-    Ok(stats.map(|s| ServerCounters::from_stats(&s)))
+    shared.servers.statistics(model, version).await
 }
 
 /// The statistics of an ensemble's steps now, latest versions (empty: no steps; `None`:
@@ -408,8 +411,8 @@ pub(super) async fn statistics(shared: &Shared) -> Result<Option<ServerCounters>
 async fn step_statistics(shared: &Shared) -> Result<Steps> {
     let mut steps = Vec::with_capacity(shared.source.steps().len());
     for step in shared.source.steps() {
-        match shared.client.model_statistics_if_any(step, "").await? {
-            Some(s) => steps.push((step.clone(), ServerCounters::from_stats(&s))),
+        match shared.servers.statistics(step, "").await? {
+            Some(s) => steps.push((step.clone(), s)),
             None => return Ok(None),
         }
     }

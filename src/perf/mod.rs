@@ -30,6 +30,7 @@ pub(crate) mod budget;
 pub mod export;
 mod level;
 pub(crate) mod requests_log;
+mod servers;
 pub(crate) mod stats;
 pub mod text;
 
@@ -38,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::shm::{self, SharedMemory};
-use crate::backend::{Binding, TritonClient};
+use crate::backend::Binding;
 use crate::error::{Error, Result};
 use crate::metrics::counters::us;
 use crate::metrics::scraper::Scraper;
@@ -49,6 +50,7 @@ use budget::Plan;
 pub use budget::{Budget, LevelBudget};
 use level::{measure, new_shared, start_load, statistics, summarize, Source};
 pub use requests_log::RequestLog;
+pub use servers::Servers;
 pub use stats::{Distribution, Range, ServerBreakdown};
 pub use text::{StepResult, TextLoad};
 
@@ -285,7 +287,7 @@ pub trait PerfProgress: Sync {
 /// Runs the sweep: every level of `config.load` in order, each until stable or
 /// `max_trials` windows. The first request error ends the sweep with that error.
 pub async fn sweep(
-    client: &TritonClient,
+    servers: &Servers,
     binding: Arc<Binding>,
     batches: Vec<Batch>,
     config: &PerfConfig,
@@ -302,8 +304,8 @@ pub async fn sweep(
     let rows = batches.iter().map(|b| b.features.len()).max().unwrap_or(1);
     let seq_len = batches.iter().map(|b| b.seq_len).max().unwrap_or(1);
     let shm = SharedRegion::open(
-        config.shared_memory,
-        Some(client),
+        shared_memory(config, servers)?,
+        Some(servers.first()),
         most_inflight,
         &binding,
         rows,
@@ -315,7 +317,7 @@ pub async fn sweep(
         binding,
         batches: Arc::new(batches),
     };
-    let swept = sweep_levels(client, source, config, progress).await;
+    let swept = sweep_levels(servers, source, config, progress).await;
     let report = shm.close().await;
     Ok((swept?, report))
 }
@@ -324,7 +326,7 @@ pub async fn sweep(
 /// context pairs, through shared memory as `config.shared_memory` says (slots for the
 /// largest request); an ensemble's steps are reported one by one.
 pub async fn sweep_text(
-    client: &TritonClient,
+    servers: &Servers,
     load: TextLoad,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
@@ -339,13 +341,18 @@ pub async fn sweep_text(
         .map(|r| crate::backend::text_request::contents_len(&r.pairs));
     let largest = largest.max().unwrap_or(0);
     let in_flight = most_inflight(config);
-    let shm =
-        SharedRegion::open_text(config.shared_memory, Some(client), in_flight, largest).await?;
+    let shm = SharedRegion::open_text(
+        shared_memory(config, servers)?,
+        Some(servers.first()),
+        in_flight,
+        largest,
+    )
+    .await?;
     let source = Source::Text {
         shm: shm.clone(),
         load: Arc::new(load),
     };
-    let swept = sweep_levels(client, source, config, progress).await;
+    let swept = sweep_levels(servers, source, config, progress).await;
     let report = shm.close().await;
     Ok((swept?, report))
 }
@@ -356,6 +363,19 @@ fn most_inflight(config: &PerfConfig) -> usize {
     match &config.load {
         Load::Concurrency(v) => v.iter().copied().max().unwrap_or(1),
         Load::RequestRate { .. } => config.max_inflight.min(shm::MAX_SLOTS),
+    }
+}
+
+/// Shared memory is one server's: with several, tensors travel in the messages
+/// (`SharedMemory::Auto`), and asking for system shared memory is an error.
+fn shared_memory(config: &PerfConfig, servers: &Servers) -> Result<SharedMemory> {
+    match config.shared_memory {
+        _ if servers.len() == 1 => Ok(config.shared_memory),
+        SharedMemory::System => Err(Error::Config(format!(
+            "`SharedMemory::System` is one server's memory: with {} servers the tensors              travel in the messages (leave it out)",
+            servers.len()
+        ))),
+        _ => Ok(SharedMemory::None),
     }
 }
 
@@ -375,7 +395,7 @@ fn check(config: &PerfConfig) -> Result<()> {
 
 /// A sweep of `source` (the shared memory region, if any, open).
 async fn sweep_levels(
-    client: &TritonClient,
+    servers: &Servers,
     source: Source,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
@@ -385,7 +405,7 @@ async fn sweep_levels(
         if stopped() {
             return Err(Error::Stopped);
         }
-        let shared = new_shared(client, &source, None, config);
+        let shared = new_shared(servers, &source, None, config);
         shared.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
@@ -400,7 +420,7 @@ async fn sweep_levels(
         }
         let level = levels[i];
         progress.level(level);
-        let shared = new_shared(client, &source, Some(level), config);
+        let shared = new_shared(servers, &source, Some(level), config);
         // Nothing is in flight here and after the drain: counters read at both points
         // cover the same requests.
         let opened = match &config.metrics {

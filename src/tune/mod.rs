@@ -302,6 +302,7 @@ impl Tune<'_> {
             }
             self.check_same_server(rt, marker)?;
         }
+        let servers = perf::Servers::one(self.client.clone());
         let swept = match &self.workload {
             Workload::Tokens { batches, overrides } => {
                 let binding = rt.block_on(async {
@@ -310,7 +311,7 @@ impl Tune<'_> {
                     Binding::infer(&metadata, config.as_ref(), "", overrides)
                 })?;
                 rt.block_on(perf::sweep(
-                    self.client,
+                    &servers,
                     Arc::new(binding),
                     batches.clone(),
                     &self.perf,
@@ -318,7 +319,7 @@ impl Tune<'_> {
                 ))
             }
             Workload::Text(load) => rt.block_on(perf::sweep_text(
-                self.client,
+                &servers,
                 load.clone(),
                 &self.perf,
                 progress,

@@ -33,6 +33,7 @@ pub enum DistributionArg {
 /// Load sweep in the manner of perf_analyzer, with real features from a SQuAD file.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("url", |a| a.help(super::args::URL_SPREAD_HELP)),
     mut_arg("concurrency", |a| a.help("Requests in flight, without a range below")),
     mut_arg("quiet", |a| a.help("No progress lines")),
     // Accepted, but perf always pads so: to each batch's longest window, unchecked.
@@ -214,16 +215,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
     let rt = runtime()?;
-    // One endpoint (the first --url): the server statistics are that server's.
+    // Every --url: requests go to each in turn, the servers' statistics are summed; the
+    // model is described by the first.
     let described = rt.block_on(async {
-        let client = bertqa::backend::TritonClient::connect(&client_config(&args.server)?).await?;
+        let servers = connect_servers(&args.server).await?;
         let (metadata, model_config) =
-            bertqa::backend::describe(&client, &args.model, &args.model_version).await?;
-        Ok::<_, bertqa::Error>((client, metadata, model_config))
+            bertqa::backend::describe(servers.first(), &args.model, &args.model_version).await?;
+        Ok::<_, bertqa::Error>((servers, metadata, model_config))
     });
     // A vocabulary that does not load is the first error, unless the model takes text
     // (it needs none).
-    let (client, metadata, model_config) = match described {
+    let (servers, metadata, model_config) = match described {
         Ok(d) => d,
         Err(e) => {
             tokenizer?;
@@ -232,7 +234,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     if bertqa::backend::text::takes_text(&metadata) {
         let model = text::Model {
-            client,
+            servers,
             metadata,
             config: model_config,
         };
@@ -245,7 +247,28 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &super::common::binding_overrides(&args.binding),
     )?;
     let features = token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
-    run_tokens(&args, config, &rt, client, binding, &features)
+    run_tokens(&args, config, &rt, servers, binding, &features)
+}
+
+/// A client of each `--url` (each address once).
+async fn connect_servers(server: &super::args::ServerArgs) -> bertqa::Result<perf::Servers> {
+    let config = client_config(server)?;
+    let mut clients: Vec<bertqa::TritonClient> = Vec::new();
+    for url in server
+        .url
+        .iter()
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+    {
+        if clients.iter().all(|c| c.url() != url) {
+            let config = bertqa::ClientConfig {
+                url: url.to_string(),
+                ..config.clone()
+            };
+            clients.push(bertqa::TritonClient::connect(&config).await?);
+        }
+    }
+    perf::Servers::new(clients)
 }
 
 /// The windows of `dataset` for a model bound as `binding` (perf and tune send them).
@@ -304,7 +327,7 @@ fn run_tokens(
     args: &Args,
     mut config: PerfConfig,
     rt: &tokio::runtime::Runtime,
-    client: bertqa::TritonClient,
+    servers: perf::Servers,
     binding: bertqa::Binding,
     features: &[bertqa::types::Feature],
 ) -> anyhow::Result<Outcome> {
@@ -341,9 +364,9 @@ fn run_tokens(
         name: binding.model.clone(),
         version: binding.version.clone(),
     };
-    let metrics = start(args, rt, &client, model, &mut config)?;
+    let metrics = start(args, rt, servers.first(), model, &mut config)?;
     let swept = rt.block_on(perf::sweep(
-        &client,
+        &servers,
         binding.clone(),
         batches,
         &config,
@@ -361,7 +384,7 @@ fn run_tokens(
         padding: padding_words,
     };
     let swept = stop(&config, swept)?;
-    finish(args, &config, client.protocol(), metrics, subject, swept)
+    finish(args, &config, &servers, metrics, subject, swept)
 }
 
 /// What the report says of the model and its requests: the part of the report that
@@ -426,7 +449,7 @@ pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::
 pub(crate) fn finish(
     args: &Args,
     config: &PerfConfig,
-    protocol: bertqa::backend::Protocol,
+    servers: &perf::Servers,
     metrics: bertqa::metrics::Choice,
     subject: Subject,
     (levels, shared_memory): (Vec<perf::LevelResult>, pipeline::SharedMemoryReport),
@@ -435,8 +458,8 @@ pub(crate) fn finish(
         model: subject.model,
         version: subject.version,
         platform: subject.platform,
-        url: args.server.first_url().to_string(),
-        protocol,
+        url: servers.urls().join(","),
+        protocol: servers.first().protocol(),
         max_batch_size: subject.max_batch_size,
         batch_declared: subject.batch_declared,
         batch_size_given: args.load.batch_size.is_some(),

@@ -13,11 +13,10 @@ use super::{finish, start, stop, Args, Lines, Subject};
 use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
 use bertqa::backend::text::TextBinding;
 use bertqa::perf::{self, PerfConfig, TextLoad};
-use bertqa::TritonClient;
 
 /// The model, as the server described it.
 pub(crate) struct Model {
-    pub client: TritonClient,
+    pub servers: perf::Servers,
     pub metadata: ModelMetadataResponse,
     pub config: Option<ModelConfig>,
 }
@@ -31,7 +30,7 @@ pub(crate) fn run(
     model: Model,
 ) -> anyhow::Result<Outcome> {
     let Model {
-        client,
+        servers,
         metadata,
         config: model_config,
     } = model;
@@ -59,13 +58,13 @@ pub(crate) fn run(
         name: binding.model.clone(),
         version: args.model_version.clone(),
     };
-    let metrics = start(args, rt, &client, key, &mut config)?;
+    let metrics = start(args, rt, servers.first(), key, &mut config)?;
     let load = TextLoad {
         requests: perf::text::make_requests(&pairs, per_request),
         binding: std::sync::Arc::new(binding.clone()),
         version: args.model_version.clone(),
     };
-    let swept = rt.block_on(perf::sweep_text(&client, load, &config, &progress));
+    let swept = rt.block_on(perf::sweep_text(&servers, load, &config, &progress));
     let subject = Subject {
         model: binding.model.clone(),
         version: args.model_version.clone(),
@@ -78,7 +77,7 @@ pub(crate) fn run(
         padding: "none (the server tokenizes)".into(),
     };
     let swept = stop(&config, swept)?;
-    finish(args, &config, client.protocol(), metrics, subject, swept)
+    finish(args, &config, &servers, metrics, subject, swept)
 }
 
 /// Every question of the data with its context, in file order (a paragraph's context

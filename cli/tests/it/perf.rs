@@ -451,3 +451,55 @@ fn export_input_data_is_perf_analyzers_format_and_decodes_to_the_features() {
         }
     }
 }
+
+/// Two `--url`s: requests go to both servers in turn (the requests log names each
+/// request's), the report names both, and the servers' statistics are summed.
+#[test]
+fn two_urls_spread_the_load_over_both_servers_and_sum_their_statistics() {
+    let _null = null_model();
+    let (a, b) = (&perf_server().url, &crate::common::server().url);
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let log_arg = log.display().to_string();
+    let mut args = vec![
+        "perf",
+        "--model",
+        "null",
+        "--data",
+        SAMPLE,
+        "--url",
+        a,
+        "--url",
+        b,
+        "--no-metrics",
+        "--json",
+        "--requests-jsonl",
+        &log_arg,
+    ];
+    args.extend_from_slice(&crate::common::SHORT_LEVEL);
+    let o = bertqa(&args);
+    assert!(o.status.success(), "{}", show(&o));
+    let v = json_of(&o);
+    assert_eq!(v["model"]["url"], format!("{a},{b}"));
+    let lines = read(&log);
+    let to = |url: &str| {
+        lines
+            .lines()
+            .filter(|l| serde_json::from_str::<Value>(l).unwrap()["endpoint"] == url)
+            .count()
+    };
+    let (to_a, to_b) = (to(a), to(b));
+    assert!(
+        to_a > 0 && to_b > 0,
+        "requests to {a}: {to_a}, to {b}: {to_b}"
+    );
+    assert!(to_a.abs_diff(to_b) <= 1, "in turn: {to_a} and {to_b}");
+    // Each server saw its half: the sum is the client's count (or more, where another
+    // test sent to the shared server's `null` meanwhile).
+    let level = &v["levels"][0];
+    let (client, server) = (f(&level["requests"]), f(&level["server"]["requests"]));
+    assert!(
+        server >= client,
+        "server {server} < client {client}: {level}"
+    );
+}
