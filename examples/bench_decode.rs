@@ -14,7 +14,7 @@ use bertqa::evaluate::{self, Predictions, ScoreConfig};
 use bertqa::tokenize::BertTokenizer;
 use bertqa::types::{Feature, Logits};
 
-/// The allocator of the `bertqa` binary (src/main.rs), so that this measures what the
+/// The allocator of the `bertqa` binary (cli/src/main.rs), so that this measures what the
 /// binary's decoder thread does.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

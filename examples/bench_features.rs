@@ -24,7 +24,7 @@ use bertqa::features::{FeatureBuilder, FeatureConfig};
 use bertqa::tokenize::{BertTokenizer, EncoderStats};
 use bertqa::types::Feature;
 
-/// The allocator of the `bertqa` binary (src/main.rs), so that this measures what the
+/// The allocator of the `bertqa` binary (cli/src/main.rs), so that this measures what the
 /// binary's producer thread does.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -17,7 +17,7 @@ use bertqa::{
 };
 use prost::Message;
 
-/// The allocator of the `bertqa` binary (src/main.rs).
+/// The allocator of the `bertqa` binary (cli/src/main.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

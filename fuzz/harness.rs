@@ -1,6 +1,6 @@
 //! The fuzz harnesses: each takes arbitrary bytes and must never panic. Shared by the
 //! cargo-fuzz targets (`fuzz/fuzz_targets/`) and by the regression test that replays the
-//! kept inputs (`tests/fixtures/fuzz/<target>/`, `tests/it/fuzz.rs`).
+//! kept inputs (`tests/fixtures/fuzz/<target>/`, `cli/tests/it/fuzz.rs`).
 //!
 //! - `squad_reader`: the bytes as a SQuAD file (errors are fine, panics are not).
 //! - `hf_rows`, `mrqa`, `parquet`: the bytes as Hugging Face rows in JSON Lines, MRQA

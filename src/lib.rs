@@ -9,24 +9,57 @@
 //! ```
 //!
 //! Every stage but the backend is plain synchronous Rust over the types of [`types`].
-//! The library never parses flags, prints or exits; the `bertqa` binary (src/main.rs over
-//! the `cli` module, built with the default `cli` feature) does that. Messages name a
-//! setting as its configuration does, in backticks (`` `doc_stride` ``,
-//! `` `root_cert` ``), never as a command-line flag; the binary writes them as its flags.
+//! The library never parses flags, prints or exits; the `bertqa` command (the package
+//! `bertqa-cli`, over this library's public API) does that. Messages name a setting as
+//! its configuration does, in backticks (`` `doc_stride` ``, `` `root_cert` ``), never as
+//! a command-line flag; the command writes them as its flags.
 //!
 //! A `§N.M` in a comment cites docs/algorithm.md, where the reference rules this code
 //! reproduces (and their traps) are written down.
 //!
-//! # The front door
+//! # The front door: a client
 //!
-//! What a program needs to ask questions of a BERT-QA model served by Triton (or any
-//! KServe v2 server) is re-exported here: read a dataset ([`squad`]), load the
+//! [`blocking::Client`] (or the async [`Client`], the same methods) is built once from a
+//! URL and the settings the command's flags give; it connects, looks at the model and
+//! loads the tokenizer once, then answers questions and evaluates datasets as `bertqa
+//! ask` and `bertqa eval` do:
+//!
+//! ```no_run
+//! # fn main() -> bertqa::Result<()> {
+//! let client = bertqa::blocking::Client::builder("localhost:8001")
+//!     .model("bert")
+//!     .vocab("vocab/vocab.txt")
+//!     .build()?;
+//! let answer = client.ask(
+//!     "Who designed the lighthouse?",
+//!     "The lighthouse at Varne Point was designed by Ada Byron in 1851.",
+//! )?;
+//! println!("{} [{:?}, {:?})", answer.text, answer.start_char, answer.end_char);
+//! let evaluation = client.evaluate(&bertqa::Dataset::open("dev-v2.0.json")?)?;
+//! println!("EM {:.2} F1 {:.2}", evaluation.metrics.exact(), evaluation.metrics.f1());
+//! for (id, text) in &evaluation.predictions {
+//!     println!("{id}: {text}");
+//! }
+//! evaluation.write_files("out")?; // predictions.json, nbest_predictions.json, ...
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A model of another family is built with `.tokenizer(dir)` (its tokenizer.json,
+//! run_qa's rules); a model that takes text needs neither. `examples/client_*.rs` show
+//! each.
+//!
+//! # The stages
+//!
+//! A program may also drive the stages itself: read a dataset ([`squad`]), load the
 //! vocabulary ([`BertTokenizer`], run_squad's rules) or another family's fast tokenizer
-//! ([`PretrainedTokenizer`], run_qa's rules: [`decode::Postprocess::RunQa`]), connect ([`TritonClient`], or a [`Pool`] of
-//! endpoints with retries), bind the model's tensors ([`bind`]), run ([`Run`]), score
-//! ([`evaluate::score`]). The topic modules ([`squad`], [`tokenize`], [`features`],
-//! [`decode`], [`evaluate`], [`types`], [`logits_io`], [`journal`], [`error`]) hold the
-//! rest of what a user can call; everything else is the crate's own.
+//! ([`PretrainedTokenizer`], run_qa's rules: [`decode::Postprocess::RunQa`]), connect
+//! ([`TritonClient`], or a [`Pool`] of endpoints with retries), bind the model's tensors
+//! ([`bind`], or [`look`] for any model), run ([`Run`]), score ([`evaluate::score`]), or
+//! a whole evaluation with the command's files ([`evaluation::Evaluate`]). The topic
+//! modules ([`squad`], [`tokenize`], [`features`], [`decode`], [`evaluate`], [`types`],
+//! [`logits_io`], [`journal`], [`error`]) hold the rest; [`perf`], [`tune`], [`report`],
+//! [`metrics`] and [`shard`] are the other commands' engines and reports.
 //!
 //! Asking one question:
 //!

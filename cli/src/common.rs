@@ -24,7 +24,7 @@ use bertqa::types::Dataset;
 pub(crate) const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
 
 /// Lets the allocator's arena use transparent huge pages from now on when `path` is a
-/// large input. The binary starts with them off (`src/main.rs`): a small run would zero
+/// large input. The binary starts with them off (`cli/src/main.rs`): a small run would zero
 /// whole 2 MiB pages it barely uses. A run over a large file fills tens of MB, where
 /// 4 KiB pages cost a page fault each and the word caches' random lookups miss the TLB.
 pub(crate) fn huge_pages_for(path: &Path) {

@@ -4,7 +4,7 @@
 //! connection, server or model error. A broken pipe on stdout exits 0.
 //!
 //! Each command's help lists only the flags that act on it, under headings
-//! ([`args`]); `tests/it/help.rs` compares every command's `--help` with tests/help/.
+//! ([`args`]); `cli/tests/it/help.rs` compares every command's `--help` with tests/help/.
 
 mod args;
 mod ask;

@@ -12,7 +12,7 @@ use bertqa_cli::embed;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-/// The binary's allocator (src/main.rs): the pipeline allocates and frees many small
+/// The binary's allocator (cli/src/main.rs): the pipeline allocates and frees many small
 /// buffers on several threads. Python's own objects keep Python's allocator.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -118,7 +118,7 @@ fn flags(
         .collect()
 }
 
-/// As the binary does at its start (src/main.rs): mimalloc's arenas without
+/// As the binary does at its start (cli/src/main.rs): mimalloc's arenas without
 /// transparent huge pages. Only for the command, never for a host's Python process.
 fn no_transparent_huge_pages() {
     #[cfg(target_os = "linux")]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure Chromium (Debian's package) is installed, for the tests that load the HTML
-# reports in a real headless browser (tests/it/html_reports.rs) and for the report
+# reports in a real headless browser (cli/tests/it/html_reports.rs) and for the report
 # screenshots (scripts/bench/report_screenshots.sh), and prints the path of its binary.
 # Installs it with apt-get when missing (as root, or through sudo).
 . "$(dirname "$0")/../common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure nginx (Debian's package) is installed, for the tests through a real reverse
-# proxy (tests/it/gateways.rs), and prints the path of its binary. Installs it with
+# proxy (cli/tests/it/gateways.rs), and prints the path of its binary. Installs it with
 # apt-get when missing (as root, or through sudo); the system service is not started:
 # the tests run their own nginx on free ports with a configuration of their own.
 . "$(dirname "$0")/../common.sh"
