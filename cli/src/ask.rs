@@ -6,12 +6,11 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
     decode_config, feature_config, pipeline_runtime, print_stdout, report_format, run_config,
-    run_tokenizer, Bound, Outcome,
+    run_tokenizer, Outcome,
 };
 use bertqa::backend::text::TextAnswer;
 use bertqa::backend::{Contract, Model};
@@ -93,7 +92,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &args.text,
     ))?;
     // The vocabulary only where the model needs it: not for the answer contract.
-    let needed = !matches!(&bound, Bound::Text(b) if matches!(b.contract, Contract::Answer { .. }));
+    let needed = bound.needs_tokenizer();
     let (tokenizer, lower_case, postprocess) =
         run_tokenizer(&args.run.tokenizer, &args.run.decode, needed)?;
     let version_2 = args.run.decode.version_2_with_negative;
@@ -105,10 +104,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         SharedMemoryArg::Auto => bertqa::backend::SharedMemory::None,
         given => given.into(),
     };
-    let model = match &bound {
-        Bound::Tokens(binding) => Model::from(binding.clone()),
-        Bound::Text(binding) => Model::Text(Arc::new(binding.clone())),
-    };
+    let model = bound.clone();
     let mut config = run_config(&args.run.load, &model, features, decode)?;
     config.infer.shared_memory = shared_memory;
     config.keep_features = true;
@@ -128,13 +124,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         mean: latency.mean() / 1000.0,
     };
     let given = match &bound {
-        Bound::Text(b) => match &b.contract {
+        Model::Text(b) => match &b.contract {
             Contract::Answer { no_answer, .. } => {
                 Some(no_answer.as_ref().is_some_and(|n| n.probability))
             }
             Contract::Logits { .. } => None,
         },
-        Bound::Tokens(_) => None,
+        Model::Tokens(_) => None,
     };
     let answers: Vec<Answer> = match given {
         Some(probability) => replies

@@ -261,61 +261,6 @@ pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<
     })
 }
 
-/// How a model is bound: its token inputs, or text (a question and a context).
-#[derive(Debug, Clone)]
-pub(crate) enum Bound {
-    Tokens(Binding),
-    Text(bertqa::backend::text::TextBinding),
-}
-
-impl Bound {
-    /// The fixed sequence length of a model that takes token ids (`None`: any length,
-    /// or a model that takes text).
-    pub(crate) fn fixed_len(&self) -> Option<usize> {
-        match self {
-            Bound::Tokens(b) => b.fixed_len(),
-            Bound::Text(_) => None,
-        }
-    }
-
-    pub(crate) fn model(&self) -> &str {
-        match self {
-            Bound::Tokens(b) => &b.model,
-            Bound::Text(b) => &b.model,
-        }
-    }
-
-    pub(crate) fn version(&self) -> &str {
-        match self {
-            Bound::Tokens(b) => &b.version,
-            Bound::Text(b) => &b.version,
-        }
-    }
-
-    pub(crate) fn platform(&self) -> &str {
-        match self {
-            Bound::Tokens(b) => &b.platform,
-            Bound::Text(b) => &b.platform,
-        }
-    }
-
-    pub(crate) fn max_batch_size(&self) -> usize {
-        match self {
-            Bound::Tokens(b) => b.max_batch_size,
-            Bound::Text(b) => b.max_batch_size,
-        }
-    }
-
-    /// The binding as reports show it.
-    pub(crate) fn to_json(&self) -> serde_json::Value {
-        match self {
-            Bound::Tokens(b) => serde_json::to_value(b),
-            Bound::Text(b) => serde_json::to_value(b),
-        }
-        .unwrap_or(serde_json::Value::Null)
-    }
-}
-
 /// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and
 /// looks at the model once, on the first: a model that takes text is bound by its contract, one that takes token
 /// ids by its tensors.
@@ -326,7 +271,7 @@ pub(crate) async fn connect_pool_and_look(
     version: &str,
     tokens: &BindingArgs,
     text: &super::args::TextBindingArgs,
-) -> bertqa::Result<(Pool, Bound)> {
+) -> bertqa::Result<(Pool, bertqa::Model)> {
     let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
     let looked = pool
         .look(
@@ -336,11 +281,7 @@ pub(crate) async fn connect_pool_and_look(
             &text.overrides(tokens),
         )
         .await?;
-    let bound = match looked {
-        bertqa::Model::Tokens(b) => Bound::Tokens(std::sync::Arc::unwrap_or_clone(b)),
-        bertqa::Model::Text(b) => Bound::Text(std::sync::Arc::unwrap_or_clone(b)),
-    };
-    Ok((pool, bound))
+    Ok((pool, looked))
 }
 
 /// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,

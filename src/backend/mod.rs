@@ -80,6 +80,56 @@ impl Model {
             Model::Text(b) => &b.version,
         }
     }
+
+    /// The platform or backend the server names (`onnxruntime_onnx`, `ensemble`, ...).
+    pub fn platform(&self) -> &str {
+        match self {
+            Model::Tokens(b) => &b.platform,
+            Model::Text(b) => &b.platform,
+        }
+    }
+
+    /// The largest batch the server accepts (0: no batch dimension).
+    pub fn max_batch_size(&self) -> usize {
+        match self {
+            Model::Tokens(b) => b.max_batch_size,
+            Model::Text(b) => b.max_batch_size,
+        }
+    }
+
+    /// The fixed sequence length of a model that takes token ids (`None`: any length,
+    /// or a model that takes text).
+    pub fn fixed_len(&self) -> Option<usize> {
+        match self {
+            Model::Tokens(b) => b.fixed_len(),
+            Model::Text(_) => None,
+        }
+    }
+
+    /// The text binding of a model that takes text.
+    pub fn text(&self) -> Option<&TextBinding> {
+        match self {
+            Model::Tokens(_) => None,
+            Model::Text(b) => Some(b),
+        }
+    }
+
+    /// Whether its answers are decoded here with a tokenizer: all but a text model of
+    /// the answer contract, which answers in words.
+    pub fn needs_tokenizer(&self) -> bool {
+        !self
+            .text()
+            .is_some_and(|b| matches!(b.contract, Contract::Answer { .. }))
+    }
+
+    /// The binding as reports show it.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Model::Tokens(b) => serde_json::to_value(&**b),
+            Model::Text(b) => serde_json::to_value(&**b),
+        }
+        .unwrap_or(serde_json::Value::Null)
+    }
 }
 
 impl From<Binding> for Model {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{load_tokenizer, Client, Engine, LoadedTokenizer};
 use crate::backend::{
-    BindingOverrides, ClientConfig, Contract, GrpcCall, Header, Model, Pool, PoolConfig, Protocol,
+    BindingOverrides, ClientConfig, GrpcCall, Header, Model, Pool, PoolConfig, Protocol,
     RetryPolicy, Secret, Security, SharedMemory, TextOverrides, TlsConfig,
 };
 use crate::decode::{DecodeConfig, Postprocess};
@@ -335,9 +335,7 @@ impl<M> ClientBuilder<M> {
             Ok::<_, Error>((pool, model))
         })?;
         // The vocabulary only where the model needs it: not for the answer contract.
-        let needed =
-            !matches!(&model, Model::Text(b) if matches!(b.contract, Contract::Answer { .. }));
-        let tokenizer = match needed {
+        let tokenizer = match model.needs_tokenizer() {
             true => Some(load_tokenizer(
                 &self.vocab,
                 self.tokenizer.as_deref(),

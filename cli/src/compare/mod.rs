@@ -9,14 +9,14 @@
 
 mod windows;
 
+use bertqa::Model;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Bound,
-    Outcome,
+    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Outcome,
 };
 use super::eval::{write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
@@ -123,7 +123,7 @@ struct Target {
     name: String,
     url: String,
     client: Pool,
-    binding: Bound,
+    binding: Model,
 }
 
 /// A model's run, ready to start.
@@ -144,7 +144,7 @@ struct ModelRun {
     url: String,
     protocol: bertqa::backend::Protocol,
     dir_name: String,
-    binding: Bound,
+    binding: Model,
     outcome: RunOutcome,
     /// A text model's windows (`outcome.kept_features`); a token model's are the
     /// features built once.
@@ -283,8 +283,8 @@ fn shared_padding(
 ) -> anyhow::Result<Padding> {
     let tokens = || {
         targets.iter().filter_map(|t| match &t.binding {
-            Bound::Tokens(b) => Some((t, b)),
-            Bound::Text(_) => None,
+            Model::Tokens(b) => Some((t, b)),
+            Model::Text(_) => None,
         })
     };
     let all_dynamic = tokens().all(|(_, b)| b.seq_len == SeqLen::Dynamic);
@@ -338,7 +338,7 @@ fn jobs(
             features_config.max_seq_length,
         )?;
         let config = match &target.binding {
-            Bound::Tokens(b) => {
+            Model::Tokens(b) => {
                 let (features, decode) = match &own {
                     Some((_, features, decode)) => (*features, decode.clone()),
                     None => (features_config, decode.clone()),
@@ -350,7 +350,7 @@ fn jobs(
                 config.keep_features = own.is_some();
                 Some(config)
             }
-            Bound::Text(_) => None,
+            Model::Text(_) => None,
         };
         jobs.push(Job {
             target,
@@ -448,14 +448,6 @@ fn run_pipeline(
     }
 }
 
-/// The library's view of a bound model.
-fn model_of(bound: &Bound) -> bertqa::Model {
-    match bound {
-        Bound::Tokens(b) => b.clone().into(),
-        Bound::Text(b) => b.clone().into(),
-    }
-}
-
 /// Runs one model, then writes and scores its answers in its directory.
 fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
     let Job {
@@ -471,11 +463,11 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         binding,
     } = target;
     let outcome = match (&binding, &config) {
-        (Bound::Tokens(b), Some(config)) => {
+        (Model::Tokens(b), Some(config)) => {
             run_pipeline(shared, &client, b, config, tokenizer.as_ref())
         }
-        (Bound::Text(t), _) => run_text(shared, &client, t),
-        (Bound::Tokens(_), None) => unreachable!("a token model's job has its settings"),
+        (Model::Text(t), _) => run_text(shared, &client, t),
+        (Model::Tokens(_), None) => unreachable!("a token model's job has its settings"),
     }
     .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
     if let Some(note) = outcome.infer.padding.note(&name) {
@@ -486,7 +478,7 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
     std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
     // A model without null odds (an answer-contract model without a no-answer
     // output) is scored as the official v2 script scores without a na-prob file.
-    let null_odds = version_2 && bertqa::evaluation::gives_null_odds(&model_of(&binding));
+    let null_odds = version_2 && bertqa::evaluation::gives_null_odds(&binding);
     write_predictions(&dir, &outcome.predictions, null_odds, None)?;
     let scores = bertqa::evaluation::score_with(
         shared.dataset,
@@ -501,7 +493,7 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         url,
         protocol: client.first_client().protocol(),
         dir_name,
-        own_windows: matches!(binding, Bound::Text(_)) || tokenizer.is_some(),
+        own_windows: matches!(binding, Model::Text(_)) || tokenizer.is_some(),
         binding,
         outcome,
         scores,
@@ -677,7 +669,7 @@ fn comparison<'a>(
 
 /// A run of the answer contract: answers, no logits.
 fn gives_no_logits(r: &ModelRun) -> bool {
-    matches!(&r.binding, Bound::Text(t) if matches!(t.contract, bertqa::backend::Contract::Answer { .. }))
+    !r.binding.needs_tokenizer()
 }
 
 /// The gates the flags ask for on one comparison, and how they went.

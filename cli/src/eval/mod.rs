@@ -13,9 +13,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
-use super::common::{Bound, Outcome};
+use super::common::Outcome;
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
+use bertqa::Model;
 
 pub(crate) use output::{write_per_question, write_predictions};
 pub(crate) use report::inputs_line;
@@ -111,7 +112,7 @@ pub(crate) struct EvalReport {
     /// Their format (MRQA's scoring rules for MRQA files).
     pub format: bertqa::data::Format,
     pub url: Option<String>,
-    pub binding: Option<super::common::Bound>,
+    pub binding: Option<bertqa::Model>,
     pub version_2: bool,
     pub postprocess: &'static str,
     pub batch_size: usize,
@@ -162,18 +163,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         None => {
             let (rt, pool, bound) = run::connect(&args)?;
-            let vocabulary = !matches!(
-                &bound,
-                Bound::Text(b) if matches!(b.contract, bertqa::backend::Contract::Answer { .. })
-            );
+            let vocabulary = bound.needs_tokenizer();
             let mut input = run::prepare(&args, data, vocabulary, bound.fixed_len())?;
             let ran = match bound {
-                Bound::Tokens(binding) => {
-                    run::against_server(&args, &mut input, &rt, pool, binding)?
-                }
-                Bound::Text(binding) => {
-                    text::against_server(&args, &mut input, &rt, pool, binding)?
-                }
+                Model::Tokens(binding) => run::against_server(
+                    &args,
+                    &mut input,
+                    &rt,
+                    pool,
+                    std::sync::Arc::unwrap_or_clone(binding),
+                )?,
+                Model::Text(binding) => text::against_server(
+                    &args,
+                    &mut input,
+                    &rt,
+                    pool,
+                    std::sync::Arc::unwrap_or_clone(binding),
+                )?,
             };
             (input, ran)
         }

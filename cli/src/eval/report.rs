@@ -8,9 +8,9 @@ use bertqa::report::eval::EvalJson;
 use bertqa::report::Render;
 use serde_json::Value;
 
-use super::super::common::Bound;
 use super::{Args, EvalReport, Gate, FIRST_IDS};
 use bertqa::backend::text::{Contract, TextBinding};
+use bertqa::Model;
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -100,7 +100,7 @@ fn json(r: &EvalReport) -> EvalJson {
         .as_ref()
         .zip(r.protocol)
         .map(|(b, protocol)| Model {
-            name: b.model().to_string(),
+            name: b.name().to_string(),
             version: b.version().to_string(),
             url: r.url.clone(),
             protocol,
@@ -333,15 +333,15 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
                 format!("{}, ", b.platform())
             };
             let batch = match b {
-                Bound::Tokens(b) => {
+                Model::Tokens(b) => {
                     super::super::common::batch_words(r.batch_size, b, r.batch_size_given)
                 }
-                Bound::Text(_) if r.batch_size == 1 => "one question per request".into(),
-                Bound::Text(_) => format!("{} questions per request", r.batch_size),
+                Model::Text(_) if r.batch_size == 1 => "one question per request".into(),
+                Model::Text(_) => format!("{} questions per request", r.batch_size),
             };
             format!(
                 "{} at {} over {} ({platform}{batch}, concurrency {})",
-                b.model(),
+                b.name(),
                 url,
                 bertqa::report::protocol_words(protocol),
                 r.concurrency
@@ -350,11 +350,11 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
         _ => "(decoded from saved logits)".into(),
     };
     let mut rows = vec![("model", model)];
-    if let Some(Bound::Text(b)) = &r.binding {
+    if let Some(Model::Text(b)) = &r.binding {
         rows.push(("text model", text_contract_words(b)));
     }
     let pieces = match &r.binding {
-        Some(Bound::Text(b)) => match b.contract {
+        Some(Model::Text(b)) => match b.contract {
             Contract::Logits { .. } => format!("{} windows made by the server", r.features),
             Contract::Answer { .. } => "tokenized by the server".into(),
         },
@@ -434,7 +434,7 @@ pub(super) fn html_page(
         })
         .collect();
     let title = match &r.binding {
-        Some(b) => format!("{} on {}", b.model(), r.data),
+        Some(b) => format!("{} on {}", b.name(), r.data),
         None => r.data.clone(),
     };
     let mut setting = setting_rows(r);

@@ -2,6 +2,7 @@
 //! from a server with the journal, the progress bar and the n-best stream attached to
 //! the run), then write the outputs and the report.
 
+use bertqa::Model;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data_digest, pipeline_runtime,
-    print_stdout, report_format, run_config as common_run_config, run_tokenizer, Bound,
+    print_stdout, report_format, run_config as common_run_config, run_tokenizer,
 };
 use super::super::flags::name_flags;
 use super::output::{score_with, write_partial, write_per_question, write_predictions};
@@ -66,7 +67,7 @@ pub(super) struct Ran {
     pub outcome: RunOutcome,
     /// The server's URL(s) and the model's binding (none from saved logits).
     pub url: Option<String>,
-    pub binding: Option<Bound>,
+    pub binding: Option<Model>,
     pub batch_size: usize,
     pub net: Option<bertqa::backend::Pool>,
     /// The n-best lists streamed into their file as questions were decoded (a live run).
@@ -223,7 +224,7 @@ pub(super) fn from_logits(
 /// Connects to the server(s) and looks at the model: token ids or text.
 pub(super) fn connect(
     args: &Args,
-) -> anyhow::Result<(tokio::runtime::Runtime, bertqa::backend::Pool, Bound)> {
+) -> anyhow::Result<(tokio::runtime::Runtime, bertqa::backend::Pool, Model)> {
     let model = args.model.as_deref().expect("clap requires --model");
     let rt = pipeline_runtime()?;
     let (client, bound) = rt.block_on(connect_pool_and_look(
@@ -303,7 +304,7 @@ pub(super) fn against_server(
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Bound::Tokens((*binding).clone())),
+        binding: Some(Model::Tokens(binding.clone())),
         batch_size: config.infer.batch_size,
         net: Some(client),
         nbest: Some(stream),
@@ -538,7 +539,7 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
             report
                 .binding
                 .as_ref()
-                .map(|b| format!(" from model {:?}", b.model()))
+                .map(|b| format!(" from model {:?}", b.name()))
                 .unwrap_or_default()
         );
     }

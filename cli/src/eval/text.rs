@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 
-use super::super::common::{run_config, Bound};
+use super::super::common::run_config;
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
 use crate::resume;
 use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::backend::Pool;
 use bertqa::pipeline::Run;
+use bertqa::Model;
 
 /// Runs the questions against the text model `binding` on `pool`.
 pub(super) fn against_server(
@@ -74,7 +75,7 @@ pub(super) fn against_server(
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Bound::Text((*binding).clone())),
+        binding: Some(Model::Text(binding.clone())),
         batch_size: per_request,
         net: Some(pool),
         nbest: Some(stream),
