@@ -21,6 +21,9 @@ log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy -p bertqa-python --all-targets --quiet -- -D warnings
 log "cargo test"
+# The examples first, under their own names: the integration tests run them as programs
+# outside the project would (cargo test builds them under hashed names only).
+cargo build --examples --quiet
 cargo test --all-targets
 cargo test --doc --quiet
 log "the Python package: wheel, fresh venv, pytest against Triton"

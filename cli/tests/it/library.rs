@@ -28,8 +28,8 @@ const FILES: [&str; 4] = [
     "per_question.jsonl",
 ];
 
-/// An example program of the library, as `cargo test --all-targets` (the test command)
-/// builds it beside this test binary.
+/// An example program of the library, as `cargo build --examples` (run by the test
+/// command first) leaves it in the target directory.
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe
@@ -40,8 +40,7 @@ fn example(name: &str) -> PathBuf {
         .join(name);
     assert!(
         path.is_file(),
-        "{} is not built: run the tests with `cargo test --all-targets` (or `cargo build \
-         --examples` first)",
+        "{} is not built: run `cargo build --examples` first (scripts/test.sh does)",
         path.display()
     );
     path
