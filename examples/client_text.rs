@@ -6,6 +6,8 @@
 //! writes the reference's files into OUT_DIR and prints one JSON line: the answer, the
 //! exact match and F1, and every prediction.
 
+mod common;
+
 use bertqa::{Client, Dataset};
 
 const CONTEXT: &str = "The lighthouse at Varne Point was designed by Ada Byron in 1851.";
@@ -22,16 +24,6 @@ async fn main() -> bertqa::Result<()> {
     let answer = client.ask(QUESTION, CONTEXT).await?;
     let evaluation = client.evaluate(&Dataset::open(data)?).await?;
     evaluation.write_files(&out)?;
-    let predictions: serde_json::Map<String, serde_json::Value> = (&evaluation.predictions)
-        .into_iter()
-        .map(|(id, text)| (id.to_string(), text.as_str().into()))
-        .collect();
-    let line = serde_json::json!({
-        "answer": answer,
-        "exact": evaluation.metrics.exact(),
-        "f1": evaluation.metrics.f1(),
-        "predictions": predictions,
-    });
-    println!("{line}");
+    common::print_line(&answer, &evaluation);
     Ok(())
 }

@@ -4,6 +4,8 @@
 //! writes the reference's files into OUT_DIR and prints one JSON line: the answer, the
 //! exact match and F1, and every prediction.
 
+mod common;
+
 use bertqa::blocking::Client;
 use bertqa::Dataset;
 
@@ -16,17 +18,7 @@ fn main() -> bertqa::Result<()> {
     let answer = client.ask(QUESTION, CONTEXT)?;
     let evaluation = client.evaluate(&Dataset::open(data)?)?;
     evaluation.write_files(&out)?;
-    let predictions: serde_json::Map<String, serde_json::Value> = (&evaluation.predictions)
-        .into_iter()
-        .map(|(id, text)| (id.to_string(), text.as_str().into()))
-        .collect();
-    let line = serde_json::json!({
-        "answer": answer,
-        "exact": evaluation.metrics.exact(),
-        "f1": evaluation.metrics.f1(),
-        "predictions": predictions,
-    });
-    println!("{line}");
+    common::print_line(&answer, &evaluation);
     Ok(())
 }
 

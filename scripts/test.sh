@@ -5,8 +5,11 @@
 # lint, tests (cargo's, then the Python package's: scripts/test_python.sh) and docs
 # checks. This is what .ci/run calls.
 . "$(dirname "$0")/common.sh"
+# Each step's line says when it started, in seconds since the suite did.
+log() { printf '[bertqa %4ds] %s\n' "$SECONDS" "$*" >&2; }
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
+log "the test bed (vocabulary, Triton, MLServer and KServe, nginx, Chromium, pyarrow)"
 bash scripts/install_vocab.sh
 bash scripts/testbed/setup_triton.sh >/dev/null
 bash scripts/testbed/setup_oip.sh >/dev/null
