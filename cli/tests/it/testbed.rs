@@ -14,9 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::common::{
-    free_port, http_url, kill_server, root, show, start_server_on, start_server_with, triton_env,
-};
+use crate::common::{free_port, http_url, root, show, start_server_on, triton_env};
 
 /// A listener on a loopback port answering 200 to every request, until dropped.
 struct Stranger {
@@ -330,7 +328,7 @@ fn shell_quote_pastes_back_to_the_same_words() {
 }
 
 /// The text models (`qa-text-*`, `oracle-text-*`, `fault-text-*`) pass
-/// `scripts/testbed/check_text_models.py` on a real Triton of this test's own: the
+/// `scripts/testbed/check_text_models.py` on the suite's shared server: the
 /// tokenizer's windows are `bertqa features`' (strides 128 and 64, the sample file, the
 /// fixtures and a context of more than 8 windows), the offsets spell the pieces, the
 /// ensembles' logits are tiny-bert's and the oracle's, the answers are cut from the
@@ -339,33 +337,13 @@ fn shell_quote_pastes_back_to_the_same_words() {
 /// Any mismatch fails the script, and this test with its report.
 #[test]
 fn the_text_models_match_bertqa_features_and_their_model_steps() {
-    let models = [
-        "qa-text-tokenizer",
-        "qa-text-tokenizer-stride64",
-        "qa-text-postprocess",
-        "tiny-bert",
-        "tiny-bert-nobatch",
-        "oracle-nobatch",
-        "qa-text-logits",
-        "qa-text-logits-stride64",
-        "qa-text-answer",
-        "qa-text-answer-bls",
-        "qa-text-answer-no-null",
-        "oracle-text-logits",
-        "oracle-text-answer",
-        "fault-text-non-utf8-answer",
-        "fault-text-missing-output",
-        "fault-text-wrong-count",
-    ];
-    let server = start_server_with(&models, &[], None);
     let o = Command::new(&triton_env()["TRITON_PYTHON"])
         .arg(root().join("scripts/testbed/check_text_models.py"))
-        .args(["--url", &format!("http://127.0.0.1:{}", server.http_port)])
+        .args(["--url", &format!("http://{}", http_url())])
         .args(["--bertqa", env!("CARGO_BIN_EXE_bertqa")])
         .current_dir(root())
         .output()
         .unwrap();
-    kill_server(&server);
     assert!(o.status.success(), "{}", show(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("0 failure(s)"), "{out}");
