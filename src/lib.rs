@@ -46,8 +46,9 @@
 //! ```
 //!
 //! A model of another family is built with `.tokenizer(dir)` (its tokenizer.json,
-//! run_qa's rules); a model that takes text needs neither. `examples/client_*.rs` show
-//! each.
+//! run_qa's rules); a model that takes text of the answer contract needs no tokenizer
+//! (one of the logits contract is decoded with the vocabulary). `examples/client_*.rs`
+//! show each.
 //!
 //! # The stages
 //!

@@ -13,14 +13,15 @@ use crate::types::{Feature, Paragraph};
 /// A question's answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Answer {
-    /// The question's id (`ask`: its position, from 0, as a string).
+    /// The question's id (`ask`: `q1`, `q2`, … in the order asked).
     pub id: String,
     /// The answer (`""`: no answer, SQuAD 2.0 rules).
     pub text: String,
-    /// Where the answer stands in the context: `[start_char, end_char)` in characters
-    /// (Unicode code points); `None` when it is not a span of the context (no answer,
-    /// the reference's `"empty"` placeholder, or a model that does not say).
+    /// Where the answer starts in the context, in characters (Unicode code points);
+    /// `None` when it is not a span of the context (no answer, the reference's
+    /// `"empty"` placeholder, or a model that does not say).
     pub start_char: Option<usize>,
+    /// Where it ends, exclusive (`[start_char, end_char)`).
     pub end_char: Option<usize>,
     /// The answer's score: its start and end logits summed (an answer-contract model:
     /// its own score, if it gives one).
@@ -30,8 +31,11 @@ pub struct Answer {
     /// The model found no answer.
     pub no_answer: bool,
     /// SQuAD 2.0: the null score minus the best span's (a logit difference; above the
-    /// threshold, no answer). An answer-contract model: its no-answer output.
+    /// threshold, no answer). An answer-contract model: its no-answer output when that
+    /// is a score.
     pub null_odds: Option<f64>,
+    /// An answer-contract model whose no-answer output is a probability: that.
+    pub no_answer_probability: Option<f64>,
     /// The best candidates in order (up to the n-best size), the answer first.
     pub nbest: Vec<Candidate>,
     /// The answer is the reference's `"empty"` placeholder (no span to answer with), not
@@ -42,8 +46,11 @@ pub struct Answer {
 /// One of a question's best candidates.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
+    /// Its text, as the final answer would read.
     pub text: String,
+    /// Its probability among the n-best.
     pub probability: f64,
+    /// The start and end logits of its span.
     pub start_logit: f64,
     pub end_logit: f64,
 }
@@ -75,6 +82,7 @@ impl Answer {
             probability: best.map(|e| e.probability),
             no_answer: p.answer.is_empty(),
             null_odds: p.null_odds,
+            no_answer_probability: None,
             nbest: p
                 .nbest
                 .iter()
@@ -90,8 +98,10 @@ impl Answer {
         }
     }
 
-    /// An answer-contract model's own answer to question `id`.
-    pub fn from_text_answer(id: &str, a: TextAnswer) -> Answer {
+    /// An answer-contract model's own answer to question `id` (`probability`: its
+    /// no-answer output is a probability, not a score).
+    pub fn from_text_answer(id: &str, a: TextAnswer, probability: bool) -> Answer {
+        let no_answer = a.no_answer.map(f64::from);
         Answer {
             id: id.to_string(),
             no_answer: a.text.is_empty(),
@@ -99,7 +109,8 @@ impl Answer {
             end_char: a.end.and_then(|c| usize::try_from(c).ok()),
             score: a.score.map(f64::from),
             probability: None,
-            null_odds: a.no_answer.map(f64::from),
+            null_odds: no_answer.filter(|_| !probability),
+            no_answer_probability: no_answer.filter(|_| probability),
             nbest: Vec::new(),
             placeholder: false,
             text: a.text,

@@ -22,12 +22,12 @@ use crate::types::Dataset;
 /// from several threads at once.
 #[derive(Debug, Clone)]
 pub struct Client {
-    inner: crate::Client,
+    inner: super::Client,
 }
 
 /// The settings of a blocking [`Client`]: the async builder's methods, and a `build`
 /// that blocks.
-pub type ClientBuilder = crate::client::ClientBuilder<crate::client::Blocking>;
+pub type ClientBuilder = super::ClientBuilder<super::Blocking>;
 
 impl Client {
     /// A builder for a client of the server at `url` (see [`crate::Client::builder`]).
@@ -35,12 +35,12 @@ impl Client {
         ClientBuilder::new(url.into())
     }
 
-    pub(crate) fn new(inner: crate::Client) -> Client {
+    pub(crate) fn new(inner: super::Client) -> Client {
         Client { inner }
     }
 
     /// The model as it was bound.
-    pub fn model(&self) -> &crate::Model {
+    pub fn model(&self) -> &crate::backend::Model {
         self.inner.model()
     }
 
@@ -55,9 +55,7 @@ impl Client {
         &self,
         questions: impl IntoIterator<Item = (Q, C)>,
     ) -> Result<Vec<Answer>> {
-        self.inner
-            .engine()
-            .ask(&crate::client::dataset_of(questions))
+        self.inner.engine().ask(&super::dataset_of(questions))
     }
 
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
@@ -66,7 +64,7 @@ impl Client {
     }
 
     /// The async client over the same connections.
-    pub fn as_async(&self) -> &crate::Client {
+    pub fn as_async(&self) -> &super::Client {
         &self.inner
     }
 }

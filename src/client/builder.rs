@@ -107,13 +107,11 @@ impl<M> ClientBuilder<M> {
         }
     }
 
-    /// Another server with the same model: requests are spread over every server, and
-    /// one that fails is retried elsewhere (`--url`, repeated).
+    /// Another server with the same model (or a comma list of them, as `--url` takes
+    /// them): requests are spread over every server, and one that fails is retried
+    /// elsewhere.
     pub fn url(mut self, url: impl Into<String>) -> Self {
-        let url = url.into();
-        if !self.urls.contains(&url) {
-            self.urls.push(url);
-        }
+        self.urls.push(url.into());
         self
     }
 
@@ -170,7 +168,8 @@ impl<M> ClientBuilder<M> {
     }
 
     /// SQuAD 2.0's rules: the answer may be that there is none
-    /// (`--version-2-with-negative`; default: `evaluate` as the data looks, `ask` not).
+    /// (`--version-2-with-negative`; default: `evaluate` as the data looks, `ask` not;
+    /// `false` holds for `evaluate` whatever the data looks like).
     pub fn version_2_with_negative(mut self, yes: bool) -> Self {
         self.version_2 = Some(yes);
         self
@@ -391,6 +390,22 @@ impl<M> ClientBuilder<M> {
     }
 
     fn pool_config(&self) -> Result<PoolConfig> {
+        let mut urls: Vec<String> = Vec::new();
+        for url in self.urls.iter().flat_map(|u| u.split(',')).map(str::trim) {
+            if !url.is_empty() && !urls.iter().any(|u| u == url) {
+                urls.push(url.to_string());
+            }
+        }
+        if urls.is_empty() {
+            return Err(Error::Config("no server URL given".into()));
+        }
+        if self.protocol == Protocol::Http && self.transport == Some(GrpcCall::Stream) {
+            return Err(Error::Config(
+                "`GrpcCall::Stream` is gRPC's ModelStreamInfer; over HTTP every request is one \
+                 POST (leave the transport out)"
+                    .into(),
+            ));
+        }
         let headers = self
             .headers
             .iter()
@@ -401,10 +416,8 @@ impl<M> ClientBuilder<M> {
             Protocol::Http => GrpcCall::Unary,
         });
         Ok(PoolConfig {
-            urls: self.urls.clone(),
-            connections: self.connections.max(1),
             client: ClientConfig {
-                url: self.urls[0].clone(),
+                url: urls[0].clone(),
                 connect_timeout: self.connect_timeout,
                 request_timeout: self.timeout,
                 security: Security {
@@ -415,6 +428,8 @@ impl<M> ClientBuilder<M> {
                 protocol: self.protocol,
                 authority: self.authority.clone(),
             },
+            urls,
+            connections: self.connections.max(1),
             retry: self.retry.clone(),
             wait_ready: self.wait_ready,
         })
@@ -435,5 +450,35 @@ impl ClientBuilder<Blocking> {
         Ok(crate::blocking::Client::new(Client::from_engine(
             self.connect()?,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_taken_as_the_flag_takes_them() {
+        let b = ClientBuilder::<Async>::new("a:1, b:2".into())
+            .url("b:2")
+            .url(" c:3 ,");
+        assert_eq!(b.pool_config().unwrap().urls, ["a:1", "b:2", "c:3"]);
+        let none = ClientBuilder::<Async>::new(" , ".into());
+        assert!(none.pool_config().is_err());
+    }
+
+    #[test]
+    fn a_stream_over_http_is_refused_and_the_transport_follows_the_protocol() {
+        let http = ClientBuilder::<Async>::new("a:1".into()).protocol(Protocol::Http);
+        assert_eq!(
+            http.clone().pool_config().unwrap().client.transport,
+            GrpcCall::Unary
+        );
+        let e = http.transport(GrpcCall::Stream).pool_config().unwrap_err();
+        assert!(e.to_string().contains("`GrpcCall::Stream`"), "{e}");
+        let grpc = ClientBuilder::<Async>::new("a:1".into())
+            .pool_config()
+            .unwrap();
+        assert_eq!(grpc.client.transport, GrpcCall::Stream);
     }
 }

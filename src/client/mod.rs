@@ -223,6 +223,9 @@ impl Engine {
             config.infer.shared_memory = SharedMemory::None;
         }
         config.keep_features = true;
+        let no_answer_probability = self.model.text().is_some_and(|b| {
+            matches!(&b.contract, crate::backend::Contract::Answer { no_answer: Some(n), .. } if n.probability)
+        });
         let replies = TextAnswers::new(dataset.examples.len());
         let outcome = self.run(dataset, &config, &replies)?;
         let given = replies.take();
@@ -232,7 +235,7 @@ impl Engine {
             .zip(&dataset.examples)
             .zip(given)
             .map(|((p, e), given)| match given {
-                Some(a) => Answer::from_text_answer(&e.qas_id, a),
+                Some(a) => Answer::from_text_answer(&e.qas_id, a, no_answer_probability),
                 None => {
                     Answer::from_prediction(p, &dataset.paragraphs[e.paragraph_index], &outcome)
                 }
@@ -241,7 +244,10 @@ impl Engine {
     }
 
     pub(crate) fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
-        let version_2 = self.settings.version_2.unwrap_or(false) || dataset.looks_like_v2();
+        let version_2 = self
+            .settings
+            .version_2
+            .unwrap_or_else(|| dataset.looks_like_v2());
         let config = self.config(version_2)?;
         let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress)?;
         let null_odds = evaluation::gives_null_odds(&self.model);

@@ -11,7 +11,9 @@ use crate::tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer};
 /// A tokenizer as loaded, with the rules in force.
 #[derive(Debug)]
 pub struct LoadedTokenizer {
+    /// BERT's tokenizer or a fast one.
     pub tokenizer: Tokenizer,
+    /// The rules windows are cut and answers decoded by.
     pub postprocess: Postprocess,
     /// The file read (the vocabulary or the tokenizer.json), for a run's fingerprint.
     pub file: PathBuf,

@@ -253,6 +253,15 @@ impl Shared {
     }
 }
 
+/// Stops a level's load when dropped.
+pub(super) struct StopOnDrop<'a>(pub(super) &'a Shared);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
+}
+
 /// A point between windows: what had happened by then.
 #[derive(Debug, Clone)]
 pub(super) struct Mark {

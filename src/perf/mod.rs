@@ -372,7 +372,8 @@ fn shared_memory(config: &PerfConfig, servers: &Servers) -> Result<SharedMemory>
     match config.shared_memory {
         _ if servers.len() == 1 => Ok(config.shared_memory),
         SharedMemory::System => Err(Error::Config(format!(
-            "`SharedMemory::System` is one server's memory: with {} servers the tensors              travel in the messages (leave it out)",
+            "`SharedMemory::System` is one server's memory: with {} servers the tensors \
+             travel in the messages (leave it out)",
             servers.len()
         ))),
         _ => Ok(SharedMemory::None),
@@ -401,12 +402,13 @@ async fn sweep_levels(
     progress: &dyn PerfProgress,
 ) -> Result<Vec<LevelResult>> {
     let stopped = || config.stop.as_ref().is_some_and(|t| t.is_cancelled());
-    for _ in 0..config.warmup {
+    // One warm-up for every server: its requests go to each in turn.
+    let warmup = new_shared(servers, &source, None, config);
+    for _ in 0..config.warmup * servers.len() {
         if stopped() {
             return Err(Error::Stopped);
         }
-        let shared = new_shared(servers, &source, None, config);
-        shared.one_request().await?;
+        warmup.one_request().await?;
     }
     let levels: Vec<Level> = match &config.load {
         Load::Concurrency(v) => v.iter().map(|&n| Level::Concurrency(n.max(1))).collect(),
@@ -429,6 +431,9 @@ async fn sweep_levels(
         };
         // Every level starts from the first batch, so levels send the same features.
         let generator = start_load(&shared, level, config, i as u64);
+        // However the level ends (a panic in a progress callback included), its load
+        // stops.
+        let _stop_load = level::StopOnDrop(&shared);
         let measured = match &config.stop {
             Some(stop) => tokio::select! {
                 m = measure(&shared, level, config, progress) => m,
@@ -459,7 +464,9 @@ async fn sweep_levels(
         };
         let mut result = summarize(level, config, measured);
         if let Some((span, stats)) = metrics {
-            if let (Some(counted), Some(stats)) = (span.inference, stats) {
+            // The metrics read one server's counters only where the statistics are too.
+            let comparable = servers.len() == 1 || span.endpoints.len() == servers.len();
+            if let (Some(counted), Some(stats), true) = (span.inference, stats, comparable) {
                 result
                     .warnings
                     .extend(disagreement(level, &counted, &stats));

@@ -185,12 +185,12 @@ impl Tune<'_> {
         };
         progress.putting_back();
         let put_back = self.put_back(rt, &original, &mut report, error.is_none());
-        match put_back {
+        let recorded = match put_back {
             Ok(()) => {
                 report.restored = !report.kept_best;
                 record.restored = true;
                 record.kept_best = report.kept_best;
-                state::write(self.output_dir, &record, None)?;
+                state::write(self.output_dir, &record, None)
             }
             Err(e) => {
                 // The first error stays the one reported; the state keeps saying the
@@ -201,12 +201,14 @@ impl Tune<'_> {
                     self.output_dir.display()
                 ));
                 error.get_or_insert(e);
+                Ok(())
             }
-        }
+        };
         if let Some(payload) = panicked {
             // Put back (or said not to be, in the state): the panic goes on.
             std::panic::resume_unwind(payload);
         }
+        recorded?;
         Ok(Tuned {
             report,
             original,
