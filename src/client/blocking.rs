@@ -55,16 +55,44 @@ impl Client {
         &self,
         questions: impl IntoIterator<Item = (Q, C)>,
     ) -> Result<Vec<Answer>> {
-        self.inner.engine().ask(&super::dataset_of(questions))
+        outside_a_runtime()?;
+        let dataset = super::dataset_of(questions);
+        self.inner.engine().ask(&dataset, Default::default())
     }
 
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
     pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
-        self.inner.engine().evaluate(dataset)
+        outside_a_runtime()?;
+        self.inner.engine().evaluate(dataset, Default::default())
     }
 
     /// The async client over the same connections.
     pub fn as_async(&self) -> &super::Client {
         &self.inner
+    }
+}
+
+/// A blocking call drives the client's runtime from the calling thread, which an async
+/// runtime's thread must not do: there it is an error, not tokio's panic.
+pub(crate) fn outside_a_runtime() -> Result<()> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Err(crate::Error::Config(
+            "the blocking client cannot run inside an async runtime: use bertqa::Client there"
+                .into(),
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn inside_a_runtime_the_blocking_client_is_an_error() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let built = rt.block_on(async { super::Client::builder("127.0.0.1:1").model("m").build() });
+        let e = built.unwrap_err();
+        assert!(e.to_string().contains("inside an async runtime"), "{e}");
     }
 }

@@ -440,13 +440,15 @@ impl ClientBuilder<Async> {
     /// Connects, looks at the model and loads the tokenizer (on a thread of its own:
     /// the caller's executor is not blocked).
     pub async fn build(self) -> Result<Client> {
-        super::off_the_executor(move || self.connect().map(Client::from_engine)).await
+        super::off_the_executor(move |_| self.connect().map(Client::from_engine)).await
     }
 }
 
 impl ClientBuilder<Blocking> {
-    /// Connects, looks at the model and loads the tokenizer.
+    /// Connects, looks at the model and loads the tokenizer. Inside an async runtime
+    /// this is an error: hold the async [`Client`] there.
     pub fn build(self) -> Result<crate::blocking::Client> {
+        crate::client::blocking::outside_a_runtime()?;
         Ok(crate::blocking::Client::new(Client::from_engine(
             self.connect()?,
         )))

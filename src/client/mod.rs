@@ -42,6 +42,8 @@ mod tokenizer;
 
 use std::sync::{Arc, Mutex};
 
+use tokio_util::sync::CancellationToken;
+
 use crate::backend::{Model, Pool, SharedMemory, TextReply};
 use crate::error::{Error, Result};
 use crate::evaluate::{Metrics, Predictions, Scores};
@@ -94,7 +96,7 @@ impl Client {
     ) -> Result<Vec<Answer>> {
         let dataset = dataset_of(questions);
         let engine = self.engine.clone();
-        off_the_executor(move || engine.ask(&dataset)).await
+        off_the_executor(move |stop| engine.ask(&dataset, stop)).await
     }
 
     /// Runs every question of `dataset` and scores the answers as the official scripts
@@ -102,7 +104,7 @@ impl Client {
     pub async fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         let dataset = dataset.clone();
         let engine = self.engine.clone();
-        off_the_executor(move || engine.evaluate(&dataset)).await
+        off_the_executor(move |stop| engine.evaluate(&dataset, stop)).await
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Client {
@@ -198,6 +200,7 @@ impl Engine {
         dataset: &Dataset,
         config: &RunConfig,
         observer: &dyn RunObserver,
+        stop: CancellationToken,
     ) -> Result<RunOutcome> {
         let mut run = Run::new(
             self.runtime(),
@@ -206,14 +209,16 @@ impl Engine {
             dataset,
             config,
         )
-        .observer(observer);
+        .observer(observer)
+        .stop_on(stop);
         if let Some(t) = &self.tokenizer {
             run = run.tokenizer(&t.tokenizer);
         }
         run.run()
     }
 
-    pub(crate) fn ask(&self, dataset: &Dataset) -> Result<Vec<Answer>> {
+    /// Answers `dataset`'s questions; `stop` cancels the run.
+    pub(crate) fn ask(&self, dataset: &Dataset, stop: CancellationToken) -> Result<Vec<Answer>> {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
@@ -227,7 +232,7 @@ impl Engine {
             matches!(&b.contract, crate::backend::Contract::Answer { no_answer: Some(n), .. } if n.probability)
         });
         let replies = TextAnswers::new(dataset.examples.len());
-        let outcome = self.run(dataset, &config, &replies)?;
+        let outcome = self.run(dataset, &config, &replies, stop)?;
         let given = replies.take();
         Ok(outcome
             .predictions
@@ -243,13 +248,18 @@ impl Engine {
             .collect())
     }
 
-    pub(crate) fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
+    /// Evaluates `dataset`; `stop` cancels the run.
+    pub(crate) fn evaluate(
+        &self,
+        dataset: &Dataset,
+        stop: CancellationToken,
+    ) -> Result<Evaluation> {
         let version_2 = self
             .settings
             .version_2
             .unwrap_or_else(|| dataset.looks_like_v2());
         let config = self.config(version_2)?;
-        let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress)?;
+        let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress, stop)?;
         let null_odds = evaluation::gives_null_odds(&self.model);
         let scores = evaluation::score_with(
             dataset,
@@ -270,15 +280,19 @@ impl Engine {
 }
 
 /// Runs `work` on a thread of its own and awaits its result: a run drives the client's
-/// runtime itself and must not run on the caller's executor.
+/// runtime itself and must not run on the caller's executor. The token given to `work`
+/// is cancelled when this future is dropped (a timeout, an abandoned task): the run
+/// stops instead of going on unseen.
 async fn off_the_executor<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T> + Send + 'static,
+    work: impl FnOnce(CancellationToken) -> Result<T> + Send + 'static,
 ) -> Result<T> {
+    let stop = CancellationToken::new();
+    let _cancel_when_dropped = stop.clone().drop_guard();
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("bertqa-run".into())
         .spawn(move || {
-            let _ = tx.send(work());
+            let _ = tx.send(work(stop));
         })
         .map_err(|e| Error::Config(format!("cannot start a run's thread: {e}")))?;
     rx.await

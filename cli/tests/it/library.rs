@@ -212,3 +212,52 @@ fn the_library_answers_and_evaluates_as_the_command_does() {
         assert_eq!(line["answer"]["no_answer"], asked["no_answer"], "{model}");
     }
 }
+
+/// The threads of this process named as the client names a run's thread.
+fn run_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "bertqa-run")
+        .count()
+}
+
+/// An async call whose future is dropped (here by a timeout) stops its run: 400
+/// questions to `oracle-slow` (40 ms an execution), one a request and one in flight,
+/// would take 16 s; the run's thread is gone within a few seconds of the timeout.
+#[test]
+fn dropping_an_async_call_stops_its_run() {
+    let url = server().url.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = bertqa::Client::builder(url)
+            .model("oracle-slow")
+            .vocab(root().join("vocab/vocab.txt"))
+            .batch_size(1)
+            .concurrency(1)
+            .build()
+            .await
+            .unwrap();
+        let questions = vec![(QUESTION, CONTEXT); 400];
+        let asked = tokio::time::timeout(
+            std::time::Duration::from_millis(500),
+            client.ask_many(questions),
+        )
+        .await;
+        assert!(asked.is_err(), "400 slow questions answered in 0.5 s");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while run_threads() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the run goes on after its call was dropped"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // The client still answers.
+        let answer = client.ask(QUESTION, CONTEXT).await.unwrap();
+        assert!(!answer.text.is_empty());
+    });
+}
