@@ -221,17 +221,7 @@ pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<
             net.wait_ready
         )));
     }
-    let mut urls: Vec<String> = Vec::new();
-    for u in server
-        .url
-        .iter()
-        .map(|u| u.trim())
-        .filter(|u| !u.is_empty())
-    {
-        if !urls.iter().any(|v| v == u) {
-            urls.push(u.to_string());
-        }
-    }
+    let urls = bertqa::backend::distinct_urls(&server.url);
     // Over HTTP every request is one POST: `--transport` is a gRPC setting, defaulting
     // to `unary` under `--protocol http` (args.rs), so `stream` here was asked for.
     if server.protocol == ProtocolArg::Http && net.transport == TransportArg::Stream {

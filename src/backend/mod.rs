@@ -55,6 +55,7 @@ pub use text::{
     Contract, NoAnswer, ServerWindows, TextAnswer, TextBinding, TextOverrides, TextReply,
 };
 pub use text_request::TextPair;
+pub use url::distinct_urls;
 
 /// How bertqa talks to a model: its token inputs (bertqa builds the windows), or text
 /// (a question and a context; the server makes the windows). Cheap to clone.

@@ -91,6 +91,22 @@ pub(crate) fn is_loopback_url(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Server addresses as `--url` takes them: comma lists split, each trimmed, empty ones
+/// dropped, each address once, in the order given.
+pub fn distinct_urls<S: AsRef<str>>(urls: &[S]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for url in urls
+        .iter()
+        .flat_map(|u| u.as_ref().split(','))
+        .map(str::trim)
+    {
+        if !url.is_empty() && !out.iter().any(|u| u == url) {
+            out.push(url.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

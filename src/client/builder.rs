@@ -390,12 +390,7 @@ impl<M> ClientBuilder<M> {
     }
 
     fn pool_config(&self) -> Result<PoolConfig> {
-        let mut urls: Vec<String> = Vec::new();
-        for url in self.urls.iter().flat_map(|u| u.split(',')).map(str::trim) {
-            if !url.is_empty() && !urls.iter().any(|u| u == url) {
-                urls.push(url.to_string());
-            }
-        }
+        let urls = crate::backend::distinct_urls(&self.urls);
         if urls.is_empty() {
             return Err(Error::Config("no server URL given".into()));
         }

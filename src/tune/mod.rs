@@ -132,40 +132,8 @@ impl Tune<'_> {
                 self.model
             ));
         }
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut error: Option<Error> = None;
-        // A panic inside the search (a callback's, or a bug) still puts the original
-        // back before it goes on: caught here, where the runtime can be driven.
-        let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            search::search(&baseline, &space, self.exhaustive, |s| {
-                if self.stop.is_cancelled() {
-                    return Step::Stop;
-                }
-                let index = candidates.len();
-                progress.candidate(index, s);
-                match self.measure(rt, &original, s, index == 0, &record.marker, progress) {
-                    Ok(c) => {
-                        progress.done(index, &c);
-                        let stopped = c.status == "stopped";
-                        let score = c.score();
-                        candidates.push(c);
-                        if stopped {
-                            Step::Stop
-                        } else {
-                            Step::Score(score)
-                        }
-                    }
-                    Err(e) => {
-                        error = Some(e);
-                        Step::Stop
-                    }
-                }
-            })
-        }));
-        let panicked = searched.err();
-        if panicked.is_some() {
-            error.get_or_insert_with(|| Error::Config("the search panicked".into()));
-        }
+        let (candidates, mut error, panicked) =
+            self.search(rt, &original, &baseline, &space, &record.marker, progress);
         if error.is_none() && self.stop.is_cancelled() {
             error = Some(Error::Stopped);
         }
@@ -214,6 +182,57 @@ impl Tune<'_> {
             original,
             error,
         })
+    }
+
+    /// Measures the candidates the search chooses: what was measured, the error that
+    /// ended it early, and the payload of a panic inside it (a callback's, or a bug),
+    /// caught here, where the runtime can still be driven to put the original back.
+    fn search(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        baseline: &Settings,
+        space: &Space,
+        marker: &str,
+        progress: &dyn TuneProgress,
+    ) -> (
+        Vec<Candidate>,
+        Option<Error>,
+        Option<Box<dyn std::any::Any + Send>>,
+    ) {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut error: Option<Error> = None;
+        let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            search::search(baseline, space, self.exhaustive, |s| {
+                if self.stop.is_cancelled() {
+                    return Step::Stop;
+                }
+                let index = candidates.len();
+                progress.candidate(index, s);
+                match self.measure(rt, original, s, index == 0, marker, progress) {
+                    Ok(c) => {
+                        progress.done(index, &c);
+                        let stopped = c.status == "stopped";
+                        let score = c.score();
+                        candidates.push(c);
+                        if stopped {
+                            Step::Stop
+                        } else {
+                            Step::Score(score)
+                        }
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        Step::Stop
+                    }
+                }
+            })
+        }));
+        let panicked = searched.err();
+        if panicked.is_some() {
+            error.get_or_insert_with(|| Error::Config("the search panicked".into()));
+        }
+        (candidates, error, panicked)
     }
 
     /// Loads the best candidate (`keep_best`, after a run without error) or the

@@ -254,19 +254,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 async fn connect_servers(server: &super::args::ServerArgs) -> bertqa::Result<perf::Servers> {
     let config = client_config(server)?;
     let mut clients: Vec<bertqa::TritonClient> = Vec::new();
-    for url in server
-        .url
-        .iter()
-        .map(|u| u.trim())
-        .filter(|u| !u.is_empty())
-    {
-        if clients.iter().all(|c| c.url() != url) {
-            let config = bertqa::ClientConfig {
-                url: url.to_string(),
-                ..config.clone()
-            };
-            clients.push(bertqa::TritonClient::connect(&config).await?);
-        }
+    for url in bertqa::backend::distinct_urls(&server.url) {
+        let config = bertqa::ClientConfig {
+            url,
+            ..config.clone()
+        };
+        clients.push(bertqa::TritonClient::connect(&config).await?);
     }
     perf::Servers::new(clients)
 }

@@ -223,8 +223,8 @@ fn run_threads() -> usize {
 }
 
 /// An async call whose future is dropped (here by a timeout) stops its run: 400
-/// questions to `oracle-slow` (40 ms an execution), one a request and one in flight,
-/// would take 16 s; the run's thread is gone within a few seconds of the timeout.
+/// questions to `oracle-slow`, one a request and one in flight, take far longer than
+/// the timeout; the run's thread is gone within a few seconds of it.
 #[test]
 fn dropping_an_async_call_stops_its_run() {
     let url = server().url.clone();
