@@ -306,10 +306,7 @@ impl Slot {
     /// only they do not.
     pub(crate) fn place(&mut self, request: InferRequest) -> InferRequest {
         let len = request.contents_len();
-        let write = |mut room: &mut [u8]| {
-            request.write_contents_to(&mut room);
-            debug_assert!(room.is_empty(), "contents_len bytes written");
-        };
+        let write = |room: &mut [u8]| request.write_contents_to(room);
         let Some(at) = self.put(len, write) else {
             return request;
         };

@@ -13,15 +13,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::BufMut;
-
-use super::binding::{Binding, InputBinding, InputRole, IntType};
+use super::binding::Binding;
 use super::proto::infer_parameter::ParameterChoice;
 use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use super::proto::{InferParameter, ModelInferRequest};
 use super::text::TextBinding;
 use super::text_request::{self, TextPair};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::types::Feature;
 
 /// One `ModelInfer` call: a batch of features for a bound model, padded to `seq_len`
@@ -30,7 +28,7 @@ use crate::types::Feature;
 /// goes through [`Infer`](super::Infer).
 #[derive(Debug, Clone)]
 pub struct InferRequest {
-    payload: Payload,
+    payload: Arc<dyn Payload>,
     /// Request id (`ModelInferRequest.id`), echoed by the server; empty: none.
     id: String,
     /// Request-level parameters.
@@ -41,21 +39,47 @@ pub struct InferRequest {
     shm_out: Option<ShmOutputs>,
 }
 
-/// What a request carries.
-#[derive(Debug, Clone)]
-enum Payload {
-    /// Token tensors: features padded to `seq_len`.
-    Tokens {
-        binding: Arc<Binding>,
-        features: Arc<Vec<Arc<Feature>>>,
-        seq_len: usize,
-    },
-    /// BYTES tensors: (question, context) pairs for a model that tokenizes on the
-    /// server (`text_request.rs`).
-    Text {
-        binding: Arc<TextBinding>,
-        pairs: Arc<Vec<TextPair>>,
-    },
+/// What a request carries: the one place where a token model's request
+/// (`tokens.rs`) and a text model's (`text_request.rs`) differ. Everything else about
+/// a request (its id, parameters, shared memory placement, the message) is the same
+/// for both.
+pub(crate) trait Payload: std::fmt::Debug + Send + Sync {
+    /// The model name.
+    fn model(&self) -> &str;
+    /// The model version asked for (`""`: the server's choice).
+    fn version(&self) -> &str;
+    /// Batch rows: features, or questions.
+    fn rows(&self) -> usize;
+    /// Tokens per row on the wire (0: the server tokenizes).
+    fn seq_len(&self) -> usize {
+        0
+    }
+    /// Each input tensor as the message describes it: name, datatype, shape; in the
+    /// binding's input order.
+    fn inputs(&self) -> Vec<(&str, &'static str, Vec<i64>)>;
+    /// Bytes of each input tensor's raw contents, in the order of `inputs`.
+    fn input_lens(&self) -> Vec<usize>;
+    /// Writes every input's raw contents one after another into `out`, which holds
+    /// exactly the sum of `input_lens`.
+    fn write_contents(&self, out: &mut [u8]);
+    /// Each input's raw contents as the message carries them.
+    fn raw_contents(&self) -> Vec<bytes::Bytes>;
+    /// The outputs asked for, in the binding's output order, each with its bytes when
+    /// they are known before the server answers (`None`: a text model's outputs, whose
+    /// size depends on the answer; they always come back in the message).
+    fn outputs(&self) -> Vec<(&str, Option<usize>)>;
+    /// The token binding (`None`: a text model's request).
+    fn binding(&self) -> Option<&Arc<Binding>> {
+        None
+    }
+    /// The features, one per row (none in a text model's request).
+    fn features(&self) -> &[Arc<Feature>] {
+        &[]
+    }
+    /// The (question, context) pairs, one per row (`None`: a token request).
+    fn pairs(&self) -> Option<&[TextPair]> {
+        None
+    }
 }
 
 /// Where a request's input tensors lie in a registered system shared memory region
@@ -93,37 +117,15 @@ pub fn prepare_request(
     features: Vec<Arc<Feature>>,
     seq_len: usize,
 ) -> Result<InferRequest> {
-    let rows = features.len();
-    if rows == 0 {
-        return Err(Error::Config(
-            "an inference request needs at least one feature".into(),
-        ));
-    }
-    if rows > binding.batch_limit() {
-        return Err(Error::Config(format!(
-            "batch of {rows} features exceeds model {:?}'s max batch size {}",
-            binding.model,
-            binding.batch_limit()
-        )));
-    }
-    if let Some(f) = features.iter().find(|f| f.len() > seq_len) {
-        return Err(Error::Config(format!(
-            "feature {} has {} tokens, more than the sequence length {seq_len}",
-            f.unique_id,
-            f.len()
-        )));
-    }
-    Ok(InferRequest::of(Payload::Tokens {
-        binding: binding.clone(),
-        features: Arc::new(features),
-        seq_len,
-    }))
+    Ok(InferRequest::of(tokens::TokenPayload::new(
+        binding, features, seq_len,
+    )?))
 }
 
 impl InferRequest {
-    fn of(payload: Payload) -> InferRequest {
+    fn of(payload: impl Payload + 'static) -> InferRequest {
         InferRequest {
-            payload,
+            payload: Arc::new(payload),
             id: String::new(),
             parameters: Vec::new(),
             shm: None,
@@ -134,18 +136,9 @@ impl InferRequest {
     /// A text model's request about `pairs` (question, context), one row each: between
     /// one pair and the model's max batch size (one for a model without batching).
     pub fn text(binding: &Arc<TextBinding>, pairs: Vec<TextPair>) -> Result<InferRequest> {
-        let limit = binding.max_batch_size.max(1);
-        if pairs.is_empty() || pairs.len() > limit {
-            return Err(Error::Config(format!(
-                "a request of {} questions for model {:?}, which takes 1 to {limit}",
-                pairs.len(),
-                binding.model
-            )));
-        }
-        Ok(InferRequest::of(Payload::Text {
-            binding: binding.clone(),
-            pairs: Arc::new(pairs),
-        }))
+        Ok(InferRequest::of(text_request::TextPayload::new(
+            binding, pairs,
+        )?))
     }
 }
 
@@ -198,212 +191,82 @@ impl InferRequest {
     /// request, whose outputs' size is known only once the server has answered (they
     /// always come back in the message).
     pub fn outputs_len(&self) -> Option<usize> {
-        match &self.payload {
-            Payload::Tokens {
-                binding, seq_len, ..
-            } => Some(binding.outputs_len(self.rows(), *seq_len)),
-            Payload::Text { .. } => None,
-        }
+        self.payload.outputs().iter().map(|(_, len)| *len).sum()
     }
 
     /// Bytes of every input tensor together (what [`write_contents`](Self::write_contents)
     /// writes).
     pub fn contents_len(&self) -> usize {
-        match &self.payload {
-            Payload::Tokens {
-                binding, seq_len, ..
-            } => contents_len(binding, self.rows(), *seq_len),
-            Payload::Text { pairs, .. } => text_request::contents_len(pairs),
-        }
+        self.input_lens().iter().sum()
     }
 
     /// Appends every input tensor's raw bytes to `out`, in the binding's input order:
     /// the bytes the message carries when shared memory is not used.
     pub fn write_contents(&self, out: &mut Vec<u8>) {
-        out.reserve(self.contents_len());
-        self.write_contents_to(out);
+        let from = out.len();
+        out.resize(from + self.contents_len(), 0);
+        self.payload.write_contents(&mut out[from..]);
     }
 
-    /// [`write_contents`](Self::write_contents) into any buffer with room for
+    /// [`write_contents`](Self::write_contents) into a buffer of exactly
     /// [`contents_len`](Self::contents_len) bytes (a slice of a shared memory slot).
-    pub fn write_contents_to<B: BufMut>(&self, out: &mut B) {
-        match &self.payload {
-            Payload::Tokens { binding, .. } => {
-                for input in &binding.inputs {
-                    self.put_contents(out, input);
-                }
-            }
-            Payload::Text { pairs, .. } => text_request::write_contents(pairs, out),
-        }
+    pub fn write_contents_to(&self, out: &mut [u8]) {
+        self.payload.write_contents(out);
     }
 
     /// The token binding the request was prepared for (`None`: a text model's request).
     pub fn binding(&self) -> Option<&Arc<Binding>> {
-        match &self.payload {
-            Payload::Tokens { binding, .. } => Some(binding),
-            Payload::Text { .. } => None,
-        }
+        self.payload.binding()
     }
 
     /// The (question, context) pairs of a text model's request, one per row (`None`: a
     /// token request).
     pub fn pairs(&self) -> Option<&[TextPair]> {
-        match &self.payload {
-            Payload::Tokens { .. } => None,
-            Payload::Text { pairs, .. } => Some(pairs),
-        }
+        self.payload.pairs()
     }
 
     /// The features, one per batch row (none in a text model's request).
     pub fn features(&self) -> &[Arc<Feature>] {
-        match &self.payload {
-            Payload::Tokens { features, .. } => features,
-            Payload::Text { .. } => &[],
-        }
+        self.payload.features()
     }
 
     /// Batch rows: features, or questions.
     pub fn rows(&self) -> usize {
-        match &self.payload {
-            Payload::Tokens { features, .. } => features.len(),
-            Payload::Text { pairs, .. } => pairs.len(),
-        }
+        self.payload.rows()
     }
 
     /// Tokens per row on the wire (0 for a text model's request: the server tokenizes).
     pub fn seq_len(&self) -> usize {
-        match &self.payload {
-            Payload::Tokens { seq_len, .. } => *seq_len,
-            Payload::Text { .. } => 0,
-        }
+        self.payload.seq_len()
     }
 
     /// The model name, for messages.
     pub fn model(&self) -> &str {
-        match &self.payload {
-            Payload::Tokens { binding, .. } => &binding.model,
-            Payload::Text { binding, .. } => &binding.model,
-        }
+        self.payload.model()
     }
 
     /// The model version asked for (`""`: the server's choice).
     pub fn version(&self) -> &str {
-        match &self.payload {
-            Payload::Tokens { binding, .. } => &binding.version,
-            Payload::Text { binding, .. } => &binding.version,
-        }
+        self.payload.version()
     }
 
-    /// The features back, without copying them when no clone of the request is left
-    /// (none for a text model's request).
+    /// The features back (none for a text model's request).
     pub fn into_features(self) -> Vec<Arc<Feature>> {
-        match self.payload {
-            Payload::Tokens { features, .. } => {
-                Arc::try_unwrap(features).unwrap_or_else(|shared| shared.as_ref().clone())
-            }
-            Payload::Text { .. } => Vec::new(),
-        }
-    }
-
-    /// The token binding and the sequence length; only called on token requests.
-    fn tokens(&self) -> (&Binding, usize) {
-        match &self.payload {
-            Payload::Tokens {
-                binding, seq_len, ..
-            } => (binding, *seq_len),
-            Payload::Text { .. } => unreachable!("a token tensor of a text request"),
-        }
-    }
-
-    /// Shape of `input` on the wire: `[rows] +` per-row dims for a batching model.
-    fn shape(&self, input: &InputBinding) -> Vec<i64> {
-        let (binding, seq_len) = self.tokens();
-        let batch = binding.has_batch_dim().then_some(self.rows() as i64);
-        let per_row: &[i64] = match input.role {
-            InputRole::UniqueIds => &input.dims,
-            _ => &[],
-        };
-        let seq = (input.role != InputRole::UniqueIds).then_some(seq_len as i64);
-        // A token input declared with trailing dimensions of size 1 (`[seq, 1]`) is
-        // sent with them: the same bytes in the shape the model declares.
-        let ones = match input.role {
-            InputRole::UniqueIds => 0,
-            _ => input.dims.len() - super::binding::without_trailing_ones(&input.dims).len(),
-        };
-        batch
-            .into_iter()
-            .chain(per_row.iter().map(|&d| d.max(1)))
-            .chain(seq)
-            .chain(std::iter::repeat_n(1, ones))
-            .collect()
+        self.payload.features().to_vec()
     }
 
     /// Bytes of each input tensor's raw contents, in the order of
     /// [`input_tensors`](Self::input_tensors).
     pub fn input_lens(&self) -> Vec<usize> {
-        match &self.payload {
-            Payload::Tokens {
-                binding, seq_len, ..
-            } => binding
-                .inputs
-                .iter()
-                .map(|i| input_len(i, self.rows(), *seq_len))
-                .collect(),
-            Payload::Text { pairs, .. } => text_request::input_lens(pairs).to_vec(),
-        }
-    }
-
-    /// The raw contents of one token input for every row.
-    fn put_contents<B: BufMut>(&self, buf: &mut B, input: &InputBinding) {
-        let t = input.datatype;
-        let seq = self.seq_len();
-        let ones = |buf: &mut B, n: usize| (0..n).for_each(|_| put_int(buf, t, 1));
-        for f in self.features().iter() {
-            let len = f.len();
-            match input.role {
-                InputRole::InputIds => {
-                    for &id in &f.input_ids {
-                        put_int(buf, t, i64::from(id));
-                    }
-                    let pad = f.pad_id();
-                    if pad != 0 {
-                        (len..seq).for_each(|_| put_int(buf, t, i64::from(pad)));
-                        continue;
-                    }
-                }
-                InputRole::SegmentIds => {
-                    let one_from = f.type_one_from().min(len);
-                    buf.put_bytes(0, one_from * t.size());
-                    ones(buf, len - one_from);
-                }
-                InputRole::InputMask => ones(buf, len),
-                InputRole::UniqueIds => {
-                    for _ in 0..unique_width(input) {
-                        put_int(buf, t, f.unique_id as i64);
-                    }
-                    continue;
-                }
-            }
-            buf.put_bytes(0, (seq - len) * t.size());
-        }
+        self.payload.input_lens()
     }
 
     /// The `ModelInferRequest` message: tensors in the message, or the shared memory
     /// parameters that say where they lie.
     pub fn to_proto(&self) -> ModelInferRequest {
-        let raw_input_contents = match (&self.shm, &self.payload) {
-            (Some(_), _) => Vec::new(),
-            (None, Payload::Tokens { binding, .. }) => binding
-                .inputs
-                .iter()
-                .map(|input| {
-                    let mut bytes =
-                        Vec::with_capacity(input_len(input, self.rows(), self.seq_len()));
-                    self.put_contents(&mut bytes, input);
-                    bytes::Bytes::from(bytes)
-                })
-                .collect(),
-            (None, Payload::Text { pairs, .. }) => text_request::raw_contents(pairs).into(),
+        let raw_input_contents = match self.shm {
+            Some(_) => Vec::new(),
+            None => self.payload.raw_contents(),
         };
         ModelInferRequest {
             model_name: self.model().to_string(),
@@ -433,27 +296,8 @@ impl InferRequest {
     pub fn input_tensors(&self) -> Vec<InferInputTensor> {
         let mut input_at = self.shm.as_ref().map(|at| at.offset);
         let lens = self.input_lens();
-        let described: Vec<(&str, &str, Vec<i64>)> = match &self.payload {
-            Payload::Tokens { binding, .. } => binding
-                .inputs
-                .iter()
-                .map(|input| {
-                    (
-                        input.name.as_str(),
-                        input.datatype.wire(),
-                        self.shape(input),
-                    )
-                })
-                .collect(),
-            Payload::Text { binding, .. } => {
-                let shape = binding.input_shape(self.rows());
-                vec![
-                    (binding.question.as_str(), "BYTES", shape.clone()),
-                    (binding.context.as_str(), "BYTES", shape),
-                ]
-            }
-        };
-        described
+        self.payload
+            .inputs()
             .into_iter()
             .zip(lens)
             .map(|((name, datatype, shape), len)| {
@@ -479,27 +323,13 @@ impl InferRequest {
     /// The outputs asked for, in the binding's output order, with the shared memory
     /// parameters when the server is to write them into a region.
     pub fn output_tensors(&self) -> Vec<InferRequestedOutputTensor> {
-        let b = match &self.payload {
-            Payload::Tokens { binding, .. } => binding,
-            Payload::Text { binding, .. } => {
-                return binding
-                    .output_names()
-                    .into_iter()
-                    .map(|name| InferRequestedOutputTensor {
-                        name: name.to_string(),
-                        ..Default::default()
-                    })
-                    .collect()
-            }
-        };
-        let values = b.output_values(self.rows(), self.seq_len());
         let mut output_at = self.shm_out.as_ref().map(|at| at.offset);
-        b.output_bindings()
-            .iter()
-            .map(|o| {
-                let len = values * o.datatype.size();
-                let parameters = match (&self.shm_out, output_at.as_mut()) {
-                    (Some(at), Some(offset)) => {
+        self.payload
+            .outputs()
+            .into_iter()
+            .map(|(name, len)| {
+                let parameters = match (&self.shm_out, output_at.as_mut(), len) {
+                    (Some(at), Some(offset), Some(len)) => {
                         let p = shm_parameters(&at.region, len, *offset);
                         *offset += len as u64;
                         p
@@ -507,7 +337,7 @@ impl InferRequest {
                     _ => HashMap::new(),
                 };
                 InferRequestedOutputTensor {
-                    name: o.name.clone(),
+                    name: name.to_string(),
                     parameters,
                 }
             })
@@ -541,36 +371,9 @@ pub(crate) fn shm_parameters(
     ])
 }
 
-/// Bytes of every input tensor of `binding` together, for `rows` features padded to
-/// `seq_len` tokens.
-pub(crate) fn contents_len(binding: &Binding, rows: usize, seq_len: usize) -> usize {
-    binding
-        .inputs
-        .iter()
-        .map(|i| input_len(i, rows, seq_len))
-        .sum()
-}
+mod tokens;
 
-/// Bytes of one input tensor for `rows` features padded to `seq_len` tokens.
-fn input_len(input: &InputBinding, rows: usize, seq_len: usize) -> usize {
-    let per_row = match input.role {
-        InputRole::UniqueIds => unique_width(input),
-        _ => seq_len,
-    };
-    rows * per_row * input.datatype.size()
-}
-
-/// Values per row of a unique-ids input: the product of its per-row dims (at least 1).
-fn unique_width(input: &InputBinding) -> usize {
-    input.dims.iter().map(|&d| d.max(1)).product::<i64>() as usize
-}
-
-fn put_int<B: BufMut>(buf: &mut B, t: IntType, v: i64) {
-    match t {
-        IntType::Int32 => buf.put_i32_le(v as i32),
-        IntType::Int64 => buf.put_i64_le(v),
-    }
-}
+pub(crate) use tokens::contents_len;
 
 #[cfg(test)]
 mod tests;

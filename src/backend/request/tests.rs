@@ -1,6 +1,9 @@
 //! Unit tests of the request: its tensors, shapes and shared memory places.
+use super::tokens::unique_width;
 use super::*;
-use crate::backend::binding::{FloatType, OutputBinding, Outputs, SeqLen};
+use crate::backend::binding::{
+    FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs, SeqLen,
+};
 use proptest::prelude::*;
 use prost::Message;
 
