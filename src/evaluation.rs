@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use crate::backend::{Contract, Infer, Model};
+use crate::backend::{Infer, Model};
 use crate::decode::{self, Prediction};
 use crate::error::Result;
 use crate::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
@@ -96,16 +96,7 @@ impl Evaluate<'_> {
 /// Whether the model's answers come with null odds: all but a text model of the answer
 /// contract without a no-answer output.
 pub fn gives_null_odds(model: &Model) -> bool {
-    match model {
-        Model::Tokens(_) => true,
-        Model::Text(b) => !matches!(
-            b.contract,
-            Contract::Answer {
-                no_answer: None,
-                ..
-            }
-        ),
-    }
+    model.gives_null_odds()
 }
 
 /// Scores decoded predictions as the official scripts score predictions.json, the null

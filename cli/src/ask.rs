@@ -13,7 +13,7 @@ use super::common::{
     run_tokenizer, Outcome,
 };
 use bertqa::backend::text::TextAnswer;
-use bertqa::backend::{Contract, Model};
+use bertqa::backend::Contract;
 use bertqa::decode::Prediction;
 use bertqa::pipeline;
 use bertqa::report::ask::{Answer, AskReport, Candidate, Decoded, Given, Latency};
@@ -123,14 +123,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         max: latency.max() as f64 / 1000.0,
         mean: latency.mean() / 1000.0,
     };
-    let given = match &bound {
-        Model::Text(b) => match &b.contract {
-            Contract::Answer { no_answer, .. } => {
-                Some(no_answer.as_ref().is_some_and(|n| n.probability))
-            }
-            Contract::Logits { .. } => None,
-        },
-        Model::Tokens(_) => None,
+    let given = match bound.text().map(|b| &b.contract) {
+        Some(Contract::Answer { no_answer, .. }) => {
+            Some(no_answer.as_ref().is_some_and(|n| n.probability))
+        }
+        _ => None,
     };
     let answers: Vec<Answer> = match given {
         Some(probability) => replies

@@ -24,6 +24,7 @@ pub mod client;
 pub(crate) mod extensions;
 mod grpc;
 pub(crate) mod http;
+mod model;
 pub mod page;
 pub(crate) mod peer;
 pub mod pool;
@@ -45,6 +46,7 @@ pub(crate) mod url;
 pub use binding::{Binding, BindingOverrides, SeqLen};
 pub use client::{ClientConfig, GrpcCall, TritonClient};
 pub use extensions::ServerInfo;
+pub use model::Model;
 pub use pool::{Infer, Pool, PoolConfig};
 pub use protocol::Protocol;
 pub use request::{prepare_request, InferRequest};
@@ -56,106 +58,6 @@ pub use text::{
 };
 pub use text_request::TextPair;
 pub use url::distinct_urls;
-
-/// How bertqa talks to a model: its token inputs (bertqa builds the windows), or text
-/// (a question and a context; the server makes the windows). Cheap to clone.
-#[derive(Debug, Clone)]
-pub enum Model {
-    Tokens(std::sync::Arc<Binding>),
-    Text(std::sync::Arc<TextBinding>),
-}
-
-impl Model {
-    /// The model's name.
-    pub fn name(&self) -> &str {
-        match self {
-            Model::Tokens(b) => &b.model,
-            Model::Text(b) => &b.model,
-        }
-    }
-
-    /// The version asked for (`""`: the server's choice).
-    pub fn version(&self) -> &str {
-        match self {
-            Model::Tokens(b) => &b.version,
-            Model::Text(b) => &b.version,
-        }
-    }
-
-    /// The platform or backend the server names (`onnxruntime_onnx`, `ensemble`, ...).
-    pub fn platform(&self) -> &str {
-        match self {
-            Model::Tokens(b) => &b.platform,
-            Model::Text(b) => &b.platform,
-        }
-    }
-
-    /// The largest batch the server accepts (0: no batch dimension).
-    pub fn max_batch_size(&self) -> usize {
-        match self {
-            Model::Tokens(b) => b.max_batch_size,
-            Model::Text(b) => b.max_batch_size,
-        }
-    }
-
-    /// The fixed sequence length of a model that takes token ids (`None`: any length,
-    /// or a model that takes text).
-    pub fn fixed_len(&self) -> Option<usize> {
-        match self {
-            Model::Tokens(b) => b.fixed_len(),
-            Model::Text(_) => None,
-        }
-    }
-
-    /// The text binding of a model that takes text.
-    pub fn text(&self) -> Option<&TextBinding> {
-        match self {
-            Model::Tokens(_) => None,
-            Model::Text(b) => Some(b),
-        }
-    }
-
-    /// Whether its answers are decoded here with a tokenizer: all but a text model of
-    /// the answer contract, which answers in words.
-    pub fn needs_tokenizer(&self) -> bool {
-        !self
-            .text()
-            .is_some_and(|b| matches!(b.contract, Contract::Answer { .. }))
-    }
-
-    /// The binding as reports show it.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Model::Tokens(b) => serde_json::to_value(&**b),
-            Model::Text(b) => serde_json::to_value(&**b),
-        }
-        .unwrap_or(serde_json::Value::Null)
-    }
-}
-
-impl From<Binding> for Model {
-    fn from(b: Binding) -> Model {
-        Model::Tokens(std::sync::Arc::new(b))
-    }
-}
-
-impl From<std::sync::Arc<Binding>> for Model {
-    fn from(b: std::sync::Arc<Binding>) -> Model {
-        Model::Tokens(b)
-    }
-}
-
-impl From<std::sync::Arc<TextBinding>> for Model {
-    fn from(b: std::sync::Arc<TextBinding>) -> Model {
-        Model::Text(b)
-    }
-}
-
-impl From<TextBinding> for Model {
-    fn from(b: TextBinding) -> Model {
-        Model::Text(std::sync::Arc::new(b))
-    }
-}
 
 /// A model's metadata, and its configuration when the server has Triton's model
 /// configuration extension: what a binding is inferred from.

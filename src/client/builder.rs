@@ -357,10 +357,7 @@ impl<M> ClientBuilder<M> {
     fn resolve(&self, model: &Model, tokenizer: Option<&LoadedTokenizer>) -> Result<Resolved> {
         let lower_case = tokenizer.map_or(self.lower_case, |t| t.lower_case(self.lower_case));
         let postprocess = tokenizer.map_or(self.postprocess.unwrap_or_default(), |t| t.postprocess);
-        let fixed_len = match model {
-            Model::Tokens(b) => b.fixed_len(),
-            Model::Text(_) => None,
-        };
+        let fixed_len = model.fixed_len();
         let features = FeatureConfig {
             max_seq_length: self
                 .max_seq_length

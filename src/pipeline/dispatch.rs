@@ -33,7 +33,7 @@ use crate::backend::proto::ModelInferResponse;
 use crate::backend::shm::SharedMemory;
 use crate::backend::text::TextReply;
 use crate::backend::text_request::TextPair;
-use crate::backend::{prepare_request, tensor, Binding, Infer, InferRequest, Model};
+use crate::backend::{prepare_request, Binding, Infer, InferRequest, Model};
 use crate::decode::Scores;
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
@@ -190,7 +190,7 @@ pub async fn infer_all<B: Infer>(
             }
         }
     };
-    let model = Model::Tokens(binding);
+    let model = Model::from(binding);
     let (report, (), ()) = tokio::join!(
         infer_events(client, &model, config, None, 0, batched_rx, events),
         forward,
@@ -213,10 +213,7 @@ pub(crate) async fn infer_events<B: Infer>(
     batches: mpsc::Receiver<Batch>,
     events: mpsc::Sender<RunEvent>,
 ) -> Result<InferReport> {
-    let limit = match model {
-        Model::Tokens(b) => b.batch_limit(),
-        Model::Text(b) => b.max_batch_size.max(1),
-    };
+    let limit = model.batch_limit();
     if config.batch_size == 0 || config.batch_size > limit {
         return Err(Error::Config(format!(
             "batch size {} outside 1..={limit} for model {:?}",
@@ -225,8 +222,8 @@ pub(crate) async fn infer_events<B: Infer>(
         )));
     }
     let (server, in_flight) = (client.single_server(), config.concurrency);
-    let shm = match model {
-        Model::Tokens(binding) => {
+    let shm = match model.tokens() {
+        Some(binding) => {
             // Slots for a full batch at the longest length a request can be padded to.
             let longest = match config.padding {
                 Padding::Fixed(n) => n.max(config.max_seq_len),
@@ -237,7 +234,7 @@ pub(crate) async fn infer_events<B: Infer>(
             let (rows, mode) = (config.batch_size, config.shared_memory);
             SharedRegion::open(mode, server, in_flight, binding, rows, longest).await?
         }
-        Model::Text(_) => {
+        None => {
             let mode = config.shared_memory;
             SharedRegion::open_text(mode, server, in_flight, text_slot_bytes).await?
         }
@@ -277,7 +274,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     ) -> Self {
         let policy = PaddingPolicy::new(config.padding, config.guard);
         let mut report = InferReport::empty();
-        if let Model::Tokens(_) = model {
+        if model.tokens().is_some() {
             report.padding = policy.report();
         }
         Dispatch {
@@ -354,10 +351,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
         for _ in 0..self.config.warmup {
             let request = self.request(batch)?;
             let (response, _) = self.client.infer_timed(request.clone()).await?;
-            match &self.model {
-                Model::Tokens(_) => drop(tensor::decode_response(&request, &response)?),
-                Model::Text(b) => drop(b.replies(&response, request.rows())?),
-            }
+            self.model.check_answer(&request, &response)?;
         }
         self.report.warmup = t.elapsed();
         Ok(())
@@ -365,13 +359,11 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// `batch`'s request, in the message, at the full padding of its batch.
     fn request(&self, batch: &Batch) -> Result<InferRequest> {
-        match (batch, &self.model) {
-            (Batch::Features(f), Model::Tokens(b)) => {
+        match (batch, self.model.tokens(), self.model.text()) {
+            (Batch::Features(f), Some(b), _) => {
                 prepare_request(b, f.clone(), self.config.padding.length(f))
             }
-            (Batch::Questions { pairs, .. }, Model::Text(b)) => {
-                InferRequest::text(b, pairs.clone())
-            }
+            (Batch::Questions { pairs, .. }, _, Some(b)) => InferRequest::text(b, pairs.clone()),
             _ => Err(Error::Internal(format!(
                 "a batch that model {:?} does not take",
                 self.model.name()
@@ -395,7 +387,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// Sends `batch` as one request padded as `padding` says.
     fn spawn(&mut self, batch: Vec<Arc<Feature>>, padding: RequestPadding) -> Result<()> {
-        let Model::Tokens(binding) = &self.model else {
+        let Some(binding) = self.model.tokens() else {
             return Err(Error::Internal("features for a text model".into()));
         };
         let request = prepare_request(binding, batch, padding.seq_len)?;
@@ -452,7 +444,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     /// Sends a text model's questions `examples` (their texts `pairs`) as one request;
     /// its answer is read by the model's contract.
     fn spawn_text(&mut self, examples: Vec<usize>, pairs: Vec<TextPair>) -> Result<()> {
-        let Model::Text(binding) = &self.model else {
+        let Some(binding) = self.model.text() else {
             return Err(Error::Internal("questions for a token model".into()));
         };
         let request = InferRequest::text(binding, pairs)?;

@@ -53,8 +53,8 @@ impl RunConfig {
         let concurrency = 4;
         // Batching, refill and padding are the model's: a text model is asked as many
         // questions a request as it takes, the server tokenizes (no padding of ours).
-        let (batch_size, refill, padding, guard) = match model {
-            Model::Tokens(binding) => {
+        let (batch_size, refill, padding, guard) = match model.tokens() {
+            Some(binding) => {
                 let batch_size = binding.default_batch_size();
                 (
                     batch_size,
@@ -68,10 +68,12 @@ impl RunConfig {
                     }),
                 )
             }
-            Model::Text(b) => {
-                let batch_size = b.per_request(b.max_batch_size.max(1));
-                (batch_size, 1, super::Padding::Fixed(0), None)
-            }
+            None => (
+                model.default_batch_size(),
+                1,
+                super::Padding::Fixed(0),
+                None,
+            ),
         };
         RunConfig {
             infer: InferConfig {
@@ -351,10 +353,7 @@ impl<'a, B: Infer> Run<'a, B> {
                     produce_questions(dataset, batch_size, known_replies, observer, outlets)
                 }
             });
-            let text = match &self.model {
-                Model::Text(b) => Some(&**b),
-                Model::Tokens(_) => None,
-            };
+            let text = self.model.text().map(|b| &**b);
             let decode = DecodeStage::new(
                 self.dataset,
                 self.tokenizer,
@@ -389,8 +388,8 @@ impl<'a, B: Infer> Run<'a, B> {
                 self.model.name()
             ))
         };
-        match &self.model {
-            Model::Tokens(_) => {
+        match self.model.text() {
+            None => {
                 let tokenizer = self
                     .tokenizer
                     .ok_or_else(|| needs_vocabulary("takes token ids"))?;
@@ -405,7 +404,7 @@ impl<'a, B: Infer> Run<'a, B> {
                 )?;
                 Ok(Source::Features(Box::new(builder)))
             }
-            Model::Text(b) => {
+            Some(b) => {
                 if self.config.decode.postprocess == Postprocess::RunQa {
                     return Err(Error::Config(format!(
                         "model {:?} takes text and makes its own windows: run_qa's rules \
@@ -428,7 +427,7 @@ impl<'a, B: Infer> Run<'a, B> {
     /// Bytes of the largest request's inputs of a text model's run (sizes its shared
     /// memory slots); 0 for a token model.
     fn text_slot_bytes(&self) -> usize {
-        if let Model::Tokens(_) = self.model {
+        if self.model.tokens().is_some() {
             return 0;
         }
         let per_request = self.config.infer.batch_size.max(1);
@@ -530,12 +529,12 @@ impl<'a, B: Infer> Run<'a, B> {
         report.non_finite.add(&decoded.non_finite);
         // A text model's windows are counted as the server's replies come (and the
         // journal's as they are read), not as they are built.
-        let (total, answered) = match self.model {
-            Model::Tokens(_) => (
+        let (total, answered) = match self.model.text() {
+            None => (
                 produced.total,
                 inferred.collected.answered + produced.reused,
             ),
-            Model::Text(_) => {
+            Some(_) => {
                 let n = report.features + produced.reused;
                 (n, n)
             }

@@ -54,8 +54,8 @@ impl RunConfig {
         decode: DecodeConfig,
     ) -> Result<RunConfig> {
         let concurrency = load.concurrency.max(1);
-        let infer = match model {
-            Model::Tokens(binding) => {
+        let infer = match model.tokens() {
+            Some(binding) => {
                 let batch_size = dispatch::effective_batch_size(load.batch_size, binding)?;
                 InferConfig {
                     batch_size,
@@ -77,10 +77,10 @@ impl RunConfig {
                     max_seq_len: features.max_seq_length,
                 }
             }
-            Model::Text(binding) => {
+            None => {
                 let mut infer = RunConfig::for_model(model).infer;
-                let batch_size = load.batch_size.unwrap_or(binding.max_batch_size.max(1));
-                infer.batch_size = binding.per_request(batch_size);
+                infer.batch_size =
+                    model.per_request(load.batch_size.unwrap_or(model.batch_limit()));
                 infer.concurrency = concurrency;
                 infer.warmup = load.warmup;
                 infer.shared_memory = load.shared_memory;

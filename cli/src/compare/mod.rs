@@ -282,10 +282,9 @@ fn shared_padding(
     max_seq_length: usize,
 ) -> anyhow::Result<Padding> {
     let tokens = || {
-        targets.iter().filter_map(|t| match &t.binding {
-            Model::Tokens(b) => Some((t, b)),
-            Model::Text(_) => None,
-        })
+        targets
+            .iter()
+            .filter_map(|t| t.binding.tokens().map(|b| (t, b)))
     };
     let all_dynamic = tokens().all(|(_, b)| b.seq_len == SeqLen::Dynamic);
     let padding = if all_dynamic && !args.run.load.fixed_seq_len {
@@ -337,20 +336,20 @@ fn jobs(
             decode.version_2_with_negative,
             features_config.max_seq_length,
         )?;
-        let config = match &target.binding {
-            Model::Tokens(b) => {
+        let config = match target.binding.tokens() {
+            Some(_) => {
                 let (features, decode) = match &own {
                     Some((_, features, decode)) => (*features, decode.clone()),
                     None => (features_config, decode.clone()),
                 };
-                let model = bertqa::backend::Model::from(b.clone());
-                let mut config = run_config(&args.run.load, &model, features, decode)?;
+                let model = &target.binding;
+                let mut config = run_config(&args.run.load, model, features, decode)?;
                 config.infer.padding = padding;
                 config.keep_logits = true;
                 config.keep_features = own.is_some();
                 Some(config)
             }
-            Model::Text(_) => None,
+            None => None,
         };
         jobs.push(Job {
             target,
@@ -462,12 +461,10 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         client,
         binding,
     } = target;
-    let outcome = match (&binding, &config) {
-        (Model::Tokens(b), Some(config)) => {
-            run_pipeline(shared, &client, b, config, tokenizer.as_ref())
-        }
-        (Model::Text(t), _) => run_text(shared, &client, t),
-        (Model::Tokens(_), None) => unreachable!("a token model's job has its settings"),
+    let outcome = match (binding.tokens(), binding.text(), &config) {
+        (Some(b), _, Some(config)) => run_pipeline(shared, &client, b, config, tokenizer.as_ref()),
+        (_, Some(t), _) => run_text(shared, &client, t),
+        _ => unreachable!("a token model's job has its settings"),
     }
     .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
     if let Some(note) = outcome.infer.padding.note(&name) {
@@ -493,7 +490,7 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         url,
         protocol: client.first_client().protocol(),
         dir_name,
-        own_windows: matches!(binding, Model::Text(_)) || tokenizer.is_some(),
+        own_windows: binding.text().is_some() || tokenizer.is_some(),
         binding,
         outcome,
         scores,
@@ -511,7 +508,7 @@ fn run_text(
     let load = &shared.args.run.load;
     let mut config = run_config(
         load,
-        &bertqa::backend::Model::Text(binding.clone()),
+        &bertqa::backend::Model::from(binding.clone()),
         shared.features_config,
         shared.decode.clone(),
     )?;

@@ -16,7 +16,6 @@ use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
 use super::common::Outcome;
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
-use bertqa::Model;
 
 pub(crate) use output::{write_per_question, write_predictions};
 pub(crate) use report::inputs_line;
@@ -165,21 +164,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             let (rt, pool, bound) = run::connect(&args)?;
             let vocabulary = bound.needs_tokenizer();
             let mut input = run::prepare(&args, data, vocabulary, bound.fixed_len())?;
-            let ran = match bound {
-                Model::Tokens(binding) => run::against_server(
-                    &args,
-                    &mut input,
-                    &rt,
-                    pool,
-                    std::sync::Arc::unwrap_or_clone(binding),
-                )?,
-                Model::Text(binding) => text::against_server(
-                    &args,
-                    &mut input,
-                    &rt,
-                    pool,
-                    std::sync::Arc::unwrap_or_clone(binding),
-                )?,
+            let ran = match (bound.tokens(), bound.text()) {
+                (Some(binding), _) => {
+                    let binding = binding.as_ref().clone();
+                    run::against_server(&args, &mut input, &rt, pool, binding)?
+                }
+                (_, Some(binding)) => {
+                    let binding = binding.as_ref().clone();
+                    text::against_server(&args, &mut input, &rt, pool, binding)?
+                }
+                (None, None) => unreachable!("a model takes token ids or text"),
             };
             (input, ran)
         }

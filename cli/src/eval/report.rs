@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use super::{Args, EvalReport, Gate, FIRST_IDS};
 use bertqa::backend::text::{Contract, TextBinding};
-use bertqa::Model;
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -332,12 +331,10 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
             } else {
                 format!("{}, ", b.platform())
             };
-            let batch = match b {
-                Model::Tokens(b) => {
-                    super::super::common::batch_words(r.batch_size, b, r.batch_size_given)
-                }
-                Model::Text(_) if r.batch_size == 1 => "one question per request".into(),
-                Model::Text(_) => format!("{} questions per request", r.batch_size),
+            let batch = match b.tokens() {
+                Some(b) => super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
+                None if r.batch_size == 1 => "one question per request".into(),
+                None => format!("{} questions per request", r.batch_size),
             };
             format!(
                 "{} at {} over {} ({platform}{batch}, concurrency {})",
@@ -350,15 +347,14 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
         _ => "(decoded from saved logits)".into(),
     };
     let mut rows = vec![("model", model)];
-    if let Some(Model::Text(b)) = &r.binding {
+    let text = r.binding.as_ref().and_then(|b| b.text());
+    if let Some(b) = text {
         rows.push(("text model", text_contract_words(b)));
     }
-    let pieces = match &r.binding {
-        Some(Model::Text(b)) => match b.contract {
-            Contract::Logits { .. } => format!("{} windows made by the server", r.features),
-            Contract::Answer { .. } => "tokenized by the server".into(),
-        },
-        _ => format!("{} features", r.features),
+    let pieces = match text.map(|b| &b.contract) {
+        Some(Contract::Logits { .. }) => format!("{} windows made by the server", r.features),
+        Some(Contract::Answer { .. }) => "tokenized by the server".into(),
+        None => format!("{} features", r.features),
     };
     rows.push((
         "data",

@@ -304,7 +304,7 @@ pub(super) fn against_server(
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Model::Tokens(binding.clone())),
+        binding: Some(Model::from(binding.clone())),
         batch_size: config.infer.batch_size,
         net: Some(client),
         nbest: Some(stream),

@@ -55,7 +55,7 @@ pub(super) fn against_server(
     let binding = Arc::new(binding);
     let config = run_config(
         &args.run.load,
-        &bertqa::backend::Model::Text(binding.clone()),
+        &bertqa::backend::Model::from(binding.clone()),
         input.features,
         input.decode.clone(),
     )?;
@@ -75,7 +75,7 @@ pub(super) fn against_server(
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Model::Text(binding.clone())),
+        binding: Some(Model::from(binding.clone())),
         batch_size: per_request,
         net: Some(pool),
         nbest: Some(stream),

@@ -146,12 +146,10 @@ fn evaluate_stages(url: &str, model: &str, dir: &Path) -> Model {
         runtime: &rt,
         model: bound.clone(),
         // An answer-contract model needs no vocabulary: none is given.
-        tokenizer: match &bound {
-            Model::Text(b) if matches!(b.contract, bertqa::Contract::Answer { .. }) => None,
-            _ => match &fast {
-                Some(t) => Some(t.into()),
-                None => Some((&tokenizer).into()),
-            },
+        tokenizer: match &fast {
+            _ if !bound.needs_tokenizer() => None,
+            Some(t) => Some(t.into()),
+            None => Some((&tokenizer).into()),
         },
         config: &run,
         na_prob_thresh: 1.0,
