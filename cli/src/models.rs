@@ -7,8 +7,8 @@ use super::args::{BindingArgs, OutputArgs, ServerArgs, TextBindingArgs, MODEL};
 use super::common::{print_stdout, report_format, runtime, Outcome};
 use bertqa::backend::client::{ready_models, ModelIndex};
 use bertqa::backend::text::{takes_text, TextBinding};
-use bertqa::backend::{Binding, TritonClient};
-use bertqa::report::models::{ModelBinding, ModelJson, ModelRow, ModelsJson, ServerJson};
+use bertqa::backend::{Binding, Model, TritonClient};
+use bertqa::report::models::{ModelJson, ModelRow, ModelsJson, ServerJson};
 use bertqa::report::Render as _;
 use bertqa::Error;
 
@@ -142,10 +142,10 @@ async fn collect_model(
     let config = client.model_config_if_any(name, version).await?;
     let binding = if takes_text(&metadata) {
         let overrides = args.text.overrides(&args.binding);
-        TextBinding::infer(&metadata, config.as_ref(), version, &overrides).map(ModelBinding::Text)
+        TextBinding::infer(&metadata, config.as_ref(), version, &overrides).map(Model::from)
     } else {
         let overrides = super::common::binding_overrides(&args.binding);
-        Binding::infer(&metadata, config.as_ref(), version, &overrides).map(ModelBinding::Tokens)
+        Binding::infer(&metadata, config.as_ref(), version, &overrides).map(Model::from)
     };
     Ok(ModelJson::new(
         &metadata,

@@ -247,11 +247,8 @@ impl TuneProgress for Lines {
     }
 }
 
-/// The HTTP client of the repository calls.
-fn control_client(
-    args: &Args,
-    rt: &tokio::runtime::Runtime,
-) -> anyhow::Result<bertqa::TritonClient> {
+/// The HTTP connection of the repository calls.
+fn control_client(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<bertqa::Pool> {
     let mut config = client_config(&args.server)?;
     match (&args.control_url, config.protocol) {
         (Some(url), _) => config.url = url.clone(),
@@ -264,7 +261,7 @@ fn control_client(
     }
     config.protocol = bertqa::backend::Protocol::Http;
     config.request_timeout = config.request_timeout.max(LOAD_TIMEOUT);
-    Ok(rt.block_on(bertqa::TritonClient::connect(&config))?)
+    Ok(rt.block_on(bertqa::Pool::single(&config))?)
 }
 
 /// The least time a repository call may take: a load of a large model (a TensorRT
@@ -291,8 +288,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let model = args.model.clone().expect("required by clap");
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
-    let client = rt.block_on(bertqa::TritonClient::connect(&client_config(&args.server)?))?;
-    let (metadata, model_config) = rt.block_on(bertqa::backend::describe(&client, &model, ""))?;
+    let server = rt.block_on(bertqa::Pool::single(&client_config(&args.server)?))?;
+    let (metadata, model_config) =
+        rt.block_on(bertqa::backend::describe(server.first_client(), &model, ""))?;
     let (tuned, workload) = if bertqa::backend::text::takes_text(&metadata) {
         text_workload(&args, &model, &metadata, model_config.as_ref(), &dataset)?
     } else {
@@ -317,7 +315,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let (scraper, _) = rt.block_on(super::metrics::start(
         &args.metrics,
         &args.server,
-        Some(&client),
+        Some(server.first_client()),
         key,
     ))?;
     perf.metrics = scraper;
@@ -337,7 +335,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let tuned_run = Tune {
         model: &tuned,
         control: &control,
-        client: &client,
+        server: &server,
         workload,
         perf: perf.clone(),
         space,
@@ -437,7 +435,7 @@ fn text_workload(
         binding: std::sync::Arc::new(binding),
         version: String::new(),
     };
-    Ok((step, Workload::Text(load)))
+    Ok((step, Workload::Text(bertqa::perf::Requests::text(load)?)))
 }
 
 /// tune.json in the output directory, `--write-config`, `--html`.
@@ -491,8 +489,8 @@ fn restore(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Outcome>
     let mut config = client_config(&args.server)?;
     config.url = state.control_url.clone();
     config.protocol = bertqa::backend::Protocol::Http;
-    let client = rt.block_on(bertqa::TritonClient::connect(&config))?;
-    let control = rt.block_on(Control::open(client, &state.model))?;
+    let server = rt.block_on(bertqa::Pool::single(&config))?;
+    let control = rt.block_on(Control::open(server, &state.model))?;
     let said = bertqa::tune::restore(rt, &control, dir)?;
     print_stdout(&format!("{said}\n"))?;
     Ok(Outcome::Success)

@@ -221,6 +221,22 @@ impl Pool {
         Ok(pool)
     }
 
+    /// One connection to the server of `client.url`, without retries: a request's error
+    /// is the caller's (`perf` counts it, `tune`'s repository calls report it).
+    pub async fn single(client: &ClientConfig) -> Result<Pool> {
+        let config = PoolConfig {
+            urls: vec![client.url.clone()],
+            connections: 1,
+            client: client.clone(),
+            retry: RetryPolicy {
+                retries: 0,
+                ..RetryPolicy::default()
+            },
+            wait_ready: Duration::ZERO,
+        };
+        Pool::connect(&config, "", "").await
+    }
+
     /// A client of the first endpoint, for metadata calls (binding, statistics).
     pub fn first_client(&self) -> &TritonClient {
         &self.inner.endpoints[0].conns[0]

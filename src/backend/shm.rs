@@ -137,6 +137,15 @@ pub(crate) fn slot_bytes(binding: &Binding, rows: usize, seq_len: usize) -> usiz
         + binding.outputs_len(rows, seq_len)
 }
 
+/// Bytes of `request`'s slot: its inputs, then its outputs when their size is known
+/// before the answer (a text model's come back in the message).
+pub(crate) fn request_slot_bytes(request: &InferRequest) -> usize {
+    match request.outputs_len() {
+        Some(outputs) => outputs_offset(request.contents_len()) + outputs,
+        None => request.contents_len(),
+    }
+}
+
 /// Where the outputs start in a slot whose inputs take `inputs_len` bytes (on a cache
 /// line).
 fn outputs_offset(inputs_len: usize) -> usize {

@@ -9,15 +9,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use super::requests::{Planned, Requests};
 use super::requests_log::{self, LevelKey, RequestLog};
 use super::stats::{self, Arrivals};
-use super::text::{self, Steps, TextLoad, TextRequest};
+use super::text::{self, Steps};
 use super::Servers;
 use super::{
-    warnings, Batch, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
+    warnings, ClientBreakdown, Distribution, Latency, Level, LevelResult, Load, PerfConfig,
     PerfProgress, ServerBreakdown, Window,
 };
-use crate::backend::{prepare_request, Binding, InferRequest, TritonClient};
+use crate::backend::{InferRequest, Pool};
 use crate::error::{Error, Result};
 use crate::metrics::ServerCounters;
 use crate::pipeline::SharedRegion;
@@ -37,51 +38,11 @@ impl Record {
     }
 }
 
-/// What a sweep sends: token batches (through the run's shared memory region, if any),
-/// or a text model's question and context pairs.
+/// What a sweep sends: its requests, through the sweep's shared memory region (if any).
 #[derive(Clone)]
-pub(super) enum Source {
-    Tokens {
-        shm: SharedRegion,
-        binding: Arc<Binding>,
-        batches: Arc<Vec<Batch>>,
-    },
-    Text {
-        shm: SharedRegion,
-        load: Arc<TextLoad>,
-    },
-}
-
-impl Source {
-    /// Distinct requests, cycled.
-    pub(super) fn len(&self) -> usize {
-        match self {
-            Source::Tokens { batches, .. } => batches.len(),
-            Source::Text { load, .. } => load.requests.len(),
-        }
-    }
-
-    /// The model and version whose statistics are read.
-    fn model(&self) -> (&str, &str) {
-        match self {
-            Source::Tokens { binding, .. } => (&binding.model, &binding.version),
-            Source::Text { load, .. } => (&load.binding.model, &load.version),
-        }
-    }
-
-    /// An ensemble's composing models (empty: none, or a token model).
-    fn steps(&self) -> &[String] {
-        match self {
-            Source::Tokens { .. } => &[],
-            Source::Text { load, .. } => &load.binding.steps,
-        }
-    }
-}
-
-/// The request one send carried, for its `--requests-jsonl` line.
-enum Sent<'a> {
-    Tokens(&'a Batch),
-    Text(&'a TextRequest),
+pub(super) struct Source {
+    pub(super) shm: SharedRegion,
+    pub(super) requests: Arc<Requests>,
 }
 
 /// State shared by the load generators of one level and the measuring loop.
@@ -127,36 +88,15 @@ impl Shared {
     /// in the preparation. A text model's pairs go the same way, as BYTES tensors.
     pub(super) async fn one_request(&self) -> Result<()> {
         let n = self.next_batch.fetch_add(1, Ordering::Relaxed);
-        let i = n % self.source.len();
-        let client = self.servers.pick(n);
+        let sent = self.source.requests.get(n);
+        let (server, url) = self.servers.pick(n);
         let wall = self.requests_log.is_some().then(std::time::SystemTime::now);
         let t0 = Instant::now();
         let mut t = [t0; 3];
-        let (shm, request, sent) = match &self.source {
-            Source::Tokens {
-                shm,
-                binding,
-                batches,
-            } => {
-                let batch = &batches[i];
-                let request = prepare_request(binding, batch.features.clone(), batch.seq_len);
-                (shm, request, Sent::Tokens(batch))
-            }
-            Source::Text { shm, load } => {
-                let request = &load.requests[i];
-                let built = InferRequest::text(&load.binding, request.pairs.clone());
-                (shm, built, Sent::Text(request))
-            }
-        };
-        let answered = match request {
-            Ok(request) => self.send_and_read(client, shm, request, &mut t).await,
-            Err(e) => Err(e),
-        };
+        let request = sent.request.clone();
+        let rows = request.rows();
+        let answered = self.send_and_read(server, request, &mut t).await;
         let t3 = Instant::now();
-        let rows = match sent {
-            Sent::Tokens(batch) => batch.features.len(),
-            Sent::Text(request) => request.pairs.len(),
-        };
         let record = Record {
             encode_ns: (t[1] - t0).as_nanos() as u64,
             wait_ns: (t[2] - t[1]).as_nanos() as u64,
@@ -166,7 +106,7 @@ impl Shared {
         let mut records = self.records.lock().expect("records lock");
         if let (Some(log), Some(wall)) = (&self.requests_log, wall) {
             let error = answered.as_ref().err();
-            self.log(log, wall, client.url(), &sent, &record, error);
+            self.log(log, wall, url, sent, &record, error);
         }
         answered?;
         records.push(record);
@@ -185,29 +125,28 @@ impl Shared {
     /// message is built by the transport as it is sent, so that counts in the wait.
     async fn send_and_read(
         &self,
-        client: &TritonClient,
-        shm: &SharedRegion,
+        server: &Pool,
         request: InferRequest,
         t: &mut [Instant; 3],
     ) -> Result<()> {
         let rows = request.rows();
-        let placed = shm.place(request);
+        let placed = self.source.shm.place(request);
         t[1] = Instant::now();
         t[2] = t[1];
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let (response, _, in_shm) = placed.send(client).await?;
+        let (response, _, in_shm) = placed.send(server).await?;
         t[2] = Instant::now();
-        match &self.source {
-            Source::Tokens { .. } => {
+        match self.source.requests.model().text() {
+            None => {
                 let (logits, _) = placed.read(&response, in_shm, |checked, features| {
                     checked.logits(features.iter().map(|f| f.unique_id))
                 })?;
                 drop(std::hint::black_box(logits));
                 Ok(())
             }
-            Source::Text { load, .. } => {
+            Some(binding) => {
                 placed.answered_text(in_shm);
-                text::read_response(&load.binding, &response, rows)
+                text::read_response(binding, &response, rows)
             }
         }
     }
@@ -219,19 +158,15 @@ impl Shared {
         log: &RequestLog,
         wall: std::time::SystemTime,
         endpoint: &str,
-        sent: &Sent<'_>,
+        sent: &Planned,
         r: &Record,
         error: Option<&Error>,
     ) {
         let ms = |ns: u64| ns as f64 / 1e6;
-        let (batch_size, seq_len, features) = match sent {
-            Sent::Tokens(b) => (
-                b.features.len(),
-                Some(b.seq_len),
-                b.features.iter().map(|f| f.unique_id).collect(),
-            ),
-            Sent::Text(request) => (request.pairs.len(), None, request.questions.clone()),
-        };
+        let request = &sent.request;
+        let (batch_size, features) = (request.rows(), sent.ids.clone());
+        // A text model's requests have no sequence length of ours: the server tokenizes.
+        let seq_len = (request.seq_len() > 0).then_some(request.seq_len());
         log.write(&requests_log::Line {
             level: self.level.map(LevelKey::from),
             window: self.level.map(|_| self.window.load(Ordering::SeqCst)),
@@ -411,15 +346,16 @@ pub(super) fn start_load(
 
 /// The model's statistics now (`None`: the server does not report them).
 pub(super) async fn statistics(shared: &Shared) -> Result<Option<ServerCounters>> {
-    let (model, version) = shared.source.model();
+    let (model, version) = shared.source.requests.statistics_of();
     shared.servers.statistics(model, version).await
 }
 
 /// The statistics of an ensemble's steps now, latest versions (empty: no steps; `None`:
 /// a step not reported).
 async fn step_statistics(shared: &Shared) -> Result<Steps> {
-    let mut steps = Vec::with_capacity(shared.source.steps().len());
-    for step in shared.source.steps() {
+    let steps_of = shared.source.requests.steps();
+    let mut steps = Vec::with_capacity(steps_of.len());
+    for step in steps_of {
         match shared.servers.statistics(step, "").await? {
             Some(s) => steps.push((step.clone(), s)),
             None => return Ok(None),

@@ -29,6 +29,7 @@
 pub(crate) mod budget;
 pub mod export;
 mod level;
+mod requests;
 pub(crate) mod requests_log;
 mod servers;
 pub(crate) mod stats;
@@ -39,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::shm::{self, SharedMemory};
-use crate::backend::Binding;
+use crate::backend::Infer;
 use crate::error::{Error, Result};
 use crate::metrics::counters::us;
 use crate::metrics::scraper::Scraper;
@@ -49,6 +50,7 @@ use crate::types::Feature;
 use budget::Plan;
 pub use budget::{Budget, LevelBudget};
 use level::{measure, new_shared, start_load, statistics, summarize, Source};
+pub use requests::Requests;
 pub use requests_log::RequestLog;
 pub use servers::Servers;
 pub use stats::{Distribution, Range, ServerBreakdown};
@@ -284,73 +286,27 @@ pub trait PerfProgress: Sync {
     fn window(&self, _level: Level, _trial: usize, _requests_per_s: f64, _avg_latency_us: f64) {}
 }
 
-/// Runs the sweep: every level of `config.load` in order, each until stable or
-/// `max_trials` windows. The first request error ends the sweep with that error.
+/// Runs the sweep of `requests`, any kind of model: every level of `config.load` in
+/// order, each until stable or `max_trials` windows. Requests go through shared memory
+/// as `config.shared_memory` says (slots for the largest request); an ensemble's steps
+/// are reported one by one. The first request error ends the sweep with that error.
 pub async fn sweep(
     servers: &Servers,
-    binding: Arc<Binding>,
-    batches: Vec<Batch>,
+    requests: &Requests,
     config: &PerfConfig,
     progress: &dyn PerfProgress,
 ) -> Result<(Vec<LevelResult>, SharedMemoryReport)> {
-    if batches.is_empty() {
-        return Err(Error::Config(
-            "no features to send (the data produced no windows)".into(),
-        ));
-    }
     check(config)?;
-    // Slots for the sweep's requests in flight, each for the largest batch.
-    let most_inflight = most_inflight(config);
-    let rows = batches.iter().map(|b| b.features.len()).max().unwrap_or(1);
-    let seq_len = batches.iter().map(|b| b.seq_len).max().unwrap_or(1);
-    let shm = SharedRegion::open(
+    let shm = SharedRegion::open_slots(
         shared_memory(config, servers)?,
-        Some(servers.first()),
-        most_inflight,
-        &binding,
-        rows,
-        seq_len,
+        servers.first().single_server(),
+        most_inflight(config),
+        requests.slot_bytes(),
     )
     .await?;
-    let source = Source::Tokens {
+    let source = Source {
         shm: shm.clone(),
-        binding,
-        batches: Arc::new(batches),
-    };
-    let swept = sweep_levels(servers, source, config, progress).await;
-    let report = shm.close().await;
-    Ok((swept?, report))
-}
-
-/// [`sweep`] of a model that takes text ([`text`]): its requests carry question and
-/// context pairs, through shared memory as `config.shared_memory` says (slots for the
-/// largest request); an ensemble's steps are reported one by one.
-pub async fn sweep_text(
-    servers: &Servers,
-    load: TextLoad,
-    config: &PerfConfig,
-    progress: &dyn PerfProgress,
-) -> Result<(Vec<LevelResult>, SharedMemoryReport)> {
-    if load.requests.is_empty() {
-        return Err(Error::Config("no questions to send".into()));
-    }
-    check(config)?;
-    let largest = load
-        .requests
-        .iter()
-        .map(|r| crate::backend::text_request::contents_len(&r.pairs));
-    let largest = largest.max().unwrap_or(0);
-    let in_flight = most_inflight(config);
-    let shm = SharedRegion::open_text(
-        shared_memory(config, servers)?,
-        Some(servers.first()),
-        in_flight,
-        largest,
-    )
-    .await?;
-    let source = Source::Text {
-        shm: shm.clone(),
-        load: Arc::new(load),
+        requests: Arc::new(requests.clone()),
     };
     let swept = sweep_levels(servers, source, config, progress).await;
     let report = shm.close().await;

@@ -1,41 +1,63 @@
-//! The servers a sweep loads: one client per server (`--url`, repeated). Requests go to
-//! them in turn, each request to one server, without retries (an error is a figure of the
-//! sweep); the servers' statistics are summed.
+//! The servers a sweep loads: one connection per server (`--url`, repeated), each a
+//! [`Pool`] of one endpoint without retries (an error is a figure of the sweep), so
+//! that a sweep sends through [`Infer`](crate::backend::Infer) as a run does. Requests
+//! go to the servers in turn, each request to one server; the servers' statistics are
+//! summed.
 
-use crate::backend::TritonClient;
+use crate::backend::{distinct_urls, ClientConfig, Pool};
 use crate::error::{Error, Result};
 use crate::metrics::ServerCounters;
 
 /// One or more servers of the same model.
 #[derive(Debug, Clone)]
 pub struct Servers {
-    clients: Vec<TritonClient>,
+    pools: Vec<Pool>,
+    urls: Vec<String>,
 }
 
 impl Servers {
-    /// The servers of `clients` (at least one).
-    pub fn new(clients: Vec<TritonClient>) -> Result<Servers> {
-        if clients.is_empty() {
+    /// Connects to each of `urls` (each address once) with `client`'s settings (its
+    /// `url` is ignored).
+    pub async fn connect(urls: &[String], client: &ClientConfig) -> Result<Servers> {
+        let mut pools = Vec::new();
+        for url in distinct_urls(urls) {
+            let config = ClientConfig {
+                url,
+                ..client.clone()
+            };
+            pools.push(Pool::single(&config).await?);
+        }
+        Servers::new(pools)
+    }
+
+    /// The servers of `pools` (at least one), each of one endpoint.
+    pub fn new(pools: Vec<Pool>) -> Result<Servers> {
+        if pools.is_empty() {
             return Err(Error::Config("no server URL given".into()));
         }
-        Ok(Servers { clients })
+        let urls = pools
+            .iter()
+            .map(|p| p.first_client().url().to_string())
+            .collect();
+        Ok(Servers { pools, urls })
     }
 
     /// One server.
-    pub fn one(client: TritonClient) -> Servers {
+    pub fn one(pool: Pool) -> Servers {
         Servers {
-            clients: vec![client],
+            urls: vec![pool.first_client().url().to_string()],
+            pools: vec![pool],
         }
     }
 
     /// The first server: the one a single-server setting (shared memory) talks to.
-    pub fn first(&self) -> &TritonClient {
-        &self.clients[0]
+    pub fn first(&self) -> &Pool {
+        &self.pools[0]
     }
 
     /// How many servers.
     pub fn len(&self) -> usize {
-        self.clients.len()
+        self.pools.len()
     }
 
     /// Always false: there is at least one server.
@@ -45,12 +67,13 @@ impl Servers {
 
     /// The servers' addresses, in order.
     pub fn urls(&self) -> Vec<&str> {
-        self.clients.iter().map(|c| c.url()).collect()
+        self.urls.iter().map(String::as_str).collect()
     }
 
-    /// The server of the `n`-th request: each in turn.
-    pub(crate) fn pick(&self, n: usize) -> &TritonClient {
-        &self.clients[n % self.clients.len()]
+    /// The server of the `n`-th request, each in turn, and its address.
+    pub(crate) fn pick(&self, n: usize) -> (&Pool, &str) {
+        let i = n % self.pools.len();
+        (&self.pools[i], &self.urls[i])
     }
 
     /// The model's statistics summed over the servers (`None`: a server does not report
@@ -61,7 +84,8 @@ impl Servers {
         version: &str,
     ) -> Result<Option<ServerCounters>> {
         let mut total: Option<ServerCounters> = None;
-        for client in &self.clients {
+        for pool in &self.pools {
+            let client = pool.first_client();
             let Some(stats) = client.model_statistics_if_any(model, version).await? else {
                 return Ok(None);
             };

@@ -70,7 +70,7 @@ impl SharedRegion {
     }
 
     /// A region of a slot per request in flight and one spare, of `slot_bytes` each.
-    async fn open_slots(
+    pub(crate) async fn open_slots(
         mode: SharedMemory,
         server: Option<&TritonClient>,
         in_flight: usize,

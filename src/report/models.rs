@@ -16,7 +16,7 @@ use crate::backend::proto::model_metadata_response::TensorMetadata;
 use crate::backend::proto::repository_index_response::ModelIndex;
 use crate::backend::proto::{ModelConfig, ModelMetadataResponse};
 use crate::backend::text::{Contract, TextBinding};
-use crate::backend::{Binding, Protocol};
+use crate::backend::{Binding, Model, Protocol};
 
 #[derive(Debug, Serialize)]
 pub struct ModelsJson {
@@ -123,27 +123,32 @@ pub struct Tensor {
     pub shape: Vec<i64>,
 }
 
-/// The binding bertqa infers for a model: token tensors, or text and a contract.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum ModelBinding {
-    Tokens(Binding),
-    Text(TextBinding),
-}
-
 /// The binding, or why there is none (the message as the command line words it).
 /// Written as three keys: `binding` (the binding or `null`), `contract` (a text model's
 /// `answer` or `logits`, else `null`) and `binding_error` (the message or `null`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BindingOutcome(pub Result<ModelBinding, String>);
+#[derive(Debug, Clone)]
+pub struct BindingOutcome(pub Result<Model, String>);
+
+/// Equal when they are written alike.
+impl PartialEq for BindingOutcome {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Ok(a), Ok(b)) => a.to_json() == b.to_json(),
+            (a, b) => a.as_ref().err() == b.as_ref().err(),
+        }
+    }
+}
+
+impl Eq for BindingOutcome {}
 
 impl Serialize for BindingOutcome {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("binding", &self.0.as_ref().ok())?;
+        let binding = self.0.as_ref().ok().map(Model::to_json);
+        map.serialize_entry("binding", &binding)?;
         let contract = match &self.0 {
-            Ok(ModelBinding::Text(b)) => Some(b.contract.name()),
-            _ => None,
+            Ok(model) => model.text().map(|b| b.contract.name()),
+            Err(_) => None,
         };
         map.serialize_entry("contract", &contract)?;
         map.serialize_entry("binding_error", &self.0.as_ref().err())?;
@@ -170,7 +175,7 @@ impl ModelJson {
         metadata: &ModelMetadataResponse,
         config: Option<&ModelConfig>,
         ready: bool,
-        binding: Result<ModelBinding, String>,
+        binding: Result<Model, String>,
     ) -> ModelJson {
         let platform = match config {
             Some(c) if !c.backend.is_empty() => c.backend.clone(),
@@ -364,8 +369,11 @@ fn tensors_and_binding(s: &mut String, m: &ModelJson) {
     }
     let _ = writeln!(s);
     match &m.binding.0 {
-        Ok(ModelBinding::Text(b)) => text_binding(s, b),
-        Ok(ModelBinding::Tokens(b)) => token_binding(s, b),
+        Ok(model) => match (model.tokens(), model.text()) {
+            (Some(b), _) => token_binding(s, b),
+            (_, Some(b)) => text_binding(s, b),
+            (None, None) => {}
+        },
         Err(e) => {
             let _ = writeln!(s, "binding: {e}");
         }
@@ -539,7 +547,7 @@ mod tests {
             &metadata("bert", inputs),
             Some(&config),
             true,
-            Ok(ModelBinding::Tokens(binding)),
+            Ok(binding.into()),
         )
     }
 
@@ -564,7 +572,7 @@ mod tests {
             &metadata("qa", inputs),
             Some(&config),
             true,
-            Ok(ModelBinding::Text(binding)),
+            Ok(binding.into()),
         )
     }
 

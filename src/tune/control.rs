@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::config::{self, Settings};
 use crate::backend::http::HttpClient;
-use crate::backend::TritonClient;
+use crate::backend::Pool;
 use crate::error::{Error, Result};
 
 /// How long a loaded candidate may take to answer ready.
@@ -29,7 +29,7 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 
 /// The repository calls of one model on one server.
 pub struct Control {
-    client: TritonClient,
+    server: Pool,
     model: String,
     url: String,
     /// Once cancelled, waiting for a candidate to be ready gives up.
@@ -65,8 +65,10 @@ impl Failure {
 }
 
 impl Control {
-    /// Checks that `client` (HTTP) talks to a Triton in explicit model-control mode.
-    pub async fn open(client: TritonClient, model: &str) -> Result<Control> {
+    /// Checks that `server` (HTTP, one endpoint) is a Triton in explicit model-control
+    /// mode.
+    pub async fn open(server: Pool, model: &str) -> Result<Control> {
+        let client = server.first_client();
         let url = client.url().to_string();
         let Some(http) = client.http() else {
             return Err(Error::Config(format!(
@@ -110,7 +112,7 @@ impl Control {
             Err(e) => return Err(e),
         }
         Ok(Control {
-            client,
+            server,
             model: model.to_string(),
             url,
             stop: None,
@@ -130,7 +132,7 @@ impl Control {
     }
 
     fn http(&self) -> &HttpClient {
-        self.client.http().expect("checked by open")
+        self.server.first_client().http().expect("checked by open")
     }
 
     /// The model's configuration as the server reports it now.
@@ -174,7 +176,12 @@ impl Control {
     async fn wait_ready(&self, stop: Option<&tokio_util::sync::CancellationToken>) -> Result<bool> {
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
         loop {
-            if self.client.model_ready(&self.model, "").await? {
+            if self
+                .server
+                .first_client()
+                .model_ready(&self.model, "")
+                .await?
+            {
                 return Ok(true);
             }
             if tokio::time::Instant::now() >= deadline || stop.is_some_and(|s| s.is_cancelled()) {

@@ -34,9 +34,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Binding, BindingOverrides, TritonClient};
+use crate::backend::{Binding, BindingOverrides, Pool};
 use crate::error::{Error, Result};
-use crate::perf::{self, Batch, PerfConfig, PerfProgress, TextLoad};
+use crate::perf::{self, Batch, PerfConfig, PerfProgress};
 use config::Settings;
 pub use control::Control;
 use report::{Candidate, Report};
@@ -50,7 +50,7 @@ pub enum Workload {
         overrides: BindingOverrides,
     },
     /// Question and context pairs to a text ensemble whose step is tuned.
-    Text(TextLoad),
+    Text(perf::Requests),
 }
 
 /// Progress callbacks (the library never prints).
@@ -69,7 +69,7 @@ pub struct Tune<'a> {
     pub model: &'a str,
     pub control: &'a Control,
     /// Where the sweeps go (either protocol).
-    pub client: &'a TritonClient,
+    pub server: &'a Pool,
     pub workload: Workload,
     /// The sweep of each candidate (its budget is the run's).
     pub perf: PerfConfig,
@@ -139,7 +139,7 @@ impl Tune<'_> {
         }
         let mut report = Report {
             model: self.model.to_string(),
-            url: self.client.url().to_string(),
+            url: self.server.first_client().url().to_string(),
             budget,
             candidates,
             search: if self.exhaustive {
@@ -271,7 +271,8 @@ impl Tune<'_> {
     /// The load went through the control address and the requests go to the client's:
     /// the model the client reaches must carry this run's marker.
     fn check_same_server(&self, rt: &tokio::runtime::Runtime, marker: &str) -> Result<()> {
-        let config = rt.block_on(self.client.model_config_if_any(self.model, ""))?;
+        let client = self.server.first_client();
+        let config = rt.block_on(client.model_config_if_any(self.model, ""))?;
         let carried = config
             .as_ref()
             .and_then(|c| c.parameters.get(config::MARKER))
@@ -284,7 +285,7 @@ impl Tune<'_> {
                  the `url` and the `control_url` must be one server (not a load balancer in \
                  front of several)",
                 self.model,
-                self.client.url(),
+                client.url(),
                 self.control.url()
             )))
         }
@@ -323,28 +324,22 @@ impl Tune<'_> {
             }
             self.check_same_server(rt, marker)?;
         }
-        let servers = perf::Servers::one(self.client.clone());
-        let swept = match &self.workload {
+        let servers = perf::Servers::one(self.server.clone());
+        let requests = match &self.workload {
             Workload::Tokens { batches, overrides } => {
                 let binding = rt.block_on(async {
+                    let client = self.server.first_client();
                     let (metadata, config) =
-                        crate::backend::describe(self.client, self.model, "").await?;
+                        crate::backend::describe(client, self.model, "").await?;
                     Binding::infer(&metadata, config.as_ref(), "", overrides)
                 })?;
-                rt.block_on(perf::sweep(
-                    &servers,
-                    Arc::new(binding),
-                    batches.clone(),
-                    &self.perf,
-                    progress,
-                ))
+                perf::Requests::tokens(Arc::new(binding), batches.clone())
             }
-            Workload::Text(load) => rt.block_on(perf::sweep_text(
-                &servers,
-                load.clone(),
-                &self.perf,
-                progress,
-            )),
+            Workload::Text(requests) => Ok(requests.clone()),
+        };
+        let swept = match requests {
+            Ok(requests) => rt.block_on(perf::sweep(&servers, &requests, &self.perf, progress)),
+            Err(e) => Err(e),
         };
         match swept {
             Ok((levels, _)) => c.level = Candidate::pick(levels),

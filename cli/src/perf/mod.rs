@@ -219,8 +219,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // model is described by the first.
     let described = rt.block_on(async {
         let servers = connect_servers(&args.server).await?;
-        let (metadata, model_config) =
-            bertqa::backend::describe(servers.first(), &args.model, &args.model_version).await?;
+        let (metadata, model_config) = bertqa::backend::describe(
+            servers.first().first_client(),
+            &args.model,
+            &args.model_version,
+        )
+        .await?;
         Ok::<_, bertqa::Error>((servers, metadata, model_config))
     });
     // A vocabulary that does not load is the first error, unless the model takes text
@@ -252,16 +256,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 
 /// A client of each `--url` (each address once).
 async fn connect_servers(server: &super::args::ServerArgs) -> bertqa::Result<perf::Servers> {
-    let config = client_config(server)?;
-    let mut clients: Vec<bertqa::TritonClient> = Vec::new();
-    for url in bertqa::backend::distinct_urls(&server.url) {
-        let config = bertqa::ClientConfig {
-            url,
-            ..config.clone()
-        };
-        clients.push(bertqa::TritonClient::connect(&config).await?);
-    }
-    perf::Servers::new(clients)
+    perf::Servers::connect(&server.url, &client_config(server)?).await
 }
 
 /// The windows of `dataset` for a model bound as `binding` (perf and tune send them).
@@ -358,13 +353,8 @@ fn run_tokens(
         version: binding.version.clone(),
     };
     let metrics = start(args, rt, servers.first(), model, &mut config)?;
-    let swept = rt.block_on(perf::sweep(
-        &servers,
-        binding.clone(),
-        batches,
-        &config,
-        &progress,
-    ));
+    let swept = perf::Requests::tokens(binding.clone(), batches)
+        .and_then(|requests| rt.block_on(perf::sweep(&servers, &requests, &config, &progress)));
     let subject = Subject {
         model: binding.model.clone(),
         version: binding.version.clone(),
@@ -404,7 +394,7 @@ pub(crate) struct Subject {
 pub(crate) fn start(
     args: &Args,
     rt: &tokio::runtime::Runtime,
-    client: &bertqa::TritonClient,
+    server: &bertqa::Pool,
     model: bertqa::metrics::ModelKey,
     config: &mut PerfConfig,
 ) -> anyhow::Result<bertqa::metrics::Choice> {
@@ -414,7 +404,7 @@ pub(crate) fn start(
     let (scraper, metrics) = rt.block_on(super::metrics::start(
         &args.metrics,
         &args.server,
-        Some(client),
+        Some(server.first_client()),
         model,
     ))?;
     config.metrics = scraper;
@@ -452,7 +442,7 @@ pub(crate) fn finish(
         version: subject.version,
         platform: subject.platform,
         url: servers.urls().join(","),
-        protocol: servers.first().protocol(),
+        protocol: servers.first().first_client().protocol(),
         max_batch_size: subject.max_batch_size,
         batch_declared: subject.batch_declared,
         batch_size_given: args.load.batch_size.is_some(),

@@ -64,7 +64,8 @@ pub(crate) fn run(
         binding: std::sync::Arc::new(binding.clone()),
         version: args.model_version.clone(),
     };
-    let swept = rt.block_on(perf::sweep_text(&servers, load, &config, &progress));
+    let swept = perf::Requests::text(load)
+        .and_then(|requests| rt.block_on(perf::sweep(&servers, &requests, &config, &progress)));
     let subject = Subject {
         model: binding.model.clone(),
         version: args.model_version.clone(),

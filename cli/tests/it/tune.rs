@@ -591,12 +591,14 @@ fn a_panic_inside_the_search_puts_the_original_back() {
             request_timeout: Duration::from_secs(600),
             ..ClientConfig::default()
         };
-        rt.block_on(bertqa::TritonClient::connect(&config)).unwrap()
+        rt.block_on(bertqa::Pool::single(&config)).unwrap()
     };
-    let client = connect(s.url.clone(), Protocol::Grpc);
+    let server = connect(s.url.clone(), Protocol::Grpc);
     let http = connect(format!("127.0.0.1:{}", s.http_port), Protocol::Http);
     let control = rt.block_on(Control::open(http, model)).unwrap();
-    let (metadata, model_config) = rt.block_on(describe(&client, model, "")).unwrap();
+    let (metadata, model_config) = rt
+        .block_on(describe(server.first_client(), model, ""))
+        .unwrap();
     let binding =
         Binding::infer(&metadata, model_config.as_ref(), "", &Default::default()).unwrap();
     let tokenizer =
@@ -608,7 +610,7 @@ fn a_panic_inside_the_search_puts_the_original_back() {
     let tune = Tune {
         model,
         control: &control,
-        client: &client,
+        server: &server,
         workload: Workload::Tokens {
             batches: bertqa::perf::make_batches(&features, 1, padding),
             overrides: Default::default(),

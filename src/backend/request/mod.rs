@@ -18,7 +18,7 @@ use super::proto::infer_parameter::ParameterChoice;
 use super::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use super::proto::{InferParameter, ModelInferRequest};
 use super::text::TextBinding;
-use super::text_request::{self, TextPair};
+use super::text_request::TextPair;
 use crate::error::Result;
 use crate::types::Feature;
 
@@ -40,7 +40,7 @@ pub struct InferRequest {
 }
 
 /// What a request carries: the one place where a token model's request
-/// (`tokens.rs`) and a text model's (`text_request.rs`) differ. Everything else about
+/// (`tokens.rs`) and a text model's (`text.rs`) differ. Everything else about
 /// a request (its id, parameters, shared memory placement, the message) is the same
 /// for both.
 pub(crate) trait Payload: std::fmt::Debug + Send + Sync {
@@ -136,9 +136,7 @@ impl InferRequest {
     /// A text model's request about `pairs` (question, context), one row each: between
     /// one pair and the model's max batch size (one for a model without batching).
     pub fn text(binding: &Arc<TextBinding>, pairs: Vec<TextPair>) -> Result<InferRequest> {
-        Ok(InferRequest::of(text_request::TextPayload::new(
-            binding, pairs,
-        )?))
+        Ok(InferRequest::of(text::TextPayload::new(binding, pairs)?))
     }
 }
 
@@ -371,6 +369,7 @@ pub(crate) fn shm_parameters(
     ])
 }
 
+mod text;
 mod tokens;
 
 pub(crate) use tokens::contents_len;
