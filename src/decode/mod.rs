@@ -37,7 +37,7 @@ mod span_text;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::types::{Dataset, Feature, Logits, TokenText, Words};
+use crate::types::{Dataset, Feature, Logits, Paragraph, TokenText, Words};
 
 pub use candidates::{best_indexes, real_in_top, Candidates};
 pub use final_text::get_final_text;
@@ -68,7 +68,33 @@ pub enum Postprocess {
     RunQa,
 }
 
+/// What differs between run_squad's reading of a question's answers ([`DecodeCache`]:
+/// the windows' pieces mapped back to the words, with BERT's tokenizer) and run_qa's
+/// (`run_qa.rs`: character offsets into the context). Each keeps what it can from one
+/// question of a paragraph to the next.
+pub(crate) trait ExampleDecoder: Send {
+    /// The prediction of question `qas_id` of paragraph `paragraph_index` from its
+    /// `windows`; `tok` is BERT's tokenizer (run_squad's rules need it).
+    fn decode_example(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph_index: usize,
+        paragraph: &Paragraph,
+        qas_id: &str,
+        windows: &[Window<'_>],
+        tok: Option<&dyn TokenText>,
+    ) -> Result<Prediction>;
+}
+
 impl Postprocess {
+    /// The decoder of these rules' answers.
+    pub(crate) fn decoder(self) -> Box<dyn ExampleDecoder> {
+        match self {
+            Postprocess::RunQa => Box::<run_qa::RunQaCache>::default(),
+            Postprocess::Nvidia | Postprocess::Hf => Box::<DecodeCache>::default(),
+        }
+    }
+
     /// The name `--postprocess` takes (and reports show).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -228,6 +254,34 @@ pub struct DecodeCache {
     scratch: QuestionScratch,
 }
 
+impl ExampleDecoder for DecodeCache {
+    fn decode_example(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph_index: usize,
+        paragraph: &Paragraph,
+        qas_id: &str,
+        windows: &[Window<'_>],
+        tok: Option<&dyn TokenText>,
+    ) -> Result<Prediction> {
+        let tok = tok.ok_or_else(|| {
+            Error::Config(
+                "run_squad's rules decode with BERT's tokenizer, and none was given".into(),
+            )
+        })?;
+        let doc_tokens = &paragraph.doc_tokens;
+        DecodeCache::decode_example(
+            self,
+            config,
+            Some(paragraph_index),
+            doc_tokens,
+            qas_id,
+            windows,
+            tok,
+        )
+    }
+}
+
 /// [`DecodeCache`]'s per-question buffers: each window's candidates, the ranking's
 /// scratch, the n-best list before its probabilities and the scores of the softmax.
 #[derive(Default)]
@@ -285,20 +339,10 @@ pub fn decode(
     logits: &[Logits],
     tok: Option<&dyn TokenText>,
 ) -> Result<Vec<Prediction>> {
-    let run_qa = config.postprocess == Postprocess::RunQa;
-    let tok = match tok {
-        Some(t) => {
-            check_casing(config, t)?;
-            Some(t)
-        }
-        None if run_qa => None,
-        None => {
-            return Err(Error::Config(
-                "run_squad's rules decode with BERT's tokenizer, and none was given".into(),
-            ))
-        }
-    };
-    let mut run_qa_cache = run_qa::RunQaCache::default();
+    if let Some(t) = tok {
+        check_casing(config, t)?;
+    }
+    let mut decoder = config.postprocess.decoder();
     let mut by_id: HashMap<u64, &Logits> = HashMap::with_capacity(logits.len());
     for l in logits {
         by_id.entry(l.unique_id).or_insert(l);
@@ -319,7 +363,6 @@ pub fn decode(
     }
     let mut out = Vec::with_capacity(dataset.examples.len());
     let mut windows = Vec::new();
-    let mut cache = DecodeCache::default();
     for (example, group) in dataset.examples.iter().zip(&mut groups) {
         group.sort_by_key(|f| f.unique_id);
         windows.clear();
@@ -341,36 +384,14 @@ pub fn decode(
                 paragraph: example.paragraph_index,
                 paragraphs: dataset.paragraphs.len(),
             })?;
-        let tok = match tok {
-            Some(t) if !run_qa => t,
-            _ => {
-                out.push(run_qa::decode_example(
-                    &mut run_qa_cache,
-                    config,
-                    Some(example.paragraph_index),
-                    &paragraph.context,
-                    &example.qas_id,
-                    &windows,
-                )?);
-                continue;
-            }
-        };
-        for w in &windows {
-            check_window(
-                w,
-                &paragraph.doc_tokens,
-                &example.qas_id,
-                config.n_best_size,
-            )?;
-        }
-        out.push(cache.decode_checked(
+        out.push(decoder.decode_example(
             config,
-            Some(example.paragraph_index),
-            &paragraph.doc_tokens,
+            example.paragraph_index,
+            paragraph,
             &example.qas_id,
             &windows,
             tok,
-        ));
+        )?);
     }
     Ok(out)
 }

@@ -23,9 +23,34 @@
 //!   entry whose text is not `""`; the answer is `""` above the threshold.
 
 use super::{
-    check_logits, window_candidates, DecodeConfig, NbestEntry, NbestKeys, Prediction, Span, Window,
+    check_logits, window_candidates, DecodeConfig, ExampleDecoder, NbestEntry, NbestKeys,
+    Prediction, Span, Window,
 };
 use crate::error::{Error, Result};
+use crate::types::{Paragraph, TokenText};
+
+/// run_qa's rules read no tokenizer: the windows carry character offsets.
+impl ExampleDecoder for RunQaCache {
+    fn decode_example(
+        &mut self,
+        config: &DecodeConfig,
+        paragraph_index: usize,
+        paragraph: &Paragraph,
+        qas_id: &str,
+        windows: &[Window<'_>],
+        _tok: Option<&dyn TokenText>,
+    ) -> Result<Prediction> {
+        let context = &paragraph.context;
+        decode_example(
+            self,
+            config,
+            Some(paragraph_index),
+            context,
+            qas_id,
+            windows,
+        )
+    }
+}
 
 /// A candidate before sorting.
 #[derive(Debug, Clone, Copy)]

@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 
 mod run_qa;
+mod squad;
 
 use crate::decode::Postprocess;
 use crate::error::{Error, Result};
@@ -212,30 +213,29 @@ pub fn max_context_flags(spans: &[(usize, usize)], cur: usize) -> Vec<bool> {
 /// rules ([`FeatureBuilder::new`]) or run_qa's ([`FeatureBuilder::run_qa`]).
 #[derive(Debug)]
 pub struct FeatureBuilder<'t> {
-    rules: Rules<'t>,
+    rules: Box<dyn Windows + 't>,
     config: FeatureConfig,
     next_unique_id: u64,
 }
 
-/// Whose windows a builder cuts.
-#[derive(Debug)]
-enum Rules<'t> {
-    Squad(Box<SquadWindows<'t>>),
-    RunQa(Box<run_qa::RunQaWindows<'t>>),
-}
-
-/// run_squad's windows (§4): the BERT tokenizer's pieces.
-#[derive(Debug)]
-struct SquadWindows<'t> {
-    encoder: Encoder<'t>,
-    cls_id: u32,
-    sep_id: u32,
-    /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
-    paragraph: Option<(usize, DocPieces)>,
-    paragraphs_tokenized: usize,
-    question: Vec<u32>,
-    /// Whether the encoder's caches were sized for the dataset (on the first example).
-    reserved: bool,
+/// What differs between run_squad's windows (`squad.rs`) and run_qa's (`run_qa.rs`):
+/// how an example's question and paragraph are tokenized and cut.
+trait Windows: std::fmt::Debug + Send {
+    /// Appends the windows of `example` to `out`, numbered from `next_unique_id`.
+    fn push_example(
+        &mut self,
+        config: &FeatureConfig,
+        next_unique_id: &mut u64,
+        dataset: &Dataset,
+        example: &Example,
+        out: &mut Vec<Feature>,
+    );
+    /// How many times a paragraph's words were tokenized.
+    fn paragraphs_tokenized(&self) -> usize;
+    /// What BERT's encoder did (nothing for other tokenizers).
+    fn encoder_stats(&self) -> EncoderStats {
+        EncoderStats::default()
+    }
 }
 
 impl<'t> FeatureBuilder<'t> {
@@ -244,15 +244,7 @@ impl<'t> FeatureBuilder<'t> {
     pub fn new(tokenizer: &'t BertTokenizer, config: FeatureConfig) -> Result<Self> {
         config.validate()?;
         Ok(FeatureBuilder {
-            rules: Rules::Squad(Box::new(SquadWindows {
-                encoder: tokenizer.encoder(),
-                cls_id: tokenizer.cls_id(),
-                sep_id: tokenizer.sep_id(),
-                paragraph: None,
-                paragraphs_tokenized: 0,
-                question: Vec::new(),
-                reserved: false,
-            })),
+            rules: Box::new(squad::SquadWindows::new(tokenizer)),
             config,
             next_unique_id: FIRST_UNIQUE_ID,
         })
@@ -269,7 +261,7 @@ impl<'t> FeatureBuilder<'t> {
     ) -> Result<Self> {
         let windows = run_qa::RunQaWindows::new(tokenizer, &config, dataset)?;
         Ok(FeatureBuilder {
-            rules: Rules::RunQa(Box::new(windows)),
+            rules: Box::new(windows),
             config,
             next_unique_id: FIRST_UNIQUE_ID,
         })
@@ -311,34 +303,20 @@ impl<'t> FeatureBuilder<'t> {
     /// How many times a paragraph's words were tokenized: once per paragraph when its
     /// questions come one after another, as the reader gives them.
     pub fn paragraphs_tokenized(&self) -> usize {
-        match &self.rules {
-            Rules::Squad(s) => s.paragraphs_tokenized,
-            Rules::RunQa(r) => r.paragraphs_tokenized(),
-        }
+        self.rules.paragraphs_tokenized()
     }
 
     /// What the BERT encoder did (segments and basic tokens asked for and tokenized);
     /// nothing under run_qa's rules.
     pub fn encoder_stats(&self) -> EncoderStats {
-        match &self.rules {
-            Rules::Squad(s) => s.encoder.stats(),
-            Rules::RunQa(_) => EncoderStats::default(),
-        }
+        self.rules.encoder_stats()
     }
 
     /// Appends the features of one example to `out`, numbering them on from the
     /// previous call's.
     pub fn push_example(&mut self, dataset: &Dataset, example: &Example, out: &mut Vec<Feature>) {
-        match &mut self.rules {
-            Rules::Squad(s) => s.push_example(
-                &self.config,
-                &mut self.next_unique_id,
-                dataset,
-                example,
-                out,
-            ),
-            Rules::RunQa(r) => r.push_example(&mut self.next_unique_id, dataset, example, out),
-        }
+        let (config, next) = (&self.config, &mut self.next_unique_id);
+        self.rules.push_example(config, next, dataset, example, out);
     }
 
     /// Streams the features of every example of `dataset`, in order.
@@ -351,78 +329,6 @@ impl<'t> FeatureBuilder<'t> {
             scratch: Vec::new(),
             featureless: Vec::new(),
         }
-    }
-}
-
-impl SquadWindows<'_> {
-    fn push_example(
-        &mut self,
-        config: &FeatureConfig,
-        next_unique_id: &mut u64,
-        dataset: &Dataset,
-        example: &Example,
-        out: &mut Vec<Feature>,
-    ) {
-        if !self.reserved {
-            self.reserve_for(dataset);
-        }
-        self.question.clear();
-        self.encoder
-            .encode(&example.question_text, &mut self.question);
-        self.question.truncate(config.max_query_length);
-        if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
-            let (_, mut pieces) = self.paragraph.take().unwrap_or_default();
-            doc_pieces_into(
-                &mut self.encoder,
-                dataset.paragraph_of(example),
-                &mut pieces,
-            );
-            self.paragraph = Some((example.paragraph_index, pieces));
-            self.paragraphs_tokenized += 1;
-        }
-        let Some((_, doc)) = &self.paragraph else {
-            return;
-        };
-        let q = &self.question;
-        // `validate` guarantees max_seq_length > max_query_length + 3 >= len(q) + 3.
-        let max_tokens_for_doc = config.max_seq_length - q.len() - 3;
-        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
-        for (k, &(start, length)) in spans.iter().enumerate() {
-            let mut input_ids = Vec::with_capacity(q.len() + length + 3);
-            input_ids.push(self.cls_id);
-            input_ids.extend_from_slice(q);
-            input_ids.push(self.sep_id);
-            input_ids.extend_from_slice(&doc.ids[start..start + length]);
-            input_ids.push(self.sep_id);
-            let token_is_max_context = max_context_flags(&spans, k);
-            out.push(Feature {
-                unique_id: *next_unique_id,
-                example_index: example.example_index,
-                doc_span_index: k,
-                input_ids,
-                query_len: q.len(),
-                token_to_orig: doc.tok_to_orig[start..start + length].to_vec(),
-                token_is_max_context,
-                template: None,
-            });
-            *next_unique_id += 1;
-        }
-    }
-
-    /// Sizes the encoder's caches for `dataset` once, so that they never grow through
-    /// intermediate tables: distinct words are at most the context words (plus a few
-    /// per question), and in practice about the vocabulary's size or fewer; distinct
-    /// whitespace words about twice that (SQuAD dev: 21,281 and 36,448 against a
-    /// 30,522-entry vocabulary).
-    fn reserve_for(&mut self, dataset: &Dataset) {
-        self.reserved = true;
-        let context_words: usize = dataset.paragraphs.iter().map(|p| p.doc_tokens.len()).sum();
-        let vocab = self.encoder.tokenizer().vocab_size();
-        let words = context_words
-            .saturating_add(dataset.examples.len().saturating_mul(16))
-            .min(vocab);
-        let segments = context_words.min(vocab.saturating_mul(2));
-        self.encoder.reserve(words, segments);
     }
 }
 

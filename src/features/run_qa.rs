@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::tokenize::{is_python_whitespace, PretrainedTokenizer};
 use crate::types::{Dataset, Example, Feature, Template};
 
-use super::FeatureConfig;
+use super::{FeatureConfig, Windows};
 
 /// A paragraph's context tokens.
 #[derive(Debug, Default)]
@@ -91,10 +91,6 @@ impl<'t> RunQaWindows<'t> {
         })
     }
 
-    pub(super) fn paragraphs_tokenized(&self) -> usize {
-        self.paragraphs_tokenized
-    }
-
     /// The context tokens of `example`'s paragraph (the last one's kept).
     fn context(&mut self, dataset: &Dataset, example: &Example) -> &Context {
         if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
@@ -128,9 +124,16 @@ impl<'t> RunQaWindows<'t> {
         }
         &self.paragraph.as_ref().expect("set above").1
     }
+}
 
-    pub(super) fn push_example(
+impl Windows for RunQaWindows<'_> {
+    fn paragraphs_tokenized(&self) -> usize {
+        self.paragraphs_tokenized
+    }
+
+    fn push_example(
         &mut self,
+        _config: &FeatureConfig,
         next_unique_id: &mut u64,
         dataset: &Dataset,
         example: &Example,

@@ -11,12 +11,10 @@ use super::dispatch::Answer;
 use super::observe::RunObserver;
 use crate::backend::text::{TextBinding, TextReply};
 use crate::decode::non_finite::NonFinite;
-use crate::decode::run_qa::{self, RunQaCache};
-use crate::decode::Postprocess;
-use crate::decode::{DecodeCache, DecodeConfig, Prediction, Window};
+use crate::decode::{DecodeConfig, ExampleDecoder, Prediction, Window};
 use crate::error::{Error, Result};
-use crate::tokenize::{BertTokenizer, TokenizerRef};
-use crate::types::{Dataset, Feature, Logits};
+use crate::tokenize::TokenizerRef;
+use crate::types::{Dataset, Feature, Logits, TokenText};
 
 /// What the decoder is sent.
 pub(super) enum ToDecoder {
@@ -72,8 +70,8 @@ pub(super) struct DecodeStage<'a> {
     busy: Duration,
     kept: Vec<Logits>,
     kept_features: Vec<Arc<Feature>>,
-    cache: DecodeCache,
-    run_qa: RunQaCache,
+    /// run_squad's or run_qa's reading of the answers.
+    decoder: Box<dyn ExampleDecoder>,
 }
 
 impl<'a> DecodeStage<'a> {
@@ -101,8 +99,7 @@ impl<'a> DecodeStage<'a> {
             busy: Duration::ZERO,
             kept: Vec::new(),
             kept_features: Vec::new(),
-            cache: DecodeCache::default(),
-            run_qa: RunQaCache::default(),
+            decoder: config.postprocess.decoder(),
         }
     }
 
@@ -142,13 +139,6 @@ impl<'a> DecodeStage<'a> {
         })
     }
 
-    /// BERT's tokenizer, which run_squad's rules and a text model's logits contract need.
-    fn tokenizer(&self) -> Result<&'a BertTokenizer> {
-        self.tokenizer.and_then(TokenizerRef::bert).ok_or_else(|| {
-            Error::Internal("a run that decodes BERT's windows was given no vocabulary".into())
-        })
-    }
-
     /// Decodes what a text model said about question `i` (`super::text`).
     fn reply(&mut self, i: usize, reply: TextReply) -> Result<()> {
         let t = Instant::now();
@@ -165,7 +155,7 @@ impl<'a> DecodeStage<'a> {
                 config: self.config,
                 keep,
             },
-            &mut self.cache,
+            self.decoder.as_mut(),
             i,
             reply,
         )?;
@@ -205,25 +195,15 @@ impl<'a> DecodeStage<'a> {
             .iter()
             .map(|a| Window::of(&a.feature, &a.scores))
             .collect();
-        let mut p = if self.config.postprocess == Postprocess::RunQa {
-            run_qa::decode_example(
-                &mut self.run_qa,
-                self.config,
-                Some(example.paragraph_index),
-                &paragraph.context,
-                &example.qas_id,
-                &views,
-            )?
-        } else {
-            self.cache.decode_example(
-                self.config,
-                Some(example.paragraph_index),
-                &paragraph.doc_tokens,
-                &example.qas_id,
-                &views,
-                self.tokenizer()?,
-            )?
-        };
+        let tok = self.tokenizer.and_then(TokenizerRef::bert);
+        let mut p = self.decoder.decode_example(
+            self.config,
+            example.paragraph_index,
+            paragraph,
+            &example.qas_id,
+            &views,
+            tok.map(|t| t as &dyn TokenText),
+        )?;
         drop(views);
         self.observer.on_decoded(example_index, &mut p);
         self.predictions[example_index] = Some(p);

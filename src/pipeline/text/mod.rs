@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::backend::text::{Contract, TextAnswer, TextBinding, TextReply};
 use crate::decode::non_finite::{sanitize, NonFinite};
-use crate::decode::{DecodeCache, DecodeConfig, NbestEntry, NbestKeys, Prediction, Window};
+use crate::decode::{DecodeConfig, ExampleDecoder, NbestEntry, NbestKeys, Prediction, Window};
 use crate::error::{Error, Result};
 use crate::tokenize::BertTokenizer;
 use crate::types::{Dataset, Example, Feature, Logits};
@@ -54,7 +54,7 @@ pub(super) struct Decoded {
 /// Decodes what the model said about question `i` (see the module's contract).
 pub(super) fn decode(
     d: &Decoding<'_>,
-    cache: &mut DecodeCache,
+    decoder: &mut dyn ExampleDecoder,
     i: usize,
     reply: TextReply,
 ) -> Result<Decoded> {
@@ -85,13 +85,13 @@ pub(super) fn decode(
                 .zip(&logits)
                 .map(|(f, l)| Window::new(f, l))
                 .collect();
-            let prediction = cache.decode_example(
+            let prediction = decoder.decode_example(
                 d.config,
-                Some(example.paragraph_index),
-                &d.dataset.paragraph_of(example).doc_tokens,
+                example.paragraph_index,
+                d.dataset.paragraph_of(example),
                 &example.qas_id,
                 &views,
-                tokenizer,
+                Some(tokenizer),
             )?;
             drop(views);
             let (features, logits) = if d.keep {
