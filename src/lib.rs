@@ -180,7 +180,7 @@ pub use backend::{
     RetryPolicy, RetryStats, Secret, Security, SeqLen, ServerInfo, ServerWindows, SharedMemory,
     TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
 };
-pub use client::{blocking, Answer, Candidate, Client, ClientBuilder, Evaluation};
+pub use client::{blocking, Answer, AskOptions, Candidate, Client, ClientBuilder, Evaluation};
 pub use error::{Error, Result};
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,

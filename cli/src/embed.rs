@@ -68,6 +68,11 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
     }
 }
 
+/// The exit reason the command line gives a library error: what a host raises for it.
+pub fn reason_of(e: &bertqa::Error) -> Reason {
+    errors::library_reason(e)
+}
+
 /// One flag of a command, as a host names its options (python/bertqa/_api.py).
 #[derive(Debug, Clone)]
 pub struct Flag {

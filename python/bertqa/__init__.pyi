@@ -1,7 +1,7 @@
 """Type stubs of the bertqa package (written by ``python -m bertqa._stubs``)."""
 
 import os
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._errors import (
     ConnectionError as ConnectionError,
@@ -18,6 +18,110 @@ __version__: str
 PathLike = Union[str, os.PathLike[str]]
 Urls = Union[None, str, Sequence[str]]
 Value = Union[str, int, float, os.PathLike[str]]
+
+
+class Candidate:
+    """One of a question's best candidates."""
+    text: str
+    start_char: Optional[int]
+    end_char: Optional[int]
+    probability: float
+    start_logit: float
+    end_logit: float
+
+
+class Answer:
+    """A question's answer (``start_char``/``end_char``: a span of the context, in
+    characters; ``nbest``: ``None`` where the model's contract gives none)."""
+    id: str
+    text: str
+    start_char: Optional[int]
+    end_char: Optional[int]
+    score: Optional[float]
+    probability: Optional[float]
+    no_answer: bool
+    null_odds: Optional[float]
+    no_answer_probability: Optional[float]
+    nbest: Optional[List[Candidate]]
+
+
+
+class Evaluation:
+    """An evaluation's results: ``metrics`` (the official keys), ``predictions`` (id → answer text), ``latency_ms``, ``throughput``, ``to_dict()`` and ``write(dir)``."""
+    @property
+    def metrics(self) -> Dict[str, Any]: ...
+    @property
+    def predictions(self) -> Dict[str, str]: ...
+    @property
+    def latency_ms(self) -> Dict[str, float]: ...
+    @property
+    def throughput(self) -> Dict[str, float]: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def write(self, dir: PathLike) -> List[str]: ...
+
+
+class Client:
+    """A client of ``model`` at ``url`` (``host:port`` or a URL as ``--url`` takes it; a list spreads requests over several servers). Options are the flags' settings in snake case, with the flags' defaults. A dead URL or a missing model raises here."""
+    def __init__(
+        self,
+        url: Union[str, Sequence[str]],
+        model: str,
+        *,
+        vocab: Optional[PathLike] = None,
+        tokenizer: Optional[PathLike] = None,
+        protocol: Literal['grpc', 'http'] = 'grpc',
+        model_version: str = '',
+        do_lower_case: bool = True,
+        postprocess: Optional[Literal['nvidia', 'hf', 'run-qa']] = None,
+        version_2_with_negative: Optional[bool] = None,
+        max_seq_length: Optional[int] = None,
+        doc_stride: int = 128,
+        max_query_length: int = 64,
+        n_best_size: int = 20,
+        max_answer_length: int = 30,
+        null_score_diff_threshold: float = 0.0,
+        na_prob_thresh: float = 1.0,
+        batch_size: Optional[int] = None,
+        concurrency: int = 4,
+        shared_memory: Literal['auto', 'system', 'none'] = 'auto',
+        timeout_ms: int = 60000,
+        connect_timeout_ms: int = 5000,
+        header: Union[None, Mapping[str, str], Sequence[str]] = None,
+        authority: Optional[str] = None,
+        ssl: bool = False,
+        ssl_root_cert: Optional[PathLike] = None,
+        ssl_client_cert: Optional[PathLike] = None,
+        ssl_client_key: Optional[PathLike] = None,
+        ssl_target_name: Optional[str] = None,
+        retries: int = 3,
+        connections: int = 1,
+        wait_ready: float = 0.0,
+    ) -> None: ...
+    def ask(self, question: str, context: str, **options: Any) -> Answer: ...
+    def ask_many(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]: ...
+    async def ask_async(self, question: str, context: str, **options: Any) -> Answer: ...
+    async def ask_many_async(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]: ...
+    def __call__(
+        self,
+        *args: Any,
+        question: Union[None, str, Sequence[str]] = None,
+        context: Union[None, str, Sequence[str]] = None,
+        top_k: int = 1,
+        handle_impossible_answer: bool = False,
+        max_answer_len: int = 15,
+        doc_stride: int = 128,
+        max_seq_len: Optional[int] = None,
+        max_question_len: int = 64,
+        **kwargs: Any,
+    ) -> Union[Dict[str, Any], List[Any]]: ...
+    def evaluate(self, data: Any, *, output_dir: Optional[PathLike] = None) -> Evaluation: ...
+    @property
+    def model(self) -> Dict[str, Any]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> 'Client': ...
+    def __exit__(self, *exc: Any) -> None: ...
 
 
 def evaluate(

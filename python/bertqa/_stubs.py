@@ -3,15 +3,16 @@
 committed stubs are what this writes, so that they list every option of each command.
 """
 
+import inspect
 import sys
-from typing import List
+from typing import Any, List, Sequence
 
-from . import _api
+from . import _api, _client
 
 _HEAD = '''"""Type stubs of the bertqa package (written by ``python -m bertqa._stubs``)."""
 
 import os
-from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ._errors import (
     ConnectionError as ConnectionError,
@@ -73,8 +74,86 @@ def _scalar(default: "str | None") -> str:
     return "Value"
 
 
+_ANSWERS = '''
+class Candidate:
+    """One of a question's best candidates."""
+    text: str
+    start_char: Optional[int]
+    end_char: Optional[int]
+    probability: float
+    start_logit: float
+    end_logit: float
+
+
+class Answer:
+    """A question's answer (``start_char``/``end_char``: a span of the context, in
+    characters; ``nbest``: ``None`` where the model's contract gives none)."""
+    id: str
+    text: str
+    start_char: Optional[int]
+    end_char: Optional[int]
+    score: Optional[float]
+    probability: Optional[float]
+    no_answer: bool
+    null_odds: Optional[float]
+    no_answer_probability: Optional[float]
+    nbest: Optional[List[Candidate]]
+'''
+
+
+def _annotation(a: Any) -> str:
+    # _client.py's annotations are its source text (``from __future__ import annotations``).
+    return a if isinstance(a, str) else inspect.formatannotation(a)
+
+
+def _signature(function: Any) -> str:
+    sig = inspect.signature(function)
+    params = []
+    star = False
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            params.append("*")
+            star = True
+        text = p.name
+        if p.kind is p.VAR_POSITIONAL:
+            text, star = "*" + p.name, True
+        elif p.kind is p.VAR_KEYWORD:
+            text = "**" + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        params.append(text)
+    returns = "" if sig.return_annotation is sig.empty else f" -> {_annotation(sig.return_annotation)}"
+    one_line = f"({', '.join(params)}){returns}"
+    if len(one_line) <= 80:
+        return one_line
+    return "(\n" + "".join(f"        {p},\n" for p in params) + f"    ){returns}"
+
+
+def _class(cls: Any, dunders: Sequence[str]) -> List[str]:
+    """A class's stub: its public methods and properties (and ``dunders``), from their
+    definitions, under the first paragraph of its docstring."""
+    summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
+    out = [f"\n\nclass {cls.__name__}:", f'    """{summary}"""']
+    for name, member in cls.__dict__.items():
+        if name.startswith("_") and name not in dunders:
+            continue
+        if isinstance(member, property):
+            returns = inspect.signature(member.fget).return_annotation
+            kind = "Any" if returns is inspect.Signature.empty else _annotation(returns)
+            out.append(f"    @property\n    def {name}(self) -> {kind}: ...")
+        elif inspect.isfunction(member):
+            prefix = "async def" if inspect.iscoroutinefunction(member) else "def"
+            out.append(f"    {prefix} {name}{_signature(member)}: ...")
+    return out
+
+
 def stubs() -> str:
-    out: List[str] = [_HEAD]
+    out: List[str] = [_HEAD, _ANSWERS]
+    out += _class(_client.Evaluation, ())
+    out += _class(_client.Client, ("__init__", "__call__", "__enter__", "__exit__"))
+    out.append("")
     commands = {"evaluate": _api._EVAL, "ask": _api._ASK, "compare": _api._COMPARE, "score": _api._SCORE}
     for function, command in commands.items():
         params, returns = _SIGNATURES[function]

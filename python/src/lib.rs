@@ -8,6 +8,8 @@ use std::ffi::OsString;
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod client;
+
 use bertqa_cli::embed;
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -134,6 +136,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(flags, m)?)?;
+    m.add_class::<client::Client>()?;
+    m.add_class::<client::Answer>()?;
+    m.add_class::<client::Candidate>()?;
+    m.add_class::<client::Evaluation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

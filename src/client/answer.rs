@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::backend::TextAnswer;
-use crate::decode::Prediction;
+use crate::decode::{NbestEntry, Prediction};
 use crate::pipeline::RunOutcome;
 use crate::types::{Feature, Paragraph};
 
@@ -48,6 +48,10 @@ pub struct Answer {
 pub struct Candidate {
     /// Its text, as the final answer would read.
     pub text: String,
+    /// Where it stands in the context, in characters, `[start_char, end_char)`; `None`
+    /// when it is not a span of it (as [`Answer::start_char`]).
+    pub start_char: Option<usize>,
+    pub end_char: Option<usize>,
     /// Its probability among the n-best.
     pub probability: f64,
     /// The start and end logits of its span.
@@ -61,18 +65,7 @@ impl Answer {
     /// question's context.
     pub fn from_prediction(p: &Prediction, paragraph: &Paragraph, outcome: &RunOutcome) -> Answer {
         let best = p.nbest.iter().find(|e| e.text == p.answer);
-        let span = best.and_then(|e| e.span).and_then(|s| {
-            let f = kept_feature(outcome, s.unique_id)?;
-            // run_qa's windows carry their tokens' character offsets.
-            if let Some(t) = &f.template {
-                let offset = |pos: usize| t.offsets.get(pos.checked_sub(t.doc_offset)?);
-                let (first, last) = (offset(s.start)?, offset(s.end)?);
-                return Some((first.0 as usize, last.1 as usize));
-            }
-            // Token positions → words, through the feature the span came from.
-            let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
-            char_span(paragraph, a, b, &p.answer)
-        });
+        let span = best.and_then(|e| entry_span(e, paragraph, outcome));
         Answer {
             id: p.qas_id.clone(),
             text: p.answer.clone(),
@@ -87,11 +80,16 @@ impl Answer {
                 .nbest
                 .iter()
                 .filter(|e| e.span.is_some() || !e.text.is_empty())
-                .map(|e| Candidate {
-                    text: e.text.clone(),
-                    probability: e.probability,
-                    start_logit: e.start_logit,
-                    end_logit: e.end_logit,
+                .map(|e| {
+                    let span = entry_span(e, paragraph, outcome);
+                    Candidate {
+                        text: e.text.clone(),
+                        start_char: span.map(|s| s.0),
+                        end_char: span.map(|s| s.1),
+                        probability: e.probability,
+                        start_logit: e.start_logit,
+                        end_logit: e.end_logit,
+                    }
                 })
                 .collect(),
             placeholder: !p.answer.is_empty() && best.is_some_and(|e| e.span.is_none()),
@@ -116,6 +114,26 @@ impl Answer {
             text: a.text,
         }
     }
+}
+
+/// The character span of n-best entry `e` in `paragraph`, through the window it came
+/// from (`None`: not a span of the context, or its window not kept).
+fn entry_span(
+    e: &NbestEntry,
+    paragraph: &Paragraph,
+    outcome: &RunOutcome,
+) -> Option<(usize, usize)> {
+    let s = e.span?;
+    let f = kept_feature(outcome, s.unique_id)?;
+    // run_qa's windows carry their tokens' character offsets.
+    if let Some(t) = &f.template {
+        let offset = |pos: usize| t.offsets.get(pos.checked_sub(t.doc_offset)?);
+        let (first, last) = (offset(s.start)?, offset(s.end)?);
+        return Some((first.0 as usize, last.1 as usize));
+    }
+    // Token positions → words, through the feature the span came from.
+    let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
+    char_span(paragraph, a, b, &e.text)
 }
 
 fn kept_feature(outcome: &RunOutcome, unique_id: u64) -> Option<&Feature> {

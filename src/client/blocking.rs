@@ -55,9 +55,21 @@ impl Client {
         &self,
         questions: impl IntoIterator<Item = (Q, C)>,
     ) -> Result<Vec<Answer>> {
+        self.ask_many_with(questions, &super::AskOptions::default())
+    }
+
+    /// [`ask_many`](Self::ask_many) with settings of this call's own (the rest are the
+    /// client's).
+    pub fn ask_many_with<Q: AsRef<str>, C: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = (Q, C)>,
+        options: &super::AskOptions,
+    ) -> Result<Vec<Answer>> {
         outside_a_runtime()?;
         let dataset = super::dataset_of(questions);
-        self.inner.engine().ask(&dataset, Default::default())
+        self.inner
+            .engine()
+            .ask(&dataset, options, Default::default())
     }
 
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).

@@ -94,9 +94,19 @@ impl Client {
         &self,
         questions: impl IntoIterator<Item = (Q, C)>,
     ) -> Result<Vec<Answer>> {
+        self.ask_many_with(questions, &AskOptions::default()).await
+    }
+
+    /// [`ask_many`](Self::ask_many) with settings of this call's own (the rest are the
+    /// client's).
+    pub async fn ask_many_with<Q: AsRef<str>, C: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = (Q, C)>,
+        options: &AskOptions,
+    ) -> Result<Vec<Answer>> {
         let dataset = dataset_of(questions);
-        let engine = self.engine.clone();
-        off_the_executor(move |stop| engine.ask(&dataset, stop)).await
+        let (engine, options) = (self.engine.clone(), options.clone());
+        off_the_executor(move |stop| engine.ask(&dataset, &options, stop)).await
     }
 
     /// Runs every question of `dataset` and scores the answers as the official scripts
@@ -115,6 +125,33 @@ impl Client {
 
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
+    }
+}
+
+/// Settings of one `ask` call that differ from the client's (`None`: the client's).
+/// The window settings apply to models that take token ids (a text model's server cuts
+/// its own windows).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AskOptions {
+    /// Candidates kept per question.
+    pub n_best_size: Option<usize>,
+    /// Longest answer, in tokens.
+    pub max_answer_length: Option<usize>,
+    /// Tokens per window.
+    pub max_seq_length: Option<usize>,
+    /// Step between window starts.
+    pub doc_stride: Option<usize>,
+    /// Question tokens kept.
+    pub max_query_length: Option<usize>,
+    /// SQuAD 2.0's rules: the answer may be that there is none.
+    pub version_2_with_negative: Option<bool>,
+}
+
+impl AskOptions {
+    fn changes_windows(&self) -> bool {
+        self.max_seq_length.is_some()
+            || self.doc_stride.is_some()
+            || self.max_query_length.is_some()
     }
 }
 
@@ -185,14 +222,27 @@ impl Engine {
 
     /// The run's configuration for `dataset` (SQuAD 2.0 as set, else as the data looks).
     fn config(&self, version_2: bool) -> Result<RunConfig> {
+        self.config_with(version_2, &AskOptions::default())
+    }
+
+    /// [`config`](Self::config) with one call's own settings.
+    fn config_with(&self, version_2: bool, options: &AskOptions) -> Result<RunConfig> {
         let mut decode = self.settings.decode.clone();
-        decode.version_2_with_negative = version_2;
-        RunConfig::resolve(
-            &self.model,
-            &self.settings.load,
-            self.settings.features,
-            decode,
-        )
+        decode.version_2_with_negative = options.version_2_with_negative.unwrap_or(version_2);
+        decode.n_best_size = options.n_best_size.unwrap_or(decode.n_best_size);
+        decode.max_answer_length = options
+            .max_answer_length
+            .unwrap_or(decode.max_answer_length);
+        let mut features = self.settings.features;
+        features.max_seq_length = options.max_seq_length.unwrap_or(features.max_seq_length);
+        features.doc_stride = options.doc_stride.unwrap_or(features.doc_stride);
+        features.max_query_length = options
+            .max_query_length
+            .unwrap_or(features.max_query_length);
+        if options.changes_windows() && decode.postprocess != crate::decode::Postprocess::RunQa {
+            features.validate()?;
+        }
+        RunConfig::resolve(&self.model, &self.settings.load, features, decode)
     }
 
     fn run(
@@ -217,12 +267,18 @@ impl Engine {
         run.run()
     }
 
-    /// Answers `dataset`'s questions; `stop` cancels the run.
-    pub(crate) fn ask(&self, dataset: &Dataset, stop: CancellationToken) -> Result<Vec<Answer>> {
+    /// Answers `dataset`'s questions under `options`; `stop` cancels the run.
+    pub(crate) fn ask(
+        &self,
+        dataset: &Dataset,
+        options: &AskOptions,
+        stop: CancellationToken,
+    ) -> Result<Vec<Answer>> {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
-        let mut config = self.config(self.settings.version_2.unwrap_or(false))?;
+        let version_2 = self.settings.version_2.unwrap_or(false);
+        let mut config = self.config_with(version_2, options)?;
         // A few requests gain less from shared memory than registering a region costs.
         if self.settings.load.shared_memory == SharedMemory::Auto {
             config.infer.shared_memory = SharedMemory::None;
@@ -240,7 +296,16 @@ impl Engine {
             .zip(&dataset.examples)
             .zip(given)
             .map(|((p, e), given)| match given {
-                Some(a) => Answer::from_text_answer(&e.qas_id, a, no_answer_probability),
+                Some(a) => {
+                    let mut answer = Answer::from_text_answer(&e.qas_id, a, no_answer_probability);
+                    // SQuAD 2.0's rule, as an evaluation applies it, said there is none.
+                    if p.answer.is_empty() && !answer.text.is_empty() {
+                        answer.text.clear();
+                        answer.no_answer = true;
+                        (answer.start_char, answer.end_char) = (None, None);
+                    }
+                    answer
+                }
                 None => {
                     Answer::from_prediction(p, &dataset.paragraphs[e.paragraph_index], &outcome)
                 }

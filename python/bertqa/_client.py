@@ -1,0 +1,302 @@
+"""``bertqa.Client``: one model on one or more servers, held by a program. Built once
+(it connects, looks at the model and loads the tokenizer), then asked any number of
+questions from any number of threads, or awaited from asyncio. Also callable as
+transformers' ``pipeline("question-answering")`` is. See docs/python.md."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._errors import UsageError
+
+PathLike = Union[str, "os.PathLike[str]"]
+Answer = _native.Answer
+Candidate = _native.Candidate
+
+
+class Evaluation:
+    """An evaluation's results: ``metrics`` (the official keys), ``predictions`` (id →
+    answer text), ``latency_ms``, ``throughput``, ``to_dict()`` and ``write(dir)``."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._report: Dict[str, Any] = native.to_dict()
+
+    @property
+    def metrics(self) -> Dict[str, Any]:
+        return self._report["metrics"]
+
+    @property
+    def predictions(self) -> Dict[str, str]:
+        return self._native.predictions
+
+    @property
+    def latency_ms(self) -> Dict[str, float]:
+        return self._report["latency_ms"]
+
+    @property
+    def throughput(self) -> Dict[str, float]:
+        return self._report["throughput"]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """What ``eval --json`` reports of the run, with the predictions."""
+        return dict(self._report, predictions=self.predictions)
+
+    def write(self, dir: PathLike) -> List[str]:
+        """Writes the reference's files into ``dir``; returns their names."""
+        return self._native.write(os.fspath(dir))
+
+    def __repr__(self) -> str:
+        keys = ("exact", "f1") if "exact" in self.metrics else ("exact_match", "f1")
+        shown = ", ".join(f"{k}={self.metrics[k]:.3f}" for k in keys if k in self.metrics)
+        return f"Evaluation({shown}, questions={self._report['questions']})"
+
+
+def _headers(header: Union[None, Mapping[str, str], Sequence[str]]) -> List[Tuple[str, str]]:
+    if header is None:
+        return []
+    if isinstance(header, Mapping):
+        return [(str(k), str(v)) for k, v in header.items()]
+    out = []
+    for h in header:
+        name, sep, value = str(h).partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"Client(): header {h!r}: give KEY:VALUE")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+class Client:
+    """A client of ``model`` at ``url`` (``host:port`` or a URL as ``--url`` takes it; a
+    list spreads requests over several servers). Options are the flags' settings in
+    snake case, with the flags' defaults. A dead URL or a missing model raises here.
+
+    Safe to share between threads; ``close()`` (or a ``with`` block) closes it."""
+
+    def __init__(
+        self,
+        url: Union[str, Sequence[str]],
+        model: str,
+        *,
+        vocab: Optional[PathLike] = None,
+        tokenizer: Optional[PathLike] = None,
+        protocol: Literal["grpc", "http"] = "grpc",
+        model_version: str = "",
+        do_lower_case: bool = True,
+        postprocess: Optional[Literal["nvidia", "hf", "run-qa"]] = None,
+        version_2_with_negative: Optional[bool] = None,
+        max_seq_length: Optional[int] = None,
+        doc_stride: int = 128,
+        max_query_length: int = 64,
+        n_best_size: int = 20,
+        max_answer_length: int = 30,
+        null_score_diff_threshold: float = 0.0,
+        na_prob_thresh: float = 1.0,
+        batch_size: Optional[int] = None,
+        concurrency: int = 4,
+        shared_memory: Literal["auto", "system", "none"] = "auto",
+        timeout_ms: int = 60_000,
+        connect_timeout_ms: int = 5_000,
+        header: Union[None, Mapping[str, str], Sequence[str]] = None,
+        authority: Optional[str] = None,
+        ssl: bool = False,
+        ssl_root_cert: Optional[PathLike] = None,
+        ssl_client_cert: Optional[PathLike] = None,
+        ssl_client_key: Optional[PathLike] = None,
+        ssl_target_name: Optional[str] = None,
+        retries: int = 3,
+        connections: int = 1,
+        wait_ready: float = 0.0,
+    ) -> None:
+        urls = [url] if isinstance(url, str) else [str(u) for u in url]
+        path = lambda p: None if p is None else os.fspath(p)  # noqa: E731
+        self._native = _native.Client(
+            urls,
+            model,
+            vocab=path(vocab),
+            tokenizer=path(tokenizer),
+            protocol=protocol,
+            model_version=model_version,
+            do_lower_case=do_lower_case,
+            postprocess=postprocess,
+            version_2_with_negative=version_2_with_negative,
+            max_seq_length=max_seq_length,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+            n_best_size=n_best_size,
+            max_answer_length=max_answer_length,
+            null_score_diff_threshold=null_score_diff_threshold,
+            na_prob_thresh=na_prob_thresh,
+            batch_size=batch_size,
+            concurrency=concurrency,
+            shared_memory=shared_memory,
+            timeout_ms=timeout_ms,
+            connect_timeout_ms=connect_timeout_ms,
+            header=_headers(header),
+            authority=authority,
+            ssl=ssl,
+            ssl_root_cert=path(ssl_root_cert),
+            ssl_client_cert=path(ssl_client_cert),
+            ssl_client_key=path(ssl_client_key),
+            ssl_target_name=ssl_target_name,
+            retries=retries,
+            connections=connections,
+            wait_ready=wait_ready,
+        )
+
+    # -- asking ---------------------------------------------------------------------
+
+    def ask(self, question: str, context: str, **options: Any) -> Answer:
+        """The answer to ``question`` about ``context``. ``options``: ``n_best_size``,
+        ``max_answer_length``, ``max_seq_length``, ``doc_stride``, ``max_query_length``,
+        ``version_2_with_negative`` for this call only."""
+        return self._native.ask_many([(question, context)], **options)[0]
+
+    def ask_many(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]:
+        """The answers to (question, context) pairs, in order: batched and kept in
+        flight as ``evaluate`` sends them."""
+        return self._native.ask_many([(str(q), str(c)) for q, c in pairs], **options)
+
+    async def ask_async(self, question: str, context: str, **options: Any) -> Answer:
+        """``ask`` for asyncio: the work runs on the loop's executor, the loop goes on."""
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self.ask, question, context, **options)
+        return await loop.run_in_executor(None, call)
+
+    async def ask_many_async(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]:
+        """``ask_many`` for asyncio."""
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self.ask_many, list(pairs), **options)
+        return await loop.run_in_executor(None, call)
+
+    def __call__(
+        self,
+        *args: Any,
+        question: Union[None, str, Sequence[str]] = None,
+        context: Union[None, str, Sequence[str]] = None,
+        top_k: int = 1,
+        handle_impossible_answer: bool = False,
+        max_answer_len: int = 15,
+        doc_stride: int = 128,
+        max_seq_len: Optional[int] = None,
+        max_question_len: int = 64,
+        **kwargs: Any,
+    ) -> Union[Dict[str, Any], List[Any]]:
+        """transformers' ``pipeline("question-answering")``: the same arguments and
+        defaults, and the same results (``{"score", "start", "end", "answer"}``; a list
+        for several questions or ``top_k`` > 1)."""
+        pairs, single = _pipeline_inputs(args, question, context, kwargs)
+        if top_k < 1:
+            raise UsageError(f"top_k should be >= 1, got {top_k}")
+        answers = self.ask_many(
+            pairs,
+            n_best_size=max(20, top_k + 1),
+            max_answer_length=max_answer_len,
+            doc_stride=doc_stride,
+            max_seq_length=max_seq_len,
+            max_query_length=max_question_len,
+            version_2_with_negative=handle_impossible_answer,
+        )
+        results = [_pipeline_result(a, c, top_k, handle_impossible_answer) for a, (_, c) in zip(answers, pairs)]
+        if single:
+            return results[0]
+        return results
+
+    # -- evaluating -----------------------------------------------------------------
+
+    def evaluate(self, data: Any, *, output_dir: Optional[PathLike] = None) -> Evaluation:
+        """Runs and scores ``data``: a path (any format ``--data`` reads), a parsed SQuAD
+        dict, or Hugging Face rows (a list of dicts, or a ``datasets`` split). With
+        ``output_dir``, writes the reference's files there."""
+        if isinstance(data, (str, os.PathLike)):
+            native = self._native.evaluate_path(os.fspath(data))
+        elif isinstance(data, Mapping):
+            native = self._native.evaluate_bytes(json.dumps(data).encode(), "squad", "<dict>")
+        else:
+            lines = []
+            for i, row in enumerate(data):
+                if not isinstance(row, Mapping):
+                    raise UsageError(f"evaluate(): row {i + 1} is a {type(row).__name__}, not a dict")
+                lines.append(json.dumps(dict(row)))
+            native = self._native.evaluate_bytes("\n".join(lines).encode(), "rows", "<rows>")
+        evaluation = Evaluation(native)
+        if output_dir is not None:
+            evaluation.write(output_dir)
+        return evaluation
+
+    # -- the rest -------------------------------------------------------------------
+
+    @property
+    def model(self) -> Dict[str, Any]:
+        """The model as the server describes it and bertqa binds it."""
+        return self._native.model()
+
+    def close(self) -> None:
+        """Closes the connections; later calls raise ``bertqa.UsageError``."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self.model["name"]
+        return f"Client({state})"
+
+
+def _pipeline_inputs(args, question, context, kwargs) -> Tuple[List[Tuple[str, str]], bool]:
+    """(question, context) pairs as the pipeline reads its arguments, and whether one
+    question was asked (one dict back)."""
+    if kwargs:
+        raise UsageError(f"unknown arguments {sorted(kwargs)}")
+    if args:
+        if question is not None or context is not None:
+            raise UsageError("give the questions either as arguments or as question=/context=")
+        items = args[0] if len(args) == 1 and isinstance(args[0], list) else list(args)
+        single = len(args) == 1 and not isinstance(args[0], list)
+        pairs = []
+        for item in items:
+            if not isinstance(item, Mapping) or "question" not in item or "context" not in item:
+                raise UsageError("an argument must be a dict with a question and a context")
+            pairs.append((item["question"], item["context"]))
+        return pairs, single
+    if question is None or context is None:
+        raise UsageError("give question= and context=")
+    if isinstance(question, str) and isinstance(context, str):
+        return [(question, context)], True
+    questions = [question] if isinstance(question, str) else list(question)
+    contexts = [context] * len(questions) if isinstance(context, str) else list(context)
+    if len(questions) != len(contexts):
+        raise UsageError(f"{len(questions)} questions and {len(contexts)} contexts")
+    return list(zip(questions, contexts)), False
+
+
+def _pipeline_result(answer: Answer, context: str, top_k: int, impossible: bool):
+    """An answer as the pipeline gives it: the spans of the context, best first."""
+    found = []
+    if impossible and answer.no_answer:
+        found.append({"score": answer.probability or 0.0, "start": 0, "end": 0, "answer": ""})
+    for c in answer.nbest or []:
+        if c.start_char is None or c.end_char is None:
+            continue
+        found.append(
+            {"score": c.probability, "start": c.start_char, "end": c.end_char, "answer": context[c.start_char : c.end_char]}
+        )
+    if not found and answer.start_char is not None and answer.end_char is not None:
+        s, e = answer.start_char, answer.end_char
+        found.append({"score": answer.probability or 0.0, "start": s, "end": e, "answer": context[s:e]})
+    if not found:
+        found.append({"score": 0.0, "start": 0, "end": 0, "answer": ""})
+    found = found[:top_k]
+    return found[0] if top_k == 1 else found

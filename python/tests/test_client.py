@@ -1,0 +1,168 @@
+"""``bertqa.Client`` against a real Triton: its answers are ``bertqa eval``'s, as a
+token model, a family model with its tokenizer.json and text models; the pipeline's
+call; ``ask_many``, asyncio and threads giving the same answers; ``evaluate``; the
+errors of construction."""
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+import bertqa
+from conftest import ROOT, SAMPLE, run
+
+ROBERTA = ROOT / "tests" / "fixtures" / "tokenizers" / "roberta"
+
+# (model, its Client options): a token model, a family model by its tokenizer.json
+# (run_qa's rules), a text model of each contract.
+MODELS = [
+    ("oracle", {}),
+    ("oracle-bpe", {"tokenizer": ROBERTA}),
+    ("oracle-text-logits", {}),
+    ("oracle-text-answer", {}),
+]
+
+
+def questions():
+    """(id, question, context) of every question of the sample, in order."""
+    sample = json.loads(SAMPLE.read_text())
+    return [
+        (q["id"], q["question"], p["context"])
+        for article in sample["data"]
+        for p in article["paragraphs"]
+        for q in p["qas"]
+    ]
+
+
+def eval_predictions(cargo_bin, url, model, options, out):
+    args = ["eval", "--url", url, "--model", model, "--data", str(SAMPLE), "--output-dir", str(out), "--quiet"]
+    if "tokenizer" in options:
+        args += ["--tokenizer", str(options["tokenizer"])]
+    done = run(cargo_bin, *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads((out / "predictions.json").read_text())
+
+
+@pytest.mark.parametrize("model,options", MODELS, ids=[m for m, _ in MODELS])
+def test_answers_are_evals_predictions(grpc_url, cargo_bin, tmp_path, model, options):
+    expected = eval_predictions(cargo_bin, grpc_url, model, options, tmp_path / "cli")
+    asked = questions()
+    with bertqa.Client(grpc_url, model, version_2_with_negative=True, **options) as client:
+        answers = client.ask_many([(q, c) for _, q, c in asked])
+        assert {i: a.text for (i, _, _), a in zip(asked, answers)} == expected
+        # One at a time, the same.
+        for (i, q, c) in asked[:3]:
+            assert client.ask(q, c).text == expected[i]
+        evaluation = client.evaluate(SAMPLE, output_dir=tmp_path / "api")
+    assert evaluation.predictions == expected
+    cli = json.loads((tmp_path / "cli" / "predictions.json").read_text())
+    assert json.loads((tmp_path / "api" / "predictions.json").read_text()) == cli
+
+
+def test_evaluate_scores_as_the_command(grpc_url, cargo_bin, tmp_path):
+    out = tmp_path / "cli"
+    done = run(cargo_bin, "eval", "--url", grpc_url, "--model", "oracle", "--data", str(SAMPLE),
+               "--output-dir", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    client = bertqa.Client(grpc_url, "oracle")
+    evaluation = client.evaluate(SAMPLE)
+    assert evaluation.metrics["exact"] == 100.0
+    assert evaluation.metrics == json.loads((out / "metrics.json").read_text())["metrics"]
+    assert evaluation.predictions == json.loads((out / "predictions.json").read_text())
+    report = evaluation.to_dict()
+    assert report["questions"] == len(questions())
+    assert set(report["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
+    assert report["throughput"]["questions_per_s"] > 0
+    # The data as a parsed dict, the same.
+    assert client.evaluate(json.loads(SAMPLE.read_text())).predictions == evaluation.predictions
+
+
+def test_the_pipeline_call(grpc_url):
+    client = bertqa.Client(grpc_url, "oracle")
+    sample = json.loads(SAMPLE.read_text())
+    paragraph = sample["data"][0]["paragraphs"][0]
+    context = paragraph["context"]
+    answerable = [q for q in paragraph["qas"] if q["answers"]]
+    question = answerable[0]["question"]
+
+    one = client(question=question, context=context)
+    assert set(one) == {"score", "start", "end", "answer"}
+    assert context[one["start"]:one["end"]] == one["answer"] == answerable[0]["answers"][0]["text"]
+    assert 0.0 < one["score"] <= 1.0
+
+    # The pipeline's other ways of asking.
+    assert client({"question": question, "context": context}) == one
+    many = client(question=[q["question"] for q in answerable[:2]], context=context)
+    assert isinstance(many, list) and len(many) == 2 and many[0] == one
+    assert client([{"question": question, "context": context}] * 2) == [one, one]
+
+    top = client(question=question, context=context, top_k=3)
+    assert isinstance(top, list) and len(top) == 3
+    assert top[0] == one
+    assert [t["score"] for t in top] == sorted((t["score"] for t in top), reverse=True)
+    for t in top:
+        assert context[t["start"]:t["end"]] == t["answer"]
+
+    # No answer, as the pipeline gives it with handle_impossible_answer.
+    impossible = [q for p in sample["data"][0]["paragraphs"] for q in p["qas"] if not q["answers"]]
+    p = next(p for p in sample["data"][0]["paragraphs"] if impossible[0] in p["qas"])
+    none = client(question=impossible[0]["question"], context=p["context"], handle_impossible_answer=True)
+    assert (none["answer"], none["start"], none["end"]) == ("", 0, 0)
+
+    with pytest.raises(bertqa.UsageError):
+        client(question=["a", "b"], context=["c"])
+
+
+def test_ask_many_asyncio_and_threads_agree(grpc_url):
+    client = bertqa.Client(grpc_url, "oracle")
+    pairs = [(q, c) for _, q, c in questions()]
+    expected = [a.text for a in client.ask_many(pairs)]
+
+    async def gathered():
+        return await asyncio.gather(*(client.ask_async(q, c) for q, c in pairs))
+
+    assert [a.text for a in asyncio.run(gathered())] == expected
+
+    results = [None] * 8
+    errors = []
+
+    def worker(k):
+        try:
+            results[k] = [client.ask(q, c).text for q, c in pairs]
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert results == [expected] * 8
+
+
+def test_answers_carry_their_span_and_candidates(grpc_url):
+    client = bertqa.Client(grpc_url, "oracle")
+    _, q, c = next(x for x in questions())
+    a = client.ask(q, c, n_best_size=5)
+    assert c[a.start_char:a.end_char] == a.text
+    assert a.nbest[0].text == a.text
+    assert len(a.nbest) <= 5
+    assert a.probability == a.nbest[0].probability
+    # An answer-contract model gives no n-best.
+    text_answer = bertqa.Client(grpc_url, "oracle-text-answer").ask(q, c)
+    assert text_answer.nbest is None
+
+
+def test_a_dead_url_or_a_missing_model_raises_when_built(grpc_url):
+    with pytest.raises(bertqa.ConnectionError):
+        bertqa.Client("127.0.0.1:1", "oracle", connect_timeout_ms=500)
+    with pytest.raises(bertqa.ModelError):
+        bertqa.Client(grpc_url, "no-such-model")
+    with pytest.raises(bertqa.UsageError):
+        bertqa.Client(grpc_url, "oracle", protocol="ftp")
+    client = bertqa.Client(grpc_url, "oracle")
+    client.close()
+    with pytest.raises(bertqa.UsageError, match="closed"):
+        client.ask("q", "c")
