@@ -3,25 +3,32 @@
 # (a dev-profile maturin build in cargo's target directory, so the bertqa crate that
 # `cargo test` compiled is reused and only pyo3 and the bindings compile), installs it
 # into a fresh venv, starts a real Triton of the test bed with the models the tests
-# use, and runs pytest (python/tests) against it over gRPC and HTTP. The release wheel
-# (optimized, stripped) is scripts/wheel.sh's.
+# use, and runs pytest (python/tests) against it over gRPC and HTTP. The release wheels
+# are scripts/wheel.sh's; BERTQA_TEST_WHEEL=FILE tests one of them instead of the dev
+# build (scripts/wheel.sh --test).
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 TOOLS="$BERTQA_CACHE/maturin-venv"
 ensure_venv "$TOOLS" maturin==1.15.0
 TARGET="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}"
-WHEELS="$TARGET/wheels/dev"
-rm -rf "$WHEELS"
-log "building the test wheel (maturin, dev profile)"
-"$TOOLS/bin/maturin" build --profile dev --quiet -o "$WHEELS" >/dev/null
+if [ -n "${BERTQA_TEST_WHEEL:-}" ]; then
+  # A release wheel to test (scripts/wheel.sh --test).
+  WHEEL="$BERTQA_TEST_WHEEL"
+else
+  WHEELS="$TARGET/wheels/dev"
+  rm -rf "$WHEELS"
+  log "building the test wheel (maturin, dev profile)"
+  "$TOOLS/bin/maturin" build --profile dev --quiet -o "$WHEELS" >/dev/null
+  WHEEL="$(ls "$WHEELS"/bertqa-*.whl)"
+fi
 cargo build --quiet --bin bertqa
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/bertqa-pytest.XXXXXX")"
 NAME="pytest-$$"
 cleanup() { bash scripts/triton.sh stop --name "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-log "installing the wheel into a fresh venv"
+log "installing $(basename "$WHEEL") into a fresh venv"
 "$BERTQA_PYTHON" -m venv "$WORK/venv"
-"$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "$WHEELS"/bertqa-*.whl pytest==8.3.4
+"$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "$WHEEL" pytest==8.3.4
 # Three free ports for the server.
 read -r GRPC HTTP METRICS < <("$BERTQA_PYTHON" -c '
 import socket

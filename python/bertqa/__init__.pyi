@@ -70,6 +70,7 @@ class Client:
         vocab: Optional[PathLike] = None,
         tokenizer: Optional[PathLike] = None,
         protocol: Literal['grpc', 'http'] = 'grpc',
+        transport: Optional[Literal['stream', 'unary']] = None,
         model_version: str = '',
         do_lower_case: bool = True,
         postprocess: Optional[Literal['nvidia', 'hf', 'run-qa']] = None,

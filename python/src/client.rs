@@ -39,7 +39,8 @@ fn duration_ms(ms: u64) -> Duration {
 impl Client {
     #[new]
     #[pyo3(signature = (
-        url, model, *, vocab=None, tokenizer=None, protocol="grpc", model_version="",
+        url, model, *, vocab=None, tokenizer=None, protocol="grpc", transport=None,
+        model_version="",
         do_lower_case=true, postprocess=None, version_2_with_negative=None,
         max_seq_length=None, doc_stride=128, max_query_length=64, n_best_size=20,
         max_answer_length=30, null_score_diff_threshold=0.0, na_prob_thresh=1.0,
@@ -56,6 +57,7 @@ impl Client {
         vocab: Option<PathBuf>,
         tokenizer: Option<PathBuf>,
         protocol: &str,
+        transport: Option<&str>,
         model_version: &str,
         do_lower_case: bool,
         postprocess: Option<&str>,
@@ -101,6 +103,17 @@ impl Client {
                 )))
             }
         });
+        if let Some(t) = transport {
+            b = b.transport(match t {
+                "stream" => bertqa::GrpcCall::Stream,
+                "unary" => bertqa::GrpcCall::Unary,
+                other => {
+                    let message =
+                        format!("Client(): transport {other:?}: give \"stream\" or \"unary\"");
+                    return Err(usage(message));
+                }
+            });
+        }
         if let Some(v) = vocab {
             b = b.vocab(v);
         }
