@@ -35,6 +35,40 @@ fn duration_ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
+const PROTOCOLS: &[(&str, bertqa::Protocol)] = &[
+    ("grpc", bertqa::Protocol::Grpc),
+    ("http", bertqa::Protocol::Http),
+];
+const TRANSPORTS: &[(&str, bertqa::GrpcCall)] = &[
+    ("stream", bertqa::GrpcCall::Stream),
+    ("unary", bertqa::GrpcCall::Unary),
+];
+const RULES: &[(&str, bertqa::decode::Postprocess)] = &[
+    ("nvidia", bertqa::decode::Postprocess::Nvidia),
+    ("hf", bertqa::decode::Postprocess::Hf),
+    ("run-qa", bertqa::decode::Postprocess::RunQa),
+    ("run_qa", bertqa::decode::Postprocess::RunQa),
+];
+const SHARED_MEMORY: &[(&str, bertqa::SharedMemory)] = &[
+    ("auto", bertqa::SharedMemory::Auto),
+    ("system", bertqa::SharedMemory::System),
+    ("none", bertqa::SharedMemory::None),
+];
+
+/// The value of option `name` given as `value`, one of `choices`; a UsageError naming
+/// them otherwise.
+fn choice<T: Copy>(py: Python<'_>, name: &str, value: &str, choices: &[(&str, T)]) -> PyResult<T> {
+    if let Some((_, v)) = choices.iter().find(|(k, _)| *k == value) {
+        return Ok(*v);
+    }
+    let names: Vec<String> = choices.iter().map(|(k, _)| format!("{k:?}")).collect();
+    let message = format!(
+        "Client(): {name} {value:?}: give one of {}",
+        names.join(", ")
+    );
+    Err(raise(py, "usage", &message))
+}
+
 #[pymethods]
 impl Client {
     #[new]
@@ -94,25 +128,9 @@ impl Client {
         for more in urls {
             b = b.url(more);
         }
-        b = b.protocol(match protocol {
-            "grpc" => bertqa::Protocol::Grpc,
-            "http" => bertqa::Protocol::Http,
-            other => {
-                return Err(usage(format!(
-                    "Client(): protocol {other:?}: give \"grpc\" or \"http\""
-                )))
-            }
-        });
+        b = b.protocol(choice(py, "protocol", protocol, PROTOCOLS)?);
         if let Some(t) = transport {
-            b = b.transport(match t {
-                "stream" => bertqa::GrpcCall::Stream,
-                "unary" => bertqa::GrpcCall::Unary,
-                other => {
-                    let message =
-                        format!("Client(): transport {other:?}: give \"stream\" or \"unary\"");
-                    return Err(usage(message));
-                }
-            });
+            b = b.transport(choice(py, "transport", t, TRANSPORTS)?);
         }
         if let Some(v) = vocab {
             b = b.vocab(v);
@@ -121,16 +139,7 @@ impl Client {
             b = b.tokenizer(t);
         }
         if let Some(p) = postprocess {
-            b = b.postprocess(match p {
-                "nvidia" => bertqa::decode::Postprocess::Nvidia,
-                "hf" => bertqa::decode::Postprocess::Hf,
-                "run-qa" | "run_qa" => bertqa::decode::Postprocess::RunQa,
-                other => {
-                    return Err(usage(format!(
-                        "Client(): postprocess {other:?}: give \"nvidia\", \"hf\" or \"run-qa\""
-                    )))
-                }
-            });
+            b = b.postprocess(choice(py, "postprocess", p, RULES)?);
         }
         if let Some(v) = version_2_with_negative {
             b = b.version_2_with_negative(v);
@@ -141,16 +150,7 @@ impl Client {
         if let Some(n) = batch_size {
             b = b.batch_size(n);
         }
-        b = b.shared_memory(match shared_memory {
-            "auto" => bertqa::SharedMemory::Auto,
-            "system" => bertqa::SharedMemory::System,
-            "none" => bertqa::SharedMemory::None,
-            other => {
-                return Err(usage(format!(
-                    "Client(): shared_memory {other:?}: give \"auto\", \"system\" or \"none\""
-                )))
-            }
-        });
+        b = b.shared_memory(choice(py, "shared_memory", shared_memory, SHARED_MEMORY)?);
         for (name, value) in header {
             b = b.header(name, value);
         }

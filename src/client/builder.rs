@@ -351,6 +351,7 @@ impl<M> ClientBuilder<M> {
             model,
             tokenizer,
             settings,
+            workers: super::workers::Workers::new(),
         })
     }
 
@@ -432,7 +433,9 @@ impl ClientBuilder<Async> {
     /// Connects, looks at the model and loads the tokenizer (on a thread of its own:
     /// the caller's executor is not blocked).
     pub async fn build(self) -> Result<Client> {
-        super::off_the_executor(move |_| self.connect().map(Client::from_engine)).await
+        // A thread of its own, gone once connected.
+        let once = super::workers::Workers::new();
+        super::off_the_executor(&once, move |_| self.connect().map(Client::from_engine)).await
     }
 }
 

@@ -39,6 +39,7 @@ mod answer;
 pub mod blocking;
 mod builder;
 mod tokenizer;
+mod workers;
 
 use std::sync::{Arc, Mutex};
 
@@ -106,7 +107,10 @@ impl Client {
     ) -> Result<Vec<Answer>> {
         let dataset = dataset_of(questions);
         let (engine, options) = (self.engine.clone(), options.clone());
-        off_the_executor(move |stop| engine.ask(&dataset, &options, stop)).await
+        off_the_executor(&self.engine.workers, move |stop| {
+            engine.ask(&dataset, &options, stop)
+        })
+        .await
     }
 
     /// Runs every question of `dataset` and scores the answers as the official scripts
@@ -114,7 +118,10 @@ impl Client {
     pub async fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         let dataset = dataset.clone();
         let engine = self.engine.clone();
-        off_the_executor(move |stop| engine.evaluate(&dataset, stop)).await
+        off_the_executor(&self.engine.workers, move |stop| {
+            engine.evaluate(&dataset, stop)
+        })
+        .await
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Client {
@@ -203,6 +210,8 @@ pub(crate) struct Engine {
     urls: Vec<String>,
     tokenizer: Option<LoadedTokenizer>,
     settings: builder::Resolved,
+    /// The threads the async calls run on.
+    workers: workers::Workers,
 }
 
 impl Drop for Engine {
@@ -344,22 +353,20 @@ impl Engine {
     }
 }
 
-/// Runs `work` on a thread of its own and awaits its result: a run drives the client's
-/// runtime itself and must not run on the caller's executor. The token given to `work`
-/// is cancelled when this future is dropped (a timeout, an abandoned task): the run
-/// stops instead of going on unseen.
+/// Runs `work` on one of the client's threads and awaits its result: a run drives the
+/// client's runtime itself and must not run on the caller's executor. The token given
+/// to `work` is cancelled when this future is dropped (a timeout, an abandoned task):
+/// the run stops instead of going on unseen.
 async fn off_the_executor<T: Send + 'static>(
+    workers: &workers::Workers,
     work: impl FnOnce(CancellationToken) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let stop = CancellationToken::new();
     let _cancel_when_dropped = stop.clone().drop_guard();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("bertqa-run".into())
-        .spawn(move || {
-            let _ = tx.send(work(stop));
-        })
-        .map_err(|e| Error::Config(format!("cannot start a run's thread: {e}")))?;
+    workers.run(move || {
+        let _ = tx.send(work(stop));
+    })?;
     rx.await
         .map_err(|_| Error::Config("the run's thread ended without an answer".into()))?
 }

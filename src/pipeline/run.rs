@@ -29,6 +29,14 @@ use crate::features::FeatureBuilder;
 use crate::tokenize::TokenizerRef;
 use crate::types::{Dataset, Feature, Logits};
 
+/// Runs of at most this many questions run their stages in turn on the caller's thread
+/// (`Run::run_partial`).
+const IN_TURN_QUESTIONS: usize = 4;
+
+/// The room between the producer and the dispatch stage of a run in turn: more batches
+/// than a handful of questions makes (a channel allocates its room as it fills).
+const IN_TURN_BATCHES: usize = 1 << 20;
+
 /// Everything an end-to-end run needs besides the data and the server.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -332,7 +340,17 @@ impl<'a, B: Infer> Run<'a, B> {
         // sender waiting for features was woken for every one of them otherwise, about
         // one futex call per feature.
         let batch_size = infer.batch_size.max(1);
-        let (produced_tx, produced_rx) = mpsc::channel(queue.div_ceil(batch_size));
+        // A handful of questions runs its stages one after another on this thread:
+        // starting the producer's and the decoder's threads, and waking them, costs more
+        // than such a run's work. The producer then never waits for room: every batch
+        // fits in the channel.
+        let in_turn = self.dataset.examples.len() <= IN_TURN_QUESTIONS;
+        let capacity = if in_turn {
+            IN_TURN_BATCHES
+        } else {
+            queue.div_ceil(batch_size)
+        };
+        let (produced_tx, produced_rx) = mpsc::channel(capacity);
         // Between the producer and the dispatch stage, a gate that closes on a stop.
         let (gated_tx, gated_rx) = mpsc::channel(1);
         let (events_tx, events_rx) = mpsc::channel(queue);
@@ -345,14 +363,14 @@ impl<'a, B: Infer> Run<'a, B> {
                 runtime: self.runtime.handle().clone(),
             };
             let (dataset, prebuilt, observer) = (self.dataset, self.prebuilt, self.observer);
-            let producer = scope.spawn(move || match source {
+            let producing = move || match source {
                 Source::Features(builder) => produce(
                     dataset, *builder, prebuilt, known, observer, outlets, batch_size,
                 ),
                 Source::Questions => {
                     produce_questions(dataset, batch_size, known_replies, observer, outlets)
                 }
-            });
+            };
             let text = self.model.text().map(|b| &**b);
             let decode = DecodeStage::new(
                 self.dataset,
@@ -363,6 +381,20 @@ impl<'a, B: Infer> Run<'a, B> {
                 config.keep_logits,
                 config.keep_features,
             );
+            if in_turn {
+                let produced = producing();
+                let inferred = self.infer(
+                    text_slot_bytes,
+                    produced_rx,
+                    (gated_tx, gated_rx),
+                    (events_tx, events_rx),
+                    decoder_tx,
+                );
+                let responses_done = Instant::now();
+                let decoded = decode.run(decoder_rx);
+                return self.outcome(started, responses_done, produced, inferred, decoded);
+            }
+            let producer = scope.spawn(producing);
             let decoder = scope.spawn(move || decode.run(decoder_rx));
             let inferred = self.infer(
                 text_slot_bytes,
