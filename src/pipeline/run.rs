@@ -381,31 +381,25 @@ impl<'a, B: Infer> Run<'a, B> {
                 config.keep_logits,
                 config.keep_features,
             );
-            if in_turn {
+            // The dispatch stage on the runtime, until the features end: what it did,
+            // and when the last response came.
+            let inferring = || {
+                let gate = (gated_tx, gated_rx);
+                let events = (events_tx, events_rx);
+                let inferred = self.infer(text_slot_bytes, produced_rx, gate, events, decoder_tx);
+                (inferred, Instant::now())
+            };
+            let (produced, (inferred, responses_done), decoded) = if in_turn {
                 let produced = producing();
-                let inferred = self.infer(
-                    text_slot_bytes,
-                    produced_rx,
-                    (gated_tx, gated_rx),
-                    (events_tx, events_rx),
-                    decoder_tx,
-                );
-                let responses_done = Instant::now();
-                let decoded = decode.run(decoder_rx);
-                return self.outcome(started, responses_done, produced, inferred, decoded);
-            }
-            let producer = scope.spawn(producing);
-            let decoder = scope.spawn(move || decode.run(decoder_rx));
-            let inferred = self.infer(
-                text_slot_bytes,
-                produced_rx,
-                (gated_tx, gated_rx),
-                (events_tx, events_rx),
-                decoder_tx,
-            );
-            let responses_done = Instant::now();
-            let produced = producer.join().expect("producer thread");
-            let decoded = decoder.join().expect("decoder thread");
+                let inferred = inferring();
+                (produced, inferred, decode.run(decoder_rx))
+            } else {
+                let producer = scope.spawn(producing);
+                let decoder = scope.spawn(move || decode.run(decoder_rx));
+                let inferred = inferring();
+                let produced = producer.join().expect("producer thread");
+                (produced, inferred, decoder.join().expect("decoder thread"))
+            };
             self.outcome(started, responses_done, produced, inferred, decoded)
         })
     }
