@@ -149,6 +149,7 @@ extern crate self as bertqa;
 
 pub mod backend;
 pub mod client;
+pub mod compare;
 pub mod data;
 pub mod decode;
 pub mod error;
@@ -181,6 +182,7 @@ pub use backend::{
     TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
 };
 pub use client::{blocking, Answer, AskOptions, Candidate, Client, ClientBuilder, Evaluation};
+pub use compare::compare;
 pub use error::{Error, Result};
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,

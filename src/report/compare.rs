@@ -10,6 +10,7 @@ use super::eval::Padding;
 use super::text::{as_in_json, json_number};
 use super::Render;
 use crate::backend::Protocol;
+pub use crate::compare::Disagreement;
 use crate::evaluate::Metrics;
 
 #[derive(Debug, Serialize)]
@@ -93,16 +94,6 @@ pub struct LogitDiffJson {
 pub struct Disagreements {
     pub count: usize,
     pub first: Vec<Disagreement>,
-}
-
-/// A question the two models answer differently.
-#[derive(Debug, Clone, Serialize)]
-pub struct Disagreement {
-    pub id: String,
-    /// The first model's answer, then the other's.
-    pub answers: [String; 2],
-    /// The answers' start + end logits, when found in the n-best lists.
-    pub scores: [Option<f64>; 2],
 }
 
 /// A `--min-agreement`, `--max-logit-diff` or `--max-f1-drop` gate.

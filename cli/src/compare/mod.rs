@@ -7,8 +7,6 @@
 //! whose attention mask is 1, and the questions that disagree. Gates: `--min-agreement`,
 //! `--max-logit-diff`, `--max-f1-drop` → exit 1.
 
-mod windows;
-
 use bertqa::Model;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,13 +19,13 @@ use super::common::{
 use super::eval::{write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
 use bertqa::backend::{Binding, Pool, SeqLen};
-use bertqa::decode::{DecodeConfig, Prediction};
+use bertqa::decode::DecodeConfig;
 use bertqa::evaluate::Scores;
 use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::report::compare::{
-    CompareJson, ComparisonJson, Disagreement, Disagreements, GateJson, LatencyMs, LogitDiffJson,
-    ModelJson, Throughput, WindowsJson,
+    CompareJson, ComparisonJson, Disagreements, GateJson, LatencyMs, LogitDiffJson, ModelJson,
+    Throughput, WindowsJson,
 };
 use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::Tokenizer;
@@ -586,87 +584,51 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
 }
 
 /// Model `r` against the first: answers, logits and F1.
-fn comparison<'a>(
+fn comparison(
     args: &Args,
-    first: &'a ModelRun,
-    r: &'a ModelRun,
-    features: &'a [Arc<Feature>],
+    first: &ModelRun,
+    r: &ModelRun,
+    features: &[Arc<Feature>],
 ) -> ComparisonJson {
-    let total = first.outcome.predictions.len();
-    let disagree: Vec<Disagreement> = first
-        .outcome
-        .predictions
-        .iter()
-        .zip(&r.outcome.predictions)
-        .filter(|(a, b)| a.answer != b.answer)
-        .map(|(a, b)| {
-            // The answer's start + end logits, when it is in the n-best list.
-            let score = |p: &Prediction| {
-                p.nbest
-                    .iter()
-                    .find(|e| e.text == p.answer)
-                    .map(|e| e.start_logit + e.end_logit)
-            };
-            Disagreement {
-                id: a.qas_id.clone(),
-                answers: [a.answer.clone(), b.answer.clone()],
-                scores: [score(a), score(b)],
-            }
-        })
-        .collect();
-    let agreement = if total > 0 {
-        (total - disagree.len()) as f64 / total as f64
-    } else {
-        1.0
-    };
-    let windows = |run: &'a ModelRun| windows::Windows {
-        features: if run.own_windows {
-            &run.outcome.kept_features
-        } else {
-            features
-        },
-        logits: &run.outcome.logits,
-    };
-    let (a, b) = (windows(first), windows(r));
-    let pairs = windows::matched(&a, &b);
-    let (mut s, mut e) = windows::logit_diffs(&pairs);
-    // A model that gives no logits (the answer contract) has none to compare, and
-    // models whose windows all differ (another tokenizer) none either.
-    if gives_no_logits(first) || gives_no_logits(r) || pairs.is_empty() {
-        s = windows::LogitDiff {
-            linf: f64::NAN,
-            mean_abs: f64::NAN,
-        };
-        e = s.clone();
-    }
+    let c = bertqa::compare(&compared(first, features), &compared(r, features));
     ComparisonJson {
         model: r.name.clone(),
         against: first.name.clone(),
-        agreement,
+        agreement: c.agreement,
         start_logits: LogitDiffJson {
-            linf: s.linf,
-            mean_abs: s.mean_abs,
+            linf: c.start_logits.linf,
+            mean_abs: c.start_logits.mean_abs,
         },
         end_logits: LogitDiffJson {
-            linf: e.linf,
-            mean_abs: e.mean_abs,
+            linf: c.end_logits.linf,
+            mean_abs: c.end_logits.mean_abs,
         },
         windows: WindowsJson {
-            compared: pairs.len(),
-            first: a.features.len(),
-            model: b.features.len(),
+            compared: c.windows_compared,
+            first: c.windows_first,
+            model: c.windows_other,
         },
-        f1_drop: first.scores.metrics.f1() - r.scores.metrics.f1(),
+        f1_drop: c.f1_drop,
         disagreements: Disagreements {
-            count: disagree.len(),
-            first: disagree.into_iter().take(args.show).collect(),
+            count: c.disagreements.len(),
+            first: c.disagreements.into_iter().take(args.show).collect(),
         },
     }
 }
 
-/// A run of the answer contract: answers, no logits.
-fn gives_no_logits(r: &ModelRun) -> bool {
-    !r.binding.needs_tokenizer()
+/// A model's run as the comparison reads it: its own windows (a text model's) or the
+/// features built once.
+fn compared<'a>(m: &'a ModelRun, features: &'a [Arc<Feature>]) -> bertqa::compare::Run<'a> {
+    bertqa::compare::Run {
+        predictions: &m.outcome.predictions,
+        metrics: &m.scores.metrics,
+        windows: if m.own_windows {
+            &m.outcome.kept_features
+        } else {
+            features
+        },
+        logits: &m.outcome.logits,
+    }
 }
 
 /// The gates the flags ask for on one comparison, and how they went.

@@ -259,3 +259,45 @@ fn dropping_an_async_call_stops_its_run() {
         assert!(!answer.text.is_empty());
     });
 }
+
+/// `bertqa::compare` over two clients' evaluations: two deployments of the oracle answer
+/// alike, the null model does not; a client keeps no windows, so no logits are compared.
+#[test]
+fn compare_takes_two_clients_evaluations() {
+    let url = server().url.clone();
+    let data = bertqa::Dataset::open(root().join(DATA)).unwrap();
+    let evaluate = |model: &str| {
+        bertqa::blocking::Client::builder(url.clone())
+            .model(model)
+            .vocab(root().join("vocab/vocab.txt"))
+            .build()
+            .unwrap()
+            .evaluate(&data)
+            .unwrap()
+    };
+    let (oracle, again, null) = (
+        evaluate("oracle"),
+        evaluate("oracle-nobatch"),
+        evaluate("null"),
+    );
+    let same = bertqa::compare(&(&oracle).into(), &(&again).into());
+    assert_eq!(same.agreement, 1.0);
+    assert!(same.disagreements.is_empty());
+    assert_eq!(same.f1_drop, 0.0);
+    assert!(same.start_logits.linf.is_nan() && same.windows_compared == 0);
+    let worse = bertqa::compare(&(&oracle).into(), &(&null).into());
+    assert!(worse.agreement < 1.0, "{}", worse.agreement);
+    assert!(worse.f1_drop > 0.0);
+    let questions = data.examples.len() as f64;
+    assert_eq!(
+        worse.disagreements.len() as f64,
+        ((1.0 - worse.agreement) * questions).round()
+    );
+    let first = &worse.disagreements[0];
+    let (_, answer) = oracle
+        .predictions
+        .iter()
+        .find(|(id, _)| *id == first.id)
+        .unwrap();
+    assert_eq!(&first.answers[0], answer);
+}

@@ -9,19 +9,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bertqa::types::{Feature, Logits};
+use crate::types::{Feature, Logits};
 
-/// Differences of one logit side.
+/// How far one side of the logits (start or end) of two runs is apart, over the
+/// positions of the windows both made whose attention mask is 1.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct LogitDiff {
+pub struct LogitDiff {
+    /// The largest absolute difference (infinite where one is NaN).
     pub linf: f64,
+    /// The mean absolute difference.
     pub mean_abs: f64,
 }
 
 /// One run's windows and their logits (by ascending unique id).
 pub(crate) struct Windows<'a> {
-    pub features: &'a [Arc<Feature>],
-    pub logits: &'a [Logits],
+    pub(crate) features: &'a [Arc<Feature>],
+    pub(crate) logits: &'a [Logits],
 }
 
 /// A window's contents: question, question length, doc pieces' words and ids.
