@@ -6,7 +6,10 @@
 //!
 //! ```no_run
 //! # fn main() -> bertqa::Result<()> {
-//! # let (old, new): (bertqa::blocking::Client, bertqa::blocking::Client) = todo!();
+//! let client = |model: &str| {
+//!     bertqa::blocking::Client::builder("localhost:8001").model(model).build()
+//! };
+//! let (old, new) = (client("bert-torchscript")?, client("bert-onnx-fp16")?);
 //! let data = bertqa::Dataset::open("dev-v2.0.json")?;
 //! let (a, b) = (old.evaluate(&data)?, new.evaluate(&data)?);
 //! let c = bertqa::compare::compare(&(&a).into(), &(&b).into());
