@@ -303,15 +303,28 @@ pub(super) fn http_ready(port: u16) -> bool {
 }
 
 /// `GET /v2/models/MODEL/config` of the server on `http_port`: the configuration as
-/// the server reports it.
+/// the server reports it. Triton answers it only between repository calls, and a load
+/// on a busy machine can take many seconds: a read that times out is asked again
+/// until a minute has passed.
 pub fn model_config(http_port: u16, model: &str) -> serde_json::Value {
     use std::io::Read;
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", http_port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!("GET /v2/models/{model}/config HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", http_port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let req = format!("GET /v2/models/{model}/config HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        let mut answer = String::new();
+        match s.read_to_string(&mut answer) {
+            Ok(_) => break answer,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) && Instant::now() < deadline => {}
+            Err(e) => panic!("GET /v2/models/{model}/config on port {http_port}: {e}"),
+        }
+    };
     assert!(
         answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
         "{answer}"
