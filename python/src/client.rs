@@ -1,7 +1,9 @@
 //! `bertqa._native.Client`: the library's client held by a Python program. It connects,
 //! looks at the model and loads the tokenizer once, then answers and evaluates with the
-//! GIL released. Each call is the async client's future driven on the calling thread
-//! (a one-thread runtime of the object's own), woken every [`SIGNAL_POLL`] to let
+//! GIL released. A call of a few questions ([`IN_PLACE`]) is the blocking client's, on
+//! the calling thread: it ends within the client's timeout, and Python sees a Ctrl-C
+//! as it returns. A longer call is the async client's future driven on the calling
+//! thread (a one-thread runtime of the object's own), woken every [`SIGNAL_POLL`] to let
 //! Python see Ctrl-C: a `KeyboardInterrupt` drops the future, which stops the run.
 //! The Python class `bertqa.Client` (python/bertqa/_client.py) wraps this one.
 
@@ -18,11 +20,15 @@ use pyo3::types::PyDict;
 /// How often a waiting call lets Python look for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
+/// Calls of up to this many questions run on the calling thread, without the hand-offs
+/// to the client's threads that let a long call be interrupted.
+const IN_PLACE: usize = 4;
+
 /// The client and what drives its calls.
 #[pyclass(module = "bertqa._native", name = "Client", frozen)]
 pub(crate) struct Client {
     /// `None` once closed.
-    inner: RwLock<Option<bertqa::Client>>,
+    inner: RwLock<Option<bertqa::blocking::Client>>,
     /// Drives each call's future on the caller's thread (several threads at once).
     driver: tokio::runtime::Runtime,
     /// The process that built the client: its runtime's threads are not in a fork's
@@ -194,7 +200,7 @@ impl Client {
             .enable_time()
             .build()?;
         let built = py.detach(|| b.build());
-        let client = built.map_err(|e| error(py, &e))?.as_async().clone();
+        let client = built.map_err(|e| error(py, &e))?;
         Ok(Client {
             inner: RwLock::new(Some(client)),
             driver,
@@ -229,7 +235,12 @@ impl Client {
             version_2_with_negative,
         };
         let client = self.client(py)?;
-        let answers = self.drive(py, client.ask_many_with(pairs, &options))?;
+        let answers = if pairs.len() <= IN_PLACE {
+            let answered = py.detach(|| client.ask_many_with(pairs, &options));
+            answered.map_err(|e| error(py, &e))?
+        } else {
+            self.drive(py, client.as_async().ask_many_with(pairs, &options))?
+        };
         Ok(answers.into_iter().map(Answer::from).collect())
     }
 
@@ -292,7 +303,7 @@ impl Client {
 
 impl Client {
     /// The library's client, checked usable in this process.
-    fn client(&self, py: Python<'_>) -> PyResult<bertqa::Client> {
+    fn client(&self, py: Python<'_>) -> PyResult<bertqa::blocking::Client> {
         if std::process::id() != self.pid {
             return Err(raise(
                 py,
@@ -311,7 +322,7 @@ impl Client {
 
     fn evaluate(&self, py: Python<'_>, dataset: &Dataset) -> PyResult<Evaluation> {
         let client = self.client(py)?;
-        let evaluation = self.drive(py, client.evaluate(dataset))?;
+        let evaluation = self.drive(py, client.as_async().evaluate(dataset))?;
         Ok(Evaluation(evaluation))
     }
 

@@ -65,7 +65,8 @@ impl Answer {
     /// question's context.
     pub fn from_prediction(p: &Prediction, paragraph: &Paragraph, outcome: &RunOutcome) -> Answer {
         let best = p.nbest.iter().find(|e| e.text == p.answer);
-        let span = best.and_then(|e| entry_span(e, paragraph, outcome));
+        let words = WordStarts::of(paragraph);
+        let span = best.and_then(|e| entry_span(e, &words, outcome));
         Answer {
             id: p.qas_id.clone(),
             text: p.answer.clone(),
@@ -81,7 +82,7 @@ impl Answer {
                 .iter()
                 .filter(|e| e.span.is_some() || !e.text.is_empty())
                 .map(|e| {
-                    let span = entry_span(e, paragraph, outcome);
+                    let span = entry_span(e, &words, outcome);
                     Candidate {
                         text: e.text.clone(),
                         start_char: span.map(|s| s.0),
@@ -116,13 +117,9 @@ impl Answer {
     }
 }
 
-/// The character span of n-best entry `e` in `paragraph`, through the window it came
-/// from (`None`: not a span of the context, or its window not kept).
-fn entry_span(
-    e: &NbestEntry,
-    paragraph: &Paragraph,
-    outcome: &RunOutcome,
-) -> Option<(usize, usize)> {
+/// The character span of n-best entry `e` in the paragraph of `words`, through the
+/// window it came from (`None`: not a span of the context, or its window not kept).
+fn entry_span(e: &NbestEntry, words: &WordStarts, outcome: &RunOutcome) -> Option<(usize, usize)> {
     let s = e.span?;
     let f = kept_feature(outcome, s.unique_id)?;
     // run_qa's windows carry their tokens' character offsets.
@@ -133,7 +130,7 @@ fn entry_span(
     }
     // Token positions → words, through the feature the span came from.
     let (a, b) = (f.orig_word(s.start)?, f.orig_word(s.end)?);
-    char_span(paragraph, a, b, &e.text)
+    words.char_span(a, b, &e.text)
 }
 
 fn kept_feature(outcome: &RunOutcome, unique_id: u64) -> Option<&Feature> {
@@ -144,45 +141,64 @@ fn kept_feature(outcome: &RunOutcome, unique_id: u64) -> Option<&Feature> {
     Some(&outcome.kept_features[i])
 }
 
-/// The character span `[start, end)` (code points) of `text` in the context, found
-/// through the words the answer came from. `None` when the text cannot be located.
-pub(crate) fn char_span(
-    paragraph: &Paragraph,
-    first_word: usize,
-    last_word: usize,
-    text: &str,
-) -> Option<(usize, usize)> {
-    if text.is_empty() || first_word > last_word || last_word >= paragraph.doc_tokens.len() {
-        return None;
-    }
-    // Code-point offset of each word's first character.
-    let mut word_start = vec![usize::MAX; paragraph.doc_tokens.len()];
-    let mut prev = -1i32;
-    for (i, &w) in paragraph.char_to_word_offset().iter().enumerate() {
-        if w != prev && w >= 0 {
-            word_start[w as usize] = i;
-            prev = w;
+/// A paragraph's words with the code-point offset of each word's first character
+/// (found once per answer: its candidates all look their spans up in it).
+pub(crate) struct WordStarts<'a> {
+    paragraph: &'a Paragraph,
+    starts: Vec<usize>,
+}
+
+impl<'a> WordStarts<'a> {
+    pub(crate) fn of(paragraph: &'a Paragraph) -> WordStarts<'a> {
+        let mut starts = Vec::with_capacity(paragraph.doc_tokens.len());
+        let mut in_word = false;
+        for (i, c) in paragraph.context.chars().enumerate() {
+            if crate::types::is_reader_whitespace(c) {
+                in_word = false;
+            } else if !in_word {
+                in_word = true;
+                starts.push(i);
+            }
         }
+        WordStarts { paragraph, starts }
     }
-    // The reference's orig_text: the words joined by single spaces; the final text is
-    // a substring of it.
-    let mut joined: Vec<(char, usize)> = Vec::new();
-    let words = paragraph.doc_tokens.range(first_word..=last_word);
-    for (i, (word, &start)) in words.zip(&word_start[first_word..=last_word]).enumerate() {
-        if i > 0 {
-            joined.push((' ', usize::MAX));
+
+    /// The character span `[start, end)` (code points) of `text` in the context, found
+    /// through the words the answer came from. `None` when the text cannot be located.
+    pub(crate) fn char_span(
+        &self,
+        first_word: usize,
+        last_word: usize,
+        text: &str,
+    ) -> Option<(usize, usize)> {
+        let doc_tokens = &self.paragraph.doc_tokens;
+        if text.is_empty()
+            || first_word > last_word
+            || last_word >= doc_tokens.len()
+            || last_word >= self.starts.len()
+        {
+            return None;
         }
-        for (k, c) in word.chars().enumerate() {
-            joined.push((c, start + k));
+        // The reference's orig_text: the words joined by single spaces; the final text
+        // is a substring of it.
+        let mut joined: Vec<(char, usize)> = Vec::new();
+        let words = doc_tokens.range(first_word..=last_word);
+        for (i, (word, &start)) in words.zip(&self.starts[first_word..=last_word]).enumerate() {
+            if i > 0 {
+                joined.push((' ', usize::MAX));
+            }
+            for (k, c) in word.chars().enumerate() {
+                joined.push((c, start + k));
+            }
         }
+        let target: Vec<char> = text.chars().collect();
+        let at = joined
+            .windows(target.len())
+            .position(|win| win.iter().map(|(c, _)| *c).eq(target.iter().copied()))?;
+        let start = joined[at].1;
+        let end = joined[at + target.len() - 1].1;
+        (start != usize::MAX && end != usize::MAX).then_some((start, end + 1))
     }
-    let target: Vec<char> = text.chars().collect();
-    let at = joined
-        .windows(target.len())
-        .position(|win| win.iter().map(|(c, _)| *c).eq(target.iter().copied()))?;
-    let start = joined[at].1;
-    let end = joined[at + target.len() - 1].1;
-    (start != usize::MAX && end != usize::MAX).then_some((start, end + 1))
 }
 
 #[cfg(test)]
@@ -195,15 +211,17 @@ mod tests {
         let p = crate::squad::split_context(ctx);
         // words: The cat sat on the mat.
         let chars: Vec<char> = ctx.chars().collect();
+        let words = WordStarts::of(&p);
+        let char_span = |a, b, t| words.char_span(a, b, t);
         let text = |s: (usize, usize)| chars[s.0..s.1].iter().collect::<String>();
-        assert_eq!(text(char_span(&p, 1, 1, "cat").unwrap()), "cat");
-        assert_eq!(char_span(&p, 3, 5, "on the mat").unwrap(), (15, 25));
-        assert_eq!(text(char_span(&p, 5, 5, "mat").unwrap()), "mat");
+        assert_eq!(text(char_span(1, 1, "cat").unwrap()), "cat");
+        assert_eq!(char_span(3, 5, "on the mat").unwrap(), (15, 25));
+        assert_eq!(text(char_span(5, 5, "mat").unwrap()), "mat");
         assert_eq!(
-            text(char_span(&p, 0, 2, "The cat sat").unwrap()),
+            text(char_span(0, 2, "The cat sat").unwrap()),
             "The  cat\tsat"
         );
-        assert_eq!(char_span(&p, 0, 0, "dog"), None);
-        assert_eq!(char_span(&p, 0, 9, "The"), None);
+        assert_eq!(char_span(0, 0, "dog"), None);
+        assert_eq!(char_span(0, 9, "The"), None);
     }
 }
