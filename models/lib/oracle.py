@@ -19,6 +19,18 @@ How a window is answered:
 3. Everything else is deterministic background noise in [-1, 0) from a hash of the
    window's ids, so the result does not depend on batching.
 
+A lossy oracle (`lose_share` > 0, default 0: the plain oracle) answers a deterministic
+share of the questions wrongly, for tests of statistics over per-question scores
+(`compare`'s bootstrap, McNemar and sign-flip tests): a question is lost when
+sha256("lose", `lose_seed`, its key ids) read as a fraction in [0, 1) is below
+`lose_share`, a choice that depends on the question alone (every window and every batch
+agree; another seed loses other questions). In a lost question's windows, answerable or
+not, start = end = PEAK on one whole word of the context part that shares no word piece
+with any of the question's gold answers and is not an article or punctuation (so its
+text is never a gold answer, F1 0, and never empty after SQuAD normalization); which word
+comes from the same hash. A window without such a word peaks on [CLS] (a wrong "no
+answer" for an answerable question; an unanswerable one then stays right).
+
 Data: every SQuAD JSON file under the directories/files listed in the `datasets` config
 parameter (paths relative to the project root, `:`-separated), plus those in
 the environment variable BERTQA_ORACLE_DATA (same syntax, absolute or relative to the
@@ -33,6 +45,7 @@ import numpy as np
 
 PEAK = 10.0
 CLS, SEP = 101, 102
+ARTICLES = ("a", "an", "the")  # removed by SQuAD's answer normalization
 
 
 def squad_files(spec, base):
@@ -56,10 +69,13 @@ def background(row, seq):
 
 
 class Oracle:
-    def __init__(self, vocab_path, files, lower_case=True, max_query_length=64):
+    def __init__(self, vocab_path, files, lower_case=True, max_query_length=64,
+                 lose_share=0.0, lose_seed=0):
         from transformers import BertTokenizer
         self.tok = BertTokenizer(vocab_path, do_lower_case=lower_case)
         self.max_query_length = max_query_length
+        self.lose_share = float(lose_share)
+        self.lose_seed = int(lose_seed)
         # question prefix (tuple of ids) -> list of answers (tuple of ids); [] = impossible
         self.answers = {}
         self.impossible = set()
@@ -90,6 +106,35 @@ class Oracle:
             if g and g not in lst:
                 lst.append(g)
 
+    def loss_hash(self, key):
+        """The lossy oracle's hash of a question (its key ids) and its seed, as an int."""
+        blob = b"lose:%d:" % self.lose_seed + np.asarray(key, dtype=np.int64).tobytes()
+        return int.from_bytes(hashlib.sha256(blob).digest()[:8], "little")
+
+    def loses(self, key):
+        """Whether the question of these key ids is one the lossy oracle answers wrongly."""
+        return self.lose_share > 0 and self.loss_hash(key) / 2.0 ** 64 < self.lose_share
+
+    def wrong_word(self, row, ctx_lo, ctx_hi, golds, key):
+        """(first, last) piece of a whole word of the context part [ctx_lo, ctx_hi) of a
+        window that shares no piece with the gold answers `golds` and is neither an
+        article nor punctuation, chosen by the question's loss hash; None if none."""
+        gold_pieces = {p for g in golds for p in g}
+        tokens = self.tok.convert_ids_to_tokens(row[ctx_lo:ctx_hi])
+        words, s = [], 0
+        while s < len(tokens):
+            e = s
+            while e + 1 < len(tokens) and tokens[e + 1].startswith("##"):
+                e += 1
+            pieces = row[ctx_lo + s:ctx_lo + e + 1]
+            if (tokens[s].isalnum() and tokens[s] not in ARTICLES
+                    and not any(p in gold_pieces for p in pieces)):
+                words.append((ctx_lo + s, ctx_lo + e))
+            s = e + 1
+        if not words:
+            return None
+        return words[(self.loss_hash(key) >> 8) % len(words)]
+
     def logits(self, ids, mask):
         """ids, mask: 1-D int arrays of one window -> (start, end) float32."""
         length = int(np.sum(mask != 0))
@@ -103,10 +148,15 @@ class Oracle:
         if key not in self.answers:
             return start, end
         golds = self.answers[key]
+        ctx_lo, ctx_hi = first_sep + 1, length - 1  # context part: [ctx_lo, ctx_hi)
+        if self.loses(key):
+            word = self.wrong_word(row, ctx_lo, ctx_hi, golds, key)
+            s, e = word if word else (0, 0)
+            start[s] = end[e] = PEAK
+            return start, end
         if not golds:
             start[0] = end[0] = PEAK
             return start, end
-        ctx_lo, ctx_hi = first_sep + 1, length - 1  # context part: [ctx_lo, ctx_hi)
         for g in golds:
             n = len(g)
             for s in range(ctx_lo, ctx_hi - n + 1):
