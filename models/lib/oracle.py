@@ -21,15 +21,16 @@ How a window is answered:
 
 A lossy oracle (`lose_share` > 0, default 0: the plain oracle) answers a deterministic
 share of the questions wrongly, for tests of statistics over per-question scores
-(`compare`'s bootstrap, McNemar and sign-flip tests): a question is lost when
-sha256("lose", `lose_seed`, its key ids) read as a fraction in [0, 1) is below
-`lose_share`, a choice that depends on the question alone (every window and every batch
-agree; another seed loses other questions). In a lost question's windows, answerable or
-not, start = end = PEAK on one whole word of the context part that shares no word piece
-with any of the question's gold answers and is not an article or punctuation (so its
-text is never a gold answer, F1 0, and never empty after SQuAD normalization); which word
-comes from the same hash. A window without such a word peaks on [CLS] (a wrong "no
-answer" for an answerable question; an unanswerable one then stays right).
+(`compare`'s bootstrap, McNemar and sign-flip tests): a question is lost when the first
+8 bytes (little-endian) of the sha256 of the int64 array [`lose_seed`, its key ids...],
+read as a fraction in [0, 1), are below `lose_share`, a choice that depends on the
+question alone (every window and every batch agree; another seed loses other
+questions). In a lost question's windows, answerable or not, start = end = PEAK on one
+whole word of the context part that shares no word piece with any of the question's
+gold answers and is not an article or punctuation (so its text is never a gold answer,
+F1 0, and never empty after SQuAD normalization); which word comes from the same hash.
+A window without such a word peaks on [CLS] (a wrong "no answer" for an answerable
+question; an unanswerable one then stays right).
 
 Data: every SQuAD JSON file under the directories/files listed in the `datasets` config
 parameter (paths relative to the project root, `:`-separated), plus those in
@@ -108,7 +109,7 @@ class Oracle:
 
     def loss_hash(self, key):
         """The lossy oracle's hash of a question (its key ids) and its seed, as an int."""
-        blob = b"lose:%d:" % self.lose_seed + np.asarray(key, dtype=np.int64).tobytes()
+        blob = np.asarray((self.lose_seed,) + tuple(key), dtype=np.int64).tobytes()
         return int.from_bytes(hashlib.sha256(blob).digest()[:8], "little")
 
     def loses(self, key):
