@@ -221,6 +221,7 @@ mod tests {
                 .collect(),
             missing: Vec::new(),
             unknown_predictions: 0,
+            counted: Vec::new(),
         };
         let mut want = String::new();
         for (p, q) in predictions.iter().zip(&scores.questions) {

@@ -15,5 +15,7 @@ pub(crate) const RUN: &str = "Run";
 pub(crate) const SEARCH: &str = "Search";
 /// The server's Prometheus metrics (`perf`, `eval`).
 pub(crate) const METRICS: &str = "Server metrics";
+/// How `compare` draws its intervals and p-values.
+pub(crate) const STATISTICS: &str = "Statistics";
 pub(crate) const OUTPUT: &str = "Output";
 pub(crate) const GATES: &str = "Gates";

@@ -1,6 +1,7 @@
 //! One finished run of a dataset against another: whether they give the same answers,
-//! how far apart their logits are on the windows both made, the F1 between them, and
-//! the questions they disagree on. What `bertqa compare` reports for each model against
+//! how far apart their logits are on the windows both made, the F1 between them, the
+//! questions they disagree on, and whether the differences of the scores are real
+//! (intervals and tests over questions, answers that flipped: [`stats`]). What `bertqa compare` reports for each model against
 //! the first; a program compares two [`Evaluation`](crate::Evaluation)s, or the runs
 //! of its own stages, the same way.
 //!
@@ -13,17 +14,20 @@
 //! let data = bertqa::Dataset::open("dev-v2.0.json")?;
 //! let (a, b) = (old.evaluate(&data)?, new.evaluate(&data)?);
 //! let c = bertqa::compare::compare(&(&a).into(), &(&b).into());
-//! println!("{:.3} agree, F1 {:+.2}", c.agreement, -c.f1_drop);
+//! let [lo, hi] = c.f1_diff.ci;
+//! println!("{:.3} agree, F1 {:+.2} [{lo:+.2}, {hi:+.2}]", c.agreement, c.f1_diff.value);
 //! # Ok(())
 //! # }
 //! ```
 
+pub mod stats;
 mod windows;
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use stats::{Difference, Divergence, Statistics};
 pub use windows::LogitDiff;
 
 use crate::decode::Prediction;
@@ -37,6 +41,9 @@ use crate::types::{Feature, Logits};
 pub struct Run<'a> {
     pub predictions: &'a [Prediction],
     pub metrics: &'a Metrics,
+    /// Each question's (exact, F1) as the official script counts it
+    /// ([`Scores::counted`](crate::evaluate::Scores::counted)).
+    pub scores: &'a [(f64, f64)],
     /// Windows by ascending unique id.
     pub windows: &'a [Arc<Feature>],
     /// Their logits, by ascending unique id.
@@ -50,6 +57,7 @@ impl<'a> From<&'a crate::Evaluation> for Run<'a> {
         Run {
             predictions: &e.outcome.predictions,
             metrics: &e.metrics,
+            scores: &e.scores.counted,
             windows: &e.outcome.kept_features,
             logits: &e.outcome.logits,
         }
@@ -64,6 +72,31 @@ pub struct Disagreement {
     pub answers: [String; 2],
     /// The answers' start + end logits, when found in the n-best lists.
     pub scores: [Option<f64>; 2],
+}
+
+/// How the answers moved from the first run to the other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Flips {
+    /// Right in the first run (the official per-question exact score), wrong in the other.
+    pub right_to_wrong: usize,
+    pub wrong_to_right: usize,
+    /// An answer in the first run, none in the other.
+    pub to_no_answer: usize,
+    pub from_no_answer: usize,
+}
+
+/// A question that flipped one of the ways [`Flips`] counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flip {
+    pub id: String,
+    /// The ways it flipped (`right_to_wrong`, `wrong_to_right`, `to_no_answer`,
+    /// `from_no_answer`).
+    pub flips: Vec<&'static str>,
+    /// The first run's answer, then the other's.
+    pub answers: [String; 2],
+    /// Their official per-question exact scores (0 or 1) and F1 (0-1).
+    pub exact: [f64; 2],
+    pub f1: [f64; 2],
 }
 
 /// One run against the first.
@@ -82,10 +115,28 @@ pub struct Comparison {
     pub f1_drop: f64,
     /// Every question they disagree on, in file order.
     pub disagreements: Vec<Disagreement>,
+    /// The interval's coverage of the differences.
+    pub confidence: f64,
+    /// Exact match and F1 of the other run minus the first's, with their intervals and
+    /// p-values.
+    pub exact_diff: Difference,
+    pub f1_diff: Difference,
+    pub flips: Flips,
+    /// Every question that flipped, in file order.
+    pub flipped: Vec<Flip>,
+    /// KL(first ‖ other) of the start and end distributions over the windows both made
+    /// (`None`: no windows compared).
+    pub start_kl: Option<Divergence>,
+    pub end_kl: Option<Divergence>,
 }
 
-/// `other` against `first`.
+/// `other` against `first`, with the default [`Statistics`].
 pub fn compare<'a>(first: &Run<'a>, other: &Run<'a>) -> Comparison {
+    compare_with(first, other, &Statistics::default())
+}
+
+/// `other` against `first`, the statistics drawn as `statistics` says.
+pub fn compare_with<'a>(first: &Run<'a>, other: &Run<'a>, statistics: &Statistics) -> Comparison {
     let total = first.predictions.len();
     let disagreements: Vec<Disagreement> = first
         .predictions
@@ -113,6 +164,9 @@ pub fn compare<'a>(first: &Run<'a>, other: &Run<'a>) -> Comparison {
     };
     let pairs = windows::matched(&a, &b);
     let (mut start, mut end) = windows::logit_diffs(&pairs);
+    let (start_kl, end_kl) = windows::divergences(&pairs);
+    let (exact_diff, f1_diff) = stats::differences(first.scores, other.scores, statistics);
+    let (flips, flipped) = flips(first, other);
     // A run without logits (the answer contract), or windows that all differ (another
     // tokenizer): nothing to compare.
     if pairs.is_empty() {
@@ -131,7 +185,54 @@ pub fn compare<'a>(first: &Run<'a>, other: &Run<'a>) -> Comparison {
         windows_other: other.windows.len(),
         f1_drop: first.metrics.f1() - other.metrics.f1(),
         disagreements,
+        confidence: statistics.confidence,
+        exact_diff,
+        f1_diff,
+        flips,
+        flipped,
+        start_kl,
+        end_kl,
     }
+}
+
+/// The flips of every question from `first` to `other`, counted and listed.
+fn flips(first: &Run<'_>, other: &Run<'_>) -> (Flips, Vec<Flip>) {
+    let mut counts = Flips::default();
+    let mut flipped = Vec::new();
+    let questions = first.predictions.iter().zip(other.predictions);
+    for (i, (a, b)) in questions.enumerate() {
+        let (Some(sa), Some(sb)) = (first.scores.get(i), other.scores.get(i)) else {
+            break;
+        };
+        let mut ways = Vec::new();
+        match (sa.0 > 0.5, sb.0 > 0.5) {
+            (true, false) => ways.push(("right_to_wrong", &mut counts.right_to_wrong)),
+            (false, true) => ways.push(("wrong_to_right", &mut counts.wrong_to_right)),
+            _ => {}
+        }
+        match (a.answer.is_empty(), b.answer.is_empty()) {
+            (false, true) => ways.push(("to_no_answer", &mut counts.to_no_answer)),
+            (true, false) => ways.push(("from_no_answer", &mut counts.from_no_answer)),
+            _ => {}
+        }
+        if ways.is_empty() {
+            continue;
+        }
+        flipped.push(Flip {
+            id: a.qas_id.clone(),
+            flips: ways
+                .into_iter()
+                .map(|(name, count)| {
+                    *count += 1;
+                    name
+                })
+                .collect(),
+            answers: [a.answer.clone(), b.answer.clone()],
+            exact: [sa.0, sb.0],
+            f1: [sa.1, sb.1],
+        });
+    }
+    (counts, flipped)
 }
 
 /// The answer's start + end logits, when it is in the n-best list.

@@ -90,6 +90,26 @@ pub(crate) fn logit_diffs(pairs: &[(&Feature, &Logits, &Logits)]) -> (LogitDiff,
     (s, e)
 }
 
+/// KL(a ‖ b) of the start and end distributions (softmax over the mask-1 positions) of
+/// `pairs`, summarized over the windows (`None`: no windows).
+pub(crate) fn divergences(
+    pairs: &[(&Feature, &Logits, &Logits)],
+) -> (Option<super::Divergence>, Option<super::Divergence>) {
+    let kls = |side: fn(&Logits) -> &[f32]| {
+        pairs
+            .iter()
+            .map(|(f, a, b)| {
+                let n = f.len().min(side(a).len()).min(side(b).len());
+                super::stats::kl_of_softmax(&side(a)[..n], &side(b)[..n])
+            })
+            .collect()
+    };
+    (
+        super::stats::summarize(kls(|l| &l.start)),
+        super::stats::summarize(kls(|l| &l.end)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

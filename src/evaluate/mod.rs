@@ -186,6 +186,9 @@ pub struct Scores {
     pub metrics: Metrics,
     /// Raw per-question results, in dataset order.
     pub questions: Vec<QuestionScore>,
+    /// Each question's (exact, F1), 0-1, as the official script counts it in `exact`
+    /// and `f1`: v2 after the no-answer threshold, v1 the raw scores. Dataset order.
+    pub counted: Vec<(f64, f64)>,
     /// Ids of questions without a prediction, in dataset order (scored 0).
     pub missing: Vec<String>,
     /// Predictions whose id is not a question of the dataset (ignored).
@@ -255,8 +258,12 @@ pub fn score(
         };
         questions.push(q);
     }
-    let metrics = if config.version_2_with_negative {
-        metrics_v2(&questions, predictions, na_probs, config.na_prob_thresh)?
+    let (metrics, counted) = if config.version_2_with_negative {
+        let counted = thresholded(&questions, na_probs, config.na_prob_thresh)?;
+        (
+            metrics_v2(&questions, &counted, predictions, na_probs)?,
+            counted,
+        )
     } else {
         let total = questions.len() as f64;
         let (mut em, mut f1) = (0.0, 0.0);
@@ -264,14 +271,16 @@ pub fn score(
             em += q.exact;
             f1 += q.f1;
         }
-        Metrics::V1 {
+        let metrics = Metrics::V1 {
             exact_match: 100.0 * em / total,
             f1: 100.0 * f1 / total,
-        }
+        };
+        (metrics, questions.iter().map(|q| (q.exact, q.f1)).collect())
     };
     Ok(Scores {
         metrics,
         questions,
+        counted,
         missing,
         unknown_predictions,
     })
@@ -388,13 +397,12 @@ fn score_v2<'a>(
     }
 }
 
-fn metrics_v2(
+/// `apply_no_ans_threshold`: each question's (exact, F1) as v2's totals count it.
+fn thresholded(
     questions: &[QuestionScore],
-    predictions: &Predictions,
     na_probs: Option<&NaProbs>,
     thresh: f64,
-) -> Result<Metrics> {
-    // apply_no_ans_threshold
+) -> Result<Vec<(f64, f64)>> {
     let mut thresholded = Vec::with_capacity(questions.len());
     for q in questions {
         if !q.predicted {
@@ -417,9 +425,18 @@ fn metrics_v2(
             thresholded.push((q.exact, q.f1));
         }
     }
+    Ok(thresholded)
+}
+
+fn metrics_v2(
+    questions: &[QuestionScore],
+    thresholded: &[(f64, f64)],
+    predictions: &Predictions,
+    na_probs: Option<&NaProbs>,
+) -> Result<Metrics> {
     let eval = |pick: &dyn Fn(&QuestionScore) -> bool| -> Option<Breakdown> {
         let (mut em, mut f1, mut n) = (0.0, 0.0, 0usize);
-        for (q, (e, f)) in questions.iter().zip(&thresholded) {
+        for (q, (e, f)) in questions.iter().zip(thresholded) {
             if pick(q) {
                 em += e;
                 f1 += f;

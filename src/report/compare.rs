@@ -10,7 +10,7 @@ use super::eval::Padding;
 use super::text::{as_in_json, json_number};
 use super::Render;
 use crate::backend::Protocol;
-pub use crate::compare::Disagreement;
+pub use crate::compare::{Difference, Disagreement, Divergence, Flips};
 use crate::evaluate::Metrics;
 
 #[derive(Debug, Serialize)]
@@ -22,10 +22,24 @@ pub struct CompareJson {
     pub questions: usize,
     pub features: usize,
     pub parallel: bool,
+    /// `compare --runs`: the directories of the finished runs compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<String>>,
+    pub statistics: StatisticsJson,
     pub models: Vec<ModelJson>,
     /// Each model after the first against the first.
     pub comparisons: Vec<ComparisonJson>,
     pub gates: Vec<GateJson>,
+}
+
+/// How the intervals and p-values were drawn.
+#[derive(Debug, Serialize)]
+pub struct StatisticsJson {
+    pub bootstrap: usize,
+    pub seed: u64,
+    pub confidence: f64,
+    /// Always false: each model is tested against the first alone.
+    pub p_values_corrected: bool,
 }
 
 /// One model's run.
@@ -72,6 +86,14 @@ pub struct ComparisonJson {
     pub windows: WindowsJson,
     pub f1_drop: f64,
     pub disagreements: Disagreements,
+    pub confidence: f64,
+    pub exact_diff: Difference,
+    pub f1_diff: Difference,
+    pub flips: Flips,
+    pub start_kl: Option<Divergence>,
+    pub end_kl: Option<Divergence>,
+    /// Why there are no divergences (`None` when there are).
+    pub kl_unavailable: Option<String>,
 }
 
 /// Windows compared: those both models made (the same tokens at the same places), of
@@ -96,10 +118,14 @@ pub struct Disagreements {
     pub first: Vec<Disagreement>,
 }
 
-/// A `--min-agreement`, `--max-logit-diff` or `--max-f1-drop` gate.
+/// A `--min-agreement`, `--max-logit-diff`, `--max-f1-drop`,
+/// `--fail-on-significant-drop` or `--max-flip-rate` gate.
 #[derive(Debug, Serialize)]
 pub struct GateJson {
     pub flag: String,
+    /// `--fail-on-significant-drop`: the score (`exact` or `f1`) of this gate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<&'static str>,
     pub model: String,
     pub threshold: f64,
     pub value: f64,
@@ -110,13 +136,21 @@ impl GateJson {
     /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
     /// (numbers as the JSON has them).
     pub fn describe(&self) -> String {
-        format!(
-            "{} {}: model {} measured {}",
-            self.flag,
-            json_number(self.threshold),
-            self.model,
-            json_number(self.value)
-        )
+        match self.score {
+            Some(score) => format!(
+                "{} ({score}): model {}'s interval lies below 0 (upper bound {})",
+                self.flag,
+                self.model,
+                json_number(self.value)
+            ),
+            None => format!(
+                "{} {}: model {} measured {}",
+                self.flag,
+                json_number(self.threshold),
+                self.model,
+                json_number(self.value)
+            ),
+        }
     }
 }
 
@@ -135,16 +169,33 @@ impl Render for CompareJson {
         for c in &self.comparisons {
             c.text(&mut s);
         }
-        for g in &self.gates {
+        if self.comparisons.len() > 1 {
             let _ = writeln!(
                 s,
-                "gate {} {} for {}: measured {} {}",
-                g.flag,
-                json_number(g.threshold),
-                g.model,
-                json_number(g.value),
-                if g.passed { "passed" } else { "FAILED" }
+                "\np-values are each model's against {} alone, not corrected for {} comparisons",
+                self.comparisons[0].against,
+                self.comparisons.len()
             );
+        }
+        for g in &self.gates {
+            let verdict = if g.passed { "passed" } else { "FAILED" };
+            let _ = match g.score {
+                Some(score) => writeln!(
+                    s,
+                    "gate {} ({score}) for {}: interval's upper bound {} {verdict}",
+                    g.flag,
+                    g.model,
+                    json_number(g.value),
+                ),
+                None => writeln!(
+                    s,
+                    "gate {} {} for {}: measured {} {verdict}",
+                    g.flag,
+                    json_number(g.threshold),
+                    g.model,
+                    json_number(g.value),
+                ),
+            };
         }
         s
     }
@@ -242,6 +293,43 @@ impl ModelJson {
 }
 
 impl ComparisonJson {
+    /// The differences with their intervals, the flips and the divergences: two lines.
+    fn statistics_text(&self, s: &mut String) {
+        let diff = |name: &str, d: &Difference| {
+            format!(
+                "{name} {:+.2} [{:+.2}, {:+.2}] p={}",
+                as_in_json(d.value),
+                as_in_json(d.ci[0]),
+                as_in_json(d.ci[1]),
+                p_value(d.p_value)
+            )
+        };
+        let f = &self.flips;
+        let _ = writeln!(
+            s,
+            "  {}; {} ({:.0}% intervals); flips: {} right to wrong, {} wrong to right, {} to no \
+             answer, {} from no answer",
+            diff("EM", &self.exact_diff),
+            diff("F1", &self.f1_diff),
+            100.0 * self.confidence,
+            f.right_to_wrong,
+            f.wrong_to_right,
+            f.to_no_answer,
+            f.from_no_answer
+        );
+        let kl = |d: &Divergence| {
+            format!(
+                "mean {:.3e} p99 {:.3e} max {:.3e}",
+                as_in_json(d.mean),
+                as_in_json(d.p99),
+                as_in_json(d.max)
+            )
+        };
+        if let (Some(a), Some(b)) = (&self.start_kl, &self.end_kl) {
+            let _ = writeln!(s, "  KL start {}; end {}", kl(a), kl(b));
+        }
+    }
+
     /// The comparison's summary line and the disagreements it lists.
     fn text(&self, s: &mut String) {
         let d = &self.disagreements;
@@ -255,6 +343,7 @@ impl ComparisonJson {
             as_in_json(self.f1_drop),
             d.count
         );
+        self.statistics_text(s);
         let w = &self.windows;
         if w.first == 0 || w.model == 0 {
             let _ = writeln!(
@@ -292,6 +381,15 @@ impl ComparisonJson {
                 score(q.scores[1])
             );
         }
+    }
+}
+
+/// A p-value in a few characters: `0.031`, `2.1e-7`.
+fn p_value(p: f64) -> String {
+    if p.is_finite() && p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{:.3}", as_in_json(p))
     }
 }
 
@@ -349,6 +447,13 @@ mod tests {
             questions: 2,
             features: 2,
             parallel: true,
+            runs: None,
+            statistics: StatisticsJson {
+                bootstrap: 10_000,
+                seed: 0,
+                confidence: 0.95,
+                p_values_corrected: false,
+            },
             models: vec![model("a", 60.0), model("b", 59.0)],
             comparisons: vec![ComparisonJson {
                 model: "b".into(),
@@ -376,10 +481,39 @@ mod tests {
                         scores: [Some(3.5), None],
                     }],
                 },
+                confidence: 0.95,
+                exact_diff: Difference {
+                    value: 0.0,
+                    ci: [-50.0, 50.0],
+                    p_value: 1.0,
+                },
+                f1_diff: Difference {
+                    value: -1.0,
+                    ci: [-2.5, f64::NAN],
+                    p_value: 0.00012,
+                },
+                flips: Flips {
+                    right_to_wrong: 1,
+                    wrong_to_right: 1,
+                    to_no_answer: 0,
+                    from_no_answer: 1,
+                },
+                start_kl: Some(Divergence {
+                    mean: 0.5,
+                    p99: 1.0,
+                    max: 1.25,
+                }),
+                end_kl: Some(Divergence {
+                    mean: 0.0,
+                    p99: 0.0,
+                    max: 0.0,
+                }),
+                kl_unavailable: None,
             }],
             gates: vec![
                 GateJson {
                     flag: "--min-agreement".into(),
+                    score: None,
                     model: "b".into(),
                     threshold: 0.9,
                     value: 0.5,
@@ -387,6 +521,7 @@ mod tests {
                 },
                 GateJson {
                     flag: "--max-logit-diff".into(),
+                    score: None,
                     model: "b".into(),
                     threshold: 1e-7,
                     value: f64::INFINITY,
@@ -405,6 +540,11 @@ mod tests {
             Value::Null
         );
         assert_eq!(v["comparisons"][0]["start_logits"]["linf"], Value::Null);
+        assert_eq!(v["comparisons"][0]["f1_diff"]["ci"][1], Value::Null);
+        assert_eq!(v["comparisons"][0]["exact_diff"]["ci"][0], -50.0);
+        assert_eq!(v["comparisons"][0]["flips"]["from_no_answer"], 1);
+        assert_eq!(v["statistics"]["bootstrap"], 10_000);
+        assert!(v.get("runs").is_none());
         assert_eq!(v["models"][0]["protocol"], "grpc");
         assert_eq!(v["models"][0]["metrics"]["HasAns_total"], 1);
         super::super::assert_follows(include_str!("../../schema/compare.schema.json"), &v);
@@ -424,6 +564,8 @@ a                          50.000   60.000  100.000  100.000      NaN      NaN  
 b                          50.000   59.000  100.000  100.000      NaN      NaN         2.0      1.00      2.00      3.00    0.5000         NaN    2.000e-1
 
 b vs a: mean |Δ| start 1.000e-1, end 1.000e-5; F1 drop 1.000; 1 questions disagree
+  EM +0.00 [-50.00, +50.00] p=1.000; F1 -1.00 [-2.50, NaN] p=1.2e-4 (95% intervals); flips: 1 right to wrong, 1 wrong to right, 0 to no answer, 1 from no answer
+  KL start mean 5.000e-1 p99 1.000e0 max 1.250e0; end mean 0.000e0 p99 0.000e0 max 0.000e0
   q1: \"x\" (3.500) vs \"y \\\"z\\\"\" (NaN)
 gate --min-agreement 0.9 for b: measured 0.5 FAILED
 gate --max-logit-diff 1e-7 for b: measured null FAILED

@@ -170,6 +170,7 @@ mod tests {
                 .collect(),
             missing: (0..missing).map(|i| format!("q{i}")).collect(),
             unknown_predictions: 2,
+            counted: Vec::new(),
         }
     }
 

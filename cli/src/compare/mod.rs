@@ -4,8 +4,12 @@
 //! timings are fair; `--parallel` runs them together). Against the first model it
 //! reports answer agreement (fraction of questions with the same final text), the L_inf
 //! and mean absolute difference of start and end logits over every feature position
-//! whose attention mask is 1, and the questions that disagree. Gates: `--min-agreement`,
-//! `--max-logit-diff`, `--max-f1-drop` → exit 1.
+//! whose attention mask is 1, and the questions that disagree; and whether the scores'
+//! differences are real (`bertqa::compare::stats`: bootstrap intervals, McNemar's and
+//! a randomization test, flips, the KL divergence of the windows' distributions; the
+//! flipped questions in DIR/flips.jsonl). Gates: `--min-agreement`,
+//! `--max-logit-diff`, `--max-f1-drop`, `--fail-on-significant-drop`, `--max-flip-rate`
+//! → exit 1.
 
 use bertqa::Model;
 use std::path::PathBuf;
@@ -25,7 +29,7 @@ use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::report::compare::{
     CompareJson, ComparisonJson, Disagreements, GateJson, LatencyMs, LogitDiffJson, ModelJson,
-    Throughput, WindowsJson,
+    StatisticsJson, Throughput, WindowsJson,
 };
 use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::Tokenizer;
@@ -84,6 +88,49 @@ pub struct Args {
     /// Exit 1 when a model's F1 is more than X points below the first's
     #[arg(long, value_name = "X", help_heading = args::GATES)]
     pub max_f1_drop: Option<f64>,
+    /// Exit 1 when the interval of a model's exact-match or F1 difference from the
+    /// first lies wholly below 0
+    #[arg(long, help_heading = args::GATES)]
+    pub fail_on_significant_drop: bool,
+    /// Exit 1 when more than this fraction of the questions changed correctness
+    /// ((right to wrong + wrong to right) / questions)
+    #[arg(long, value_name = "X", help_heading = args::GATES)]
+    pub max_flip_rate: Option<f64>,
+    #[command(flatten, next_help_heading = args::STATISTICS)]
+    pub statistics: StatisticsArgs,
+}
+
+/// How the intervals and p-values are drawn.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatisticsArgs {
+    /// Bootstrap resamples of the questions for each interval (also the rounds of F1's
+    /// randomization test)
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub bootstrap: u64,
+    /// Seed of the resampling (the same seed gives the same intervals on every machine)
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Coverage of the intervals, between 0 and 1
+    #[arg(long, default_value_t = 0.95, value_name = "C", value_parser = confidence)]
+    pub confidence: f64,
+}
+
+impl StatisticsArgs {
+    pub(crate) fn statistics(&self) -> bertqa::compare::Statistics {
+        bertqa::compare::Statistics {
+            rounds: self.bootstrap as usize,
+            seed: self.seed,
+            confidence: self.confidence,
+        }
+    }
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        Ok(_) => Err("give a fraction between 0 and 1 (0.95 for 95%)".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// How many servers of `targets` (name, URL) serve a model named `name`.
@@ -216,8 +263,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let runs = run_all(&shared, jobs)?;
 
-    let doc = report(&args, &runs, &features, version_2);
+    let (doc, flipped) = report(&args, &runs, &features, version_2);
     let json = doc.render(Format::Json);
+    write_flips(&args.output_dir, &flipped)?;
     bertqa::output_file::write_atomic(&args.output_dir.join("compare.json"), json.as_bytes())?;
     print_stdout(&match report_format(args.run.output.json) {
         Format::Json => json,
@@ -528,34 +576,80 @@ fn per_s(n: f64, wall: f64) -> f64 {
     }
 }
 
-/// The report: every model's run, each against the first, and the gates.
+/// The report: every model's run, each against the first, and the gates; and the
+/// questions that flipped, for flips.jsonl.
 fn report(
     args: &Args,
     runs: &[ModelRun],
     features: &[Arc<Feature>],
     version_2: bool,
-) -> CompareJson {
+) -> (CompareJson, Vec<FlipLine>) {
     let first = &runs[0];
+    let statistics = args.statistics.statistics();
     let mut gates = Vec::new();
+    let mut flipped = Vec::new();
     let comparisons = runs[1..]
         .iter()
         .map(|r| {
-            let c = comparison(args, first, r, features);
-            gates.extend(gates_of(args, &c));
-            c
+            let c = bertqa::compare::compare_with(
+                &compared(first, features),
+                &compared(r, features),
+                &statistics,
+            );
+            flipped.extend(c.flipped.iter().map(|f| FlipLine {
+                model: r.name.clone(),
+                against: first.name.clone(),
+                flip: f.clone(),
+            }));
+            let json = comparison(args.show, &first.name, &r.name, c);
+            gates.extend(gates_of(args, &json, first.outcome.predictions.len()));
+            json
         })
         .collect();
-    CompareJson {
+    let doc = CompareJson {
         schema: 1,
         data: super::common::data_label(&args.data),
         version_2_with_negative: version_2,
         questions: first.outcome.predictions.len(),
         features: features.len(),
         parallel: args.parallel,
+        runs: None,
+        statistics: statistics_json(&args.statistics),
         models: runs.iter().map(|r| model_json(args, r)).collect(),
         comparisons,
         gates,
+    };
+    (doc, flipped)
+}
+
+/// The statistics' settings as the report gives them.
+pub(crate) fn statistics_json(args: &StatisticsArgs) -> StatisticsJson {
+    StatisticsJson {
+        bootstrap: args.bootstrap as usize,
+        seed: args.seed,
+        confidence: args.confidence,
+        p_values_corrected: false,
     }
+}
+
+/// A line of flips.jsonl: a question that flipped from the first model to `model`.
+#[derive(serde::Serialize)]
+pub(crate) struct FlipLine {
+    model: String,
+    against: String,
+    #[serde(flatten)]
+    flip: bertqa::compare::Flip,
+}
+
+/// Writes DIR/flips.jsonl: every flipped question of every comparison.
+pub(crate) fn write_flips(dir: &std::path::Path, lines: &[FlipLine]) -> bertqa::Result<()> {
+    let mut out = Vec::new();
+    for line in lines {
+        // Strings and finite numbers: serializing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, line);
+        out.push(b'\n');
+    }
+    bertqa::output_file::write_atomic(&dir.join("flips.jsonl"), &out)
 }
 
 /// One model's run as the report lists it.
@@ -583,17 +677,28 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
     }
 }
 
-/// Model `r` against the first: answers, logits and F1.
-fn comparison(
-    args: &Args,
-    first: &ModelRun,
-    r: &ModelRun,
-    features: &[Arc<Feature>],
+/// Model `model` against the first as the report gives it (`show` disagreements).
+pub(crate) fn comparison(
+    show: usize,
+    against: &str,
+    model: &str,
+    c: bertqa::compare::Comparison,
 ) -> ComparisonJson {
-    let c = bertqa::compare(&compared(first, features), &compared(r, features));
+    let kl_unavailable = (c.start_kl.is_none() || c.end_kl.is_none()).then(|| {
+        if c.windows_first == 0 || c.windows_other == 0 {
+            let which = if c.windows_other == 0 { model } else { against };
+            format!("{which} gives no logits of windows (the answer contract, or none kept)")
+        } else {
+            format!(
+                "no window is the same in both ({against} has {}, {model} has {}; another \
+                 tokenizer or other window settings)",
+                c.windows_first, c.windows_other
+            )
+        }
+    });
     ComparisonJson {
-        model: r.name.clone(),
-        against: first.name.clone(),
+        model: model.to_string(),
+        against: against.to_string(),
         agreement: c.agreement,
         start_logits: LogitDiffJson {
             linf: c.start_logits.linf,
@@ -611,8 +716,15 @@ fn comparison(
         f1_drop: c.f1_drop,
         disagreements: Disagreements {
             count: c.disagreements.len(),
-            first: c.disagreements.into_iter().take(args.show).collect(),
+            first: c.disagreements.into_iter().take(show).collect(),
         },
+        confidence: c.confidence,
+        exact_diff: c.exact_diff,
+        f1_diff: c.f1_diff,
+        flips: c.flips,
+        start_kl: c.start_kl,
+        end_kl: c.end_kl,
+        kl_unavailable,
     }
 }
 
@@ -622,6 +734,7 @@ fn compared<'a>(m: &'a ModelRun, features: &'a [Arc<Feature>]) -> bertqa::compar
     bertqa::compare::Run {
         predictions: &m.outcome.predictions,
         metrics: &m.scores.metrics,
+        scores: &m.scores.counted,
         windows: if m.own_windows {
             &m.outcome.kept_features
         } else {
@@ -631,31 +744,52 @@ fn compared<'a>(m: &'a ModelRun, features: &'a [Arc<Feature>]) -> bertqa::compar
     }
 }
 
-/// The gates the flags ask for on one comparison, and how they went.
-fn gates_of(args: &Args, c: &ComparisonJson) -> Vec<GateJson> {
+/// The gates the flags ask for on one comparison of `questions`, and how they went.
+pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
     let linf = c.start_logits.linf.max(c.end_logits.linf);
+    let flip_rate = match questions {
+        0 => 0.0,
+        n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
+    };
     let checks = [
         ("--min-agreement", args.min_agreement, c.agreement, false),
         ("--max-logit-diff", args.max_logit_diff, linf, true),
         ("--max-f1-drop", args.max_f1_drop, c.f1_drop, true),
+        ("--max-flip-rate", args.max_flip_rate, flip_rate, true),
     ];
-    checks
+    let gate = |flag: &str, score, threshold, value, passed| GateJson {
+        flag: flag.into(),
+        score,
+        model: c.model.clone(),
+        threshold,
+        value,
+        passed,
+    };
+    let mut gates: Vec<GateJson> = checks
         .into_iter()
         .filter_map(|(flag, threshold, value, at_most)| {
             let threshold = threshold?;
-            Some(GateJson {
-                flag: flag.into(),
-                model: c.model.clone(),
-                threshold,
-                value,
-                passed: if at_most {
-                    value <= threshold
-                } else {
-                    value >= threshold
-                },
-            })
+            let passed = if at_most {
+                value <= threshold
+            } else {
+                value >= threshold
+            };
+            Some(gate(flag, None, threshold, value, passed))
         })
-        .collect()
+        .collect();
+    if args.fail_on_significant_drop {
+        for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
+            let passed = !d.significantly_below_zero();
+            gates.push(gate(
+                "--fail-on-significant-drop",
+                Some(score),
+                0.0,
+                d.ci[1],
+                passed,
+            ));
+        }
+    }
+    gates
 }
 
 #[cfg(test)]

@@ -118,3 +118,153 @@ fn nvidia_and_hugging_face_conventions_compare_without_flags() {
     assert_eq!(v["models"][1]["url"], server().url);
     assert_eq!(comparison(&v, 0).0, 1.0);
 }
+
+/// `scripts/testbed/compare_stats.py` (numpy, written apart from bertqa) on the
+/// per-question files of `reference` and `model` in a compare's output directory.
+fn independent_statistics(out: &std::path::Path, reference: &str, model: &str, seed: u64) -> Value {
+    let python = &crate::common::triton_env()["TRITON_PYTHON"];
+    let o = std::process::Command::new(python)
+        .arg(root().join("scripts/testbed/compare_stats.py"))
+        .arg(out.join(reference).join("per_question.jsonl"))
+        .arg(out.join(model).join("per_question.jsonl"))
+        .args(["--rounds", "20000", "--seed", &seed.to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// bertqa's statistics of one comparison against the independent ones: the mean
+/// differences to 1e-9, McNemar's p to 1e-9 relative, the intervals within 0.3 points
+/// (bootstraps of their own draws), F1's randomization p within 0.03, the same flips.
+fn assert_statistics_agree(ours: &Value, theirs: &Value) {
+    for key in ["exact_diff", "f1_diff"] {
+        let (a, b) = (&ours[key], &theirs[key]);
+        let value = a["value"].as_f64().unwrap();
+        assert!(
+            (value - b["value"].as_f64().unwrap()).abs() < 1e-9,
+            "{key}: {a} vs {b}"
+        );
+        // Means of 0/1 scores over n questions lie on a lattice of 100/n points: two
+        // bootstraps' ends may be a step apart where the lattice is coarser than 0.3.
+        let questions = theirs["questions"].as_f64().unwrap();
+        let tolerance = 0.3f64.max(100.0 / questions + 1e-9);
+        for i in 0..2 {
+            let (x, y) = (a["ci"][i].as_f64().unwrap(), b["ci"][i].as_f64().unwrap());
+            assert!((x - y).abs() <= tolerance, "{key} interval: {a} vs {b}");
+        }
+    }
+    let (p, q) = (
+        ours["exact_diff"]["p_value"].as_f64().unwrap(),
+        theirs["exact_diff"]["p_value"].as_f64().unwrap(),
+    );
+    assert!((p - q).abs() <= 1e-9 * q, "McNemar {p} vs {q}");
+    let (p, q) = (
+        ours["f1_diff"]["p_value"].as_f64().unwrap(),
+        theirs["f1_diff"]["p_value"].as_f64().unwrap(),
+    );
+    assert!((p - q).abs() <= 0.03, "randomization {p} vs {q}");
+    assert_eq!(ours["flips"], theirs["flips"]);
+}
+
+fn compare_300(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let data = root().join("tests/fixtures/compare/compare-300.json");
+    let mut args = vec![
+        "compare",
+        "--models",
+        models,
+        "--data",
+        data.to_str().unwrap(),
+        "--url",
+        &server().url,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
+
+#[test]
+fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_independently() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Three models: two comparisons, each lossy oracle against the plain one.
+    let worse = tmp.path().join("worse");
+    let o = compare_300(
+        "oracle,oracle-lossy-1,oracle-lossy-2",
+        &worse,
+        &["--fail-on-significant-drop", "--max-flip-rate", "0.5"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["comparisons"].as_array().unwrap().len(), 2);
+    for (i, model) in ["oracle-lossy-1", "oracle-lossy-2"].into_iter().enumerate() {
+        let c = &v["comparisons"][i];
+        assert_eq!(c["model"], model);
+        assert!(c["exact_diff"]["ci"][1].as_f64().unwrap() < 0.0, "{c}");
+        assert!(c["exact_diff"]["p_value"].as_f64().unwrap() < 1e-6, "{c}");
+        assert_eq!(c["flips"]["wrong_to_right"], 0, "{c}");
+        assert_statistics_agree(c, &independent_statistics(&worse, "oracle", model, 0));
+    }
+    let failed: Vec<(&str, &str)> = v["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["passed"] == false)
+        .map(|g| (g["flag"].as_str().unwrap(), g["model"].as_str().unwrap()))
+        .collect();
+    assert_eq!(failed.len(), 4, "both scores of both models: {failed:?}");
+    assert!(failed.iter().all(|f| f.0 == "--fail-on-significant-drop"));
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        text.contains("--fail-on-significant-drop (exact)"),
+        "{text}"
+    );
+    // The flipped questions, each once per comparison.
+    let flips = std::fs::read_to_string(worse.join("flips.jsonl")).unwrap();
+    let lines: Vec<Value> = flips
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of_first = lines
+        .iter()
+        .filter(|l| l["model"] == "oracle-lossy-1")
+        .count() as u64;
+    let f = &v["comparisons"][0]["flips"];
+    assert!(of_first >= f["right_to_wrong"].as_u64().unwrap());
+    assert_eq!(lines[0]["against"], "oracle");
+    assert_eq!(lines[0]["exact"][0], 1.0);
+
+    // Two seeds of the lossy oracle: a near tie with flips both ways.
+    let tie = tmp.path().join("tie");
+    let o = compare_300(
+        "oracle-lossy-1,oracle-lossy-2",
+        &tie,
+        &["--fail-on-significant-drop", "--seed", "5"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["comparisons"][0];
+    assert!(c["flips"]["right_to_wrong"].as_u64().unwrap() >= 20, "{c}");
+    assert!(c["flips"]["wrong_to_right"].as_u64().unwrap() >= 20, "{c}");
+    let ci = &c["exact_diff"]["ci"];
+    assert!(
+        ci[0].as_f64().unwrap() < 0.0 && ci[1].as_f64().unwrap() > 0.0,
+        "{c}"
+    );
+    assert_statistics_agree(
+        c,
+        &independent_statistics(&tie, "oracle-lossy-1", "oracle-lossy-2", 5),
+    );
+    assert_eq!(v["statistics"]["seed"], 5);
+    // The same seed, the same intervals.
+    let again = compare_300(
+        "oracle-lossy-1,oracle-lossy-2",
+        &tmp.path().join("again"),
+        &["--seed", "5"],
+    );
+    let w: Value = serde_json::from_slice(&again.stdout).unwrap();
+    for key in ["exact_diff", "f1_diff"] {
+        assert_eq!(w["comparisons"][0][key], c[key], "{key}");
+    }
+}
