@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/compare/compare-300.json: a SQuAD 2.0 file of 300 questions on
-72 short made-up paragraphs (one 384-piece window each), for the statistics of
+"""Writes tests/compare-data/compare-1200.json: a SQuAD 2.0 file of 1200 questions on
+288 short made-up paragraphs (one 384-piece window each), for the statistics of
 `bertqa compare` (paired bootstrap, McNemar, sign-flip randomization) against the
-`oracle` and its lossy twins `oracle-lossy-1`, `oracle-lossy-2`.
+`oracle` and its lossy twins `oracle-lossy-1`, `oracle-lossy-2`, the only models that
+load tests/compare-data/ (their `datasets` parameter). 1200 questions, so that a
+bootstrap mean of 0/1 scores moves in steps of 1/12 point, finer than the 0.3-point
+tolerance of the tests that compare two bootstraps' intervals; kept out of
+tests/fixtures/, which every oracle-kind model tokenizes at start-up.
 
 Every text is built here from word lists and arithmetic on the paragraph's number: no
 randomness, no third-party text, so the output is the same bytes on every run. Three
-kinds of paragraph (a town, a ship, an instrument), 24 of each, four answerable
-questions each; every sixth paragraph adds one unanswerable question. Each paragraph
-names its own entity, so no two questions are alike; answers are whole words of their
+kinds of paragraph (a town, a ship, an instrument), 96 of each, four answerable
+questions each; every sixth paragraph adds one unanswerable question (48 in all). Each
+paragraph names its own entity (made-up names, all distinct), so no two questions are
+alike; answers are whole words of their
 context (whole sequences of word pieces, as the oracle needs for 100 EM).
 
 The oracle keys the gold answers by the question's token ids: a question of this file
-with the same text as a question of another SQuAD file the oracle loads (data/ and
-tests/fixtures/) would merge their answers. The script refuses to write when a question
-collides, case, accents and whitespace aside, with one of those files' or another of its
-own.
+with the same text as a question of another SQuAD file the oracle loads (data/,
+tests/fixtures/ and tests/compare-data/) would merge their answers. The script refuses
+to write when a question collides, case, accents and whitespace aside, with one of those
+files' or another of its own.
 
 Python 3 standard library only. Run from anywhere:
     python3 scripts/testbed/make_compare_fixture.py [--check]
@@ -28,11 +33,16 @@ import sys
 import unicodedata
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-OUT = os.path.join(ROOT, "tests", "fixtures", "compare", "compare-300.json")
-PER_KIND = 24
+OUT = os.path.join(ROOT, "tests", "compare-data", "compare-1200.json")
+# The directories of SQuAD files that oracle, oracle-lossy-1 and oracle-lossy-2 load
+# (their `datasets` parameter).
+LOADED = ("data", os.path.join("tests", "fixtures"), os.path.join("tests", "compare-data"))
+PER_KIND = 96
 
 SYL1 = ["Bal", "Cor", "Dun", "Esk", "Fal", "Gar", "Hol", "Kel", "Lor", "Mar", "Nor",
-        "Pel", "Ros", "Sel", "Tor", "Vel", "Wen", "Ast", "Bry", "Cal"]
+        "Pel", "Ros", "Sel", "Tor", "Vel", "Wen", "Ast", "Bry", "Cal", "Dar", "Fen",
+        "Har", "Lin", "Mor", "Ost", "Pen", "Rad", "Sam", "Tal", "Ulb", "Wal", "Yar",
+        "Ash", "Bel", "Cra"]
 SYL2 = ["brook", "ford", "ham", "mere", "stead", "wick", "ton", "by", "field", "moor",
         "dale", "holm", "thorpe", "well"]
 FIRST = ["Agnes", "Bernard", "Clara", "Desmond", "Edith", "Felix", "Greta", "Hugo",
@@ -69,7 +79,9 @@ INSTITUTIONS = ["Observatory", "Polytechnic", "Botanic Garden", "Naval Academy",
 
 
 def name(i):
-    """The i-th made-up place name (unique for i < 280)."""
+    """The i-th made-up place name (unique for i < 504: with i = 36a + b, the second
+    syllable's index is 11a + 3b modulo 14, and 11 is prime to 14). Towns take 0-95,
+    ships 100-195, shipyards 200-295, instruments 300-395, their places 400-495."""
     return SYL1[i % len(SYL1)] + SYL2[(i * 3 + i // len(SYL1)) % len(SYL2)]
 
 
@@ -135,10 +147,10 @@ def ship(k):
 
 
 def instrument(k):
-    d = name(k + 50) + " " + DEVICES[k % len(DEVICES)]
+    d = name(k + 300) + " " + DEVICES[k % len(DEVICES)]
     quantity, means = QUANTITIES[k % len(QUANTITIES)]
     inventor, year = person(k + 80), 1820 + (k * 17) % 150
-    inst, place = INSTITUTIONS[k % len(INSTITUTIONS)], name(k + 150)
+    inst, place = INSTITUTIONS[k % len(INSTITUTIONS)], name(k + 400)
     context = (f"The {d} is an instrument that measures {quantity} by means of {means}. "
                f"{inventor} built the first one in {year} at the {inst} of {place}, and "
                f"copies were soon sold to weather stations across the country.")
@@ -183,7 +195,7 @@ def norm(question):
 def other_questions():
     """The normalized questions of every other SQuAD file the oracle loads."""
     out = {}
-    for d in ("data", os.path.join("tests", "fixtures")):
+    for d in LOADED:
         for path in sorted(glob.glob(os.path.join(ROOT, d, "**", "*.json"), recursive=True)):
             if os.path.abspath(path) == OUT:
                 continue
@@ -200,6 +212,8 @@ def other_questions():
 
 
 def main():
+    names = [name(i) for i in range(504)]
+    assert len(set(names)) == len(names), "made-up names repeat"
     data = build()
     questions = [q for a in data["data"] for p in a["paragraphs"] for q in p["qas"]]
     seen, others = {}, other_questions()
