@@ -79,6 +79,9 @@ pub struct Args {
     /// Disagreeing questions shown per model
     #[arg(long, default_value_t = 10, value_name = "N", help_heading = args::OUTPUT)]
     pub show: usize,
+    /// Also write an HTML page: the differences with their intervals, the flips
+    #[arg(long, value_name = "FILE", help_heading = args::OUTPUT)]
+    pub html: Option<PathBuf>,
     /// Exit 1 when a model agrees with the first on less than this fraction of questions
     #[arg(long, value_name = "X", help_heading = args::GATES)]
     pub min_agreement: Option<f64>,
@@ -267,6 +270,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let json = doc.render(Format::Json);
     write_flips(&args.output_dir, &flipped)?;
     bertqa::output_file::write_atomic(&args.output_dir.join("compare.json"), json.as_bytes())?;
+    if let Some(path) = &args.html {
+        write_html(path, &doc, &flipped)?;
+    }
     print_stdout(&match report_format(args.run.output.json) {
         Format::Json => json,
         text => doc.render(text),
@@ -639,6 +645,32 @@ pub(crate) struct FlipLine {
     against: String,
     #[serde(flatten)]
     flip: bertqa::compare::Flip,
+}
+
+/// Writes the `--html` page of `doc` with the questions of `lines`.
+pub(crate) fn write_html(
+    path: &std::path::Path,
+    doc: &CompareJson,
+    lines: &[FlipLine],
+) -> bertqa::Result<()> {
+    let per_model: Vec<(String, Vec<bertqa::compare::Flip>)> = doc
+        .comparisons
+        .iter()
+        .map(|c| {
+            let flips = lines
+                .iter()
+                .filter(|l| l.model == c.model)
+                .map(|l| l.flip.clone())
+                .collect();
+            (c.model.clone(), flips)
+        })
+        .collect();
+    let flips: Vec<bertqa::report::html::compare::FlipsOf<'_>> = per_model
+        .iter()
+        .map(|(model, flips)| bertqa::report::html::compare::FlipsOf { model, flips })
+        .collect();
+    let page = bertqa::report::html::compare::render(doc, &flips);
+    bertqa::output_file::write_atomic(path, &page)
 }
 
 /// Writes DIR/flips.jsonl: every flipped question of every comparison.

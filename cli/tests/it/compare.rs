@@ -145,13 +145,11 @@ fn assert_statistics_agree(ours: &Value, theirs: &Value) {
             (value - b["value"].as_f64().unwrap()).abs() < 1e-9,
             "{key}: {a} vs {b}"
         );
-        // Means of 0/1 scores over n questions lie on a lattice of 100/n points: two
-        // bootstraps' ends may be a step apart where the lattice is coarser than 0.3.
-        let questions = theirs["questions"].as_f64().unwrap();
-        let tolerance = 0.3f64.max(100.0 / questions + 1e-9);
+        // (Means of 0/1 scores over n questions lie on a lattice of 100/n points: the
+        // data has enough questions for a lattice much finer than the tolerance.)
         for i in 0..2 {
             let (x, y) = (a["ci"][i].as_f64().unwrap(), b["ci"][i].as_f64().unwrap());
-            assert!((x - y).abs() <= tolerance, "{key} interval: {a} vs {b}");
+            assert!((x - y).abs() <= 0.3, "{key} interval: {a} vs {b}");
         }
     }
     let (p, q) = (
@@ -167,8 +165,8 @@ fn assert_statistics_agree(ours: &Value, theirs: &Value) {
     assert_eq!(ours["flips"], theirs["flips"]);
 }
 
-fn compare_300(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let data = root().join("tests/fixtures/compare/compare-300.json");
+fn compare_1200(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let data = root().join("tests/compare-data/compare-1200.json");
     let mut args = vec![
         "compare",
         "--models",
@@ -190,10 +188,17 @@ fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_indepe
     let tmp = tempfile::tempdir().unwrap();
     // Three models: two comparisons, each lossy oracle against the plain one.
     let worse = tmp.path().join("worse");
-    let o = compare_300(
+    let html = tmp.path().join("compare.html");
+    let o = compare_1200(
         "oracle,oracle-lossy-1,oracle-lossy-2",
         &worse,
-        &["--fail-on-significant-drop", "--max-flip-rate", "0.5"],
+        &[
+            "--fail-on-significant-drop",
+            "--max-flip-rate",
+            "0.5",
+            "--html",
+            html.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -234,10 +239,15 @@ fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_indepe
     assert!(of_first >= f["right_to_wrong"].as_u64().unwrap());
     assert_eq!(lines[0]["against"], "oracle");
     assert_eq!(lines[0]["exact"][0], 1.0);
+    // The page: four intervals (two scores of two models) and a table of flips each.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("class=\"ci\"").count(), 4, "{page}");
+    assert_eq!(page.matches("<table class=\"sortable flips\">").count(), 2);
+    assert!(page.contains("not corrected for several models"));
 
     // Two seeds of the lossy oracle: a near tie with flips both ways.
     let tie = tmp.path().join("tie");
-    let o = compare_300(
+    let o = compare_1200(
         "oracle-lossy-1,oracle-lossy-2",
         &tie,
         &["--fail-on-significant-drop", "--seed", "5"],
@@ -258,7 +268,7 @@ fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_indepe
     );
     assert_eq!(v["statistics"]["seed"], 5);
     // The same seed, the same intervals.
-    let again = compare_300(
+    let again = compare_1200(
         "oracle-lossy-1,oracle-lossy-2",
         &tmp.path().join("again"),
         &["--seed", "5"],

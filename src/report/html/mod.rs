@@ -1,4 +1,4 @@
-//! The HTML reports (`perf --html`, `eval --html`): one self-contained page each, for a
+//! The HTML reports (`perf --html`, `eval --html`, `compare --html`): one self-contained page each, for a
 //! person to look at. What the pages share is here: the page frame with its inline
 //! style and script, escaping, tables and the small SVG pieces; `eval`'s page is
 //! [`eval`], `perf`'s is `crate::perf::export::html`.
@@ -8,6 +8,7 @@
 //! goes through `escape`. The output depends only on its input, so it is reproducible.
 //! The charts' tick steps (`nice_step`) are shared with `perf --svg`'s.
 
+pub mod compare;
 pub mod eval;
 
 use std::fmt::Write as _;
