@@ -41,11 +41,18 @@ pub(crate) fn context(command: &Command) -> Vec<(&'static str, String)> {
         }
         Command::Compare(a) => {
             c.push(("command", "compare".into()));
-            c.push(server(&a.run.server));
-            c.push(requests(&a.run.net));
-            c.push(("models", a.models.join(", ")));
+            if a.runs.is_empty() {
+                c.push(server(&a.run.server));
+                c.push(requests(&a.run.net));
+                c.push(("models", a.models.join(", ")));
+            } else {
+                let dirs: Vec<String> = a.runs.iter().map(|d| d.display().to_string()).collect();
+                c.push(("runs", dirs.join(", ")));
+            }
             c.push(data(&a.data));
-            c.push(file("output", &a.output_dir));
+            if let Some(dir) = &a.output_dir {
+                c.push(file("output", dir));
+            }
         }
         Command::Eval(a) => {
             c.push(("command", "eval".into()));

@@ -20,6 +20,7 @@
 //! # }
 //! ```
 
+mod finished;
 pub mod stats;
 mod windows;
 
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use finished::FinishedRun;
 pub use stats::{Difference, Divergence, Statistics};
 pub use windows::LogitDiff;
 

@@ -32,6 +32,60 @@ pub struct CompareJson {
     pub gates: Vec<GateJson>,
 }
 
+/// `DIR/<model>/metrics.json` of `compare`: the model's run, complete, under the keys
+/// eval's metrics.json gives the same things (`compare --runs` reads either).
+#[derive(Debug, Serialize)]
+pub struct ModelRunJson {
+    /// Always 1.
+    pub schema: u32,
+    pub data: String,
+    pub version_2_with_negative: bool,
+    pub questions: usize,
+    pub model: RunModelJson,
+    #[serde(with = "super::json::metrics")]
+    pub metrics: Metrics,
+    pub wall_s: f64,
+    pub throughput: Throughput,
+    pub latency_ms: LatencyMs,
+    pub padding: Option<Padding>,
+    /// The run's files in its directory, metrics.json last.
+    pub files: Vec<String>,
+}
+
+/// The model of a [`ModelRunJson`].
+#[derive(Debug, Serialize)]
+pub struct RunModelJson {
+    pub name: String,
+    pub url: String,
+    #[serde(with = "super::json::protocol")]
+    pub protocol: Protocol,
+    pub platform: String,
+}
+
+impl ModelRunJson {
+    /// Model `m`'s run of `doc`, with its `files`.
+    pub fn of(doc: &CompareJson, m: &ModelJson, files: Vec<String>) -> ModelRunJson {
+        ModelRunJson {
+            schema: 1,
+            data: doc.data.clone(),
+            version_2_with_negative: doc.version_2_with_negative,
+            questions: doc.questions,
+            model: RunModelJson {
+                name: m.name.clone(),
+                url: m.url.clone(),
+                protocol: m.protocol,
+                platform: m.platform.clone(),
+            },
+            metrics: m.metrics.clone(),
+            wall_s: m.wall_s,
+            throughput: m.throughput.clone(),
+            latency_ms: m.latency_ms.clone(),
+            padding: m.padding.clone(),
+            files,
+        }
+    }
+}
+
 /// How the intervals and p-values were drawn.
 #[derive(Debug, Serialize)]
 pub struct StatisticsJson {
@@ -57,16 +111,17 @@ pub struct ModelJson {
     pub wall_s: f64,
     pub throughput: Throughput,
     pub latency_ms: LatencyMs,
-    pub padding: Padding,
+    /// `None`: a finished run that recorded none.
+    pub padding: Option<Padding>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
     pub features_per_s: f64,
     pub questions_per_s: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct LatencyMs {
     pub p50: f64,
     pub p95: f64,
@@ -206,18 +261,23 @@ impl CompareJson {
     fn text_table(&self, s: &mut String) {
         // Every model is spoken to in the one --protocol.
         let protocol = self.models.first().map_or(Protocol::Grpc, |m| m.protocol);
+        let how = match &self.runs {
+            Some(dirs) => format!("{} finished runs compared", dirs.len()),
+            None => format!(
+                "{} features ({} over {})",
+                self.features,
+                if self.parallel {
+                    "models run in parallel"
+                } else {
+                    "models run one after another"
+                },
+                super::protocol_words(protocol)
+            ),
+        };
         let _ = writeln!(
             s,
-            "data {}: {} questions, {} features ({} over {})\n",
-            self.data,
-            self.questions,
-            self.features,
-            if self.parallel {
-                "models run in parallel"
-            } else {
-                "models run one after another"
-            },
-            super::protocol_words(protocol)
+            "data {}: {} questions, {how}\n",
+            self.data, self.questions
         );
         let v2 = self.version_2_with_negative;
         let _ = write!(s, "{:<24} {:>8} {:>8}", "model", "EM", "F1");
@@ -293,6 +353,53 @@ impl ModelJson {
 }
 
 impl ComparisonJson {
+    /// Model `model`'s comparison `c` against `against` as the report gives it, with
+    /// its first `show` disagreements.
+    pub fn new(show: usize, against: &str, model: &str, c: crate::compare::Comparison) -> Self {
+        let kl_unavailable = (c.start_kl.is_none() || c.end_kl.is_none()).then(|| {
+            if c.windows_first == 0 || c.windows_other == 0 {
+                let which = if c.windows_other == 0 { model } else { against };
+                format!("{which} gives no logits of windows (the answer contract, or none kept)")
+            } else {
+                format!(
+                    "no window is the same in both ({against} has {}, {model} has {}; another \
+                 tokenizer or other window settings)",
+                    c.windows_first, c.windows_other
+                )
+            }
+        });
+        ComparisonJson {
+            model: model.to_string(),
+            against: against.to_string(),
+            agreement: c.agreement,
+            start_logits: LogitDiffJson {
+                linf: c.start_logits.linf,
+                mean_abs: c.start_logits.mean_abs,
+            },
+            end_logits: LogitDiffJson {
+                linf: c.end_logits.linf,
+                mean_abs: c.end_logits.mean_abs,
+            },
+            windows: WindowsJson {
+                compared: c.windows_compared,
+                first: c.windows_first,
+                model: c.windows_other,
+            },
+            f1_drop: c.f1_drop,
+            disagreements: Disagreements {
+                count: c.disagreements.len(),
+                first: c.disagreements.into_iter().take(show).collect(),
+            },
+            confidence: c.confidence,
+            exact_diff: c.exact_diff,
+            f1_diff: c.f1_diff,
+            flips: c.flips,
+            start_kl: c.start_kl,
+            end_kl: c.end_kl,
+            kl_unavailable,
+        }
+    }
+
     /// The differences with their intervals, the flips and the divergences: two lines.
     fn statistics_text(&self, s: &mut String) {
         let diff = |name: &str, d: &Difference| {
@@ -429,13 +536,13 @@ mod tests {
                 p95: 2.0,
                 p99: 3.0,
             },
-            padding: Padding {
+            padding: Some(Padding {
                 mode: "dynamic".into(),
                 seq_len: None,
                 probe_features: 0,
                 probe_unsafe_features: 0,
                 displaced_features: 0,
-            },
+            }),
         }
     }
 
@@ -549,6 +656,16 @@ mod tests {
         assert_eq!(v["models"][0]["metrics"]["HasAns_total"], 1);
         super::super::assert_follows(include_str!("../../schema/compare.schema.json"), &v);
         assert_eq!(doc.render(Format::Json), format!("{v:#}\n"));
+    }
+
+    #[test]
+    fn a_models_run_follows_its_schema() {
+        let doc = doc();
+        let run = ModelRunJson::of(&doc, &doc.models[1], vec!["predictions.json".into()]);
+        let v = serde_json::to_value(&run).unwrap();
+        assert_eq!(v["model"]["name"], "b");
+        assert_eq!(v["metrics"]["f1"], 59.0);
+        super::super::assert_follows(include_str!("../../schema/compare-run.schema.json"), &v);
     }
 
     /// The text as `compare` printed it when it read the JSON document back: values

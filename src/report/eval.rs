@@ -90,7 +90,7 @@ pub struct Client {
 }
 
 /// How batches were padded (also in `compare`'s models).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Padding {
     pub mode: String,
     pub seq_len: Option<usize>,

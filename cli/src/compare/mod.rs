@@ -15,10 +15,13 @@ use bertqa::Model;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod output;
+mod runs;
+
 use super::args::{self, PipelineArgs, ServerArgs};
 use super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data, load_tokenizer,
-    pipeline_runtime, print_stdout, report_format, run_config, shared_pipeline_runtime, Outcome,
+    pipeline_runtime, run_config, shared_pipeline_runtime, Outcome,
 };
 use super::eval::{write_per_question, write_predictions};
 use bertqa::backend::text::TextBinding;
@@ -28,10 +31,11 @@ use bertqa::evaluate::Scores;
 use bertqa::features::FeatureConfig;
 use bertqa::pipeline::{self, Padding, RunConfig, RunOutcome};
 use bertqa::report::compare::{
-    CompareJson, ComparisonJson, Disagreements, GateJson, LatencyMs, LogitDiffJson, ModelJson,
-    StatisticsJson, Throughput, WindowsJson,
+    CompareJson, ComparisonJson, LatencyMs, ModelJson, ModelRunJson, Throughput,
 };
-use bertqa::report::{Format, Render as _};
+pub(crate) use output::StatisticsArgs;
+use output::{gates_of, statistics_json, FlipLine};
+
 use bertqa::tokenize::Tokenizer;
 use bertqa::types::{Dataset, Feature};
 
@@ -54,11 +58,22 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        required = true,
+        required_unless_present = "runs",
         num_args = 1..,
         help_heading = args::MODEL
     )]
     pub models: Vec<String>,
+    /// Compare finished runs instead of models, without a server: the directories eval
+    /// --output-dir writes, or a model's directory of compare --output-dir; the first is
+    /// the reference
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 2..,
+        conflicts_with_all = ["models", "parallel", "model_tokenizer", "save_logits"],
+        help_heading = args::INPUT
+    )]
+    pub runs: Vec<PathBuf>,
     /// A model's own tokenizer, NAME=PATH (a folder or a tokenizer.json), for a model of
     /// another family than --tokenizer's; its windows and rules follow it as they would
     /// in eval (repeat for several models)
@@ -73,9 +88,14 @@ pub struct Args {
     /// Run the models at the same time (their timings then interfere)
     #[arg(long, help_heading = args::RUN)]
     pub parallel: bool,
-    /// Each model's files in DIR/<model>/, and DIR/compare.json
-    #[arg(long, value_name = "DIR", help_heading = args::OUTPUT)]
-    pub output_dir: PathBuf,
+    /// Each model's files in DIR/<model>/, DIR/compare.json and DIR/flips.jsonl (with
+    /// --runs: the last two, when given)
+    #[arg(long, value_name = "DIR", required_unless_present = "runs", help_heading = args::OUTPUT)]
+    pub output_dir: Option<PathBuf>,
+    /// Also save each model's windows' logits (DIR/<model>/logits.bin), for the
+    /// divergences of a later compare --runs
+    #[arg(long, help_heading = args::OUTPUT)]
+    pub save_logits: bool,
     /// Disagreeing questions shown per model
     #[arg(long, default_value_t = 10, value_name = "N", help_heading = args::OUTPUT)]
     pub show: usize,
@@ -101,39 +121,6 @@ pub struct Args {
     pub max_flip_rate: Option<f64>,
     #[command(flatten, next_help_heading = args::STATISTICS)]
     pub statistics: StatisticsArgs,
-}
-
-/// How the intervals and p-values are drawn.
-#[derive(Debug, Clone, clap::Args)]
-pub struct StatisticsArgs {
-    /// Bootstrap resamples of the questions for each interval (also the rounds of F1's
-    /// randomization test)
-    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub bootstrap: u64,
-    /// Seed of the resampling (the same seed gives the same intervals on every machine)
-    #[arg(long, default_value_t = 0, value_name = "S")]
-    pub seed: u64,
-    /// Coverage of the intervals, between 0 and 1
-    #[arg(long, default_value_t = 0.95, value_name = "C", value_parser = confidence)]
-    pub confidence: f64,
-}
-
-impl StatisticsArgs {
-    pub(crate) fn statistics(&self) -> bertqa::compare::Statistics {
-        bertqa::compare::Statistics {
-            rounds: self.bootstrap as usize,
-            seed: self.seed,
-            confidence: self.confidence,
-        }
-    }
-}
-
-fn confidence(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
-        Ok(_) => Err("give a fraction between 0 and 1 (0.95 for 95%)".into()),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// How many servers of `targets` (name, URL) serve a model named `name`.
@@ -198,6 +185,8 @@ struct ModelRun {
     /// features built once.
     own_windows: bool,
     scores: Scores,
+    /// The files written in its directory.
+    files: Vec<String>,
 }
 
 /// What every model's run shares: the questions, their features (built once) and the
@@ -217,6 +206,9 @@ struct Shared<'a> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if !args.runs.is_empty() {
+        return runs::run(&args);
+    }
     if args.models.len() < 2 {
         anyhow::bail!(
             "--models needs at least two models to compare (got {})",
@@ -224,7 +216,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         );
     }
     // Held until the comparison ends; before anything is read or written.
-    let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
+    let _dir = super::outdir::OutputDir::claim(out_dir(&args))?;
     let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
     let loaded = load_tokenizer(&args.run.tokenizer, args.run.decode.postprocess)?;
     let version_2 = args.run.decode.version_2_with_negative || dataset.looks_like_v2();
@@ -267,27 +259,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let runs = run_all(&shared, jobs)?;
 
     let (doc, flipped) = report(&args, &runs, &features, version_2);
-    let json = doc.render(Format::Json);
-    write_flips(&args.output_dir, &flipped)?;
-    bertqa::output_file::write_atomic(&args.output_dir.join("compare.json"), json.as_bytes())?;
-    if let Some(path) = &args.html {
-        write_html(path, &doc, &flipped)?;
+    // Each model's directory a complete run (compare --runs reads it).
+    for (run, model) in runs.iter().zip(&doc.models) {
+        let mut files = run.files.clone();
+        files.push("metrics.json".into());
+        let json = bertqa::report::json::to_string(&ModelRunJson::of(&doc, model, files));
+        let path = out_dir(&args).join(&run.dir_name).join("metrics.json");
+        bertqa::output_file::write_atomic(&path, json.as_bytes())?;
     }
-    print_stdout(&match report_format(args.run.output.json) {
-        Format::Json => json,
-        text => doc.render(text),
-    })?;
-    let failed: Vec<String> = doc
-        .gates
-        .iter()
-        .filter(|g| !g.passed)
-        .map(GateJson::describe)
-        .collect();
-    Ok(if failed.is_empty() {
-        Outcome::Success
-    } else {
-        Outcome::GateFailed(failed)
-    })
+    output::finish(&args, Some(out_dir(&args)), &doc, &flipped)
+}
+
+/// `--output-dir`, which a comparison of models requires (clap checks).
+fn out_dir(args: &Args) -> &std::path::Path {
+    args.output_dir
+        .as_deref()
+        .expect("--output-dir is required without --runs")
 }
 
 /// Connects and binds every model first: a wrong name fails before any run.
@@ -523,12 +510,16 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         eprintln!("{}", super::flags::name_flags(&note));
     }
     let (args, version_2) = (shared.args, shared.version_2);
-    let dir = args.output_dir.join(&dir_name);
+    let dir = out_dir(args).join(&dir_name);
     std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
     // A model without null odds (an answer-contract model without a no-answer
     // output) is scored as the official v2 script scores without a na-prob file.
     let null_odds = version_2 && bertqa::evaluation::gives_null_odds(&binding);
-    write_predictions(&dir, &outcome.predictions, null_odds, None)?;
+    let mut files = write_predictions(&dir, &outcome.predictions, null_odds, None)?;
+    if args.save_logits {
+        bertqa::logits_io::save(&dir.join("logits.bin"), &outcome.logits)?;
+        files.push("logits.bin".into());
+    }
     let scores = bertqa::evaluation::score_with(
         shared.dataset,
         &outcome.predictions,
@@ -537,7 +528,9 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         args.scoring.na_prob_thresh,
     )?;
     write_per_question(&dir, &outcome.predictions, &scores)?;
+    files.push("per_question.jsonl".into());
     Ok(ModelRun {
+        files,
         name,
         url,
         protocol: client.first_client().protocol(),
@@ -607,7 +600,7 @@ fn report(
                 against: first.name.clone(),
                 flip: f.clone(),
             }));
-            let json = comparison(args.show, &first.name, &r.name, c);
+            let json = ComparisonJson::new(args.show, &first.name, &r.name, c);
             gates.extend(gates_of(args, &json, first.outcome.predictions.len()));
             json
         })
@@ -628,62 +621,6 @@ fn report(
     (doc, flipped)
 }
 
-/// The statistics' settings as the report gives them.
-pub(crate) fn statistics_json(args: &StatisticsArgs) -> StatisticsJson {
-    StatisticsJson {
-        bootstrap: args.bootstrap as usize,
-        seed: args.seed,
-        confidence: args.confidence,
-        p_values_corrected: false,
-    }
-}
-
-/// A line of flips.jsonl: a question that flipped from the first model to `model`.
-#[derive(serde::Serialize)]
-pub(crate) struct FlipLine {
-    model: String,
-    against: String,
-    #[serde(flatten)]
-    flip: bertqa::compare::Flip,
-}
-
-/// Writes the `--html` page of `doc` with the questions of `lines`.
-pub(crate) fn write_html(
-    path: &std::path::Path,
-    doc: &CompareJson,
-    lines: &[FlipLine],
-) -> bertqa::Result<()> {
-    let per_model: Vec<(String, Vec<bertqa::compare::Flip>)> = doc
-        .comparisons
-        .iter()
-        .map(|c| {
-            let flips = lines
-                .iter()
-                .filter(|l| l.model == c.model)
-                .map(|l| l.flip.clone())
-                .collect();
-            (c.model.clone(), flips)
-        })
-        .collect();
-    let flips: Vec<bertqa::report::html::compare::FlipsOf<'_>> = per_model
-        .iter()
-        .map(|(model, flips)| bertqa::report::html::compare::FlipsOf { model, flips })
-        .collect();
-    let page = bertqa::report::html::compare::render(doc, &flips);
-    bertqa::output_file::write_atomic(path, &page)
-}
-
-/// Writes DIR/flips.jsonl: every flipped question of every comparison.
-pub(crate) fn write_flips(dir: &std::path::Path, lines: &[FlipLine]) -> bertqa::Result<()> {
-    let mut out = Vec::new();
-    for line in lines {
-        // Strings and finite numbers: serializing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut out, line);
-        out.push(b'\n');
-    }
-    bertqa::output_file::write_atomic(&dir.join("flips.jsonl"), &out)
-}
-
 /// One model's run as the report lists it.
 fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
     let i = &r.outcome.infer;
@@ -693,7 +630,7 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
         url: r.url.clone(),
         protocol: r.protocol,
         platform: r.binding.platform().to_string(),
-        output_dir: args.output_dir.join(&r.dir_name).display().to_string(),
+        output_dir: out_dir(args).join(&r.dir_name).display().to_string(),
         metrics: r.scores.metrics.clone(),
         wall_s: wall,
         throughput: Throughput {
@@ -705,58 +642,7 @@ fn model_json(args: &Args, r: &ModelRun) -> ModelJson {
             p95: i.latency_ms(0.95),
             p99: i.latency_ms(0.99),
         },
-        padding: (&i.padding).into(),
-    }
-}
-
-/// Model `model` against the first as the report gives it (`show` disagreements).
-pub(crate) fn comparison(
-    show: usize,
-    against: &str,
-    model: &str,
-    c: bertqa::compare::Comparison,
-) -> ComparisonJson {
-    let kl_unavailable = (c.start_kl.is_none() || c.end_kl.is_none()).then(|| {
-        if c.windows_first == 0 || c.windows_other == 0 {
-            let which = if c.windows_other == 0 { model } else { against };
-            format!("{which} gives no logits of windows (the answer contract, or none kept)")
-        } else {
-            format!(
-                "no window is the same in both ({against} has {}, {model} has {}; another \
-                 tokenizer or other window settings)",
-                c.windows_first, c.windows_other
-            )
-        }
-    });
-    ComparisonJson {
-        model: model.to_string(),
-        against: against.to_string(),
-        agreement: c.agreement,
-        start_logits: LogitDiffJson {
-            linf: c.start_logits.linf,
-            mean_abs: c.start_logits.mean_abs,
-        },
-        end_logits: LogitDiffJson {
-            linf: c.end_logits.linf,
-            mean_abs: c.end_logits.mean_abs,
-        },
-        windows: WindowsJson {
-            compared: c.windows_compared,
-            first: c.windows_first,
-            model: c.windows_other,
-        },
-        f1_drop: c.f1_drop,
-        disagreements: Disagreements {
-            count: c.disagreements.len(),
-            first: c.disagreements.into_iter().take(show).collect(),
-        },
-        confidence: c.confidence,
-        exact_diff: c.exact_diff,
-        f1_diff: c.f1_diff,
-        flips: c.flips,
-        start_kl: c.start_kl,
-        end_kl: c.end_kl,
-        kl_unavailable,
+        padding: Some((&i.padding).into()),
     }
 }
 
@@ -774,54 +660,6 @@ fn compared<'a>(m: &'a ModelRun, features: &'a [Arc<Feature>]) -> bertqa::compar
         },
         logits: &m.outcome.logits,
     }
-}
-
-/// The gates the flags ask for on one comparison of `questions`, and how they went.
-pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
-    let linf = c.start_logits.linf.max(c.end_logits.linf);
-    let flip_rate = match questions {
-        0 => 0.0,
-        n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
-    };
-    let checks = [
-        ("--min-agreement", args.min_agreement, c.agreement, false),
-        ("--max-logit-diff", args.max_logit_diff, linf, true),
-        ("--max-f1-drop", args.max_f1_drop, c.f1_drop, true),
-        ("--max-flip-rate", args.max_flip_rate, flip_rate, true),
-    ];
-    let gate = |flag: &str, score, threshold, value, passed| GateJson {
-        flag: flag.into(),
-        score,
-        model: c.model.clone(),
-        threshold,
-        value,
-        passed,
-    };
-    let mut gates: Vec<GateJson> = checks
-        .into_iter()
-        .filter_map(|(flag, threshold, value, at_most)| {
-            let threshold = threshold?;
-            let passed = if at_most {
-                value <= threshold
-            } else {
-                value >= threshold
-            };
-            Some(gate(flag, None, threshold, value, passed))
-        })
-        .collect();
-    if args.fail_on_significant_drop {
-        for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
-            let passed = !d.significantly_below_zero();
-            gates.push(gate(
-                "--fail-on-significant-drop",
-                Some(score),
-                0.0,
-                d.ci[1],
-                passed,
-            ));
-        }
-    }
-    gates
 }
 
 #[cfg(test)]

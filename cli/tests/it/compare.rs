@@ -278,3 +278,116 @@ fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_indepe
         assert_eq!(w["comparisons"][0][key], c[key], "{key}");
     }
 }
+
+#[test]
+fn finished_runs_compare_as_the_live_models_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = root().join("tests/compare-data/compare-1200.json");
+    let data = data.to_str().unwrap();
+    let eval_dir = tmp.path().join("eval-lossy-1");
+    let o = bertqa(&[
+        "eval",
+        "--url",
+        &server().url,
+        "--model",
+        "oracle-lossy-1",
+        "--data",
+        data,
+        "--output-dir",
+        eval_dir.to_str().unwrap(),
+        "--save-logits",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    // A compare's model directory is a finished run too.
+    let baseline = tmp.path().join("baseline");
+    let o = compare_1200("oracle,oracle-lossy-2", &baseline, &["--save-logits"]);
+    assert!(o.status.success(), "{}", show(&o));
+    let live = compare_1200(
+        "oracle-lossy-1,oracle-lossy-2",
+        &tmp.path().join("live"),
+        &["--seed", "3"],
+    );
+    assert!(live.status.success(), "{}", show(&live));
+    let live: Value = serde_json::from_slice(&live.stdout).unwrap();
+    let out = tmp.path().join("runs");
+    let lossy_2 = baseline.join("oracle-lossy-2");
+    let o = bertqa(&[
+        "compare",
+        "--runs",
+        eval_dir.to_str().unwrap(),
+        lossy_2.to_str().unwrap(),
+        "--data",
+        data,
+        "--seed",
+        "3",
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schema/compare.schema.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        jsonschema::validator_for(&schema).unwrap().is_valid(&runs),
+        "{runs:#}"
+    );
+    let (a, b) = (&live["comparisons"][0], &runs["comparisons"][0]);
+    for key in [
+        "exact_diff",
+        "f1_diff",
+        "flips",
+        "agreement",
+        "start_kl",
+        "end_kl",
+    ] {
+        assert_eq!(a[key], b[key], "{key}");
+    }
+    assert!(b["start_kl"]["mean"].as_f64().unwrap() > 0.0, "{b}");
+    assert_eq!(runs["runs"][1], lossy_2.to_str().unwrap());
+    assert_eq!(runs["models"][0]["name"], "oracle-lossy-1");
+    assert_eq!(
+        std::fs::read_to_string(out.join("compare.json")).unwrap(),
+        format!("{runs:#}\n")
+    );
+    assert!(out.join("flips.jsonl").exists());
+
+    // Without saved logits: the same statistics, no divergences, and why.
+    let o = bertqa(&[
+        "compare",
+        "--runs",
+        baseline.join("oracle").to_str().unwrap(),
+        tmp.path().join("live/oracle-lossy-2").to_str().unwrap(),
+        "--data",
+        data,
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["comparisons"][0];
+    assert_eq!(c["start_kl"], Value::Null);
+    let why = c["kl_unavailable"].as_str().unwrap();
+    assert!(why.contains("live/oracle-lossy-2 saved no logits"), "{why}");
+
+    // A directory that is not a run is named, and nothing is written.
+    let bad = tmp.path().join("runs-bad");
+    let o = bertqa(&[
+        "compare",
+        "--runs",
+        eval_dir.to_str().unwrap(),
+        tmp.path().to_str().unwrap(),
+        "--data",
+        data,
+        "--output-dir",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}: no metrics.json", tmp.path().display())),
+        "{err}"
+    );
+    assert!(!bad.exists());
+}

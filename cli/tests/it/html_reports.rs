@@ -358,3 +358,50 @@ fn an_html_file_in_a_missing_directory_stops_the_run_before_it_starts() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn compare_html_renders_each_interval_against_zero_and_the_flips() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("compare.html");
+    let data = crate::common::root().join("tests/compare-data/compare-1200.json");
+    let o = bertqa(&[
+        "compare",
+        "--models",
+        "oracle,oracle-lossy-1",
+        "--data",
+        data.to_str().unwrap(),
+        "--url",
+        &server().url,
+        "--output-dir",
+        tmp.path().join("out").to_str().unwrap(),
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let v = json_of(&o);
+    let dom = rendered(&html);
+    assert!(remote_urls(&dom).is_empty(), "{:?}", remote_urls(&dom));
+    // Two intervals (exact match and F1), each a bar and a point, and the zero line.
+    assert_eq!(dom.matches("<line class=\"ci\"").count(), 2, "{dom}");
+    assert_eq!(dom.matches("<circle class=\"point\"").count(), 2);
+    assert!(dom.contains("stroke=\"#333\""), "the zero line");
+    let c = &v["comparisons"][0];
+    let row = &rows(&dom, "comparison")[0];
+    assert_eq!(row[0].text, "oracle-lossy-1");
+    assert_eq!(row[1].sort, c["exact_diff"]["value"].as_f64());
+    let ci = &c["exact_diff"]["ci"];
+    let shown = format!(
+        "[{:+.2}, {:+.2}]",
+        ci[0].as_f64().unwrap(),
+        ci[1].as_f64().unwrap()
+    );
+    assert_eq!(row[2].text, shown);
+    assert_eq!(row[7].sort, c["flips"]["right_to_wrong"].as_f64());
+    // The flipped questions: the first 200 of those in flips.jsonl, in its order.
+    let flips = read(&tmp.path().join("out/flips.jsonl"));
+    let first: Value = serde_json::from_str(flips.lines().next().unwrap()).unwrap();
+    let table = rows(&dom, "flip");
+    assert_eq!(table.len(), flips.lines().count().min(200));
+    assert_eq!(table[0][0].text, first["id"].as_str().unwrap());
+    assert_eq!(table[0][2].text, first["answers"][0].as_str().unwrap());
+}

@@ -1,0 +1,181 @@
+//! What every comparison ends with, live or of finished runs: each model against the
+//! first as the report gives it, the gates, and the files (`compare.json`,
+//! `flips.jsonl`, the `--html` page) and the printed report.
+
+use std::path::Path;
+
+use bertqa::report::compare::{CompareJson, ComparisonJson, GateJson, StatisticsJson};
+use bertqa::report::{Format, Render as _};
+
+use super::super::common::{print_stdout, report_format, Outcome};
+use super::Args;
+
+/// How the intervals and p-values are drawn.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatisticsArgs {
+    /// Bootstrap resamples of the questions for each interval (also the rounds of F1's
+    /// randomization test)
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub bootstrap: u64,
+    /// Seed of the resampling (the same seed gives the same intervals on every machine)
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Coverage of the intervals, between 0 and 1
+    #[arg(long, default_value_t = 0.95, value_name = "C", value_parser = confidence)]
+    pub confidence: f64,
+}
+
+impl StatisticsArgs {
+    pub(crate) fn statistics(&self) -> bertqa::compare::Statistics {
+        bertqa::compare::Statistics {
+            rounds: self.bootstrap as usize,
+            seed: self.seed,
+            confidence: self.confidence,
+        }
+    }
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        Ok(_) => Err("give a fraction between 0 and 1 (0.95 for 95%)".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The statistics' settings as the report gives them.
+pub(crate) fn statistics_json(args: &StatisticsArgs) -> StatisticsJson {
+    StatisticsJson {
+        bootstrap: args.bootstrap as usize,
+        seed: args.seed,
+        confidence: args.confidence,
+        p_values_corrected: false,
+    }
+}
+
+/// A line of flips.jsonl: a question that flipped from the first model to `model`.
+#[derive(serde::Serialize)]
+pub(crate) struct FlipLine {
+    pub(crate) model: String,
+    pub(crate) against: String,
+    #[serde(flatten)]
+    pub(crate) flip: bertqa::compare::Flip,
+}
+
+/// Writes DIR/flips.jsonl: every flipped question of every comparison.
+pub(crate) fn write_flips(dir: &std::path::Path, lines: &[FlipLine]) -> bertqa::Result<()> {
+    let mut out = Vec::new();
+    for line in lines {
+        // Strings and finite numbers: serializing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, line);
+        out.push(b'\n');
+    }
+    bertqa::output_file::write_atomic(&dir.join("flips.jsonl"), &out)
+}
+
+/// Writes the `--html` page of `doc` with the questions of `lines`.
+pub(crate) fn write_html(
+    path: &std::path::Path,
+    doc: &CompareJson,
+    lines: &[FlipLine],
+) -> bertqa::Result<()> {
+    let per_model: Vec<(String, Vec<bertqa::compare::Flip>)> = doc
+        .comparisons
+        .iter()
+        .map(|c| {
+            let flips = lines
+                .iter()
+                .filter(|l| l.model == c.model)
+                .map(|l| l.flip.clone())
+                .collect();
+            (c.model.clone(), flips)
+        })
+        .collect();
+    let flips: Vec<bertqa::report::html::compare::FlipsOf<'_>> = per_model
+        .iter()
+        .map(|(model, flips)| bertqa::report::html::compare::FlipsOf { model, flips })
+        .collect();
+    let page = bertqa::report::html::compare::render(doc, &flips);
+    bertqa::output_file::write_atomic(path, &page)
+}
+
+/// The gates the flags ask for on one comparison of `questions`, and how they went.
+pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
+    let linf = c.start_logits.linf.max(c.end_logits.linf);
+    let flip_rate = match questions {
+        0 => 0.0,
+        n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
+    };
+    let checks = [
+        ("--min-agreement", args.min_agreement, c.agreement, false),
+        ("--max-logit-diff", args.max_logit_diff, linf, true),
+        ("--max-f1-drop", args.max_f1_drop, c.f1_drop, true),
+        ("--max-flip-rate", args.max_flip_rate, flip_rate, true),
+    ];
+    let gate = |flag: &str, score, threshold, value, passed| GateJson {
+        flag: flag.into(),
+        score,
+        model: c.model.clone(),
+        threshold,
+        value,
+        passed,
+    };
+    let mut gates: Vec<GateJson> = checks
+        .into_iter()
+        .filter_map(|(flag, threshold, value, at_most)| {
+            let threshold = threshold?;
+            let passed = if at_most {
+                value <= threshold
+            } else {
+                value >= threshold
+            };
+            Some(gate(flag, None, threshold, value, passed))
+        })
+        .collect();
+    if args.fail_on_significant_drop {
+        for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
+            let passed = !d.significantly_below_zero();
+            gates.push(gate(
+                "--fail-on-significant-drop",
+                Some(score),
+                0.0,
+                d.ci[1],
+                passed,
+            ));
+        }
+    }
+    gates
+}
+
+/// Writes the report's files (`dir`: compare.json and flips.jsonl; `--html`'s page),
+/// prints it, and says how the gates went.
+pub(crate) fn finish(
+    args: &Args,
+    dir: Option<&Path>,
+    doc: &CompareJson,
+    flipped: &[FlipLine],
+) -> anyhow::Result<Outcome> {
+    let json = doc.render(Format::Json);
+    if let Some(dir) = dir {
+        write_flips(dir, flipped)?;
+        bertqa::output_file::write_atomic(&dir.join("compare.json"), json.as_bytes())?;
+    }
+    if let Some(path) = &args.html {
+        write_html(path, doc, flipped)?;
+    }
+    print_stdout(&match report_format(args.run.output.json) {
+        Format::Json => json,
+        text => doc.render(text),
+    })?;
+    let failed: Vec<String> = doc
+        .gates
+        .iter()
+        .filter(|g| !g.passed)
+        .map(GateJson::describe)
+        .collect();
+    Ok(if failed.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed(failed)
+    })
+}
