@@ -35,7 +35,7 @@ import socket
 ss = [socket.socket() for _ in range(3)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
-MODELS=(oracle oracle-slow oracle-nobatch oracle-bpe oracle-text-logits oracle-text-answer qa-text-tokenizer fault-internal)
+MODELS=(oracle oracle-lossy-1 oracle-slow oracle-nobatch oracle-bpe oracle-text-logits oracle-text-answer qa-text-tokenizer fault-internal)
 bash scripts/triton.sh start --name "$NAME" --grpc-port "$GRPC" --http-port "$HTTP" \
   --metrics-port "$METRICS" -- --model-control-mode=explicit "${MODELS[@]/#/--load-model=}" >/dev/null
 log "pytest python/tests (the wheel's bertqa against Triton on :$GRPC gRPC, :$HTTP HTTP)"

@@ -244,7 +244,7 @@ def ask(
 
 
 def compare(
-    models: Union[str, Sequence[str]], data: Any, *, output_dir: Optional[PathLike] = None,
+    models: Union[None, str, Sequence[str], Sequence[Client]] = None, data: Any = None, *, runs: Optional[Sequence[PathLike]] = None, output_dir: Optional[PathLike] = None,
     limit: Optional[Value] = None,
     model_tokenizer: Union[Value, Sequence[Value], None] = None,
     question_input: Optional[Value] = None,
@@ -295,10 +295,17 @@ def compare(
     shared_memory: Optional[Literal['none', 'system', 'auto']] = None,
     na_prob_thresh: Optional[int] = None,
     parallel: bool = False,
+    save_logits: bool = False,
     show: Optional[int] = None,
+    html: Optional[Value] = None,
     min_agreement: Optional[Value] = None,
     max_logit_diff: Optional[Value] = None,
     max_f1_drop: Optional[Value] = None,
+    fail_on_significant_drop: bool = False,
+    max_flip_rate: Optional[Value] = None,
+    bootstrap: Optional[int] = None,
+    seed: Optional[int] = None,
+    confidence: Optional[float] = None,
     url: Union[Value, Sequence[Value], None] = None,
 ) -> Dict[str, Any]:
     """See ``help(bertqa.compare)`` and docs/python.md."""

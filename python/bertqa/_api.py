@@ -245,30 +245,101 @@ def ask(
 
 
 def compare(
-    models: Union[str, Sequence[str]],
-    data: Any,
+    models: Union[None, str, Sequence[Any]] = None,
+    data: Any = None,
     *,
+    runs: Optional[Sequence[PathLike]] = None,
     output_dir: Optional[PathLike] = None,
     **options: Any,
 ) -> Dict[str, Any]:
-    """Compares deployments of a model on ``data``, as ``bertqa compare``.
+    """Compares deployments of a model on ``data``, as ``bertqa compare``: each against
+    the first, with the scores' differences, their intervals and p-values, and the
+    answers that flipped.
 
-    ``models``: a list of model names (``name@host:port`` picks a server per model), or
-    the command's comma-separated string. ``data`` as for :func:`evaluate`. Returns the
-    dict that ``bertqa compare --json`` prints; with ``output_dir`` its files are kept
-    there. A failed gate (``min_agreement``, ``max_logit_diff``, ``max_f1_drop``) raises
+    ``models``: a list of :class:`bertqa.Client` (each evaluates ``data``; the clients
+    are compared in this process), or model names (``name@host:port`` picks a server per
+    model; also the command's comma-separated string). ``runs``: instead of models, the
+    directories of finished runs (``eval``'s output directories, or a model's directory
+    of ``compare``'s). ``data`` as for :func:`evaluate`. Returns the dict that ``bertqa
+    compare --json`` prints (for clients, its comparisons with each model's name and
+    metrics, and ``"flips"``: the lines of flips.jsonl); with ``output_dir`` its files
+    are kept there. A failed gate (``min_agreement``, ``max_logit_diff``,
+    ``max_f1_drop``, ``fail_on_significant_drop``, ``max_flip_rate``) raises
     :class:`bertqa.GateFailed` with the report on it.
     """
-    spec = models if isinstance(models, str) else ",".join(models)
+    if data is None:
+        raise UsageError("compare(): give the data to compare on")
+    if models is not None and not isinstance(models, str):
+        models = list(models)
+        if any(not isinstance(m, str) for m in models):
+            return _compare_clients(models, data, output_dir, options)
+    if (models is None) == (runs is None):
+        raise UsageError("compare(): give models (names or clients) or runs (directories), one of them")
     with _Inputs() as inputs:
-        out = os.fspath(output_dir) if output_dir is not None else inputs.path("compare")
-        argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}", "--json"]
+        if runs is not None:
+            argv = ["compare", *(f"--runs={os.fspath(r)}" for r in runs), *inputs.data(data), "--json"]
+            if output_dir is not None:
+                argv.append(f"--output-dir={os.fspath(output_dir)}")
+        else:
+            spec = models if isinstance(models, str) else ",".join(models)
+            out = os.fspath(output_dir) if output_dir is not None else inputs.path("compare")
+            argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}", "--json"]
         argv += _COMPARE.argv(options)
         stdout, gates = _run(argv)
     report = json.loads(stdout)
     if gates:
         raise GateFailed(gates, report)
     return report
+
+
+# What a comparison of clients takes of compare's options (the rest are the clients' own).
+_CLIENT_COMPARE_OPTIONS = {
+    "show", "bootstrap", "seed", "confidence", "min_agreement", "max_logit_diff",
+    "max_f1_drop", "fail_on_significant_drop", "max_flip_rate",
+}
+
+
+def _compare_clients(clients: List[Any], data: Any, output_dir: Optional[PathLike],
+                     options: Dict[str, Any]) -> Dict[str, Any]:
+    """``compare`` of clients: each evaluates ``data``, then the library compares them."""
+    from ._client import Client
+
+    for i, c in enumerate(clients):
+        if not isinstance(c, Client):
+            raise UsageError(f"compare(): models[{i}] is a {type(c).__name__}: give clients or names, not both")
+    unknown = sorted(set(options) - _CLIENT_COMPARE_OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"compare(): {', '.join(unknown)} are settings of the clients when comparing clients "
+            f"(compare takes {', '.join(sorted(_CLIENT_COMPARE_OPTIONS))})")
+    names: List[str] = []
+    for c in clients:
+        name = str(c.model["name"])
+        names.append(name if name not in names else f"{name}#{len(names) + 1}")
+    evaluations = [c.evaluate(data) for c in clients]
+    settings = {k: v for k, v in options.items() if v is not None}
+    report = _native.compare_evaluations([e._native for e in evaluations], names, **settings)
+    if output_dir is not None:
+        out = os.fspath(output_dir)
+        for name, evaluation in zip(names, evaluations):
+            evaluation.write(os.path.join(out, name.replace("/", "_")))
+        with open(os.path.join(out, "flips.jsonl"), "w", encoding="utf-8") as f:
+            for line in report["flips"]:
+                f.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
+            json.dump({k: v for k, v in report.items() if k != "flips"}, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    failed = [g for g in report["gates"] if not g["passed"]]
+    if failed:
+        raise GateFailed([_gate_words(g) for g in failed], report)
+    return report
+
+
+def _gate_words(g: Dict[str, Any]) -> str:
+    """A failed gate as the command names it."""
+    if g.get("score"):
+        return f"{g['flag']} ({g['score']}): model {g['model']}'s interval lies below 0 (upper bound {g['value']})"
+    return f"{g['flag']} {g['threshold']}: model {g['model']} measured {g['value']}"
 
 
 def score(
@@ -297,7 +368,7 @@ def score(
 
 _EVAL = _Command("evaluate", "eval", ["url", "model", "data", "output_dir"])
 _ASK = _Command("ask", "ask", ["url", "model", "question", "context"])
-_COMPARE = _Command("compare", "compare", ["models", "data", "output_dir"])
+_COMPARE = _Command("compare", "compare", ["models", "data", "output_dir", "runs"])
 _SCORE = _Command("score", "score", ["data", "predictions", "na_prob_file"])
 for _command, _function in ((_EVAL, evaluate), (_ASK, ask), (_COMPARE, compare), (_SCORE, score)):
     _command.document(_function)

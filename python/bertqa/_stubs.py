@@ -42,7 +42,8 @@ _SIGNATURES = {
         "List[Dict[str, Any]]",
     ),
     "compare": (
-        "models: Union[str, Sequence[str]], data: Any, *, output_dir: Optional[PathLike] = None",
+        "models: Union[None, str, Sequence[str], Sequence[Client]] = None, data: Any = None, *, "
+        "runs: Optional[Sequence[PathLike]] = None, output_dir: Optional[PathLike] = None",
         "Dict[str, Any]",
     ),
     "score": ("data: Any, predictions: Any, na_probs: Any = None, *", "Dict[str, Any]"),

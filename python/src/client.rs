@@ -450,6 +450,13 @@ impl From<bertqa::Answer> for Answer {
 #[pyclass(module = "bertqa._native", name = "Evaluation", frozen)]
 pub(crate) struct Evaluation(bertqa::Evaluation);
 
+impl Evaluation {
+    /// The library's evaluation.
+    pub(crate) fn inner(&self) -> &bertqa::Evaluation {
+        &self.0
+    }
+}
+
 #[pymethods]
 impl Evaluation {
     /// The official scores, under their official keys.
@@ -519,7 +526,10 @@ impl Evaluation {
 }
 
 /// A JSON value as Python's `json` module reads it.
-fn from_json<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn from_json<'py>(
+    py: Python<'py>,
+    value: &serde_json::Value,
+) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?
         .call_method1("loads", (value.to_string(),))
 }
@@ -530,7 +540,7 @@ fn error(py: Python<'_>, e: &bertqa::Error) -> PyErr {
     raise(py, bertqa_cli::embed::reason_of(e).name(), &e.to_string())
 }
 
-fn raise(py: Python<'_>, reason: &str, message: &str) -> PyErr {
+pub(crate) fn raise(py: Python<'_>, reason: &str, message: &str) -> PyErr {
     let made = py
         .import("bertqa._errors")
         .and_then(|m| m.getattr("from_reason")?.call1((reason, vec![message])));

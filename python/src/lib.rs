@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod client;
+mod compare;
 
 use bertqa_cli::embed;
 use pyo3::prelude::*;
@@ -136,6 +137,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(flags, m)?)?;
+    m.add_function(wrap_pyfunction!(compare::compare_evaluations, m)?)?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::Answer>()?;
     m.add_class::<client::Candidate>()?;

@@ -166,3 +166,30 @@ def test_a_dead_url_or_a_missing_model_raises_when_built(grpc_url):
     client.close()
     with pytest.raises(bertqa.UsageError, match="closed"):
         client.ask("q", "c")
+
+
+def test_compare_takes_clients_as_the_command_takes_model_names(grpc_url, tmp_path):
+    data = ROOT / "tests" / "compare-data" / "compare-1200.json"
+    reference = bertqa.Client(grpc_url, "oracle")
+    lossy = bertqa.Client(grpc_url, "oracle-lossy-1")
+    with pytest.raises(bertqa.GateFailed) as failed:
+        bertqa.compare([reference, lossy], data, fail_on_significant_drop=True, seed=3,
+                       output_dir=tmp_path / "clients")
+    report = failed.value.report
+    assert [m["name"] for m in report["models"]] == ["oracle", "oracle-lossy-1"]
+    c = report["comparisons"][0]
+    assert c["exact_diff"]["ci"][1] < 0 and c["flips"]["wrong_to_right"] == 0
+    assert [g["score"] for g in report["gates"] if not g["passed"]] == ["exact", "f1"]
+    flips = (tmp_path / "clients" / "flips.jsonl").read_text().splitlines()
+    assert len(flips) == len(report["flips"]) and json.loads(flips[0])["against"] == "oracle"
+    # The command over the same models' names: the same statistics, seed for seed.
+    cli = bertqa.compare(["oracle", "oracle-lossy-1"], data, url=grpc_url, seed=3)
+    for key in ("exact_diff", "f1_diff", "flips", "agreement"):
+        assert cli["comparisons"][0][key] == c[key], key
+    # Finished runs: the command's model directories compared without a server.
+    bertqa.compare(["oracle", "oracle-lossy-1"], data, url=grpc_url, output_dir=tmp_path / "cmd")
+    runs = bertqa.compare(runs=[tmp_path / "cmd" / "oracle", tmp_path / "cmd" / "oracle-lossy-1"],
+                          data=data, seed=3)
+    assert runs["comparisons"][0]["exact_diff"] == c["exact_diff"]
+    with pytest.raises(bertqa.UsageError, match="settings of the clients"):
+        bertqa.compare([reference, lossy], data, batch_size=4)

@@ -187,6 +187,72 @@ pub struct GateJson {
     pub passed: bool,
 }
 
+/// The gates a comparison is held to (`compare`'s gate flags; `None`/false: not
+/// checked).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gates {
+    /// Agreement with the first at least this (0-1).
+    pub min_agreement: Option<f64>,
+    /// L∞ of the logit differences at most this.
+    pub max_logit_diff: Option<f64>,
+    /// F1 at most this many points below the first's.
+    pub max_f1_drop: Option<f64>,
+    /// Neither difference's interval wholly below 0.
+    pub fail_on_significant_drop: bool,
+    /// At most this fraction of the questions changed correctness.
+    pub max_flip_rate: Option<f64>,
+}
+
+impl Gates {
+    /// How comparison `c` of `questions` questions went through each gate asked for.
+    pub fn check(&self, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
+        let linf = c.start_logits.linf.max(c.end_logits.linf);
+        let flip_rate = match questions {
+            0 => 0.0,
+            n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
+        };
+        let checks = [
+            ("--min-agreement", self.min_agreement, c.agreement, false),
+            ("--max-logit-diff", self.max_logit_diff, linf, true),
+            ("--max-f1-drop", self.max_f1_drop, c.f1_drop, true),
+            ("--max-flip-rate", self.max_flip_rate, flip_rate, true),
+        ];
+        let gate = |flag: &str, score, threshold, value, passed| GateJson {
+            flag: flag.into(),
+            score,
+            model: c.model.clone(),
+            threshold,
+            value,
+            passed,
+        };
+        let mut gates: Vec<GateJson> = checks
+            .into_iter()
+            .filter_map(|(flag, threshold, value, at_most)| {
+                let threshold = threshold?;
+                let passed = if at_most {
+                    value <= threshold
+                } else {
+                    value >= threshold
+                };
+                Some(gate(flag, None, threshold, value, passed))
+            })
+            .collect();
+        if self.fail_on_significant_drop {
+            for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
+                let passed = !d.significantly_below_zero();
+                gates.push(gate(
+                    "--fail-on-significant-drop",
+                    Some(score),
+                    0.0,
+                    d.ci[1],
+                    passed,
+                ));
+            }
+        }
+        gates
+    }
+}
+
 impl GateJson {
     /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
     /// (numbers as the JSON has them).

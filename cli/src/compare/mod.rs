@@ -69,7 +69,8 @@ pub struct Args {
     #[arg(
         long,
         value_name = "DIR",
-        num_args = 2..,
+        num_args = 1..,
+        action = clap::ArgAction::Append,
         conflicts_with_all = ["models", "parallel", "model_tokenizer", "save_logits"],
         help_heading = args::INPUT
     )]

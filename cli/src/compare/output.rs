@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use bertqa::report::compare::{CompareJson, ComparisonJson, GateJson, StatisticsJson};
+use bertqa::report::compare::{CompareJson, ComparisonJson, GateJson, Gates, StatisticsJson};
 use bertqa::report::{Format, Render as _};
 
 use super::super::common::{print_stdout, report_format, Outcome};
@@ -101,50 +101,14 @@ pub(crate) fn write_html(
 
 /// The gates the flags ask for on one comparison of `questions`, and how they went.
 pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
-    let linf = c.start_logits.linf.max(c.end_logits.linf);
-    let flip_rate = match questions {
-        0 => 0.0,
-        n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
+    let gates = Gates {
+        min_agreement: args.min_agreement,
+        max_logit_diff: args.max_logit_diff,
+        max_f1_drop: args.max_f1_drop,
+        fail_on_significant_drop: args.fail_on_significant_drop,
+        max_flip_rate: args.max_flip_rate,
     };
-    let checks = [
-        ("--min-agreement", args.min_agreement, c.agreement, false),
-        ("--max-logit-diff", args.max_logit_diff, linf, true),
-        ("--max-f1-drop", args.max_f1_drop, c.f1_drop, true),
-        ("--max-flip-rate", args.max_flip_rate, flip_rate, true),
-    ];
-    let gate = |flag: &str, score, threshold, value, passed| GateJson {
-        flag: flag.into(),
-        score,
-        model: c.model.clone(),
-        threshold,
-        value,
-        passed,
-    };
-    let mut gates: Vec<GateJson> = checks
-        .into_iter()
-        .filter_map(|(flag, threshold, value, at_most)| {
-            let threshold = threshold?;
-            let passed = if at_most {
-                value <= threshold
-            } else {
-                value >= threshold
-            };
-            Some(gate(flag, None, threshold, value, passed))
-        })
-        .collect();
-    if args.fail_on_significant_drop {
-        for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
-            let passed = !d.significantly_below_zero();
-            gates.push(gate(
-                "--fail-on-significant-drop",
-                Some(score),
-                0.0,
-                d.ci[1],
-                passed,
-            ));
-        }
-    }
-    gates
+    gates.check(c, questions)
 }
 
 /// Writes the report's files (`dir`: compare.json and flips.jsonl; `--html`'s page),

@@ -19,6 +19,12 @@ use super::output::{self, gates_of, statistics_json, FlipLine};
 use super::Args;
 
 pub(super) fn run(args: &Args) -> anyhow::Result<Outcome> {
+    if args.runs.len() < 2 {
+        bail!(
+            "--runs needs at least two finished runs to compare (got {})",
+            args.runs.len()
+        );
+    }
     let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
     let thresh = args.scoring.na_prob_thresh;
     let mut runs = Vec::with_capacity(args.runs.len());

@@ -398,7 +398,7 @@ fn compare_html_renders_each_interval_against_zero_and_the_flips() {
     assert_eq!(row[2].text, shown);
     assert_eq!(row[7].sort, c["flips"]["right_to_wrong"].as_f64());
     // The flipped questions: the first 200 of those in flips.jsonl, in its order.
-    let flips = read(&tmp.path().join("out/flips.jsonl"));
+    let flips = read(tmp.path().join("out/flips.jsonl"));
     let first: Value = serde_json::from_str(flips.lines().next().unwrap()).unwrap();
     let table = rows(&dom, "flip");
     assert_eq!(table.len(), flips.lines().count().min(200));
