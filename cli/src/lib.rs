@@ -51,7 +51,8 @@ pub enum Command {
     Models(Box<models::Args>),
     /// Ask questions about a context: answer, score, probability, character span.
     Ask(Box<ask::Args>),
-    /// Compare deployments of a model: metrics, speed, agreement, logit differences.
+    /// Compare deployments of a model, or finished runs: metrics, speed, agreement, logit
+    /// differences, and whether the differences are real (intervals, tests, flips).
     Compare(Box<compare::Args>),
     /// Evaluate a model on a SQuAD file: EM/F1, throughput, latency, output files.
     Eval(Box<eval::Args>),
