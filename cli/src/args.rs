@@ -404,29 +404,36 @@ impl TextBindingArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = RUN)]
 pub struct MeasureArgs {
-    /// Measure in windows of this many milliseconds (the default, at 5000)
+    /// Measure in windows of this many milliseconds (the default: perf 5000, tune 1000)
     #[arg(long, value_name = "MS", conflicts_with = "measurement_request_count")]
     pub measurement_interval_ms: Option<u64>,
     /// Measure in windows of this many answered requests instead
     #[arg(long, value_name = "N")]
     pub measurement_request_count: Option<u64>,
-    /// A level is stable when its last 3 windows agree within this percentage
+    /// perf: a level is stable when its last 3 windows agree within this percentage
+    /// (tune ends a level by its own rule: clearly over the budget, clearly below the
+    /// best so far, or its throughput known within 5%)
     #[arg(long, default_value_t = 10.0, value_name = "PCT")]
     pub stability_percentage: f64,
-    /// Most windows per level before it is reported unstable
+    /// Most windows per level before it is reported unstable (perf and tune)
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub max_trials: usize,
 }
 
 impl MeasureArgs {
-    /// The measurement window, once the flags are checked.
+    /// The measurement window (perf's default), once the flags are checked.
     pub(crate) fn window(&self) -> anyhow::Result<bertqa::perf::Window> {
+        self.window_or(5000)
+    }
+
+    /// The measurement window, `default_ms` long unless the flags say otherwise.
+    pub(crate) fn window_or(&self, default_ms: u64) -> anyhow::Result<bertqa::perf::Window> {
         use bertqa::perf::Window;
         let window = match (self.measurement_request_count, self.measurement_interval_ms) {
             (Some(0), _) => anyhow::bail!("--measurement-request-count must be at least 1"),
             (Some(n), _) => Window::Count(n),
             (None, Some(0)) => anyhow::bail!("--measurement-interval-ms must be at least 1"),
-            (None, ms) => Window::Time(std::time::Duration::from_millis(ms.unwrap_or(5000))),
+            (None, ms) => Window::Time(std::time::Duration::from_millis(ms.unwrap_or(default_ms))),
         };
         if !(self.stability_percentage > 0.0 && self.stability_percentage.is_finite()) {
             anyhow::bail!(

@@ -69,6 +69,10 @@ pub struct Args {
     /// Measure every combination instead of the default search
     #[arg(long, help_heading = SEARCH)]
     pub exhaustive: bool,
+    /// Measure the best N candidates of the search again, in alternation, and name the
+    /// best by those figures (0: name it by the search's)
+    #[arg(long, default_value_t = 3, value_name = "N", help_heading = SEARCH)]
+    pub remeasure: usize,
     /// Leave the best configuration loaded instead of the original
     #[arg(long, help_heading = SEARCH)]
     pub keep_best: bool,
@@ -171,7 +175,7 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
                 .collect(),
         ),
     };
-    let window = args.measure.window()?;
+    let window = args.measure.window_or(TUNE_WINDOW_MS)?;
     super::args::check_percentile(args.percentile)?;
     let ms = args.latency_threshold.unwrap_or(0.0);
     if !(ms > 0.0 && ms <= 3_600_000.0) {
@@ -193,6 +197,11 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         ..PerfConfig::default()
     })
 }
+
+/// tune's measurement window unless --measurement-interval-ms or
+/// --measurement-request-count says otherwise: short, since its rule ends a level as soon
+/// as its figures decide it.
+const TUNE_WINDOW_MS: u64 = 1000;
 
 /// Progress lines on stderr.
 struct Lines {
@@ -224,7 +233,7 @@ impl TuneProgress for Lines {
         }
     }
 
-    fn done(&self, index: usize, c: &Candidate) {
+    fn done(&self, index: usize, c: &Candidate, standing: &bertqa::tune::Standing) {
         if self.quiet {
             return;
         }
@@ -237,6 +246,21 @@ impl TuneProgress for Lines {
                 if c.within_budget() { "within" } else { "over" }
             ),
             (None, None) => eprintln!("candidate {index}: {}", c.status),
+        }
+        let best = match standing.best {
+            Some((i, fps)) => format!("best so far #{i}, {fps:.1} features/s"),
+            None => "no candidate within the budget yet".into(),
+        };
+        eprintln!(
+            "  {} done; {best}; about {} s left",
+            standing.done,
+            standing.left.as_secs()
+        );
+    }
+
+    fn remeasure(&self, round: usize, index: usize) {
+        if !self.quiet {
+            eprintln!("measuring candidate {index} again (round {})", round + 1);
         }
     }
 
@@ -340,6 +364,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         perf: perf.clone(),
         space,
         exhaustive: args.exhaustive,
+        remeasure: args.remeasure,
         keep_best: args.keep_best,
         output_dir: &args.output_dir,
         stop,

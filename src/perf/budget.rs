@@ -8,7 +8,10 @@
 //!   sweep stops after the first level over budget; a binary search measures the
 //!   range's first value, then its last, then halves the values between the largest
 //!   known within budget and the smallest known over it, assuming latency grows with
-//!   load. It measures at most 2 + ⌈log2(n − 1)⌉ of the range's n values.
+//!   load. It measures at most 2 + ⌈log2(n − 1)⌉ of the range's n values. Started at a
+//!   value (tune's: where a similar configuration's best was), it measures that first,
+//!   then steps away from it, up while within budget and down while over, by 1, then
+//!   each step twice the last, until the answer is bracketed; then halves as before.
 //! - The best level is the largest load within budget (the question a capacity plan
 //!   asks); `None` when no level kept the budget.
 //! - Goodput: the share of a level's requests whose latency met the threshold, and
@@ -82,6 +85,8 @@ pub(crate) struct Plan {
     over: Option<usize>,
     /// The next index of a plain sweep.
     next: usize,
+    /// A binary search started at an index: (that index, the current step away from it).
+    gallop: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,12 +111,24 @@ impl Plan {
             within: None,
             over: None,
             next: 0,
+            gallop: None,
         }
+    }
+
+    /// A binary search that measures index `start` first (see the module's contract);
+    /// other plans are unchanged.
+    pub(crate) fn starting_at(mut self, start: usize) -> Plan {
+        if self.mode == Mode::Binary && self.n > 0 {
+            let start = start.min(self.n - 1);
+            self.gallop = Some((start, 1));
+        }
+        self
     }
 
     /// Most levels the plan can measure.
     pub(crate) fn most_levels(&self) -> usize {
         match self.mode {
+            Mode::Binary if self.gallop.is_some() => 1 + 2 * (self.n as f64).log2().ceil() as usize,
             Mode::Binary if self.n > 2 => 2 + ((self.n - 1) as f64).log2().ceil() as usize,
             _ => self.n,
         }
@@ -125,13 +142,25 @@ impl Plan {
         match self.mode {
             Mode::All => (self.next < self.n).then_some(self.next),
             Mode::UntilOver => (self.over.is_none() && self.next < self.n).then_some(self.next),
-            Mode::Binary => match (self.within, self.over) {
-                (None, None) => Some(0),
-                // The smallest load is over budget: nothing fits.
-                (None, Some(_)) => None,
-                (Some(w), None) => (w + 1 < self.n).then_some(self.n - 1),
-                (Some(w), Some(o)) => (o - w > 1).then_some(w + (o - w) / 2),
+            Mode::Binary => match (self.within, self.over, self.gallop) {
+                (None, None, Some((start, _))) => Some(start),
+                (Some(w), None, Some((_, step))) => {
+                    (w + 1 < self.n).then(|| (w + step).min(self.n - 1))
+                }
+                (None, Some(o), Some((_, step))) => (o > 0).then(|| o.saturating_sub(step)),
+                (w, o, _) => self.halve(w, o),
             },
+        }
+    }
+
+    /// The plain binary search's next index.
+    fn halve(&self, within: Option<usize>, over: Option<usize>) -> Option<usize> {
+        match (within, over) {
+            (None, None) => Some(0),
+            // The smallest load is over budget: nothing fits.
+            (None, Some(_)) => None,
+            (Some(w), None) => (w + 1 < self.n).then_some(self.n - 1),
+            (Some(w), Some(o)) => (o - w > 1).then_some(w + (o - w) / 2),
         }
     }
 
@@ -145,6 +174,11 @@ impl Plan {
             self.within = Some(self.within.map_or(index, |w| w.max(index)));
         } else {
             self.over = Some(self.over.map_or(index, |o| o.min(index)));
+        }
+        if let Some((start, step)) = &mut self.gallop {
+            if index != *start {
+                *step *= 2;
+            }
         }
     }
 }
@@ -209,6 +243,51 @@ mod tests {
         }
         // 1:16 step 1 → 16 values, at most ⌈log2(16)⌉ + 2.
         assert_eq!(Plan::new(16, Some(&budget(true))).most_levels(), 6);
+    }
+
+    /// Runs a plan started at `start`.
+    fn run_from(n: usize, fits: Option<usize>, start: usize) -> Vec<usize> {
+        let mut plan = Plan::new(n, Some(&budget(true))).starting_at(start);
+        let mut measured = Vec::new();
+        while let Some(i) = plan.next() {
+            assert!(!measured.contains(&i), "{i} measured twice: {measured:?}");
+            measured.push(i);
+            plan.record(i, fits.is_some_and(|f| i <= f));
+        }
+        measured
+    }
+
+    #[test]
+    fn a_search_started_near_the_answer_finds_it_in_few_levels() {
+        for n in 1..=64 {
+            let most = Plan::new(n, Some(&budget(true)))
+                .starting_at(0)
+                .most_levels();
+            for start in 0..n {
+                for fits in std::iter::once(None).chain((0..n).map(Some)) {
+                    let measured = run_from(n, fits, start);
+                    assert!(
+                        measured.len() <= most,
+                        "n {n} start {start} fits {fits:?}: {measured:?}"
+                    );
+                    assert_eq!(measured[0], start);
+                    match fits {
+                        None => assert!(measured.contains(&0)),
+                        Some(f) => {
+                            assert!(measured.contains(&f), "n {n}, fits {f}: {measured:?}");
+                            assert!(f + 1 == n || measured.contains(&(f + 1)));
+                        }
+                    }
+                }
+            }
+        }
+        // Concurrency 1:64, a neighbour's best at 23 and this candidate's at 23 or 24:
+        // two to four levels, where the plain search measures eight.
+        assert_eq!(run_from(64, Some(22), 22), vec![22, 23]);
+        assert_eq!(run_from(64, Some(23), 22), vec![22, 23, 25, 24]);
+        assert_eq!(run(64, Some(22), Some(budget(true))).len(), 8);
+        // A neighbour that kept the budget at the top of the range: one level.
+        assert_eq!(run_from(64, Some(63), 63), vec![63]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
+use super::decide::WindowFigures;
 use super::requests::{Planned, Requests};
 use super::requests_log::{self, LevelKey, RequestLog};
 use super::stats::{self, Arrivals};
@@ -225,6 +226,28 @@ pub(super) struct Measured {
 impl Measured {
     fn requests_per_s(&self) -> f64 {
         rate(self.records.len() as f64, self.duration)
+    }
+
+    fn features_per_s(&self) -> f64 {
+        let features: u64 = self.records.iter().map(|r| u64::from(r.features)).sum();
+        rate(features as f64, self.duration)
+    }
+
+    /// Its throughput and its latency at `percentile` (nearest rank), for tune's rule.
+    fn figures(&self, percentile: f64) -> WindowFigures {
+        let mut latencies: Vec<u64> = self.records.iter().map(Record::latency_ns).collect();
+        latencies.sort_unstable();
+        let latency_us = match latencies.len() {
+            0 => f64::INFINITY,
+            n => {
+                let rank = ((percentile / 100.0 * n as f64).ceil() as usize).clamp(1, n);
+                latencies[rank - 1] as f64 / 1000.0
+            }
+        };
+        WindowFigures {
+            features_per_s: self.features_per_s(),
+            latency_us,
+        }
     }
 
     fn avg_latency_us(&self) -> f64 {
@@ -453,7 +476,17 @@ pub(super) async fn measure(
             .iter()
             .map(|w| (w.requests_per_s(), w.avg_latency_us()))
             .collect();
-        if stats::is_stable(&points, config.stability_percent) {
+        let done = match (config.until, &config.budget) {
+            (super::Until::Decided { beat, precision }, Some(budget)) => {
+                let figures: Vec<WindowFigures> = windows
+                    .iter()
+                    .map(|w| w.figures(budget.percentile))
+                    .collect();
+                super::decide::decided(&figures, budget, beat, precision)
+            }
+            _ => stats::is_stable(&points, config.stability_percent),
+        };
+        if done {
             return Ok((windows, true));
         }
     }
@@ -542,10 +575,12 @@ pub(super) fn summarize(
         )
     });
 
+    let window_features_per_s = windows.iter().map(Measured::features_per_s).collect();
     let mut result = LevelResult {
         level,
         stable,
         trials,
+        window_features_per_s,
         window_s: duration.as_secs_f64(),
         requests: records.len() as u64,
         features,

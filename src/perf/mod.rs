@@ -27,6 +27,7 @@
 //!   is the limit is reported as such (and a request rate the client could not keep).
 
 pub(crate) mod budget;
+mod decide;
 pub mod export;
 mod level;
 mod requests;
@@ -120,6 +121,25 @@ pub struct PerfConfig {
     /// Once cancelled, the level under way is drained and the sweep ends with
     /// [`Error::Stopped`].
     pub stop: Option<tokio_util::sync::CancellationToken>,
+    /// When a level has been measured enough.
+    pub until: Until,
+    /// A binary search's first level, an index into the load's values (tune starts a
+    /// candidate where a similar one's best was); `None`: the range's first.
+    pub start_at: Option<usize>,
+}
+
+/// When a level has been measured enough.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Until {
+    /// perf_analyzer's rule: the last three windows agree within `stability_percent`.
+    #[default]
+    Stable,
+    /// tune's rule (needs a budget): as soon as the level is clearly over the budget,
+    /// clearly below `beat` features/s, or its throughput is known within `precision`
+    /// (a fraction of it); see `perf/decide.rs`. A binary search then also ends at a
+    /// level over the budget below `beat`: no load of the range can beat it within the
+    /// budget (less load, less throughput; more, more latency).
+    Decided { beat: f64, precision: f64 },
 }
 
 impl Default for PerfConfig {
@@ -136,6 +156,8 @@ impl Default for PerfConfig {
             requests_log: None,
             metrics: None,
             stop: None,
+            until: Until::Stable,
+            start_at: None,
         }
     }
 }
@@ -223,10 +245,13 @@ pub struct ClientBreakdown {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelResult {
     pub level: Level,
-    /// The last three windows agreed within the stability tolerance.
+    /// The level's rule ended it ([`Until`]: three windows agreed, or tune's rule
+    /// decided), not the most windows allowed.
     pub stable: bool,
     /// Windows measured.
     pub trials: usize,
+    /// Each window's features per second, in order (the spread of a level).
+    pub window_features_per_s: Vec<f64>,
     /// Length of the reported windows.
     pub window_s: f64,
     pub requests: u64,
@@ -371,6 +396,9 @@ async fn sweep_levels(
         Load::RequestRate { rates, .. } => rates.iter().map(|&r| Level::RequestRate(r)).collect(),
     };
     let mut plan = Plan::new(levels.len(), config.budget.as_ref());
+    if let Some(start) = config.start_at {
+        plan = plan.starting_at(start);
+    }
     let mut results = Vec::with_capacity(plan.most_levels());
     while let Some(i) = plan.next() {
         if stopped() {
@@ -429,8 +457,16 @@ async fn sweep_levels(
             }
             result.metrics = Some(span);
         }
-        plan.record(i, result.budget.is_some_and(|b| b.within));
+        let within = result.budget.is_some_and(|b| b.within);
+        plan.record(i, within);
+        let cannot_win = match config.until {
+            Until::Decided { beat, .. } => !within && result.features_per_s < beat,
+            Until::Stable => false,
+        };
         results.push(result);
+        if cannot_win {
+            break;
+        }
     }
     Ok(results)
 }

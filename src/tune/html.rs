@@ -42,9 +42,14 @@ pub fn render(r: &Report) -> Vec<u8> {
                 "best",
                 match best {
                     Some(b) => format!(
-                        "#{b}: {} ({:.1} features/s)",
+                        "#{b}: {} ({:.1} features/s{})",
                         r.candidates[b].shown().describe(),
-                        r.candidates[b].score()
+                        r.best_score(b),
+                        if r.remeasured.is_empty() {
+                            ""
+                        } else {
+                            ", measured again"
+                        }
                     ),
                     None => "none kept the budget".into(),
                 },
@@ -87,6 +92,7 @@ pub fn render(r: &Report) -> Vec<u8> {
             &latency_head,
             "budget",
             "pareto",
+            "measured again: features/s (windows)",
             "error",
         ],
         &rows,
@@ -121,6 +127,15 @@ fn row(i: usize, c: &Candidate, on_front: bool) -> Vec<Cell> {
         } else {
             String::new()
         }),
+        Cell::Text(c.remeasured.as_ref().map_or(String::new(), |m| {
+            format!(
+                "{:.1} ({:.1} to {:.1}){}",
+                m.features_per_s(),
+                m.spread[0],
+                m.spread[1],
+                if m.within_budget { "" } else { ", over" }
+            )
+        })),
         Cell::Text(c.error.clone().unwrap_or_default()),
     ]
 }

@@ -13,6 +13,18 @@
 //!   level). A candidate that fails at any step is kept with its status and the
 //!   server's message, and the search goes on (a failed load leaves the previous
 //!   configuration serving).
+//! - Measurement goes where it decides something: a candidate's binary search starts at
+//!   the load where the best so far kept the budget; a level ends as soon as tune's rule
+//!   decides it (`perf::Until::Decided`: clearly over the budget, clearly below the best
+//!   so far, or its throughput known within [`PRECISION`]); a candidate over the budget
+//!   at a load whose throughput is below the best's is `cut` (no load can make it win);
+//!   a candidate that would serve as one measured (another max batch size without
+//!   dynamic batching, for requests no larger than both) is `skipped`, not loaded.
+//!   `exhaustive` measures every point (levels still end by the rule).
+//! - Before the best is named, the best `remeasure` candidates of the search are
+//!   measured again at their concurrency, in [`REMEASURE_ROUNDS`] rounds in alternating
+//!   order (A B C, then C B A); the best is the highest re-measured throughput of those
+//!   that kept the budget in every round.
 //! - The order of the candidates is [`search`]'s. A model without a batch dimension
 //!   (max batch size 0) has only its instance count searched. A stop (the token) ends the search
 //!   after the level under way is drained.
@@ -53,12 +65,33 @@ pub enum Workload {
     Text(perf::Requests),
 }
 
+/// The precision at which tune's rule ends a level: the 95% interval of its throughput
+/// within this fraction of it.
+pub const PRECISION: f64 = 0.05;
+
+/// Rounds of the re-measurement of the best candidates.
+pub const REMEASURE_ROUNDS: usize = 2;
+
+/// Where a run stands, for progress lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Standing {
+    /// Candidates done (measured, cut, skipped or failed).
+    pub done: usize,
+    /// The best so far within the budget: its index and features per second.
+    pub best: Option<(usize, f64)>,
+    /// A rough estimate of the time left (the search's pace so far times the candidates
+    /// it may still measure, and the re-measurement).
+    pub left: std::time::Duration,
+}
+
 /// Progress callbacks (the library never prints).
 pub trait TuneProgress: PerfProgress {
     /// Candidate `index` is about to be loaded (or, for 0, measured as found).
     fn candidate(&self, _index: usize, _settings: &Settings) {}
     /// Candidate `index` is done.
-    fn done(&self, _index: usize, _candidate: &Candidate) {}
+    fn done(&self, _index: usize, _candidate: &Candidate, _standing: &Standing) {}
+    /// Candidate `index` is about to be measured again (round `round`, from 0).
+    fn remeasure(&self, _round: usize, _index: usize) {}
     /// The original (or, with `keep_best`, the best) is being put back.
     fn putting_back(&self) {}
 }
@@ -75,6 +108,9 @@ pub struct Tune<'a> {
     pub perf: PerfConfig,
     pub space: Space,
     pub exhaustive: bool,
+    /// How many of the best candidates are measured again before the best is named (0:
+    /// none).
+    pub remeasure: usize,
     pub keep_best: bool,
     pub output_dir: &'a Path,
     pub stop: CancellationToken,
@@ -132,10 +168,24 @@ impl Tune<'_> {
                 self.model
             ));
         }
-        let (candidates, mut error, panicked) =
+        let (mut candidates, mut error, mut panicked) =
             self.search(rt, &original, &baseline, &space, &record.marker, progress);
         if error.is_none() && self.stop.is_cancelled() {
             error = Some(Error::Stopped);
+        }
+        let mut remeasured = Vec::new();
+        if error.is_none() && panicked.is_none() {
+            let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.remeasure(rt, &original, &mut candidates, &record.marker, progress)
+            }));
+            match again {
+                Ok(Ok(indexes)) => remeasured = indexes,
+                Ok(Err(e)) => error = Some(e),
+                Err(payload) => {
+                    error = Some(Error::Config("the re-measurement panicked".into()));
+                    panicked = Some(payload);
+                }
+            }
         }
         let mut report = Report {
             model: self.model.to_string(),
@@ -150,7 +200,16 @@ impl Tune<'_> {
             restored: false,
             kept_best: false,
             warnings,
+            remeasured,
         };
+        if !report.remeasured.is_empty() && report.best().is_none() {
+            report.warnings.push(
+                "every candidate measured again went over the budget in a round: no best is \
+                 named (a budget this close to the candidates' latency needs longer windows, \
+                 or a larger --remeasure)"
+                    .into(),
+            );
+        }
         progress.putting_back();
         let put_back = self.put_back(rt, &original, &mut report, error.is_none());
         let recorded = match put_back {
@@ -202,19 +261,33 @@ impl Tune<'_> {
     ) {
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut error: Option<Error> = None;
+        let started = std::time::Instant::now();
+        let expected = self.expected_candidates(space, baseline);
+        let standing = |candidates: &[Candidate]| Standing {
+            done: candidates.len(),
+            best: best_so_far(candidates),
+            left: self.time_left(started.elapsed(), candidates.len(), expected),
+        };
         let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             search::search(baseline, space, self.exhaustive, |s| {
                 if self.stop.is_cancelled() {
                     return Step::Stop;
                 }
                 let index = candidates.len();
+                let best = best_so_far(&candidates);
+                if let Some((c, score)) = self.skip(s, &candidates) {
+                    candidates.push(c);
+                    progress.done(index, &candidates[index], &standing(&candidates));
+                    return Step::Score(score);
+                }
                 progress.candidate(index, s);
-                match self.measure(rt, original, s, index == 0, marker, progress) {
+                let perf = self.candidate_perf(best.map(|(i, _)| &candidates[i]));
+                match self.measure(rt, original, s, index == 0, marker, &perf, progress) {
                     Ok(c) => {
-                        progress.done(index, &c);
                         let stopped = c.status == "stopped";
                         let score = c.score();
                         candidates.push(c);
+                        progress.done(index, &candidates[index], &standing(&candidates));
                         if stopped {
                             Step::Stop
                         } else {
@@ -294,6 +367,7 @@ impl Tune<'_> {
     /// Loads (unless `found`) and sweeps one candidate. An `Err` ends the run: the
     /// server is gone or the sweep cannot be set up; anything a candidate alone caused
     /// is its status.
+    #[allow(clippy::too_many_arguments)]
     fn measure(
         &self,
         rt: &tokio::runtime::Runtime,
@@ -301,6 +375,7 @@ impl Tune<'_> {
         s: &Settings,
         found: bool,
         marker: &str,
+        perf: &PerfConfig,
         progress: &dyn TuneProgress,
     ) -> Result<Candidate> {
         let mut c = Candidate {
@@ -309,6 +384,7 @@ impl Tune<'_> {
             status: "measured",
             error: None,
             level: None,
+            remeasured: None,
         };
         if found {
             c.served = Some(s.clone());
@@ -324,6 +400,219 @@ impl Tune<'_> {
             }
             self.check_same_server(rt, marker)?;
         }
+        match self.sweep(rt, perf, progress) {
+            Ok(levels) => {
+                c.level = Candidate::pick(levels);
+                if let (Some(l), perf::Until::Decided { beat, .. }) = (&c.level, perf.until) {
+                    if !c.within_budget() && l.features_per_s < beat {
+                        c.status = "cut";
+                        c.error = Some(format!(
+                            "over the budget at {} with {:.1} features/s, below the best so \
+                             far ({beat:.1}): less load gives less throughput, more gives \
+                             more latency",
+                            l.level, l.features_per_s
+                        ));
+                    }
+                }
+            }
+            Err(Error::Stopped) => c.status = "stopped",
+            Err(e @ (Error::Unavailable { .. } | Error::NoServer { .. })) => return Err(e),
+            Err(e) => {
+                c.status = "failed";
+                c.error = Some(e.to_string());
+            }
+        }
+        Ok(c)
+    }
+
+    /// A candidate's sweep: tune's rule to end levels, to beat the best so far, its
+    /// binary search started where the best kept the budget.
+    fn candidate_perf(&self, best: Option<&Candidate>) -> PerfConfig {
+        let beat = best.map_or(0.0, Candidate::score);
+        let start_at = match (&self.perf.load, best.and_then(|b| b.level.as_ref())) {
+            (perf::Load::Concurrency(values), Some(l)) => match l.level {
+                perf::Level::Concurrency(n) => values.iter().position(|&v| v == n),
+                perf::Level::RequestRate(_) => None,
+            },
+            _ => None,
+        };
+        PerfConfig {
+            until: perf::Until::Decided {
+                beat,
+                precision: PRECISION,
+            },
+            start_at,
+            ..self.perf.clone()
+        }
+    }
+
+    /// `s` as a skipped candidate, with the score of the one it would serve as, when it
+    /// would serve as one measured: without dynamic batching the server runs each
+    /// request alone, so the max batch size changes nothing for requests no larger than
+    /// it (the exhaustive search skips nothing).
+    fn skip(&self, s: &Settings, measured: &[Candidate]) -> Option<(Candidate, f64)> {
+        let rows = match &self.workload {
+            Workload::Tokens { batches, .. } => batches.first().map(|b| b.features.len())?,
+            Workload::Text(_) => return None,
+        };
+        if self.exhaustive || s.dynamic.is_some() || s.max_batch_size < rows {
+            return None;
+        }
+        let (i, same) = measured.iter().enumerate().find(|(_, c)| {
+            let m = c.shown();
+            c.status == "measured"
+                && m.dynamic.is_none()
+                && m.instances == s.instances
+                && m.max_batch_size >= rows
+        })?;
+        let skipped = Candidate {
+            settings: s.clone(),
+            served: None,
+            status: "skipped",
+            error: Some(format!(
+                "serves as #{i} ({}): without dynamic batching each request of {rows} \
+                 runs alone, whatever the max batch size",
+                same.shown().describe()
+            )),
+            level: None,
+            remeasured: None,
+        };
+        Some((skipped, same.score()))
+    }
+
+    /// About how many candidates the search measures: the first pass over each setting,
+    /// and a round of neighbours (the exhaustive search: the grid).
+    fn expected_candidates(&self, space: &Space, start: &Settings) -> usize {
+        if self.exhaustive {
+            return 1 + space.grid(start).len();
+        }
+        let firsts = space.max_batch_sizes.len()
+            + space.delays_us.len()
+            + space.instances.len()
+            + space.preferred.len();
+        1 + firsts + 4
+    }
+
+    /// The time left at the pace so far: the candidates still expected and the
+    /// re-measurement's rounds, each as long as a candidate took on average.
+    fn time_left(
+        &self,
+        elapsed: std::time::Duration,
+        done: usize,
+        expected: usize,
+    ) -> std::time::Duration {
+        let per = elapsed / done.max(1) as u32;
+        let more = expected
+            .saturating_sub(done)
+            .max(usize::from(!self.exhaustive));
+        per * (more + self.remeasure * REMEASURE_ROUNDS / 2) as u32
+    }
+
+    /// Measures the best `remeasure` candidates again, in alternating rounds, each at
+    /// the concurrency of its reported level; returns their indexes, best first.
+    fn remeasure(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        candidates: &mut [Candidate],
+        marker: &str,
+        progress: &dyn TuneProgress,
+    ) -> Result<Vec<usize>> {
+        let mut top: Vec<usize> = (0..candidates.len())
+            .filter(|&i| candidates[i].status == "measured" && candidates[i].within_budget())
+            .collect();
+        top.sort_by(|&a, &b| candidates[b].score().total_cmp(&candidates[a].score()));
+        top.truncate(self.remeasure);
+        if top.is_empty() {
+            return Ok(top);
+        }
+        let mut rounds: Vec<Vec<(f64, bool, Vec<f64>)>> = vec![Vec::new(); candidates.len()];
+        for round in 0..REMEASURE_ROUNDS {
+            // A B C, then C B A: the last of a round need not be loaded again.
+            let order: Vec<usize> = if round % 2 == 0 {
+                top.clone()
+            } else {
+                top.iter().rev().copied().collect()
+            };
+            for (k, &i) in order.iter().enumerate() {
+                if self.stop.is_cancelled() {
+                    return Err(Error::Stopped);
+                }
+                progress.remeasure(round, i);
+                let loaded = round > 0 && k == 0;
+                if !loaded && !self.load_again(rt, original, &candidates[i], i, marker)? {
+                    continue;
+                }
+                let level = candidates[i].level.as_ref().map(|l| l.level);
+                let Some(perf::Level::Concurrency(n)) = level else {
+                    continue;
+                };
+                let perf = PerfConfig {
+                    load: perf::Load::Concurrency(vec![n]),
+                    until: perf::Until::Decided {
+                        beat: 0.0,
+                        precision: PRECISION,
+                    },
+                    start_at: None,
+                    ..self.perf.clone()
+                };
+                let levels = self.sweep(rt, &perf, progress)?;
+                if let Some(l) = levels.into_iter().next() {
+                    let within = l.budget.is_some_and(|b| b.within);
+                    rounds[i].push((l.features_per_s, within, l.window_features_per_s));
+                }
+            }
+        }
+        for &i in &top {
+            let r = &rounds[i];
+            if r.is_empty() {
+                continue;
+            }
+            let windows = r.iter().flat_map(|x| x.2.iter().copied());
+            let (lo, hi) = windows.fold((f64::INFINITY, 0.0f64), |(lo, hi), w| {
+                (lo.min(w), hi.max(w))
+            });
+            candidates[i].remeasured = Some(report::Remeasured {
+                rounds: r.iter().map(|x| x.0).collect(),
+                spread: [lo.min(hi), hi],
+                within_budget: r.iter().all(|x| x.1),
+            });
+        }
+        Ok(top)
+    }
+
+    /// Loads candidate `c` (index `i`; 0 is the configuration found) again for its
+    /// re-measurement; false when the server refused it now (it is then not
+    /// re-measured).
+    fn load_again(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        c: &Candidate,
+        i: usize,
+        marker: &str,
+    ) -> Result<bool> {
+        if i == 0 {
+            rt.block_on(self.control.restore(original))?;
+            return Ok(true);
+        }
+        let wanted = config::candidate(original, &c.settings, Some(marker));
+        match rt.block_on(self.control.apply(&wanted, &c.settings, Some(marker)))? {
+            Ok(_) => {
+                self.check_same_server(rt, marker)?;
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Sweeps the model as it is loaded now under `perf`.
+    fn sweep(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        perf: &PerfConfig,
+        progress: &dyn TuneProgress,
+    ) -> Result<Vec<perf::LevelResult>> {
         let servers = perf::Servers::one(self.server.clone());
         let requests = match &self.workload {
             Workload::Tokens { batches, overrides } => {
@@ -337,21 +626,21 @@ impl Tune<'_> {
             }
             Workload::Text(requests) => Ok(requests.clone()),
         };
-        let swept = match requests {
-            Ok(requests) => rt.block_on(perf::sweep(&servers, &requests, &self.perf, progress)),
-            Err(e) => Err(e),
-        };
-        match swept {
-            Ok((levels, _)) => c.level = Candidate::pick(levels),
-            Err(Error::Stopped) => c.status = "stopped",
-            Err(e @ (Error::Unavailable { .. } | Error::NoServer { .. })) => return Err(e),
-            Err(e) => {
-                c.status = "failed";
-                c.error = Some(e.to_string());
-            }
-        }
-        Ok(c)
+        let requests = requests?;
+        let (levels, _) = rt.block_on(perf::sweep(&servers, &requests, perf, progress))?;
+        Ok(levels)
     }
+}
+
+/// The best candidate so far within the budget: its index and score.
+fn best_so_far(candidates: &[Candidate]) -> Option<(usize, f64)> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, c) in candidates.iter().enumerate() {
+        if c.within_budget() && best.is_none_or(|(_, b)| c.score() > b) {
+            best = Some((i, c.score()));
+        }
+    }
+    best
 }
 
 /// `tune --restore`: puts back the original recorded in `dir` through `control`

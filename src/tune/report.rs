@@ -15,12 +15,38 @@ pub struct Candidate {
     pub settings: Settings,
     /// As the server reported it once loaded (`None`: not loaded).
     pub served: Option<Settings>,
-    /// `measured`, `failed_to_load`, `not_applied`, `not_ready`, `failed` (a request of
-    /// its sweep failed), `stopped`.
+    /// `measured`, `cut` (measured until it was clear it cannot beat the best so far),
+    /// `skipped` (it would serve as one measured: not loaded), `failed_to_load`,
+    /// `not_applied`, `not_ready`, `failed` (a request of its sweep failed), `stopped`.
     pub status: &'static str,
+    /// What went wrong, or why it was cut or skipped.
     pub error: Option<String>,
     /// The level reported: the largest load within the budget, else the first measured.
     pub level: Option<LevelResult>,
+    /// Its figures when measured again among the best, before the best was named.
+    pub remeasured: Option<Remeasured>,
+}
+
+/// A candidate measured again at its concurrency, in rounds alternating with the other
+/// best candidates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remeasured {
+    /// Each round's features per second, in order.
+    pub rounds: Vec<f64>,
+    /// The lowest and the highest window's features per second over the rounds.
+    pub spread: [f64; 2],
+    /// Every round kept the budget.
+    pub within_budget: bool,
+}
+
+impl Remeasured {
+    /// The mean of the rounds.
+    pub fn features_per_s(&self) -> f64 {
+        match self.rounds.len() {
+            0 => 0.0,
+            n => self.rounds.iter().sum::<f64>() / n as f64,
+        }
+    }
 }
 
 impl Candidate {
@@ -72,12 +98,29 @@ pub struct Report {
     /// `--keep-best`: the best is left loaded.
     pub kept_best: bool,
     pub warnings: Vec<String>,
+    /// The candidates measured again before the best was named, best of the search
+    /// first (empty: none were).
+    pub remeasured: Vec<usize>,
 }
 
 impl Report {
-    /// The best candidate within the budget (the highest throughput; the earlier on a
-    /// tie, so the configuration found wins ties).
+    /// The best candidate within the budget: of the re-measured ones when there are,
+    /// the highest re-measured throughput of those that kept the budget in every round;
+    /// else the highest throughput of the search (the earlier on a tie, so the
+    /// configuration found wins ties).
     pub fn best(&self) -> Option<usize> {
+        if !self.remeasured.is_empty() {
+            let mut best: Option<(usize, f64)> = None;
+            for &i in &self.remeasured {
+                let Some(r) = self.candidates[i].remeasured.as_ref() else {
+                    continue;
+                };
+                if r.within_budget && best.is_none_or(|(_, b)| r.features_per_s() > b) {
+                    best = Some((i, r.features_per_s()));
+                }
+            }
+            return best.map(|(i, _)| i);
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.candidates.iter().enumerate() {
             if c.within_budget() && best.is_none_or(|b| c.score() > self.candidates[b].score()) {
@@ -85,6 +128,14 @@ impl Report {
             }
         }
         best
+    }
+
+    /// Candidate `i`'s throughput as the best is named by: re-measured, else the search's.
+    pub fn best_score(&self, i: usize) -> f64 {
+        let c = &self.candidates[i];
+        c.remeasured
+            .as_ref()
+            .map_or(c.score(), Remeasured::features_per_s)
     }
 
     /// Candidates no other beats on both throughput and latency at the budget's
@@ -133,6 +184,8 @@ pub struct TuneJson<'a> {
     pub restored: bool,
     pub kept_best: bool,
     pub warnings: &'a [String],
+    /// Indexes of the candidates measured again before the best was named.
+    pub remeasured: &'a [usize],
 }
 
 #[derive(Debug, Serialize)]
@@ -153,6 +206,18 @@ pub struct CandidateJson<'a> {
     /// Per request: the server's queue and compute times (`null`: not reported).
     pub server_ms: Option<ServerJson>,
     pub metrics: Option<MetricsJson<'a>>,
+    pub within_budget: bool,
+    /// Measured again among the best (`null`: not).
+    pub remeasured: Option<RemeasuredJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RemeasuredJson {
+    /// The mean of the rounds.
+    pub features_per_s: f64,
+    /// The lowest and highest window's features per second.
+    pub spread: [f64; 2],
+    pub rounds: Vec<f64>,
     pub within_budget: bool,
 }
 
@@ -240,6 +305,12 @@ fn candidate(c: &Candidate) -> CandidateJson<'_> {
         }),
         metrics: l.and_then(|l| l.metrics.as_ref()).map(metrics),
         within_budget: c.within_budget(),
+        remeasured: c.remeasured.as_ref().map(|r| RemeasuredJson {
+            features_per_s: r6(r.features_per_s()),
+            spread: r.spread.map(r6),
+            rounds: r.rounds.iter().copied().map(r6).collect(),
+            within_budget: r.within_budget,
+        }),
     }
 }
 
@@ -263,6 +334,7 @@ pub fn render_json(report: &Report) -> TuneJson<'_> {
         restored: report.restored,
         kept_best: report.kept_best,
         warnings: &report.warnings,
+        remeasured: &report.remeasured,
     }
 }
 
@@ -343,24 +415,43 @@ pub fn render_text(report: &Report) -> String {
         }
     }
     out.push('\n');
+    if !report.remeasured.is_empty() {
+        out.push_str("measured again in alternation before naming the best:\n");
+        for &i in &report.remeasured {
+            if let Some(r) = &report.candidates[i].remeasured {
+                out.push_str(&format!(
+                    "  #{i}: {:.1} features/s (windows {:.1} to {:.1}){}\n",
+                    r.features_per_s(),
+                    r.spread[0],
+                    r.spread[1],
+                    if r.within_budget {
+                        ""
+                    } else {
+                        ", over the budget"
+                    }
+                ));
+            }
+        }
+    }
     match best {
         Some(0) => out.push_str(&format!(
             "best: the configuration found ({}) serves best within the budget: {:.1} features/s\n",
             report.candidates[0].shown().describe(),
-            report.candidates[0].score()
+            report.best_score(0)
         )),
         Some(b) => {
             let c = &report.candidates[b];
             let base = report.candidates.first().map_or(0.0, Candidate::score);
+            let score = report.best_score(b);
             let gain = if base > 0.0 {
-                format!(" ({:.2}x the configuration found)", c.score() / base)
+                format!(" ({:.2}x the configuration found)", score / base)
             } else {
                 " (the configuration found kept no level within the budget)".into()
             };
             out.push_str(&format!(
                 "best: #{b}, {}: {:.1} features/s within the budget{gain}\n",
                 c.shown().describe(),
-                c.score()
+                score
             ));
         }
         None => out.push_str("best: none: no candidate kept a level within the budget\n"),
@@ -416,6 +507,7 @@ mod tests {
             status: "measured",
             error: None,
             level: Some(l),
+            remeasured: None,
         }
     }
 
@@ -442,6 +534,7 @@ mod tests {
             restored: true,
             kept_best: false,
             warnings: Vec::new(),
+            remeasured: Vec::new(),
         }
     }
 
@@ -470,5 +563,47 @@ mod tests {
         assert_eq!(v["candidates"][2]["status"], "failed_to_load");
         assert_eq!(v["candidates"][2]["throughput"], Value::Null);
         assert_eq!(v["baseline"]["throughput"]["features_per_s"], 50.0);
+        assert_eq!(v["candidates"][1]["remeasured"], Value::Null);
+    }
+
+    /// Re-measured, the second of the search beats the first; one over the budget in a
+    /// round drops out.
+    #[test]
+    fn the_best_is_named_by_the_remeasured_figures() {
+        let mut r = report();
+        let again = |rounds: Vec<f64>, within_budget| Remeasured {
+            spread: [rounds[0] - 5.0, rounds[1] + 5.0],
+            rounds,
+            within_budget,
+        };
+        r.candidates[1].remeasured = Some(again(vec![380.0, 390.0], true));
+        r.candidates[4].remeasured = Some(again(vec![395.0, 405.0], true));
+        r.candidates[0].remeasured = Some(again(vec![900.0, 910.0], false));
+        r.remeasured = vec![1, 4, 0];
+        assert_eq!(r.best(), Some(4));
+        assert_eq!(r.best_score(4), 400.0);
+        let text = render_text(&r);
+        assert!(
+            text.contains("  #4: 400.0 features/s (windows 390.0 to 410.0)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  #0: 905.0 features/s (windows 895.0 to 915.0), over the budget\n"),
+            "{text}"
+        );
+        assert!(text.contains("best: #4, max batch 16"), "{text}");
+        let v = serde_json::to_value(render_json(&r)).unwrap();
+        assert_eq!(v["best_index"], 4);
+        assert_eq!(v["remeasured"], serde_json::json!([1, 4, 0]));
+        assert_eq!(
+            v["candidates"][4]["remeasured"]["spread"],
+            serde_json::json!([390.0, 410.0])
+        );
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/tune.schema.json")).unwrap();
+        assert!(
+            jsonschema::validator_for(&schema).unwrap().is_valid(&v),
+            "{v:#}"
+        );
     }
 }

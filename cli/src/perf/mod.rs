@@ -179,9 +179,7 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         warmup: args.load.warmup,
         max_inflight: args.max_inflight.max(1),
         shared_memory: args.load.shared_memory.into(),
-        requests_log: None,
-        metrics: None,
-        stop: None,
+        ..PerfConfig::default()
     })
 }
 

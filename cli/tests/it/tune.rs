@@ -141,16 +141,38 @@ fn tune_finds_twice_a_poor_configurations_throughput_and_its_config_confirms_it(
         "best {best}\nbaseline {baseline}"
     );
     assert!(best["config"]["dynamic_batching"].is_object(), "{best}");
-    assert!(v["pareto"].as_array().unwrap().contains(&v["best_index"]));
-    // Half the grid's 16 points, the found configuration aside, at most.
+    assert!(!v["pareto"].as_array().unwrap().is_empty());
+    // Half the grid's 16 points, the found configuration aside, at most; max batch 32
+    // without dynamic batching serves as the 8 found: skipped, not loaded.
     let candidates = v["candidates"].as_array().unwrap();
     assert!(candidates.len() <= 1 + 8, "{} candidates", candidates.len());
-    assert!(candidates.iter().all(|c| c["status"] == "measured"), "{v}");
+    let status = |s: &str| candidates.iter().filter(|c| c["status"] == s).count();
+    assert_eq!(status("skipped"), 1, "{v}");
+    assert_eq!(
+        status("measured") + status("cut") + 1,
+        candidates.len(),
+        "{v}"
+    );
+    // The best few measured again in alternation; the best named by those figures.
+    let remeasured = v["remeasured"].as_array().unwrap();
+    assert!(!remeasured.is_empty() && remeasured.len() <= 3, "{v}");
+    assert!(remeasured.contains(&v["best_index"]), "{v}");
+    for i in remeasured {
+        let r = &candidates[i.as_u64().unwrap() as usize]["remeasured"];
+        assert_eq!(r["rounds"].as_array().unwrap().len(), 2, "{r}");
+        let (lo, hi) = (
+            r["spread"][0].as_f64().unwrap(),
+            r["spread"][1].as_f64().unwrap(),
+        );
+        let mean = r["features_per_s"].as_f64().unwrap();
+        assert!(0.0 < lo && lo <= mean && mean <= hi, "{r}");
+    }
+    assert_eq!(best["remeasured"]["within_budget"], true, "{best}");
     // The page: a point per candidate, the best ringed, the budget line.
     let dom = rendered(&html);
     assert_eq!(
         dom.matches("<circle class=\"candidate\"").count(),
-        candidates.len()
+        candidates.len() - status("skipped")
     );
     assert_eq!(dom.matches("<circle class=\"best\"").count(), 1);
     assert!(dom.contains("<line class=\"budget\""));
@@ -300,9 +322,10 @@ fn a_candidate_that_fails_to_load_is_reported_and_the_original_is_back() {
         .iter()
         .filter(|c| c["status"] == "failed_to_load")
         .collect();
-    // Every candidate of max batch size 16, and only those, with the server's words.
+    // Every candidate of max batch size 16 that was loaded, and only those, with the
+    // server's words (without dynamic batching, 16 serves as the 8 found: skipped).
     assert!(!failed.is_empty(), "{v}");
-    for c in candidates {
+    for c in candidates.iter().filter(|c| c["status"] != "skipped") {
         assert_eq!(
             c["status"] == "failed_to_load",
             c["config"]["max_batch_size"] == 16,
@@ -562,16 +585,21 @@ struct PanicAt(usize);
 impl bertqa::perf::PerfProgress for PanicAt {}
 
 impl bertqa::tune::TuneProgress for PanicAt {
-    fn done(&self, index: usize, _candidate: &bertqa::tune::report::Candidate) {
+    fn done(
+        &self,
+        index: usize,
+        _candidate: &bertqa::tune::report::Candidate,
+        _standing: &bertqa::tune::Standing,
+    ) {
         if index == self.0 {
             panic!("injected at candidate {index}");
         }
     }
 }
 
-/// A panic inside the search (here a progress callback's, once the second candidate is
-/// loaded and measured, through the library's `Tune`) still puts the original back
-/// before it goes on.
+/// A panic inside the search (here a progress callback's, once candidate 2 is loaded
+/// and measured, through the library's `Tune`; candidate 1, max batch 32 without
+/// dynamic batching, is skipped) still puts the original back before it goes on.
 #[test]
 fn a_panic_inside_the_search_puts_the_original_back() {
     use bertqa::backend::{describe, Binding, ClientConfig, Protocol};
@@ -634,18 +662,19 @@ fn a_panic_inside_the_search_puts_the_original_back() {
             preferred: vec![],
         },
         exhaustive: false,
+        remeasure: 0,
         keep_best: false,
         output_dir: tmp.path(),
         stop: Default::default(),
     };
     let caught =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tune.run(&rt, &PanicAt(1))));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tune.run(&rt, &PanicAt(2))));
     let payload = caught.err().expect("the panic goes on");
     let said = payload
         .downcast_ref::<String>()
         .cloned()
         .unwrap_or_default();
-    assert_eq!(said, "injected at candidate 1");
+    assert_eq!(said, "injected at candidate 2");
     assert_eq!(config(model), before);
     let (state, _) = bertqa::tune::state::read(tmp.path()).unwrap();
     assert!(state.restored, "the state says the original is back");

@@ -202,6 +202,7 @@ pub(crate) mod sample {
             level,
             stable: true,
             trials: 3,
+            window_features_per_s: vec![infer_per_s; 3],
             window_s: 1.5,
             requests: 150,
             features: 300,
