@@ -13,7 +13,8 @@
 #      (default 3): the wall time of each (target <= 300 s), the configuration each names
 #      and its re-measured throughput (target: the RUNS within 5% of each other);
 #   2. $BERTQA_TUNE_BEFORE, when set (a bertqa binary of the commit before), the same
-#      default search once: today's figure beside the new one;
+#      default search once, stopped after $BERTQA_TUNE_BEFORE_LIMIT s (default 1800; tune
+#      puts the original back on the signal): today's figure beside the new one;
 #   3. the exhaustive grid once (--exhaustive, 500 ms windows, no re-measurement): its best;
 #   4. the grid's best and the first default run's best measured again in alternation,
 #      three times each (loaded through the repository API, `bertqa perf` at the
@@ -52,8 +53,16 @@ for i in $(seq "$RUNS"); do
   tune_run "default-$i" "$BQ"
 done
 if [ -n "${BERTQA_TUNE_BEFORE:-}" ]; then
-  log "2. the default search of $BERTQA_TUNE_BEFORE"
-  tune_run before "$BERTQA_TUNE_BEFORE"
+  LIMIT="${BERTQA_TUNE_BEFORE_LIMIT:-1800}"
+  log "2. the default search of $BERTQA_TUNE_BEFORE (at most $LIMIT s)"
+  start="$(date +%s)"
+  if timeout "$LIMIT" "$BERTQA_TUNE_BEFORE" tune "${USER_ARGS[@]}" --output-dir "$WORK/before" \
+    > "$BENCH_DIR/tune-before.json" 2> "$WORK/before.err"; then
+    echo "before $(( $(date +%s) - start ))" >> "$WORK/walls"
+  else
+    echo "before-unfinished $(( $(date +%s) - start ))" >> "$WORK/walls"
+    grep -c '^candidate [0-9]*: [0-9.]* features/s' "$WORK/before.err" > "$WORK/before-candidates" || true
+  fi
 fi
 log "3. the exhaustive grid"
 tune_run exhaustive "$BQ" --exhaustive --remeasure 0 --measurement-interval-ms 500
@@ -129,6 +138,10 @@ if "before" in walls:
     b = load("before")
     print(f"the commit before: {walls['before']:>4} s, {len(b['candidates'])} candidates; "
           f"best {json.dumps(b['best']['config'] if b['best'] else None)}")
+elif "before-unfinished" in walls:
+    done = open(f"{work}/before-candidates").read().strip() or "?"
+    print(f"the commit before: stopped unfinished after {walls['before-unfinished']} s, "
+          f"{done} candidates measured by then")
 cfg, conc, fps = named(grid)
 print(f"exhaustive grid: {walls['exhaustive']:>4} s, {len(grid['candidates'])} candidates; best "
       f"{json.dumps(cfg)} at concurrency {conc}: {fps:.1f} features/s (found once)")
@@ -138,7 +151,8 @@ figures = [named(d)[2] for d in defaults]
 slowest = max(int(walls[f"default-{i}"]) for i in range(1, runs + 1))
 print(json.dumps({
     "default_wall_s": [int(walls[f"default-{i}"]) for i in range(1, runs + 1)],
-    "before_wall_s": int(walls["before"]) if "before" in walls else None,
+    "before_wall_s": int(walls.get("before", walls.get("before-unfinished", 0))) or None,
+    "before_finished": "before" in walls if "before" in walls or "before-unfinished" in walls else None,
     "target_wall_s": 300, "wall_met": slowest <= 300,
     "default_over_grid": round(mean(again["default"]) / mean(again["grid"]), 3),
     "target_default_over_grid": 0.95,

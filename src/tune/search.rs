@@ -9,7 +9,10 @@
 //!   varies one setting at a time, in the order max batch size, queue delay, instances,
 //!   preferred sizes, each time moving to the best found; then it measures the best's
 //!   neighbours (the next smaller and larger value of each setting in its list) and
-//!   moves, until no neighbour is better. A point is measured once.
+//!   moves, until no neighbour is better. A point is measured once. It moves only to a
+//!   point that scores more than [`MOVE_MARGIN`] above the current one: smaller
+//!   differences are within a measurement's noise, and the caller measures the best few
+//!   again before naming one.
 //! - The exhaustive search measures the current configuration, then every point of the
 //!   grid in order.
 //! - The caller may stop the search at any point ([`Step::Stop`]): nothing more is
@@ -43,6 +46,10 @@ enum Dim {
 }
 
 const DIMS: [Dim; 4] = [Dim::MaxBatch, Dim::Delay, Dim::Instances, Dim::Preferred];
+
+/// How much better (a fraction of the current score) a point must score for the search
+/// to move to it.
+pub const MOVE_MARGIN: f64 = 0.03;
 
 /// Most rounds of the neighbourhood search (each moves to a strictly better point, so
 /// it ends anyway; this bounds a noisy climb).
@@ -239,19 +246,25 @@ pub(crate) fn search(
     seen
 }
 
-/// The best point seen: `current` unless another scored strictly higher.
+/// The point to move to: the best seen when it scores more than [`MOVE_MARGIN`] above
+/// `current`, else `current`.
 fn best_of(
     seen: &[(Settings, f64)],
     current: &Settings,
     score: &impl Fn(&[(Settings, f64)], &Settings) -> f64,
 ) -> Settings {
-    let mut best = (current.clone(), score(seen, current));
+    let here = score(seen, current);
+    let mut best = (current.clone(), here);
     for (s, v) in seen {
         if *v > best.1 {
             best = (s.clone(), *v);
         }
     }
-    best.0
+    if best.1 > here * (1.0 + MOVE_MARGIN) || here == f64::NEG_INFINITY {
+        best.0
+    } else {
+        current.clone()
+    }
 }
 
 #[cfg(test)]
@@ -352,6 +365,19 @@ mod tests {
                 .iter()
                 .all(|(s, _)| s.max_batch_size == 0 && s.dynamic.is_none()));
         }
+    }
+
+    /// Within the noise, the search stays: a neighbour 2% better is not a move.
+    #[test]
+    fn the_search_moves_only_beyond_the_noise() {
+        let start = poor_start();
+        let seen = search(&start, &space(), false, |s| {
+            Step::Score(if s.max_batch_size == 16 { 1.02 } else { 1.0 })
+        });
+        let measured_16_4 = seen
+            .iter()
+            .any(|(s, _)| s.max_batch_size == 16 && s.instances == 4);
+        assert!(!measured_16_4, "it moved to max batch 16 on 2%: {seen:?}");
     }
 
     #[test]
