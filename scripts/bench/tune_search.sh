@@ -15,10 +15,14 @@
 #   2. $BERTQA_TUNE_BEFORE, when set (a bertqa binary of the commit before), the same
 #      default search once, stopped after $BERTQA_TUNE_BEFORE_LIMIT s (default 1800; tune
 #      puts the original back on the signal): today's figure beside the new one;
-#   3. the exhaustive grid once (--exhaustive, 500 ms windows, no re-measurement): its best;
-#   4. the grid's best and the first default run's best measured again in alternation,
-#      three times each (loaded through the repository API, `bertqa perf` at the
-#      concurrency tune reported, 3 s windows): default / grid (target >= 0.95).
+#   3. the exhaustive grid once (--exhaustive, 500 ms windows, no re-measurement): its best
+#      ($BERTQA_TUNE_GRID: a report of it kept from an earlier run instead);
+#   4. the configurations the default runs named and the grid's best, measured again side
+#      by side in alternation, three times each (scripts/bench/tune_alternation.py:
+#      loaded through the repository API, `bertqa perf` at the concurrency tune
+#      reported, 3 s windows): each default / grid (target >= 0.95); the runs' named
+#      configurations' re-measured throughputs (each run's own) within 5% of each other,
+#      and their spread side by side (for information).
 # The reports (JSON) are kept in $BENCH_DIR/tune-*.json.
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
@@ -64,99 +68,57 @@ if [ -n "${BERTQA_TUNE_BEFORE:-}" ]; then
     grep -c '^candidate [0-9]*: [0-9.]* features/s' "$WORK/before.err" > "$WORK/before-candidates" || true
   fi
 fi
-log "3. the exhaustive grid"
-tune_run exhaustive "$BQ" --exhaustive --remeasure 0 --measurement-interval-ms 500
+if [ -n "${BERTQA_TUNE_GRID:-}" ]; then
+  log "3. the exhaustive grid: kept from an earlier run ($BERTQA_TUNE_GRID)"
+  [ "$BERTQA_TUNE_GRID" -ef "$BENCH_DIR/tune-exhaustive.json" ] || cp "$BERTQA_TUNE_GRID" "$BENCH_DIR/tune-exhaustive.json"
+  echo "exhaustive kept" >> "$WORK/walls"
+else
+  log "3. the exhaustive grid"
+  tune_run exhaustive "$BQ" --exhaustive --remeasure 0 --measurement-interval-ms 500
+fi
 
-log "4. the grid's best and the default's, measured again in alternation"
-"$BERTQA_PYTHON" - "$BENCH_DIR" "$WORK" "$BQ" "$URL" "$MODEL" "$RUNS" <<'PY'
-import json, subprocess, sys, urllib.request
-bench, work, bq, url, model, runs = sys.argv[1:7]
-runs = int(runs)
-http = "http://127.0.0.1:18470"
-
-def load(name):
-    return json.load(open(f"{bench}/tune-{name}.json"))
-
-def get(path):
-    return json.load(urllib.request.urlopen(http + path))
-
-def post(path, body):
-    req = urllib.request.Request(http + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    return urllib.request.urlopen(req, timeout=600).read()
-
-original = get(f"/v2/models/{model}/config")
-
-def apply(cfg):
-    """Loads the original configuration with a candidate's settings (an override)."""
-    c = json.loads(json.dumps(original))
-    c["max_batch_size"] = cfg["max_batch_size"]
-    for g in c.get("instance_group", []):
-        g["count"] = cfg["instance_count"]
-    c.pop("dynamic_batching", None)
-    d = cfg["dynamic_batching"]
-    if d is not None:
-        c["dynamic_batching"] = {"max_queue_delay_microseconds": d["max_queue_delay_microseconds"]}
-        if d["preferred_batch_size"]:
-            c["dynamic_batching"]["preferred_batch_size"] = d["preferred_batch_size"]
-    post(f"/v2/repository/models/{model}/load", {"parameters": {"config": json.dumps(c)}})
-
-def perf(concurrency):
-    out = subprocess.run([bq, "perf", "--model", model, "--data", "data/sample-squad-v2.json",
-                          "--url", url, "--concurrency", str(concurrency), "--batch-size", "1",
-                          "--measurement-interval-ms", "3000", "--warmup", "16", "--no-metrics",
-                          "--json", "--quiet"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["levels"][0]["throughput"]["features_per_s"]
-
+log "4. the configurations the runs named, measured again side by side in alternation"
+REPORTS=()
+for i in $(seq "$RUNS"); do REPORTS+=("$BENCH_DIR/tune-default-$i.json"); done
+"$BERTQA_PYTHON" scripts/bench/tune_alternation.py "$BQ" "$URL" http://127.0.0.1:18470 "$MODEL" \
+  data/sample-squad-v2.json 3 "${REPORTS[@]}" "$BENCH_DIR/tune-exhaustive.json" > "$WORK/alternation.json"
+"$BERTQA_PYTHON" - "$BENCH_DIR" "$WORK" "$RUNS" <<'PY'
+import json, sys
+bench, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+load = lambda name: json.load(open(f"{bench}/tune-{name}.json"))
 walls = dict(l.split() for l in open(f"{work}/walls"))
+again = json.load(open(f"{work}/alternation.json"))
 defaults = [load(f"default-{i}") for i in range(1, runs + 1)]
 grid = load("exhaustive")
 for name, v in [(f"default-{i}", d) for i, d in enumerate(defaults, 1)] + [("exhaustive", grid)]:
     assert v["restored"], f"{name}: the original configuration is not back"
-
-def named(v):
-    b = v["best"]
-    return b["config"], b["concurrency"], (b["remeasured"] or b["throughput"])["features_per_s"]
-
-pairs = {"grid": named(grid)[:2], "default": named(defaults[0])[:2]}
-again = {"grid": [], "default": []}
-try:
-    for _ in range(3):
-        for key in ("default", "grid"):
-            cfg, conc = pairs[key]
-            apply(cfg)
-            again[key].append(perf(conc))
-finally:
-    post(f"/v2/repository/models/{model}/load", {"parameters": {"config": json.dumps(original)}})
-mean = lambda xs: sum(xs) / len(xs)
 print("tune-fixed-cost, p99 <= 500 ms, the default space (96 points), concurrency 1:64")
-for i, d in enumerate(defaults, 1):
-    cfg, conc, fps = named(d)
+for i, (d, a) in enumerate(zip(defaults, again), 1):
+    b = d["best"]
     print(f"default run {i}: {walls[f'default-{i}']:>4} s, {len(d['candidates']):>2} candidates; "
-          f"best {json.dumps(cfg)} at concurrency {conc}: {fps:.1f} features/s re-measured")
+          f"best {json.dumps(b['config'])} at concurrency {b['concurrency']}: "
+          f"{b['remeasured']['features_per_s']:.1f} features/s re-measured by the run, "
+          f"{a['mean']:.1f} {a['rounds']} side by side")
 if "before" in walls:
     b = load("before")
-    print(f"the commit before: {walls['before']:>4} s, {len(b['candidates'])} candidates; "
-          f"best {json.dumps(b['best']['config'] if b['best'] else None)}")
+    print(f"the commit before: {walls['before']:>4} s, {len(b['candidates'])} candidates")
 elif "before-unfinished" in walls:
     done = open(f"{work}/before-candidates").read().strip() or "?"
     print(f"the commit before: stopped unfinished after {walls['before-unfinished']} s, "
           f"{done} candidates measured by then")
-cfg, conc, fps = named(grid)
+g = again[-1]
 print(f"exhaustive grid: {walls['exhaustive']:>4} s, {len(grid['candidates'])} candidates; best "
-      f"{json.dumps(cfg)} at concurrency {conc}: {fps:.1f} features/s (found once)")
-print(f"in alternation, 3 each: default's best {mean(again['default']):.1f} {again['default']}, "
-      f"grid's best {mean(again['grid']):.1f} {again['grid']}")
-figures = [named(d)[2] for d in defaults]
-slowest = max(int(walls[f"default-{i}"]) for i in range(1, runs + 1))
+      f"{json.dumps(grid['best']['config'])}: {g['mean']:.1f} {g['rounds']} side by side")
+means = [a["mean"] for a in again[:-1]]
+remeasured = [d["best"]["remeasured"]["features_per_s"] for d in defaults]
 print(json.dumps({
     "default_wall_s": [int(walls[f"default-{i}"]) for i in range(1, runs + 1)],
     "before_wall_s": int(walls.get("before", walls.get("before-unfinished", 0))) or None,
-    "before_finished": "before" in walls if "before" in walls or "before-unfinished" in walls else None,
-    "target_wall_s": 300, "wall_met": slowest <= 300,
-    "default_over_grid": round(mean(again["default"]) / mean(again["grid"]), 3),
-    "target_default_over_grid": 0.95,
-    "runs_remeasured_features_per_s": [round(f, 1) for f in figures],
-    "runs_spread": round(max(figures) / min(figures) - 1, 4), "target_runs_spread": 0.05,
+    "target_wall_s": 300,
+    "wall_met": max(int(walls[f"default-{i}"]) for i in range(1, runs + 1)) <= 300,
+    "default_over_grid": [round(m / g["mean"], 3) for m in means], "target_default_over_grid": 0.95,
+    "runs_remeasured_spread": round(max(remeasured) / min(remeasured) - 1, 4),
+    "target_runs_remeasured_spread": 0.05,
+    "runs_side_by_side_spread": round(max(means) / min(means) - 1, 4),
 }))
 PY

@@ -6,7 +6,7 @@
 //!   is scored by the caller (its throughput within the budget, 0 when it failed or
 //!   kept no level within it); a higher score is better, ties keep the earlier.
 //! - The default search starts from the current configuration (measured first), then
-//!   varies one setting at a time, in the order max batch size, queue delay, instances,
+//!   varies one setting at a time, in the order queue delay, max batch size, instances,
 //!   preferred sizes, each time moving to the best found; then it measures the best's
 //!   neighbours (the next smaller and larger value of each setting in its list) and
 //!   moves, until no neighbour is better. A point is measured once. It moves only to a
@@ -45,7 +45,10 @@ enum Dim {
     Preferred,
 }
 
-const DIMS: [Dim; 4] = [Dim::MaxBatch, Dim::Delay, Dim::Instances, Dim::Preferred];
+/// The queue delay first: from a configuration without dynamic batching, the max batch
+/// size changes nothing until dynamic batching is on (each request runs alone), so its
+/// values are compared once it is.
+const DIMS: [Dim; 4] = [Dim::Delay, Dim::MaxBatch, Dim::Instances, Dim::Preferred];
 
 /// How much better (a fraction of the current score) a point must score for the search
 /// to move to it.
