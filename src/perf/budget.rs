@@ -198,7 +198,11 @@ mod tests {
     /// Runs a plan over `n` levels where levels up to `fits` (inclusive) keep the
     /// budget; returns the indexes measured.
     fn run(n: usize, fits: Option<usize>, b: Option<Budget>) -> Vec<usize> {
-        let mut plan = Plan::new(n, b.as_ref());
+        run_plan(Plan::new(n, b.as_ref()), fits)
+    }
+
+    /// Runs `plan` where levels up to `fits` keep the budget; the indexes measured.
+    fn run_plan(mut plan: Plan, fits: Option<usize>) -> Vec<usize> {
         let mut measured = Vec::new();
         while let Some(i) = plan.next() {
             assert!(!measured.contains(&i), "{i} measured twice: {measured:?}");
@@ -247,14 +251,7 @@ mod tests {
 
     /// Runs a plan started at `start`.
     fn run_from(n: usize, fits: Option<usize>, start: usize) -> Vec<usize> {
-        let mut plan = Plan::new(n, Some(&budget(true))).starting_at(start);
-        let mut measured = Vec::new();
-        while let Some(i) = plan.next() {
-            assert!(!measured.contains(&i), "{i} measured twice: {measured:?}");
-            measured.push(i);
-            plan.record(i, fits.is_some_and(|f| i <= f));
-        }
-        measured
+        run_plan(Plan::new(n, Some(&budget(true))).starting_at(start), fits)
     }
 
     #[test]

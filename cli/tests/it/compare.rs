@@ -7,7 +7,17 @@ use serde_json::Value;
 use crate::common::{bertqa, root, server, show};
 
 fn compare(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let data = root().join("tests/fixtures/squad/v2-long.json");
+    compare_on("tests/fixtures/squad/v2-long.json", models, out, extra)
+}
+
+/// `compare --json` of `models` on the data file `data` (under the project's root).
+fn compare_on(
+    data: &str,
+    models: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let data = root().join(data);
     let mut args = vec![
         "compare",
         "--models",
@@ -166,21 +176,7 @@ fn assert_statistics_agree(ours: &Value, theirs: &Value) {
 }
 
 fn compare_1200(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let data = root().join("tests/compare-data/compare-1200.json");
-    let mut args = vec![
-        "compare",
-        "--models",
-        models,
-        "--data",
-        data.to_str().unwrap(),
-        "--url",
-        &server().url,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
+    compare_on("tests/compare-data/compare-1200.json", models, out, extra)
 }
 
 #[test]
