@@ -175,17 +175,9 @@ impl Tune<'_> {
         }
         let mut remeasured = Vec::new();
         if error.is_none() && panicked.is_none() {
-            let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.remeasure(rt, &original, &mut candidates, &record.marker, progress)
-            }));
-            match again {
-                Ok(Ok(indexes)) => remeasured = indexes,
-                Ok(Err(e)) => error = Some(e),
-                Err(payload) => {
-                    error = Some(Error::Config("the re-measurement panicked".into()));
-                    panicked = Some(payload);
-                }
-            }
+            let (indexes, e, payload) =
+                self.remeasure_caught(rt, &original, &mut candidates, &record.marker, progress);
+            (remeasured, error, panicked) = (indexes, e, payload);
         }
         let mut report = Report {
             model: self.model.to_string(),
@@ -506,6 +498,34 @@ impl Tune<'_> {
             .saturating_sub(done)
             .max(usize::from(!self.exhaustive));
         per * (more + self.remeasure * REMEASURE_ROUNDS / 2) as u32
+    }
+
+    /// [`remeasure`](Self::remeasure), a panic inside it caught (as the search's is):
+    /// the indexes, the error that ended it, the panic's payload.
+    fn remeasure_caught(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        original: &Value,
+        candidates: &mut [Candidate],
+        marker: &str,
+        progress: &dyn TuneProgress,
+    ) -> (
+        Vec<usize>,
+        Option<Error>,
+        Option<Box<dyn std::any::Any + Send>>,
+    ) {
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.remeasure(rt, original, candidates, marker, progress)
+        }));
+        match again {
+            Ok(Ok(indexes)) => (indexes, None, None),
+            Ok(Err(e)) => (Vec::new(), Some(e), None),
+            Err(payload) => (
+                Vec::new(),
+                Some(Error::Config("the re-measurement panicked".into())),
+                Some(payload),
+            ),
+        }
     }
 
     /// Measures the best `remeasure` candidates again, in alternating rounds, each at
