@@ -36,8 +36,10 @@ ss = [socket.socket() for _ in range(3)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in ss])')
 MODELS=(oracle oracle-lossy-1 oracle-slow oracle-nobatch oracle-bpe oracle-text-logits oracle-text-answer qa-text-tokenizer fault-internal)
+# And one model of tune's repository, which Client.tune reconfigures.
 bash scripts/triton.sh start --name "$NAME" --grpc-port "$GRPC" --http-port "$HTTP" \
-  --metrics-port "$METRICS" -- --model-control-mode=explicit "${MODELS[@]/#/--load-model=}" >/dev/null
+  --metrics-port "$METRICS" -- --model-control-mode=explicit "${MODELS[@]/#/--load-model=}" \
+  --model-repository="$BERTQA_ROOT/models/tune" --load-model=tune-fixed-cost >/dev/null
 log "pytest python/tests (the wheel's bertqa against Triton on :$GRPC gRPC, :$HTTP HTTP)"
 BERTQA_TEST_GRPC="127.0.0.1:$GRPC" BERTQA_TEST_HTTP="127.0.0.1:$HTTP" \
   BERTQA_CARGO_BIN="$TARGET/debug/bertqa" PATH="$WORK/venv/bin:$PATH" \

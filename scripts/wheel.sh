@@ -4,7 +4,8 @@
 # (maturin's --zig, the `ziglang` package from PyPI, pinned; no Docker), and the source
 # distribution. Checks each wheel: its tags (cp39-abi3, manylinux_2_17 of its
 # architecture), its size (at most 15 MB), the architecture of its extension and the
-# newest glibc symbol the extension needs (at most 2.17); and the sdist: at most 1 MB,
+# newest glibc symbol the extension needs (at most 2.17); imports the aarch64 wheel and
+# runs it under Debian's qemu-user (scripts/testbed/aarch64_python.sh); and the sdist: at most 1 MB,
 # without the tests, goldens, fixtures and test models, yet read by cargo as it is.
 # Prints the paths, one a line.
 #
@@ -65,6 +66,32 @@ for arch in ${BERTQA_WHEEL_ARCHS:-x86_64 aarch64}; do
     --out "$OUT" >&2 || die "the $arch wheel did not build"
   check_wheel "$arch" "$(ls "$OUT"/bertqa-*manylinux_2_17_"$arch"*.whl)"
 done
+
+# The aarch64 wheel imported and run, not only built: under Debian's qemu-user, with
+# Debian's arm64 CPython (scripts/testbed/aarch64_python.sh). It scores a question and
+# fails to connect to a dead port, both through the extension.
+AARCH64_CHECK='
+import platform
+import bertqa
+assert platform.machine() == "aarch64", platform.machine()
+data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "a b c", "qas": [
+    {"id": "q1", "question": "a?", "answers": [{"text": "b", "answer_start": 2}]}]}]}]}
+report = bertqa.score(data, {"q1": "b"})
+assert report["metrics"]["exact_match"] == 100.0, report
+try:
+    bertqa.Client("127.0.0.1:9", "m", connect_timeout_ms=500)
+    raise AssertionError("a dead port connected")
+except bertqa.ConnectionError:
+    pass
+print("imported on", platform.machine(), "bertqa", bertqa.__version__)
+'
+case " ${BERTQA_WHEEL_ARCHS:-x86_64 aarch64} " in
+  *" aarch64 "*)
+    log "importing the aarch64 wheel under qemu-user"
+    bash scripts/testbed/aarch64_python.sh "$(ls "$OUT"/bertqa-*manylinux_2_17_aarch64*.whl)" \
+      "$AARCH64_CHECK" >&2 || die "the aarch64 wheel does not import and run under qemu-user"
+    ;;
+esac
 
 log "building the source distribution"
 maturin sdist --out "$OUT" >&2

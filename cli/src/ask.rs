@@ -9,15 +9,14 @@ use std::path::PathBuf;
 
 use super::args::{self, PipelineArgs, SharedMemoryArg};
 use super::common::{
-    decode_config, feature_config, pipeline_runtime, print_stdout, report_format, run_config,
-    run_tokenizer, Outcome,
+    decode_config, feature_config, pipeline_runtime, run_config, run_tokenizer, Outcome,
 };
+use super::session::Session;
 use bertqa::backend::text::TextAnswer;
 use bertqa::backend::Contract;
 use bertqa::decode::Prediction;
 use bertqa::pipeline;
 use bertqa::report::ask::{Answer, AskReport, Candidate, Decoded, Given, Latency};
-use bertqa::report::Render as _;
 use bertqa::types::Dataset;
 
 /// Ask questions about a context.
@@ -77,7 +76,7 @@ fn read_context(args: &Args) -> anyhow::Result<String> {
     }
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let context = read_context(&args)?;
     let dataset = bertqa::squad::questions_about(&context, &args.question);
     let rt = pipeline_runtime()?;
@@ -114,7 +113,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(t) = &tokenizer {
         run = run.tokenizer(&t.tokenizer);
     }
-    let outcome = super::host::stoppable(run).run()?;
+    let outcome = session.stoppable(run).run()?;
     if let Some(note) = outcome.infer.padding.note(model.name()) {
         eprintln!("{}", super::flags::name_flags(&note));
     }
@@ -154,7 +153,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         latency_ms,
         answers,
     };
-    print_stdout(&report.render(report_format(args.run.output.json)))?;
+    session.report(&report, args.run.output.json)?;
     Ok(Outcome::Success)
 }
 

@@ -29,7 +29,7 @@ pub(crate) const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
 /// 4 KiB pages cost a page fault each and the word caches' random lookups miss the TLB.
 pub(crate) fn huge_pages_for(path: &Path) {
     // A host program's (the Python package's) memory settings are its own.
-    if super::host::stop_token().is_some() {
+    if !super::command_process() {
         return;
     }
     #[cfg(target_os = "linux")]
@@ -323,9 +323,6 @@ pub(crate) enum Outcome {
 /// Writes `text` to stdout; a closed pipe is reported as an io error that
 /// `cli::main` turns into a clean exit.
 pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
-    if super::host::captured(text) {
-        return Ok(());
-    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
@@ -426,6 +423,10 @@ mod tests {
         // SAFETY: sets a flag of this process (as the binary does before main).
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
         assert!(huge_pages_off());
+        super::super::COMMAND_PROCESS.store(false, std::sync::atomic::Ordering::Relaxed);
+        huge_pages_for(&large);
+        assert!(huge_pages_off(), "a host program's settings are its own");
+        super::super::COMMAND_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
         huge_pages_for(&small);
         huge_pages_for(&dir.path().join("missing.json"));
         assert!(huge_pages_off(), "small or missing inputs change nothing");

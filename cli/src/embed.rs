@@ -1,10 +1,11 @@
 //! The command line run inside another program (the Python package, python/): the same
 //! flags, code and files as the binary, with three differences that a host process
-//! needs. What a command prints on stdout is handed back instead of printed; Ctrl-C
-//! and SIGTERM are the host's (no signal handler is installed: the host cancels the
-//! run through a token, as the binary's first interrupt does); and a failure comes back
-//! as its [`Reason`] and sentence, not as a line on stderr.
-//! The state lives in [`super::host`].
+//! needs. A command's report comes back as its JSON document (a value, never printed
+//! and read back), with `eval`'s answers; Ctrl-C and SIGTERM are the host's (no signal
+//! handler is installed: the host cancels the run through a token, as the binary's
+//! first interrupt does); and a failure comes back as its [`Reason`] and sentence, not
+//! as a line on stderr. The run's state is a [`Session`] handed to the command.
+//! `features` prints its lines as the binary does.
 
 use std::ffi::OsString;
 
@@ -13,15 +14,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::Outcome;
 pub use super::errors::Reason;
-use super::{errors, execute, host, Cli};
+pub use super::session::Kept;
+use super::session::Session;
+use super::{errors, execute, Cli};
 
 /// How an embedded command ended.
 #[derive(Debug)]
 pub struct Embedded {
     /// The binary's exit status for the same run.
     pub code: u8,
-    /// What the command printed on stdout (its report: `--json` or text).
-    pub stdout: String,
+    /// The report and answers the command handed back.
+    pub kept: Kept,
+    /// The text of `--help` or `--version`, when asked for.
+    pub help: Option<String>,
     /// Why it failed (`None` on success).
     pub reason: Option<Reason>,
     /// The sentence the binary writes on stderr after `error: ` (one per failed gate,
@@ -33,7 +38,8 @@ pub struct Embedded {
 /// program: see the module's documentation. Cancelling `stop` stops a run as the
 /// binary's first Ctrl-C does.
 pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
-    host::enter(stop);
+    let mut session = Session::host(stop);
+    let mut help = None;
     let (code, reason, message) = match Cli::try_parse_from(args) {
         Err(e) if e.use_stderr() => {
             let text = e.render().to_string();
@@ -43,10 +49,10 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
         }
         Err(e) => {
             // --help or --version: the binary prints it on stdout and exits 0.
-            host::captured(&e.render().to_string());
+            help = Some(e.render().to_string());
             (0, None, Vec::new())
         }
-        Ok(cli) => match execute(cli) {
+        Ok(cli) => match execute(cli, &mut session) {
             Ok(Outcome::Success) => (0, None, Vec::new()),
             Ok(Outcome::GateFailed(gates)) => (1, Some(Reason::GateFailed), gates),
             Err(e) => {
@@ -62,7 +68,8 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
     };
     Embedded {
         code,
-        stdout: host::leave(),
+        kept: session.into_kept(),
+        help,
         reason,
         message,
     }
@@ -137,18 +144,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stdout_is_kept_and_usage_errors_come_back_as_sentences() {
+    fn reports_are_kept_and_usage_errors_come_back_as_sentences() {
         let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
         let done = run(args(&["bertqa", "--version"]), CancellationToken::new());
         assert_eq!((done.code, done.reason), (0, None));
-        assert!(done.stdout.starts_with("bertqa "), "{}", done.stdout);
+        let help = done.help.unwrap_or_default();
+        assert!(help.starts_with("bertqa "), "{help}");
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.json");
+        let predictions = dir.path().join("predictions.json");
+        std::fs::write(
+            &data,
+            r#"{"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "a b c",
+               "qas": [{"id": "q1", "question": "a?", "answers": [{"text": "b", "answer_start": 2}]}]}]}]}"#,
+        )
+        .unwrap();
+        std::fs::write(&predictions, r#"{"q1": "b"}"#).unwrap();
+        let (d, p) = (data.to_str().unwrap(), predictions.to_str().unwrap());
+        let scored = run(
+            args(&["bertqa", "score", "--data", d, "--predictions", p]),
+            CancellationToken::new(),
+        );
+        assert_eq!(
+            (scored.code, scored.reason),
+            (0, None),
+            "{:?}",
+            scored.message
+        );
+        let report = scored.kept.report.expect("score's report is kept");
+        assert_eq!(report["metrics"]["exact_match"], 100.0, "{report}");
         let bad = run(
             args(&["bertqa", "score", "--nope"]),
             CancellationToken::new(),
         );
         assert_eq!((bad.code, bad.reason), (2, Some(Reason::Usage)));
         assert!(bad.message[0].contains("--nope"), "{:?}", bad.message);
-        assert!(!host::captured("x"), "the state ends with the command");
     }
 
     #[test]

@@ -16,7 +16,6 @@ mod eval;
 mod features;
 mod flags;
 mod heading;
-mod host;
 mod merge;
 mod metrics;
 mod models;
@@ -25,6 +24,7 @@ mod perf;
 mod resume;
 mod score;
 mod security;
+mod session;
 mod tune;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +72,16 @@ pub enum Command {
 /// `-v` was given (set once, before the command runs).
 static VERBOSE: AtomicBool = AtomicBool::new(false);
 
+/// This process is the command line itself (the binary, or the Python package's
+/// `bertqa` command): its memory settings are the command's to change
+/// ([`common::huge_pages_for`]). Never set by a run inside a host program (`embed`).
+static COMMAND_PROCESS: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is the command line itself.
+pub(crate) fn command_process() -> bool {
+    COMMAND_PROCESS.load(Ordering::Relaxed)
+}
+
 /// Whether `-v` was given: reports add the lines that describe bertqa's own workings,
 /// errors their causes and context.
 pub(crate) fn verbose() -> bool {
@@ -104,7 +114,8 @@ where
     } else {
         Vec::new()
     };
-    match execute(cli) {
+    COMMAND_PROCESS.store(true, Ordering::Relaxed);
+    match execute(cli, &mut session::Session::binary()) {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::GateFailed(gates)) => {
             for g in gates {
@@ -122,19 +133,19 @@ where
     }
 }
 
-/// Runs the parsed command.
-fn execute(cli: Cli) -> anyhow::Result<Outcome> {
+/// Runs the parsed command in `session`.
+fn execute(cli: Cli, session: &mut session::Session) -> anyhow::Result<Outcome> {
     VERBOSE.store(cli.verbose, Ordering::Relaxed);
     match cli.command {
-        Command::Models(a) => models::run(*a),
-        Command::Ask(a) => ask::run(*a),
-        Command::Compare(a) => compare::run(*a),
-        Command::Eval(a) => eval::run(*a),
+        Command::Models(a) => models::run(*a, session),
+        Command::Ask(a) => ask::run(*a, session),
+        Command::Compare(a) => compare::run(*a, session),
+        Command::Eval(a) => eval::run(*a, session),
         Command::Features(a) => features::run(a),
-        Command::Merge(a) => merge::run(a),
-        Command::Perf(a) => perf::run(*a),
-        Command::Score(a) => score::run(a),
-        Command::Tune(a) => tune::run(*a),
+        Command::Merge(a) => merge::run(a, session),
+        Command::Perf(a) => perf::run(*a, session),
+        Command::Score(a) => score::run(a, session),
+        Command::Tune(a) => tune::run(*a, session),
     }
 }
 

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::args::{FILES, OUTPUT, SCORING};
-use super::common::{print_stdout, report_format, Outcome};
+use super::common::Outcome;
+use super::session::Session;
 use bertqa::evaluate::{self, NaProbs, Predictions, ScoreConfig, Scores};
 use bertqa::journal::Fingerprint;
 use bertqa::report::eval::EvalJson;
@@ -120,7 +121,7 @@ fn common(run: &Fingerprint) -> Fingerprint {
     )
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     // Held until the merge ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
     let shards = args
@@ -167,10 +168,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let json = doc.render(Format::Json);
     bertqa::output_file::write_atomic(&args.output_dir.join("metrics.json"), json.as_bytes())?;
-    print_stdout(&match report_format(args.json) {
-        Format::Json => json,
-        text => doc.render(text),
-    })?;
+    session.report(&doc, args.json)?;
     Ok(Outcome::Success)
 }
 

@@ -4,12 +4,12 @@
 //! is `bertqa::report::models`'s.
 
 use super::args::{BindingArgs, OutputArgs, ServerArgs, TextBindingArgs, MODEL};
-use super::common::{print_stdout, report_format, runtime, Outcome};
+use super::common::{runtime, Outcome};
+use super::session::Session;
 use bertqa::backend::client::{ready_models, ModelIndex};
 use bertqa::backend::text::{takes_text, TextBinding};
 use bertqa::backend::{Binding, Model, TritonClient};
 use bertqa::report::models::{ModelJson, ModelRow, ModelsJson, ServerJson};
-use bertqa::report::Render as _;
 use bertqa::Error;
 
 /// Server, model repository, and one model's tensors and inferred binding.
@@ -33,10 +33,10 @@ pub struct Args {
     pub output: OutputArgs,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let (report, ready) = rt.block_on(collect(&args))?;
-    print_stdout(&report.render(report_format(args.output.json)))?;
+    session.report(&report, args.output.json)?;
     let names: Vec<&str> = match &args.model {
         Some(m) => vec![m.as_str()],
         None => report

@@ -140,10 +140,6 @@ pub(crate) fn stop_on_signals(
     on_quit: impl FnOnce() + Send + 'static,
 ) -> anyhow::Result<tokio_util::sync::CancellationToken> {
     use tokio::signal::unix::{signal, SignalKind};
-    // Run for a host program: its signals are its own, and it cancels through this.
-    if let Some(stop) = super::host::stop_token() {
-        return Ok(stop);
-    }
     let stop = tokio_util::sync::CancellationToken::new();
     let tx = stop.clone();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use super::args::{FILES, OUTPUT, SCORING};
-use super::common::{report_format, Outcome};
+use super::common::Outcome;
+use super::session::Session;
 use bertqa::evaluate::{self, ScoreConfig};
 use bertqa::report::score::{Rules, ScoreJson, SquadVersion};
-use bertqa::report::Render as _;
 
 /// Score a predictions file with the official SQuAD evaluators (v1.1 or v2.0 by the data
 /// file). Unlike the v2.0 script, a question without a prediction scores 0 and is named.
@@ -38,7 +38,7 @@ pub struct Args {
     pub json: bool,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let (loaded, format) = bertqa::data::load(&args.data, false)?;
     let mrqa = format == bertqa::data::Format::Mrqa;
     for w in &loaded.warnings {
@@ -71,6 +71,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(line) = report.missing_line() {
         eprintln!("warning: {line}");
     }
-    super::common::print_stdout(&report.render(report_format(args.json)))?;
+    session.report(&report, args.json)?;
     Ok(Outcome::Success)
 }

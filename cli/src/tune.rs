@@ -9,7 +9,8 @@ use super::args::{
     BindingArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs,
     WindowArgs, INPUT, MODEL, OUTPUT, RUN, SEARCH, SERVER,
 };
-use super::common::{client_config, load_data, load_tokenizer, print_stdout, runtime, Outcome};
+use super::common::{client_config, load_data, load_tokenizer, runtime, Outcome};
+use super::session::Session;
 use bertqa::perf::{Budget, Level, Load, PerfConfig, PerfProgress, Range};
 use bertqa::tune::config::{Preferred, Settings};
 use bertqa::tune::report::{self, Candidate};
@@ -292,10 +293,10 @@ fn control_client(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<b
 /// engine, several instances) takes minutes.
 const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     if args.restore {
-        return restore(&args, &rt);
+        return restore(&args, session, &rt);
     }
     let mut perf = perf_config(&args)?;
     let space = space(&args)?;
@@ -344,13 +345,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     ))?;
     perf.metrics = scraper;
     let dir = args.output_dir.clone();
-    let stop = super::resume::stop_on_signals(move || {
-        eprintln!(
-            "quitting at once; the model may be left in a candidate configuration: put the \
-             original back with `bertqa tune --restore --output-dir {}`",
-            dir.display()
-        );
-    })?;
+    let stop = match session.stop() {
+        Some(stop) => stop,
+        None => super::resume::stop_on_signals(move || {
+            eprintln!(
+                "quitting at once; the model may be left in a candidate configuration: put \
+                 the original back with `bertqa tune --restore --output-dir {}`",
+                dir.display()
+            );
+        })?,
+    };
     perf.stop = Some(stop.clone());
     let control = control.stop_with(stop.clone());
     let progress = Lines {
@@ -375,15 +379,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     let tuned_run = tuned_run?;
     let report = &tuned_run.report;
-    let text = if args.output.json {
-        let mut s = serde_json::to_string_pretty(&report::render_json(report))?;
-        s.push('\n');
-        s
-    } else {
-        report::render_text(report)
-    };
+    session.keep_document(&report::render_json(report))?;
     // The report first: a file that cannot be written must not hide it.
-    print_stdout(&text)?;
+    session.print(|| {
+        if args.output.json {
+            bertqa::report::json::to_string(&report::render_json(report))
+        } else {
+            report::render_text(report)
+        }
+    })?;
     let written = write_files(&args, &tuned_run);
     let back = match (report.restored, report.kept_best) {
         (true, _) => "the original configuration is back".to_string(),
@@ -508,7 +512,11 @@ fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
 }
 
 /// `tune --restore --output-dir D`.
-fn restore(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Outcome> {
+fn restore(
+    args: &Args,
+    session: &mut Session,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Outcome> {
     let dir: &Path = &args.output_dir;
     let (state, _) = bertqa::tune::state::read(dir)?;
     let mut config = client_config(&args.server)?;
@@ -517,7 +525,7 @@ fn restore(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<Outcome>
     let server = rt.block_on(bertqa::Pool::single(&config))?;
     let control = rt.block_on(Control::open(server, &state.model))?;
     let said = bertqa::tune::restore(rt, &control, dir)?;
-    print_stdout(&format!("{said}\n"))?;
+    session.print(|| format!("{said}\n"))?;
     Ok(Outcome::Success)
 }
 

@@ -1,8 +1,10 @@
-"""The Python API: each function runs the bertqa command of its name in this process
-(not a subprocess), its options passed as the command's flags. The flags are read from
-the command line's own definition, so names, defaults and checks are the command's:
-``batch_size=8`` is ``--batch-size 8``, ``resume=True`` is ``--resume``, ``header=[...]``
-repeats ``--header``, and ``None`` (or leaving an option out) keeps the flag's default.
+"""The module functions: each runs the bertqa command of its name in this process (not
+a subprocess), its options passed as the command's flags, and returns the command's
+report as the library made it (never read back from its printed output). The flags are
+read from the command line's own definition, so names, defaults and checks are the
+command's: ``batch_size=8`` is ``--batch-size 8``, ``resume=True`` is ``--resume``,
+``header=[...]`` repeats ``--header``, and ``None`` (or leaving an option out) keeps the
+flag's default.
 """
 
 import json
@@ -57,12 +59,16 @@ class _Command:
         self.function = function
         self.command = command
         fixed = set(fixed) | {"json", "quiet"}
+        # Every flag the help shows, and those of them that are the function's options.
+        self.shown: Dict[str, _Flag] = {}
         self.flags: Dict[str, _Flag] = {}
         for row in _native.flags(command):
             flag = _Flag(row)
             name = flag.long.replace("-", "_")
-            if not flag.hidden and name not in fixed:
-                self.flags[name] = flag
+            if not flag.hidden:
+                self.shown[name] = flag
+                if name not in fixed:
+                    self.flags[name] = flag
 
     def argv(self, options: Dict[str, Any]) -> List[str]:
         out: List[str] = []
@@ -156,20 +162,20 @@ def _urls(url: Union[None, str, Sequence[str]]) -> List[str]:
     return [f"--url={u}" for u in urls]
 
 
-def _run(argv: List[str]) -> Tuple[str, List[str]]:
-    """Runs the command: its stdout and, for a gate failure, the failed gates; raises
-    the exception of any other failure."""
-    code, stdout, reason, lines = _native.run(["bertqa", *argv])
-    if reason == "gate_failed":
-        return stdout, lines
-    if reason is not None:
+class _Ran:
+    """A command's run: its report (the ``--json`` document), eval's answers (question
+    id to text), and the gates that failed."""
+
+    def __init__(self, report: Any, predictions: Any, gates: List[str]) -> None:
+        self.report, self.predictions, self.gates = report, predictions, gates
+
+
+def _run(argv: List[str]) -> _Ran:
+    """Runs the command; raises the exception of any failure but a failed gate."""
+    code, report, predictions, reason, lines = _native.run(["bertqa", *argv])
+    if reason is not None and reason != "gate_failed":
         raise from_reason(reason, lines)
-    return stdout, []
-
-
-def _read_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return _Ran(report, predictions, lines if reason == "gate_failed" else [])
 
 
 def evaluate(
@@ -210,11 +216,11 @@ def evaluate(
         if not progress:
             argv.append("--quiet")
         argv += _EVAL.argv(options)
-        _, gates = _run(argv)
-        report = _read_json(os.path.join(out, "metrics.json"))
-        report["predictions"] = _read_json(os.path.join(out, "predictions.json"))
-    if gates:
-        raise GateFailed(gates, report)
+        ran = _run(argv)
+    report = ran.report
+    report["predictions"] = ran.predictions
+    if ran.gates:
+        raise GateFailed(ran.gates, report)
     return report
 
 
@@ -235,13 +241,12 @@ def ask(
     ``context_file`` instead.
     """
     questions = [question] if isinstance(question, str) else list(question)
-    argv = ["ask", *_urls(url), f"--model={model}", "--json"]
+    argv = ["ask", *_urls(url), f"--model={model}"]
     argv += [f"--question={q}" for q in questions]
     if context is not None:
         argv.append(f"--context={context}")
     argv += _ASK.argv(options)
-    stdout, _ = _run(argv)
-    return json.loads(stdout)["answers"]
+    return _run(argv).report["answers"]
 
 
 def compare(
@@ -277,19 +282,18 @@ def compare(
         raise UsageError("compare(): give models (names or clients) or runs (directories), one of them")
     with _Inputs() as inputs:
         if runs is not None:
-            argv = ["compare", *(f"--runs={os.fspath(r)}" for r in runs), *inputs.data(data), "--json"]
+            argv = ["compare", *(f"--runs={os.fspath(r)}" for r in runs), *inputs.data(data)]
             if output_dir is not None:
                 argv.append(f"--output-dir={os.fspath(output_dir)}")
         else:
             spec = models if isinstance(models, str) else ",".join(models)
             out = os.fspath(output_dir) if output_dir is not None else inputs.path("compare")
-            argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}", "--json"]
+            argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}"]
         argv += _COMPARE.argv(options)
-        stdout, gates = _run(argv)
-    report = json.loads(stdout)
-    if gates:
-        raise GateFailed(gates, report)
-    return report
+        ran = _run(argv)
+    if ran.gates:
+        raise GateFailed(ran.gates, ran.report)
+    return ran.report
 
 
 # What a comparison of clients takes of compare's options (the rest are the clients' own).
@@ -342,6 +346,31 @@ def _gate_words(g: Dict[str, Any]) -> str:
     return f"{g['flag']} {g['threshold']}: model {g['model']} measured {g['value']}"
 
 
+def on_client(client: Any, command: _Command, data: Any, options: Dict[str, Any],
+              output_dir: Optional[PathLike] = None) -> Dict[str, Any]:
+    """``Client.perf`` and ``Client.tune``: the command run with the client's settings
+    as its flags (those the command takes) and ``options``; its report."""
+    settings = client._settings
+    version = settings.get("model_version")
+    if version and "model_version" not in command.shown:
+        raise UsageError(f"{command.function}(): {command.command} measures the model's loaded "
+                         f"version; this client asks for version {version!r}")
+    with _Inputs() as inputs:
+        argv = [command.command, *inputs.data(data)]
+        for name, value in settings.items():
+            flag = command.shown.get(name)
+            if flag is not None:
+                # A switch that is True by default goes as it is (no flag).
+                if flag.long in _NEGATIONS and value is True:
+                    continue
+                argv += flag.args(command.function, name, value)
+        if "output_dir" in command.shown:
+            out = os.fspath(output_dir) if output_dir is not None else inputs.path(command.command)
+            argv.append(f"--output-dir={out}")
+        argv += command.argv(options)
+        return _run(argv).report
+
+
 def score(
     data: Any,
     predictions: Any,
@@ -360,10 +389,8 @@ def score(
         argv.append(f"--predictions={inputs.json_file('predictions.json', predictions)}")
         if na_probs is not None:
             argv.append(f"--na-prob-file={inputs.json_file('na_probs.json', na_probs)}")
-        argv.append("--json")
         argv += _SCORE.argv(options)
-        stdout, _ = _run(argv)
-    return json.loads(stdout)
+        return _run(argv).report
 
 
 _EVAL = _Command("evaluate", "eval", ["url", "model", "data", "output_dir"])
@@ -372,3 +399,14 @@ _COMPARE = _Command("compare", "compare", ["models", "data", "output_dir", "runs
 _SCORE = _Command("score", "score", ["data", "predictions", "na_prob_file"])
 for _command, _function in ((_EVAL, evaluate), (_ASK, ask), (_COMPARE, compare), (_SCORE, score)):
     _command.document(_function)
+
+# What a client sets of perf's and tune's flags (`Client._settings`), and their data.
+_CLIENT_SETTINGS = [
+    "url", "model", "model_version", "vocab", "tokenizer", "protocol", "do_lower_case",
+    "no_lower_case", "postprocess", "max_seq_length", "doc_stride", "max_query_length",
+    "batch_size", "shared_memory", "timeout_ms", "connect_timeout_ms", "header", "authority",
+    "ssl", "ssl_root_cert", "ssl_client_cert", "ssl_client_key", "ssl_target_name", "data",
+    "output_dir",
+]
+_PERF = _Command("Client.perf", "perf", _CLIENT_SETTINGS)
+_TUNE = _Command("Client.tune", "tune", _CLIENT_SETTINGS + ["restore"])

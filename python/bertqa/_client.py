@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _native
+from . import _api, _native
 from ._errors import UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -116,6 +116,18 @@ class Client:
     ) -> None:
         urls = [url] if isinstance(url, str) else [str(u) for u in url]
         path = lambda p: None if p is None else os.fspath(p)  # noqa: E731
+        # What perf and tune take of the settings, as their flags (`_api.on_client`).
+        self._settings: Dict[str, Any] = dict(
+            url=urls, model=model, model_version=model_version or None, vocab=path(vocab),
+            tokenizer=path(tokenizer), protocol=protocol, do_lower_case=do_lower_case,
+            postprocess=postprocess, max_seq_length=max_seq_length, doc_stride=doc_stride,
+            max_query_length=max_query_length, batch_size=batch_size,
+            shared_memory=shared_memory, timeout_ms=timeout_ms,
+            connect_timeout_ms=connect_timeout_ms,
+            header=[f"{k}: {v}" for k, v in _headers(header)] or None, authority=authority,
+            ssl=ssl, ssl_root_cert=path(ssl_root_cert), ssl_client_cert=path(ssl_client_cert),
+            ssl_client_key=path(ssl_client_key), ssl_target_name=ssl_target_name,
+        )
         self._native = _native.Client(
             urls,
             model,
@@ -231,6 +243,27 @@ class Client:
             evaluation.write(output_dir)
         return evaluation
 
+    # -- measuring ------------------------------------------------------------------
+
+    def perf(self, data: Any, **options: Any) -> Dict[str, Any]:
+        """A load sweep of this client's model, as ``bertqa perf`` runs it with the
+        client's server, model, tokenizer, window and connection settings: throughput and
+        latency per load level. ``data`` as for :meth:`evaluate`; ``options``: perf's
+        own flags in snake case (``concurrency_range="1:8"``, ``latency_threshold=50``,
+        ``csv=path``, ...; see ``help(bertqa.Client.perf)``). Returns the document that
+        ``bertqa perf --json`` prints."""
+        return _api.on_client(self, _api._PERF, data, options)
+
+    def tune(self, data: Any, *, output_dir: Optional[PathLike] = None, **options: Any) -> Dict[str, Any]:
+        """Searches the configuration of this client's model (Triton, explicit
+        model-control mode) that serves best within the latency budget, as ``bertqa
+        tune`` does, with the client's settings; the original configuration is put back
+        (or the best kept with ``keep_best=True``). ``options``: tune's own flags in snake
+        case (``latency_threshold=100``, ``max_batch_sizes="8,32"``, ``control_url=...``;
+        see ``help(bertqa.Client.tune)``). Returns tune.json's document; with
+        ``output_dir`` its files are kept there."""
+        return _api.on_client(self, _api._TUNE, data, options, output_dir=output_dir)
+
     # -- the rest -------------------------------------------------------------------
 
     @property
@@ -255,6 +288,10 @@ class Client:
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.model["name"]
         return f"Client({state})"
+
+
+_api._PERF.document(Client.perf)
+_api._TUNE.document(Client.tune)
 
 
 def _pipeline_inputs(args, question, context, kwargs) -> Tuple[List[Tuple[str, str]], bool]:

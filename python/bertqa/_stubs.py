@@ -144,10 +144,39 @@ def _class(cls: Any, dunders: Sequence[str]) -> List[str]:
             returns = inspect.signature(member.fget).return_annotation
             kind = "Any" if returns is inspect.Signature.empty else _annotation(returns)
             out.append(f"    @property\n    def {name}(self) -> {kind}: ...")
+        elif name in _CLIENT_COMMANDS:
+            out.append(_client_command(name, member, _CLIENT_COMMANDS[name]))
         elif inspect.isfunction(member):
             prefix = "async def" if inspect.iscoroutinefunction(member) else "def"
             out.append(f"    {prefix} {name}{_signature(member)}: ...")
     return out
+
+
+# The client's methods that run a command: their options are the command's flags.
+_CLIENT_COMMANDS = {"perf": _api._PERF, "tune": _api._TUNE}
+
+
+def _client_command(name: str, method: Any, command: "_api._Command") -> str:
+    """A method's stub with each of the command's options typed, as the functions'."""
+    sig = inspect.signature(method)
+    fixed = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            continue
+        if p.kind is p.KEYWORD_ONLY and "*" not in fixed:
+            fixed.append("*")
+        text = p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        fixed.append(text)
+    if "*" not in fixed:
+        fixed.append("*")
+    options = [f"{n}: {_type(f)}" for n, f in command.flags.items()]
+    body = "".join(f"        {p},\n" for p in fixed + options)
+    returns = _annotation(sig.return_annotation)
+    return f"    def {name}(\n{body}    ) -> {returns}: ..."
 
 
 def stubs() -> str:

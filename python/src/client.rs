@@ -530,8 +530,33 @@ pub(crate) fn from_json<'py>(
     py: Python<'py>,
     value: &serde_json::Value,
 ) -> PyResult<Bound<'py, PyAny>> {
-    py.import("json")?
-        .call_method1("loads", (value.to_string(),))
+    use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        // An integer stays an int and a float a float, as json.loads reads them.
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.into_pyobject(py)?.into_any(),
+            (_, Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (_, _, f) => PyFloat::new(py, f.unwrap_or(f64::NAN)).into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(from_json(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, from_json(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
 }
 
 /// The package's exception for a library error: the class of the command line's exit

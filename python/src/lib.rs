@@ -1,8 +1,9 @@
-//! `bertqa._native`: the extension module of the Python package (python/bertqa). It
-//! runs bertqa's command line in this process (`bertqa_cli`): the `bertqa` command of
-//! the wheel is [`cli_main`]; the Python API (`bertqa.evaluate`, ...) turns its options
-//! into the same flags and calls [`run`], so that names, defaults, checks, files and
-//! numbers are the command's own.
+//! `bertqa._native`: the extension module of the Python package (python/bertqa). The
+//! client (`bertqa.Client`, [`client`]) holds the library's blocking client. The
+//! `bertqa` command of the wheel is [`cli_main`]; the module functions
+//! (`bertqa.evaluate`, ...) turn their options into the same flags and call [`run`],
+//! which runs the command's code in this process and hands back its report as a value,
+//! so that names, defaults, checks, files and numbers are the command's own.
 
 use std::ffi::OsString;
 use std::sync::mpsc;
@@ -38,12 +39,22 @@ fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     })
 }
 
+/// What [`run`] returns: (exit status, the report's document or None, eval's answers
+/// (question id to text) or None, reason or None, message lines).
+type Ran<'py> = (
+    u8,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<String>,
+    Vec<String>,
+);
+
 /// Runs a command for the Python API, on a thread of its own, the GIL released.
-/// Returns (exit status, stdout, reason or None, message lines). Ctrl-C (a
+/// Returns [`Ran`]. Ctrl-C (a
 /// KeyboardInterrupt) stops the run as the binary's first Ctrl-C does; the call returns
 /// once the run has written what it had (a second Ctrl-C stops waiting), and raises it.
 #[pyfunction]
-fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(u8, String, Option<String>, Vec<String>)> {
+fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Ran<'_>> {
     let stop = CancellationToken::new();
     let (tx, rx) = mpsc::channel();
     let token = stop.clone();
@@ -82,9 +93,15 @@ fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<(u8, String, Option<Stri
     if let Some(e) = interrupted {
         return Err(e);
     }
+    let kept = done.kept;
+    let value = |v: Option<serde_json::Value>| match v {
+        Some(v) => client::from_json(py, &v),
+        None => Ok(py.None().into_bound(py)),
+    };
     Ok((
         done.code,
-        done.stdout,
+        value(kept.report)?,
+        value(kept.predictions.map(serde_json::Value::Object))?,
         done.reason.map(|r| r.name().to_string()),
         done.message,
     ))

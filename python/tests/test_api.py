@@ -243,3 +243,17 @@ def test_help_lists_every_option_and_the_stubs_match():
     assert "batch_size" in bertqa.evaluate.__doc__ and "min_exact" in bertqa.evaluate.__doc__
     stubs = open(os.path.join(os.path.dirname(bertqa.__file__), "__init__.pyi")).read()
     assert stubs == _stubs.stubs(), "python/bertqa/__init__.pyi is stale: python -m bertqa._stubs"
+
+
+def test_module_functions_run_from_several_threads_at_once(grpc_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = bertqa.evaluate(grpc_url, "oracle", SAMPLE)
+    with ThreadPoolExecutor(4) as pool:
+        reports = list(pool.map(lambda _: bertqa.evaluate(grpc_url, "oracle", SAMPLE), range(4)))
+    for report in reports:
+        assert report["predictions"] == expected["predictions"]
+        assert report["metrics"] == expected["metrics"]
+        # Counts stay integers and scores floats, as the command's JSON has them.
+        assert isinstance(report["metrics"]["total"], int)
+        assert isinstance(report["metrics"]["exact"], float)

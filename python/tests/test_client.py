@@ -193,3 +193,42 @@ def test_compare_takes_clients_as_the_command_takes_model_names(grpc_url, tmp_pa
     assert runs["comparisons"][0]["exact_diff"] == c["exact_diff"]
     with pytest.raises(bertqa.UsageError, match="settings of the clients"):
         bertqa.compare([reference, lossy], data, batch_size=4)
+
+
+# Short perf windows: a level ends after a few requests.
+PERF_WINDOWS = dict(measurement_request_count=16, stability_percentage=100, max_trials=3, no_metrics=True)
+
+
+def test_perf_on_a_client_sweeps_as_the_command_does(grpc_url, cargo_bin):
+    with bertqa.Client(grpc_url, "oracle", batch_size=2, doc_stride=96) as client:
+        report = client.perf(SAMPLE, concurrency_range="1:2", **PERF_WINDOWS)
+    done = run(cargo_bin, "perf", "--url", grpc_url, "--model", "oracle", "--data", str(SAMPLE),
+               "--batch-size", "2", "--doc-stride", "96", "--concurrency-range", "1:2",
+               "--measurement-request-count", "16", "--stability-percentage", "100",
+               "--max-trials", "3", "--no-metrics", "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    command = json.loads(done.stdout)
+    # The same sweep of the same windows; only the measurements differ.
+    same = ("schema", "model", "data", "features", "batch_size", "padding", "inputs", "mode", "measurement")
+    assert {k: report[k] for k in same} == {k: command[k] for k in same}
+    assert report["batch_size"] == 2
+    assert [lv["concurrency"] for lv in report["levels"]] == [1, 2]
+    assert all(lv["throughput"]["requests_per_s"] > 0 for lv in report["levels"])
+
+
+def test_tune_on_a_client_searches_and_puts_the_original_back(grpc_url, http_url, tmp_path):
+    with bertqa.Client(grpc_url, "tune-fixed-cost") as client:
+        before = client.model
+        report = client.tune(
+            SAMPLE, control_url=http_url, output_dir=tmp_path, max_batch_sizes="8",
+            queue_delays_us="0,2000", instances="1", preferred_batch_sizes="none",
+            latency_threshold=150, concurrency="4", remeasure=0, warmup=2,
+            measurement_request_count=24, stability_percentage=50, max_trials=4,
+        )
+    assert report == json.loads((tmp_path / "tune.json").read_text())
+    assert report["model"] == "tune-fixed-cost" and report["restored"] is True
+    assert len(report["candidates"]) >= 2 and report["best"] is not None
+    with bertqa.Client(grpc_url, "tune-fixed-cost") as again:
+        assert again.model == before
+    with pytest.raises(bertqa.UsageError, match="has no option 'vocab'"):
+        bertqa.Client(grpc_url, "tune-fixed-cost").tune(SAMPLE, vocab="v.txt")

@@ -24,6 +24,7 @@ use super::common::{
     pipeline_runtime, run_config, shared_pipeline_runtime, Outcome,
 };
 use super::eval::{write_per_question, write_predictions};
+use super::session::Session;
 use bertqa::backend::text::TextBinding;
 use bertqa::backend::{Binding, Pool, SeqLen};
 use bertqa::decode::DecodeConfig;
@@ -201,14 +202,13 @@ struct Shared<'a> {
     features_config: FeatureConfig,
     decode: &'a DecodeConfig,
     version_2: bool,
-    /// The host's stop token, read here: `--parallel` runs models on threads of their
-    /// own, where the host's state is not.
+    /// The host's stop token (`--parallel` runs models on threads of their own).
     stop: Option<tokio_util::sync::CancellationToken>,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     if !args.runs.is_empty() {
-        return runs::run(&args);
+        return runs::run(&args, session);
     }
     if args.models.len() < 2 {
         anyhow::bail!(
@@ -255,7 +255,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         features_config,
         decode: &decode,
         version_2,
-        stop: super::host::stop_token(),
+        stop: session.stop(),
     };
     let runs = run_all(&shared, jobs)?;
 
@@ -268,7 +268,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let path = out_dir(&args).join(&run.dir_name).join("metrics.json");
         bertqa::output_file::write_atomic(&path, json.as_bytes())?;
     }
-    output::finish(&args, Some(out_dir(&args)), &doc, &flipped)
+    output::finish(&args, session, Some(out_dir(&args)), &doc, &flipped)
 }
 
 /// `--output-dir`, which a comparison of models requires (clap checks).
@@ -477,7 +477,7 @@ fn run_pipeline(
         features,
         ..
     } = *shared;
-    let run = super::host::stoppable_by(
+    let run = super::session::stoppable_by(
         pipeline::Run::new(rt, client, binding.clone(), dataset, config),
         shared.stop.clone(),
     );
@@ -560,7 +560,7 @@ fn run_text(
     )?;
     config.keep_features = true;
     config.keep_logits = true;
-    super::host::stoppable_by(
+    super::session::stoppable_by(
         pipeline::Run::new(shared.rt, client, binding, shared.dataset, &config),
         shared.stop.clone(),
     )

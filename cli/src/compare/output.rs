@@ -7,7 +7,8 @@ use std::path::Path;
 use bertqa::report::compare::{CompareJson, ComparisonJson, GateJson, Gates, StatisticsJson};
 use bertqa::report::{Format, Render as _};
 
-use super::super::common::{print_stdout, report_format, Outcome};
+use super::super::common::Outcome;
+use super::super::session::Session;
 use super::Args;
 
 /// How the intervals and p-values are drawn.
@@ -115,6 +116,7 @@ pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec
 /// prints it, and says how the gates went.
 pub(crate) fn finish(
     args: &Args,
+    session: &mut Session,
     dir: Option<&Path>,
     doc: &CompareJson,
     flipped: &[FlipLine],
@@ -127,10 +129,7 @@ pub(crate) fn finish(
     if let Some(path) = &args.html {
         write_html(path, doc, flipped)?;
     }
-    print_stdout(&match report_format(args.run.output.json) {
-        Format::Json => json,
-        text => doc.render(text),
-    })?;
+    session.report(doc, args.run.output.json)?;
     let failed: Vec<String> = doc
         .gates
         .iter()

@@ -15,10 +15,11 @@ use bertqa::types::Feature;
 use serde_json::Value;
 
 use super::super::common::{data_label, feature_config, load_data, load_tokenizer, Outcome};
+use super::super::session::Session;
 use super::output::{self, gates_of, statistics_json, FlipLine};
 use super::Args;
 
-pub(super) fn run(args: &Args) -> anyhow::Result<Outcome> {
+pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome> {
     if args.runs.len() < 2 {
         bail!(
             "--runs needs at least two finished runs to compare (got {})",
@@ -81,7 +82,7 @@ pub(super) fn run(args: &Args) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| bertqa::Error::io(dir, e))?;
     }
-    output::finish(args, args.output_dir.as_deref(), &doc, &flipped)
+    output::finish(args, session, args.output_dir.as_deref(), &doc, &flipped)
 }
 
 /// Runs of one model (today's against a baseline) named apart by their directories.

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
 use super::common::Outcome;
+use super::session::Session;
 use bertqa::evaluate::Scores;
 use bertqa::pipeline::{InferReport, Phases};
 
@@ -144,7 +145,7 @@ pub(crate) struct EvalReport {
     pub no_null_odds: Option<String>,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
@@ -167,18 +168,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             let ran = match (bound.tokens(), bound.text()) {
                 (Some(binding), _) => {
                     let binding = binding.as_ref().clone();
-                    run::against_server(&args, &mut input, &rt, pool, binding)?
+                    run::against_server(&args, &mut input, &rt, pool, binding, session.stop())?
                 }
                 (_, Some(binding)) => {
                     let binding = binding.as_ref().clone();
-                    text::against_server(&args, &mut input, &rt, pool, binding)?
+                    text::against_server(&args, &mut input, &rt, pool, binding, session.stop())?
                 }
                 (None, None) => unreachable!("a model takes token ids or text"),
             };
             (input, ran)
         }
     };
-    let failed = run::report(&args, &input, &mut ran)?;
+    let failed = run::report(&args, session, &input, &mut ran)?;
     Ok(if failed.is_empty() {
         Outcome::Success
     } else {

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use super::super::common::{
     connect_pool_and_look, decode_config, feature_config, load_data_digest, pipeline_runtime,
-    print_stdout, report_format, run_config as common_run_config, run_tokenizer,
+    report_format, run_config as common_run_config, run_tokenizer,
 };
 use super::super::flags::name_flags;
 use super::output::{score_with, write_partial, write_per_question, write_predictions};
 use super::report::gates;
 use super::{Args, EvalReport, Gate};
 use crate::resume;
+use crate::session::Session;
 use bertqa::backend::Binding;
 use bertqa::decode::{self, DecodeConfig, Prediction};
 use bertqa::features::FeatureConfig;
@@ -28,6 +29,7 @@ use bertqa::pipeline::{
 use bertqa::report::{Format, Render as _};
 use bertqa::tokenize::Tokenizer;
 use bertqa::types::Dataset;
+use tokio_util::sync::CancellationToken;
 
 /// The questions read, before the settings that depend on the model.
 pub(super) struct Data {
@@ -247,6 +249,7 @@ pub(super) fn against_server(
     rt: &tokio::runtime::Runtime,
     client: bertqa::backend::Pool,
     binding: Binding,
+    host_stop: Option<CancellationToken>,
 ) -> anyhow::Result<Ran> {
     let model = binding.model.clone();
     let model = model.as_str();
@@ -274,7 +277,7 @@ pub(super) fn against_server(
     if let Some(g) = config.infer.guard.as_mut() {
         g.decided = decided;
     }
-    let (journal, stop) = guard_journal(journal)?;
+    let (journal, stop) = guard_journal(journal, host_stop)?;
     let recorder = resume::Recorder::new(journal.clone(), input.decode.n_best_size);
     let observer = EvalObserver::new(args, Some(&recorder))?;
     let binding = Arc::new(binding);
@@ -314,10 +317,12 @@ pub(super) fn against_server(
 }
 
 /// The run's journal, shared with the signal handler (which writes the gathered
-/// records before a second interrupt quits at once), and what Ctrl-C and SIGTERM cancel.
+/// records before a second interrupt quits at once), and what Ctrl-C and SIGTERM cancel
+/// (`host_stop`, a host program's token, instead of signals when given).
 pub(super) fn guard_journal(
     journal: Journal,
-) -> anyhow::Result<(Arc<Mutex<Journal>>, tokio_util::sync::CancellationToken)> {
+    host_stop: Option<CancellationToken>,
+) -> anyhow::Result<(Arc<Mutex<Journal>>, CancellationToken)> {
     let journal = Arc::new(Mutex::new(journal));
     let on_quit = {
         let journal = journal.clone();
@@ -331,7 +336,10 @@ pub(super) fn guard_journal(
             );
         }
     };
-    let stop = resume::stop_on_signals(on_quit)?;
+    let stop = match host_stop {
+        Some(stop) => stop,
+        None => resume::stop_on_signals(on_quit)?,
+    };
     Ok((journal, stop))
 }
 
@@ -457,7 +465,12 @@ fn open_journal(
 
 /// Writes the answers and the scores, then the report (metrics.json, and stdout);
 /// returns the gates that failed.
-pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Result<Vec<String>> {
+pub(super) fn report(
+    args: &Args,
+    session: &mut Session,
+    input: &Input,
+    ran: &mut Ran,
+) -> anyhow::Result<Vec<String>> {
     let outcome = &mut ran.outcome;
     let dataset = &input.dataset;
     // The answers are written before scoring, so nothing computed is lost if the gold
@@ -553,13 +566,16 @@ pub(super) fn report(args: &Args, input: &Input, ran: &mut Ran) -> anyhow::Resul
             super::report::html_page(&report, dataset, &outcome.predictions, &ran.answer_scores);
         bertqa::output_file::write_atomic(path, &page)?;
     }
+    // A host gets the document metrics.json holds, and the answers.
+    session.keep(&report)?;
+    session.predictions(&outcome.predictions);
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.
     report.files.push("metrics.json".into());
     if args.from_logits.is_none() {
         resume::finish(&args.output_dir)?;
     }
-    print_stdout(&match report_format(args.run.output.json) {
+    session.print(|| match report_format(args.run.output.json) {
         Format::Json => json,
         text => report.render(text),
     })?;

@@ -15,6 +15,7 @@ use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::backend::Pool;
 use bertqa::pipeline::Run;
 use bertqa::Model;
+use tokio_util::sync::CancellationToken;
 
 /// Runs the questions against the text model `binding` on `pool`.
 pub(super) fn against_server(
@@ -23,6 +24,7 @@ pub(super) fn against_server(
     rt: &tokio::runtime::Runtime,
     pool: Pool,
     binding: TextBinding,
+    host_stop: Option<CancellationToken>,
 ) -> anyhow::Result<Ran> {
     if args.save_logits {
         anyhow::bail!(
@@ -50,7 +52,7 @@ pub(super) fn against_server(
         ));
     }
     let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
-    let (journal, stop) = guard_journal(journal)?;
+    let (journal, stop) = guard_journal(journal, host_stop)?;
     let observer = EvalObserver::new(args, None)?.with_replies(&journal);
     let binding = Arc::new(binding);
     let config = run_config(

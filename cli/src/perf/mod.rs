@@ -15,9 +15,8 @@ use super::args::{
     BindingArgs, LoadArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs,
     TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT, RUN,
 };
-use super::common::{
-    client_config, feature_config, load_data, load_tokenizer, print_stdout, runtime, Outcome,
-};
+use super::common::{client_config, feature_config, load_data, load_tokenizer, runtime, Outcome};
+use super::session::Session;
 use bertqa::perf::export::{self, Exporter};
 use bertqa::perf::{self, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range};
 use bertqa::pipeline::{self, Padding};
@@ -204,8 +203,10 @@ impl PerfProgress for Lines {
     }
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let config = perf_config(&args)?;
+pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
+    let mut config = perf_config(&args)?;
+    // A host program stops a sweep through its token (the binary ends with the process).
+    config.stop = session.stop();
     super::metrics::check(&args.metrics)?;
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
@@ -240,7 +241,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             metadata,
             config: model_config,
         };
-        return text::run(&args, config, &rt, &dataset, model);
+        return text::run(&args, session, config, &rt, &dataset, model);
     }
     let binding = bertqa::Binding::infer(
         &metadata,
@@ -249,7 +250,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         &super::common::binding_overrides(&args.binding),
     )?;
     let features = token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
-    run_tokens(&args, config, &rt, servers, binding, &features)
+    run_tokens(&args, session, config, &rt, servers, binding, &features)
 }
 
 /// A client of each `--url` (each address once).
@@ -311,6 +312,7 @@ pub(crate) fn padding(
 /// The sweep of a model that takes token ids, with the features of the data.
 fn run_tokens(
     args: &Args,
+    session: &mut Session,
     mut config: PerfConfig,
     rt: &tokio::runtime::Runtime,
     servers: perf::Servers,
@@ -330,7 +332,8 @@ fn run_tokens(
         } else {
             batch_size
         };
-        print_stdout(&format!(
+        session.print(|| {
+            format!(
             "wrote {rows} entries ({} features, batches of {batch_size}, padding {padding_words}) \
              for model {:?} to {}\nreplay: perf_analyzer -m {} -b {b} --input-data {}\n",
             features.len(),
@@ -338,7 +341,8 @@ fn run_tokens(
             path.display(),
             binding.model,
             path.display()
-        ))?;
+        )
+        })?;
         return Ok(Outcome::Success);
     }
     let progress = Lines {
@@ -365,7 +369,7 @@ fn run_tokens(
         padding: padding_words,
     };
     let swept = stop(&config, swept)?;
-    finish(args, &config, &servers, metrics, subject, swept)
+    finish(args, session, &config, &servers, metrics, subject, swept)
 }
 
 /// What the report says of the model and its requests: the part of the report that
@@ -429,6 +433,7 @@ pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::
 /// differs), then writes its files, its warnings on stderr and the report on stdout.
 pub(crate) fn finish(
     args: &Args,
+    session: &mut Session,
     config: &PerfConfig,
     servers: &perf::Servers,
     metrics: bertqa::metrics::Choice,
@@ -481,6 +486,8 @@ pub(crate) fn finish(
         true => &export::JsonExporter,
         false => &export::TextExporter,
     };
-    print_stdout(&String::from_utf8(stdout.serialize(&report))?)?;
+    session.keep(&report)?;
+    let text = String::from_utf8(stdout.serialize(&report))?;
+    session.print(|| text)?;
     Ok(Outcome::Success)
 }

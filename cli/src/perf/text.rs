@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::super::common::{data_label, Outcome};
 use super::{finish, start, stop, Args, Lines, Subject};
+use crate::session::Session;
 use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
 use bertqa::backend::text::TextBinding;
 use bertqa::perf::{self, PerfConfig, TextLoad};
@@ -24,6 +25,7 @@ pub(crate) struct Model {
 /// Sweeps `model`, which takes text, with the pairs of `dataset`.
 pub(crate) fn run(
     args: &Args,
+    session: &mut Session,
     mut config: PerfConfig,
     rt: &tokio::runtime::Runtime,
     dataset: &bertqa::types::Dataset,
@@ -78,7 +80,7 @@ pub(crate) fn run(
         padding: "none (the server tokenizes)".into(),
     };
     let swept = stop(&config, swept)?;
-    finish(args, &config, &servers, metrics, subject, swept)
+    finish(args, session, &config, &servers, metrics, subject, swept)
 }
 
 /// Every question of the data with its context, in file order (a paragraph's context

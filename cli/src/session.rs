@@ -1,0 +1,116 @@
+//! Where a command runs, handed to it explicitly: the `bertqa` binary, which prints the
+//! report and stops a run at its own signal handler, or a host program (`embed`: the
+//! Python package), which takes the report back as a value and stops a run through a
+//! token. Nothing of it lives in thread-locals: a command may run its work on any
+//! thread.
+
+use bertqa::report::Render;
+use tokio_util::sync::CancellationToken;
+
+use super::common::{print_stdout, report_format};
+
+/// A command's run: see the module's documentation.
+pub(crate) struct Session {
+    /// The host's stop token; `None` for the binary (its signal handlers stop runs).
+    stop: Option<CancellationToken>,
+    /// What the command hands its host; `None` for the binary, which prints instead.
+    kept: Option<Kept>,
+}
+
+/// What a command run for a host program hands back.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The report's JSON document (`--json`'s), for the commands that have one.
+    pub report: Option<serde_json::Value>,
+    /// `eval`'s answers: question id to answer text, as predictions.json holds them.
+    pub predictions: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl Session {
+    /// The binary's run: reports printed, its own signal handler.
+    pub(crate) fn binary() -> Self {
+        Session {
+            stop: None,
+            kept: None,
+        }
+    }
+
+    /// A host program's run: reports kept, stopped by `stop`.
+    pub(crate) fn host(stop: CancellationToken) -> Self {
+        Session {
+            stop: Some(stop),
+            kept: Some(Kept::default()),
+        }
+    }
+
+    /// The host's stop token (`None` for the binary).
+    pub(crate) fn stop(&self) -> Option<CancellationToken> {
+        self.stop.clone()
+    }
+
+    /// `run`, stopped by the host's token when there is one (the binary's `ask` and
+    /// `compare` end with the process at Ctrl-C).
+    pub(crate) fn stoppable<'a, B: bertqa::Infer>(
+        &self,
+        run: bertqa::Run<'a, B>,
+    ) -> bertqa::Run<'a, B> {
+        stoppable_by(run, self.stop())
+    }
+
+    /// The finished report: printed as `--json` (`json`) or text for the binary, its
+    /// document kept for a host.
+    pub(crate) fn report<R: Render>(&mut self, report: &R, json: bool) -> anyhow::Result<()> {
+        self.keep(report)?;
+        self.print(|| report.render(report_format(json)))
+    }
+
+    /// Keeps the report's document for a host (nothing for the binary).
+    pub(crate) fn keep<R: Render>(&mut self, report: &R) -> anyhow::Result<()> {
+        self.keep_document(&report.json())
+    }
+
+    /// Keeps `doc`, a report's JSON document, for a host (nothing for the binary).
+    pub(crate) fn keep_document(&mut self, doc: &impl serde::Serialize) -> anyhow::Result<()> {
+        if let Some(kept) = &mut self.kept {
+            kept.report = Some(serde_json::to_value(doc)?);
+        }
+        Ok(())
+    }
+
+    /// Prints `text()` on stdout for the binary (nothing for a host).
+    pub(crate) fn print(&self, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+        match self.kept {
+            Some(_) => Ok(()),
+            None => print_stdout(&text()),
+        }
+    }
+
+    /// `eval`'s answers, kept for a host (the binary has them in its files).
+    pub(crate) fn predictions(&mut self, predictions: &[bertqa::decode::Prediction]) {
+        if let Some(kept) = &mut self.kept {
+            kept.predictions = Some(
+                predictions
+                    .iter()
+                    .map(|p| (p.qas_id.clone(), p.answer.clone().into()))
+                    .collect(),
+            );
+        }
+    }
+
+    /// What the command kept for its host (empty for the binary).
+    pub(crate) fn into_kept(self) -> Kept {
+        self.kept.unwrap_or_default()
+    }
+}
+
+/// `run`, stopped by `stop` when given (a thread that holds no session, such as
+/// `compare --parallel`'s, gets the token from the one that does).
+pub(crate) fn stoppable_by<B: bertqa::Infer>(
+    run: bertqa::Run<'_, B>,
+    stop: Option<CancellationToken>,
+) -> bertqa::Run<'_, B> {
+    match stop {
+        Some(stop) => run.stop_on(stop),
+        None => run,
+    }
+}
