@@ -1,9 +1,8 @@
 //! Steps several commands share: loading data and the tokenizer with warnings on
 //! stderr, turning flag groups into the library's configurations (validated here, so
-//! that errors name the flags), connecting and binding, runtimes, writing to stdout and
-//! how a command ended.
+//! that errors name the flags), connecting and binding, runtimes, and how a command
+//! ended.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -318,15 +317,6 @@ pub(crate) enum Outcome {
     Success,
     /// The run completed but these gates failed (each named, e.g. `--min-f1 90: f1 85.2`).
     GateFailed(Vec<String>),
-}
-
-/// Writes `text` to stdout; a closed pipe is reported as an io error that
-/// `cli::main` turns into a clean exit.
-pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
 }
 
 /// Builds a multi-thread tokio runtime (a worker per core) for commands that talk to a

@@ -4,10 +4,12 @@
 //! token. Nothing of it lives in thread-locals: a command may run its work on any
 //! thread.
 
+use std::io::Write as _;
+
 use bertqa::report::Render;
 use tokio_util::sync::CancellationToken;
 
-use super::common::{print_stdout, report_format};
+use super::common::report_format;
 
 /// A command's run: see the module's documentation.
 pub(crate) struct Session {
@@ -113,4 +115,13 @@ pub(crate) fn stoppable_by<B: bertqa::Infer>(
         Some(stop) => run.stop_on(stop),
         None => run,
     }
+}
+
+/// Writes `text` to stdout; a closed pipe is reported as an io error that
+/// `cli::main` turns into a clean exit.
+fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
