@@ -413,14 +413,16 @@ mod tests {
         // SAFETY: sets a flag of this process (as the binary does before main).
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
         assert!(huge_pages_off());
-        super::super::COMMAND_PROCESS.store(false, std::sync::atomic::Ordering::Relaxed);
+        let command = &super::super::COMMAND_PROCESS;
+        let was = command.swap(false, std::sync::atomic::Ordering::Relaxed);
         huge_pages_for(&large);
         assert!(huge_pages_off(), "a host program's settings are its own");
-        super::super::COMMAND_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+        command.store(true, std::sync::atomic::Ordering::Relaxed);
         huge_pages_for(&small);
         huge_pages_for(&dir.path().join("missing.json"));
         assert!(huge_pages_off(), "small or missing inputs change nothing");
         huge_pages_for(&large);
         assert!(!huge_pages_off());
+        command.store(was, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -71,10 +71,12 @@ impl Session {
         self.keep_document(&report.json())
     }
 
-    /// Keeps `doc`, a report's JSON document, for a host (nothing for the binary).
+    /// Keeps `doc`, a report's JSON document, for a host (nothing for the binary): as
+    /// `--json` writes it, so that a single-precision field is the decimal printed
+    /// (0.9), not its widening to double (0.8999999761581421).
     pub(crate) fn keep_document(&mut self, doc: &impl serde::Serialize) -> anyhow::Result<()> {
         if let Some(kept) = &mut self.kept {
-            kept.report = Some(serde_json::to_value(doc)?);
+            kept.report = Some(serde_json::from_str(&bertqa::report::json::to_string(doc))?);
         }
         Ok(())
     }

@@ -172,7 +172,7 @@ class _Ran:
 
 def _run(argv: List[str]) -> _Ran:
     """Runs the command; raises the exception of any failure but a failed gate."""
-    code, report, predictions, reason, lines = _native.run(["bertqa", *argv])
+    _code, report, predictions, reason, lines = _native.run(["bertqa", *argv])
     if reason is not None and reason != "gate_failed":
         raise from_reason(reason, lines)
     return _Ran(report, predictions, lines if reason == "gate_failed" else [])
@@ -346,8 +346,8 @@ def _gate_words(g: Dict[str, Any]) -> str:
     return f"{g['flag']} {g['threshold']}: model {g['model']} measured {g['value']}"
 
 
-def on_client(client: Any, command: _Command, data: Any, options: Dict[str, Any],
-              output_dir: Optional[PathLike] = None) -> Dict[str, Any]:
+def on_client(client: Any, command: _Command, data: Any, options: Dict[str, Any], *,
+              output_dir: Optional[PathLike] = None, progress: bool = False) -> Dict[str, Any]:
     """``Client.perf`` and ``Client.tune``: the command run with the client's settings
     as its flags (those the command takes) and ``options``; its report."""
     settings = client._settings
@@ -364,9 +364,10 @@ def on_client(client: Any, command: _Command, data: Any, options: Dict[str, Any]
                 if flag.long in _NEGATIONS and value is True:
                     continue
                 argv += flag.args(command.function, name, value)
-        if "output_dir" in command.shown:
-            out = os.fspath(output_dir) if output_dir is not None else inputs.path(command.command)
-            argv.append(f"--output-dir={out}")
+        if output_dir is not None:
+            argv.append(f"--output-dir={os.fspath(output_dir)}")
+        if not progress:
+            argv.append("--quiet")
         argv += command.argv(options)
         return _run(argv).report
 
@@ -408,5 +409,6 @@ _CLIENT_SETTINGS = [
     "ssl", "ssl_root_cert", "ssl_client_cert", "ssl_client_key", "ssl_target_name", "data",
     "output_dir",
 ]
-_PERF = _Command("Client.perf", "perf", _CLIENT_SETTINGS)
+# `export_input_data` writes perf_analyzer's input file instead of a sweep: the command's.
+_PERF = _Command("Client.perf", "perf", _CLIENT_SETTINGS + ["export_input_data"])
 _TUNE = _Command("Client.tune", "tune", _CLIENT_SETTINGS + ["restore"])

@@ -116,17 +116,19 @@ class Client:
     ) -> None:
         urls = [url] if isinstance(url, str) else [str(u) for u in url]
         path = lambda p: None if p is None else os.fspath(p)  # noqa: E731
-        # What perf and tune take of the settings, as their flags (`_api.on_client`).
+        # What perf and tune take of the settings, as their flags (`_api.on_client`);
+        # files as they are now, wherever the working directory goes later.
+        file = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
         self._settings: Dict[str, Any] = dict(
-            url=urls, model=model, model_version=model_version or None, vocab=path(vocab),
-            tokenizer=path(tokenizer), protocol=protocol, do_lower_case=do_lower_case,
+            url=urls, model=model, model_version=model_version or None, vocab=file(vocab),
+            tokenizer=file(tokenizer), protocol=protocol, do_lower_case=do_lower_case,
             postprocess=postprocess, max_seq_length=max_seq_length, doc_stride=doc_stride,
             max_query_length=max_query_length, batch_size=batch_size,
             shared_memory=shared_memory, timeout_ms=timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
             header=[f"{k}: {v}" for k, v in _headers(header)] or None, authority=authority,
-            ssl=ssl, ssl_root_cert=path(ssl_root_cert), ssl_client_cert=path(ssl_client_cert),
-            ssl_client_key=path(ssl_client_key), ssl_target_name=ssl_target_name,
+            ssl=ssl, ssl_root_cert=file(ssl_root_cert), ssl_client_cert=file(ssl_client_cert),
+            ssl_client_key=file(ssl_client_key), ssl_target_name=ssl_target_name,
         )
         self._native = _native.Client(
             urls,
@@ -245,24 +247,26 @@ class Client:
 
     # -- measuring ------------------------------------------------------------------
 
-    def perf(self, data: Any, **options: Any) -> Dict[str, Any]:
+    def perf(self, data: Any, *, progress: bool = False, **options: Any) -> Dict[str, Any]:
         """A load sweep of this client's model, as ``bertqa perf`` runs it with the
         client's server, model, tokenizer, window and connection settings: throughput and
         latency per load level. ``data`` as for :meth:`evaluate`; ``options``: perf's
         own flags in snake case (``concurrency_range="1:8"``, ``latency_threshold=50``,
-        ``csv=path``, ...; see ``help(bertqa.Client.perf)``). Returns the document that
-        ``bertqa perf --json`` prints."""
-        return _api.on_client(self, _api._PERF, data, options)
+        ``csv=path``, ...; see ``help(bertqa.Client.perf)``); ``progress=True``: a line per
+        level on stderr. Returns the document that ``bertqa perf --json`` prints."""
+        return _api.on_client(self, _api._PERF, data, options, progress=progress)
 
-    def tune(self, data: Any, *, output_dir: Optional[PathLike] = None, **options: Any) -> Dict[str, Any]:
+    def tune(self, data: Any, *, output_dir: PathLike, progress: bool = False, **options: Any) -> Dict[str, Any]:
         """Searches the configuration of this client's model (Triton, explicit
         model-control mode) that serves best within the latency budget, as ``bertqa
         tune`` does, with the client's settings; the original configuration is put back
-        (or the best kept with ``keep_best=True``). ``options``: tune's own flags in snake
-        case (``latency_threshold=100``, ``max_batch_sizes="8,32"``, ``control_url=...``;
-        see ``help(bertqa.Client.tune)``). Returns tune.json's document; with
-        ``output_dir`` its files are kept there."""
-        return _api.on_client(self, _api._TUNE, data, options, output_dir=output_dir)
+        (or the best kept with ``keep_best=True``). ``output_dir``: where the original
+        configuration, the run's state and tune.json are kept (what ``bertqa tune --restore
+        --output-dir DIR`` reads if the original could not be put back). ``options``:
+        tune's own flags in snake case (``latency_threshold=100``, ``max_batch_sizes="8,32"``,
+        ``control_url=...``; see ``help(bertqa.Client.tune)``); ``progress=True``: a line
+        per candidate on stderr. Returns tune.json's document."""
+        return _api.on_client(self, _api._TUNE, data, options, output_dir=output_dir, progress=progress)
 
     # -- the rest -------------------------------------------------------------------
 

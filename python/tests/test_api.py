@@ -123,6 +123,18 @@ def test_ask_answers_each_question(endpoint, cargo_bin):
     assert len(one) == 1 and len(one[0]["nbest"]) <= 3 and one[0]["answer"] == answers[0]["answer"]
 
 
+def test_ask_of_an_answer_model_gives_the_commands_numbers(grpc_url, cargo_bin):
+    # The answer contract's scores are single precision: the dict holds them as the
+    # command prints them.
+    paragraph = json.loads(SAMPLE.read_text())["data"][0]["paragraphs"][0]
+    question = paragraph["qas"][0]["question"]
+    answers = bertqa.ask(grpc_url, "oracle-text-answer", question, paragraph["context"])
+    done = run(cargo_bin, "ask", "--url", grpc_url, "--model", "oracle-text-answer", "--json",
+               "--context", paragraph["context"], "--question", question)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answers"] == answers
+
+
 def test_compare_returns_the_commands_report(grpc_url, tmp_path):
     report = bertqa.compare(["oracle", "oracle-nobatch"], SAMPLE, url=grpc_url, output_dir=tmp_path)
     assert report == json.loads((tmp_path / "compare.json").read_text())

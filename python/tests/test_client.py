@@ -6,6 +6,7 @@ errors of construction."""
 import asyncio
 import json
 import threading
+import urllib.request
 
 import pytest
 
@@ -216,9 +217,16 @@ def test_perf_on_a_client_sweeps_as_the_command_does(grpc_url, cargo_bin):
     assert all(lv["throughput"]["requests_per_s"] > 0 for lv in report["levels"])
 
 
+def _served_config(http_url: str, model: str) -> dict:
+    """The configuration the server holds for ``model`` (Triton's HTTP config endpoint)."""
+    with urllib.request.urlopen(f"http://{http_url}/v2/models/{model}/config", timeout=30) as r:
+        return json.loads(r.read())
+
+
 def test_tune_on_a_client_searches_and_puts_the_original_back(grpc_url, http_url, tmp_path):
+    before = _served_config(http_url, "tune-fixed-cost")
+    assert "dynamic_batching" not in before
     with bertqa.Client(grpc_url, "tune-fixed-cost") as client:
-        before = client.model
         report = client.tune(
             SAMPLE, control_url=http_url, output_dir=tmp_path, max_batch_sizes="8",
             queue_delays_us="0,2000", instances="1", preferred_batch_sizes="none",
@@ -228,7 +236,9 @@ def test_tune_on_a_client_searches_and_puts_the_original_back(grpc_url, http_url
     assert report == json.loads((tmp_path / "tune.json").read_text())
     assert report["model"] == "tune-fixed-cost" and report["restored"] is True
     assert len(report["candidates"]) >= 2 and report["best"] is not None
-    with bertqa.Client(grpc_url, "tune-fixed-cost") as again:
-        assert again.model == before
-    with pytest.raises(bertqa.UsageError, match="has no option 'vocab'"):
-        bertqa.Client(grpc_url, "tune-fixed-cost").tune(SAMPLE, vocab="v.txt")
+    # A candidate with dynamic batching was loaded, and the original is back.
+    assert any(c["config"]["dynamic_batching"] for c in report["candidates"]), report["candidates"]
+    assert _served_config(http_url, "tune-fixed-cost") == before
+    with bertqa.Client(grpc_url, "tune-fixed-cost") as client:
+        with pytest.raises(bertqa.UsageError, match="has no option 'vocab'"):
+            client.tune(SAMPLE, output_dir=tmp_path / "other", vocab="v.txt")

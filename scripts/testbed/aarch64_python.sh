@@ -40,7 +40,7 @@ trap 'rm -rf "$WORK" "$TMP"' EXIT
 QEMU="$(command -v qemu-aarch64-static || true)"
 if [ -z "$QEMU" ]; then
   command -v apt-get >/dev/null || die "qemu-aarch64-static not found, and no apt-get to install qemu-user-static with"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
   log "installing qemu-user-static (Debian package)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static >&2 \
     || { $SUDO apt-get update -q >&2 && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static >&2; } \
@@ -58,7 +58,8 @@ make_sysroot() {
   local work apt
   WORK="$(mktemp -d "$BERTQA_CACHE/aarch64-sysroot.XXXXXX")"
   work="$WORK" apt="$WORK/apt"
-  mkdir -p "$apt/etc" "$apt/state/lists/partial" "$apt/cache/archives/partial" "$work/debs" "$work/root"
+  mkdir -p "$apt/etc" "$apt/parts" "$apt/state/lists/partial" "$apt/cache/archives/partial" \
+    "$work/debs" "$work/root"
   : > "$apt/state/status"
   cat > "$apt/etc/sources.list" <<EOF
 deb [signed-by=$KEYRING] $MIRROR $SUITE main
@@ -70,8 +71,8 @@ EOF
   # into the cache.
   local opts=(-q -o APT::Architecture=arm64 -o APT::Architectures::=arm64
     -o Dir::State="$apt/state" -o Dir::State::status="$apt/state/status" -o Dir::Cache="$apt/cache"
-    -o Dir::Etc::SourceList="$apt/etc/sources.list" -o Dir::Etc::SourceParts="$apt/etc"
-    -o Dir::Etc::Preferences="$apt/etc/preferences" -o Dir::Etc::PreferencesParts="$apt/etc"
+    -o Dir::Etc::SourceList="$apt/etc/sources.list" -o Dir::Etc::SourceParts="$apt/parts"
+    -o Dir::Etc::Preferences="$apt/etc/preferences" -o Dir::Etc::PreferencesParts="$apt/parts"
     -o Acquire::Languages=none -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false
     -o APT::Sandbox::User="$(id -un)")
   log "fetching Debian $SUITE's arm64 package lists"

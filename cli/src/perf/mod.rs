@@ -430,7 +430,8 @@ pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::
 }
 
 /// Builds the report of a finished sweep (token or text model: `subject` is what
-/// differs), then writes its files, its warnings on stderr and the report on stdout.
+/// differs), then writes its files, its warnings on stderr and the report (on stdout, or
+/// kept for a host program).
 pub(crate) fn finish(
     args: &Args,
     session: &mut Session,
@@ -487,7 +488,6 @@ pub(crate) fn finish(
         false => &export::TextExporter,
     };
     session.keep(&report)?;
-    let text = String::from_utf8(stdout.serialize(&report))?;
-    session.print(|| text)?;
+    session.print(|| String::from_utf8_lossy(&stdout.serialize(&report)).into_owned())?;
     Ok(Outcome::Success)
 }
