@@ -219,6 +219,17 @@ def test_ctrl_c_stops_the_run_and_keeps_the_journal(grpc_url, big_dataset, tmp_p
     assert resumed["metrics"]["exact"] == 100.0
 
 
+def test_ctrl_c_stops_a_parallel_comparison_on_every_thread(grpc_url, big_dataset, tmp_path):
+    # `parallel` runs each model on a thread of its own: the stop reaches them all.
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        bertqa.compare(["oracle-slow", "oracle"], big_dataset, url=grpc_url, parallel=True,
+                       batch_size=1, concurrency=1, output_dir=tmp_path)
+    assert time.monotonic() - started < 15
+
+
 def test_the_gil_is_released_while_a_run_works(grpc_url):
     ticks = []
     stop = threading.Event()

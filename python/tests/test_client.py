@@ -5,7 +5,10 @@ errors of construction."""
 
 import asyncio
 import json
+import os
+import signal
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -215,6 +218,17 @@ def test_perf_on_a_client_sweeps_as_the_command_does(grpc_url, cargo_bin):
     assert report["batch_size"] == 2
     assert [lv["concurrency"] for lv in report["levels"]] == [1, 2]
     assert all(lv["throughput"]["requests_per_s"] > 0 for lv in report["levels"])
+
+
+def test_ctrl_c_stops_a_clients_sweep(grpc_url):
+    # Levels of 2 s each up to 64 in flight: a minute's sweep, stopped after 2 s.
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    with bertqa.Client(grpc_url, "oracle-slow", batch_size=1) as client:
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            client.perf(SAMPLE, concurrency_range="1:64", measurement_interval_ms=2000, no_metrics=True)
+        assert time.monotonic() - started < 10
 
 
 def _served_config(http_url: str, model: str) -> dict:
