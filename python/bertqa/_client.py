@@ -44,7 +44,10 @@ class Evaluation:
         return self._report["throughput"]
 
     def to_dict(self) -> Dict[str, Any]:
-        """What ``eval --json`` reports of the run, with the predictions."""
+        """The document ``eval --json`` prints for the same run, with the predictions;
+        what only the command has is empty (``gates``, ``output_dir``, ``files``, the
+        resume fingerprint ``run``), and ``endpoints`` and ``retries`` count the client's
+        requests during this evaluation."""
         return dict(self._report, predictions=self.predictions)
 
     def write(self, dir: PathLike) -> List[str]:

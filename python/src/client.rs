@@ -246,10 +246,10 @@ impl Client {
 
     /// Runs and scores the questions of a data file (any format `--data` reads).
     fn evaluate_path(&self, py: Python<'_>, path: PathBuf) -> PyResult<Evaluation> {
-        let dataset = py
-            .detach(|| Dataset::open(&path))
-            .map_err(|e| error(py, &e))?;
-        self.evaluate(py, &dataset)
+        let read = py.detach(|| bertqa::data::load(std::slice::from_ref(&path), false));
+        let (loaded, format) = read.map_err(|e| error(py, &e))?;
+        let data = path.display().to_string();
+        self.evaluate(py, &loaded.dataset, data, format)
     }
 
     /// Runs and scores the questions of `data`: SQuAD JSON (`format` "squad") or Hugging
@@ -271,7 +271,8 @@ impl Client {
         };
         let read = py.detach(|| bertqa::data::from_bytes(data, Some(format), &label));
         let (loaded, _) = read.map_err(|e| error(py, &e))?;
-        self.evaluate(py, &loaded.dataset)
+        let data = label.display().to_string();
+        self.evaluate(py, &loaded.dataset, data, format)
     }
 
     /// The model as the server describes it and bertqa binds it (a dict).
@@ -320,10 +321,21 @@ impl Client {
             .ok_or_else(|| raise(py, "usage", "this bertqa.Client is closed"))
     }
 
-    fn evaluate(&self, py: Python<'_>, dataset: &Dataset) -> PyResult<Evaluation> {
+    /// `dataset` evaluated; `data` and `format` name it in the report.
+    fn evaluate(
+        &self,
+        py: Python<'_>,
+        dataset: &Dataset,
+        data: String,
+        format: Format,
+    ) -> PyResult<Evaluation> {
         let client = self.client(py)?;
         let evaluation = self.drive(py, client.as_async().evaluate(dataset))?;
-        Ok(Evaluation(evaluation))
+        Ok(Evaluation {
+            inner: evaluation,
+            data,
+            format,
+        })
     }
 
     /// Drives `work` to its end with the GIL released, letting Python see Ctrl-C in
@@ -448,12 +460,17 @@ impl From<bertqa::Answer> for Answer {
 
 /// An evaluation's results.
 #[pyclass(module = "bertqa._native", name = "Evaluation", frozen)]
-pub(crate) struct Evaluation(bertqa::Evaluation);
+pub(crate) struct Evaluation {
+    inner: bertqa::Evaluation,
+    /// How the report names the data (a path, `<dict>`, `<rows>`), and its format.
+    data: String,
+    format: Format,
+}
 
 impl Evaluation {
     /// The library's evaluation.
     pub(crate) fn inner(&self) -> &bertqa::Evaluation {
-        &self.0
+        &self.inner
     }
 }
 
@@ -462,23 +479,28 @@ impl Evaluation {
     /// The official scores, under their official keys.
     #[getter]
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        from_json(py, &self.0.metrics.to_json())
+        from_json(py, &self.inner.metrics.to_json())
     }
 
     /// Question id → answer text, in the data's order (`predictions.json`).
     #[getter]
     fn predictions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
-        for (id, text) in &self.0.predictions {
+        for (id, text) in &self.inner.predictions {
             out.set_item(id, text)?;
         }
         Ok(out)
     }
 
-    /// What `eval --json` reports of the run: metrics, questions, features, wall time,
-    /// throughput, latency percentiles (ms) and phases.
+    /// The document `eval --json` prints for the same run (`bertqa::Evaluation::report`):
+    /// what only the command has (gates, output directory, files, the resume
+    /// fingerprint `run`, the server's metrics) empty.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        from_json(py, &self.report())
+        let run = self.inner.report(&self.data, self.format);
+        let doc = bertqa::report::json::to_string(&run.json());
+        let value: serde_json::Value = serde_json::from_str(&doc)
+            .map_err(|e| raise(py, "internal", &format!("the report: {e}")))?;
+        from_json(py, &value)
     }
 
     /// Writes the reference's files into `dir` (created if missing): predictions.json,
@@ -487,41 +509,9 @@ impl Evaluation {
     fn write(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<String>> {
         py.detach(|| {
             std::fs::create_dir_all(&dir).map_err(|e| bertqa::Error::io(&dir, e))?;
-            self.0.write_files(&dir)
+            self.inner.write_files(&dir)
         })
         .map_err(|e| error(py, &e))
-    }
-}
-
-impl Evaluation {
-    fn report(&self) -> serde_json::Value {
-        let o = &self.0.outcome;
-        let wall = o.wall.as_secs_f64();
-        let per_s = |n: f64| if wall > 0.0 { n / wall } else { 0.0 };
-        let latency = &o.infer.latency_us;
-        serde_json::json!({
-            "metrics": self.0.metrics.to_json(),
-            "questions": o.predictions.len(),
-            "features": o.features,
-            "wall_s": wall,
-            "throughput": {
-                "features_per_s": per_s(o.features as f64),
-                "questions_per_s": per_s(o.predictions.len() as f64),
-            },
-            "latency_ms": {
-                "p50": o.infer.latency_ms(0.50),
-                "p90": o.infer.latency_ms(0.90),
-                "p95": o.infer.latency_ms(0.95),
-                "p99": o.infer.latency_ms(0.99),
-                "max": if latency.is_empty() { 0.0 } else { latency.max() as f64 / 1000.0 },
-                "mean": latency.mean() / 1000.0,
-            },
-            "phases_s": {
-                "features": o.phases.features_s,
-                "inference": o.phases.inference_s,
-                "decode": o.phases.decode_s,
-            },
-        })
     }
 }
 

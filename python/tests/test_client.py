@@ -78,6 +78,19 @@ def test_evaluate_scores_as_the_command(grpc_url, cargo_bin, tmp_path):
     assert report["questions"] == len(questions())
     assert set(report["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
     assert report["throughput"]["questions_per_s"] > 0
+    # eval --json's document: its keys in its order, and its values but for the timings,
+    # where the run was written, the gates, and the resume fingerprint.
+    command = json.loads((out / "metrics.json").read_text())
+    assert list(report) == [*command, "predictions"]
+    own = {"wall_s", "throughput", "latency_ms", "phases_s", "client", "endpoints",
+           "output_dir", "files", "run", "gates", "predictions"}
+    assert {k: v for k, v in report.items() if k not in own} == \
+        {k: v for k, v in command.items() if k not in own}
+    assert (report["gates"], report["files"], report["run"]) == ([], [], {})
+    # The pool's figures cover this evaluation: one endpoint, every feature.
+    [endpoint] = report["endpoints"]
+    assert endpoint["features"] == report["features"] == command["features"]
+    assert client.evaluate(SAMPLE).to_dict()["endpoints"][0]["requests"] == endpoint["requests"]
     # The data as a parsed dict, the same.
     assert client.evaluate(json.loads(SAMPLE.read_text())).predictions == evaluation.predictions
 

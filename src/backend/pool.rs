@@ -81,6 +81,24 @@ pub struct PoolConfig {
     pub wait_ready: Duration,
 }
 
+impl EndpointReport {
+    /// What the endpoint did after `before` (an earlier reading of the same endpoint):
+    /// its requests, features, errors, take-outs and latencies since then.
+    pub fn since(&self, before: &EndpointReport) -> EndpointReport {
+        let mut latency_us = self.latency_us.clone();
+        // The earlier counts are part of today's: the subtraction cannot fail.
+        let _ = latency_us.subtract(&before.latency_us);
+        EndpointReport {
+            requests: self.requests.saturating_sub(before.requests),
+            features: self.features.saturating_sub(before.features),
+            errors: super::retry::counts_since(&self.errors, &before.errors),
+            taken_out: self.taken_out.saturating_sub(before.taken_out),
+            latency_us,
+            ..self.clone()
+        }
+    }
+}
+
 /// What one endpoint did, for the report.
 #[derive(Debug, Clone)]
 pub struct EndpointReport {

@@ -133,6 +133,30 @@ impl RetryStats {
     pub fn total_failures(&self) -> u64 {
         self.failures.values().sum()
     }
+
+    /// What was counted after `before` (an earlier reading of the same pool).
+    pub fn since(&self, before: &RetryStats) -> RetryStats {
+        RetryStats {
+            retries: counts_since(&self.retries, &before.retries),
+            failures: counts_since(&self.failures, &before.failures),
+        }
+    }
+}
+
+/// `now` less `before`, code by code; codes that did not grow are left out.
+pub(crate) fn counts_since(
+    now: &std::collections::BTreeMap<String, u64>,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    now.iter()
+        .map(|(code, n)| {
+            (
+                code.clone(),
+                n.saturating_sub(before.get(code).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 #[cfg(test)]
@@ -141,6 +165,35 @@ mod tests {
     use crate::error::{AnswerTo, Unreachable};
 
     use crate::error::tests::server;
+
+    #[test]
+    fn counts_since_an_earlier_reading_are_the_growth_by_code() {
+        let codes = |pairs: &[(&str, u64)]| {
+            pairs
+                .iter()
+                .map(|(c, n)| (c.to_string(), *n))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let before = RetryStats {
+            retries: codes(&[("UNAVAILABLE", 2), ("INTERNAL", 1)]),
+            failures: codes(&[]),
+        };
+        let now = RetryStats {
+            retries: codes(&[
+                ("UNAVAILABLE", 5),
+                ("INTERNAL", 1),
+                ("DEADLINE_EXCEEDED", 1),
+            ]),
+            failures: codes(&[("UNAVAILABLE", 1)]),
+        };
+        let since = now.since(&before);
+        assert_eq!(
+            since.retries,
+            codes(&[("UNAVAILABLE", 3), ("DEADLINE_EXCEEDED", 1)])
+        );
+        assert_eq!(since.failures, codes(&[("UNAVAILABLE", 1)]));
+        assert_eq!(now.since(&now), RetryStats::default());
+    }
 
     /// (code, retryable, endpoint suspect) of `e` under the default policy and under
     /// one that retries model errors.

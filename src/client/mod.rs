@@ -176,6 +176,24 @@ pub struct Evaluation {
     pub outcome: RunOutcome,
     version_2: bool,
     null_odds: bool,
+    /// What the report says of the client's side of the run.
+    run: RunFacts,
+}
+
+/// The client's side of an evaluation, for its report.
+#[derive(Debug)]
+struct RunFacts {
+    urls: String,
+    model: Model,
+    protocol: crate::backend::Protocol,
+    postprocess: &'static str,
+    batch_size: usize,
+    batch_size_given: bool,
+    concurrency: usize,
+    /// The pool's retries and endpoints during the run (other calls made meanwhile on
+    /// the same client included).
+    retries: crate::backend::RetryStats,
+    endpoints: Vec<crate::backend::pool::EndpointReport>,
 }
 
 impl Evaluation {
@@ -196,6 +214,48 @@ impl Evaluation {
     /// Whether SQuAD 2.0's rules were applied.
     pub fn version_2_with_negative(&self) -> bool {
         self.version_2
+    }
+
+    /// The run as `bertqa eval` reports it ([`EvalRun::json`](crate::report::eval::EvalRun::json):
+    /// eval's `--json` document, keys and rounding alike), the data named `data` (read in
+    /// `format`). What only the command has is empty: gates, output directory, files,
+    /// the resume fingerprint (`run`) and the server's metrics.
+    pub fn report(&self, data: &str, format: crate::data::Format) -> crate::report::eval::EvalRun {
+        let o = &self.outcome;
+        let f = &self.run;
+        crate::report::eval::EvalRun {
+            data: data.to_string(),
+            format,
+            url: Some(f.urls.clone()),
+            binding: Some(f.model.clone()),
+            version_2: self.version_2,
+            postprocess: f.postprocess,
+            batch_size: f.batch_size,
+            batch_size_given: f.batch_size_given,
+            concurrency: f.concurrency,
+            protocol: Some(f.protocol),
+            questions: o.predictions.len(),
+            features: o.features,
+            featureless: o
+                .featureless
+                .iter()
+                .map(|&i| o.predictions[i].qas_id.clone())
+                .collect(),
+            scores: self.scores.clone(),
+            infer: Some(o.infer.clone()),
+            phases: o.phases,
+            wall: o.wall,
+            gates: Vec::new(),
+            output_dir: std::path::PathBuf::new(),
+            files: Vec::new(),
+            retries: Some(f.retries.clone()),
+            endpoints: f.endpoints.clone(),
+            non_finite: o.infer.non_finite,
+            fingerprint: Default::default(),
+            server_metrics: None,
+            no_null_odds: (self.version_2 && !self.null_odds)
+                .then(|| crate::report::eval::no_null_odds_reason(f.model.name())),
+        }
     }
 }
 
@@ -333,7 +393,25 @@ impl Engine {
             .version_2
             .unwrap_or_else(|| dataset.looks_like_v2());
         let config = self.config(version_2)?;
+        let (retries, endpoints) = (self.pool.retry_stats(), self.pool.endpoint_reports());
         let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress, stop)?;
+        let run = RunFacts {
+            urls: self.urls.join(","),
+            model: self.model.clone(),
+            protocol: self.pool.first_client().protocol(),
+            postprocess: config.decode.postprocess.as_str(),
+            batch_size: config.infer.batch_size,
+            batch_size_given: self.settings.load.batch_size.is_some(),
+            concurrency: self.settings.load.concurrency.max(1),
+            retries: self.pool.retry_stats().since(&retries),
+            endpoints: self
+                .pool
+                .endpoint_reports()
+                .iter()
+                .zip(&endpoints)
+                .map(|(now, before)| now.since(before))
+                .collect(),
+        };
         let null_odds = evaluation::gives_null_odds(&self.model);
         let scores = evaluation::score_with(
             dataset,
@@ -349,6 +427,7 @@ impl Engine {
             outcome,
             version_2,
             null_odds,
+            run,
         })
     }
 }

@@ -10,19 +10,14 @@ mod run;
 mod text;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
 use super::common::Outcome;
 use super::session::Session;
-use bertqa::evaluate::Scores;
-use bertqa::pipeline::{InferReport, Phases};
 
 pub(crate) use output::{write_per_question, write_predictions};
 pub(crate) use report::inputs_line;
-
-/// How many ids are named when questions are listed in a report.
-const FIRST_IDS: usize = 5;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
@@ -86,64 +81,10 @@ pub struct Args {
 }
 
 /// One gate and how it went.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Gate {
-    /// The flag, e.g. `--min-f1`.
-    pub flag: &'static str,
-    pub threshold: f64,
-    pub value: f64,
-    pub passed: bool,
-}
-
-impl Gate {
-    fn describe(&self) -> String {
-        format!(
-            "{} {}: measured {:.3}",
-            self.flag, self.threshold, self.value
-        )
-    }
-}
+pub(crate) use bertqa::report::eval::GateResult as Gate;
 
 /// Everything a finished evaluation reports.
-#[derive(Debug)]
-pub(crate) struct EvalReport {
-    /// The `--data` files, as reports name them.
-    pub data: String,
-    /// Their format (MRQA's scoring rules for MRQA files).
-    pub format: bertqa::data::Format,
-    pub url: Option<String>,
-    pub binding: Option<bertqa::Model>,
-    pub version_2: bool,
-    pub postprocess: &'static str,
-    pub batch_size: usize,
-    /// `--batch-size` was given (else the model's or bertqa's default).
-    pub batch_size_given: bool,
-    pub concurrency: usize,
-    /// The protocol the server was spoken to in (`None` without a server).
-    pub protocol: Option<bertqa::backend::Protocol>,
-    pub questions: usize,
-    pub features: u64,
-    pub featureless: Vec<String>,
-    pub scores: Scores,
-    pub infer: Option<InferReport>,
-    pub phases: Phases,
-    pub wall: Duration,
-    pub gates: Vec<Gate>,
-    pub output_dir: PathBuf,
-    pub files: Vec<String>,
-    /// Retries and failures by code (`None` without a server).
-    pub retries: Option<bertqa::backend::RetryStats>,
-    /// Each endpoint's figures (empty without a server).
-    pub endpoints: Vec<bertqa::backend::pool::EndpointReport>,
-    /// NaN or infinite logits (decoded as −∞).
-    pub non_finite: bertqa::decode::non_finite::NonFinite,
-    /// The run's fingerprint (data digest, settings, model): what `merge` checks.
-    pub fingerprint: bertqa::journal::Fingerprint,
-    /// The server's metrics over the run, when `--metrics-url` was given.
-    pub server_metrics: Option<(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)>,
-    /// Why a v2 run has no null odds (`run::Input::no_null_odds`).
-    pub no_null_odds: Option<String>,
-}
+pub(crate) use bertqa::report::eval::EvalRun as EvalReport;
 
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let started = Instant::now();

@@ -2,14 +2,13 @@
 //! metrics.json, described by `schema/eval.schema.json`) and the human text.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use bertqa::report::eval::EvalJson;
 use bertqa::report::Render;
-use serde_json::Value;
 
-use super::{Args, EvalReport, Gate, FIRST_IDS};
+use super::{Args, EvalReport, Gate};
 use bertqa::backend::text::{Contract, TextBinding};
+use bertqa::report::eval::{rate, FIRST_IDS};
 
 /// The gates the flags ask for, and how they went.
 pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
@@ -44,27 +43,19 @@ pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
     g
 }
 
-fn rate(n: f64, wall: Duration) -> f64 {
-    let s = wall.as_secs_f64();
-    if s > 0.0 {
-        n / s
-    } else {
-        0.0
-    }
-}
+/// The report as the command shows it: the library's document, and the text.
+pub(crate) struct Shown<'a>(pub &'a EvalReport);
 
-/// Rounds for the report (JSON keeps 6 decimals: microsecond-level time).
-fn r6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
-}
-
-impl Render for EvalReport {
-    type Json<'a> = EvalJson;
+impl Render for Shown<'_> {
+    type Json<'a>
+        = EvalJson
+    where
+        Self: 'a;
 
     /// The `--json` document (also written as metrics.json); described by
     /// `schema/eval.schema.json`.
     fn json(&self) -> EvalJson {
-        json(self)
+        self.0.json()
     }
 
     /// The human report. The lines on bertqa's own workings (padding, how inputs and
@@ -72,137 +63,11 @@ impl Render for EvalReport {
     /// without it, one sentence when bertqa's CPU limited the run.
     fn text(&self, verbose: bool) -> String {
         let mut s = String::new();
-        text_run_and_scores(&mut s, self);
-        text_figures(&mut s, self, verbose);
-        text_outcome(&mut s, self);
+        text_run_and_scores(&mut s, self.0);
+        text_figures(&mut s, self.0, verbose);
+        text_outcome(&mut s, self.0);
         s
     }
-}
-
-/// The JSON document of [`Render::json`].
-fn json(r: &EvalReport) -> EvalJson {
-    use bertqa::report::eval::*;
-    let latency_ms = match &r.infer {
-        Some(i) if i.requests > 0 => Some(LatencyMs {
-            p50: r6(i.latency_ms(0.50)),
-            p90: r6(i.latency_ms(0.90)),
-            p95: r6(i.latency_ms(0.95)),
-            p99: r6(i.latency_ms(0.99)),
-            max: r6(i.latency_us.max() as f64 / 1000.0),
-            mean: r6(i.latency_us.mean() / 1000.0),
-        }),
-        _ => None,
-    };
-    // A run with a server has both; one from saved logits neither.
-    let model = r
-        .binding
-        .as_ref()
-        .zip(r.protocol)
-        .map(|(b, protocol)| Model {
-            name: b.name().to_string(),
-            version: b.version().to_string(),
-            url: r.url.clone(),
-            protocol,
-            platform: b.platform().to_string(),
-            max_batch_size: b.max_batch_size(),
-            binding: b.to_json(),
-        });
-    let default_retries = bertqa::backend::RetryStats::default();
-    let retries = r.retries.as_ref().unwrap_or(&default_retries);
-    EvalJson {
-        schema: 1,
-        data: r.data.clone(),
-        version_2_with_negative: r.version_2,
-        postprocess: r.postprocess.into(),
-        metrics: r.scores.metrics.clone(),
-        questions: r.questions,
-        features: r.features,
-        requests: r.infer.as_ref().map_or(0, |i| i.requests),
-        batch_size: r.batch_size,
-        concurrency: r.concurrency,
-        wall_s: r6(r.wall.as_secs_f64()),
-        throughput: Throughput {
-            features_per_s: r6(rate(r.features as f64, r.wall)),
-            questions_per_s: r6(rate(r.questions as f64, r.wall)),
-        },
-        latency_ms,
-        phases_s: PhasesS {
-            features: r6(r.phases.features_s),
-            inference: r6(r.phases.inference_s),
-            decode: r6(r.phases.decode_s),
-        },
-        client: r.infer.as_ref().map(|i| Client {
-            starved_s: r6(i.starved.as_secs_f64()),
-            decode_lag_s: r6(i.decode_lag.as_secs_f64()),
-            limited_s: r6(i.client_limited().as_secs_f64()),
-            cpu_limited: i.client_bound_warning().is_some(),
-        }),
-        padding: r.infer.as_ref().map(|i| Padding::from(&i.padding)),
-        shared_memory: r.infer.as_ref().map(|i| SharedMemory {
-            used: i.shared_memory.used,
-            outputs: i.shared_memory.outputs,
-            note: i.shared_memory.note.clone(),
-        }),
-        retries: Retries {
-            total: retries.total_retries(),
-            by_code: retries.retries.clone(),
-            failed_requests: retries.total_failures(),
-            failures_by_code: retries.failures.clone(),
-        },
-        non_finite_logits: NonFiniteLogits {
-            values: r.non_finite.values,
-            features: r.non_finite.features,
-        },
-        endpoints: r.endpoints.iter().map(|e| endpoint(e, r.wall)).collect(),
-        missing_predictions: bertqa::report::CountedIds::first(
-            &r.scores.missing,
-            r.scores.missing.len(),
-            FIRST_IDS,
-        ),
-        featureless_questions: bertqa::report::CountedIds::first(
-            &r.featureless,
-            r.featureless.len(),
-            FIRST_IDS,
-        ),
-        model,
-        gates: r
-            .gates
-            .iter()
-            .map(|g| Gate {
-                flag: g.flag.into(),
-                threshold: g.threshold,
-                value: r6(g.value),
-                passed: g.passed,
-            })
-            .collect(),
-        output_dir: r.output_dir.display().to_string(),
-        files: r.files.clone(),
-        run: r.fingerprint.clone(),
-        server_metrics: r.server_metrics.as_ref().map(server_metrics),
-        no_null_odds: r.no_null_odds.clone(),
-    }
-}
-
-/// `server_metrics`: the endpoints read, then the figures over the run.
-fn server_metrics((choice, m): &(bertqa::metrics::Choice, bertqa::metrics::SpanMetrics)) -> Value {
-    /// The endpoints read and how often, ahead of the figures.
-    #[derive(serde::Serialize)]
-    struct Read {
-        urls: Vec<String>,
-        interval_ms: Option<u64>,
-    }
-    let (urls, interval_ms) = match choice {
-        bertqa::metrics::Choice::Read { urls, interval_ms } => (urls.clone(), Some(*interval_ms)),
-        bertqa::metrics::Choice::NotRead(_) => (Vec::new(), None),
-    };
-    let mut v = serde_json::to_value(Read { urls, interval_ms }).unwrap_or(Value::Null);
-    if let (Value::Object(out), Ok(Value::Object(figures))) = (
-        &mut v,
-        serde_json::to_value(bertqa::metrics::json::metrics(m)),
-    ) {
-        out.extend(figures);
-    }
-    v
 }
 
 /// The text report's padding line.
@@ -263,45 +128,6 @@ pub(crate) fn inputs_line(m: &bertqa::pipeline::SharedMemoryReport) -> String {
         (true, Some(note)) => format!("{used} ({note})"),
         (false, None) => "in each message".into(),
         (false, Some(note)) => format!("in each message (no shared memory: {note})"),
-    }
-}
-
-/// One endpoint of metrics.json's `endpoints`.
-fn endpoint(
-    e: &bertqa::backend::pool::EndpointReport,
-    wall: Duration,
-) -> bertqa::report::eval::Endpoint {
-    use bertqa::report::eval::{Endpoint, EndpointLatencyMs, Errors};
-    let q = |x: f64| {
-        if e.latency_us.is_empty() {
-            0.0
-        } else {
-            r6(e.latency_us.value_at_quantile(x) as f64 / 1000.0)
-        }
-    };
-    Endpoint {
-        url: e.url.clone(),
-        connections: e.connections,
-        transport: e.transport.as_str().into(),
-        unary_connections: e.unary_connections,
-        requests: e.requests,
-        features: e.features,
-        features_per_s: r6(rate(e.features as f64, wall)),
-        latency_ms: EndpointLatencyMs {
-            p50: q(0.5),
-            p99: q(0.99),
-            mean: r6(if e.latency_us.is_empty() {
-                0.0
-            } else {
-                e.latency_us.mean() / 1000.0
-            }),
-        },
-        errors: Errors {
-            total: e.errors.values().sum::<u64>(),
-            by_code: e.errors.clone(),
-        },
-        taken_out: e.taken_out,
-        healthy_at_end: e.healthy,
     }
 }
 

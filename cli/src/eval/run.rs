@@ -15,7 +15,7 @@ use super::super::common::{
 };
 use super::super::flags::name_flags;
 use super::output::{score_with, write_partial, write_per_question, write_predictions};
-use super::report::gates;
+use super::report::{gates, Shown};
 use super::{Args, EvalReport, Gate};
 use crate::resume;
 use crate::session::Session;
@@ -557,7 +557,7 @@ pub(super) fn report(
         );
     }
     report.gates = gates(args, &report);
-    let json = report.render(Format::Json);
+    let json = Shown(&report).render(Format::Json);
     let metrics_path = args.output_dir.join("metrics.json");
     bertqa::output_file::write_atomic(&metrics_path, json.as_bytes())?;
     // Not one of the run's files: metrics.json does not list it.
@@ -567,7 +567,7 @@ pub(super) fn report(
         bertqa::output_file::write_atomic(path, &page)?;
     }
     // A host gets the document metrics.json holds, and the answers.
-    session.keep(&report)?;
+    session.keep(&Shown(&report))?;
     session.predictions(&outcome.predictions);
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.
@@ -577,7 +577,7 @@ pub(super) fn report(
     }
     session.print(|| match report_format(args.run.output.json) {
         Format::Json => json,
-        text => report.render(text),
+        text => Shown(&report).render(text),
     })?;
     Ok(report
         .gates

@@ -44,12 +44,7 @@ pub(super) fn against_server(
         }
     );
     if input.version_2 && no_null_odds {
-        input.no_null_odds = Some(format!(
-            "model {:?} has no no-answer output, so no null_odds.json; every no-answer \
-             probability is 0 and there are no best thresholds (as evaluate-v2.0.py scores \
-             without a na-prob file)",
-            binding.model
-        ));
+        input.no_null_odds = Some(bertqa::report::eval::no_null_odds_reason(&binding.model));
     }
     let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
     let (journal, stop) = guard_journal(journal, host_stop)?;

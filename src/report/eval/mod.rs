@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod run;
+
+pub use run::{no_null_odds_reason, rate, EvalRun, GateResult, FIRST_IDS};
+
 use super::CountedIds;
 use crate::backend::Protocol;
 use crate::evaluate::Metrics;
@@ -251,7 +255,7 @@ mod tests {
             server_metrics: None,
             no_null_odds: None,
         };
-        let schema = include_str!("../../schema/eval.schema.json");
+        let schema = include_str!("../../../schema/eval.schema.json");
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());
         writes_as_a_value_and_reads_back(&doc);
 
