@@ -406,8 +406,9 @@ _CLIENT_SETTINGS = [
     "url", "model", "model_version", "vocab", "tokenizer", "protocol", "do_lower_case",
     "no_lower_case", "postprocess", "max_seq_length", "doc_stride", "max_query_length",
     "batch_size", "shared_memory", "timeout_ms", "connect_timeout_ms", "header", "authority",
-    "ssl", "ssl_root_cert", "ssl_client_cert", "ssl_client_key", "ssl_target_name", "data",
-    "output_dir",
+    "ssl", "ssl_root_cert", "ssl_client_cert", "ssl_client_key", "ssl_target_name",
+    "fixed_seq_len", "input_ids", "segment_ids", "input_mask", "start_logits", "end_logits",
+    "question_input", "context_input", "answer_output", "offsets_output", "data", "output_dir",
 ]
 # `export_input_data` writes perf_analyzer's input file instead of a sweep: the command's.
 _PERF = _Command("Client.perf", "perf", _CLIENT_SETTINGS + ["export_input_data"])

@@ -114,8 +114,21 @@ class Client:
         ssl_client_key: Optional[PathLike] = None,
         ssl_target_name: Optional[str] = None,
         retries: int = 3,
+        retry_max_backoff_ms: int = 2_000,
+        retry_model_errors: bool = False,
         connections: int = 1,
         wait_ready: float = 0.0,
+        fixed_seq_len: bool = False,
+        dynamic_seq_len: bool = False,
+        input_ids: Optional[str] = None,
+        segment_ids: Optional[str] = None,
+        input_mask: Optional[str] = None,
+        start_logits: Optional[str] = None,
+        end_logits: Optional[str] = None,
+        question_input: Optional[str] = None,
+        context_input: Optional[str] = None,
+        answer_output: Optional[str] = None,
+        offsets_output: Optional[str] = None,
     ) -> None:
         urls = [url] if isinstance(url, str) else [str(u) for u in url]
         path = lambda p: None if p is None else os.fspath(p)  # noqa: E731
@@ -132,7 +145,13 @@ class Client:
             header=[f"{k}: {v}" for k, v in _headers(header)] or None, authority=authority,
             ssl=ssl, ssl_root_cert=file(ssl_root_cert), ssl_client_cert=file(ssl_client_cert),
             ssl_client_key=file(ssl_client_key), ssl_target_name=ssl_target_name,
+            fixed_seq_len=fixed_seq_len, input_ids=input_ids, segment_ids=segment_ids,
+            input_mask=input_mask, start_logits=start_logits, end_logits=end_logits,
+            question_input=question_input, context_input=context_input,
+            answer_output=answer_output, offsets_output=offsets_output,
         )
+        if fixed_seq_len and dynamic_seq_len:
+            raise UsageError("Client(): fixed_seq_len and dynamic_seq_len pad in opposite ways: give one")
         self._native = _native.Client(
             urls,
             model,
@@ -164,8 +183,21 @@ class Client:
             ssl_client_key=path(ssl_client_key),
             ssl_target_name=ssl_target_name,
             retries=retries,
+            retry_max_backoff_ms=retry_max_backoff_ms,
+            retry_model_errors=retry_model_errors,
             connections=connections,
             wait_ready=wait_ready,
+            fixed_seq_len=fixed_seq_len,
+            dynamic_seq_len=dynamic_seq_len,
+            input_ids=input_ids,
+            segment_ids=segment_ids,
+            input_mask=input_mask,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            question_input=question_input,
+            context_input=context_input,
+            answer_output=answer_output,
+            offsets_output=offsets_output,
         )
 
     # -- asking ---------------------------------------------------------------------

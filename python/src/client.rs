@@ -87,7 +87,11 @@ impl Client {
         batch_size=None, concurrency=4, shared_memory="auto", timeout_ms=60_000,
         connect_timeout_ms=5_000, header=Vec::new(), authority=None, ssl=false,
         ssl_root_cert=None, ssl_client_cert=None, ssl_client_key=None,
-        ssl_target_name=None, retries=3, connections=1, wait_ready=0.0
+        ssl_target_name=None, retries=3, retry_max_backoff_ms=2_000, retry_model_errors=false,
+        connections=1, wait_ready=0.0, fixed_seq_len=false, dynamic_seq_len=false,
+        input_ids=None, segment_ids=None, input_mask=None, start_logits=None,
+        end_logits=None, question_input=None, context_input=None, answer_output=None,
+        offsets_output=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -122,8 +126,21 @@ impl Client {
         ssl_client_key: Option<PathBuf>,
         ssl_target_name: Option<String>,
         retries: u32,
+        retry_max_backoff_ms: u64,
+        retry_model_errors: bool,
         connections: usize,
         wait_ready: f64,
+        fixed_seq_len: bool,
+        dynamic_seq_len: bool,
+        input_ids: Option<String>,
+        segment_ids: Option<String>,
+        input_mask: Option<String>,
+        start_logits: Option<String>,
+        end_logits: Option<String>,
+        question_input: Option<String>,
+        context_input: Option<String>,
+        answer_output: Option<String>,
+        offsets_output: Option<String>,
     ) -> PyResult<Client> {
         let usage = |m: String| raise(py, "usage", &m);
         let mut urls = url.into_iter();
@@ -194,8 +211,27 @@ impl Client {
             .timeout(duration_ms(timeout_ms))
             .connect_timeout(duration_ms(connect_timeout_ms))
             .retries(retries)
+            .retry_max_backoff(duration_ms(retry_max_backoff_ms.max(1)))
+            .retry_model_errors(retry_model_errors)
             .connections(connections)
-            .wait_ready(Duration::from_secs_f64(wait_ready));
+            .wait_ready(Duration::from_secs_f64(wait_ready))
+            .fixed_seq_len(fixed_seq_len)
+            .dynamic_seq_len(dynamic_seq_len)
+            .binding(bertqa::backend::BindingOverrides {
+                input_ids,
+                segment_ids,
+                input_mask,
+                start_logits: start_logits.clone(),
+                end_logits: end_logits.clone(),
+            })
+            .text_binding(bertqa::backend::text::TextOverrides {
+                question_input,
+                context_input,
+                answer_output,
+                offsets_output,
+                start_logits,
+                end_logits,
+            });
         let driver = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()?;

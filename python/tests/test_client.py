@@ -269,3 +269,19 @@ def test_tune_on_a_client_searches_and_puts_the_original_back(grpc_url, http_url
     with bertqa.Client(grpc_url, "tune-fixed-cost") as client:
         with pytest.raises(bertqa.UsageError, match="has no option 'vocab'"):
             client.tune(SAMPLE, output_dir=tmp_path / "other", vocab="v.txt")
+
+
+def test_tensor_names_and_padding_are_settings_of_the_client(grpc_url):
+    context = questions()[0][2]
+    question = questions()[0][1]
+    inferred = bertqa.Client(grpc_url, "oracle").ask(question, context)
+    named = bertqa.Client(grpc_url, "oracle", input_ids="input__0", segment_ids="input__1",
+                          input_mask="input__2", start_logits="output__0", end_logits="output__1",
+                          fixed_seq_len=True, retry_max_backoff_ms=50, retry_model_errors=True)
+    answer = named.ask(question, context)
+    assert (answer.text, answer.start_char, answer.probability) == \
+        (inferred.text, inferred.start_char, inferred.probability)
+    with pytest.raises(bertqa.ModelError, match="nope"):
+        bertqa.Client(grpc_url, "oracle", input_ids="nope")
+    with pytest.raises(bertqa.UsageError, match="give one"):
+        bertqa.Client(grpc_url, "oracle", fixed_seq_len=True, dynamic_seq_len=True)

@@ -288,6 +288,18 @@ impl<M> ClientBuilder<M> {
         self
     }
 
+    /// Longest wait between two retries (`--retry-max-backoff-ms`; default 2 s).
+    pub fn retry_max_backoff(mut self, d: Duration) -> Self {
+        self.retry.max_backoff = d;
+        self
+    }
+
+    /// Retry model errors too (`--retry-model-errors`; default: not, they usually repeat).
+    pub fn retry_model_errors(mut self, yes: bool) -> Self {
+        self.retry.retry_model_errors = yes;
+        self
+    }
+
     /// Connections per server (`--connections`; default 1).
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n;
