@@ -62,23 +62,21 @@ impl Session {
     /// The finished report: printed as `--json` (`json`) or text for the binary, its
     /// document kept for a host.
     pub(crate) fn report<R: Render>(&mut self, report: &R, json: bool) -> anyhow::Result<()> {
-        self.keep(report)?;
+        self.keep(report);
         self.print(|| report.render(report_format(json)))
     }
 
     /// Keeps the report's document for a host (nothing for the binary).
-    pub(crate) fn keep<R: Render>(&mut self, report: &R) -> anyhow::Result<()> {
-        self.keep_document(&report.json())
+    pub(crate) fn keep<R: Render>(&mut self, report: &R) {
+        self.keep_document(&report.json());
     }
 
-    /// Keeps `doc`, a report's JSON document, for a host (nothing for the binary): as
-    /// `--json` writes it, so that a single-precision field is the decimal printed
-    /// (0.9), not its widening to double (0.8999999761581421).
-    pub(crate) fn keep_document(&mut self, doc: &impl serde::Serialize) -> anyhow::Result<()> {
+    /// Keeps `doc`, a report's JSON document, for a host (nothing for the binary), as
+    /// `--json` writes it ([`bertqa::report::json::to_value`]).
+    pub(crate) fn keep_document(&mut self, doc: &impl serde::Serialize) {
         if let Some(kept) = &mut self.kept {
-            kept.report = Some(serde_json::from_str(&bertqa::report::json::to_string(doc))?);
+            kept.report = Some(bertqa::report::json::to_value(doc));
         }
-        Ok(())
     }
 
     /// Prints `text()` on stdout for the binary (nothing for a host).

@@ -379,7 +379,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     }
     let tuned_run = tuned_run?;
     let report = &tuned_run.report;
-    session.keep_document(&report::render_json(report))?;
+    session.keep_document(&report::render_json(report));
     // The report first: a file that cannot be written must not hide it.
     session.print(|| {
         if args.output.json {

@@ -25,7 +25,11 @@ class Evaluation:
 
     def __init__(self, native: Any) -> None:
         self._native = native
-        self._report: Dict[str, Any] = native.to_dict()
+
+    @functools.cached_property
+    def _report(self) -> Dict[str, Any]:
+        # Built when first read: the document copies every question's scores.
+        return self._native.to_dict()
 
     @property
     def metrics(self) -> Dict[str, Any]:

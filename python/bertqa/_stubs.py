@@ -107,11 +107,14 @@ def _annotation(a: Any) -> str:
     return a if isinstance(a, str) else inspect.formatannotation(a)
 
 
-def _signature(function: Any) -> str:
-    sig = inspect.signature(function)
-    params = []
+def _params(function: Any, var_keyword: bool = True) -> List[str]:
+    """A function's parameters as a stub writes them (``**kwargs`` left out unless
+    ``var_keyword``), a ``*`` before the first keyword-only one."""
+    params: List[str] = []
     star = False
-    for p in sig.parameters.values():
+    for p in inspect.signature(function).parameters.values():
+        if p.kind is p.VAR_KEYWORD and not var_keyword:
+            continue
         if p.kind is p.KEYWORD_ONLY and not star:
             params.append("*")
             star = True
@@ -125,7 +128,16 @@ def _signature(function: Any) -> str:
         if p.default is not p.empty:
             text += f" = {p.default!r}"
         params.append(text)
-    returns = "" if sig.return_annotation is sig.empty else f" -> {_annotation(sig.return_annotation)}"
+    return params
+
+
+def _returns(function: Any) -> str:
+    sig = inspect.signature(function)
+    return "" if sig.return_annotation is sig.empty else f" -> {_annotation(sig.return_annotation)}"
+
+
+def _signature(function: Any) -> str:
+    params, returns = _params(function), _returns(function)
     one_line = f"({', '.join(params)}){returns}"
     if len(one_line) <= 80:
         return one_line
@@ -158,25 +170,12 @@ _CLIENT_COMMANDS = {"perf": _api._PERF, "tune": _api._TUNE}
 
 def _client_command(name: str, method: Any, command: "_api._Command") -> str:
     """A method's stub with each of the command's options typed, as the functions'."""
-    sig = inspect.signature(method)
-    fixed = []
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_KEYWORD:
-            continue
-        if p.kind is p.KEYWORD_ONLY and "*" not in fixed:
-            fixed.append("*")
-        text = p.name
-        if p.annotation is not p.empty:
-            text += f": {_annotation(p.annotation)}"
-        if p.default is not p.empty:
-            text += f" = {p.default!r}"
-        fixed.append(text)
+    fixed = _params(method, var_keyword=False)
     if "*" not in fixed:
         fixed.append("*")
     options = [f"{n}: {_type(f)}" for n, f in command.flags.items()]
     body = "".join(f"        {p},\n" for p in fixed + options)
-    returns = _annotation(sig.return_annotation)
-    return f"    def {name}(\n{body}    ) -> {returns}: ..."
+    return f"    def {name}(\n{body}    ){_returns(method)}: ..."
 
 
 def stubs() -> str:

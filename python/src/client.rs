@@ -533,10 +533,7 @@ impl Evaluation {
     /// fingerprint `run`, the server's metrics) empty.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let run = self.inner.report(&self.data, self.format);
-        let doc = bertqa::report::json::to_string(&run.json());
-        let value: serde_json::Value = serde_json::from_str(&doc)
-            .map_err(|e| raise(py, "internal", &format!("the report: {e}")))?;
-        from_json(py, &value)
+        from_json(py, &bertqa::report::json::to_value(&run.json()))
     }
 
     /// Writes the reference's files into `dir` (created if missing): predictions.json,

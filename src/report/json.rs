@@ -14,6 +14,14 @@ pub fn to_string(doc: &impl Serialize) -> String {
     text
 }
 
+/// A report document as a value, exactly as [`to_string`] writes it: a single-precision
+/// field is the decimal printed (0.9), not its widening to double (0.8999999761581421),
+/// which `serde_json::to_value` would give.
+pub fn to_value(doc: &impl Serialize) -> serde_json::Value {
+    // The writer's own text reads back: it is JSON with floats as ryu writes them.
+    serde_json::from_str(&to_string(doc)).expect("a report reads back")
+}
+
 /// A float the document may hold as `null` (it was not finite), read back as NaN: for
 /// the floats that come from the user (a gate's threshold) or may be undefined (a
 /// metric).

@@ -370,7 +370,8 @@ mod tests {
         }
     }
 
-    /// Within the noise, the search stays: a neighbour 2% better is not a move.
+    /// Within the noise, the search stays: a neighbour better by less than
+    /// `MOVE_MARGIN` is not a move.
     #[test]
     fn the_search_moves_only_beyond_the_noise() {
         let start = poor_start();

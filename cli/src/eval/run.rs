@@ -567,7 +567,7 @@ pub(super) fn report(
         bertqa::output_file::write_atomic(path, &page)?;
     }
     // A host gets the document metrics.json holds, and the answers.
-    session.keep(&Shown(&report))?;
+    session.keep(&Shown(&report));
     session.predictions(&outcome.predictions);
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.

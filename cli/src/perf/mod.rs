@@ -487,7 +487,7 @@ pub(crate) fn finish(
         true => &export::JsonExporter,
         false => &export::TextExporter,
     };
-    session.keep(&report)?;
+    session.keep(&report);
     session.print(|| String::from_utf8_lossy(&stdout.serialize(&report)).into_owned())?;
     Ok(Outcome::Success)
 }
