@@ -1,5 +1,5 @@
 //! A model of another family (RoBERTa, DistilBERT, DeBERTa-v3, ...) through the async
-//! client in a tokio program: its tokenizer.json, run_qa's rules.
+//! client in a tokio program of one thread: its tokenizer.json, run_qa's rules.
 //!
 //! Usage: `client_family URL MODEL TOKENIZER_DIR DATA OUT_DIR`. Asks one question,
 //! evaluates DATA, writes the reference's files into OUT_DIR and prints one JSON line:
@@ -12,7 +12,8 @@ use bertqa::{Client, Dataset};
 const CONTEXT: &str = "The lighthouse at Varne Point was designed by Ada Byron in 1851.";
 const QUESTION: &str = "Who designed the lighthouse?";
 
-#[tokio::main]
+// One thread is enough: the client runs on the runtime that awaits it.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> bertqa::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [url, model, tokenizer, data, out]: [String; 5] = args.try_into().unwrap_or_else(|_| {

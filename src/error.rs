@@ -243,6 +243,16 @@ pub enum Error {
         paragraphs: usize,
     },
 
+    /// The system refused what a run needs: a runtime or a thread could not be started
+    /// (`what` says which; `source` is the system's error, often too many threads or too
+    /// little memory).
+    #[error("cannot start {what}: {source}")]
+    System {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// A worker task that did not finish: it panicked (a fault of bertqa itself: a bug
     /// to report) or was cancelled (its runtime shut down). `message` is the runtime's.
     #[error("internal error: {task} failed: {message}")]
@@ -389,6 +399,14 @@ fn list_or_none(names: &[String]) -> String {
 }
 
 impl Error {
+    /// The system refused to start `what` (a thread, a runtime).
+    pub(crate) fn system(what: &str, source: std::io::Error) -> Error {
+        Error::System {
+            what: what.into(),
+            source,
+        }
+    }
+
     /// An input error at a location.
     pub fn input(location: Location, message: impl Into<String>) -> Self {
         Error::Input {

@@ -2,9 +2,9 @@
 //! looks at the model and loads the tokenizer once, then answers and evaluates with the
 //! GIL released. A call of a few questions ([`IN_PLACE`]) is the blocking client's, on
 //! the calling thread: it ends within the client's timeout, and Python sees a Ctrl-C
-//! as it returns. A longer call is the async client's future driven on the calling
-//! thread (a one-thread runtime of the object's own), woken every [`SIGNAL_POLL`] to let
-//! Python see Ctrl-C: a `KeyboardInterrupt` drops the future, which stops the run.
+//! as it returns. A longer call is the async client's future driven from the calling
+//! thread on the blocking client's runtime, woken every [`SIGNAL_POLL`] to let Python
+//! see Ctrl-C: a `KeyboardInterrupt` drops the future, which stops the run.
 //! The Python class `bertqa.Client` (python/bertqa/_client.py) wraps this one.
 
 use std::future::Future;
@@ -29,8 +29,6 @@ const IN_PLACE: usize = 4;
 pub(crate) struct Client {
     /// `None` once closed.
     inner: RwLock<Option<bertqa::blocking::Client>>,
-    /// Drives each call's future on the caller's thread (several threads at once).
-    driver: tokio::runtime::Runtime,
     /// The process that built the client: its runtime's threads are not in a fork's
     /// child.
     pid: u32,
@@ -232,14 +230,10 @@ impl Client {
                 start_logits,
                 end_logits,
             });
-        let driver = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()?;
         let built = py.detach(|| b.build());
         let client = built.map_err(|e| error(py, &e))?;
         Ok(Client {
             inner: RwLock::new(Some(client)),
-            driver,
             pid: std::process::id(),
         })
     }
@@ -275,7 +269,11 @@ impl Client {
             let answered = py.detach(|| client.ask_many_with(pairs, &options));
             answered.map_err(|e| error(py, &e))?
         } else {
-            self.drive(py, client.as_async().ask_many_with(pairs, &options))?
+            drive(
+                py,
+                &client,
+                client.as_async().ask_many_with(pairs, &options),
+            )?
         };
         Ok(answers.into_iter().map(Answer::from).collect())
     }
@@ -366,31 +364,31 @@ impl Client {
         format: Format,
     ) -> PyResult<Evaluation> {
         let client = self.client(py)?;
-        let evaluation = self.drive(py, client.as_async().evaluate(dataset))?;
+        let evaluation = drive(py, &client, client.as_async().evaluate(dataset))?;
         Ok(Evaluation {
             inner: evaluation,
             data,
             format,
         })
     }
+}
 
-    /// Drives `work` to its end with the GIL released, letting Python see Ctrl-C in
-    /// between: a `KeyboardInterrupt` drops the future (the run stops) and is raised.
-    fn drive<T: Send>(
-        &self,
-        py: Python<'_>,
-        work: impl Future<Output = bertqa::Result<T>> + Send,
-    ) -> PyResult<T> {
-        let mut work = Box::pin(work);
-        loop {
-            let waited = py.detach(|| {
-                self.driver
-                    .block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut work).await })
-            });
-            match waited {
-                Ok(done) => return done.map_err(|e| error(py, &e)),
-                Err(_) => py.check_signals()?,
-            }
+/// Drives `work` (a call of `client`'s) to its end on the client's runtime with the GIL
+/// released, letting Python see Ctrl-C in between: a `KeyboardInterrupt` drops the
+/// future (the run stops) and is raised.
+fn drive<T: Send>(
+    py: Python<'_>,
+    client: &bertqa::blocking::Client,
+    work: impl Future<Output = bertqa::Result<T>> + Send,
+) -> PyResult<T> {
+    let mut work = Box::pin(work);
+    loop {
+        let waited = py.detach(|| {
+            client.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut work).await })
+        });
+        match waited {
+            Ok(done) => return done.map_err(|e| error(py, &e)),
+            Err(_) => py.check_signals()?,
         }
     }
 }

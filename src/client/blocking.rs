@@ -14,15 +14,59 @@
 //! # }
 //! ```
 
+use std::sync::Arc;
+
 use super::{Answer, Evaluation};
 use crate::error::Result;
 use crate::types::Dataset;
 
 /// A connection to one model on one or more servers (blocking). Cheap to clone; usable
-/// from several threads at once.
+/// from several threads at once. It owns the runtime its connections live on (one
+/// thread); a call runs on the calling thread.
 #[derive(Debug, Clone)]
 pub struct Client {
     inner: super::Client,
+    runtime: Arc<OwnedRuntime>,
+}
+
+/// The blocking client's runtime: one worker thread that keeps the connections and the
+/// requests in flight. Shut down without waiting when the last clone goes (a runtime
+/// cannot be dropped where blocking is not allowed, as in an async caller's task).
+#[derive(Debug)]
+pub(crate) struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnedRuntime {
+    pub(crate) fn start() -> Result<OwnedRuntime> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("bertqa-client")
+            .enable_all()
+            .build()
+            .map(|r| OwnedRuntime(Some(r)))
+            .map_err(|e| crate::Error::system("the client's runtime", e))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.runtime().handle()
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.0
+            .as_ref()
+            .expect("the runtime lives as long as the client")
+    }
+
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime().block_on(future)
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 /// The settings of a blocking [`Client`]: the async builder's methods, and a `build`
@@ -35,8 +79,11 @@ impl Client {
         ClientBuilder::new(url.into())
     }
 
-    pub(crate) fn new(inner: super::Client) -> Client {
-        Client { inner }
+    pub(crate) fn new(inner: super::Client, runtime: OwnedRuntime) -> Client {
+        Client {
+            inner,
+            runtime: Arc::new(runtime),
+        }
     }
 
     /// The model as it was bound.
@@ -67,20 +114,34 @@ impl Client {
     ) -> Result<Vec<Answer>> {
         outside_a_runtime()?;
         let dataset = super::dataset_of(questions);
+        let handle = self.runtime.handle();
         self.inner
             .engine()
-            .ask(&dataset, options, Default::default())
+            .ask(handle, &dataset, options, Default::default())
     }
 
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
     pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         outside_a_runtime()?;
-        self.inner.engine().evaluate(dataset, Default::default())
+        let handle = self.runtime.handle();
+        self.inner
+            .engine()
+            .evaluate(handle, dataset, Default::default())
     }
 
-    /// The async client over the same connections.
+    /// The async client over the same connections. Its calls' futures are driven by
+    /// [`block_on`](Self::block_on) (or by any runtime: the connections stay this
+    /// client's).
     pub fn as_async(&self) -> &super::Client {
         &self.inner
+    }
+
+    /// Drives `future` (say a call of [`as_async`](Self::as_async)'s) to its end on this
+    /// client's runtime, blocking the calling thread: for a host that waits in slices
+    /// (a timeout around the call, to look for its own interrupts in between) and drops
+    /// the call to stop it.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.handle().block_on(future)
     }
 }
 

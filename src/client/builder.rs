@@ -324,46 +324,47 @@ impl<M> ClientBuilder<M> {
         self
     }
 
-    /// Connects, looks at the model and loads the tokenizer, blocking the calling
-    /// thread.
-    fn connect(self) -> Result<Engine> {
+    /// Connects and looks at the model, on the runtime that awaits it.
+    async fn connect(&self) -> Result<Connected> {
         let model_name = self
             .model
             .clone()
             .ok_or_else(|| Error::Config("no model given: name it with `model`".into()))?;
         let pool_config = self.pool_config()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("bertqa-client")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Config(format!("cannot start the client's runtime: {e}")))?;
-        let (pool, model) = runtime.block_on(async {
-            let pool = Pool::connect(&pool_config, &model_name, &self.model_version).await?;
-            let model = pool
-                .look(&model_name, &self.model_version, &self.binding, &self.text)
-                .await?;
-            Ok::<_, Error>((pool, model))
-        })?;
-        // The vocabulary only where the model needs it: not for the answer contract.
-        let tokenizer = match model.needs_tokenizer() {
-            true => Some(load_tokenizer(
-                &self.vocab,
-                self.tokenizer.as_deref(),
-                self.lower_case,
-                self.postprocess,
-            )?),
-            false => None,
-        };
-        let settings = self.resolve(&model, tokenizer.as_ref())?;
-        Ok(Engine {
-            runtime: Some(runtime),
+        let pool = Pool::connect(&pool_config, &model_name, &self.model_version).await?;
+        let model = pool
+            .look(&model_name, &self.model_version, &self.binding, &self.text)
+            .await?;
+        Ok(Connected {
             pool,
-            urls: pool_config.urls,
             model,
+            urls: pool_config.urls,
+        })
+    }
+
+    /// The tokenizer `model` needs (the vocabulary is not read for the answer contract).
+    fn tokenizer_for(&self, model: &Model) -> Result<Option<LoadedTokenizer>> {
+        if !model.needs_tokenizer() {
+            return Ok(None);
+        }
+        load_tokenizer(
+            &self.vocab,
+            self.tokenizer.as_deref(),
+            self.lower_case,
+            self.postprocess,
+        )
+        .map(Some)
+    }
+
+    /// The engine of a connected client with its tokenizer.
+    fn engine(&self, connected: Connected, tokenizer: Option<LoadedTokenizer>) -> Result<Engine> {
+        let settings = self.resolve(&connected.model, tokenizer.as_ref())?;
+        Ok(Engine {
+            pool: connected.pool,
+            urls: connected.urls,
+            model: connected.model,
             tokenizer,
             settings,
-            workers: super::workers::Workers::new(),
         })
     }
 
@@ -442,24 +443,42 @@ impl<M> ClientBuilder<M> {
 }
 
 impl ClientBuilder<Async> {
-    /// Connects, looks at the model and loads the tokenizer (on a thread of its own:
-    /// the caller's executor is not blocked).
+    /// Connects, looks at the model and loads the tokenizer. The connections live on
+    /// the runtime that awaits this (as reqwest's and tonic's clients do); the tokenizer
+    /// is read where that runtime runs blocking work.
     pub async fn build(self) -> Result<Client> {
-        // A thread of its own, gone once connected.
-        let once = super::workers::Workers::new();
-        super::off_the_executor(&once, move |_| self.connect().map(Client::from_engine)).await
+        let connected = self.connect().await?;
+        let model = connected.model.clone();
+        let this = self.clone();
+        let tokenizer = tokio::task::spawn_blocking(move || this.tokenizer_for(&model))
+            .await
+            .map_err(|e| super::task_failed("loading the tokenizer", e))??;
+        self.engine(connected, tokenizer).map(Client::from_engine)
     }
 }
 
 impl ClientBuilder<Blocking> {
-    /// Connects, looks at the model and loads the tokenizer. Inside an async runtime
-    /// this is an error: hold the async [`Client`] there.
+    /// Connects, looks at the model and loads the tokenizer. The client owns a runtime
+    /// (one thread, `bertqa-client`) that keeps its connections and requests going.
+    /// Inside an async runtime this is an error: hold the async [`Client`] there.
     pub fn build(self) -> Result<crate::blocking::Client> {
         crate::client::blocking::outside_a_runtime()?;
-        Ok(crate::blocking::Client::new(Client::from_engine(
-            self.connect()?,
-        )))
+        let runtime = crate::client::blocking::OwnedRuntime::start()?;
+        let connected = runtime.block_on(self.connect())?;
+        let tokenizer = self.tokenizer_for(&connected.model)?;
+        let engine = self.engine(connected, tokenizer)?;
+        Ok(crate::blocking::Client::new(
+            Client::from_engine(engine),
+            runtime,
+        ))
     }
+}
+
+/// A client's connections and its model, before the tokenizer is loaded.
+struct Connected {
+    pool: Pool,
+    model: Model,
+    urls: Vec<String>,
 }
 
 #[cfg(test)]

@@ -24,10 +24,16 @@
 //! runtime.
 //!
 //! Contract:
-//! - A client keeps a runtime of its own (one worker thread) on which its connections
-//!   live and its requests are kept in flight; a run builds windows and decodes on
-//!   threads of its own, as the command does. The async methods hand the work to those
-//!   threads and await it, so they never block the caller's executor, whichever it is.
+//! - The async client runs on the caller's runtime: [`ClientBuilder::build`] connects
+//!   on the runtime that awaits it, and each method is a future of that runtime. A call
+//!   of a handful of questions does its work as the future is polled (its windows
+//!   built and its answers decoded in between the requests, a fraction of a
+//!   millisecond); a larger one runs where tokio puts blocking work
+//!   (`spawn_blocking`), its windows built and answers decoded on the run's own stage
+//!   threads, so the caller's executor is never held up. Dropping a call's future
+//!   stops its run.
+//! - [`crate::blocking::Client`] owns one runtime (one thread, on which its connections
+//!   live); its calls run on the calling thread.
 //! - A client is cheap to clone (the clones share the connections) and may be used from
 //!   several tasks or threads at once; each call is a run of its own.
 //! - The model decides what a question needs: a token model gets windows cut by the
@@ -39,7 +45,6 @@ mod answer;
 pub mod blocking;
 mod builder;
 mod tokenizer;
-mod workers;
 
 use std::sync::{Arc, Mutex};
 
@@ -106,11 +111,11 @@ impl Client {
         options: &AskOptions,
     ) -> Result<Vec<Answer>> {
         let dataset = dataset_of(questions);
+        if crate::pipeline::in_turn(&dataset) {
+            return self.engine.ask_in_turn(&dataset, options).await;
+        }
         let (engine, options) = (self.engine.clone(), options.clone());
-        off_the_executor(&self.engine.workers, move |stop| {
-            engine.ask(&dataset, &options, stop)
-        })
-        .await
+        off_the_executor(move |handle, stop| engine.ask(&handle, &dataset, &options, stop)).await
     }
 
     /// Runs every question of `dataset` and scores the answers as the official scripts
@@ -118,10 +123,7 @@ impl Client {
     pub async fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         let dataset = dataset.clone();
         let engine = self.engine.clone();
-        off_the_executor(&self.engine.workers, move |stop| {
-            engine.evaluate(&dataset, stop)
-        })
-        .await
+        off_the_executor(move |handle, stop| engine.evaluate(&handle, &dataset, stop)).await
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Client {
@@ -259,36 +261,17 @@ impl Evaluation {
     }
 }
 
-/// What a client holds once built: its runtime, the connections, the bound model, the
-/// tokenizer and the resolved settings.
+/// What a client holds once built: the connections, the bound model, the tokenizer
+/// and the resolved settings.
 pub(crate) struct Engine {
-    /// Taken when dropped (shut down without waiting: a runtime cannot be dropped where
-    /// blocking is not allowed, as in an async caller's task).
-    runtime: Option<tokio::runtime::Runtime>,
     pool: Pool,
     model: Model,
     urls: Vec<String>,
     tokenizer: Option<LoadedTokenizer>,
     settings: builder::Resolved,
-    /// The threads the async calls run on.
-    workers: workers::Workers,
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
 }
 
 impl Engine {
-    fn runtime(&self) -> &tokio::runtime::Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the client")
-    }
-
     /// The run's configuration for `dataset` (SQuAD 2.0 as set, else as the data looks).
     fn config(&self, version_2: bool) -> Result<RunConfig> {
         self.config_with(version_2, &AskOptions::default())
@@ -314,31 +297,27 @@ impl Engine {
         RunConfig::resolve(&self.model, &self.settings.load, features, decode)
     }
 
-    fn run(
-        &self,
-        dataset: &Dataset,
-        config: &RunConfig,
-        observer: &dyn RunObserver,
-        stop: CancellationToken,
-    ) -> Result<RunOutcome> {
-        let mut run = Run::new(
-            self.runtime(),
-            &self.pool,
-            self.model.clone(),
-            dataset,
-            config,
-        )
-        .observer(observer)
-        .stop_on(stop);
+    /// A run of `dataset` with the client's connections, model and tokenizer.
+    fn new_run<'r>(
+        &'r self,
+        handle: &tokio::runtime::Handle,
+        dataset: &'r Dataset,
+        config: &'r RunConfig,
+        observer: &'r dyn RunObserver,
+    ) -> Run<'r, Pool> {
+        let mut run = Run::on_handle(handle, &self.pool, self.model.clone(), dataset, config)
+            .observer(observer);
         if let Some(t) = &self.tokenizer {
             run = run.tokenizer(&t.tokenizer);
         }
-        run.run()
+        run
     }
 
-    /// Answers `dataset`'s questions under `options`; `stop` cancels the run.
+    /// Answers `dataset`'s questions under `options`, blocking this thread (no runtime's:
+    /// the requests are kept in flight through `handle`); `stop` cancels the run.
     pub(crate) fn ask(
         &self,
+        handle: &tokio::runtime::Handle,
         dataset: &Dataset,
         options: &AskOptions,
         stop: CancellationToken,
@@ -346,6 +325,31 @@ impl Engine {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
+        let config = self.ask_config(options)?;
+        let replies = TextAnswers::new(dataset.examples.len());
+        let outcome = self
+            .new_run(handle, dataset, &config, &replies)
+            .stop_on(stop)
+            .run()?;
+        Ok(self.answers(dataset, &outcome, replies.take()))
+    }
+
+    /// [`ask`](Self::ask) of a run [in turn](crate::pipeline::in_turn), as a future of
+    /// the runtime that awaits it.
+    async fn ask_in_turn(&self, dataset: &Dataset, options: &AskOptions) -> Result<Vec<Answer>> {
+        if dataset.examples.is_empty() {
+            return Ok(Vec::new());
+        }
+        let config = self.ask_config(options)?;
+        let replies = TextAnswers::new(dataset.examples.len());
+        let handle = tokio::runtime::Handle::current();
+        let run = self.new_run(&handle, dataset, &config, &replies);
+        let outcome = run.run_in_turn().await.complete(dataset)?;
+        Ok(self.answers(dataset, &outcome, replies.take()))
+    }
+
+    /// The run's configuration of an `ask` call.
+    fn ask_config(&self, options: &AskOptions) -> Result<RunConfig> {
         let version_2 = self.settings.version_2.unwrap_or(false);
         let mut config = self.config_with(version_2, options)?;
         // A few requests gain less from shared memory than registering a region costs.
@@ -353,13 +357,21 @@ impl Engine {
             config.infer.shared_memory = SharedMemory::None;
         }
         config.keep_features = true;
+        Ok(config)
+    }
+
+    /// The answers of an `ask` run: the decoded predictions, or what an answer-contract
+    /// model said (`given`, by question).
+    fn answers(
+        &self,
+        dataset: &Dataset,
+        outcome: &RunOutcome,
+        given: Vec<Option<crate::backend::TextAnswer>>,
+    ) -> Vec<Answer> {
         let no_answer_probability = self.model.text().is_some_and(|b| {
             matches!(&b.contract, crate::backend::Contract::Answer { no_answer: Some(n), .. } if n.probability)
         });
-        let replies = TextAnswers::new(dataset.examples.len());
-        let outcome = self.run(dataset, &config, &replies, stop)?;
-        let given = replies.take();
-        Ok(outcome
+        outcome
             .predictions
             .iter()
             .zip(&dataset.examples)
@@ -375,16 +387,15 @@ impl Engine {
                     }
                     answer
                 }
-                None => {
-                    Answer::from_prediction(p, &dataset.paragraphs[e.paragraph_index], &outcome)
-                }
+                None => Answer::from_prediction(p, &dataset.paragraphs[e.paragraph_index], outcome),
             })
-            .collect())
+            .collect()
     }
 
     /// Evaluates `dataset`; `stop` cancels the run.
     pub(crate) fn evaluate(
         &self,
+        handle: &tokio::runtime::Handle,
         dataset: &Dataset,
         stop: CancellationToken,
     ) -> Result<Evaluation> {
@@ -394,7 +405,10 @@ impl Engine {
             .unwrap_or_else(|| dataset.looks_like_v2());
         let config = self.config(version_2)?;
         let (retries, endpoints) = (self.pool.retry_stats(), self.pool.endpoint_reports());
-        let outcome = self.run(dataset, &config, &crate::pipeline::NoProgress, stop)?;
+        let outcome = self
+            .new_run(handle, dataset, &config, &crate::pipeline::NoProgress)
+            .stop_on(stop)
+            .run()?;
         let run = RunFacts {
             urls: self.urls.join(","),
             model: self.model.clone(),
@@ -432,22 +446,29 @@ impl Engine {
     }
 }
 
-/// Runs `work` on one of the client's threads and awaits its result: a run drives the
-/// client's runtime itself and must not run on the caller's executor. The token given
-/// to `work` is cancelled when this future is dropped (a timeout, an abandoned task):
-/// the run stops instead of going on unseen.
+/// Runs `work` where the awaiting runtime runs blocking work, with that runtime's
+/// handle, and awaits its result: a run of many questions builds windows and decodes on
+/// threads, which must not hold up the caller's executor. The token given to `work` is
+/// cancelled when this future is dropped (a timeout, an abandoned task): the run stops
+/// instead of going on unseen.
 async fn off_the_executor<T: Send + 'static>(
-    workers: &workers::Workers,
-    work: impl FnOnce(CancellationToken) -> Result<T> + Send + 'static,
+    work: impl FnOnce(tokio::runtime::Handle, CancellationToken) -> Result<T> + Send + 'static,
 ) -> Result<T> {
     let stop = CancellationToken::new();
     let _cancel_when_dropped = stop.clone().drop_guard();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    workers.run(move || {
-        let _ = tx.send(work(stop));
-    })?;
-    rx.await
-        .map_err(|_| Error::Config("the run's thread ended without an answer".into()))?
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || work(handle, stop))
+        .await
+        .map_err(|e| task_failed("a run", e))?
+}
+
+/// The error of a task of the client's that did not finish.
+fn task_failed(task: &str, e: tokio::task::JoinError) -> Error {
+    Error::TaskFailed {
+        task: task.into(),
+        panicked: e.is_panic(),
+        message: e.to_string(),
+    }
 }
 
 /// The in-memory dataset of questions, each with its context (ids `q1`, `q2`, … in

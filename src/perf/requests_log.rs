@@ -92,7 +92,7 @@ impl RequestLog {
                 }
                 out.flush()
             })
-            .map_err(|e| Error::io(path, e))?;
+            .map_err(|e| Error::system("the requests log's writer", e))?;
         Ok(RequestLog {
             path: path.to_path_buf(),
             tx: Mutex::new(Some(tx)),

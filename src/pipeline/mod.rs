@@ -55,6 +55,7 @@ pub use dispatch::{infer_all, InferConfig};
 pub use observe::{AnswerNeeds, NoProgress, RunObserver};
 pub use padding::{Padding, PaddingGuard, PaddingReport};
 pub use report::{InferReport, Phases};
+pub(crate) use run::in_turn;
 pub use run::{PartialOutcome, Run, RunConfig, RunOutcome};
 pub use settings::Load;
 pub use shared_memory::SharedMemoryReport;

@@ -129,6 +129,57 @@ enum Source<'t> {
     Questions,
 }
 
+/// What the stages take from the run: its window source, what is already known, and
+/// the channels between them.
+struct Wiring<'t> {
+    source: Source<'t>,
+    text_slot_bytes: usize,
+    known: HashMap<u64, Logits>,
+    known_replies: HashMap<u64, TextReply>,
+    batch_size: usize,
+    produced: (mpsc::Sender<Batch>, mpsc::Receiver<Batch>),
+    events: (mpsc::Sender<RunEvent>, mpsc::Receiver<RunEvent>),
+    decoder: (std_mpsc::Sender<ToDecoder>, std_mpsc::Receiver<ToDecoder>),
+}
+
+/// A run's stages, ready to run: the window source and the decoder for threads (or one
+/// after the other), the dispatch stage as a future on the runtime.
+struct Stages<'s> {
+    producing: Box<dyn FnOnce() -> Produced + Send + 's>,
+    decode: DecodeStage<'s>,
+    decoder_rx: std_mpsc::Receiver<ToDecoder>,
+    inferring: std::pin::Pin<Box<dyn std::future::Future<Output = Inferred> + Send + 's>>,
+}
+
+/// What a run's calling thread drives the dispatch stage with.
+enum Driver<'a> {
+    /// The runtime itself: its `block_on` drives a current-thread runtime's connections.
+    Runtime(&'a tokio::runtime::Runtime),
+    /// A handle: another thread drives the connections.
+    Handle(tokio::runtime::Handle),
+}
+
+impl Driver<'_> {
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        match self {
+            Driver::Runtime(r) => r.block_on(future),
+            Driver::Handle(h) => h.block_on(future),
+        }
+    }
+
+    fn handle(&self) -> tokio::runtime::Handle {
+        match self {
+            Driver::Runtime(r) => r.handle().clone(),
+            Driver::Handle(h) => h.clone(),
+        }
+    }
+}
+
+/// Whether a run of `dataset` runs its stages in turn on one thread (`Run::run_partial`).
+pub(crate) fn in_turn(dataset: &Dataset) -> bool {
+    dataset.examples.len() <= IN_TURN_QUESTIONS
+}
+
 /// What the stages on the runtime (gate, dispatch, collect) did.
 struct Inferred {
     report: Result<InferReport>,
@@ -222,7 +273,7 @@ impl PartialOutcome {
 /// question on another thread as soon as all of its windows are answered. Output is in
 /// file order whatever the arrival order.
 pub struct Run<'a, B: Infer> {
-    runtime: &'a tokio::runtime::Runtime,
+    runtime: Driver<'a>,
     client: &'a B,
     model: Model,
     dataset: &'a Dataset,
@@ -243,6 +294,35 @@ impl<'a, B: Infer> Run<'a, B> {
     /// given; a text model's are the server's.
     pub fn new(
         runtime: &'a tokio::runtime::Runtime,
+        client: &'a B,
+        model: impl Into<Model>,
+        dataset: &'a Dataset,
+        config: &'a RunConfig,
+    ) -> Self {
+        Run::with_driver(Driver::Runtime(runtime), client, model, dataset, config)
+    }
+
+    /// [`new`](Self::new) with the handle of a runtime that another thread drives (a
+    /// multi-thread runtime's, or one whose owner is in its `block_on` meanwhile): a
+    /// current-thread runtime's handle alone does not drive its connections.
+    pub(crate) fn on_handle(
+        handle: &tokio::runtime::Handle,
+        client: &'a B,
+        model: impl Into<Model>,
+        dataset: &'a Dataset,
+        config: &'a RunConfig,
+    ) -> Self {
+        Run::with_driver(
+            Driver::Handle(handle.clone()),
+            client,
+            model,
+            dataset,
+            config,
+        )
+    }
+
+    fn with_driver(
+        runtime: Driver<'a>,
         client: &'a B,
         model: impl Into<Model>,
         dataset: &'a Dataset,
@@ -324,84 +404,210 @@ impl<'a, B: Infer> Run<'a, B> {
 
     /// Runs until the end, a stop or an error. Never fails as a whole: what was done is
     /// returned with the error that ended it, so partial results can be written.
+    ///
+    /// Blocks the calling thread, which must not be a runtime's: the requests are kept
+    /// in flight by the runtime's handle from this thread.
     pub fn run_partial(mut self) -> PartialOutcome {
         let started = Instant::now();
-        let config = self.config;
-        let source = match self.source() {
-            Ok(s) => s,
-            Err(e) => return PartialOutcome::failed(self.dataset, e),
-        };
-        let text_slot_bytes = self.text_slot_bytes();
-        let known = std::mem::take(&mut self.known);
-        let known_replies = std::mem::take(&mut self.known_replies);
-        let infer = &config.infer;
-        let queue = (infer.batch_size * infer.concurrency * 4).max(256);
-        // Features travel to the dispatch stage as the batches they are sent in: a
-        // sender waiting for features was woken for every one of them otherwise, about
-        // one futex call per feature.
-        let batch_size = infer.batch_size.max(1);
         // A handful of questions runs its stages one after another on this thread:
         // starting the producer's and the decoder's threads, and waking them, costs more
-        // than such a run's work. The producer then never waits for room: every batch
-        // fits in the channel.
-        let in_turn = self.dataset.examples.len() <= IN_TURN_QUESTIONS;
-        let capacity = if in_turn {
-            IN_TURN_BATCHES
-        } else {
-            queue.div_ceil(batch_size)
+        // than such a run's work.
+        let in_turn = self.in_turn();
+        let wiring = match self.wiring(in_turn) {
+            Ok(w) => w,
+            Err(e) => return PartialOutcome::failed(self.dataset, e),
         };
-        let (produced_tx, produced_rx) = mpsc::channel(capacity);
-        // Between the producer and the dispatch stage, a gate that closes on a stop.
-        let (gated_tx, gated_rx) = mpsc::channel(1);
-        let (events_tx, events_rx) = mpsc::channel(queue);
-        let (decoder_tx, decoder_rx) = std_mpsc::channel();
-
+        let Stages {
+            producing,
+            decode,
+            decoder_rx,
+            inferring,
+        } = self.stages(wiring);
         std::thread::scope(|scope| {
-            let outlets = Outlets {
-                to_dispatch: produced_tx,
-                to_decoder: decoder_tx.clone(),
-                runtime: self.runtime.handle().clone(),
-            };
-            let (dataset, prebuilt, observer) = (self.dataset, self.prebuilt, self.observer);
-            let producing = move || match source {
-                Source::Features(builder) => produce(
-                    dataset, *builder, prebuilt, known, observer, outlets, batch_size,
-                ),
-                Source::Questions => {
-                    produce_questions(dataset, batch_size, known_replies, observer, outlets)
-                }
-            };
-            let text = self.model.text().map(|b| &**b);
-            let decode = DecodeStage::new(
-                self.dataset,
-                self.tokenizer,
-                text,
-                &config.decode,
-                self.observer,
-                config.keep_logits,
-                config.keep_features,
-            );
             // The dispatch stage on the runtime, until the features end: what it did,
             // and when the last response came.
-            let inferring = || {
-                let gate = (gated_tx, gated_rx);
-                let events = (events_tx, events_rx);
-                let inferred = self.infer(text_slot_bytes, produced_rx, gate, events, decoder_tx);
-                (inferred, Instant::now())
-            };
+            let inferring = || (self.runtime.block_on(inferring), Instant::now());
             let (produced, (inferred, responses_done), decoded) = if in_turn {
                 let produced = producing();
                 let inferred = inferring();
                 (produced, inferred, decode.run(decoder_rx))
             } else {
-                let producer = scope.spawn(producing);
-                let decoder = scope.spawn(move || decode.run(decoder_rx));
+                // The stage threads are named for what they do (a debugger's and a
+                // test's view); one the system refuses ends the run with nothing sent.
+                let stage = |name: &str| std::thread::Builder::new().name(name.into());
+                let decoder = stage("bertqa-decode")
+                    .spawn_scoped(scope, move || decode.run(decoder_rx))
+                    .map_err(|e| Error::system("a run's decoding thread", e));
+                let decoder = match decoder {
+                    Ok(d) => d,
+                    Err(e) => return PartialOutcome::failed(self.dataset, e),
+                };
+                let producer = stage("bertqa-windows")
+                    .spawn_scoped(scope, producing)
+                    .map_err(|e| Error::system("a run's windowing thread", e));
+                let producer = match producer {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // The decoder ends once every sender to it is gone.
+                        drop(inferring);
+                        let _ = decoder.join();
+                        return PartialOutcome::failed(self.dataset, e);
+                    }
+                };
                 let inferred = inferring();
                 let produced = producer.join().expect("producer thread");
                 (produced, inferred, decoder.join().expect("decoder thread"))
             };
             self.outcome(started, responses_done, produced, inferred, decoded)
         })
+    }
+
+    /// Whether the run's stages run one after another on one thread.
+    pub(crate) fn in_turn(&self) -> bool {
+        in_turn(self.dataset)
+    }
+
+    /// [`run_partial`](Self::run_partial) of a run [in turn](in_turn) as a future on the
+    /// runtime that awaits it: the windows are built and the answers decoded when it is
+    /// polled (a handful of questions' work), the requests awaited in between. No thread
+    /// is started.
+    pub(crate) async fn run_in_turn(mut self) -> PartialOutcome {
+        debug_assert!(self.in_turn());
+        let started = Instant::now();
+        let wiring = match self.wiring(true) {
+            Ok(w) => w,
+            Err(e) => return PartialOutcome::failed(self.dataset, e),
+        };
+        let Stages {
+            producing,
+            decode,
+            decoder_rx,
+            inferring,
+        } = self.stages(wiring);
+        let produced = producing();
+        let inferred = inferring.await;
+        let responses_done = Instant::now();
+        let decoded = decode.run(decoder_rx);
+        self.outcome(started, responses_done, produced, inferred, decoded)
+    }
+
+    /// What the stages need that the run holds by value: its window source (checked),
+    /// what is already known, the channels between the stages.
+    fn wiring(&mut self, in_turn: bool) -> Result<Wiring<'a>> {
+        let source = self.source()?;
+        let infer = &self.config.infer;
+        let queue = (infer.batch_size * infer.concurrency * 4).max(256);
+        // Features travel to the dispatch stage as the batches they are sent in: a
+        // sender waiting for features was woken for every one of them otherwise, about
+        // one futex call per feature. A run in turn never waits for room: every batch
+        // fits in the channel.
+        let batch_size = infer.batch_size.max(1);
+        let capacity = if in_turn {
+            IN_TURN_BATCHES
+        } else {
+            queue.div_ceil(batch_size)
+        };
+        let (produced_tx, produced_rx) = mpsc::channel(capacity);
+        let (events_tx, events_rx) = mpsc::channel(queue);
+        let (decoder_tx, decoder_rx) = std_mpsc::channel();
+        Ok(Wiring {
+            source,
+            text_slot_bytes: self.text_slot_bytes(),
+            known: std::mem::take(&mut self.known),
+            known_replies: std::mem::take(&mut self.known_replies),
+            batch_size,
+            produced: (produced_tx, produced_rx),
+            events: (events_tx, events_rx),
+            decoder: (decoder_tx, decoder_rx),
+        })
+    }
+
+    /// The stages, wired: the window source (a function for a thread), the decoder, and
+    /// the dispatch stage's future (the gate, dispatch and the collector on the runtime,
+    /// until the features end, the run is stopped or fails).
+    fn stages(&self, w: Wiring<'a>) -> Stages<'_> {
+        let config = self.config;
+        let (produced_tx, produced_rx) = w.produced;
+        let (decoder_tx, decoder_rx) = w.decoder;
+        let outlets = Outlets {
+            to_dispatch: produced_tx,
+            to_decoder: decoder_tx.clone(),
+            runtime: self.runtime.handle(),
+        };
+        let (dataset, prebuilt, observer) = (self.dataset, self.prebuilt, self.observer);
+        let (source, known, known_replies, batch_size) =
+            (w.source, w.known, w.known_replies, w.batch_size);
+        let producing = move || match source {
+            Source::Features(builder) => produce(
+                dataset, *builder, prebuilt, known, observer, outlets, batch_size,
+            ),
+            Source::Questions => {
+                produce_questions(dataset, batch_size, known_replies, observer, outlets)
+            }
+        };
+        let text = self.model.text().map(|b| &**b);
+        let decode = DecodeStage::new(
+            self.dataset,
+            self.tokenizer,
+            text,
+            &config.decode,
+            self.observer,
+            config.keep_logits,
+            config.keep_features,
+        );
+        // Between the producer and the dispatch stage, a gate that closes on a stop.
+        let (gated_tx, gated_rx) = mpsc::channel(1);
+        // Answers are ranked as they are read; their logits are kept where something
+        // reads them: the caller, or an observer that needs them all.
+        let rank = Rank {
+            k: config.decode.n_best_size,
+            keep_logits: config.keep_logits || self.observer.answer_needs() == AnswerNeeds::Logits,
+        };
+        // The gate closes on one handle: cancelled by the caller's stop, or by the
+        // collector on an observer's error (which leaves the caller's untouched).
+        let cancel = self
+            .stop
+            .as_ref()
+            .map_or_else(CancellationToken::new, |s| s.child_token());
+        let (events_tx, events_rx) = w.events;
+        let text_slot_bytes = w.text_slot_bytes;
+        // The future takes the run's parts it needs, not the run (whose window builder
+        // stays on the producer's side).
+        let (client, model, observer) = (self.client, &self.model, self.observer);
+        let stop = self.stop.clone();
+        let inferring = async move {
+            let (report, collected, cut_short) = tokio::join!(
+                infer_events(
+                    client,
+                    model,
+                    &config.infer,
+                    Some(rank),
+                    text_slot_bytes,
+                    gated_rx,
+                    events_tx
+                ),
+                collect(
+                    events_rx,
+                    observer,
+                    config.keep_logits,
+                    decoder_tx,
+                    cancel.clone()
+                ),
+                gate(produced_rx, gated_tx, cancel.clone())
+            );
+            let stopped = cut_short && stop.is_some_and(|s| s.is_cancelled());
+            Inferred {
+                report,
+                collected,
+                stopped,
+            }
+        };
+        Stages {
+            producing: Box::new(producing),
+            decode,
+            decoder_rx,
+            inferring: Box::pin(inferring),
+        }
     }
 
     /// The run's window source, checked: a token model's windows are built with the
@@ -472,58 +678,6 @@ impl<'a, B: Infer> Run<'a, B> {
             .map(|c| c.iter().sum::<usize>())
             .max()
             .unwrap_or(0)
-    }
-
-    /// Runs the gate, the dispatch stage and the collector on the runtime until the
-    /// features end, the run is stopped or fails.
-    fn infer(
-        &self,
-        text_slot_bytes: usize,
-        produced: mpsc::Receiver<Batch>,
-        (gated_tx, gated_rx): (mpsc::Sender<Batch>, mpsc::Receiver<Batch>),
-        (events_tx, events_rx): (mpsc::Sender<RunEvent>, mpsc::Receiver<RunEvent>),
-        to_decoder: std_mpsc::Sender<ToDecoder>,
-    ) -> Inferred {
-        let config = self.config;
-        // Answers are ranked as they are read; their logits are kept where something
-        // reads them: the caller, or an observer that needs them all.
-        let rank = Rank {
-            k: config.decode.n_best_size,
-            keep_logits: config.keep_logits || self.observer.answer_needs() == AnswerNeeds::Logits,
-        };
-        // The gate closes on one handle: cancelled by the caller's stop, or by the
-        // collector on an observer's error (which leaves the caller's untouched).
-        let cancel = self
-            .stop
-            .as_ref()
-            .map_or_else(CancellationToken::new, |s| s.child_token());
-        self.runtime.block_on(async {
-            let (report, collected, cut_short) = tokio::join!(
-                infer_events(
-                    self.client,
-                    &self.model,
-                    &config.infer,
-                    Some(rank),
-                    text_slot_bytes,
-                    gated_rx,
-                    events_tx
-                ),
-                collect(
-                    events_rx,
-                    self.observer,
-                    config.keep_logits,
-                    to_decoder,
-                    cancel.clone()
-                ),
-                gate(produced, gated_tx, cancel.clone())
-            );
-            let stopped = cut_short && self.stop.as_ref().is_some_and(|s| s.is_cancelled());
-            Inferred {
-                report,
-                collected,
-                stopped,
-            }
-        })
     }
 
     /// Puts together what the stages did.

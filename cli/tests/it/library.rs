@@ -211,13 +211,128 @@ fn the_library_answers_and_evaluates_as_the_command_does() {
     }
 }
 
-/// The threads of this process named as the client names a run's thread.
-fn run_threads() -> usize {
+/// This process's threads: (id, name).
+fn threads() -> Vec<(String, String)> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.trim() == "bertqa-run")
+        .filter_map(|t| {
+            let t = t.ok()?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some((
+                t.file_name().to_string_lossy().into_owned(),
+                name.trim().to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The threads of this process named as a run names its stage threads.
+fn run_threads() -> usize {
+    threads()
+        .iter()
+        .filter(|(_, name)| ["bertqa-windows", "bertqa-decode"].contains(&name.as_str()))
         .count()
+}
+
+/// Set in the child process of [`an_awaited_ask_runs_on_the_callers_runtime`]: the
+/// shared server's URL.
+const ONE_THREAD_CHILD: &str = "BERTQA_TEST_ONE_THREAD_URL";
+
+/// The async client in a program of one thread (`flavor = "current_thread"`): `ask` is
+/// awaited there and gives `bertqa ask`'s answer, `evaluate` `bertqa eval`'s predictions,
+/// and while the `ask` is awaited the process starts no thread (the names of its threads,
+/// read from /proc, stay those it had before). Checked in a child process of this test
+/// (the test binary run again for this test alone), where no other test starts threads.
+#[test]
+fn an_awaited_ask_runs_on_the_callers_runtime() {
+    if let Ok(url) = std::env::var(ONE_THREAD_CHILD) {
+        return one_thread_program(url);
+    }
+    let url = server().url.clone();
+    let o = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "library::an_awaited_ask_runs_on_the_callers_runtime",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(ONE_THREAD_CHILD, &url)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("1 passed"),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = out
+        .lines()
+        .find_map(|l| l.split_once("one-thread: ").map(|(_, line)| line))
+        .expect("the child's line");
+    let line: Value = serde_json::from_str(line).unwrap();
+    let asked = ask_command(&url, "tiny-bert");
+    assert_eq!(line["answer"]["text"], asked["answer"]);
+    assert_eq!(line["answer"]["start_char"], asked["start_char"]);
+    let tmp = tempfile::tempdir().unwrap();
+    eval_command(&url, "tiny-bert", tmp.path());
+    let predictions: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("predictions.json")).unwrap())
+            .unwrap();
+    assert_eq!(line["predictions"], predictions);
+}
+
+/// The child's side: asks and evaluates on a one-thread runtime, watching the threads
+/// while the `ask` is awaited; prints `one-thread: ` and its JSON line.
+fn one_thread_program(url: String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = bertqa::Client::builder(url)
+            .model("tiny-bert")
+            .vocab(root().join("vocab/vocab.txt"))
+            .build()
+            .await
+            .unwrap();
+        let before = threads();
+        let asking = std::sync::atomic::AtomicBool::new(true);
+        let watch = async {
+            // Polled whenever the ask waits for the server, until it is answered.
+            let mut seen = Vec::new();
+            let mut looks = 0;
+            while asking.load(std::sync::atomic::Ordering::SeqCst) {
+                seen.extend(threads());
+                looks += 1;
+                tokio::task::yield_now().await;
+            }
+            (seen, looks)
+        };
+        let ask = async {
+            let answer = client.ask(QUESTION, CONTEXT).await;
+            asking.store(false, std::sync::atomic::Ordering::SeqCst);
+            answer
+        };
+        let (answer, (seen, looks)) = tokio::join!(ask, watch);
+        let answer = answer.unwrap();
+        assert!(looks > 0, "the ask never waited");
+        let new: Vec<_> = seen.iter().filter(|t| !before.contains(t)).collect();
+        assert!(new.is_empty(), "threads started while asking: {new:?}");
+        assert!(
+            !before.iter().any(|(_, name)| name.starts_with("bertqa")),
+            "the client keeps threads of its own: {before:?}"
+        );
+        let data = bertqa::Dataset::open(root().join(DATA)).unwrap();
+        let evaluation = client.evaluate(&data).await.unwrap();
+        let predictions: serde_json::Map<String, Value> = (&evaluation.predictions)
+            .into_iter()
+            .map(|(id, text)| (id.to_string(), text.as_str().into()))
+            .collect();
+        let line = serde_json::json!({ "answer": answer, "predictions": predictions });
+        // libtest may have begun the line with the test's name.
+        println!("\none-thread: {line}");
+    });
 }
 
 /// An async call whose future is dropped (here by a timeout) stops its run: 400
