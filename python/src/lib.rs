@@ -27,7 +27,8 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// Runs the `bertqa` command line over `argv` (the program's name first) as the binary
 /// does: prints, exits with its status (returned). The caller leaves SIGINT to the
-/// system's default first, so that Ctrl-C acts as on the binary.
+/// system's default first (or ignored, where it was ignored on entry), so that Ctrl-C
+/// acts as on the binary.
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     no_transparent_huge_pages();

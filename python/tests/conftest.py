@@ -6,6 +6,7 @@ directory is the repository's root (data/, vocab/, tests/golden/)."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -76,3 +77,26 @@ def big_dataset(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("big") / "big.json"
     path.write_text(json.dumps({"version": sample["version"], "data": data}))
     return path
+
+
+def default_sigint() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT's default disposition, as from an
+    interactive shell, whatever this process inherited (a script's ``cmd &`` leaves it
+    ignored, an ignore passes on to children, and bertqa keeps an inherited ignore)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignored_sigint() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT ignored, as a script's ``cmd &``
+    starts it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.fixture
+def ctrl_c():
+    """Python's Ctrl-C handler (SIGINT raises KeyboardInterrupt) for the test, whatever
+    SIGINT's disposition on entry: Python leaves an inherited ignore in place. The
+    previous disposition is put back after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

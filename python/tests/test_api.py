@@ -204,7 +204,7 @@ def test_bad_options_raise_usage_error(grpc_url):
         bertqa.evaluate(grpc_url, "oracle", SAMPLE, postprocess="nope")
 
 
-def test_ctrl_c_stops_the_run_and_keeps_the_journal(grpc_url, big_dataset, tmp_path):
+def test_ctrl_c_stops_the_run_and_keeps_the_journal(grpc_url, big_dataset, tmp_path, ctrl_c):
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     started = time.monotonic()
@@ -219,7 +219,7 @@ def test_ctrl_c_stops_the_run_and_keeps_the_journal(grpc_url, big_dataset, tmp_p
     assert resumed["metrics"]["exact"] == 100.0
 
 
-def test_ctrl_c_stops_a_parallel_comparison_on_every_thread(grpc_url, big_dataset, tmp_path):
+def test_ctrl_c_stops_a_parallel_comparison_on_every_thread(grpc_url, big_dataset, tmp_path, ctrl_c):
     # `parallel` runs each model on a thread of its own: the stop reaches them all.
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()

@@ -233,7 +233,7 @@ def test_perf_on_a_client_sweeps_as_the_command_does(grpc_url, cargo_bin):
     assert all(lv["throughput"]["requests_per_s"] > 0 for lv in report["levels"])
 
 
-def test_ctrl_c_stops_a_clients_sweep(grpc_url):
+def test_ctrl_c_stops_a_clients_sweep(grpc_url, ctrl_c):
     # Levels of 2 s each up to 64 in flight: a minute's sweep, stopped after 2 s.
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     with bertqa.Client(grpc_url, "oracle-slow", batch_size=1) as client:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SAMPLE, run
+from conftest import ROOT, SAMPLE, default_sigint, ignored_sigint, run
 
 GOLDEN_V2 = ROOT / "tests" / "golden" / "decode" / "v2"
 
@@ -73,16 +73,18 @@ def test_eval_writes_the_same_files_with_the_same_gate_exit(endpoint, cargo_bin,
     assert (mismatch, errors) == ([], []), (mismatch, errors)
 
 
-def _interrupted(program, args, cwd, after_s, started=None):
-    """Runs `program`, sends SIGINT `after_s` seconds after `started` (a file) exists, or
-    after the start, and returns its exit code and stderr."""
+def _interrupted(program, args, cwd, after_s, started=None, sigint=default_sigint):
+    """Runs `program`, started with SIGINT's disposition set by `sigint` (a preexec_fn:
+    the default's, or ignored), sends SIGINT `after_s` seconds after `started` (a file)
+    exists, or after the start, while it runs, and returns its exit code and stderr."""
     proc = subprocess.Popen([program, *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint)
     if started is not None:
         deadline = time.monotonic() + 60
         while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
     time.sleep(after_s)
+    assert proc.poll() is None, "the program ended before the signal"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     return proc.returncode, err
@@ -110,3 +112,18 @@ def test_ctrl_c_ends_ask_as_it_ends_cargos_build(grpc_url, cargo_bin, wheel_bin)
                 "--context", "Ada was here. " * 6000, "--batch-size", "1", "--concurrency", "1"]
         codes[name], _ = _interrupted(program, args, ROOT, 1.5)
     assert codes["wheel"] == codes["cargo"] == -signal.SIGINT
+
+
+def test_an_ignored_sigint_stays_ignored_as_in_cargos_build(grpc_url, cargo_bin, wheel_bin, tmp_path):
+    # Started as a script's `cmd &` starts it (SIGINT ignored), eval, which otherwise
+    # stops at Ctrl-C, goes on through a SIGINT to its normal end.
+    for name, program in (("wheel", wheel_bin), ("cargo", cargo_bin)):
+        out = tmp_path / name
+        args = ["eval", "--url", grpc_url, "--model", "oracle-slow", "--data", str(SAMPLE),
+                "--output-dir", str(out), "--quiet", "--batch-size", "1", "--concurrency", "1"]
+        code, err = _interrupted(program, args, ROOT, 0.2, started=out / "journal.bqj",
+                                 sigint=ignored_sigint)
+        assert code == 0, (name, err)
+        assert "stopping" not in err, (name, err)
+        assert "partial" not in json.loads((out / "metrics.json").read_text()), name
+        assert not (out / "journal.bqj").exists(), name

@@ -66,10 +66,21 @@ pub fn bertqa<S: AsRef<OsStr>>(args: &[S]) -> Output {
 }
 
 /// Starts `bertqa` with `args` in the project root, stdout and stderr piped, without
-/// waiting for it (for tests that signal or kill it, or its server, mid-run).
+/// waiting for it (for tests that signal or kill it, or its server, mid-run). It starts
+/// with SIGINT's default disposition, as from an interactive shell, whatever this test
+/// process inherited: a script's `cargo test &` passes an ignored SIGINT on to its
+/// children, and bertqa keeps an inherited ignore.
 pub fn spawn_bertqa<S: AsRef<OsStr>>(args: &[S]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bertqa"))
-        .args(args)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bertqa"));
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.args(args)
         .current_dir(root())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
