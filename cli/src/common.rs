@@ -7,12 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ProtocolArg, ServerArgs,
-    TokenizerArgs, TransportArg, WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
+    TransportArg, WindowArgs,
 };
-use bertqa::backend::{
-    Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig, RetryPolicy,
-};
+use bertqa::backend::{Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
 use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
@@ -174,9 +172,7 @@ pub(crate) fn feature_config(
         doc_stride: args.doc_stride,
         max_query_length: args.max_query_length,
     };
-    if postprocess != bertqa::decode::Postprocess::RunQa {
-        config.validate()?;
-    }
+    config.validate_for(postprocess)?;
     Ok(config)
 }
 
@@ -212,42 +208,50 @@ pub(crate) fn client_config(args: &ServerArgs) -> bertqa::Result<ClientConfig> {
     })
 }
 
-/// The pool configuration of the server and network flags.
-pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
+/// The client's settings of the server and network flags (reads `--header-env`
+/// variables and `--header-file` files): the one place they become a pool
+/// configuration ([`bertqa::ClientBuilder::pool_config`]).
+pub(crate) fn client_builder(
+    server: &ServerArgs,
+    net: &NetArgs,
+) -> bertqa::Result<bertqa::ClientBuilder> {
     if !(net.wait_ready.is_finite() && net.wait_ready >= 0.0) {
         return Err(bertqa::Error::Config(format!(
             "--wait-ready {} must be a number of seconds, 0 or more",
             net.wait_ready
         )));
     }
-    let urls = bertqa::backend::distinct_urls(&server.url);
-    // Over HTTP every request is one POST: `--transport` is a gRPC setting, defaulting
-    // to `unary` under `--protocol http` (args.rs), so `stream` here was asked for.
-    if server.protocol == ProtocolArg::Http && net.transport == TransportArg::Stream {
-        return Err(bertqa::Error::Config(
-            "--transport stream is gRPC's ModelStreamInfer; with --protocol http every \
-             request is one POST (leave --transport out)"
-                .into(),
-        ));
+    let security = super::security::security(&server.security)?;
+    let mut builder = bertqa::Client::builder(server.first_url());
+    for url in server.url.iter().skip(1) {
+        builder = builder.url(url);
     }
-    Ok(PoolConfig {
-        urls,
-        connections: net.connections.max(1) as usize,
-        client: ClientConfig {
-            transport: match net.transport {
-                TransportArg::Stream => GrpcCall::Stream,
-                TransportArg::Unary => GrpcCall::Unary,
-            },
-            ..client_config(server)?
-        },
-        retry: RetryPolicy {
-            retries: net.retries,
-            max_backoff: Duration::from_millis(net.retry_max_backoff_ms.max(1)),
-            retry_model_errors: net.retry_model_errors,
-            ..RetryPolicy::default()
-        },
-        wait_ready: Duration::from_secs_f64(net.wait_ready),
-    })
+    if let Some(tls) = security.tls {
+        builder = builder.tls(tls);
+    }
+    if let Some(authority) = &server.authority {
+        builder = builder.authority(authority);
+    }
+    Ok(builder
+        .protocol(server.protocol.into())
+        // Over HTTP `--transport` defaults to `unary` (args.rs): `stream` was asked for.
+        .transport(match net.transport {
+            TransportArg::Stream => GrpcCall::Stream,
+            TransportArg::Unary => GrpcCall::Unary,
+        })
+        .connect_timeout(Duration::from_millis(server.connect_timeout_ms))
+        .timeout(Duration::from_millis(server.timeout_ms))
+        .headers(security.headers)
+        .connections(net.connections.max(1) as usize)
+        .retries(net.retries)
+        .retry_max_backoff(Duration::from_millis(net.retry_max_backoff_ms.max(1)))
+        .retry_model_errors(net.retry_model_errors)
+        .wait_ready(Duration::from_secs_f64(net.wait_ready)))
+}
+
+/// The pool configuration of the server and network flags.
+pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
+    client_builder(server, net)?.pool_config()
 }
 
 /// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and

@@ -33,6 +33,8 @@ const FLAGS: &[(&str, &str)] = &[
     ("`Protocol::Grpc`", "--protocol grpc"),
     ("`Protocol::Http`", "--protocol http"),
     ("`protocol`", "--protocol"),
+    ("`transport = GrpcCall::Stream`", "--transport stream"),
+    ("`transport`", "--transport"),
     ("`authority`", "--authority"),
     // TLS (backend::TlsConfig).
     ("`tls`", "--ssl"),

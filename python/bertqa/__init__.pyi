@@ -32,7 +32,8 @@ class Candidate:
 
 class Answer:
     """A question's answer (``start_char``/``end_char``: a span of the context, in
-    characters; ``nbest``: ``None`` where the model's contract gives none)."""
+    characters; ``placeholder``: the text is the reference's ``"empty"`` for no valid
+    span, not the word; ``nbest``: ``None`` where the model's contract gives none)."""
     id: str
     text: str
     start_char: Optional[int]
@@ -40,6 +41,7 @@ class Answer:
     score: Optional[float]
     probability: Optional[float]
     no_answer: bool
+    placeholder: bool
     null_odds: Optional[float]
     no_answer_probability: Optional[float]
     nbest: Optional[List[Candidate]]

@@ -210,6 +210,8 @@ class Client:
         """The answer to ``question`` about ``context``. ``options``: ``n_best_size``,
         ``max_answer_length``, ``max_seq_length``, ``doc_stride``, ``max_query_length``,
         ``version_2_with_negative`` for this call only."""
+        _check_text("question", question)
+        _check_text("context", context)
         return self._native.ask_many([(question, context)], **options)[0]
 
     def ask_many(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]:
@@ -382,3 +384,9 @@ def _pipeline_result(answer: Answer, context: str, top_k: int, impossible: bool)
         found.append({"score": 0.0, "start": 0, "end": 0, "answer": ""})
     found = found[:top_k]
     return found[0] if top_k == 1 else found
+
+
+def _check_text(name: str, value: Any) -> None:
+    """A wrong argument named as the caller wrote it (the native call names its own)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")

@@ -411,6 +411,9 @@ pub(crate) struct Answer {
     probability: Option<f64>,
     /// The model found no answer.
     no_answer: bool,
+    /// The text is the reference's `"empty"` placeholder (no valid span to answer
+    /// with), not the English word from the context.
+    placeholder: bool,
     /// SQuAD 2.0: the null score minus the best span's.
     null_odds: Option<f64>,
     /// An answer-contract model's no-answer probability.
@@ -434,8 +437,14 @@ pub(crate) struct Candidate {
 #[pymethods]
 impl Answer {
     fn __repr__(&self) -> String {
+        // The placeholder's text is a word too: the repr tells them apart.
+        let placeholder = if self.placeholder {
+            ", placeholder=True"
+        } else {
+            ""
+        };
         format!(
-            "Answer(text={:?}, start_char={}, end_char={}, probability={})",
+            "Answer(text={:?}, start_char={}, end_char={}, probability={}{placeholder})",
             self.text,
             opt(self.start_char),
             opt(self.end_char),
@@ -485,6 +494,7 @@ impl From<bertqa::Answer> for Answer {
             score: a.score,
             probability: a.probability,
             no_answer: a.no_answer,
+            placeholder: a.placeholder,
             null_odds: a.null_odds,
             no_answer_probability: a.no_answer_probability,
             nbest,

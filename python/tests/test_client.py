@@ -285,3 +285,20 @@ def test_tensor_names_and_padding_are_settings_of_the_client(grpc_url):
         bertqa.Client(grpc_url, "oracle", input_ids="nope")
     with pytest.raises(bertqa.UsageError, match="give one"):
         bertqa.Client(grpc_url, "oracle", fixed_seq_len=True, dynamic_seq_len=True)
+
+
+def test_a_placeholder_answer_says_so_and_a_wrong_argument_is_named(grpc_url):
+    client = bertqa.Client(grpc_url, "oracle")
+    context = "The lighthouse was built in 1874 by Miriam Holt."
+    # No span is short enough: the reference's "empty", marked as its placeholder.
+    none = client.ask("Who built it?", context, max_answer_length=0)
+    assert (none.text, none.placeholder) == ("empty", True)
+    assert "placeholder=True" in repr(none)
+    # A span of the context is no placeholder, whatever its words.
+    span = client.ask("What was it?", "The box was empty.")
+    assert span.start_char is not None
+    assert span.placeholder is False and "placeholder" not in repr(span)
+    with pytest.raises(TypeError, match="^question must be a str, not int$"):
+        client.ask(5, context)
+    with pytest.raises(TypeError, match="^context must be a str, not NoneType$"):
+        client.ask("Who built it?", None)

@@ -44,6 +44,7 @@ pub struct ClientBuilder<M = Async> {
     connect_timeout: Duration,
     tls: Option<TlsConfig>,
     headers: Vec<(String, Secret)>,
+    checked_headers: Vec<Header>,
     authority: Option<String>,
     retry: RetryPolicy,
     connections: usize,
@@ -98,6 +99,7 @@ impl<M> ClientBuilder<M> {
             connect_timeout: Duration::from_millis(5_000),
             tls: None,
             headers: Vec::new(),
+            checked_headers: Vec::new(),
             authority: None,
             retry: RetryPolicy::default(),
             connections: 1,
@@ -276,6 +278,13 @@ impl<M> ClientBuilder<M> {
         self
     }
 
+    /// Headers checked beforehand ([`Header::new`]), sent with every call as
+    /// [`header`](Self::header)'s are.
+    pub fn headers(mut self, headers: impl IntoIterator<Item = Header>) -> Self {
+        self.checked_headers.extend(headers);
+        self
+    }
+
     /// The name a gateway routes by (`--authority`).
     pub fn authority(mut self, authority: impl Into<String>) -> Self {
         self.authority = Some(authority.into());
@@ -380,10 +389,7 @@ impl<M> ClientBuilder<M> {
             doc_stride: self.doc_stride,
             max_query_length: self.max_query_length,
         };
-        // run_qa's rules check their windows when they are cut.
-        if postprocess != Postprocess::RunQa {
-            features.validate()?;
-        }
+        features.validate_for(postprocess)?;
         Ok(Resolved {
             features,
             decode: DecodeConfig {
@@ -400,23 +406,24 @@ impl<M> ClientBuilder<M> {
         })
     }
 
-    fn pool_config(&self) -> Result<PoolConfig> {
+    /// The servers, connections and retries these settings give: what `build`
+    /// connects with (the command's flags become a pool configuration here too).
+    pub fn pool_config(&self) -> Result<PoolConfig> {
         let urls = crate::backend::distinct_urls(&self.urls);
         if urls.is_empty() {
             return Err(Error::Config("no server URL given".into()));
         }
         if self.protocol == Protocol::Http && self.transport == Some(GrpcCall::Stream) {
             return Err(Error::Config(
-                "`GrpcCall::Stream` is gRPC's ModelStreamInfer; over HTTP every request is one \
-                 POST (leave the transport out)"
+                "`transport = GrpcCall::Stream` is gRPC's ModelStreamInfer; with \
+                 `Protocol::Http` every request is one POST (leave `transport` out)"
                     .into(),
             ));
         }
-        let headers = self
-            .headers
-            .iter()
-            .map(|(name, value)| Header::new(name, value))
-            .collect::<Result<Vec<Header>>>()?;
+        let mut headers = self.checked_headers.clone();
+        for (name, value) in &self.headers {
+            headers.push(Header::new(name, value)?);
+        }
         let transport = self.transport.unwrap_or(match self.protocol {
             Protocol::Grpc => GrpcCall::Stream,
             Protocol::Http => GrpcCall::Unary,
@@ -503,7 +510,10 @@ mod tests {
             GrpcCall::Unary
         );
         let e = http.transport(GrpcCall::Stream).pool_config().unwrap_err();
-        assert!(e.to_string().contains("`GrpcCall::Stream`"), "{e}");
+        assert!(
+            e.to_string().contains("`transport = GrpcCall::Stream`"),
+            "{e}"
+        );
         let grpc = ClientBuilder::<Async>::new("a:1".into())
             .pool_config()
             .unwrap();

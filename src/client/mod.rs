@@ -291,8 +291,8 @@ impl Engine {
         features.max_query_length = options
             .max_query_length
             .unwrap_or(features.max_query_length);
-        if options.changes_windows() && decode.postprocess != crate::decode::Postprocess::RunQa {
-            features.validate()?;
+        if options.changes_windows() {
+            features.validate_for(decode.postprocess)?;
         }
         RunConfig::resolve(&self.model, &self.settings.load, features, decode)
     }
