@@ -10,9 +10,12 @@
 //!
 //! Every stage but the backend is plain synchronous Rust over the types of [`types`].
 //! The library never parses flags, prints or exits; the `bertqa` command (the package
-//! `bertqa-cli`, over this library's public API) does that. Messages name a setting as
-//! its configuration does, in backticks (`` `doc_stride` ``, `` `root_cert` ``), never as
-//! a command-line flag; the command writes them as its flags.
+//! `bertqa-cli`, over this library's public API) does that. Messages, and the reports'
+//! text, name a setting as its configuration does, in backticks (`` `doc_stride` ``,
+//! `` `root_cert` ``; a setting of one command only as `` `eval.resume` ``), never as a
+//! command-line flag; the command writes them as its flags. The one table of flags in
+//! the library is [`report::gates`]: eval's and compare's documents name a gate by its
+//! flag.
 //!
 //! A `§N.M` in a comment cites docs/algorithm.md, where the reference rules this code
 //! reproduces (and their traps) are written down.

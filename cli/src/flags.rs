@@ -1,7 +1,11 @@
 //! The binary names the flags. Library messages name a setting the way its configuration
 //! does, in backticks (`` `doc_stride` ``, `` `root_cert` ``, `` `SharedMemory::System` ``);
 //! [`name_flags`] writes each as the flag that sets it, so that a user of `bertqa` reads
-//! `--doc-stride` where a user of the library reads `` `doc_stride` ``.
+//! `--doc-stride` where a user of the library reads `` `doc_stride` ``. A setting of one
+//! command rather than of the library is named `` `command.setting` `` (`` `eval.resume` ``,
+//! written `eval --resume`). Applied to the library's errors, warnings and notes, and to
+//! the text of the reports that name settings (`models`, `perf`, `tune`). The flags of
+//! eval's and compare's gates are the library's own (`bertqa::report::gates`).
 
 /// Each setting as library messages write it, and the flag that sets it.
 const FLAGS: &[(&str, &str)] = &[
@@ -16,12 +20,16 @@ const FLAGS: &[(&str, &str)] = &[
     ("`lower_case = false`", "--no-lower-case"),
     // Decoding and scoring.
     ("`version_2_with_negative`", "--version-2-with-negative"),
-    // Binding overrides (backend::BindingOverrides).
+    // Binding overrides (backend::BindingOverrides, backend::text::TextOverrides).
     ("`input_ids`", "--input-ids"),
     ("`segment_ids`", "--segment-ids"),
     ("`input_mask`", "--input-mask"),
     ("`start_logits`", "--start-logits"),
     ("`end_logits`", "--end-logits"),
+    ("`question_input`", "--question-input"),
+    ("`context_input`", "--context-input"),
+    ("`answer_output`", "--answer-output"),
+    ("`offsets_output`", "--offsets-output"),
     // Requests (pipeline::InferConfig, backend::{PoolConfig, RetryPolicy}).
     ("`batch_size`", "--batch-size"),
     ("`probe = false`", "--dynamic-seq-len"),
@@ -46,8 +54,21 @@ const FLAGS: &[(&str, &str)] = &[
     ("`max_trials`", "--max-trials"),
     ("`Window::Count`", "--measurement-request-count"),
     ("`max_inflight`", "--max-inflight"),
-    // The journal.
+    // The journal and the saved logits.
     ("`resume`", "--resume"),
+    ("`save_logits`", "--save-logits"),
+    // tune (tune::Tune).
+    ("`remeasure`", "--remeasure"),
+    ("`keep_best`", "--keep-best"),
+    // Settings of one command, not of the library: `command.setting`.
+    ("`eval.resume`", "eval --resume"),
+    ("`eval.output_dir`", "eval --output-dir"),
+    ("`compare.output_dir`", "compare --output-dir"),
+    // `data` and `model` name other things too (serde's "missing field `data`"): only
+    // the phrases library messages and reports name the settings in.
+    ("an earlier `data` file", "an earlier --data file"),
+    ("the windows `data` and", "the windows --data and"),
+    ("name one with `model`", "name one with --model"),
 ];
 
 /// `text` (a library error, warning or note) with every setting it names written as
@@ -80,6 +101,21 @@ mod tests {
         let tensor = "model \"m\", tensor \"input_ids\": expected INT64";
         assert_eq!(name_flags(tensor), tensor);
         assert_eq!(name_flags("`unknown` stays"), "`unknown` stays");
+        assert_eq!(
+            name_flags("finish it with `eval.resume` first"),
+            "finish it with eval --resume first"
+        );
+        assert_eq!(
+            name_flags("(already in an earlier `data` file); name one with `model`"),
+            "(already in an earlier --data file); name one with --model"
+        );
+        assert_eq!(
+            name_flags("left loaded (`keep_best`); a larger `remeasure`"),
+            "left loaded (--keep-best); a larger --remeasure"
+        );
+        // Only in the library's phrases: serde's words stay.
+        let serde = "missing field `data`; missing field `model`";
+        assert_eq!(name_flags(serde), serde);
     }
 
     /// Every flag of the table exists on some command.
@@ -93,7 +129,11 @@ mod tests {
             .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
             .collect();
         for (_, flag) in FLAGS {
-            let name = flag.trim_matches('`').split(' ').next().unwrap();
+            let name = flag
+                .trim_matches('`')
+                .split(' ')
+                .find(|w| w.starts_with("--"))
+                .unwrap();
             assert!(longs.iter().any(|l| l == name), "{flag}");
         }
     }

@@ -10,6 +10,7 @@ use bertqa::backend::client::{ready_models, ModelIndex};
 use bertqa::backend::text::{takes_text, TextBinding};
 use bertqa::backend::{Binding, Model, TritonClient};
 use bertqa::report::models::{ModelJson, ModelRow, ModelsJson, ServerJson};
+use bertqa::report::{Format, Render};
 use bertqa::Error;
 
 /// Server, model repository, and one model's tensors and inferred binding.
@@ -36,7 +37,13 @@ pub struct Args {
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     let (report, ready) = rt.block_on(collect(&args))?;
-    session.report(&report, args.output.json)?;
+    session.keep(&report);
+    // The text names settings; the command names its flags.
+    let format = super::common::report_format(args.output.json);
+    session.print(|| match format {
+        Format::Json => report.render(format),
+        Format::Text { .. } => super::flags::name_flags(&report.render(format)),
+    })?;
     let names: Vec<&str> = match &args.model {
         Some(m) => vec![m.as_str()],
         None => report

@@ -350,8 +350,8 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         None => super::resume::stop_on_signals(move || {
             eprintln!(
                 "quitting at once; the model may be left in a candidate configuration: put \
-                 the original back with `bertqa tune --restore --output-dir {}`",
-                dir.display()
+                 the original back with `{}`",
+                restore_command(&dir)
             );
         })?,
     };
@@ -373,11 +373,15 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         output_dir: &args.output_dir,
         stop,
     }
-    .run(&rt, &progress);
+    .run_naming(&rt, &progress, &restore_command);
     if let Some(scraper) = &perf.metrics {
         scraper.stop();
     }
-    let tuned_run = tuned_run?;
+    let mut tuned_run = tuned_run?;
+    // The warnings and the text name settings; the reports name the flags.
+    for w in &mut tuned_run.report.warnings {
+        *w = super::flags::name_flags(w);
+    }
     let report = &tuned_run.report;
     session.keep_document(&report::render_json(report));
     // The report first: a file that cannot be written must not hide it.
@@ -385,7 +389,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         if args.output.json {
             bertqa::report::json::to_string(&report::render_json(report))
         } else {
-            report::render_text(report)
+            super::flags::name_flags(&report::render_text(report))
         }
     })?;
     let written = write_files(&args, &tuned_run);
@@ -393,8 +397,8 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         (true, _) => "the original configuration is back".to_string(),
         (false, true) => "the best configuration is loaded (--keep-best)".to_string(),
         (false, false) => format!(
-            "the original configuration is NOT back: run `bertqa tune --restore --output-dir {}`",
-            args.output_dir.display()
+            "the original configuration is NOT back: run `{}`",
+            restore_command(&args.output_dir)
         ),
     };
     match tuned_run.error {
@@ -409,6 +413,12 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         Some(e) => Err(e.into()),
         None => written.map(|()| Outcome::Success),
     }
+}
+
+/// How a user puts the original back from `dir`: the command line of `--restore` (the
+/// marker on the server and the messages quote it).
+fn restore_command(dir: &Path) -> String {
+    format!("bertqa tune --restore --output-dir {}", dir.display())
 }
 
 /// The model whose step is tuned, and the pairs sent to the ensemble.

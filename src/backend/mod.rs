@@ -112,7 +112,7 @@ pub async fn bind(
             model: metadata.name.clone(),
             message: format!(
                 "takes text (BYTES question and context; {contract}), not token ids: it has \
-                 no token binding; `bertqa models --model {model}` shows its text binding"
+                 no token binding; `look` binds it as a model that takes text"
             ),
             tensors: Vec::new(),
         });

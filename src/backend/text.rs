@@ -117,7 +117,7 @@ impl TextBinding {
             inputs,
             &overrides.question_input,
             QUESTION,
-            "--question-input",
+            "`question_input`",
             "input",
         )?;
         let context = find(
@@ -125,7 +125,7 @@ impl TextBinding {
             inputs,
             &overrides.context_input,
             CONTEXT,
-            "--context-input",
+            "`context_input`",
             "input",
         )?;
         let (Some(question), Some(context)) = (question, context) else {
@@ -133,7 +133,7 @@ impl TextBinding {
                 metadata,
                 format!(
                     "cannot tell which of its text inputs ({}) take the question and the \
-                 context; map them with --question-input and --context-input",
+                 context; map them with `question_input` and `context_input`",
                     names(inputs, &|t| t.datatype == "BYTES")
                 ),
             ));
@@ -201,21 +201,22 @@ fn names(ts: &[TensorMetadata], pred: &dyn Fn(&TensorMetadata) -> bool) -> Strin
         .join(", ")
 }
 
-/// The tensor of `ts` the user named with `flag` (which must exist), else the first of
-/// the `known` names the model has (case aside).
+/// The tensor of `ts` the user named with the override `setting` (a [`TextOverrides`]
+/// field, as messages name it; the tensor must exist), else the first of the `known`
+/// names the model has (case aside).
 fn find(
     metadata: &ModelMetadataResponse,
     ts: &[TensorMetadata],
     given: &Option<String>,
     known: &[&str],
-    flag: &str,
+    setting: &str,
     kind: &str,
 ) -> Result<Option<String>> {
     match given {
         Some(n) if ts.iter().any(|t| &t.name == n) => Ok(Some(n.clone())),
         Some(n) => Err(fail(
             metadata,
-            format!("{flag} names {kind} {n:?}, which the model does not have"),
+            format!("{setting} names {kind} {n:?}, which the model does not have"),
         )),
         None => Ok(known
             .iter()
@@ -233,7 +234,7 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
         outputs,
         &overrides.answer_output,
         ANSWER,
-        "--answer-output",
+        "`answer_output`",
         "output",
     )?
     .filter(|n| output(n).is_some_and(|t| t.datatype == "BYTES"));
@@ -268,7 +269,7 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
             outputs,
             &overrides.start_logits,
             START_LOGITS,
-            "--start-logits",
+            "`start_logits`",
             "output",
         )?;
         let end = find(
@@ -276,7 +277,7 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
             outputs,
             &overrides.end_logits,
             END_LOGITS,
-            "--end-logits",
+            "`end_logits`",
             "output",
         )?;
         let offsets = find(
@@ -284,7 +285,7 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
             outputs,
             &overrides.offsets_output,
             OFFSETS,
-            "--offsets-output",
+            "`offsets_output`",
             "output",
         )?
         .filter(|n| {
@@ -303,9 +304,9 @@ fn contract(metadata: &ModelMetadataResponse, overrides: &TextOverrides) -> Resu
                 metadata,
                 format!(
                     "takes text but its outputs ({}) follow neither contract: an answer \
-                     (a BYTES output; --answer-output) or logits (start and end logits \
-                     with token offsets [windows, seq, 2]; --start-logits, --end-logits, \
-                     --offsets-output)",
+                     (a BYTES output; `answer_output`) or logits (start and end logits \
+                     with token offsets [windows, seq, 2]; `start_logits`, `end_logits`, \
+                     `offsets_output`)",
                     names(outputs, &|_| true)
                 ),
             )),
@@ -724,7 +725,7 @@ mod tests {
         assert!(!msg.contains('\n'), "{msg}");
         assert!(msg.contains("(q BYTES [1], doc BYTES [1])"), "{msg}");
         assert!(
-            msg.contains("--question-input and --context-input"),
+            msg.contains("`question_input` and `context_input`"),
             "{msg}"
         );
         let o = TextOverrides {
@@ -743,7 +744,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            msg.contains("--question-input names input \"nope\""),
+            msg.contains("`question_input` names input \"nope\""),
             "{msg}"
         );
         let m = meta(text_inputs(), vec![t("start_logits", "FP32", &[-1, 384])]);

@@ -44,8 +44,8 @@ impl FinishedRun {
             serde_json::from_slice(&text).map_err(|e| Error::json(&metrics_path, &e))?;
         if head["partial"] == true {
             return Err(Error::Config(format!(
-                "{}: this run did not complete (partial results); finish it with eval \
-                 --resume first",
+                "{}: this run did not complete (partial results); finish it with \
+                 `eval.resume` first",
                 dir.display()
             )));
         }
@@ -137,7 +137,7 @@ impl FinishedRun {
     pub fn logits_fit(&self, windows: &[Arc<Feature>]) -> std::result::Result<(), String> {
         if self.logits.is_empty() {
             return Err(format!(
-                "{} saved no logits (run it with --save-logits)",
+                "{} saved no logits (run it with `save_logits`)",
                 self.dir.display()
             ));
         }
@@ -149,7 +149,7 @@ impl FinishedRun {
             Ok(())
         } else {
             Err(format!(
-                "the logits {} saved are not of the windows --data and the window settings \
+                "the logits {} saved are not of the windows `data` and the window settings \
                  give ({} saved, {} windows)",
                 self.dir.display(),
                 self.logits.len(),
@@ -167,8 +167,8 @@ fn dir_name(dir: &Path) -> String {
 
 fn missing(dir: &Path, file: &str, e: std::io::Error) -> Error {
     Error::Config(format!(
-        "{}: no {file} ({e}; a finished run is the directory eval --output-dir writes, or \
-         a model's directory of compare --output-dir)",
+        "{}: no {file} ({e}; a finished run is the directory `eval.output_dir` writes, or \
+         a model's directory of `compare.output_dir`)",
         dir.display()
     ))
 }

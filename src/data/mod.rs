@@ -290,7 +290,7 @@ fn append(into: &mut Loaded, next: Loaded, path: &Path) -> Result<()> {
     {
         return Err(Error::input(
             Location::question(path, &e.qas_id),
-            "duplicate question id (already in an earlier --data file)",
+            "duplicate question id (already in an earlier `data` file)",
         ));
     }
     let Dataset {

@@ -133,7 +133,7 @@ fn several_files_read_as_one() {
     assert_eq!(two.dataset.examples, one.dataset.examples);
     let e = load(&[a.clone(), a], false).unwrap_err().to_string();
     assert!(
-        e.contains("duplicate question id (already in an earlier --data file)"),
+        e.contains("duplicate question id (already in an earlier `data` file)"),
         "{e}"
     );
 }

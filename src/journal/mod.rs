@@ -451,7 +451,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<(Fingerprint, Contents)> {
         return Err(Error::input(
             Location::file(path),
             "the journal was written by an earlier version of bertqa, in a format this \
-             version does not read; rerun without --resume to start over (or delete it)",
+             version does not read; rerun without `resume` to start over (or delete it)",
         ));
     }
     if magic != MAGIC {

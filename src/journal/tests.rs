@@ -154,7 +154,7 @@ fn earlier_format_journals_are_refused() {
         let e = Journal::resume(&path, &fp).unwrap_err().to_string();
         assert!(e.contains(&path.display().to_string()), "{e}");
         assert!(e.contains("earlier version"), "{e}");
-        assert!(e.contains("without --resume"), "{e}");
+        assert!(e.contains("without `resume`"), "{e}");
     }
     let fresh = dir.path().join("new.bqj");
     Journal::create(&fresh, &fp).unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::metrics::ServerCounters;
 
-/// `start:end:step` of `--concurrency-range` / `--request-rate-range` (perf_analyzer's
+/// `start:end:step` of a sweep's concurrency or request-rate range (perf_analyzer's
 /// syntax: `start`, `start:end` with step 1, or `start:end:step`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
@@ -18,9 +18,11 @@ pub struct Range {
 }
 
 impl Range {
-    /// Parses a range; `integer` ranges (concurrency) take whole numbers ≥ 1.
-    pub fn parse(flag: &str, text: &str, integer: bool) -> Result<Range> {
-        let bad = |why: String| Error::Config(format!("{flag} {text}: {why}"));
+    /// Parses a range; `integer` ranges (concurrency) take whole numbers ≥ 1. Errors
+    /// begin with `name`, the setting as the caller's user gives it (the command: its
+    /// flag).
+    pub fn parse(name: &str, text: &str, integer: bool) -> Result<Range> {
+        let bad = |why: String| Error::Config(format!("{name} {text}: {why}"));
         let parts: Vec<&str> = text.split(':').collect();
         if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.trim().is_empty()) {
             return Err(bad("expected START, START:END or START:END:STEP".into()));
@@ -228,24 +230,24 @@ mod tests {
 
     #[test]
     fn ranges_parse_like_perf_analyzer() {
-        let r = Range::parse("--concurrency-range", "1:8:1", true).unwrap();
+        let r = Range::parse("`concurrency_range`", "1:8:1", true).unwrap();
         assert_eq!(r.values(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
-        let r = Range::parse("--concurrency-range", "2:8:3", true).unwrap();
+        let r = Range::parse("`concurrency_range`", "2:8:3", true).unwrap();
         assert_eq!(r.values(), [2.0, 5.0, 8.0]);
-        let r = Range::parse("--concurrency-range", "4", true).unwrap();
+        let r = Range::parse("`concurrency_range`", "4", true).unwrap();
         assert_eq!(r.values(), [4.0]);
-        let r = Range::parse("--concurrency-range", "1:3", true).unwrap();
+        let r = Range::parse("`concurrency_range`", "1:3", true).unwrap();
         assert_eq!(r.values(), [1.0, 2.0, 3.0]);
-        let r = Range::parse("--request-rate-range", "10:20:2.5", false).unwrap();
+        let r = Range::parse("`request_rate_range`", "10:20:2.5", false).unwrap();
         assert_eq!(r.values(), [10.0, 12.5, 15.0, 17.5, 20.0]);
-        let r = Range::parse("--request-rate-range", "0.1:0.3:0.1", false).unwrap();
+        let r = Range::parse("`request_rate_range`", "0.1:0.3:0.1", false).unwrap();
         assert_eq!(r.values().len(), 3);
     }
 
     #[test]
     fn bad_ranges_say_why() {
         let e = |t: &str, int: bool| {
-            Range::parse("--concurrency-range", t, int)
+            Range::parse("`concurrency_range`", t, int)
                 .unwrap_err()
                 .to_string()
         };

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::eval::Padding;
+use super::gates::Gate;
 use super::text::{as_in_json, json_number};
 use super::Render;
 use crate::backend::Protocol;
@@ -173,12 +174,12 @@ pub struct Disagreements {
     pub first: Vec<Disagreement>,
 }
 
-/// A `--min-agreement`, `--max-logit-diff`, `--max-f1-drop`,
-/// `--fail-on-significant-drop` or `--max-flip-rate` gate.
+/// How a comparison went through one of compare's gates ([`Gates`]).
 #[derive(Debug, Serialize)]
 pub struct GateJson {
+    /// The gate's flag ([`super::gates::Gate::flag`]).
     pub flag: String,
-    /// `--fail-on-significant-drop`: the score (`exact` or `f1`) of this gate.
+    /// `fail_on_significant_drop`: the score (`exact` or `f1`) of this gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<&'static str>,
     pub model: String,
@@ -187,8 +188,8 @@ pub struct GateJson {
     pub passed: bool,
 }
 
-/// The gates a comparison is held to (`compare`'s gate flags; `None`/false: not
-/// checked).
+/// The gates a comparison is held to (`None`/false: not checked); their flags are
+/// [`super::gates::FLAGS`]'.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gates {
     /// Agreement with the first at least this (0-1).
@@ -212,13 +213,13 @@ impl Gates {
             n => (c.flips.right_to_wrong + c.flips.wrong_to_right) as f64 / n as f64,
         };
         let checks = [
-            ("--min-agreement", self.min_agreement, c.agreement, false),
-            ("--max-logit-diff", self.max_logit_diff, linf, true),
-            ("--max-f1-drop", self.max_f1_drop, c.f1_drop, true),
-            ("--max-flip-rate", self.max_flip_rate, flip_rate, true),
+            (Gate::MinAgreement, self.min_agreement, c.agreement, false),
+            (Gate::MaxLogitDiff, self.max_logit_diff, linf, true),
+            (Gate::MaxF1Drop, self.max_f1_drop, c.f1_drop, true),
+            (Gate::MaxFlipRate, self.max_flip_rate, flip_rate, true),
         ];
-        let gate = |flag: &str, score, threshold, value, passed| GateJson {
-            flag: flag.into(),
+        let gate = |g: Gate, score, threshold, value, passed| GateJson {
+            flag: g.flag().into(),
             score,
             model: c.model.clone(),
             threshold,
@@ -227,21 +228,21 @@ impl Gates {
         };
         let mut gates: Vec<GateJson> = checks
             .into_iter()
-            .filter_map(|(flag, threshold, value, at_most)| {
+            .filter_map(|(g, threshold, value, at_most)| {
                 let threshold = threshold?;
                 let passed = if at_most {
                     value <= threshold
                 } else {
                     value >= threshold
                 };
-                Some(gate(flag, None, threshold, value, passed))
+                Some(gate(g, None, threshold, value, passed))
             })
             .collect();
         if self.fail_on_significant_drop {
             for (score, d) in [("exact", &c.exact_diff), ("f1", &c.f1_diff)] {
                 let passed = !d.significantly_below_zero();
                 gates.push(gate(
-                    "--fail-on-significant-drop",
+                    Gate::FailOnSignificantDrop,
                     Some(score),
                     0.0,
                     d.ci[1],
@@ -685,7 +686,7 @@ mod tests {
             }],
             gates: vec![
                 GateJson {
-                    flag: "--min-agreement".into(),
+                    flag: Gate::MinAgreement.flag().into(),
                     score: None,
                     model: "b".into(),
                     threshold: 0.9,
@@ -693,7 +694,7 @@ mod tests {
                     passed: false,
                 },
                 GateJson {
-                    flag: "--max-logit-diff".into(),
+                    flag: Gate::MaxLogitDiff.flag().into(),
                     score: None,
                     model: "b".into(),
                     threshold: 1e-7,

@@ -11,11 +11,13 @@
 //!
 //! The two formats each have a file: [`json`] (the writer, and how the library's own
 //! types appear in the documents) and [`text`] (what the text reports share). The HTML
-//! pages (`--html`) are in [`html`].
+//! pages (`--html`) are in [`html`]. The gates of eval and compare, and the flags their
+//! documents name them by (the library's only flag text), are in [`gates`].
 
 pub mod ask;
 pub mod compare;
 pub mod eval;
+pub mod gates;
 pub mod html;
 pub mod json;
 pub mod merge;

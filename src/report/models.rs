@@ -1,6 +1,7 @@
 //! `bertqa models --json` (`schema/models.schema.json`) and the text `models` prints: the
 //! server, the models it lists, and for `--model M` that model's tensors, configuration
-//! and the binding bertqa infers.
+//! and the binding bertqa infers. The text names settings as messages do (`` `model` ``,
+//! `` `batch_size` ``); the command writes them as its flags.
 
 use std::fmt::Write as _;
 
@@ -280,7 +281,7 @@ impl Render for ModelsJson {
                 if self.model.is_some() {
                     ""
                 } else {
-                    "; name one with --model"
+                    "; name one with `model`"
                 }
             );
         }
@@ -387,7 +388,7 @@ fn token_binding(s: &mut String, b: &Binding) {
         let _ = writeln!(
             s,
             "  batch        the leading -1, not declared by the server: {} features \
-             per request unless --batch-size says otherwise",
+             per request unless `batch_size` says otherwise",
             b.default_batch_size()
         );
     }
@@ -695,7 +696,7 @@ mod tests {
         assert!(
             text.ends_with(
                 "\nthe server does not list its models over gRPC (no repository index, the \
-                 protocol's only listing); name one with --model\n"
+                 protocol's only listing); name one with `model`\n"
             ),
             "{text}"
         );

@@ -124,9 +124,30 @@ pub struct Tuned {
     pub error: Option<Error>,
 }
 
+/// How a person puts the original back from an output directory, in the words of the
+/// program that ran the search: the marker candidates carry and the messages that say
+/// how quote it for the run's directory. The command's words are its command line.
+pub type RestoreWords<'a> = &'a dyn Fn(&Path) -> String;
+
+/// A program's words: the call of [`restore`] on the directory.
+pub fn restore_call(dir: &Path) -> String {
+    format!("bertqa::tune::restore(runtime, control, {dir:?})")
+}
+
 impl Tune<'_> {
-    /// Runs the search and puts the configuration back (see the module's contract).
+    /// Runs the search and puts the configuration back (see the module's contract);
+    /// the way back is named by [`restore_call`].
     pub fn run(self, rt: &tokio::runtime::Runtime, progress: &dyn TuneProgress) -> Result<Tuned> {
+        self.run_naming(rt, progress, &restore_call)
+    }
+
+    /// [`Tune::run`], the way back named by `restore` (the command: its command line).
+    pub fn run_naming(
+        self,
+        rt: &tokio::runtime::Runtime,
+        progress: &dyn TuneProgress,
+        restore: RestoreWords<'_>,
+    ) -> Result<Tuned> {
         let budget = self
             .perf
             .budget
@@ -138,7 +159,7 @@ impl Tune<'_> {
                 self.model
             )));
         }
-        state::check_free(self.output_dir)?;
+        state::check_free(self.output_dir, restore)?;
         let run = format!(
             "{}-{}",
             std::time::SystemTime::now()
@@ -149,7 +170,7 @@ impl Tune<'_> {
         let mut record = state::State {
             model: self.model.to_string(),
             control_url: self.control.url().to_string(),
-            marker: state::marker_text(&run, self.output_dir),
+            marker: state::marker_text(&run, self.output_dir, restore),
             restored: false,
             kept_best: false,
         };
@@ -198,7 +219,7 @@ impl Tune<'_> {
             report.warnings.push(
                 "every candidate measured again went over the budget in a round: no best is \
                  named (a budget this close to the candidates' latency needs longer windows, \
-                 or a larger --remeasure)"
+                 or a larger `remeasure`)"
                     .into(),
             );
         }
@@ -215,9 +236,8 @@ impl Tune<'_> {
                 // The first error stays the one reported; the state keeps saying the
                 // original is not back.
                 report.warnings.push(format!(
-                    "the original configuration could not be put back: {e}; run `bertqa \
-                     tune --restore --output-dir {}`",
-                    self.output_dir.display()
+                    "the original configuration could not be put back: {e}; run `{}`",
+                    restore(self.output_dir)
                 ));
                 error.get_or_insert(e);
                 Ok(())

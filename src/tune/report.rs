@@ -1,6 +1,7 @@
 //! What `tune` reports: every candidate, the best within the budget, the Pareto front;
 //! as `--json` (`schema/tune.schema.json`, perf's keys and units wherever perf has the
-//! figure) and as a text table.
+//! figure) and as a text table. The text and the warnings name settings as messages do
+//! (`` `keep_best` ``); the command writes them as its flags.
 
 use serde::Serialize;
 
@@ -95,7 +96,7 @@ pub struct Report {
     pub search: &'static str,
     /// The original configuration is back (read back and equal).
     pub restored: bool,
-    /// `--keep-best`: the best is left loaded.
+    /// `keep_best`: the best is left loaded.
     pub kept_best: bool,
     pub warnings: Vec<String>,
     /// The candidates measured again before the best was named, best of the search
@@ -457,7 +458,7 @@ pub fn render_text(report: &Report) -> String {
         None => out.push_str("best: none: no candidate kept a level within the budget\n"),
     }
     out.push_str(match (report.kept_best, report.restored) {
-        (true, _) => "the best configuration is left loaded (--keep-best)\n",
+        (true, _) => "the best configuration is left loaded (`keep_best`)\n",
         (false, true) => "the original configuration is back (read back and equal)\n",
         (false, false) => "the original configuration is NOT back\n",
     });

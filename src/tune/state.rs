@@ -34,12 +34,13 @@ pub struct State {
     pub kept_best: bool,
 }
 
-/// The marker text of a run writing into `dir`.
-pub(crate) fn marker_text(run: &str, dir: &Path) -> String {
+/// The marker text of a run writing into `dir` (`restore`: the way back from `dir`,
+/// made absolute).
+pub(crate) fn marker_text(run: &str, dir: &Path, restore: super::RestoreWords<'_>) -> String {
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     format!(
-        "tune run {run}; put the original back with: bertqa tune --restore --output-dir {}",
-        dir.display()
+        "tune run {run}; put the original back with: {}",
+        restore(&dir)
     )
 }
 
@@ -48,12 +49,13 @@ fn path(dir: &Path, file: &str) -> PathBuf {
 }
 
 /// Refuses `dir` when it holds the original of a model that does not serve it now (a
-/// run that did not finish, or `--keep-best`): it may be the only copy.
-pub(crate) fn check_free(dir: &Path) -> Result<()> {
+/// run that did not finish, or `keep_best`): it may be the only copy. The refusal names
+/// the way back from `dir` by `restore`.
+pub(crate) fn check_free(dir: &Path, restore: super::RestoreWords<'_>) -> Result<()> {
     match read(dir) {
         Ok((state, _)) if !state.restored || state.kept_best => Err(Error::Config(format!(
             "{}: holds the original configuration of model {:?} on {}, which {}: put it back \
-             with `bertqa tune --restore --output-dir {}`, or choose another `output_dir`",
+             with `{}`, or choose another `output_dir`",
             path(dir, STATE_FILE).display(),
             state.model,
             state.control_url,
@@ -62,7 +64,7 @@ pub(crate) fn check_free(dir: &Path) -> Result<()> {
             } else {
                 "a run did not put back"
             },
-            dir.display()
+            restore(dir)
         ))),
         _ => Ok(()),
     }

@@ -132,7 +132,7 @@ fn windows(
     };
     for r in runs {
         if let Err(reason) = r.logits_fit(&windows) {
-            return (Vec::new(), Some(reason));
+            return (Vec::new(), Some(super::super::flags::name_flags(&reason)));
         }
     }
     (windows, None)

@@ -16,7 +16,7 @@ pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
     if let Some(t) = args.min_exact {
         let v = r.scores.metrics.exact();
         g.push(Gate {
-            flag: "--min-exact",
+            gate: bertqa::report::gates::Gate::MinExact,
             threshold: t,
             value: v,
             passed: v >= t,
@@ -25,7 +25,7 @@ pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
     if let Some(t) = args.min_f1 {
         let v = r.scores.metrics.f1();
         g.push(Gate {
-            flag: "--min-f1",
+            gate: bertqa::report::gates::Gate::MinF1,
             threshold: t,
             value: v,
             passed: v >= t,
@@ -34,7 +34,7 @@ pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
     if let Some(t) = args.max_p99_ms {
         let v = r.infer.as_ref().map_or(0.0, |i| i.latency_ms(0.99));
         g.push(Gate {
-            flag: "--max-p99-ms",
+            gate: bertqa::report::gates::Gate::MaxP99Ms,
             threshold: t,
             value: v,
             passed: v <= t,

@@ -469,25 +469,32 @@ pub(crate) fn finish(
     for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
         *w = super::flags::name_flags(w);
     }
-    let files: [(&Option<PathBuf>, &dyn Exporter); 3] = [
-        (&args.csv, &export::CsvExporter),
-        (&args.svg, &export::SvgExporter),
-        (&args.html, &export::HtmlExporter),
+    // The page and the text name settings (as words; the CSV and SVG name none): the
+    // command names its flags.
+    let files: [(&Option<PathBuf>, &dyn Exporter, bool); 3] = [
+        (&args.csv, &export::CsvExporter, false),
+        (&args.svg, &export::SvgExporter, false),
+        (&args.html, &export::HtmlExporter, true),
     ];
-    for (path, exporter) in files {
+    for (path, exporter, words) in files {
         if let Some(path) = path {
-            bertqa::output_file::write_atomic(path, &exporter.serialize(&report))?;
+            let mut bytes = exporter.serialize(&report);
+            if words {
+                bytes = super::flags::name_flags(&String::from_utf8_lossy(&bytes)).into_bytes();
+            }
+            bertqa::output_file::write_atomic(path, &bytes)?;
         }
     }
     for w in report.warnings() {
         eprintln!("warning: {w}");
     }
     // The text has no `-v` lines.
-    let stdout: &dyn Exporter = match args.output.json {
-        true => &export::JsonExporter,
-        false => &export::TextExporter,
-    };
     session.keep(&report);
-    session.print(|| String::from_utf8_lossy(&stdout.serialize(&report)).into_owned())?;
+    session.print(|| match args.output.json {
+        true => String::from_utf8_lossy(&export::JsonExporter.serialize(&report)).into_owned(),
+        false => super::flags::name_flags(&String::from_utf8_lossy(
+            &export::TextExporter.serialize(&report),
+        )),
+    })?;
     Ok(Outcome::Success)
 }

@@ -58,7 +58,9 @@ fn setting(s: &mut String, r: &Report) {
 }
 
 /// The setting: `model`, `data`, `inputs`, `load` and (with a latency budget) `budget`,
-/// each with its words (the text report's first lines, the HTML page's heading).
+/// each with its words (the text report's first lines, the HTML page's heading). A
+/// setting is named as messages name it (`` `batch_size` ``); the command writes the
+/// text and the page with its flags.
 pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
     let version = if r.version.is_empty() {
         String::new()
@@ -69,7 +71,7 @@ pub(crate) fn setting_rows(r: &Report) -> Vec<(&'static str, String)> {
         (true, _) => (format!("max batch {}", r.max_batch_size), ""),
         (false, true) => (
             "batching not declared by the server".into(),
-            ", --batch-size",
+            ", `batch_size`",
         ),
         (false, false) => (
             "batching not declared by the server".into(),

@@ -180,9 +180,10 @@ pub struct Model {
     pub binding: Value,
 }
 
-/// A `--min-exact`, `--min-f1` or `--max-p99-ms` gate.
+/// How the run went through one of eval's gates.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Gate {
+    /// The gate's flag ([`super::gates::Gate::flag`]).
     pub flag: String,
     #[serde(deserialize_with = "super::json::nan_if_null")]
     pub threshold: f64,
@@ -315,7 +316,7 @@ mod tests {
             binding: json!({}),
         });
         doc.gates = vec![Gate {
-            flag: "--min-f1".into(),
+            flag: crate::report::gates::Gate::MinF1.flag().into(),
             threshold: 50.0,
             value: 60.0,
             passed: true,

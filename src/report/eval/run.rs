@@ -60,19 +60,20 @@ pub struct EvalRun {
 /// One gate and how it went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateResult {
-    /// The flag, e.g. `--min-f1`.
-    pub flag: &'static str,
+    pub gate: super::super::gates::Gate,
     pub threshold: f64,
     pub value: f64,
     pub passed: bool,
 }
 
 impl GateResult {
-    /// The gate as a failure names it: `--min-f1 90: measured 85.200`.
+    /// The gate as a failure names it, by its flag: `--min-f1 90: measured 85.200`.
     pub fn describe(&self) -> String {
         format!(
             "{} {}: measured {:.3}",
-            self.flag, self.threshold, self.value
+            self.gate.flag(),
+            self.threshold,
+            self.value
         )
     }
 }
@@ -194,7 +195,7 @@ impl EvalRun {
                 .gates
                 .iter()
                 .map(|g| Gate {
-                    flag: g.flag.into(),
+                    flag: g.gate.flag().into(),
                     threshold: g.threshold,
                     value: r6(g.value),
                     passed: g.passed,
