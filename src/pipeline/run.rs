@@ -413,16 +413,12 @@ impl<'a, B: Infer> Run<'a, B> {
         // starting the producer's and the decoder's threads, and waking them, costs more
         // than such a run's work.
         let in_turn = self.in_turn();
-        let wiring = match self.wiring(in_turn) {
-            Ok(w) => w,
+        let stages = match self.wiring(in_turn) {
+            Ok(w) => self.stages(w),
             Err(e) => return PartialOutcome::failed(self.dataset, e),
         };
-        let Stages {
-            producing,
-            decode,
-            decoder_rx,
-            inferring,
-        } = self.stages(wiring);
+        let (producing, decode, decoder_rx) = (stages.producing, stages.decode, stages.decoder_rx);
+        let inferring = stages.inferring;
         std::thread::scope(|scope| {
             // The dispatch stage on the runtime, until the features end: what it did,
             // and when the last response came.
@@ -474,20 +470,14 @@ impl<'a, B: Infer> Run<'a, B> {
     pub(crate) async fn run_in_turn(mut self) -> PartialOutcome {
         debug_assert!(self.in_turn());
         let started = Instant::now();
-        let wiring = match self.wiring(true) {
-            Ok(w) => w,
+        let stages = match self.wiring(true) {
+            Ok(w) => self.stages(w),
             Err(e) => return PartialOutcome::failed(self.dataset, e),
         };
-        let Stages {
-            producing,
-            decode,
-            decoder_rx,
-            inferring,
-        } = self.stages(wiring);
-        let produced = producing();
-        let inferred = inferring.await;
+        let produced = (stages.producing)();
+        let inferred = stages.inferring.await;
         let responses_done = Instant::now();
-        let decoded = decode.run(decoder_rx);
+        let decoded = stages.decode.run(stages.decoder_rx);
         self.outcome(started, responses_done, produced, inferred, decoded)
     }
 
