@@ -534,6 +534,17 @@ impl RunObserver for TextAnswers {
 mod tests {
     use super::*;
 
+    /// A call's future can be spawned on a multi-thread runtime (`tokio::spawn`): the
+    /// compiler checks it is `Send`.
+    #[allow(dead_code)]
+    fn calls_can_be_spawned(client: &Client, dataset: &Dataset) {
+        fn send<T: Send>(_: T) {}
+        send(client.ask("q", "c"));
+        send(client.ask_many([("q", "c")]));
+        send(client.evaluate(dataset));
+        send(ClientBuilder::<Async>::new("u".into()).build());
+    }
+
     #[test]
     fn questions_about_one_context_share_its_paragraph() {
         let d = dataset_of([("a?", "one"), ("b?", "two"), ("c?", "one")]);
