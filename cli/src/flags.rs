@@ -16,7 +16,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`lower_case = false`", "--no-lower-case"),
     // Decoding and scoring.
     ("`version_2_with_negative`", "--version-2-with-negative"),
-    // Binding overrides (backend::BindingOverrides).
+    // The binding's overrides (backend::BindingOverrides).
     ("`input_ids`", "--input-ids"),
     ("`segment_ids`", "--segment-ids"),
     ("`input_mask`", "--input-mask"),
