@@ -407,6 +407,41 @@ impl Error {
         }
     }
 
+    /// A model whose tensors cannot be mapped to BERT QA roles ([`Error::Binding`]):
+    /// `message` names what could not be placed, `tensors` lists them all.
+    pub fn binding(
+        model: impl Into<String>,
+        message: impl Into<String>,
+        tensors: Vec<String>,
+    ) -> Self {
+        Error::Binding {
+            model: model.into(),
+            message: message.into(),
+            tensors,
+        }
+    }
+
+    /// The model and its tensors (name, datatype, shape) of an error that lists them
+    /// (a binding error's; `None` otherwise, or when it lists none).
+    pub fn model_tensors(&self) -> Option<(&str, &[String])> {
+        match self {
+            Error::Binding { model, tensors, .. } if !tensors.is_empty() => Some((model, tensors)),
+            _ => None,
+        }
+    }
+
+    /// Whether the error is the model's: not found, not ready, or its tensors not what
+    /// bertqa takes.
+    pub fn is_model_error(&self) -> bool {
+        matches!(
+            self,
+            Error::ModelNotFound { .. }
+                | Error::ModelNotReady { .. }
+                | Error::TensorMismatch { .. }
+                | Error::Binding { .. }
+        )
+    }
+
     /// An input error at a location.
     pub fn input(location: Location, message: impl Into<String>) -> Self {
         Error::Input {

@@ -13,7 +13,6 @@ use super::common::{
 };
 use super::session::Session;
 use bertqa::backend::text::TextAnswer;
-use bertqa::backend::Contract;
 use bertqa::decode::Prediction;
 use bertqa::pipeline;
 use bertqa::report::ask::{Answer, AskReport, Candidate, Decoded, Given, Latency};
@@ -122,12 +121,8 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         max: latency.max() as f64 / 1000.0,
         mean: latency.mean() / 1000.0,
     };
-    let given = match bound.text().map(|b| &b.contract) {
-        Some(Contract::Answer { no_answer, .. }) => {
-            Some(no_answer.as_ref().is_some_and(|n| n.probability))
-        }
-        _ => None,
-    };
+    // An answer-contract model's answers are given as it said them.
+    let given = bound.answers_given().then(|| bound.no_answer_probability());
     let answers: Vec<Answer> = match given {
         Some(probability) => replies
             .take()

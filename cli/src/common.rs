@@ -10,7 +10,7 @@ use super::args::{
     BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
     TransportArg, WindowArgs,
 };
-use bertqa::backend::{Binding, BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
+use bertqa::backend::{BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
 use bertqa::data::Format;
 use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
@@ -356,8 +356,8 @@ pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtim
 
 /// How a report names the batch size: `batch 8`; for a model whose batching the server
 /// does not declare, also who chose it (`--batch-size` or bertqa's default).
-pub(crate) fn batch_words(batch_size: usize, binding: &Binding, given: bool) -> String {
-    if binding.batching != bertqa::Batching::Undeclared {
+pub(crate) fn batch_words(batch_size: usize, model: &bertqa::Model, given: bool) -> String {
+    if model.declares_batching() {
         return format!("batch {batch_size}");
     }
     let who = if given {

@@ -200,12 +200,7 @@ pub(crate) fn render(
     // A binding error's tensors, each on its line.
     let tensors = e
         .chain()
-        .find_map(|c| match c.downcast_ref::<bertqa::Error>() {
-            Some(bertqa::Error::Binding { model, tensors, .. }) if !tensors.is_empty() => {
-                Some((model, tensors))
-            }
-            _ => None,
-        });
+        .find_map(|c| c.downcast_ref::<bertqa::Error>()?.model_tensors());
     if let Some((model, tensors)) = tensors {
         let _ = write!(s, "\n  tensors of model {model:?}:");
         for t in tensors {
@@ -315,10 +310,7 @@ pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
         E::NoServer { .. } | E::Server { .. } | E::InvalidAnswer { .. } | E::NotDecoded { .. } => {
             Reason::Server
         }
-        E::ModelNotFound { .. }
-        | E::ModelNotReady { .. }
-        | E::TensorMismatch { .. }
-        | E::Binding { .. } => Reason::Model,
+        e if e.is_model_error() => Reason::Model,
         E::RetriesExhausted { last, .. } => library_reason(last),
         _ => Reason::Internal,
     }
@@ -336,16 +328,14 @@ mod tests {
     /// A binding error is one line; `-v` lists the model's tensors under it.
     #[test]
     fn a_binding_error_lists_the_tensors_only_under_v() {
-        let e = anyhow::Error::from(Error::Binding {
-            model: "trt".into(),
-            message:
-                "cannot tell which of its outputs (x FP32 [-1, 7]) hold the start and end logits"
-                    .into(),
-            tensors: vec![
+        let e = anyhow::Error::from(Error::binding(
+            "trt",
+            "cannot tell which of its outputs (x FP32 [-1, 7]) hold the start and end logits",
+            vec![
                 "input  input_ids INT32 [-1, 384]".into(),
                 "output x FP32 [-1, 7]".into(),
             ],
-        });
+        ));
         let line = render(&e, false, &[]);
         assert_eq!(line.lines().count(), 1, "{line}");
         assert!(

@@ -7,8 +7,7 @@ use super::args::{BindingArgs, OutputArgs, ServerArgs, TextBindingArgs, MODEL};
 use super::common::{runtime, Outcome};
 use super::session::Session;
 use bertqa::backend::client::{ready_models, ModelIndex};
-use bertqa::backend::text::{takes_text, TextBinding};
-use bertqa::backend::{Binding, Model, TritonClient};
+use bertqa::backend::{Model, TritonClient};
 use bertqa::report::models::{ModelJson, ModelRow, ModelsJson, ServerJson};
 use bertqa::report::{Format, Render};
 use bertqa::Error;
@@ -138,22 +137,18 @@ async fn collect_model(
     if !model_ready && index.is_some() {
         // Metadata is unavailable for a model that is not ready: report what the
         // server's list says.
-        let why = Error::Binding {
-            model: name.to_string(),
-            message: "not ready".into(),
-            tensors: Vec::new(),
-        };
+        let why = Error::binding(name, "not ready", Vec::new());
         return Ok(ModelJson::not_ready(name, words(&why)));
     }
     let metadata = client.model_metadata(name, version).await?;
     let config = client.model_config_if_any(name, version).await?;
-    let binding = if takes_text(&metadata) {
-        let overrides = args.text.overrides(&args.binding);
-        TextBinding::infer(&metadata, config.as_ref(), version, &overrides).map(Model::from)
-    } else {
-        let overrides = super::common::binding_overrides(&args.binding);
-        Binding::infer(&metadata, config.as_ref(), version, &overrides).map(Model::from)
-    };
+    let binding = Model::infer(
+        &metadata,
+        config.as_ref(),
+        version,
+        &super::common::binding_overrides(&args.binding),
+        &args.text.overrides(&args.binding),
+    );
     Ok(ModelJson::new(
         &metadata,
         config.as_ref(),

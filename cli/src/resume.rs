@@ -239,37 +239,29 @@ pub(crate) fn base_fingerprint(
         .with("postprocess", d.postprocess.as_str()))
 }
 
-/// The fingerprint of a run against a text model: the model and its contract (the
-/// server tokenizes, so no padding of ours).
-pub(crate) fn text_model_fingerprint(
-    base: Fingerprint,
-    binding: &bertqa::backend::text::TextBinding,
-) -> Fingerprint {
-    base.with("model", &binding.model)
-        .with("model_version", &binding.version)
-        .with(
-            "binding",
-            serde_json::to_string(binding).unwrap_or_default(),
-        )
-}
-
-/// Adds the model, its binding and the padding to a fingerprint. Padding without the
-/// probe (`--dynamic-seq-len`, which can change answers) is a setting of its own.
+/// Adds the model and its binding to a fingerprint, and the padding of a model that
+/// takes token ids (`padding`: how it pads, and whether without the probe; `None`: the
+/// server tokenizes). Padding without the probe (`--dynamic-seq-len`, which can change
+/// answers) is a setting of its own.
 pub(crate) fn model_fingerprint(
     base: Fingerprint,
-    binding: &bertqa::backend::Binding,
-    padding: bertqa::pipeline::Padding,
-    unprobed: bool,
+    model: &bertqa::Model,
+    padding: Option<(bertqa::pipeline::Padding, bool)>,
 ) -> Fingerprint {
-    let padding = match padding {
-        bertqa::pipeline::Padding::Longest { .. } if unprobed => format!("{padding:?} unprobed"),
-        _ => format!("{padding:?}"),
-    };
-    base.with("model", &binding.model)
-        .with("model_version", &binding.version)
-        .with(
-            "binding",
-            serde_json::to_string(binding).unwrap_or_default(),
-        )
-        .with("padding", padding)
+    let f = base
+        .with("model", model.name())
+        .with("model_version", model.version())
+        .with("binding", model.to_json().to_string());
+    match padding {
+        None => f,
+        Some((padding, unprobed)) => {
+            let padding = match padding {
+                bertqa::pipeline::Padding::Longest { .. } if unprobed => {
+                    format!("{padding:?} unprobed")
+                }
+                _ => format!("{padding:?}"),
+            };
+            f.with("padding", padding)
+        }
+    }
 }

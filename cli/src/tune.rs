@@ -325,10 +325,16 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             );
         }
         let overrides = super::common::binding_overrides(&args.binding);
-        let binding = bertqa::Binding::infer(&metadata, model_config.as_ref(), "", &overrides)?;
+        let bound = bertqa::Model::infer(
+            &metadata,
+            model_config.as_ref(),
+            "",
+            &overrides,
+            &args.text.overrides(&args.binding),
+        )?;
         let features =
-            super::perf::token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
-        let (padding, _) = super::perf::padding(&args.window, &binding, false)?;
+            super::perf::token_features(&args.window, tokenizer?, &bound, &dataset, &args.data)?;
+        let (padding, _) = super::perf::padding(&args.window, &bound, false)?;
         let batches = bertqa::perf::make_batches(&features, args.batch_size, padding);
         (model.clone(), Workload::Tokens { batches, overrides })
     };
@@ -455,13 +461,14 @@ fn text_workload(
             steps.join(", ")
         ),
     };
-    let binding = bertqa::backend::text::TextBinding::infer(
+    let bound = bertqa::Model::infer(
         metadata,
         config,
         "",
+        &super::common::binding_overrides(&args.binding),
         &args.text.overrides(&args.binding),
     )?;
-    let per_request = super::perf::text::per_request(Some(args.batch_size), &binding)?;
+    let per_request = super::perf::text::per_request(Some(args.batch_size), &bound)?;
     let pairs = super::perf::text::pairs(dataset);
     if pairs.is_empty() {
         anyhow::bail!(
@@ -469,12 +476,9 @@ fn text_workload(
             super::common::data_label(&args.data)
         );
     }
-    let load = bertqa::perf::TextLoad {
-        requests: bertqa::perf::text::make_requests(&pairs, per_request),
-        binding: std::sync::Arc::new(binding),
-        version: String::new(),
-    };
-    Ok((step, Workload::Text(bertqa::perf::Requests::text(load)?)))
+    let requests = bertqa::perf::text::make_requests(&pairs, per_request);
+    let requests = bertqa::perf::Requests::questions(&bound, String::new(), requests)?;
+    Ok((step, Workload::Text(requests)))
 }
 
 /// tune.json in the output directory, `--write-config`, `--html`.

@@ -318,7 +318,7 @@ impl Client {
             "version": model.version(),
             "platform": model.platform(),
             "max_batch_size": model.max_batch_size(),
-            "takes": if model.text().is_some() { "text" } else { "token ids" },
+            "takes": if model.takes_text() { "text" } else { "token ids" },
             "binding": model.to_json(),
         });
         from_json(py, &json)

@@ -84,11 +84,7 @@ pub async fn look(
     text: &TextOverrides,
 ) -> crate::Result<Model> {
     let (metadata, config) = describe(client, model, version).await?;
-    Ok(if text::takes_text(&metadata) {
-        TextBinding::infer(&metadata, config.as_ref(), version, text)?.into()
-    } else {
-        Binding::infer(&metadata, config.as_ref(), version, tokens)?.into()
-    })
+    Model::infer(&metadata, config.as_ref(), version, tokens, text)
 }
 
 /// Infers the token binding of `model` in one step: its metadata, and its

@@ -368,9 +368,7 @@ impl Engine {
         outcome: &RunOutcome,
         given: Vec<Option<crate::backend::TextAnswer>>,
     ) -> Vec<Answer> {
-        let no_answer_probability = self.model.text().is_some_and(|b| {
-            matches!(&b.contract, crate::backend::Contract::Answer { no_answer: Some(n), .. } if n.probability)
-        });
+        let no_answer_probability = self.model.no_answer_probability();
         outcome
             .predictions
             .iter()

@@ -137,19 +137,16 @@ impl Shared {
         self.sent.fetch_add(1, Ordering::Relaxed);
         let (response, _, in_shm) = placed.send(server).await?;
         t[2] = Instant::now();
-        match self.source.requests.model().text() {
-            None => {
-                let (logits, _) = placed.read(&response, in_shm, |checked, features| {
-                    checked.logits(features.iter().map(|f| f.unique_id))
-                })?;
-                drop(std::hint::black_box(logits));
-                Ok(())
-            }
-            Some(binding) => {
-                placed.answered_text(in_shm);
-                text::read_response(binding, &response, rows)
-            }
+        let model = self.source.requests.model();
+        if model.takes_text() {
+            placed.answered_text(in_shm);
+            return text::read_response(model, &response, rows);
         }
+        let (logits, _) = placed.read(&response, in_shm, |checked, features| {
+            checked.logits(features.iter().map(|f| f.unique_id))
+        })?;
+        drop(std::hint::black_box(logits));
+        Ok(())
     }
 
     /// Writes a request's line (called under the `records` lock); `endpoint`: the

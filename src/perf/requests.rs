@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::text::TextLoad;
+use super::text::{TextLoad, TextRequest};
 use super::Batch;
 use crate::backend::shm;
-use crate::backend::{prepare_request, Binding, InferRequest, Model};
+use crate::backend::{Binding, InferRequest, Model};
 use crate::error::{Error, Result};
 
 /// A sweep's requests and the model they go to.
@@ -30,6 +30,16 @@ pub(super) struct Planned {
 impl Requests {
     /// A request of each of `batches` for the model bound as `binding` (at least one).
     pub fn tokens(binding: Arc<Binding>, batches: Vec<Batch>) -> Result<Requests> {
+        Requests::features(&binding.into(), batches)
+    }
+
+    /// The requests of `load`, a model that takes text (at least one).
+    pub fn text(load: TextLoad) -> Result<Requests> {
+        Requests::questions(&load.binding.into(), load.version, load.requests)
+    }
+
+    /// A request of each of `batches` for `model`, which takes token ids (at least one).
+    pub fn features(model: &Model, batches: Vec<Batch>) -> Result<Requests> {
         if batches.is_empty() {
             return Err(Error::Config(
                 "no features to send (the data produced no windows)".into(),
@@ -39,27 +49,31 @@ impl Requests {
             .into_iter()
             .map(|b| {
                 let ids = b.features.iter().map(|f| f.unique_id).collect();
-                let request = prepare_request(&binding, b.features, b.seq_len)?;
+                let request = model.token_request(b.features, b.seq_len)?;
                 Ok(Planned { request, ids })
             })
             .collect::<Result<_>>()?;
         Ok(Requests {
-            version: binding.version.clone(),
-            model: binding.into(),
+            version: model.version().to_string(),
+            model: model.clone(),
             planned,
         })
     }
 
-    /// The requests of `load`, a model that takes text (at least one).
-    pub fn text(load: TextLoad) -> Result<Requests> {
-        if load.requests.is_empty() {
+    /// The requests `requests` for `model`, which takes text (at least one); `version`:
+    /// the version whose statistics are read (empty: the server's choice).
+    pub fn questions(
+        model: &Model,
+        version: String,
+        requests: Vec<TextRequest>,
+    ) -> Result<Requests> {
+        if requests.is_empty() {
             return Err(Error::Config("no questions to send".into()));
         }
-        let planned = load
-            .requests
+        let planned = requests
             .into_iter()
             .map(|r| {
-                let request = InferRequest::text(&load.binding, r.pairs)?;
+                let request = model.text_request(r.pairs)?;
                 Ok(Planned {
                     request,
                     ids: r.questions,
@@ -67,8 +81,8 @@ impl Requests {
             })
             .collect::<Result<_>>()?;
         Ok(Requests {
-            model: load.binding.into(),
-            version: load.version,
+            model: model.clone(),
+            version,
             planned,
         })
     }
@@ -100,7 +114,7 @@ impl Requests {
 
     /// An ensemble's composing models (empty: none, or a token model).
     pub(super) fn steps(&self) -> &[String] {
-        self.model.text().map_or(&[], |b| &b.steps)
+        self.model.steps()
     }
 
     /// Bytes of a shared memory slot that holds any of the requests' inputs and, when

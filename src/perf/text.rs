@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use super::stats::ServerBreakdown;
 use crate::backend::proto::ModelInferResponse;
-use crate::backend::text::{Contract, TextBinding};
+use crate::backend::text::TextBinding;
+use crate::backend::Model;
 use crate::error::Result;
 use crate::metrics::ServerCounters;
 
@@ -61,15 +62,8 @@ pub fn make_requests(pairs: &[(Arc<str>, Arc<str>)], per_request: usize) -> Vec<
 }
 
 /// Reads `response` to `n` questions as the contract says (see the module's contract).
-pub(crate) fn read_response(
-    binding: &TextBinding,
-    response: &ModelInferResponse,
-    n: usize,
-) -> Result<()> {
-    match &binding.contract {
-        Contract::Answer { .. } => drop(std::hint::black_box(binding.answers(response, n)?)),
-        Contract::Logits { .. } => drop(std::hint::black_box(binding.windows(response)?)),
-    }
+pub(crate) fn read_response(model: &Model, response: &ModelInferResponse, n: usize) -> Result<()> {
+    drop(std::hint::black_box(model.replies(response, n)?));
     Ok(())
 }
 
@@ -209,7 +203,7 @@ mod tests {
 
     #[test]
     fn logits_responses_are_read_and_checked_for_sizes() {
-        let b = crate::backend::text::logits_binding_for_tests(0);
+        let b: Model = crate::backend::text::logits_binding_for_tests(0).into();
         read_response(&b, &response(384, 768), 1).unwrap();
         let msg = read_response(&b, &response(384, 384), 1)
             .unwrap_err()

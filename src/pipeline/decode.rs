@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::dispatch::Answer;
 use super::observe::RunObserver;
-use crate::backend::text::{TextBinding, TextReply};
+use crate::backend::text::TextReply;
+use crate::backend::Model;
 use crate::decode::non_finite::NonFinite;
 use crate::decode::{DecodeConfig, ExampleDecoder, Prediction, Window};
 use crate::error::{Error, Result};
@@ -57,8 +58,8 @@ pub(super) struct DecodeStage<'a> {
     dataset: &'a Dataset,
     /// `None` only for a text model of the answer contract (nothing to rebuild).
     tokenizer: Option<TokenizerRef<'a>>,
-    /// The run's model when it takes text.
-    text: Option<&'a TextBinding>,
+    /// The run's model (a text model's replies are decoded by its contract).
+    model: Model,
     non_finite: NonFinite,
     config: &'a DecodeConfig,
     observer: &'a dyn RunObserver,
@@ -78,7 +79,7 @@ impl<'a> DecodeStage<'a> {
     pub(crate) fn new(
         dataset: &'a Dataset,
         tokenizer: Option<TokenizerRef<'a>>,
-        text: Option<&'a TextBinding>,
+        model: Model,
         config: &'a DecodeConfig,
         observer: &'a dyn RunObserver,
         keep_logits: bool,
@@ -88,7 +89,7 @@ impl<'a> DecodeStage<'a> {
         DecodeStage {
             dataset,
             tokenizer,
-            text,
+            model,
             non_finite: NonFinite::default(),
             config,
             observer,
@@ -142,15 +143,17 @@ impl<'a> DecodeStage<'a> {
     /// Decodes what a text model said about question `i` (`super::text`).
     fn reply(&mut self, i: usize, reply: TextReply) -> Result<()> {
         let t = Instant::now();
-        let binding = self
-            .text
-            .ok_or_else(|| Error::Internal("a text model's reply in a token model's run".into()))?;
         let tokenizer = self.tokenizer.and_then(TokenizerRef::bert);
         let keep = self.keep_features || self.keep_logits;
+        let contract = self
+            .model
+            .contract()
+            .ok_or_else(|| Error::Internal("a text model's reply in a token model's run".into()))?;
         let decoded = super::text::decode(
+            self.model.name(),
+            contract,
             &super::text::Decoding {
                 dataset: self.dataset,
-                binding,
                 tokenizer,
                 config: self.config,
                 keep,

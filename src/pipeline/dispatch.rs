@@ -33,7 +33,7 @@ use crate::backend::proto::ModelInferResponse;
 use crate::backend::shm::SharedMemory;
 use crate::backend::text::TextReply;
 use crate::backend::text_request::TextPair;
-use crate::backend::{prepare_request, Binding, Infer, InferRequest, Model};
+use crate::backend::{Binding, Infer, InferRequest, Model};
 use crate::decode::Scores;
 use crate::error::{Error, Result};
 use crate::types::{Feature, Logits};
@@ -60,22 +60,23 @@ pub struct InferConfig {
 }
 
 /// Checks a batch size against the model and returns the effective one.
-pub fn effective_batch_size(requested: Option<usize>, binding: &Binding) -> Result<usize> {
-    let limit = binding.batch_limit();
+pub fn effective_batch_size(requested: Option<usize>, model: &Model) -> Result<usize> {
+    let limit = model.batch_limit();
     match requested {
-        None => Ok(binding.default_batch_size()),
+        None => Ok(model.default_batch_size()),
         Some(0) => Err(Error::Config("`batch_size` must be at least 1".into())),
         Some(n) if n > limit => Err(Error::Config(format!(
             "`batch_size` {n} exceeds model {:?}'s max batch size {limit}",
-            binding.model
+            model.name()
         ))),
         Some(n) => Ok(n),
     }
 }
 
-/// Requests of `batch_size` features that fill one of the model's largest batches.
-fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
-    binding.server_batch().div_ceil(batch_size.max(1)).max(1)
+/// Requests of `batch_size` features that fill one of the model's largest batches
+/// (`server_batch`).
+fn per_model_batch(batch_size: usize, server_batch: usize) -> usize {
+    server_batch.div_ceil(batch_size.max(1)).max(1)
 }
 
 /// Requests sent together ([`InferConfig::refill`]): as many as fill one of the model's
@@ -85,7 +86,12 @@ fn per_model_batch(batch_size: usize, binding: &Binding) -> usize {
 /// together they leave in one write, the server's batcher runs them as one batch, and
 /// their answers come back together (figures in docs/performance.md).
 pub fn refill_group(concurrency: usize, batch_size: usize, binding: &Binding) -> usize {
-    per_model_batch(batch_size, binding)
+    refill_of(concurrency, batch_size, binding.server_batch())
+}
+
+/// [`refill_group`] of a model whose batcher forms batches of `server_batch`.
+pub(crate) fn refill_of(concurrency: usize, batch_size: usize, server_batch: usize) -> usize {
+    per_model_batch(batch_size, server_batch)
         .min(concurrency / 2)
         .max(1)
 }
@@ -222,23 +228,18 @@ pub(crate) async fn infer_events<B: Infer>(
         )));
     }
     let (server, in_flight) = (client.single_server(), config.concurrency);
-    let shm = match model.tokens() {
-        Some(binding) => {
-            // Slots for a full batch at the longest length a request can be padded to.
-            let longest = match config.padding {
-                Padding::Fixed(n) => n.max(config.max_seq_len),
-                Padding::Longest { multiple } => {
-                    config.max_seq_len.next_multiple_of(multiple.max(1))
-                }
-            };
-            let (rows, mode) = (config.batch_size, config.shared_memory);
-            SharedRegion::open(mode, server, in_flight, binding, rows, longest).await?
-        }
-        None => {
-            let mode = config.shared_memory;
-            SharedRegion::open_text(mode, server, in_flight, text_slot_bytes).await?
-        }
+    let slot_bytes = if model.takes_text() {
+        // The BYTES inputs of the run's largest request; outputs come in the message.
+        text_slot_bytes
+    } else {
+        // A full batch at the longest length a request can be padded to.
+        let longest = match config.padding {
+            Padding::Fixed(n) => n.max(config.max_seq_len),
+            Padding::Longest { multiple } => config.max_seq_len.next_multiple_of(multiple.max(1)),
+        };
+        model.slot_bytes(config.batch_size, longest)
     };
+    let shm = SharedRegion::open_slots(config.shared_memory, server, in_flight, slot_bytes).await?;
     let dispatch = Dispatch::new(client, model.clone(), config, rank, shm.clone(), events);
     let result = dispatch.run(batches).await;
     let shared_memory = shm.close().await;
@@ -274,7 +275,8 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     ) -> Self {
         let policy = PaddingPolicy::new(config.padding, config.guard);
         let mut report = InferReport::empty();
-        if model.tokens().is_some() {
+        // Padding is reported where bertqa pads (the server tokenizes text).
+        if !model.takes_text() {
             report.padding = policy.report();
         }
         Dispatch {
@@ -359,15 +361,11 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// `batch`'s request, in the message, at the full padding of its batch.
     fn request(&self, batch: &Batch) -> Result<InferRequest> {
-        match (batch, self.model.tokens(), self.model.text()) {
-            (Batch::Features(f), Some(b), _) => {
-                prepare_request(b, f.clone(), self.config.padding.length(f))
-            }
-            (Batch::Questions { pairs, .. }, _, Some(b)) => InferRequest::text(b, pairs.clone()),
-            _ => Err(Error::Internal(format!(
-                "a batch that model {:?} does not take",
-                self.model.name()
-            ))),
+        match batch {
+            Batch::Features(f) => self
+                .model
+                .token_request(f.clone(), self.config.padding.length(f)),
+            Batch::Questions { pairs, .. } => self.model.text_request(pairs.clone()),
         }
     }
 
@@ -387,10 +385,7 @@ impl<'a, B: Infer> Dispatch<'a, B> {
 
     /// Sends `batch` as one request padded as `padding` says.
     fn spawn(&mut self, batch: Vec<Arc<Feature>>, padding: RequestPadding) -> Result<()> {
-        let Some(binding) = self.model.tokens() else {
-            return Err(Error::Internal("features for a text model".into()));
-        };
-        let request = prepare_request(binding, batch, padding.seq_len)?;
+        let request = self.model.token_request(batch, padding.seq_len)?;
         // The probe reads the logits themselves, and so does a padding check of another
         // n-best size.
         let check = padding.check;
@@ -444,14 +439,11 @@ impl<'a, B: Infer> Dispatch<'a, B> {
     /// Sends a text model's questions `examples` (their texts `pairs`) as one request;
     /// its answer is read by the model's contract.
     fn spawn_text(&mut self, examples: Vec<usize>, pairs: Vec<TextPair>) -> Result<()> {
-        let Some(binding) = self.model.text() else {
-            return Err(Error::Internal("questions for a token model".into()));
-        };
-        let request = InferRequest::text(binding, pairs)?;
-        let binding = binding.clone();
+        let request = self.model.text_request(pairs)?;
+        let model = self.model.clone();
         self.send(request, move |response, in_shm, placed| {
             placed.answered_text(in_shm);
-            let replies = binding.replies(response, examples.len())?;
+            let replies = model.replies(response, examples.len())?;
             Ok(Read {
                 batch: Vec::new(),
                 rows: Vec::new(),

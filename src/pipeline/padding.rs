@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Binding, SeqLen};
+use crate::backend::{Binding, Model, SeqLen};
 use crate::decode::Scores;
 use crate::types::{Feature, Logits};
 
@@ -29,6 +29,16 @@ impl Padding {
             SeqLen::Fixed(n) => Padding::Fixed(n),
             SeqLen::Dynamic if dynamic => Padding::Longest { multiple: 8 },
             SeqLen::Dynamic => Padding::Fixed(max_seq_length),
+        }
+    }
+
+    /// The padding of `model`'s requests: [`for_model`](Self::for_model) by its fixed
+    /// length, if any.
+    pub fn of(model: &Model, max_seq_length: usize, dynamic: bool) -> Padding {
+        match model.fixed_len() {
+            Some(n) => Padding::Fixed(n),
+            None if dynamic => Padding::Longest { multiple: 8 },
+            None => Padding::Fixed(max_seq_length),
         }
     }
 

@@ -58,42 +58,17 @@ impl RunConfig {
     pub fn for_model(model: &Model) -> RunConfig {
         let features = crate::features::FeatureConfig::default();
         let decode = crate::decode::DecodeConfig::default();
-        let concurrency = 4;
-        // Batching, refill and padding are the model's: a text model is asked as many
-        // questions a request as it takes, the server tokenizes (no padding of ours).
-        let (batch_size, refill, padding, guard) = match model.tokens() {
-            Some(binding) => {
-                let batch_size = binding.default_batch_size();
-                (
-                    batch_size,
-                    super::dispatch::refill_group(concurrency, batch_size, binding),
-                    super::Padding::for_model(binding, features.max_seq_length, true),
-                    Some(super::PaddingGuard {
-                        n_best: decode.n_best_size,
-                        full_len: features.max_seq_length,
-                        probe: true,
-                        decided: None,
-                    }),
-                )
-            }
-            None => (
-                model.default_batch_size(),
-                1,
-                super::Padding::Fixed(0),
-                None,
-            ),
-        };
+        // The command line's load: batching, refill and padding are the model's.
+        let load = super::Load::default();
+        let infer = super::settings::infer_config(
+            model,
+            &load,
+            features.max_seq_length,
+            decode.n_best_size,
+        )
+        .expect("a model's own batch size is within its limit");
         RunConfig {
-            infer: InferConfig {
-                batch_size,
-                concurrency,
-                refill,
-                warmup: 0,
-                padding,
-                guard,
-                shared_memory: crate::backend::SharedMemory::Auto,
-                max_seq_len: features.max_seq_length,
-            },
+            infer,
             features,
             decode,
             keep_logits: false,
@@ -535,11 +510,10 @@ impl<'a, B: Infer> Run<'a, B> {
                 produce_questions(dataset, batch_size, known_replies, observer, outlets)
             }
         };
-        let text = self.model.text().map(|b| &**b);
         let decode = DecodeStage::new(
             self.dataset,
             self.tokenizer,
-            text,
+            self.model.clone(),
             &config.decode,
             self.observer,
             config.keep_logits,
@@ -610,46 +584,41 @@ impl<'a, B: Infer> Run<'a, B> {
                 self.model.name()
             ))
         };
-        match self.model.text() {
-            None => {
-                let tokenizer = self
-                    .tokenizer
-                    .ok_or_else(|| needs_vocabulary("takes token ids"))?;
-                if let Some(builder) = self.builder.take() {
-                    return Ok(Source::Features(Box::new(builder)));
-                }
-                let builder = FeatureBuilder::for_rules(
-                    tokenizer,
-                    self.config.decode.postprocess,
-                    self.config.features,
-                    self.dataset,
-                )?;
-                Ok(Source::Features(Box::new(builder)))
+        if !self.model.takes_text() {
+            let tokenizer = self
+                .tokenizer
+                .ok_or_else(|| needs_vocabulary("takes token ids"))?;
+            if let Some(builder) = self.builder.take() {
+                return Ok(Source::Features(Box::new(builder)));
             }
-            Some(b) => {
-                if self.config.decode.postprocess == Postprocess::RunQa {
-                    return Err(Error::Config(format!(
-                        "model {:?} takes text and makes its own windows: run_qa's rules \
-                         apply to models that take token ids",
-                        b.model
-                    )));
-                }
-                if let (crate::backend::Contract::Logits { .. }, None) =
-                    (&b.contract, self.tokenizer.and_then(TokenizerRef::bert))
-                {
-                    return Err(needs_vocabulary(
-                        "answers with windows of logits, whose pieces bertqa rebuilds",
-                    ));
-                }
-                Ok(Source::Questions)
-            }
+            let builder = FeatureBuilder::for_rules(
+                tokenizer,
+                self.config.decode.postprocess,
+                self.config.features,
+                self.dataset,
+            )?;
+            return Ok(Source::Features(Box::new(builder)));
         }
+        if self.config.decode.postprocess == Postprocess::RunQa {
+            return Err(Error::Config(format!(
+                "model {:?} takes text and makes its own windows: run_qa's rules \
+                 apply to models that take token ids",
+                self.model.name()
+            )));
+        }
+        // The logits contract's pieces are rebuilt from the vocabulary.
+        if self.model.needs_tokenizer() && self.tokenizer.and_then(TokenizerRef::bert).is_none() {
+            return Err(needs_vocabulary(
+                "answers with windows of logits, whose pieces bertqa rebuilds",
+            ));
+        }
+        Ok(Source::Questions)
     }
 
     /// Bytes of the largest request's inputs of a text model's run (sizes its shared
     /// memory slots); 0 for a token model.
     fn text_slot_bytes(&self) -> usize {
-        if self.model.tokens().is_some() {
+        if !self.model.takes_text() {
             return 0;
         }
         let per_request = self.config.infer.batch_size.max(1);
@@ -699,15 +668,14 @@ impl<'a, B: Infer> Run<'a, B> {
         report.non_finite.add(&decoded.non_finite);
         // A text model's windows are counted as the server's replies come (and the
         // journal's as they are read), not as they are built.
-        let (total, answered) = match self.model.text() {
-            None => (
+        let (total, answered) = if self.model.takes_text() {
+            let n = report.features + produced.reused;
+            (n, n)
+        } else {
+            (
                 produced.total,
                 inferred.collected.answered + produced.reused,
-            ),
-            Some(_) => {
-                let n = report.features + produced.reused;
-                (n, n)
-            }
+            )
         };
         PartialOutcome {
             predictions: decoded.predictions,

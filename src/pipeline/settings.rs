@@ -53,41 +53,7 @@ impl RunConfig {
         features: FeatureConfig,
         decode: DecodeConfig,
     ) -> Result<RunConfig> {
-        let concurrency = load.concurrency.max(1);
-        let infer = match model.tokens() {
-            Some(binding) => {
-                let batch_size = dispatch::effective_batch_size(load.batch_size, binding)?;
-                InferConfig {
-                    batch_size,
-                    concurrency,
-                    refill: dispatch::refill_group(concurrency, batch_size, binding),
-                    warmup: load.warmup,
-                    padding: Padding::for_model(
-                        binding,
-                        features.max_seq_length,
-                        !load.fixed_seq_len,
-                    ),
-                    guard: Some(PaddingGuard {
-                        n_best: decode.n_best_size,
-                        full_len: features.max_seq_length,
-                        probe: !load.dynamic_seq_len,
-                        decided: None,
-                    }),
-                    shared_memory: load.shared_memory,
-                    max_seq_len: features.max_seq_length,
-                }
-            }
-            None => {
-                let mut infer = RunConfig::for_model(model).infer;
-                infer.batch_size =
-                    model.per_request(load.batch_size.unwrap_or(model.batch_limit()));
-                infer.concurrency = concurrency;
-                infer.warmup = load.warmup;
-                infer.shared_memory = load.shared_memory;
-                infer.max_seq_len = features.max_seq_length;
-                infer
-            }
-        };
+        let infer = infer_config(model, load, features.max_seq_length, decode.n_best_size)?;
         Ok(RunConfig {
             features,
             infer,
@@ -96,4 +62,47 @@ impl RunConfig {
             keep_features: false,
         })
     }
+}
+
+/// The request flow of a run of `model` under `load` (windows of `max_seq_length`,
+/// `n_best` candidates). A token model: the batch size asked for within its limit,
+/// requests sent together to fill its batches, each batch padded to its longest
+/// feature under the guard (unless `load` says otherwise). A text model: as many
+/// questions a request as asked within what its contract and batching allow, one
+/// request at a time refilled, no padding of ours (the server tokenizes).
+pub(super) fn infer_config(
+    model: &Model,
+    load: &Load,
+    max_seq_length: usize,
+    n_best: usize,
+) -> Result<InferConfig> {
+    let concurrency = load.concurrency.max(1);
+    if model.takes_text() {
+        return Ok(InferConfig {
+            batch_size: model.per_request(load.batch_size.unwrap_or(model.batch_limit())),
+            concurrency,
+            refill: 1,
+            warmup: load.warmup,
+            padding: Padding::Fixed(0),
+            guard: None,
+            shared_memory: load.shared_memory,
+            max_seq_len: max_seq_length,
+        });
+    }
+    let batch_size = dispatch::effective_batch_size(load.batch_size, model)?;
+    Ok(InferConfig {
+        batch_size,
+        concurrency,
+        refill: dispatch::refill_of(concurrency, batch_size, model.server_batch()),
+        warmup: load.warmup,
+        padding: Padding::of(model, max_seq_length, !load.fixed_seq_len),
+        guard: Some(PaddingGuard {
+            n_best,
+            full_len: max_seq_length,
+            probe: !load.dynamic_seq_len,
+            decided: None,
+        }),
+        shared_memory: load.shared_memory,
+        max_seq_len: max_seq_length,
+    })
 }

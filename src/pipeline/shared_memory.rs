@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::backend::proto::ModelInferResponse;
 use crate::backend::shm::{self, InputRegion, Opened, SharedMemory, Slot};
-use crate::backend::{tensor, Binding, Infer, InferRequest, TritonClient};
+use crate::backend::{tensor, Infer, InferRequest, TritonClient};
 use crate::error::Result;
 use crate::types::Feature;
 
@@ -43,33 +43,10 @@ pub(crate) struct SharedRegion {
 impl SharedRegion {
     /// Opens a region as `mode` says, registered with `server` (the run's one server;
     /// `None` when it has several endpoints): a slot per request in flight (at most
-    /// [`shm::MAX_SLOTS`] in all) and one spare, each for `rows` features padded to
-    /// `seq_len`, inputs and outputs. Requests beyond the slots carry their tensors.
-    pub(crate) async fn open(
-        mode: SharedMemory,
-        server: Option<&TritonClient>,
-        in_flight: usize,
-        binding: &Binding,
-        rows: usize,
-        seq_len: usize,
-    ) -> Result<Self> {
-        let slot_bytes = shm::slot_bytes(binding, rows, seq_len);
-        Self::open_slots(mode, server, in_flight, slot_bytes).await
-    }
-
-    /// [`open`](Self::open) for a text model's requests: each slot holds the BYTES
-    /// inputs of the run's largest request (`largest` bytes); outputs come back in the
-    /// message ([`place`](Self::place)).
-    pub(crate) async fn open_text(
-        mode: SharedMemory,
-        server: Option<&TritonClient>,
-        in_flight: usize,
-        largest: usize,
-    ) -> Result<Self> {
-        Self::open_slots(mode, server, in_flight, largest).await
-    }
-
-    /// A region of a slot per request in flight and one spare, of `slot_bytes` each.
+    /// [`shm::MAX_SLOTS`] in all) and one spare, of `slot_bytes` each (the model's
+    /// `Model::slot_bytes`: a token model's rows padded to the longest length, inputs
+    /// and outputs; a text model's largest request's BYTES inputs, its outputs in the
+    /// message). Requests beyond the slots carry their tensors.
     pub(crate) async fn open_slots(
         mode: SharedMemory,
         server: Option<&TritonClient>,

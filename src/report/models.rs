@@ -9,15 +9,13 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use super::Render;
-use crate::backend::binding::{Batching, Outputs};
 use crate::backend::client::Listing;
 use crate::backend::proto::model_config::SchedulingChoice;
 use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::model_metadata_response::TensorMetadata;
 use crate::backend::proto::repository_index_response::ModelIndex;
 use crate::backend::proto::{ModelConfig, ModelMetadataResponse};
-use crate::backend::text::{Contract, TextBinding};
-use crate::backend::{Binding, Model, Protocol};
+use crate::backend::{Model, Protocol};
 
 #[derive(Debug, Serialize)]
 pub struct ModelsJson {
@@ -148,7 +146,7 @@ impl Serialize for BindingOutcome {
         let binding = self.0.as_ref().ok().map(Model::to_json);
         map.serialize_entry("binding", &binding)?;
         let contract = match &self.0 {
-            Ok(model) => model.text().map(|b| b.contract.name()),
+            Ok(model) => model.contract_name(),
             Err(_) => None,
         };
         map.serialize_entry("contract", &contract)?;
@@ -370,101 +368,9 @@ fn tensors_and_binding(s: &mut String, m: &ModelJson) {
     }
     let _ = writeln!(s);
     match &m.binding.0 {
-        Ok(model) => match (model.tokens(), model.text()) {
-            (Some(b), _) => token_binding(s, b),
-            (_, Some(b)) => text_binding(s, b),
-            (None, None) => {}
-        },
+        Ok(model) => model.describe(s),
         Err(e) => {
             let _ = writeln!(s, "binding: {e}");
-        }
-    }
-}
-
-/// A token model's binding: which tensor takes what.
-fn token_binding(s: &mut String, b: &Binding) {
-    let _ = writeln!(s, "binding (sequence length {}):", b.seq_len);
-    if b.batching == Batching::Undeclared {
-        let _ = writeln!(
-            s,
-            "  batch        the leading -1, not declared by the server: {} features \
-             per request unless `batch_size` says otherwise",
-            b.default_batch_size()
-        );
-    }
-    for i in &b.inputs {
-        let _ = writeln!(
-            s,
-            "  {:<12} <- {} ({})",
-            i.role.as_str(),
-            i.name,
-            i.datatype.wire()
-        );
-    }
-    match &b.outputs {
-        Outputs::Split { start, end } => {
-            for (role, t) in [("start_logits", start), ("end_logits", end)] {
-                let _ = writeln!(s, "  {role:<12} -> {} ({})", t.name, t.datatype.wire());
-            }
-        }
-        Outputs::Stacked { logits } => {
-            let _ = writeln!(
-                s,
-                "  {:<12} -> {} ({}, [batch, seq, 2]: start = 0, end = 1)",
-                "logits",
-                logits.name,
-                logits.datatype.wire()
-            );
-        }
-    }
-}
-
-/// A text model's binding: its inputs, and the contract its outputs follow.
-fn text_binding(s: &mut String, b: &TextBinding) {
-    let batch = match b.max_batch_size {
-        0 => "one question per request".to_string(),
-        n => format!("up to {n} questions per request"),
-    };
-    let _ = writeln!(
-        s,
-        "binding (text: the {} contract, {batch}):",
-        b.contract.name()
-    );
-    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "question", b.question);
-    let _ = writeln!(s, "  {:<12} <- {} (BYTES)", "context", b.context);
-    let row = |s: &mut String, role: &str, name: Option<&str>| {
-        let _ = writeln!(s, "  {role:<12} -> {}", name.unwrap_or("(not given)"));
-    };
-    match &b.contract {
-        Contract::Answer {
-            answer,
-            score,
-            no_answer,
-            start,
-            end,
-        } => {
-            row(s, "answer", Some(answer));
-            row(s, "score", score.as_deref());
-            let no = no_answer.as_ref().map(|n| {
-                let what = if n.probability {
-                    "a probability"
-                } else {
-                    "a score"
-                };
-                format!("{} ({what})", n.name)
-            });
-            row(s, "no answer", no.as_deref());
-            row(s, "start char", start.as_deref());
-            row(s, "end char", end.as_deref());
-        }
-        Contract::Logits {
-            start_logits,
-            end_logits,
-            offsets,
-        } => {
-            row(s, "start_logits", Some(start_logits));
-            row(s, "end_logits", Some(end_logits));
-            row(s, "offsets", Some(offsets));
         }
     }
 }
@@ -475,6 +381,7 @@ mod tests {
     use crate::backend::binding::SeqLen;
     use crate::backend::proto::model_config::SchedulingChoice;
     use crate::backend::proto::{ModelDynamicBatching, ModelEnsembling, ModelInstanceGroup};
+    use crate::backend::Binding;
     use crate::report::Format;
 
     fn tensor(name: &str, datatype: &str, shape: &[i64]) -> TensorMetadata {

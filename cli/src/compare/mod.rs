@@ -25,8 +25,7 @@ use super::common::{
 };
 use super::eval::{write_per_question, write_predictions};
 use super::session::Session;
-use bertqa::backend::text::TextBinding;
-use bertqa::backend::{Binding, Pool, SeqLen};
+use bertqa::backend::Pool;
 use bertqa::decode::DecodeConfig;
 use bertqa::evaluate::Scores;
 use bertqa::features::FeatureConfig;
@@ -168,8 +167,8 @@ struct Job {
     target: Target,
     /// Its directory under --output-dir.
     dir_name: String,
-    /// A token model's run settings (a text model tokenizes on the server).
-    config: Option<RunConfig>,
+    /// Its run settings.
+    config: RunConfig,
     /// The model's own tokenizer (`--model-tokenizer`): its windows are cut for its run,
     /// not shared.
     tokenizer: Option<Tokenizer>,
@@ -199,8 +198,6 @@ struct Shared<'a> {
     dataset: &'a Dataset,
     tokenizer: &'a Tokenizer,
     features: &'a [Arc<Feature>],
-    features_config: FeatureConfig,
-    decode: &'a DecodeConfig,
     version_2: bool,
     /// The host's stop token (`--parallel` runs models on threads of their own).
     stop: Option<tokio_util::sync::CancellationToken>,
@@ -252,8 +249,6 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         dataset: &dataset,
         tokenizer: &tokenizer,
         features: &features,
-        features_config,
-        decode: &decode,
         version_2,
         stop: session.stop(),
     };
@@ -321,19 +316,15 @@ fn shared_padding(
     targets: &[Target],
     max_seq_length: usize,
 ) -> anyhow::Result<Padding> {
-    let tokens = || {
-        targets
-            .iter()
-            .filter_map(|t| t.binding.tokens().map(|b| (t, b)))
-    };
-    let all_dynamic = tokens().all(|(_, b)| b.seq_len == SeqLen::Dynamic);
+    // A text model has no fixed length of ours (the server tokenizes).
+    let all_dynamic = targets.iter().all(|t| t.binding.fixed_len().is_none());
     let padding = if all_dynamic && !args.run.load.fixed_seq_len {
         Padding::Longest { multiple: 8 }
     } else {
         Padding::Fixed(max_seq_length)
     };
-    for (t, b) in tokens() {
-        if let SeqLen::Fixed(n) = b.seq_len {
+    for t in targets {
+        if let Some(n) = t.binding.fixed_len() {
             if n != max_seq_length {
                 anyhow::bail!(
                     "model {:?} takes {n} tokens but --max-seq-length is {max_seq_length}",
@@ -376,26 +367,30 @@ fn jobs(
             decode.version_2_with_negative,
             features_config.max_seq_length,
         )?;
-        let config = match target.binding.tokens() {
-            Some(_) => {
-                let (features, decode) = match &own {
-                    Some((_, features, decode)) => (*features, decode.clone()),
-                    None => (features_config, decode.clone()),
-                };
-                let model = &target.binding;
-                let mut config = run_config(&args.run.load, model, features, decode)?;
-                config.infer.padding = padding;
-                config.keep_logits = true;
-                config.keep_features = own.is_some();
-                Some(config)
-            }
-            None => None,
+        let model = &target.binding;
+        let (config, tokenizer) = if model.takes_text() {
+            // The server makes the windows (kept with their logits); the shared
+            // vocabulary rebuilds their pieces.
+            let mut config = run_config(&args.run.load, model, features_config, decode.clone())?;
+            config.keep_features = true;
+            config.keep_logits = true;
+            (config, None)
+        } else {
+            let (features, decode) = match &own {
+                Some((_, features, decode)) => (*features, decode.clone()),
+                None => (features_config, decode.clone()),
+            };
+            let mut config = run_config(&args.run.load, model, features, decode)?;
+            config.infer.padding = padding;
+            config.keep_logits = true;
+            config.keep_features = own.is_some();
+            (config, own.map(|(t, _, _)| t))
         };
         jobs.push(Job {
             target,
             dir_name,
             config,
-            tokenizer: own.map(|(t, _, _)| t),
+            tokenizer,
         });
     }
     Ok(jobs)
@@ -462,11 +457,11 @@ fn run_all(shared: &Shared<'_>, jobs: Vec<Job>) -> anyhow::Result<Vec<ModelRun>>
 }
 
 /// One model's pipeline run over the features built once for all, or over its own
-/// tokenizer's windows.
+/// tokenizer's windows (a text model's windows are the server's).
 fn run_pipeline(
     shared: &Shared<'_>,
     client: &Pool,
-    binding: &Binding,
+    model: &Model,
     config: &RunConfig,
     own: Option<&Tokenizer>,
 ) -> bertqa::Result<RunOutcome> {
@@ -478,7 +473,7 @@ fn run_pipeline(
         ..
     } = *shared;
     let run = super::session::stoppable_by(
-        pipeline::Run::new(rt, client, binding.clone(), dataset, config),
+        pipeline::Run::new(rt, client, model.clone(), dataset, config),
         shared.stop.clone(),
     );
     match own {
@@ -501,12 +496,8 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         client,
         binding,
     } = target;
-    let outcome = match (binding.tokens(), binding.text(), &config) {
-        (Some(b), _, Some(config)) => run_pipeline(shared, &client, b, config, tokenizer.as_ref()),
-        (_, Some(t), _) => run_text(shared, &client, t),
-        _ => unreachable!("a token model's job has its settings"),
-    }
-    .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
+    let outcome = run_pipeline(shared, &client, &binding, &config, tokenizer.as_ref())
+        .map_err(|e| anyhow::anyhow!("model {name:?}: {e}"))?;
     if let Some(note) = outcome.infer.padding.note(&name) {
         eprintln!("{}", super::flags::name_flags(&note));
     }
@@ -536,36 +527,11 @@ fn run_one(shared: &Shared<'_>, job: Job) -> anyhow::Result<ModelRun> {
         url,
         protocol: client.first_client().protocol(),
         dir_name,
-        own_windows: binding.text().is_some() || tokenizer.is_some(),
+        own_windows: binding.takes_text() || tokenizer.is_some(),
         binding,
         outcome,
         scores,
     })
-}
-
-/// A text model's run over the questions (tokenized by the server), its windows and
-/// logits kept.
-fn run_text(
-    shared: &Shared<'_>,
-    client: &Pool,
-    binding: &TextBinding,
-) -> bertqa::Result<RunOutcome> {
-    let binding = Arc::new(binding.clone());
-    let load = &shared.args.run.load;
-    let mut config = run_config(
-        load,
-        &bertqa::backend::Model::from(binding.clone()),
-        shared.features_config,
-        shared.decode.clone(),
-    )?;
-    config.keep_features = true;
-    config.keep_logits = true;
-    super::session::stoppable_by(
-        pipeline::Run::new(shared.rt, client, binding, shared.dataset, &config),
-        shared.stop.clone(),
-    )
-    .tokenizer(shared.tokenizer)
-    .run()
 }
 
 fn per_s(n: f64, wall: f64) -> f64 {

@@ -106,16 +106,10 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             let (rt, pool, bound) = run::connect(&args)?;
             let vocabulary = bound.needs_tokenizer();
             let mut input = run::prepare(&args, data, vocabulary, bound.fixed_len())?;
-            let ran = match (bound.tokens(), bound.text()) {
-                (Some(binding), _) => {
-                    let binding = binding.as_ref().clone();
-                    run::against_server(&args, &mut input, &rt, pool, binding, session.stop())?
-                }
-                (_, Some(binding)) => {
-                    let binding = binding.as_ref().clone();
-                    text::against_server(&args, &mut input, &rt, pool, binding, session.stop())?
-                }
-                (None, None) => unreachable!("a model takes token ids or text"),
+            let ran = if bound.takes_text() {
+                text::against_server(&args, &mut input, &rt, pool, bound, session.stop())?
+            } else {
+                run::against_server(&args, &mut input, &rt, pool, bound, session.stop())?
             };
             (input, ran)
         }

@@ -7,7 +7,6 @@ use bertqa::report::eval::EvalJson;
 use bertqa::report::Render;
 
 use super::{Args, EvalReport, Gate};
-use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::report::eval::{rate, FIRST_IDS};
 
 /// The gates the flags ask for, and how they went.
@@ -157,10 +156,10 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
             } else {
                 format!("{}, ", b.platform())
             };
-            let batch = match b.tokens() {
-                Some(b) => super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
-                None if r.batch_size == 1 => "one question per request".into(),
-                None => format!("{} questions per request", r.batch_size),
+            let batch = match b.takes_text() {
+                false => super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
+                true if r.batch_size == 1 => "one question per request".into(),
+                true => format!("{} questions per request", r.batch_size),
             };
             format!(
                 "{} at {} over {} ({platform}{batch}, concurrency {})",
@@ -173,14 +172,13 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
         _ => "(decoded from saved logits)".into(),
     };
     let mut rows = vec![("model", model)];
-    let text = r.binding.as_ref().and_then(|b| b.text());
-    if let Some(b) = text {
-        rows.push(("text model", text_contract_words(b)));
+    if let Some(words) = r.binding.as_ref().and_then(|b| b.contract_words()) {
+        rows.push(("text model", words));
     }
-    let pieces = match text.map(|b| &b.contract) {
-        Some(Contract::Logits { .. }) => format!("{} windows made by the server", r.features),
-        Some(Contract::Answer { .. }) => "tokenized by the server".into(),
-        None => format!("{} features", r.features),
+    let pieces = match &r.binding {
+        Some(b) if b.answers_given() => "tokenized by the server".into(),
+        Some(b) if b.takes_text() => format!("{} windows made by the server", r.features),
+        _ => format!("{} features", r.features),
     };
     rows.push((
         "data",
@@ -190,34 +188,6 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
         ),
     ));
     rows
-}
-
-/// What a text model's contract gives, in words (what the answer files can hold).
-fn text_contract_words(b: &TextBinding) -> String {
-    let steps = if b.steps.is_empty() {
-        String::new()
-    } else {
-        format!("ensemble {}; ", b.steps.join(" -> "))
-    };
-    let gives = match &b.contract {
-        Contract::Logits { .. } => {
-            "the logits contract: each window's logits and token offsets, decoded here \
-             (n-best lists and null odds as for a token model)"
-                .to_string()
-        }
-        Contract::Answer {
-            score, no_answer, ..
-        } => {
-            let score = if score.is_some() { "with" } else { "without" };
-            let odds = match no_answer {
-                Some(n) if n.probability => "a no-answer probability (the null odds)",
-                Some(_) => "a no-answer score (null odds: no-answer score - score)",
-                None => "no no-answer output (no null odds)",
-            };
-            format!("the answer contract: one answer per question {score} a score, {odds}")
-        }
-    };
-    format!("{steps}{gives}")
 }
 
 /// `--html`: the page of [`bertqa::report::html::eval`], its questions joined with

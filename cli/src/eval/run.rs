@@ -19,7 +19,6 @@ use super::report::{gates, Shown};
 use super::{Args, EvalReport, Gate};
 use crate::resume;
 use crate::session::Session;
-use bertqa::backend::Binding;
 use bertqa::decode::{self, DecodeConfig, Prediction};
 use bertqa::features::FeatureConfig;
 use bertqa::journal::{Fingerprint, Journal};
@@ -248,17 +247,15 @@ pub(super) fn against_server(
     input: &mut Input,
     rt: &tokio::runtime::Runtime,
     client: bertqa::backend::Pool,
-    binding: Binding,
+    bound: Model,
     host_stop: Option<CancellationToken>,
 ) -> anyhow::Result<Ran> {
-    let model = binding.model.clone();
-    let model = model.as_str();
-    let mut config = run_config(args, input, &binding)?;
+    let model = bound.name();
+    let mut config = run_config(args, input, &bound)?;
     input.fingerprint = resume::model_fingerprint(
         std::mem::take(&mut input.fingerprint),
-        &binding,
-        config.infer.padding,
-        args.run.load.dynamic_seq_len,
+        &bound,
+        Some((config.infer.padding, args.run.load.dynamic_seq_len)),
     );
     let tokenizer = input
         .tokenizer
@@ -280,17 +277,15 @@ pub(super) fn against_server(
     let (journal, stop) = guard_journal(journal, host_stop)?;
     let recorder = resume::Recorder::new(journal.clone(), input.decode.n_best_size);
     let observer = EvalObserver::new(args, Some(&recorder))?;
-    let binding = Arc::new(binding);
-    let (outcome, server_metrics) =
-        with_metrics(args, rt, &binding.model, &binding.version, || {
-            pipeline::Run::new(rt, &client, binding.clone(), &input.dataset, &config)
-                .tokenizer(tokenizer)
-                .windows(builder)
-                .observer(&observer)
-                .known(known)
-                .stop_on(stop)
-                .run_partial()
-        })?;
+    let (outcome, server_metrics) = with_metrics(args, rt, bound.name(), bound.version(), || {
+        pipeline::Run::new(rt, &client, bound.clone(), &input.dataset, &config)
+            .tokenizer(tokenizer)
+            .windows(builder)
+            .observer(&observer)
+            .known(known)
+            .stop_on(stop)
+            .run_partial()
+    })?;
     let (outcome, stream, answer_scores) =
         finish(args, input, outcome, observer, &journal, &client)?;
     // The text report says so in a sentence of its own (`report::cpu_limit_line`).
@@ -307,7 +302,7 @@ pub(super) fn against_server(
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Model::from(binding.clone())),
+        binding: Some(bound.clone()),
         batch_size: config.infer.batch_size,
         net: Some(client),
         nbest: Some(stream),
@@ -424,14 +419,13 @@ pub(super) fn finish(
     Err(super::super::errors::Classified::error(reason, summary))
 }
 
-/// The run's configuration for the model's binding (`common::run_config`, keeping the
-/// logits when asked to save them).
-fn run_config(args: &Args, input: &Input, binding: &Binding) -> anyhow::Result<RunConfig> {
+/// The run's configuration for the model (`common::run_config`, keeping the logits when
+/// asked to save them).
+fn run_config(args: &Args, input: &Input, model: &Model) -> anyhow::Result<RunConfig> {
     let features = input.features;
-    let model = bertqa::backend::Model::from(binding.clone());
-    let mut config = common_run_config(&args.run.load, &model, features, input.decode.clone())?;
+    let mut config = common_run_config(&args.run.load, model, features, input.decode.clone())?;
     config.keep_logits = args.save_logits;
-    check_padding(config.infer.padding, features.max_seq_length, binding)?;
+    check_padding(config.infer.padding, features.max_seq_length, model.name())?;
     Ok(config)
 }
 
@@ -589,13 +583,13 @@ pub(super) fn report(
 
 /// A dynamic-length model still cannot take more than --max-seq-length tokens from us,
 /// and a fixed-length model must match the window length.
-fn check_padding(padding: Padding, max_seq_length: usize, binding: &Binding) -> anyhow::Result<()> {
+fn check_padding(padding: Padding, max_seq_length: usize, model: &str) -> anyhow::Result<()> {
     if let Padding::Fixed(n) = padding {
         if n < max_seq_length {
             anyhow::bail!(
                 "model {:?} takes sequences of {n} tokens but --max-seq-length is {max_seq_length}; \
                  pass --max-seq-length {n}",
-                binding.model
+                model
             );
         }
     }

@@ -5,74 +5,57 @@
 //! Ctrl-C like any run, so `--resume` continues it; answers are not saved as logits
 //! (`--save-logits` is refused with the reason).
 
-use std::sync::Arc;
-
 use super::super::common::run_config;
 use super::run::{finish, guard_journal, with_metrics, EvalObserver, Input, Ran};
 use super::Args;
 use crate::resume;
-use bertqa::backend::text::{Contract, TextBinding};
 use bertqa::backend::Pool;
 use bertqa::pipeline::Run;
 use bertqa::Model;
 use tokio_util::sync::CancellationToken;
 
-/// Runs the questions against the text model `binding` on `pool`.
+/// Runs the questions against `model`, which takes text, on `pool`.
 pub(super) fn against_server(
     args: &Args,
     input: &mut Input,
     rt: &tokio::runtime::Runtime,
     pool: Pool,
-    binding: TextBinding,
+    model: Model,
     host_stop: Option<CancellationToken>,
 ) -> anyhow::Result<Ran> {
     if args.save_logits {
         anyhow::bail!(
             "--save-logits: model {:?} takes text (tokenized on the server); its answers \
              are kept in the journal for --resume, not saved as logits",
-            binding.model
+            model.name()
         );
     }
     input.fingerprint =
-        resume::text_model_fingerprint(std::mem::take(&mut input.fingerprint), &binding);
+        resume::model_fingerprint(std::mem::take(&mut input.fingerprint), &model, None);
     // An answer-contract model without a no-answer output gives no null odds.
-    let no_null_odds = matches!(
-        binding.contract,
-        Contract::Answer {
-            no_answer: None,
-            ..
-        }
-    );
-    if input.version_2 && no_null_odds {
-        input.no_null_odds = Some(bertqa::report::eval::no_null_odds_reason(&binding.model));
+    if input.version_2 && !model.gives_null_odds() {
+        input.no_null_odds = Some(bertqa::report::eval::no_null_odds_reason(model.name()));
     }
     let (journal, contents) = resume::open(&args.output_dir, args.resume, &input.fingerprint)?;
     let (journal, stop) = guard_journal(journal, host_stop)?;
     let observer = EvalObserver::new(args, None)?.with_replies(&journal);
-    let binding = Arc::new(binding);
-    let config = run_config(
-        &args.run.load,
-        &bertqa::backend::Model::from(binding.clone()),
-        input.features,
-        input.decode.clone(),
-    )?;
+    let config = run_config(&args.run.load, &model, input.features, input.decode.clone())?;
     let per_request = config.infer.batch_size;
-    let (outcome, server_metrics) =
-        with_metrics(args, rt, &binding.model, &binding.version, || {
-            let mut run = Run::new(rt, &pool, binding.clone(), &input.dataset, &config)
-                .observer(&observer)
-                .known_replies(contents.text)
-                .stop_on(stop);
-            if let Some(t) = &input.tokenizer {
-                run = run.tokenizer(t);
-            }
-            run.run_partial()
-        })?;
+    let (outcome, server_metrics) = with_metrics(args, rt, model.name(), model.version(), || {
+        let mut run = Run::new(rt, &pool, model.clone(), &input.dataset, &config)
+            .observer(&observer)
+            .known_replies(contents.text)
+            .stop_on(stop);
+        if let Some(t) = &input.tokenizer {
+            run = run.tokenizer(t);
+        }
+        run.run_partial()
+    })?;
     let (outcome, stream, answer_scores) = finish(args, input, outcome, observer, &journal, &pool)?;
     Ok(Ran {
         outcome,
         url: Some(args.run.server.url.join(",")),
-        binding: Some(Model::from(binding.clone())),
+        binding: Some(model),
         batch_size: per_request,
         net: Some(pool),
         nbest: Some(stream),

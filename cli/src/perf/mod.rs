@@ -235,22 +235,18 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             return Err(e.into());
         }
     };
-    if bertqa::backend::text::takes_text(&metadata) {
-        let model = text::Model {
-            servers,
-            metadata,
-            config: model_config,
-        };
-        return text::run(&args, session, config, &rt, &dataset, model);
-    }
-    let binding = bertqa::Binding::infer(
+    let model = bertqa::Model::infer(
         &metadata,
         model_config.as_ref(),
         &args.model_version,
         &super::common::binding_overrides(&args.binding),
+        &args.text.overrides(&args.binding),
     )?;
-    let features = token_features(&args.window, tokenizer?, &binding, &dataset, &args.data)?;
-    run_tokens(&args, session, config, &rt, servers, binding, &features)
+    if model.takes_text() {
+        return text::run(&args, session, config, &rt, &dataset, servers, model);
+    }
+    let features = token_features(&args.window, tokenizer?, &model, &dataset, &args.data)?;
+    run_tokens(&args, session, config, &rt, servers, model, &features)
 }
 
 /// A client of each `--url` (each address once).
@@ -258,15 +254,15 @@ async fn connect_servers(server: &super::args::ServerArgs) -> bertqa::Result<per
     perf::Servers::connect(&server.url, &client_config(server)?).await
 }
 
-/// The windows of `dataset` for a model bound as `binding` (perf and tune send them).
+/// The windows of `dataset` for `model` (perf and tune send them).
 pub(crate) fn token_features(
     window: &super::args::WindowArgs,
     loaded: super::common::LoadedTokenizer,
-    binding: &bertqa::Binding,
+    model: &bertqa::Model,
     dataset: &bertqa::types::Dataset,
     data: &[PathBuf],
 ) -> anyhow::Result<Vec<bertqa::types::Feature>> {
-    let features_config = feature_config(window, loaded.postprocess, binding.fixed_len())?;
+    let features_config = feature_config(window, loaded.postprocess, model.fixed_len())?;
     let builder = bertqa::features::FeatureBuilder::for_rules(
         loaded.tokenizer.as_ref(),
         loaded.postprocess,
@@ -283,22 +279,22 @@ pub(crate) fn token_features(
     Ok(features)
 }
 
-/// How requests to `binding` are padded, and that in words; a fixed-length model
+/// How requests to `model` are padded, and that in words; a fixed-length model
 /// shorter than the windows is refused.
 pub(crate) fn padding(
     window: &super::args::WindowArgs,
-    binding: &bertqa::Binding,
+    model: &bertqa::Model,
     fixed_seq_len: bool,
 ) -> anyhow::Result<(Padding, String)> {
-    let max_seq_length = window.max_seq_length(binding.fixed_len());
-    let padding = Padding::for_model(binding, max_seq_length, !fixed_seq_len);
+    let max_seq_length = window.max_seq_length(model.fixed_len());
+    let padding = Padding::of(model, max_seq_length, !fixed_seq_len);
     let words = match padding {
         Padding::Fixed(n) => {
             if n < max_seq_length {
                 anyhow::bail!(
                     "model {:?} takes sequences of {n} tokens but --max-seq-length is {}; \
                      pass --max-seq-length {n}",
-                    binding.model,
+                    model.name(),
                     max_seq_length
                 );
             }
@@ -316,30 +312,29 @@ fn run_tokens(
     mut config: PerfConfig,
     rt: &tokio::runtime::Runtime,
     servers: perf::Servers,
-    binding: bertqa::Binding,
+    model: bertqa::Model,
     features: &[bertqa::types::Feature],
 ) -> anyhow::Result<Outcome> {
-    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &binding)?;
-    let (padding, padding_words) = padding(&args.window, &binding, args.load.fixed_seq_len)?;
+    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &model)?;
+    let (padding, padding_words) = padding(&args.window, &model, args.load.fixed_seq_len)?;
     let batches = perf::make_batches(features, batch_size, padding);
-    let binding = Arc::new(binding);
     if let Some(path) = &args.export_input_data {
-        let bytes = export::input_data::render(&binding, &batches)?;
+        let bytes = export::input_data::render_model(&model, &batches)?;
         bertqa::output_file::write_atomic(path, &bytes)?;
         let rows: usize = batches.iter().map(|b| b.features.len()).sum();
-        let b = if binding.batching == bertqa::Batching::Undeclared {
-            1
-        } else {
+        let b = if model.declares_batching() {
             batch_size
+        } else {
+            1
         };
         session.print(|| {
             format!(
             "wrote {rows} entries ({} features, batches of {batch_size}, padding {padding_words}) \
              for model {:?} to {}\nreplay: perf_analyzer -m {} -b {b} --input-data {}\n",
             features.len(),
-            binding.model,
+            model.name(),
             path.display(),
-            binding.model,
+            model.name(),
             path.display()
         )
         })?;
@@ -350,19 +345,19 @@ fn run_tokens(
         batch_size,
         unit: "infer/s",
     };
-    let model = bertqa::metrics::ModelKey {
-        name: binding.model.clone(),
-        version: binding.version.clone(),
+    let key = bertqa::metrics::ModelKey {
+        name: model.name().to_string(),
+        version: model.version().to_string(),
     };
-    let metrics = start(args, rt, servers.first(), model, &mut config)?;
-    let swept = perf::Requests::tokens(binding.clone(), batches)
+    let metrics = start(args, rt, servers.first(), key, &mut config)?;
+    let swept = perf::Requests::features(&model, batches)
         .and_then(|requests| rt.block_on(perf::sweep(&servers, &requests, &config, &progress)));
     let subject = Subject {
-        model: binding.model.clone(),
-        version: binding.version.clone(),
-        platform: binding.platform.clone(),
-        max_batch_size: binding.max_batch_size,
-        batch_declared: binding.batching != bertqa::Batching::Undeclared,
+        model: model.name().to_string(),
+        version: model.version().to_string(),
+        platform: model.platform().to_string(),
+        max_batch_size: model.max_batch_size(),
+        batch_declared: model.declares_batching(),
         text: false,
         features: features.len(),
         batch_size,

@@ -11,68 +11,46 @@ use std::sync::Arc;
 use super::super::common::{data_label, Outcome};
 use super::{finish, start, stop, Args, Lines, Subject};
 use crate::session::Session;
-use bertqa::backend::proto::{ModelConfig, ModelMetadataResponse};
-use bertqa::backend::text::TextBinding;
-use bertqa::perf::{self, PerfConfig, TextLoad};
+use bertqa::perf::{self, PerfConfig};
+use bertqa::Model;
 
-/// The model, as the server described it.
-pub(crate) struct Model {
-    pub servers: perf::Servers,
-    pub metadata: ModelMetadataResponse,
-    pub config: Option<ModelConfig>,
-}
-
-/// Sweeps `model`, which takes text, with the pairs of `dataset`.
+/// Sweeps `model`, which takes text, on `servers` with the pairs of `dataset`.
 pub(crate) fn run(
     args: &Args,
     session: &mut Session,
     mut config: PerfConfig,
     rt: &tokio::runtime::Runtime,
     dataset: &bertqa::types::Dataset,
+    servers: perf::Servers,
     model: Model,
 ) -> anyhow::Result<Outcome> {
-    let Model {
-        servers,
-        metadata,
-        config: model_config,
-    } = model;
-    let binding = TextBinding::infer(
-        &metadata,
-        model_config.as_ref(),
-        &args.model_version,
-        &args.text.overrides(&args.binding),
-    )?;
-    if let Some(why) = refused(args, &binding.model) {
+    if let Some(why) = refused(args, model.name()) {
         anyhow::bail!(why);
     }
-    let per_request = per_request(args.load.batch_size, &binding)?;
+    let per_request = per_request(args.load.batch_size, &model)?;
     let pairs = pairs(dataset);
     if pairs.is_empty() {
         anyhow::bail!("{}: no questions to send", data_label(&args.data));
     }
-    let platform = binding.platform.clone();
+    let platform = model.platform().to_string();
     let progress = Lines {
         quiet: args.output.quiet,
         batch_size: per_request,
         unit: "questions/s",
     };
     let key = bertqa::metrics::ModelKey {
-        name: binding.model.clone(),
+        name: model.name().to_string(),
         version: args.model_version.clone(),
     };
     let metrics = start(args, rt, servers.first(), key, &mut config)?;
-    let load = TextLoad {
-        requests: perf::text::make_requests(&pairs, per_request),
-        binding: std::sync::Arc::new(binding.clone()),
-        version: args.model_version.clone(),
-    };
-    let swept = perf::Requests::text(load)
+    let requests = perf::text::make_requests(&pairs, per_request);
+    let swept = perf::Requests::questions(&model, args.model_version.clone(), requests)
         .and_then(|requests| rt.block_on(perf::sweep(&servers, &requests, &config, &progress)));
     let subject = Subject {
-        model: binding.model.clone(),
+        model: model.name().to_string(),
         version: args.model_version.clone(),
         platform,
-        max_batch_size: binding.max_batch_size,
+        max_batch_size: model.max_batch_size(),
         batch_declared: true,
         text: true,
         features: pairs.len(),
@@ -105,22 +83,28 @@ pub(crate) fn pairs(dataset: &bertqa::types::Dataset) -> Vec<(Arc<str>, Arc<str>
 
 /// Questions per request: `--batch-size` within the model's max batch size (1 for a
 /// model without a batch dimension), by default the max batch size.
-pub(crate) fn per_request(
+pub(crate) fn per_request(requested: Option<usize>, model: &Model) -> anyhow::Result<usize> {
+    questions_per_request(requested, model.max_batch_size(), model.name())
+}
+
+/// [`per_request`] of model `name` of `max_batch_size`.
+fn questions_per_request(
     requested: Option<usize>,
-    binding: &TextBinding,
+    max_batch_size: usize,
+    name: &str,
 ) -> anyhow::Result<usize> {
-    let most = binding.max_batch_size.max(1);
+    let most = max_batch_size.max(1);
     match requested {
         None => Ok(most),
         Some(0) => anyhow::bail!("--batch-size must be at least 1"),
-        Some(n) if n > most && binding.max_batch_size == 0 => anyhow::bail!(
+        Some(n) if n > most && max_batch_size == 0 => anyhow::bail!(
             "--batch-size {n}: model {:?} takes one question per request (max batch size 0, \
              inputs [1])",
-            binding.model
+            name
         ),
         Some(n) if n > most => anyhow::bail!(
             "--batch-size {n} exceeds model {:?}'s max batch size {most}",
-            binding.model
+            name
         ),
         Some(n) => Ok(n),
     }
@@ -230,33 +214,17 @@ mod tests {
         }
     }
 
-    /// A text binding whose only setting that matters here is its batch dimension.
-    fn binding(max_batch_size: usize) -> bertqa::TextBinding {
-        bertqa::TextBinding {
-            model: "qa".into(),
-            version: String::new(),
-            platform: "ensemble".into(),
-            question: "question".into(),
-            context: "context".into(),
-            max_batch_size,
-            contract: bertqa::Contract::Logits {
-                start_logits: "start_logits".into(),
-                end_logits: "end_logits".into(),
-                offsets: "offsets".into(),
-            },
-            steps: vec![],
-        }
-    }
-
     #[test]
     fn a_request_holds_one_question_without_a_batch_dimension_else_the_batch_size() {
-        assert_eq!(per_request(None, &binding(0)).unwrap(), 1);
-        assert_eq!(per_request(Some(1), &binding(0)).unwrap(), 1);
-        let e = per_request(Some(4), &binding(0)).unwrap_err().to_string();
+        assert_eq!(questions_per_request(None, 0, "qa").unwrap(), 1);
+        assert_eq!(questions_per_request(Some(1), 0, "qa").unwrap(), 1);
+        let e = questions_per_request(Some(4), 0, "qa")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("takes one question per request"), "{e}");
-        assert_eq!(per_request(None, &binding(8)).unwrap(), 8);
-        assert_eq!(per_request(Some(3), &binding(8)).unwrap(), 3);
-        assert!(per_request(Some(9), &binding(8)).is_err());
-        assert!(per_request(Some(0), &binding(8)).is_err());
+        assert_eq!(questions_per_request(None, 8, "qa").unwrap(), 8);
+        assert_eq!(questions_per_request(Some(3), 8, "qa").unwrap(), 3);
+        assert!(questions_per_request(Some(9), 8, "qa").is_err());
+        assert!(questions_per_request(Some(0), 8, "qa").is_err());
     }
 }

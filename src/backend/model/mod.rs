@@ -7,10 +7,12 @@
 use std::sync::Arc;
 
 use super::binding::Binding;
-use super::proto::ModelInferResponse;
+use super::proto::{ModelConfig, ModelInferResponse, ModelMetadataResponse};
 use super::request::InferRequest;
-use super::text::TextBinding;
-use crate::error::Result;
+use super::text::{Contract, TextBinding, TextReply};
+use super::{BindingOverrides, TextOverrides, TextPair};
+use crate::error::{Error, Result};
+use crate::types::Feature;
 
 mod text;
 mod tokens;
@@ -49,8 +51,74 @@ pub(crate) trait ModelKind: std::fmt::Debug + Send + Sync {
     fn gives_null_odds(&self) -> bool {
         true
     }
+    /// Whether it takes text (the server tokenizes and makes the windows).
+    fn takes_text(&self) -> bool {
+        false
+    }
+    /// Whether it answers in words (the answer contract): the answers are given, not
+    /// decoded here.
+    fn answers_given(&self) -> bool {
+        false
+    }
+    /// Whether its no-answer output is a probability (then the null odds themselves).
+    fn no_answer_probability(&self) -> bool {
+        false
+    }
+    /// Whether the server declares how many rows a request may carry.
+    fn declares_batching(&self) -> bool {
+        true
+    }
+    /// An ensemble's composing models (empty: none).
+    fn steps(&self) -> &[String] {
+        &[]
+    }
+    /// The name of its text contract (`None`: it takes token ids).
+    fn contract_name(&self) -> Option<&'static str> {
+        None
+    }
     /// The binding as reports show it.
     fn to_json(&self) -> serde_json::Value;
+    /// The binding as `bertqa models` words it, after the tensors.
+    fn describe(&self, s: &mut String);
+    /// What its contract gives, in words (`None`: a token model, nothing to add).
+    fn contract_words(&self) -> Option<String> {
+        None
+    }
+    /// Largest batch the server's own batcher forms from several requests (a token
+    /// model's; 1 where unknown).
+    fn server_batch(&self) -> usize {
+        1
+    }
+    /// Bytes of a shared memory slot for `rows` rows of `seq_len` tokens, inputs and
+    /// outputs (a token model's; a text model's slots are sized by its requests).
+    fn slot_bytes(&self, _rows: usize, _seq_len: usize) -> usize {
+        0
+    }
+    /// The contract its replies are read by (`None`: it takes token ids).
+    fn contract(&self) -> Option<&Contract> {
+        None
+    }
+    /// The request of `features`, padded to `seq_len` (a token model's).
+    fn token_request(&self, _features: Vec<Arc<Feature>>, _seq_len: usize) -> Result<InferRequest> {
+        Err(Error::Internal(format!(
+            "features for model {:?}, which takes text",
+            self.name()
+        )))
+    }
+    /// The request of `pairs` (a text model's).
+    fn text_request(&self, _pairs: Vec<TextPair>) -> Result<InferRequest> {
+        Err(Error::Internal(format!(
+            "questions for model {:?}, which takes token ids",
+            self.name()
+        )))
+    }
+    /// The replies to a text model's request of `rows` questions, read by its contract.
+    fn replies(&self, _response: &ModelInferResponse, _rows: usize) -> Result<Vec<TextReply>> {
+        Err(Error::Internal(format!(
+            "a text model's reply from model {:?}, which takes token ids",
+            self.name()
+        )))
+    }
     /// Reads `response` to `request` as a run would and drops the answers: a warm-up
     /// request's check that the model answers as its binding says.
     fn check_answer(&self, request: &InferRequest, response: &ModelInferResponse) -> Result<()>;
@@ -65,6 +133,23 @@ pub(crate) trait ModelKind: std::fmt::Debug + Send + Sync {
 }
 
 impl Model {
+    /// The model as its metadata (and configuration, when the server has one) says: one
+    /// that takes text bound by its contract (`text`'s names), else by its token inputs
+    /// (`tokens`' names).
+    pub fn infer(
+        metadata: &ModelMetadataResponse,
+        config: Option<&ModelConfig>,
+        version: &str,
+        tokens: &BindingOverrides,
+        text: &TextOverrides,
+    ) -> Result<Model> {
+        Ok(if super::text::takes_text(metadata) {
+            TextBinding::infer(metadata, config, version, text)?.into()
+        } else {
+            Binding::infer(metadata, config, version, tokens)?.into()
+        })
+    }
+
     /// The model's name.
     pub fn name(&self) -> &str {
         self.0.name()
@@ -109,6 +194,91 @@ impl Model {
     /// or a model that takes text).
     pub fn fixed_len(&self) -> Option<usize> {
         self.0.fixed_len()
+    }
+
+    /// Whether it takes text: a question and a context, tokenized (and cut into
+    /// windows) by the server.
+    pub fn takes_text(&self) -> bool {
+        self.0.takes_text()
+    }
+
+    /// Whether it answers in words (a text model of the answer contract): its answers
+    /// are given as they are, nothing is decoded here.
+    pub fn answers_given(&self) -> bool {
+        self.0.answers_given()
+    }
+
+    /// Whether its no-answer output is a probability (written as the null odds itself)
+    /// rather than a score.
+    pub fn no_answer_probability(&self) -> bool {
+        self.0.no_answer_probability()
+    }
+
+    /// Whether the server declares how many rows a request may carry (all but a token
+    /// model whose batching nobody declares: the client chooses).
+    pub fn declares_batching(&self) -> bool {
+        self.0.declares_batching()
+    }
+
+    /// An ensemble's composing models, in order (empty: not an ensemble, or a token
+    /// model).
+    pub fn steps(&self) -> &[String] {
+        self.0.steps()
+    }
+
+    /// The name of a text model's contract (`logits`, `answer`; `None`: it takes token
+    /// ids).
+    pub fn contract_name(&self) -> Option<&'static str> {
+        self.0.contract_name()
+    }
+
+    /// What a text model's contract gives, in words (`None`: it takes token ids).
+    pub fn contract_words(&self) -> Option<String> {
+        self.0.contract_words()
+    }
+
+    /// The binding as `bertqa models` words it, after the tensors.
+    pub(crate) fn describe(&self, s: &mut String) {
+        self.0.describe(s)
+    }
+
+    /// Largest batch the server's own batcher forms from several requests: a token
+    /// model's declared limit with dynamic batching; 1 where unknown.
+    pub(crate) fn server_batch(&self) -> usize {
+        self.0.server_batch()
+    }
+
+    /// Bytes of a shared memory slot for a token model's `rows` rows of `seq_len` tokens.
+    pub(crate) fn slot_bytes(&self, rows: usize, seq_len: usize) -> usize {
+        self.0.slot_bytes(rows, seq_len)
+    }
+
+    /// The contract a text model's replies are read by (`None`: it takes token ids).
+    pub(crate) fn contract(&self) -> Option<&Contract> {
+        self.0.contract()
+    }
+
+    /// A token model's request of `features`, padded to `seq_len`.
+    pub(crate) fn token_request(
+        &self,
+        features: Vec<Arc<Feature>>,
+        seq_len: usize,
+    ) -> Result<InferRequest> {
+        self.0.token_request(features, seq_len)
+    }
+
+    /// A text model's request of `pairs`.
+    pub(crate) fn text_request(&self, pairs: Vec<TextPair>) -> Result<InferRequest> {
+        self.0.text_request(pairs)
+    }
+
+    /// A text model's replies to a request of `rows` questions.
+    pub(crate) fn replies(
+        &self,
+        response: &ModelInferResponse,
+        rows: usize,
+    ) -> Result<Vec<TextReply>> {
+        self.0.replies(response, rows)
     }
 
     /// The token binding of a model that takes token ids (`None`: it takes text).

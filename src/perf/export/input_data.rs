@@ -21,8 +21,20 @@ use serde_json::{json, Map, Value};
 
 use super::super::Batch;
 use crate::backend::binding::{Batching, IntType};
-use crate::backend::{prepare_request, Binding};
+use crate::backend::{prepare_request, Binding, Model};
 use crate::error::{Error, Result};
+
+/// The document for `batches` to `model`, which takes token ids (an error for one that
+/// takes text: it has no token tensors).
+pub fn render_model(model: &Model, batches: &[Batch]) -> Result<Vec<u8>> {
+    match model.tokens() {
+        Some(binding) => render(binding, batches),
+        None => Err(Error::Config(format!(
+            "model {:?} takes text: no token tensors to write",
+            model.name()
+        ))),
+    }
+}
 
 /// The document for `batches`.
 pub fn render(binding: &Arc<Binding>, batches: &[Batch]) -> Result<Vec<u8>> {

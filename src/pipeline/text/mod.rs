@@ -19,7 +19,7 @@ pub(crate) mod windows;
 
 use std::sync::Arc;
 
-use crate::backend::text::{Contract, TextAnswer, TextBinding, TextReply};
+use crate::backend::text::{Contract, TextAnswer, TextReply};
 use crate::decode::non_finite::{sanitize, NonFinite};
 use crate::decode::{DecodeConfig, ExampleDecoder, NbestEntry, NbestKeys, Prediction, Window};
 use crate::error::{Error, Result};
@@ -34,7 +34,6 @@ const IDS_PER_QUESTION: u64 = 1_000_000;
 /// What decoding a text model's replies reads.
 pub(super) struct Decoding<'a> {
     pub dataset: &'a Dataset,
-    pub binding: &'a TextBinding,
     /// Needed by the logits contract (pieces are rebuilt from the vocabulary).
     pub tokenizer: Option<&'a BertTokenizer>,
     pub config: &'a DecodeConfig,
@@ -51,8 +50,11 @@ pub(super) struct Decoded {
     pub logits: Vec<Logits>,
 }
 
-/// Decodes what the model said about question `i` (see the module's contract).
+/// Decodes what model `model`, of `contract`, said about question `i` (see the
+/// module's contract).
 pub(super) fn decode(
+    model: &str,
+    contract: &Contract,
     d: &Decoding<'_>,
     decoder: &mut dyn ExampleDecoder,
     i: usize,
@@ -60,7 +62,7 @@ pub(super) fn decode(
 ) -> Result<Decoded> {
     let example = &d.dataset.examples[i];
     let mut non_finite = NonFinite::default();
-    match (reply, &d.binding.contract) {
+    match (reply, contract) {
         (TextReply::Windows(w), Contract::Logits { offsets, .. }) => {
             let tokenizer = d.tokenizer.ok_or_else(|| {
                 Error::Internal("the logits contract decoded without a vocabulary".into())
@@ -69,7 +71,7 @@ pub(super) fn decode(
                 paragraph: d.dataset.paragraph_of(example),
                 example_index: i,
                 first_unique_id: FIRST_UNIQUE_ID + i as u64 * IDS_PER_QUESTION,
-                model: &d.binding.model,
+                model,
                 offsets_output: offsets,
             };
             let (features, mut logits) = windows::features(&question, &w, tokenizer)?;
@@ -117,7 +119,7 @@ pub(super) fn decode(
         }
         _ => Err(Error::Internal(format!(
             "a journaled answer of question {:?} does not follow model {:?}'s contract",
-            example.qas_id, d.binding.model
+            example.qas_id, model
         ))),
     }
 }
