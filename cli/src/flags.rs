@@ -20,7 +20,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`lower_case = false`", "--no-lower-case"),
     // Decoding and scoring.
     ("`version_2_with_negative`", "--version-2-with-negative"),
-    // Binding overrides (backend::BindingOverrides, backend::text::TextOverrides).
+    // The binding's overrides (backend::BindingOverrides, backend::text::TextOverrides).
     ("`input_ids`", "--input-ids"),
     ("`segment_ids`", "--segment-ids"),
     ("`input_mask`", "--input-mask"),
