@@ -99,6 +99,16 @@ pub enum Error {
     #[error("stopped before the end")]
     Stopped,
 
+    /// An evaluation that could not finish, after writing what it had: `summary` says
+    /// what ended it, how far it got, where its partial results are and how to go on
+    /// (settings in backticks); `cause` is the error that ended it (none: a stop on
+    /// request, or answers that could not be scored).
+    #[error("{summary}")]
+    Incomplete {
+        summary: String,
+        cause: Option<Box<Error>>,
+    },
+
     /// A fault of bertqa itself (a worker task that panicked): a bug to report.
     #[error("internal error: {0}")]
     Internal(String),

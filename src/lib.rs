@@ -60,7 +60,7 @@
 //! ([`PretrainedTokenizer`], run_qa's rules: [`decode::Postprocess::RunQa`]), connect
 //! ([`TritonClient`], or a [`Pool`] of endpoints with retries), bind the model's tensors
 //! ([`bind`], or [`look`] for any model), run ([`Run`]), score ([`evaluate::score`]), or
-//! a whole evaluation with the command's files ([`evaluation::Evaluate`]). The topic
+//! a whole evaluation with the command's files ([`Client::evaluate_with`]). The topic
 //! modules ([`squad`], [`tokenize`], [`features`], [`decode`], [`evaluate`], [`types`],
 //! [`logits_io`], [`journal`], [`error`]) hold the rest; [`perf`], [`tune`], [`report`],
 //! [`metrics`] and [`shard`] are the other commands' engines and reports.
@@ -113,38 +113,6 @@
 //! # }
 //! ```
 
-//! Evaluating a model that takes text (a server-side tokenizer; here one of the answer
-//! contract, which needs no vocabulary) with the files `bertqa eval` writes
-//! ([`evaluation`]):
-//!
-//! ```no_run
-//! use bertqa::evaluation::Evaluate;
-//! use bertqa::{ClientConfig, RunConfig, TritonClient};
-//!
-//! # fn main() -> bertqa::Result<()> {
-//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-//! let dataset = bertqa::squad::read("dev-v2.0.json".as_ref())?;
-//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
-//! let client = runtime.block_on(TritonClient::connect(&config))?;
-//! let model = runtime.block_on(bertqa::look(
-//!     &client, "qa-text-answer", "", &Default::default(), &Default::default(),
-//! ))?;
-//! let mut run = RunConfig::for_model(&model);
-//! run.decode.version_2_with_negative = dataset.looks_like_v2();
-//! let done = Evaluate {
-//!     runtime: &runtime,
-//!     model,
-//!     tokenizer: None,
-//!     config: &run,
-//!     na_prob_thresh: 1.0,
-//!     output_dir: "out".as_ref(),
-//! }
-//! .run(&client, &dataset)?;
-//! println!("{:?} ({} files)", done.scores.metrics, done.files.len());
-//! # Ok(())
-//! # }
-//! ```
-
 #![warn(unreachable_pub)]
 
 // The library's own examples and doc tests name it `bertqa::`, as any user's code does.
@@ -187,6 +155,7 @@ pub use backend::{
 pub use client::{blocking, Answer, AskOptions, Candidate, Client, ClientBuilder, Evaluation};
 pub use compare::compare;
 pub use error::{Error, Result};
+pub use evaluation::{EvalData, EvalHooks, EvalOptions};
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,
     PaddingGuard, PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,

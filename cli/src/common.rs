@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
-    TransportArg, WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, PipelineArgs, Postprocess, ServerArgs,
+    TokenizerArgs, TransportArg, WindowArgs,
 };
 use bertqa::backend::{BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
 use bertqa::data::Format;
@@ -249,6 +249,51 @@ pub(crate) fn client_builder(
         .wait_ready(Duration::from_secs_f64(net.wait_ready)))
 }
 
+/// The client's settings of every flag of a command that runs the pipeline: the server
+/// and network ([`client_builder`]), the model, the tokenizer, the windows, decoding,
+/// the request flow and the binding's tensor names.
+pub(crate) fn pipeline_builder(
+    run: &PipelineArgs,
+    model: &str,
+    version: &str,
+    text: &super::args::TextBindingArgs,
+) -> bertqa::Result<bertqa::ClientBuilder> {
+    let (t, w, d, l) = (&run.tokenizer, &run.window, &run.decode, &run.load);
+    let mut b = client_builder(&run.server, &run.net)?
+        .model(model)
+        .model_version(version)
+        .vocab(&t.vocab)
+        .lower_case(t.lower_case())
+        .doc_stride(w.doc_stride)
+        .max_query_length(w.max_query_length)
+        .n_best_size(d.n_best_size)
+        .max_answer_length(d.max_answer_length)
+        .null_score_diff_threshold(d.null_score_diff_threshold)
+        .concurrency(l.concurrency)
+        .warmup(l.warmup)
+        .fixed_seq_len(l.fixed_seq_len)
+        .dynamic_seq_len(l.dynamic_seq_len)
+        .shared_memory(l.shared_memory.into())
+        .binding(binding_overrides(&run.binding))
+        .text_binding(text.overrides(&run.binding));
+    if let Some(path) = &t.tokenizer {
+        b = b.tokenizer(path);
+    }
+    if let Some(rules) = d.postprocess {
+        b = b.postprocess(rules.into());
+    }
+    if d.version_2_with_negative {
+        b = b.version_2_with_negative(true);
+    }
+    if let Some(n) = w.max_seq_length {
+        b = b.max_seq_length(n);
+    }
+    if let Some(n) = l.batch_size {
+        b = b.batch_size(n);
+    }
+    Ok(b)
+}
+
 /// The pool configuration of the server and network flags.
 pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
     client_builder(server, net)?.pool_config()
@@ -301,8 +346,6 @@ pub(crate) fn run_config(
     RunConfig::resolve(model, &load.load(), features, decode)
 }
 
-pub(crate) use bertqa::report::text::metric_lines;
-
 /// How a command's report is shown: `--json`, or the text (`-v`: verbose).
 pub(crate) fn report_format(json: bool) -> bertqa::report::Format {
     if json {
@@ -352,20 +395,6 @@ pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtim
         .worker_threads(1)
         .enable_all()
         .build()?)
-}
-
-/// How a report names the batch size: `batch 8`; for a model whose batching the server
-/// does not declare, also who chose it (`--batch-size` or bertqa's default).
-pub(crate) fn batch_words(batch_size: usize, model: &bertqa::Model, given: bool) -> String {
-    if model.declares_batching() {
-        return format!("batch {batch_size}");
-    }
-    let who = if given {
-        "--batch-size"
-    } else {
-        "bertqa's default"
-    };
-    format!("batch {batch_size} ({who}: the server declares no batching)")
 }
 
 #[cfg(test)]

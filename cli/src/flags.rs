@@ -32,6 +32,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`offsets_output`", "--offsets-output"),
     // Requests (pipeline::InferConfig, backend::{PoolConfig, RetryPolicy}).
     ("`batch_size`", "--batch-size"),
+    ("`concurrency`", "--concurrency"),
     ("`probe = false`", "--dynamic-seq-len"),
     ("`Padding::Fixed`", "--fixed-seq-len"),
     ("`SharedMemory::System`", "--shared-memory system"),
@@ -56,6 +57,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`max_inflight`", "--max-inflight"),
     // The journal and the saved logits.
     ("`resume`", "--resume"),
+    ("`shard`", "--shard"),
     ("`save_logits`", "--save-logits"),
     // tune (tune::Tune).
     ("`remeasure`", "--remeasure"),

@@ -129,6 +129,27 @@ impl Client {
             .evaluate(handle, dataset, Default::default())
     }
 
+    /// Evaluates `data` with what `options` asks for besides (see
+    /// [`crate::Client::evaluate_with`]).
+    pub fn evaluate_with(
+        &self,
+        data: &crate::evaluation::EvalData,
+        options: &crate::evaluation::EvalOptions,
+    ) -> Result<Evaluation> {
+        outside_a_runtime()?;
+        let handle = self.runtime.handle();
+        let stop = options.stop.clone().unwrap_or_default();
+        self.inner
+            .engine()
+            .evaluate_with(handle, data, options, stop)
+    }
+
+    /// What looks wrong with the tokenizer's casing (see
+    /// [`crate::Client::casing_warning`]).
+    pub fn casing_warning(&self) -> Option<&str> {
+        self.inner.casing_warning()
+    }
+
     /// The async client over the same connections. Its calls' futures are driven by
     /// [`block_on`](Self::block_on) (or by any runtime: the connections stay this
     /// client's).

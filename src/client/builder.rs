@@ -13,6 +13,7 @@ use crate::backend::{
 };
 use crate::decode::{DecodeConfig, Postprocess};
 use crate::error::{Error, Result};
+use crate::evaluation::{EvalData, EvalOptions, Evaluation};
 use crate::features::FeatureConfig;
 use crate::pipeline::Load;
 
@@ -62,13 +63,13 @@ pub struct Async;
 pub struct Blocking;
 
 /// The settings a client runs with, once the model and the tokenizer are known.
-pub(super) struct Resolved {
-    pub(super) features: FeatureConfig,
+pub(crate) struct Resolved {
+    pub(crate) features: FeatureConfig,
     /// Its `version_2_with_negative` is set per call.
-    pub(super) decode: DecodeConfig,
-    pub(super) version_2: Option<bool>,
-    pub(super) na_prob_thresh: f64,
-    pub(super) load: Load,
+    pub(crate) decode: DecodeConfig,
+    pub(crate) version_2: Option<bool>,
+    pub(crate) na_prob_thresh: f64,
+    pub(crate) load: Load,
 }
 
 impl<M> ClientBuilder<M> {
@@ -106,6 +107,43 @@ impl<M> ClientBuilder<M> {
             wait_ready: Duration::ZERO,
             binding: BindingOverrides::default(),
             text: TextOverrides::default(),
+        }
+    }
+
+    /// The same settings, building the other kind of client (`ClientBuilder<Blocking>`
+    /// for [`crate::blocking::Client`], or back).
+    pub fn mode<N>(self) -> ClientBuilder<N> {
+        ClientBuilder {
+            mode: PhantomData,
+            urls: self.urls,
+            protocol: self.protocol,
+            transport: self.transport,
+            model: self.model,
+            model_version: self.model_version,
+            vocab: self.vocab,
+            tokenizer: self.tokenizer,
+            lower_case: self.lower_case,
+            postprocess: self.postprocess,
+            version_2: self.version_2,
+            max_seq_length: self.max_seq_length,
+            doc_stride: self.doc_stride,
+            max_query_length: self.max_query_length,
+            n_best_size: self.n_best_size,
+            max_answer_length: self.max_answer_length,
+            null_score_diff_threshold: self.null_score_diff_threshold,
+            na_prob_thresh: self.na_prob_thresh,
+            load: self.load,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            tls: self.tls,
+            headers: self.headers,
+            checked_headers: self.checked_headers,
+            authority: self.authority,
+            retry: self.retry,
+            connections: self.connections,
+            wait_ready: self.wait_ready,
+            binding: self.binding,
+            text: self.text,
         }
     }
 
@@ -253,6 +291,13 @@ impl<M> ClientBuilder<M> {
         self
     }
 
+    /// Requests sent and discarded before a measured run, to warm the server up
+    /// (`--warmup`; default 0).
+    pub fn warmup(mut self, n: usize) -> Self {
+        self.load.warmup = n;
+        self
+    }
+
     /// Deadline of each call (`--timeout-ms`; default 60 s).
     pub fn timeout(mut self, d: Duration) -> Self {
         self.timeout = d;
@@ -348,6 +393,7 @@ impl<M> ClientBuilder<M> {
             pool,
             model,
             urls: pool_config.urls,
+            server: pool_config.client,
         })
     }
 
@@ -371,6 +417,7 @@ impl<M> ClientBuilder<M> {
         Ok(Engine {
             pool: connected.pool,
             urls: connected.urls,
+            server: connected.server,
             model: connected.model,
             tokenizer,
             settings,
@@ -378,9 +425,18 @@ impl<M> ClientBuilder<M> {
     }
 
     fn resolve(&self, model: &Model, tokenizer: Option<&LoadedTokenizer>) -> Result<Resolved> {
+        self.resolve_for(model.fixed_len(), tokenizer)
+    }
+
+    /// [`resolve`](Self::resolve) for a model of sequences of `fixed_len` tokens
+    /// (`None`: any length, or no model).
+    fn resolve_for(
+        &self,
+        fixed_len: Option<usize>,
+        tokenizer: Option<&LoadedTokenizer>,
+    ) -> Result<Resolved> {
         let lower_case = tokenizer.map_or(self.lower_case, |t| t.lower_case(self.lower_case));
         let postprocess = tokenizer.map_or(self.postprocess.unwrap_or_default(), |t| t.postprocess);
-        let fixed_len = model.fixed_len();
         let features = FeatureConfig {
             max_seq_length: self
                 .max_seq_length
@@ -404,6 +460,40 @@ impl<M> ClientBuilder<M> {
             na_prob_thresh: self.na_prob_thresh,
             load: self.load,
         })
+    }
+
+    /// Evaluates `data` from the logits an earlier evaluation saved
+    /// ([`EvalOptions::save_logits`]) in `logits`, with these settings' tokenizer,
+    /// windows and decoding (the model's and the server's settings are not used): the
+    /// answers, files and scores of that evaluation, without a server.
+    pub fn evaluate_saved(
+        &self,
+        logits: impl AsRef<std::path::Path>,
+        data: &EvalData,
+        options: &EvalOptions,
+    ) -> Result<Evaluation> {
+        let tokenizer = load_tokenizer(
+            &self.vocab,
+            self.tokenizer.as_deref(),
+            self.lower_case,
+            self.postprocess,
+        )?;
+        if let (Some(hooks), Some(w)) = (&options.hooks, tokenizer.casing_warning()) {
+            hooks.note(&format!("warning: {w}"));
+        }
+        let settings = self.resolve_for(None, Some(&tokenizer))?;
+        let mut decode = settings.decode;
+        decode.version_2_with_negative = self.version_2.unwrap_or(data.looks_like_v2);
+        super::evaluate::evaluate_saved(
+            &tokenizer,
+            settings.features,
+            decode,
+            &self.load,
+            self.na_prob_thresh,
+            logits.as_ref(),
+            data,
+            options,
+        )
     }
 
     /// The servers, connections and retries these settings give: what `build`
@@ -486,6 +576,7 @@ struct Connected {
     pool: Pool,
     model: Model,
     urls: Vec<String>,
+    server: ClientConfig,
 }
 
 #[cfg(test)]

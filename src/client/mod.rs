@@ -44,6 +44,7 @@
 mod answer;
 pub mod blocking;
 mod builder;
+mod evaluate;
 mod tokenizer;
 
 use std::sync::{Arc, Mutex};
@@ -52,11 +53,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Model, Pool, SharedMemory, TextReply};
 use crate::error::{Error, Result};
-use crate::evaluate::{Metrics, Predictions, Scores};
-use crate::evaluation;
+use crate::evaluation::{EvalData, EvalOptions};
 use crate::pipeline::{Run, RunConfig, RunObserver, RunOutcome};
 use crate::types::{Dataset, Example};
 
+pub use crate::evaluation::Evaluation;
 pub use answer::{Answer, Candidate};
 pub use builder::{Async, Blocking, ClientBuilder};
 pub use tokenizer::{load_tokenizer, LoadedTokenizer};
@@ -86,6 +87,12 @@ impl Client {
     /// The model as it was bound: a token model's tensors, or a text model's contract.
     pub fn model(&self) -> &Model {
         &self.engine.model
+    }
+
+    /// What looks wrong with the tokenizer's casing against `lower_case` (a cased
+    /// vocabulary lowercased, or the other way round), when something does.
+    pub fn casing_warning(&self) -> Option<&str> {
+        self.engine.tokenizer.as_ref()?.casing_warning()
     }
 
     /// The answer to `question` about `context`.
@@ -126,6 +133,25 @@ impl Client {
         off_the_executor(move |handle, stop| engine.evaluate(&handle, &dataset, stop)).await
     }
 
+    /// Evaluates `data` as `bertqa eval` does, with what `options` asks for besides: the
+    /// files written into its output directory, a journal to resume from, saved logits,
+    /// the HTML page, gates and the server's metrics (see [`crate::evaluation`]). A run
+    /// that stops or fails writes its partial results and ends as
+    /// [`Error::Incomplete`].
+    pub async fn evaluate_with(
+        &self,
+        data: &EvalData,
+        options: &EvalOptions,
+    ) -> Result<Evaluation> {
+        let (data, options) = (data.clone(), options.clone());
+        let engine = self.engine.clone();
+        let stop = options.stop.clone();
+        off_the_executor_under(stop, move |handle, stop| {
+            engine.evaluate_with(&handle, &data, &options, stop)
+        })
+        .await
+    }
+
     pub(crate) fn from_engine(engine: Engine) -> Client {
         Client {
             engine: Arc::new(engine),
@@ -164,116 +190,21 @@ impl AskOptions {
     }
 }
 
-/// An evaluation's results: the official metrics, every question's answer, and what the
-/// run measured.
-#[derive(Debug)]
-pub struct Evaluation {
-    /// The official scores (`exact()`, `f1()` for either SQuAD version).
-    pub metrics: Metrics,
-    /// Question id → answer text, in the data's order (`predictions.json`).
-    pub predictions: Predictions,
-    /// The official scores with every question's.
-    pub scores: Scores,
-    /// The run: decoded predictions with their n-best, latency, throughput, phases.
-    pub outcome: RunOutcome,
-    version_2: bool,
-    null_odds: bool,
-    /// What the report says of the client's side of the run.
-    run: RunFacts,
-}
-
-/// The client's side of an evaluation, for its report.
-#[derive(Debug)]
-struct RunFacts {
-    urls: String,
-    model: Model,
-    protocol: crate::backend::Protocol,
-    postprocess: &'static str,
-    batch_size: usize,
-    batch_size_given: bool,
-    concurrency: usize,
-    /// The pool's retries and endpoints during the run (other calls made meanwhile on
-    /// the same client included).
-    retries: crate::backend::RetryStats,
-    endpoints: Vec<crate::backend::pool::EndpointReport>,
-}
-
-impl Evaluation {
-    /// Writes the reference's files into `dir` (which must exist), byte for byte those
-    /// of `bertqa eval`: `predictions.json`, `nbest_predictions.json`, `null_odds.json`
-    /// (SQuAD 2.0, when the model gives null odds) and `per_question.jsonl`. Returns
-    /// their names.
-    pub fn write_files(&self, dir: impl AsRef<std::path::Path>) -> Result<Vec<String>> {
-        let dir = dir.as_ref();
-        let null_odds = self.version_2 && self.null_odds;
-        let mut files =
-            evaluation::write_predictions(dir, &self.outcome.predictions, null_odds, None)?;
-        evaluation::write_per_question(dir, &self.outcome.predictions, &self.scores)?;
-        files.push("per_question.jsonl".into());
-        Ok(files)
-    }
-
-    /// Whether SQuAD 2.0's rules were applied.
-    pub fn version_2_with_negative(&self) -> bool {
-        self.version_2
-    }
-
-    /// The run as `bertqa eval` reports it ([`EvalRun::json`](crate::report::eval::EvalRun::json):
-    /// eval's `--json` document, keys and rounding alike), the data named `data` (read in
-    /// `format`). What only the command has is empty: gates, output directory, files,
-    /// the resume fingerprint (`run`) and the server's metrics.
-    pub fn report(&self, data: &str, format: crate::data::Format) -> crate::report::eval::EvalRun {
-        let o = &self.outcome;
-        let f = &self.run;
-        crate::report::eval::EvalRun {
-            data: data.to_string(),
-            format,
-            url: Some(f.urls.clone()),
-            binding: Some(f.model.clone()),
-            version_2: self.version_2,
-            postprocess: f.postprocess,
-            batch_size: f.batch_size,
-            batch_size_given: f.batch_size_given,
-            concurrency: f.concurrency,
-            protocol: Some(f.protocol),
-            questions: o.predictions.len(),
-            features: o.features,
-            featureless: o
-                .featureless
-                .iter()
-                .map(|&i| o.predictions[i].qas_id.clone())
-                .collect(),
-            scores: self.scores.clone(),
-            infer: Some(o.infer.clone()),
-            phases: o.phases,
-            wall: o.wall,
-            gates: Vec::new(),
-            output_dir: std::path::PathBuf::new(),
-            files: Vec::new(),
-            retries: Some(f.retries.clone()),
-            endpoints: f.endpoints.clone(),
-            non_finite: o.infer.non_finite,
-            fingerprint: Default::default(),
-            server_metrics: None,
-            no_null_odds: (self.version_2 && !self.null_odds)
-                .then(|| crate::report::eval::no_null_odds_reason(f.model.name())),
-        }
-    }
-}
-
 /// What a client holds once built: the connections, the bound model, the tokenizer
 /// and the resolved settings.
 pub(crate) struct Engine {
-    pool: Pool,
-    model: Model,
-    urls: Vec<String>,
-    tokenizer: Option<LoadedTokenizer>,
-    settings: builder::Resolved,
+    pub(crate) pool: Pool,
+    pub(crate) model: Model,
+    pub(crate) urls: Vec<String>,
+    /// The server settings (TLS, timeouts) of the first URL, for its other pages.
+    pub(crate) server: crate::backend::ClientConfig,
+    pub(crate) tokenizer: Option<LoadedTokenizer>,
+    pub(crate) settings: builder::Resolved,
 }
 
 impl Engine {
     /// The run's configuration for `dataset` (SQuAD 2.0 as set, else as the data looks).
-    fn config(&self, version_2: bool) -> Result<RunConfig> {
+    pub(crate) fn config(&self, version_2: bool) -> Result<RunConfig> {
         self.config_with(version_2, &AskOptions::default())
     }
 
@@ -298,7 +229,7 @@ impl Engine {
     }
 
     /// A run of `dataset` with the client's connections, model and tokenizer.
-    fn new_run<'r>(
+    pub(crate) fn new_run<'r>(
         &'r self,
         handle: &tokio::runtime::Handle,
         dataset: &'r Dataset,
@@ -397,50 +328,18 @@ impl Engine {
         dataset: &Dataset,
         stop: CancellationToken,
     ) -> Result<Evaluation> {
-        let version_2 = self
-            .settings
-            .version_2
-            .unwrap_or_else(|| dataset.looks_like_v2());
-        let config = self.config(version_2)?;
-        let (retries, endpoints) = (self.pool.retry_stats(), self.pool.endpoint_reports());
-        let outcome = self
-            .new_run(handle, dataset, &config, &crate::pipeline::NoProgress)
-            .stop_on(stop)
-            .run()?;
-        let run = RunFacts {
-            urls: self.urls.join(","),
-            model: self.model.clone(),
-            protocol: self.pool.first_client().protocol(),
-            postprocess: config.decode.postprocess.as_str(),
-            batch_size: config.infer.batch_size,
-            batch_size_given: self.settings.load.batch_size.is_some(),
-            concurrency: self.settings.load.concurrency.max(1),
-            retries: self.pool.retry_stats().since(&retries),
-            endpoints: self
-                .pool
-                .endpoint_reports()
-                .iter()
-                .zip(&endpoints)
-                .map(|(now, before)| now.since(before))
-                .collect(),
-        };
-        let null_odds = evaluation::gives_null_odds(&self.model);
-        let scores = evaluation::score_with(
-            dataset,
-            &outcome.predictions,
-            version_2,
-            null_odds,
-            self.settings.na_prob_thresh,
-        )?;
-        Ok(Evaluation {
-            metrics: scores.metrics.clone(),
-            predictions: Predictions::from_decoded(&outcome.predictions),
-            scores,
-            outcome,
-            version_2,
-            null_odds,
-            run,
-        })
+        evaluate::evaluate(self, handle, dataset, stop)
+    }
+
+    /// Evaluates `data` with `options`; `stop` cancels the run (as does the options').
+    pub(crate) fn evaluate_with(
+        &self,
+        handle: &tokio::runtime::Handle,
+        data: &EvalData,
+        options: &EvalOptions,
+        stop: CancellationToken,
+    ) -> Result<Evaluation> {
+        evaluate::evaluate_with(self, handle, data, options, stop)
     }
 }
 
@@ -452,7 +351,16 @@ impl Engine {
 async fn off_the_executor<T: Send + 'static>(
     work: impl FnOnce(tokio::runtime::Handle, CancellationToken) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let stop = CancellationToken::new();
+    off_the_executor_under(None, work).await
+}
+
+/// [`off_the_executor`], the run's token a child of `parent` (a caller's own token):
+/// cancelling that stops the run too.
+async fn off_the_executor_under<T: Send + 'static>(
+    parent: Option<CancellationToken>,
+    work: impl FnOnce(tokio::runtime::Handle, CancellationToken) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let stop = parent.map_or_else(CancellationToken::new, |p| p.child_token());
     let _cancel_when_dropped = stop.clone().drop_guard();
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || work(handle, stop))

@@ -61,6 +61,20 @@ pub trait Render {
     }
 }
 
+/// How a report names the batch size: `batch 8`; for a model whose batching the server
+/// does not declare, also who chose it (`` `batch_size` `` or bertqa's default).
+pub fn batch_words(batch_size: usize, model: &crate::Model, given: bool) -> String {
+    if model.declares_batching() {
+        return format!("batch {batch_size}");
+    }
+    let who = if given {
+        "`batch_size`"
+    } else {
+        "bertqa's default"
+    };
+    format!("batch {batch_size} ({who}: the server declares no batching)")
+}
+
 /// How many question ids a report lists where it counts them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CountedIds {

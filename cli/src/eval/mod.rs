@@ -4,20 +4,21 @@
 //! in `schema/eval.schema.json`), writes the `--html` page, and turns the gates into
 //! exit code 1.
 
-mod output;
-mod report;
-mod run;
-mod text;
+mod progress;
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::Arc;
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
-use super::common::Outcome;
+use super::common::{data_label, load_data_digest, report_format, Outcome};
+use super::errors::{library_reason, Classified};
+use super::flags::name_flags;
 use super::session::Session;
+use bertqa::report::{Format, Render as _};
+use bertqa::{EvalData, EvalOptions, Evaluation};
 
-pub(crate) use output::{write_per_question, write_predictions};
-pub(crate) use report::inputs_line;
+pub(crate) use bertqa::evaluation::{write_per_question, write_predictions};
+pub(crate) use bertqa::report::eval::inputs_line;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
@@ -80,44 +81,143 @@ pub struct Args {
     pub max_p99_ms: Option<f64>,
 }
 
-/// One gate and how it went.
-pub(crate) use bertqa::report::eval::GateResult as Gate;
-
-/// Everything a finished evaluation reports.
-pub(crate) use bertqa::report::eval::EvalRun as EvalReport;
-
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
-    let started = Instant::now();
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
     }
     // Held until the run ends; before anything is read or written.
     let _dir = super::outdir::OutputDir::claim(&args.output_dir)?;
-    let data = run::load(&args)?;
-    // The vocabulary is read only where the model needs it: not for a text model of
-    // the answer contract (the server tokenizes, bertqa decodes nothing).
-    let (input, mut ran) = match &args.from_logits {
-        Some(path) => {
-            let input = run::prepare(&args, data, true, None)?;
-            let ran = run::from_logits(&args, &input, path, started)?;
-            (input, ran)
-        }
+    let data = load(&args)?;
+    let hooks = Arc::new(progress::Hooks::new(
+        args.run.output.quiet || args.run.output.json,
+    ));
+    let mut options = options(&args, hooks.clone());
+    let evaluated = match &args.from_logits {
+        Some(path) => builder(&args)?.evaluate_saved(path, &data, &options),
         None => {
-            let (rt, pool, bound) = run::connect(&args)?;
-            let vocabulary = bound.needs_tokenizer();
-            let mut input = run::prepare(&args, data, vocabulary, bound.fixed_len())?;
-            let ran = if bound.takes_text() {
-                text::against_server(&args, &mut input, &rt, pool, bound, session.stop())?
-            } else {
-                run::against_server(&args, &mut input, &rt, pool, bound, session.stop())?
-            };
-            (input, ran)
+            let client = builder(&args)?.mode::<bertqa::client::Blocking>().build()?;
+            if let Some(w) = client.casing_warning() {
+                eprintln!("warning: {}", name_flags(w));
+            }
+            options.stop = Some(match session.stop() {
+                Some(stop) => stop,
+                None => progress::stop_on_signals(hooks)?,
+            });
+            client.evaluate_with(&data, &options)
         }
     };
-    let failed = run::report(&args, session, &input, &mut ran)?;
+    let evaluation = evaluated.map_err(|e| match e {
+        bertqa::Error::Incomplete { summary, cause } => {
+            Classified::error(cause.as_deref().map(library_reason), name_flags(&summary))
+        }
+        e => e.into(),
+    })?;
+    let failed = report(&args, session, &evaluation)?;
     Ok(if failed.is_empty() {
         Outcome::Success
     } else {
         Outcome::GateFailed(failed)
     })
+}
+
+/// Reads the data (the shard of it asked for); the output directory is `run`'s, held by
+/// then.
+fn load(args: &Args) -> anyhow::Result<EvalData> {
+    if args.resume
+        && args
+            .data
+            .iter()
+            .any(|p| p.as_os_str() == bertqa::data::STDIN)
+    {
+        anyhow::bail!(
+            "--resume cannot continue a run on standard input (--data -): its content may \
+             differ; save it to a file"
+        );
+    }
+    let (dataset, sha256, format) =
+        load_data_digest(&args.data, args.run.window.strict, args.limit)?;
+    let mut data = EvalData::new(dataset, data_label(&args.data), sha256, format);
+    if let Some(n) = args.limit {
+        data = data.limit(n);
+    }
+    if let Some(shard) = args.shard {
+        data = data.shard(shard)?;
+    }
+    Ok(data)
+}
+
+/// The client's settings of the flags (`--from-logits`: the tokenizer, window and
+/// decoding ones are read).
+fn builder(args: &Args) -> bertqa::Result<bertqa::ClientBuilder> {
+    let model = args.model.as_deref().unwrap_or_default();
+    Ok(
+        super::common::pipeline_builder(&args.run, model, &args.model_version, &args.text)?
+            .na_prob_thresh(args.scoring.na_prob_thresh),
+    )
+}
+
+/// The evaluation's options of the flags.
+fn options(args: &Args, hooks: Arc<progress::Hooks>) -> EvalOptions {
+    let mut options = EvalOptions::new(&args.output_dir);
+    options.resume = args.resume;
+    options.save_logits = args.save_logits;
+    options.html = args.html.clone();
+    options.min_exact = args.min_exact;
+    options.min_f1 = args.min_f1;
+    options.max_p99_ms = args.max_p99_ms;
+    options.metrics_urls = args.metrics.metrics_url.clone();
+    options.metrics_interval = std::time::Duration::from_millis(args.metrics.metrics_interval_ms);
+    options.hooks = Some(hooks);
+    options
+}
+
+/// The warnings a finished run gives, the report (stdout, or the host's value) and the
+/// gates that failed.
+fn report(
+    args: &Args,
+    session: &mut Session,
+    evaluation: &Evaluation,
+) -> anyhow::Result<Vec<String>> {
+    let mut report = evaluation.to_report();
+    let model = report.binding.as_ref().map(|b| b.name().to_string());
+    if let (Some(infer), Some(model)) = (&report.infer, &model) {
+        // The text report says so in a sentence of its own.
+        if let Some(w) = infer
+            .client_bound_warning()
+            .filter(|_| args.run.output.json)
+        {
+            eprintln!("warning: {w}");
+        }
+        if let Some(note) = infer.padding.note(model) {
+            eprintln!("{}", name_flags(&note));
+        }
+    }
+    if let Some((_, m)) = &report.server_metrics {
+        for (_, w) in m.troubles() {
+            eprintln!("warning: {w}");
+        }
+    }
+    let nf = report.non_finite;
+    if nf.values > 0 {
+        eprintln!(
+            "warning: {} NaN or infinite logits in {} features{} (treated as -inf for span choice)",
+            nf.values,
+            nf.features,
+            model
+                .map(|m| format!(" from model {m:?}"))
+                .unwrap_or_default()
+        );
+    }
+    let json = report.render(Format::Json);
+    // A host gets the document metrics.json holds, and the answers.
+    session.keep(&report);
+    session.predictions(&evaluation.outcome.predictions);
+    // The text lists metrics.json among the outputs; the document lists the files
+    // written before it.
+    report.files.push("metrics.json".into());
+    session.print(|| match report_format(args.run.output.json) {
+        Format::Json => json,
+        text => name_flags(&report.render(text)),
+    })?;
+    Ok(evaluation.failed_gates())
 }

@@ -2,16 +2,14 @@
 //! built from the library alone) ask a question and evaluate a dataset through
 //! `bertqa::blocking::Client` (a token model and BERT's vocabulary), the async
 //! `bertqa::Client` in a tokio program (a RoBERTa model by run_qa's rules, with its
-//! tokenizer.json) and text models of both contracts (no tokenizer); the stage-level
-//! `bertqa::evaluation::Evaluate` does the same. Each gives `bertqa eval`'s files byte for
+//! tokenizer.json) and text models of both contracts (no tokenizer);
+//! `evaluate_with` (eval's files and options) does the same. Each gives `bertqa eval`'s files byte for
 //! byte, its exact match and its predictions, and `bertqa ask`'s answer and span.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use bertqa::evaluation::Evaluate;
-use bertqa::tokenize::PretrainedTokenizer;
-use bertqa::{BertTokenizer, ClientConfig, Model, RunConfig, TritonClient};
+use bertqa::Model;
 use serde_json::Value;
 
 use super::common::{bertqa, root, server};
@@ -111,55 +109,30 @@ fn ask_command(url: &str, model: &str) -> Value {
     report["answers"][0].clone()
 }
 
-/// Evaluates `model` through the stage-level library (`Evaluate`) into `dir`.
-fn evaluate_stages(url: &str, model: &str, dir: &Path) -> Model {
+/// Evaluates `model` through `blocking::Client::evaluate_with`, its files into `dir`.
+fn evaluate_with_options(url: &str, model: &str, dir: &Path) -> Model {
     let root = root();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let dataset = bertqa::squad::read(&root.join(DATA)).unwrap();
-    let tokenizer = BertTokenizer::from_vocab_file(&root.join("vocab/vocab.txt"), true).unwrap();
-    let config = ClientConfig {
-        url: url.into(),
-        ..ClientConfig::default()
-    };
-    let client = rt.block_on(TritonClient::connect(&config)).unwrap();
-    let bound = rt
-        .block_on(bertqa::look(
-            &client,
-            model,
-            "",
-            &Default::default(),
-            &Default::default(),
-        ))
-        .unwrap();
-    let fast = tokenizer_flag(model)
-        .get(1)
-        .map(|t| PretrainedTokenizer::from_path(&root.join(t)).unwrap());
-    let mut run = RunConfig::for_model(&bound);
-    run.decode.version_2_with_negative = dataset.looks_like_v2();
-    if fast.is_some() {
-        run.decode.postprocess = bertqa::decode::Postprocess::RunQa;
+    let path = root.join(DATA);
+    let dataset = bertqa::Dataset::open(&path).unwrap();
+    let sha256 = bertqa::sha256::of_file(&path).unwrap();
+    let data = bertqa::EvalData::new(dataset, DATA, sha256, bertqa::data::Format::Squad);
+    let mut builder = bertqa::blocking::Client::builder(url)
+        .model(model)
+        .vocab(root.join("vocab/vocab.txt"));
+    if let Some(t) = tokenizer_flag(model).get(1) {
+        builder = builder.tokenizer(root.join(t));
     }
-    let evaluation = Evaluate {
-        runtime: &rt,
-        model: bound.clone(),
-        // An answer-contract model needs no vocabulary: none is given.
-        tokenizer: match &fast {
-            _ if !bound.needs_tokenizer() => None,
-            Some(t) => Some(t.into()),
-            None => Some((&tokenizer).into()),
-        },
-        config: &run,
-        na_prob_thresh: 1.0,
-        output_dir: dir,
-    }
-    .run(&client, &dataset)
-    .unwrap();
-    assert_eq!(evaluation.outcome.predictions.len(), dataset.examples.len());
+    let client = builder.build().unwrap();
+    let evaluation = client
+        .evaluate_with(&data, &bertqa::EvalOptions::new(dir))
+        .unwrap();
+    assert_eq!(
+        evaluation.outcome.predictions.len(),
+        data.dataset.examples.len()
+    );
     assert!(evaluation.files.iter().any(|f| f == "per_question.jsonl"));
-    bound
+    assert!(dir.join("metrics.json").is_file());
+    client.model().clone()
 }
 
 #[test]
@@ -177,7 +150,7 @@ fn the_library_answers_and_evaluates_as_the_command_does() {
             std::fs::create_dir_all(&d).unwrap();
             d
         };
-        let (cli, client, stages) = (dir("cli"), dir("client"), dir("stages"));
+        let (cli, client, options) = (dir("cli"), dir("client"), dir("options"));
         let out = client.display().to_string();
         let args: Vec<&str> = match name {
             "client_token" => vec![&url, model, "vocab/vocab.txt", DATA, &out],
@@ -186,7 +159,7 @@ fn the_library_answers_and_evaluates_as_the_command_does() {
         };
         let line = run_example(name, &args);
         let metrics = eval_command(&url, model, &cli);
-        assert_eq!(evaluate_stages(&url, model, &stages).name(), model);
+        assert_eq!(evaluate_with_options(&url, model, &options).name(), model);
         for f in FILES {
             let read = |d: &Path| std::fs::read(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
             assert!(
@@ -194,8 +167,8 @@ fn the_library_answers_and_evaluates_as_the_command_does() {
                 "{model}: the client's {f} differs"
             );
             assert!(
-                read(&stages) == read(&cli),
-                "{model}: the stages' {f} differs"
+                read(&options) == read(&cli),
+                "{model}: evaluate_with's {f} differs"
             );
         }
         assert_eq!(line["exact"], metrics["metrics"]["exact"], "{model}");

@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod run;
+mod text;
 
 pub use run::{no_null_odds_reason, rate, EvalRun, GateResult, FIRST_IDS};
+pub(crate) use text::setting_rows;
+pub use text::{inputs_line, requests_line};
 
 use super::CountedIds;
 use crate::backend::Protocol;

@@ -305,6 +305,72 @@ fn worst_questions(s: &mut String, questions: &[QuestionRow]) {
     );
 }
 
+/// eval's page of `r`: its questions joined with their predictions, answer scores (by
+/// id) and gold answers; `wording` words the settings the run's rows name.
+pub(crate) fn page(
+    r: &crate::report::eval::EvalRun,
+    dataset: &crate::types::Dataset,
+    predictions: &[crate::decode::Prediction],
+    answer_scores: &std::collections::HashMap<String, f64>,
+    wording: &dyn Fn(&str) -> String,
+) -> Vec<u8> {
+    let by_id: std::collections::HashMap<&str, &crate::decode::Prediction> =
+        predictions.iter().map(|p| (p.qas_id.as_str(), p)).collect();
+    let examples: std::collections::HashMap<&str, &crate::types::Example> = dataset
+        .examples
+        .iter()
+        .map(|e| (e.qas_id.as_str(), e))
+        .collect();
+    let questions = r
+        .scores
+        .questions
+        .iter()
+        .map(|q| {
+            let example = examples.get(q.qas_id.as_str());
+            let prediction = by_id.get(q.qas_id.as_str());
+            QuestionRow {
+                id: q.qas_id.clone(),
+                question: example.map(|e| e.question_text.clone()).unwrap_or_default(),
+                prediction: prediction.map(|p| p.answer.clone()).unwrap_or_default(),
+                gold: example
+                    .map(|e| e.answers.iter().map(|a| a.text.clone()).collect())
+                    .unwrap_or_default(),
+                f1: q.f1,
+                score: answer_scores.get(q.qas_id.as_str()).copied(),
+            }
+        })
+        .collect();
+    let title = match &r.binding {
+        Some(b) => format!("{} on {}", b.name(), r.data),
+        None => r.data.clone(),
+    };
+    let mut setting: Vec<_> = crate::report::eval::setting_rows(r)
+        .into_iter()
+        .map(|(name, words)| (name, wording(&words)))
+        .collect();
+    if let Some((_, m)) = &r.server_metrics {
+        use crate::metrics::text::{counters, gauges};
+        setting.push((
+            "server",
+            format!(
+                "{}; {}",
+                gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus),
+                counters(m.inference.as_ref())
+            ),
+        ));
+    }
+    render(&EvalPage {
+        title,
+        setting,
+        metrics: &r.scores.metrics,
+        wall_s: r.wall.as_secs_f64(),
+        features_per_s: crate::report::eval::rate(r.features as f64, r.wall),
+        questions_per_s: crate::report::eval::rate(r.questions as f64, r.wall),
+        latency_us: r.infer.as_ref().map(|i| &i.latency_us),
+        questions,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,51 +1,13 @@
-//! `eval`'s report: the gates, and its [`Render`]: the `--json` document (also
-//! metrics.json, described by `schema/eval.schema.json`) and the human text.
+//! eval's text report ([`Render`] for [`EvalRun`]: the `--json` document and the
+//! human text) and its HTML page. Settings are named in backticks, as the library's
+//! messages name them.
 
 use std::fmt::Write as _;
 
-use bertqa::report::eval::EvalJson;
-use bertqa::report::Render;
+use super::{rate, EvalJson, EvalRun, FIRST_IDS};
+use crate::report::Render;
 
-use super::{Args, EvalReport, Gate};
-use bertqa::report::eval::{rate, FIRST_IDS};
-
-/// The gates the flags ask for, and how they went.
-pub(super) fn gates(args: &Args, r: &EvalReport) -> Vec<Gate> {
-    let mut g = Vec::new();
-    if let Some(t) = args.min_exact {
-        let v = r.scores.metrics.exact();
-        g.push(Gate {
-            gate: bertqa::report::gates::Gate::MinExact,
-            threshold: t,
-            value: v,
-            passed: v >= t,
-        });
-    }
-    if let Some(t) = args.min_f1 {
-        let v = r.scores.metrics.f1();
-        g.push(Gate {
-            gate: bertqa::report::gates::Gate::MinF1,
-            threshold: t,
-            value: v,
-            passed: v >= t,
-        });
-    }
-    if let Some(t) = args.max_p99_ms {
-        let v = r.infer.as_ref().map_or(0.0, |i| i.latency_ms(0.99));
-        g.push(Gate {
-            gate: bertqa::report::gates::Gate::MaxP99Ms,
-            threshold: t,
-            value: v,
-            passed: v <= t,
-        });
-    }
-    g
-}
-
-/// The report as the command shows it: the library's document, and the text.
-pub(crate) struct Shown<'a>(pub &'a EvalReport);
-
-impl Render for Shown<'_> {
+impl Render for EvalRun {
     type Json<'a>
         = EvalJson
     where
@@ -54,7 +16,7 @@ impl Render for Shown<'_> {
     /// The `--json` document (also written as metrics.json); described by
     /// `schema/eval.schema.json`.
     fn json(&self) -> EvalJson {
-        self.0.json()
+        EvalRun::json(self)
     }
 
     /// The human report. The lines on bertqa's own workings (padding, how inputs and
@@ -62,15 +24,15 @@ impl Render for Shown<'_> {
     /// without it, one sentence when bertqa's CPU limited the run.
     fn text(&self, verbose: bool) -> String {
         let mut s = String::new();
-        text_run_and_scores(&mut s, self.0);
-        text_figures(&mut s, self.0, verbose);
-        text_outcome(&mut s, self.0);
+        text_run_and_scores(&mut s, self);
+        text_figures(&mut s, self, verbose);
+        text_outcome(&mut s, self);
         s
     }
 }
 
 /// The text report's padding line.
-fn padding_line(p: &bertqa::pipeline::PaddingReport) -> String {
+fn padding_line(p: &crate::pipeline::PaddingReport) -> String {
     let probe = match (p.probe_features, p.probe_unsafe) {
         (0, _) => String::new(),
         (n, 0) => format!("; probe of {n} features: shorter padding keeps every answer"),
@@ -95,11 +57,11 @@ fn padding_line(p: &bertqa::pipeline::PaddingReport) -> String {
 
 /// The text report's line on how requests travelled (`--protocol`, `--transport`), when
 /// the run had a server.
-pub(crate) fn requests_line(
-    endpoints: &[bertqa::backend::pool::EndpointReport],
-    protocol: Option<bertqa::backend::Protocol>,
+pub fn requests_line(
+    endpoints: &[crate::backend::pool::EndpointReport],
+    protocol: Option<crate::backend::Protocol>,
 ) -> Option<String> {
-    use bertqa::backend::{GrpcCall, Protocol};
+    use crate::backend::{GrpcCall, Protocol};
     let first = endpoints.first()?;
     let connections: usize = endpoints.iter().map(|e| e.connections).sum();
     let unary: usize = endpoints.iter().map(|e| e.unary_connections).sum();
@@ -117,7 +79,7 @@ pub(crate) fn requests_line(
 }
 
 /// The text report's line on how input tensors travelled.
-pub(crate) fn inputs_line(m: &bertqa::pipeline::SharedMemoryReport) -> String {
+pub fn inputs_line(m: &crate::pipeline::SharedMemoryReport) -> String {
     let used = match m.outputs {
         true => "through shared memory, outputs too",
         false => "through shared memory, outputs in each response",
@@ -131,20 +93,20 @@ pub(crate) fn inputs_line(m: &bertqa::pipeline::SharedMemoryReport) -> String {
 }
 
 /// The text report's model and data lines, then the official scores.
-fn text_run_and_scores(s: &mut String, r: &EvalReport) {
+fn text_run_and_scores(s: &mut String, r: &EvalRun) {
     for (name, words) in setting_rows(r) {
         let _ = writeln!(s, "{name:<12} {words}");
     }
     let _ = writeln!(s);
-    s.push_str(&super::super::common::metric_lines(&r.scores.metrics, ""));
+    s.push_str(&crate::report::text::metric_lines(&r.scores.metrics, ""));
     let _ = writeln!(s);
 }
 
 /// The run's setting: `model` and `data`, each with its words (the text report's first
 /// lines, the HTML page's heading).
-pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
+pub(crate) fn setting_rows(r: &EvalRun) -> Vec<(&'static str, String)> {
     let rules = match (r.format, r.version_2) {
-        (bertqa::data::Format::Mrqa, false) => "MRQA rules",
+        (crate::data::Format::Mrqa, false) => "MRQA rules",
         (_, true) => "SQuAD 2.0 rules",
         (_, false) => "SQuAD 1.1 rules",
     };
@@ -157,7 +119,7 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
                 format!("{}, ", b.platform())
             };
             let batch = match b.takes_text() {
-                false => super::super::common::batch_words(r.batch_size, b, r.batch_size_given),
+                false => crate::report::batch_words(r.batch_size, b, r.batch_size_given),
                 true if r.batch_size == 1 => "one question per request".into(),
                 true => format!("{} questions per request", r.batch_size),
             };
@@ -165,7 +127,7 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
                 "{} at {} over {} ({platform}{batch}, concurrency {})",
                 b.name(),
                 url,
-                bertqa::report::protocol_words(protocol),
+                crate::report::protocol_words(protocol),
                 r.concurrency
             )
         }
@@ -190,81 +152,9 @@ pub(super) fn setting_rows(r: &EvalReport) -> Vec<(&'static str, String)> {
     rows
 }
 
-/// `--html`: the page of [`bertqa::report::html::eval`], its questions joined with
-/// their predictions, answer scores (by id) and gold answers.
-pub(super) fn html_page(
-    r: &EvalReport,
-    dataset: &bertqa::types::Dataset,
-    predictions: &[bertqa::decode::Prediction],
-    answer_scores: &std::collections::HashMap<String, f64>,
-) -> Vec<u8> {
-    use bertqa::report::html::eval::{render, EvalPage, QuestionRow};
-    let by_id: std::collections::HashMap<&str, &bertqa::decode::Prediction> =
-        predictions.iter().map(|p| (p.qas_id.as_str(), p)).collect();
-    let examples: std::collections::HashMap<&str, &bertqa::types::Example> = dataset
-        .examples
-        .iter()
-        .map(|e| (e.qas_id.as_str(), e))
-        .collect();
-    let questions = r
-        .scores
-        .questions
-        .iter()
-        .map(|q| {
-            let example = examples.get(q.qas_id.as_str());
-            let prediction = by_id.get(q.qas_id.as_str());
-            QuestionRow {
-                id: q.qas_id.clone(),
-                question: example.map(|e| e.question_text.clone()).unwrap_or_default(),
-                prediction: prediction.map(|p| p.answer.clone()).unwrap_or_default(),
-                gold: example
-                    .map(|e| e.answers.iter().map(|a| a.text.clone()).collect())
-                    .unwrap_or_default(),
-                f1: q.f1,
-                score: answer_scores.get(q.qas_id.as_str()).copied(),
-            }
-        })
-        .collect();
-    let title = match &r.binding {
-        Some(b) => format!("{} on {}", b.name(), r.data),
-        None => r.data.clone(),
-    };
-    let mut setting = setting_rows(r);
-    if let Some((_, m)) = &r.server_metrics {
-        use bertqa::metrics::text::{counters, gauges};
-        setting.push((
-            "server",
-            format!(
-                "{}; {}",
-                gauges(m.cpu_utilization, m.cpu_memory_used_bytes, &m.gpus),
-                counters(m.inference.as_ref())
-            ),
-        ));
-    }
-    render(&EvalPage {
-        title,
-        setting,
-        metrics: &r.scores.metrics,
-        wall_s: r.wall.as_secs_f64(),
-        features_per_s: rate(r.features as f64, r.wall),
-        questions_per_s: rate(r.questions as f64, r.wall),
-        latency_us: r.infer.as_ref().map(|i| &i.latency_us),
-        questions,
-    })
-}
-
-/// The score of the answer given: start + end logit of the first n-best entry with its
-/// text (the null entry's for no answer); `None` when the n-best list has none.
-pub(super) fn answer_score(p: &bertqa::decode::Prediction) -> Option<f64> {
-    p.nbest
-        .iter()
-        .find(|e| e.text == p.answer)
-        .map(|e| e.start_logit + e.end_logit)
-}
-
 /// The text report's throughput, latency, retries, endpoints, then (`verbose`) padding,
 /// inputs, requests and the client's share.
-fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
+fn text_figures(s: &mut String, r: &EvalRun, verbose: bool) {
     let _ = writeln!(
         s,
         "wall time    {:.3} s   throughput {:.1} features/s, {:.1} questions/s",
@@ -292,7 +182,7 @@ fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
         r.phases.features_s, r.phases.inference_s, r.phases.decode_s
     );
     if let Some((_, m)) = &r.server_metrics {
-        use bertqa::metrics::text::{counters, gauges};
+        use crate::metrics::text::{counters, gauges};
         let _ = writeln!(
             s,
             "server       {}",
@@ -380,19 +270,19 @@ fn text_figures(s: &mut String, r: &EvalReport, verbose: bool) {
 }
 
 /// The sentence a run that bertqa's own CPU limited ends its figures with (the rule of
-/// [`bertqa::pipeline::InferReport::client_bound_warning`]).
-fn cpu_limit_line(i: &bertqa::pipeline::InferReport) -> Option<String> {
+/// [`crate::pipeline::InferReport::client_bound_warning`]).
+fn cpu_limit_line(i: &crate::pipeline::InferReport) -> Option<String> {
     i.client_bound_warning()?;
     Some(format!(
-        "bertqa's CPU was the limit for {:.2} of {:.2} s: more --concurrency will not help; \
-         --shard over machines will",
+        "bertqa's CPU was the limit for {:.2} of {:.2} s: more `concurrency` will not help; \
+         `shard` over machines will",
         i.client_limited().as_secs_f64(),
         i.wall.as_secs_f64()
     ))
 }
 
 /// The text report's questions left out, outputs and gates.
-fn text_outcome(s: &mut String, r: &EvalReport) {
+fn text_outcome(s: &mut String, r: &EvalRun) {
     if !r.scores.missing.is_empty() {
         let _ = writeln!(
             s,

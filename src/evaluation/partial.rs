@@ -1,18 +1,18 @@
-//! `eval`'s output files: the reference's (predictions, n-best, null odds),
-//! per_question.jsonl, the scores, and the partial results of a run that did not
-//! complete.
+//! The partial results of an evaluation that did not complete: the reference's files
+//! and per_question.jsonl for the questions fully answered, and a `metrics.json` marked
+//! `"partial": true` (schema/partial.schema.json).
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use bertqa::journal::Fingerprint;
-use bertqa::pipeline::PartialOutcome;
-use bertqa::types::Dataset;
+use super::{score_with, write_per_question, write_predictions};
+use crate::error::Result;
+use crate::journal::Fingerprint;
+use crate::pipeline::PartialOutcome;
+use crate::types::Dataset;
 
-pub(crate) use bertqa::evaluation::{score_with, write_per_question, write_predictions};
-
-/// `metrics.json` of a run that did not complete (schema/partial.schema.json).
+/// `metrics.json` of a run that did not complete.
 #[derive(serde::Serialize)]
 struct PartialDoc<'a> {
     schema: u32,
@@ -26,7 +26,7 @@ struct PartialDoc<'a> {
     run: Value,
     output_dir: String,
     files: Vec<String>,
-    resume: &'static str,
+    resume: String,
 }
 
 #[derive(serde::Serialize)]
@@ -44,27 +44,27 @@ struct PartialFeatures {
 
 /// What a run that did not complete reports and writes.
 pub(crate) struct Partial<'a> {
-    pub dir: &'a Path,
-    pub data: &'a str,
-    pub dataset: &'a Dataset,
-    pub version_2: bool,
+    pub(crate) dir: &'a Path,
+    pub(crate) data: &'a str,
+    pub(crate) dataset: &'a Dataset,
+    pub(crate) version_2: bool,
     /// null_odds.json is written and is the na-prob file ([`score_with`]).
-    pub null_odds: bool,
-    pub na_prob_thresh: f64,
-    pub fingerprint: &'a Fingerprint,
-    pub journaled: u64,
+    pub(crate) null_odds: bool,
+    pub(crate) na_prob_thresh: f64,
+    pub(crate) fingerprint: &'a Fingerprint,
+    pub(crate) journaled: u64,
+    /// How the caller words the library's settings ([`super::EvalHooks::wording`]).
+    pub(crate) wording: &'a dyn Fn(&str) -> String,
 }
 
-/// Writes the partial results of an interrupted or failed run (predictions, n-best,
-/// null odds and per-question lines for the questions fully answered, and a
-/// `metrics.json` marked `"partial": true`; schema/partial.schema.json) and returns
-/// the one-line summary to exit with. `error` is what ended the run (none: a stop).
+/// Writes the partial results of a stopped or failed run and returns the one-line
+/// summary to fail with. `error` is what ended the run (none: a stop on request).
 pub(crate) fn write_partial(
     p: &Partial<'_>,
     outcome: PartialOutcome,
     error: Option<String>,
-    nbest: Option<bertqa::decode::NbestStream>,
-) -> anyhow::Result<String> {
+    nbest: Option<crate::decode::NbestStream>,
+) -> Result<String> {
     let total = p.dataset.examples.len();
     let done = outcome.done();
     let answered: Vec<_> = outcome.predictions.into_iter().flatten().collect();
@@ -90,7 +90,7 @@ pub(crate) fn write_partial(
         Some(e) => format!("error: {e}"),
         None => "interrupted".to_string(),
     };
-    files.push(bertqa::journal::FILE_NAME.into());
+    files.push(crate::journal::FILE_NAME.into());
     files.push("metrics.json".into());
     let doc = PartialDoc {
         schema: 1,
@@ -108,16 +108,16 @@ pub(crate) fn write_partial(
         run: p.fingerprint.to_json(),
         output_dir: p.dir.display().to_string(),
         files,
-        resume: "rerun the same command with --resume",
+        resume: (p.wording)("rerun the same command with `resume`"),
     };
-    bertqa::output_file::write_atomic(
+    crate::output_file::write_atomic(
         &p.dir.join("metrics.json"),
-        bertqa::report::json::to_string(&doc).as_bytes(),
+        crate::report::json::to_string(&doc).as_bytes(),
     )?;
     let what = error.unwrap_or_else(|| "interrupted".to_string());
     Ok(format!(
         "{what}; {done}/{total} questions done ({} features answered, {} in the journal); \
-         partial results written to {}; rerun the same command with --resume to continue",
+         partial results written to {}; rerun the same command with `resume` to continue",
         outcome.answered,
         p.journaled,
         p.dir.display()
