@@ -109,6 +109,10 @@ pub enum Error {
         cause: Option<Box<Error>>,
     },
 
+    /// One deployment of a comparison failed: `name` as the comparison names it.
+    #[error("model {name:?}: {error}")]
+    Deployment { name: String, error: Box<Error> },
+
     /// A fault of bertqa itself (a worker task that panicked): a bug to report.
     #[error("internal error: {0}")]
     Internal(String),

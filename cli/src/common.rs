@@ -388,15 +388,6 @@ pub(crate) fn pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// The runtime of pipelines run side by side from several threads (`compare
-/// --parallel`): one worker thread drives every model's requests and connections.
-pub(crate) fn shared_pipeline_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

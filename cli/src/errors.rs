@@ -312,6 +312,7 @@ pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
         }
         e if e.is_model_error() => Reason::Model,
         E::RetriesExhausted { last, .. } => library_reason(last),
+        E::Deployment { error, .. } => library_reason(error),
         _ => Reason::Internal,
     }
 }

@@ -46,7 +46,7 @@ impl OwnedRuntime {
             .map_err(|e| crate::Error::system("the client's runtime", e))
     }
 
-    fn handle(&self) -> &tokio::runtime::Handle {
+    pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
         self.runtime().handle()
     }
 
@@ -77,6 +77,11 @@ impl Client {
     /// A builder for a client of the server at `url` (see [`crate::Client::builder`]).
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder::new(url.into())
+    }
+
+    /// The engine of the client, and the handle of the runtime its connections live on.
+    pub(crate) fn parts(&self) -> (&super::Engine, &tokio::runtime::Handle) {
+        (self.inner.engine(), self.runtime.handle())
     }
 
     pub(crate) fn new(inner: super::Client, runtime: OwnedRuntime) -> Client {

@@ -65,6 +65,8 @@ pub struct Blocking;
 /// The settings a client runs with, once the model and the tokenizer are known.
 pub(crate) struct Resolved {
     pub(crate) features: FeatureConfig,
+    /// The window length as given (`None`: the model's, else the default).
+    pub(crate) max_seq_length: Option<usize>,
     /// Its `version_2_with_negative` is set per call.
     pub(crate) decode: DecodeConfig,
     pub(crate) version_2: Option<bool>,
@@ -448,6 +450,7 @@ impl<M> ClientBuilder<M> {
         features.validate_for(postprocess)?;
         Ok(Resolved {
             features,
+            max_seq_length: self.max_seq_length,
             decode: DecodeConfig {
                 n_best_size: self.n_best_size,
                 max_answer_length: self.max_answer_length,

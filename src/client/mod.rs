@@ -44,6 +44,7 @@
 mod answer;
 pub mod blocking;
 mod builder;
+mod compare;
 mod evaluate;
 mod tokenizer;
 
@@ -60,6 +61,7 @@ use crate::types::{Dataset, Example};
 pub use crate::evaluation::Evaluation;
 pub use answer::{Answer, Candidate};
 pub use builder::{Async, Blocking, ClientBuilder};
+pub use compare::{compare_deployments, CompareOptions, Compared, Deployment};
 pub use tokenizer::{load_tokenizer, LoadedTokenizer};
 
 /// A connection to one model on one or more servers (async).

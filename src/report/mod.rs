@@ -17,6 +17,7 @@
 pub mod ask;
 pub mod compare;
 pub mod eval;
+pub mod flips;
 pub mod gates;
 pub mod html;
 pub mod json;

@@ -1,11 +1,7 @@
-//! What every comparison ends with, live or of finished runs: each model against the
-//! first as the report gives it, the gates, and the files (`compare.json`,
-//! `flips.jsonl`, the `--html` page) and the printed report.
+//! What every comparison ends with, live or of finished runs: the statistics' and the
+//! gates' flags, and the printed report.
 
-use std::path::Path;
-
-use bertqa::report::compare::{CompareJson, ComparisonJson, GateJson, Gates, StatisticsJson};
-use bertqa::report::{Format, Render as _};
+use bertqa::report::compare::{CompareJson, GateJson, Gates, StatisticsJson};
 
 use super::super::common::Outcome;
 use super::super::session::Session;
@@ -54,81 +50,23 @@ pub(crate) fn statistics_json(args: &StatisticsArgs) -> StatisticsJson {
     }
 }
 
-/// A line of flips.jsonl: a question that flipped from the first model to `model`.
-#[derive(serde::Serialize)]
-pub(crate) struct FlipLine {
-    pub(crate) model: String,
-    pub(crate) against: String,
-    #[serde(flatten)]
-    pub(crate) flip: bertqa::compare::Flip,
-}
-
-/// Writes DIR/flips.jsonl: every flipped question of every comparison.
-pub(crate) fn write_flips(dir: &std::path::Path, lines: &[FlipLine]) -> bertqa::Result<()> {
-    let mut out = Vec::new();
-    for line in lines {
-        // Strings and finite numbers: serializing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut out, line);
-        out.push(b'\n');
-    }
-    bertqa::output_file::write_atomic(&dir.join("flips.jsonl"), &out)
-}
-
-/// Writes the `--html` page of `doc` with the questions of `lines`.
-pub(crate) fn write_html(
-    path: &std::path::Path,
-    doc: &CompareJson,
-    lines: &[FlipLine],
-) -> bertqa::Result<()> {
-    let per_model: Vec<(String, Vec<bertqa::compare::Flip>)> = doc
-        .comparisons
-        .iter()
-        .map(|c| {
-            let flips = lines
-                .iter()
-                .filter(|l| l.model == c.model)
-                .map(|l| l.flip.clone())
-                .collect();
-            (c.model.clone(), flips)
-        })
-        .collect();
-    let flips: Vec<bertqa::report::html::compare::FlipsOf<'_>> = per_model
-        .iter()
-        .map(|(model, flips)| bertqa::report::html::compare::FlipsOf { model, flips })
-        .collect();
-    let page = bertqa::report::html::compare::render(doc, &flips);
-    bertqa::output_file::write_atomic(path, &page)
-}
-
-/// The gates the flags ask for on one comparison of `questions`, and how they went.
-pub(crate) fn gates_of(args: &Args, c: &ComparisonJson, questions: usize) -> Vec<GateJson> {
-    let gates = Gates {
+/// The gates the flags ask for.
+pub(crate) fn gates(args: &Args) -> Gates {
+    Gates {
         min_agreement: args.min_agreement,
         max_logit_diff: args.max_logit_diff,
         max_f1_drop: args.max_f1_drop,
         fail_on_significant_drop: args.fail_on_significant_drop,
         max_flip_rate: args.max_flip_rate,
-    };
-    gates.check(c, questions)
+    }
 }
 
-/// Writes the report's files (`dir`: compare.json and flips.jsonl; `--html`'s page),
-/// prints it, and says how the gates went.
-pub(crate) fn finish(
+/// Prints the report and says how the gates went.
+pub(crate) fn report(
     args: &Args,
     session: &mut Session,
-    dir: Option<&Path>,
     doc: &CompareJson,
-    flipped: &[FlipLine],
 ) -> anyhow::Result<Outcome> {
-    let json = doc.render(Format::Json);
-    if let Some(dir) = dir {
-        write_flips(dir, flipped)?;
-        bertqa::output_file::write_atomic(&dir.join("compare.json"), json.as_bytes())?;
-    }
-    if let Some(path) = &args.html {
-        write_html(path, doc, flipped)?;
-    }
     session.report(doc, args.run.output.json)?;
     let failed: Vec<String> = doc
         .gates

@@ -16,8 +16,9 @@ use serde_json::Value;
 
 use super::super::common::{data_label, feature_config, load_data, load_tokenizer, Outcome};
 use super::super::session::Session;
-use super::output::{self, gates_of, statistics_json, FlipLine};
+use super::output::{self, gates, statistics_json};
 use super::Args;
+use bertqa::report::flips::FlipLine;
 
 pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome> {
     if args.runs.len() < 2 {
@@ -46,7 +47,7 @@ pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome>
     let (windows, no_windows) = windows(args, &dataset, &runs);
     let statistics = args.statistics.statistics();
     let first = &runs[0];
-    let mut gates = Vec::new();
+    let mut gate_results = Vec::new();
     let mut flipped = Vec::new();
     let comparisons = runs[1..]
         .iter()
@@ -62,7 +63,7 @@ pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome>
             if let Some(reason) = &no_windows {
                 json.kl_unavailable = Some(reason.clone());
             }
-            gates.extend(gates_of(args, &json, dataset.examples.len()));
+            gate_results.extend(gates(args).check(&json, dataset.examples.len()));
             json
         })
         .collect();
@@ -77,12 +78,18 @@ pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome>
         statistics: statistics_json(&args.statistics),
         models: runs.iter().map(model_json).collect(),
         comparisons,
-        gates,
+        gates: gate_results,
     };
     if let Some(dir) = &args.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| bertqa::Error::io(dir, e))?;
     }
-    output::finish(args, session, args.output_dir.as_deref(), &doc, &flipped)
+    bertqa::report::flips::write(
+        args.output_dir.as_deref(),
+        args.html.as_deref(),
+        &doc,
+        &flipped,
+    )?;
+    output::report(args, session, &doc)
 }
 
 /// Runs of one model (today's against a baseline) named apart by their directories.

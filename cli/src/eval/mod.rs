@@ -6,6 +6,8 @@
 
 mod progress;
 
+pub(crate) use progress::Hooks;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,7 +19,6 @@ use super::session::Session;
 use bertqa::report::{Format, Render as _};
 use bertqa::{EvalData, EvalOptions, Evaluation};
 
-pub(crate) use bertqa::evaluation::{write_per_question, write_predictions};
 pub(crate) use bertqa::report::eval::inputs_line;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).

@@ -1,0 +1,449 @@
+//! Deployments compared ([`compare_deployments`]): the same data evaluated by several
+//! clients (a model on two servers, TorchScript against ONNX, FP32 against FP16), each
+//! against the first, as `bertqa compare` reports it.
+//!
+//! Contract:
+//! - The windows are cut once, with the tokenizer of the first deployment that does not
+//!   cut its own, and the same windows go to every deployment that takes token ids: their
+//!   logits are compared window by window. A deployment of another family cuts its own
+//!   ([`Deployment::own_windows`]); a model that takes text is sent the text.
+//! - Every deployment pads alike (to each batch's longest window only when every model
+//!   takes any length), so their logits are comparable; a fixed-length model must take
+//!   the window length.
+//! - One after another (fair timings), or all at once ([`CompareOptions::parallel`]).
+//! - Each deployment's directory holds the files of an evaluation (`compare --runs` reads
+//!   it); the output directory `compare.json` and `flips.jsonl`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use crate::compare::Statistics;
+use crate::error::{Error, Result};
+use crate::evaluate::Scores;
+use crate::evaluation::{score_with, write_per_question, write_predictions, EvalData, EvalHooks};
+use crate::features::FeatureConfig;
+use crate::pipeline::{Padding, RunConfig, RunOutcome};
+use crate::report::compare::{
+    CompareJson, ComparisonJson, Gates, LatencyMs, ModelJson, ModelRunJson, StatisticsJson,
+    Throughput,
+};
+use crate::report::flips::FlipLine;
+use crate::types::Feature;
+
+/// A deployment to compare: a client, and how the report names it.
+pub struct Deployment<'a> {
+    /// Its name in the report (a model of one name on two servers: `name@url`).
+    pub name: String,
+    /// Its server, as the report names it.
+    pub url: String,
+    pub client: &'a crate::blocking::Client,
+    /// It cuts its own windows with its client's tokenizer (a model of another family),
+    /// instead of taking the windows cut once for all.
+    pub own_windows: bool,
+}
+
+/// What a comparison does besides running and comparing.
+#[derive(Clone)]
+pub struct CompareOptions {
+    /// Each deployment's files in `DIR/<model>/`, `compare.json` and `flips.jsonl`.
+    pub output_dir: PathBuf,
+    /// Run the deployments at the same time (their timings then interfere).
+    pub parallel: bool,
+    /// Also save each deployment's windows' logits (`DIR/<model>/logits.bin`).
+    pub save_logits: bool,
+    /// Disagreeing questions listed per deployment.
+    pub show: usize,
+    /// Write an HTML page here.
+    pub html: Option<PathBuf>,
+    pub statistics: Statistics,
+    pub gates: Gates,
+    /// Cancelled: the runs stop (a run stopped is an error).
+    pub stop: Option<CancellationToken>,
+    /// Told the notes the runs give.
+    pub hooks: Option<Arc<dyn EvalHooks>>,
+}
+
+impl CompareOptions {
+    /// Options writing into `output_dir`, with the default statistics and no gates.
+    pub fn new(output_dir: impl Into<PathBuf>) -> CompareOptions {
+        CompareOptions {
+            output_dir: output_dir.into(),
+            parallel: false,
+            save_logits: false,
+            show: 10,
+            html: None,
+            statistics: Statistics::default(),
+            gates: Gates::default(),
+            stop: None,
+            hooks: None,
+        }
+    }
+}
+
+/// A comparison's report (`compare --json`'s document, also `compare.json`) and the
+/// questions that flipped (`flips.jsonl`).
+#[derive(Debug)]
+pub struct Compared {
+    pub report: CompareJson,
+    pub flips: Vec<FlipLine>,
+}
+
+/// Evaluates `data` on every deployment and compares each with the first (see the
+/// module's contract); writes the files into `options.output_dir`, which must exist.
+pub fn compare_deployments(
+    deployments: &[Deployment<'_>],
+    data: &EvalData,
+    options: &CompareOptions,
+) -> Result<Compared> {
+    if deployments.len() < 2 {
+        return Err(Error::Config(format!(
+            "a comparison needs at least two deployments (got {})",
+            deployments.len()
+        )));
+    }
+    let first = deployments[0].client.parts().0;
+    let version_2 = first.settings.version_2.unwrap_or(data.looks_like_v2);
+    // The windows' default length: the first fixed-length model's.
+    let max_seq_length = first
+        .settings
+        .max_seq_length
+        .or_else(|| {
+            deployments
+                .iter()
+                .find_map(|d| d.client.model().fixed_len())
+        })
+        .unwrap_or(FeatureConfig::default().max_seq_length);
+    let shared = deployments
+        .iter()
+        .map(|d| d.client.parts().0)
+        .zip(deployments)
+        .find(|(e, d)| !d.own_windows && e.tokenizer.is_some())
+        .map(|(e, _)| e);
+    let features = FeatureConfig {
+        max_seq_length,
+        ..first.settings.features
+    };
+    let windows: Vec<Arc<Feature>> = match shared {
+        Some(engine) => {
+            features.validate_for(engine.settings.decode.postprocess)?;
+            let tokenizer = engine.tokenizer.as_ref().expect("found with a tokenizer");
+            let builder = crate::features::FeatureBuilder::for_rules(
+                tokenizer.tokenizer.as_ref(),
+                engine.settings.decode.postprocess,
+                features,
+                &data.dataset,
+            )?;
+            let (built, _) = crate::features::collect(builder, &data.dataset)?;
+            built.into_iter().map(Arc::new).collect()
+        }
+        None => Vec::new(),
+    };
+    let padding = shared_padding(deployments, max_seq_length)?;
+    let jobs = deployments
+        .iter()
+        .zip(dir_names(deployments))
+        .map(|(d, dir_name)| job(d, dir_name, features, version_2, padding))
+        .collect::<Result<Vec<_>>>()?;
+    let shared = Shared {
+        data,
+        windows: &windows,
+        version_2,
+        options,
+    };
+    let runs: Vec<ModelRun> = if options.parallel {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|j| scope.spawn(|| run_one(&shared, j)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a deployment's thread"))
+                .collect::<Result<_>>()
+        })?
+    } else {
+        jobs.into_iter()
+            .map(|j| run_one(&shared, j))
+            .collect::<Result<_>>()?
+    };
+    let compared = report(&shared, &runs);
+    // Each deployment's directory a complete run (`compare --runs` reads it).
+    for (run, model) in runs.iter().zip(&compared.report.models) {
+        let mut files = run.files.clone();
+        files.push("metrics.json".into());
+        let json =
+            crate::report::json::to_string(&ModelRunJson::of(&compared.report, model, files));
+        let path = options.output_dir.join(&run.dir_name).join("metrics.json");
+        crate::output_file::write_atomic(&path, json.as_bytes())?;
+    }
+    crate::report::flips::write(
+        Some(&options.output_dir),
+        options.html.as_deref(),
+        &compared.report,
+        &compared.flips,
+    )?;
+    Ok(compared)
+}
+
+/// What every deployment's run shares.
+struct Shared<'a> {
+    data: &'a EvalData,
+    /// The windows cut once.
+    windows: &'a [Arc<Feature>],
+    version_2: bool,
+    options: &'a CompareOptions,
+}
+
+/// A deployment's run, ready to start.
+struct Job<'a> {
+    deployment: &'a Deployment<'a>,
+    engine: &'a Engine,
+    handle: &'a tokio::runtime::Handle,
+    /// Its directory under the output directory.
+    dir_name: String,
+    config: RunConfig,
+    /// It cuts its own windows, or the server does (a text model).
+    own_windows: bool,
+}
+
+/// One deployment's run.
+struct ModelRun {
+    name: String,
+    url: String,
+    protocol: crate::backend::Protocol,
+    platform: String,
+    dir_name: String,
+    outcome: RunOutcome,
+    own_windows: bool,
+    scores: Scores,
+    /// The files written in its directory.
+    files: Vec<String>,
+}
+
+/// Each deployment's directory: its model's name made a distinct file name.
+fn dir_names(deployments: &[Deployment<'_>]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for d in deployments {
+        let mut name = d.client.model().name().replace(['/', '\\'], "_");
+        if names.contains(&name) {
+            name = format!("{name}-{}", names.len() + 1);
+        }
+        names.push(name);
+    }
+    names
+}
+
+/// The same padding for all, so logits are comparable: each batch padded to its longest
+/// window only when every model takes any length (and none asks for fixed padding). A
+/// fixed-length model must take the window length.
+fn shared_padding(deployments: &[Deployment<'_>], max_seq_length: usize) -> Result<Padding> {
+    let engines = || deployments.iter().map(|d| d.client.parts().0);
+    // A text model has no fixed length of ours (the server tokenizes).
+    let all_dynamic = engines().all(|e| e.model.fixed_len().is_none());
+    let fixed = engines().any(|e| e.settings.load.fixed_seq_len);
+    for d in deployments {
+        if let Some(n) = d.client.model().fixed_len() {
+            if n != max_seq_length {
+                return Err(Error::Config(format!(
+                    "model {:?} takes {n} tokens but `max_seq_length` is {max_seq_length}",
+                    d.name
+                )));
+            }
+        }
+    }
+    Ok(match all_dynamic && !fixed {
+        true => Padding::Longest { multiple: 8 },
+        false => Padding::Fixed(max_seq_length),
+    })
+}
+
+/// A deployment's run settings: the shared windows' geometry (its own tokenizer's rules
+/// when it cuts its own) and padding, keeping the logits to compare.
+fn job<'a>(
+    d: &'a Deployment<'a>,
+    dir_name: String,
+    features: FeatureConfig,
+    version_2: bool,
+    padding: Padding,
+) -> Result<Job<'a>> {
+    let (engine, handle) = d.client.parts();
+    let mut decode = engine.settings.decode.clone();
+    decode.version_2_with_negative = version_2;
+    let model = &engine.model;
+    let text = model.takes_text();
+    if d.own_windows && !text {
+        features.validate_for(decode.postprocess)?;
+    }
+    let mut config = RunConfig::resolve(model, &engine.settings.load, features, decode)?;
+    config.keep_logits = true;
+    if text {
+        // The server makes the windows (kept with their logits).
+        config.keep_features = true;
+    } else {
+        config.infer.padding = padding;
+        config.keep_features = d.own_windows;
+    }
+    Ok(Job {
+        deployment: d,
+        engine,
+        handle,
+        dir_name,
+        config,
+        own_windows: text || d.own_windows,
+    })
+}
+
+/// Runs one deployment, then writes and scores its answers in its directory.
+fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
+    let Job {
+        deployment,
+        engine,
+        handle,
+        dir_name,
+        config,
+        own_windows,
+    } = job;
+    let name = &deployment.name;
+    let options = shared.options;
+    let dataset = &shared.data.dataset;
+    let observer = crate::pipeline::NoProgress;
+    let mut run = engine.new_run(handle, dataset, &config, &observer);
+    if let Some(stop) = &options.stop {
+        run = run.stop_on(stop.clone());
+    }
+    if !own_windows {
+        run = run.prebuilt(shared.windows);
+    }
+    let outcome = run.run().map_err(|e| Error::Deployment {
+        name: name.clone(),
+        error: Box::new(e),
+    })?;
+    if let (Some(hooks), Some(note)) = (&options.hooks, outcome.infer.padding.note(name)) {
+        hooks.note(&note);
+    }
+    let dir = options.output_dir.join(&dir_name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // A model without null odds (an answer-contract model without a no-answer output)
+    // is scored as the official v2 script scores without a na-prob file.
+    let null_odds = shared.version_2 && engine.model.gives_null_odds();
+    let mut files = write_predictions(&dir, &outcome.predictions, null_odds, None)?;
+    if options.save_logits {
+        crate::logits_io::save(&dir.join("logits.bin"), &outcome.logits)?;
+        files.push("logits.bin".into());
+    }
+    let scores = score_with(
+        dataset,
+        &outcome.predictions,
+        shared.version_2,
+        null_odds,
+        engine.settings.na_prob_thresh,
+    )?;
+    write_per_question(&dir, &outcome.predictions, &scores)?;
+    files.push("per_question.jsonl".into());
+    Ok(ModelRun {
+        name: name.clone(),
+        url: deployment.url.clone(),
+        protocol: engine.pool.first_client().protocol(),
+        platform: engine.model.platform().to_string(),
+        dir_name,
+        outcome,
+        own_windows,
+        scores,
+        files,
+    })
+}
+
+/// The report: every deployment's run, each against the first, and the gates; and the
+/// questions that flipped.
+fn report(shared: &Shared<'_>, runs: &[ModelRun]) -> Compared {
+    let options = shared.options;
+    let first = &runs[0];
+    let questions = first.outcome.predictions.len();
+    let (mut gates, mut flips) = (Vec::new(), Vec::new());
+    let comparisons = runs[1..]
+        .iter()
+        .map(|r| {
+            let c = crate::compare::compare_with(
+                &compared(first, shared.windows),
+                &compared(r, shared.windows),
+                &options.statistics,
+            );
+            flips.extend(c.flipped.iter().map(|f| FlipLine {
+                model: r.name.clone(),
+                against: first.name.clone(),
+                flip: f.clone(),
+            }));
+            let json = ComparisonJson::new(options.show, &first.name, &r.name, c);
+            gates.extend(options.gates.check(&json, questions));
+            json
+        })
+        .collect();
+    let s = &options.statistics;
+    let report = CompareJson {
+        schema: 1,
+        data: shared.data.name.clone(),
+        version_2_with_negative: shared.version_2,
+        questions,
+        features: shared.windows.len(),
+        parallel: options.parallel,
+        runs: None,
+        statistics: StatisticsJson {
+            bootstrap: s.rounds,
+            seed: s.seed,
+            confidence: s.confidence,
+            p_values_corrected: false,
+        },
+        models: runs
+            .iter()
+            .map(|r| model_json(&options.output_dir, r))
+            .collect(),
+        comparisons,
+        gates,
+    };
+    Compared { report, flips }
+}
+
+/// One deployment's run as the report lists it.
+fn model_json(output_dir: &Path, r: &ModelRun) -> ModelJson {
+    let i = &r.outcome.infer;
+    let wall = r.outcome.wall.as_secs_f64();
+    let per_s = |n: f64| if wall > 0.0 { n / wall } else { 0.0 };
+    ModelJson {
+        name: r.name.clone(),
+        url: r.url.clone(),
+        protocol: r.protocol,
+        platform: r.platform.clone(),
+        output_dir: output_dir.join(&r.dir_name).display().to_string(),
+        metrics: r.scores.metrics.clone(),
+        wall_s: wall,
+        throughput: Throughput {
+            features_per_s: per_s(r.outcome.features as f64),
+            questions_per_s: per_s(r.outcome.predictions.len() as f64),
+        },
+        latency_ms: LatencyMs {
+            p50: i.latency_ms(0.5),
+            p95: i.latency_ms(0.95),
+            p99: i.latency_ms(0.99),
+        },
+        padding: Some((&i.padding).into()),
+    }
+}
+
+/// A deployment's run as the comparison reads it: its own windows (a text model's, or
+/// its tokenizer's) or the windows cut once.
+fn compared<'a>(m: &'a ModelRun, windows: &'a [Arc<Feature>]) -> crate::compare::Run<'a> {
+    crate::compare::Run {
+        predictions: &m.outcome.predictions,
+        metrics: &m.scores.metrics,
+        scores: &m.scores.counted,
+        windows: if m.own_windows {
+            &m.outcome.kept_features
+        } else {
+            windows
+        },
+        logits: &m.outcome.logits,
+    }
+}
