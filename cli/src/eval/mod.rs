@@ -17,7 +17,6 @@ use super::common::Outcome;
 use super::session::Session;
 
 pub(crate) use output::{write_per_question, write_predictions};
-pub(crate) use report::inputs_line;
 
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
