@@ -91,6 +91,12 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 
+    /// A call that cannot go ahead as asked, said in full: a setting that does not apply
+    /// to the model (naming the setting), a request larger than the model takes, data
+    /// that gives nothing to send.
+    #[error("{0}")]
+    Refused(String),
+
     /// There is nothing to work on (e.g. a dataset without questions to score).
     #[error("{0}")]
     Empty(String),

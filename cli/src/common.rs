@@ -221,6 +221,22 @@ pub(crate) fn client_builder(
             net.wait_ready
         )));
     }
+    Ok(server_builder(server)?
+        // Over HTTP `--transport` defaults to `unary` (args.rs): `stream` was asked for.
+        .transport(match net.transport {
+            TransportArg::Stream => GrpcCall::Stream,
+            TransportArg::Unary => GrpcCall::Unary,
+        })
+        .connections(net.connections.max(1) as usize)
+        .retries(net.retries)
+        .retry_max_backoff(Duration::from_millis(net.retry_max_backoff_ms.max(1)))
+        .retry_model_errors(net.retry_model_errors)
+        .wait_ready(Duration::from_secs_f64(net.wait_ready)))
+}
+
+/// The client's settings of the server flags alone (`perf` and `tune` have no network
+/// flags: their sweeps keep connections of their own).
+pub(crate) fn server_builder(server: &ServerArgs) -> bertqa::Result<bertqa::ClientBuilder> {
     let security = super::security::security(&server.security)?;
     let mut builder = bertqa::Client::builder(server.first_url());
     for url in server.url.iter().skip(1) {
@@ -234,19 +250,9 @@ pub(crate) fn client_builder(
     }
     Ok(builder
         .protocol(server.protocol.into())
-        // Over HTTP `--transport` defaults to `unary` (args.rs): `stream` was asked for.
-        .transport(match net.transport {
-            TransportArg::Stream => GrpcCall::Stream,
-            TransportArg::Unary => GrpcCall::Unary,
-        })
         .connect_timeout(Duration::from_millis(server.connect_timeout_ms))
         .timeout(Duration::from_millis(server.timeout_ms))
-        .headers(security.headers)
-        .connections(net.connections.max(1) as usize)
-        .retries(net.retries)
-        .retry_max_backoff(Duration::from_millis(net.retry_max_backoff_ms.max(1)))
-        .retry_model_errors(net.retry_model_errors)
-        .wait_ready(Duration::from_secs_f64(net.wait_ready)))
+        .headers(security.headers))
 }
 
 /// The client's settings of every flag of a command that runs the pipeline: the server

@@ -298,7 +298,7 @@ pub(crate) fn reason(e: &anyhow::Error) -> Reason {
 pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
     use bertqa::Error as E;
     match e {
-        E::Config(_) => Reason::Usage,
+        E::Config(_) | E::Refused(_) => Reason::Usage,
         E::Io { .. }
         | E::Input { .. }
         | E::Decode { .. }

@@ -15,6 +15,7 @@ const FLAGS: &[(&str, &str)] = &[
     ("`max_query_length`", "--max-query-length"),
     // Tokenizer.
     ("`vocab`", "--vocab"),
+    ("`tokenizer` does not apply", "--tokenizer does not apply"),
     ("`tokenizer`", "`--tokenizer`"),
     ("`postprocess = ", "`--postprocess "),
     ("`lower_case = false`", "--no-lower-case"),
@@ -55,6 +56,10 @@ const FLAGS: &[(&str, &str)] = &[
     ("`max_trials`", "--max-trials"),
     ("`Window::Count`", "--measurement-request-count"),
     ("`max_inflight`", "--max-inflight"),
+    ("`export_input_data`", "--export-input-data"),
+    // The metrics read (metrics::MetricsOptions).
+    ("`metrics_url`", "--metrics-url"),
+    ("`no_metrics`", "--no-metrics"),
     // The journal and the saved logits.
     ("`resume`", "--resume"),
     ("`shard`", "--shard"),
@@ -62,6 +67,11 @@ const FLAGS: &[(&str, &str)] = &[
     // tune (tune::Tune).
     ("`remeasure`", "--remeasure"),
     ("`keep_best`", "--keep-best"),
+    ("`step`", "--step"),
+    (
+        "with `control_url` (e.g. `control_url` ",
+        "with --control-url (e.g. --control-url ",
+    ),
     // Settings of one command, not of the library: `command.setting`.
     ("`eval.resume`", "eval --resume"),
     ("`eval.output_dir`", "eval --output-dir"),
@@ -114,6 +124,34 @@ mod tests {
         assert_eq!(
             name_flags("left loaded (`keep_best`); a larger `remeasure`"),
             "left loaded (--keep-best); a larger --remeasure"
+        );
+        // A text model refuses the settings that shape tokens, each named as its flag.
+        for (setting, flag) in [
+            ("`doc_stride`", "--doc-stride"),
+            ("`max_seq_length`", "--max-seq-length"),
+            ("`export_input_data`", "--export-input-data"),
+            ("`Padding::Fixed`", "--fixed-seq-len"),
+            ("`vocab`", "--vocab"),
+            ("`tokenizer`", "--tokenizer"),
+            ("`lower_case = false`", "--no-lower-case"),
+            ("`input_mask`", "--input-mask"),
+        ] {
+            assert_eq!(
+                name_flags(&format!(
+                    "{setting} does not apply: model \"qa-text\" takes text (x)"
+                )),
+                format!("{flag} does not apply: model \"qa-text\" takes text (x)")
+            );
+        }
+        assert_eq!(
+            name_flags(
+                "with `control_url` (e.g. `control_url` localhost:8000), or use `Protocol::Http`"
+            ),
+            "with --control-url (e.g. --control-url localhost:8000), or use --protocol http"
+        );
+        assert_eq!(
+            name_flags("`step` s: model \"m\"; name the step to tune with `step` (its steps"),
+            "--step s: model \"m\"; name the step to tune with --step (its steps"
         );
         // Only in the library's phrases: serde's words stay.
         let serde = "missing field `data`; missing field `model`";

@@ -9,13 +9,14 @@ use super::args::{
     BindingArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs, TokenizerArgs,
     WindowArgs, INPUT, MODEL, OUTPUT, RUN, SEARCH, SERVER,
 };
-use super::common::{client_config, load_data, load_tokenizer, runtime, Outcome};
+use super::common::{data_label, load_data, runtime, Outcome};
+use super::flags::name_flags;
 use super::session::Session;
 use bertqa::perf::{Budget, Level, Load, PerfConfig, PerfProgress, Range};
 use bertqa::tune::config::{Preferred, Settings};
 use bertqa::tune::report::{self, Candidate};
 use bertqa::tune::search::Space;
-use bertqa::tune::{Control, Tune, TuneProgress, Workload};
+use bertqa::tune::{TuneOptions, TuneProgress, Tuning};
 
 /// The configuration (max batch size, dynamic batching, instances) that serves best
 /// within a latency budget, found on a live Triton in explicit model-control mode.
@@ -210,6 +211,10 @@ struct Lines {
 }
 
 impl PerfProgress for Lines {
+    fn warning(&self, text: &str) {
+        eprintln!("warning: {}", name_flags(text));
+    }
+
     fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
         if !self.quiet && super::verbose() {
             eprintln!(
@@ -272,33 +277,15 @@ impl TuneProgress for Lines {
     }
 }
 
-/// The HTTP connection of the repository calls.
-fn control_client(args: &Args, rt: &tokio::runtime::Runtime) -> anyhow::Result<bertqa::Pool> {
-    let mut config = client_config(&args.server)?;
-    match (&args.control_url, config.protocol) {
-        (Some(url), _) => config.url = url.clone(),
-        (None, bertqa::backend::Protocol::Http) => {}
-        (None, bertqa::backend::Protocol::Grpc) => anyhow::bail!(
-            "tune loads model configurations through Triton's HTTP repository API: give the \
-             server's HTTP address with --control-url (e.g. --control-url localhost:8000), \
-             or use --protocol http"
-        ),
-    }
-    config.protocol = bertqa::backend::Protocol::Http;
-    config.request_timeout = config.request_timeout.max(LOAD_TIMEOUT);
-    Ok(rt.block_on(bertqa::Pool::single(&config))?)
-}
-
-/// The least time a repository call may take: a load of a large model (a TensorRT
-/// engine, several instances) takes minutes.
-const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
     let rt = runtime()?;
     if args.restore {
-        return restore(&args, session, &rt);
+        let client = super::common::server_builder(&args.server)?;
+        let said = bertqa::tune::restore_from(&rt, &client, &args.output_dir)?;
+        session.print(|| format!("{said}\n"))?;
+        return Ok(Outcome::Success);
     }
-    let mut perf = perf_config(&args)?;
+    let perf = perf_config(&args)?;
     let space = space(&args)?;
     std::fs::create_dir_all(&args.output_dir)
         .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
@@ -312,44 +299,32 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     }
     let model = args.model.clone().expect("required by clap");
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
-    let server = rt.block_on(bertqa::Pool::single(&client_config(&args.server)?))?;
-    let (metadata, model_config) =
-        rt.block_on(bertqa::backend::describe(server.first_client(), &model, ""))?;
-    let (tuned, workload) = if bertqa::backend::text::takes_text(&metadata) {
-        text_workload(&args, &model, &metadata, model_config.as_ref(), &dataset)?
-    } else {
-        if let Some(step) = &args.step {
-            anyhow::bail!(
-                "--step {step}: model {model:?} takes token ids, not an ensemble of text"
-            );
-        }
-        let overrides = super::common::binding_overrides(&args.binding);
-        let bound = bertqa::Model::infer(
-            &metadata,
-            model_config.as_ref(),
-            "",
-            &overrides,
-            &args.text.overrides(&args.binding),
-        )?;
-        let features =
-            super::perf::token_features(&args.window, tokenizer?, &bound, &dataset, &args.data)?;
-        let (padding, _) = super::perf::padding(&args.window, &bound, false)?;
-        let batches = bertqa::perf::make_batches(&features, args.batch_size, padding);
-        (model.clone(), Workload::Tokens { batches, overrides })
-    };
-    let control = rt.block_on(Control::open(control_client(&args, &rt)?, &tuned))?;
-    let key = bertqa::metrics::ModelKey {
-        name: model.clone(),
-        version: String::new(),
-    };
-    let (scraper, _) = rt.block_on(super::metrics::start(
-        &args.metrics,
+    let client = super::perf::client_settings(
         &args.server,
-        Some(server.first_client()),
-        key,
-    ))?;
-    perf.metrics = scraper;
+        &model,
+        &args.tokenizer,
+        &args.window,
+        args.postprocess,
+        &args.binding,
+        &args.text,
+        Some(args.batch_size),
+    )?;
+    let options = TuneOptions {
+        step: args.step.clone(),
+        control_url: args.control_url.clone(),
+        perf,
+        space,
+        exhaustive: args.exhaustive,
+        remeasure: args.remeasure,
+        keep_best: args.keep_best,
+        output_dir: args.output_dir.clone(),
+        data: data_label(&args.data),
+        metrics: super::perf::metrics_options(&args.metrics),
+    };
+    let progress = Lines {
+        quiet: args.output.quiet,
+    };
+    let tuning = Tuning::prepare(&rt, &client, &dataset, options, &progress)?;
     let dir = args.output_dir.clone();
     let stop = match session.stop() {
         Some(stop) => stop,
@@ -361,32 +336,10 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             );
         })?,
     };
-    perf.stop = Some(stop.clone());
-    let control = control.stop_with(stop.clone());
-    let progress = Lines {
-        quiet: args.output.quiet,
-    };
-    let tuned_run = Tune {
-        model: &tuned,
-        control: &control,
-        server: &server,
-        workload,
-        perf: perf.clone(),
-        space,
-        exhaustive: args.exhaustive,
-        remeasure: args.remeasure,
-        keep_best: args.keep_best,
-        output_dir: &args.output_dir,
-        stop,
-    }
-    .run_naming(&rt, &progress, &restore_command);
-    if let Some(scraper) = &perf.metrics {
-        scraper.stop();
-    }
-    let mut tuned_run = tuned_run?;
+    let mut tuned_run = tuning.run(&rt, stop, &progress, &restore_command)?;
     // The warnings and the text name settings; the reports name the flags.
     for w in &mut tuned_run.report.warnings {
-        *w = super::flags::name_flags(w);
+        *w = name_flags(w);
     }
     let report = &tuned_run.report;
     session.keep_document(&report::render_json(report));
@@ -395,7 +348,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         if args.output.json {
             bertqa::report::json::to_string(&report::render_json(report))
         } else {
-            super::flags::name_flags(&report::render_text(report))
+            name_flags(&report::render_text(report))
         }
     })?;
     let written = write_files(&args, &tuned_run);
@@ -427,60 +380,6 @@ fn restore_command(dir: &Path) -> String {
     format!("bertqa tune --restore --output-dir {}", dir.display())
 }
 
-/// The model whose step is tuned, and the pairs sent to the ensemble.
-fn text_workload(
-    args: &Args,
-    model: &str,
-    metadata: &bertqa::backend::proto::ModelMetadataResponse,
-    config: Option<&bertqa::backend::proto::ModelConfig>,
-    dataset: &bertqa::types::Dataset,
-) -> anyhow::Result<(String, Workload)> {
-    let steps: Vec<String> = config
-        .and_then(|c| match &c.scheduling_choice {
-            Some(bertqa::backend::proto::model_config::SchedulingChoice::EnsembleScheduling(e)) => {
-                Some(e.step.iter().map(|s| s.model_name.clone()).collect())
-            }
-            _ => None,
-        })
-        .unwrap_or_default();
-    let step = match &args.step {
-        Some(s) if steps.contains(s) => s.clone(),
-        Some(s) if steps.is_empty() => {
-            anyhow::bail!("--step {s}: model {model:?} takes text but is not an ensemble")
-        }
-        Some(s) => anyhow::bail!(
-            "--step {s}: not a step of ensemble {model:?} (its steps: {})",
-            steps.join(", ")
-        ),
-        None if steps.is_empty() => anyhow::bail!(
-            "model {model:?} takes text and is not an ensemble: tune the model itself is not \
-             supported for text models; tune the model behind it"
-        ),
-        None => anyhow::bail!(
-            "model {model:?} is an ensemble: name the step to tune with --step (its steps: {})",
-            steps.join(", ")
-        ),
-    };
-    let bound = bertqa::Model::infer(
-        metadata,
-        config,
-        "",
-        &super::common::binding_overrides(&args.binding),
-        &args.text.overrides(&args.binding),
-    )?;
-    let per_request = super::perf::text::per_request(Some(args.batch_size), &bound)?;
-    let pairs = super::perf::text::pairs(dataset);
-    if pairs.is_empty() {
-        anyhow::bail!(
-            "{}: no questions to send",
-            super::common::data_label(&args.data)
-        );
-    }
-    let requests = bertqa::perf::text::make_requests(&pairs, per_request);
-    let requests = bertqa::perf::Requests::questions(&bound, String::new(), requests)?;
-    Ok((step, Workload::Text(requests)))
-}
-
 /// tune.json in the output directory, `--write-config`, `--html`.
 fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
     let report = &t.report;
@@ -491,31 +390,8 @@ fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
         bertqa::output_file::write_atomic(path, &bertqa::tune::html::render(report))?;
     }
     if let Some(path) = &args.write_config {
-        match report.best() {
-            Some(b) => {
-                let c = &report.candidates[b];
-                // The configuration found is written as it was read.
-                let config = match b {
-                    0 => t.original.clone(),
-                    _ => bertqa::tune::config::candidate(&t.original, &c.settings, None),
-                };
-                let header = vec![
-                    format!(
-                        "written by bertqa tune for model {:?}: {}",
-                        report.model,
-                        c.shown().describe()
-                    ),
-                    format!(
-                        "{:.1} features/s within p{} <= {} ms on {}",
-                        c.score(),
-                        report.budget.percentile,
-                        report.budget.threshold_us / 1000.0,
-                        report.url
-                    ),
-                ];
-                let text = bertqa::tune::config::to_pbtxt(&config, &header);
-                bertqa::output_file::write_atomic(path, text.as_bytes())?;
-            }
+        match t.best_config() {
+            Some(text) => bertqa::output_file::write_atomic(path, text.as_bytes())?,
             None => eprintln!(
                 "warning: no candidate kept the budget: {} not written",
                 path.display()
@@ -523,24 +399,6 @@ fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// `tune --restore --output-dir D`.
-fn restore(
-    args: &Args,
-    session: &mut Session,
-    rt: &tokio::runtime::Runtime,
-) -> anyhow::Result<Outcome> {
-    let dir: &Path = &args.output_dir;
-    let (state, _) = bertqa::tune::state::read(dir)?;
-    let mut config = client_config(&args.server)?;
-    config.url = state.control_url.clone();
-    config.protocol = bertqa::backend::Protocol::Http;
-    let server = rt.block_on(bertqa::Pool::single(&config))?;
-    let control = rt.block_on(Control::open(server, &state.model))?;
-    let said = bertqa::tune::restore(rt, &control, dir)?;
-    session.print(|| format!("{said}\n"))?;
-    Ok(Outcome::Success)
 }
 
 #[cfg(test)]

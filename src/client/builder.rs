@@ -15,6 +15,7 @@ use crate::decode::{DecodeConfig, Postprocess};
 use crate::error::{Error, Result};
 use crate::evaluation::{EvalData, EvalOptions, Evaluation};
 use crate::features::FeatureConfig;
+use crate::perf::text::TokenSetting;
 use crate::pipeline::Load;
 
 /// The settings of a [`Client`] before it connects: [`Client::builder`]. `M` says which
@@ -439,15 +440,7 @@ impl<M> ClientBuilder<M> {
     ) -> Result<Resolved> {
         let lower_case = tokenizer.map_or(self.lower_case, |t| t.lower_case(self.lower_case));
         let postprocess = tokenizer.map_or(self.postprocess.unwrap_or_default(), |t| t.postprocess);
-        let features = FeatureConfig {
-            max_seq_length: self
-                .max_seq_length
-                .or(fixed_len)
-                .unwrap_or(FeatureConfig::default().max_seq_length),
-            doc_stride: self.doc_stride,
-            max_query_length: self.max_query_length,
-        };
-        features.validate_for(postprocess)?;
+        let features = self.windows(fixed_len, postprocess)?;
         Ok(Resolved {
             features,
             max_seq_length: self.max_seq_length,
@@ -580,6 +573,125 @@ struct Connected {
     model: Model,
     urls: Vec<String>,
     server: ClientConfig,
+}
+
+/// What the load sweeps (`perf`, `tune`) read of a client's settings: they connect, bind
+/// and cut windows as the client would, with connections of their own.
+impl<M> ClientBuilder<M> {
+    /// The model's name (`model`, required).
+    pub(crate) fn model_name(&self) -> Result<&str> {
+        self.model
+            .as_deref()
+            .ok_or_else(|| Error::Config("no model given: name it with `model`".into()))
+    }
+
+    /// The model's version (empty: the server's choice).
+    pub(crate) fn version(&self) -> &str {
+        &self.model_version
+    }
+
+    /// The first server's address as given.
+    pub(crate) fn first_url(&self) -> &str {
+        self.urls.first().map_or("", String::as_str)
+    }
+
+    /// The tokenizer of these settings, loaded whatever the model.
+    pub(crate) fn load_tokenizer(&self) -> Result<LoadedTokenizer> {
+        load_tokenizer(
+            &self.vocab,
+            self.tokenizer.as_deref(),
+            self.lower_case,
+            self.postprocess,
+        )
+    }
+
+    /// The tensor names given for a token model and a text model.
+    pub(crate) fn overrides(&self) -> (&BindingOverrides, &TextOverrides) {
+        (&self.binding, &self.text)
+    }
+
+    /// The request-flow settings.
+    pub(crate) fn load_settings(&self) -> &Load {
+        &self.load
+    }
+
+    /// The first setting given that shapes what bertqa tokenizes or pads, which a
+    /// model that takes text cannot use, and what it shapes (`tokens`: windows and
+    /// vocabulary; `pads`: padding; `inputs`: token tensors); `None`: none given.
+    pub(crate) fn token_setting(&self) -> Option<(&'static str, TokenSetting)> {
+        let defaults = FeatureConfig::default();
+        let b = &self.binding;
+        [
+            (
+                self.load.fixed_seq_len,
+                "`Padding::Fixed`",
+                TokenSetting::Pads,
+            ),
+            (
+                self.load.dynamic_seq_len,
+                "`probe = false`",
+                TokenSetting::Pads,
+            ),
+            (
+                self.max_seq_length.is_some(),
+                "`max_seq_length`",
+                TokenSetting::Tokens,
+            ),
+            (
+                self.doc_stride != defaults.doc_stride,
+                "`doc_stride`",
+                TokenSetting::Tokens,
+            ),
+            (
+                self.max_query_length != defaults.max_query_length,
+                "`max_query_length`",
+                TokenSetting::Tokens,
+            ),
+            (
+                self.tokenizer.is_some(),
+                "`tokenizer`",
+                TokenSetting::Tokens,
+            ),
+            (
+                self.vocab.as_os_str() != "vocab/vocab.txt",
+                "`vocab`",
+                TokenSetting::Tokens,
+            ),
+            (
+                !self.lower_case,
+                "`lower_case = false`",
+                TokenSetting::Tokens,
+            ),
+            (b.input_ids.is_some(), "`input_ids`", TokenSetting::Inputs),
+            (
+                b.segment_ids.is_some(),
+                "`segment_ids`",
+                TokenSetting::Inputs,
+            ),
+            (b.input_mask.is_some(), "`input_mask`", TokenSetting::Inputs),
+        ]
+        .into_iter()
+        .find(|(given, _, _)| *given)
+        .map(|(_, setting, shapes)| (setting, shapes))
+    }
+
+    /// The windows of `model` under these settings and `postprocess`'s rules, checked.
+    pub(crate) fn windows(
+        &self,
+        fixed_len: Option<usize>,
+        postprocess: Postprocess,
+    ) -> Result<FeatureConfig> {
+        let features = FeatureConfig {
+            max_seq_length: self
+                .max_seq_length
+                .or(fixed_len)
+                .unwrap_or(FeatureConfig::default().max_seq_length),
+            doc_stride: self.doc_stride,
+            max_query_length: self.max_query_length,
+        };
+        features.validate_for(postprocess)?;
+        Ok(features)
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 
 pub(crate) mod counters;
 pub mod json;
+mod options;
 pub mod scraper;
 pub mod text;
 
@@ -29,6 +30,8 @@ use std::collections::BTreeMap;
 use prometheus_parse::{Scrape, Value};
 
 pub(crate) use counters::ServerCounters;
+pub(crate) use options::start;
+pub use options::MetricsOptions;
 
 /// What a run does about metrics.
 #[derive(Debug, Clone, PartialEq)]

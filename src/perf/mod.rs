@@ -32,6 +32,7 @@ pub mod export;
 mod level;
 mod requests;
 pub(crate) mod requests_log;
+mod run;
 mod servers;
 pub(crate) mod stats;
 pub mod text;
@@ -53,6 +54,8 @@ pub use budget::{Budget, LevelBudget};
 use level::{measure, new_shared, start_load, statistics, summarize, Source};
 pub use requests::Requests;
 pub use requests_log::RequestLog;
+pub use run::{input_data, run, InputData, PerfOptions};
+pub(crate) use run::{padding, token_features};
 pub use servers::Servers;
 pub use stats::{Distribution, Range, ServerBreakdown};
 pub use text::{StepResult, TextLoad};
@@ -305,6 +308,13 @@ impl LevelResult {
 
 /// Progress callbacks (the library never prints).
 pub trait PerfProgress: Sync {
+    /// Something the caller's user should know before the sweep (a tokenizer's casing
+    /// that looks wrong), in words that name settings.
+    fn warning(&self, _text: &str) {}
+    /// The sweep is about to start; each request carries `rows` features (questions
+    /// for a model that takes text), whose throughput is counted in `unit` (`infer/s`,
+    /// or `questions/s`).
+    fn sending(&self, _rows: usize, _unit: &'static str) {}
     /// A level starts.
     fn level(&self, _level: Level) {}
     /// A window of `level` was measured.

@@ -21,8 +21,10 @@ use super::stats::ServerBreakdown;
 use crate::backend::proto::ModelInferResponse;
 use crate::backend::text::TextBinding;
 use crate::backend::Model;
-use crate::error::Result;
+use crate::client::ClientBuilder;
+use crate::error::{Error, Result};
 use crate::metrics::ServerCounters;
+use crate::types::Dataset;
 
 /// One request's worth of question and context pairs.
 #[derive(Debug, Clone)]
@@ -112,6 +114,94 @@ pub struct StepResult {
     pub server: ServerBreakdown,
 }
 
+/// What a setting that a model that takes text cannot use shapes
+/// ([`ClientBuilder::token_setting`](crate::client::ClientBuilder)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenSetting {
+    /// The windows or the vocabulary: the server tokenizes, with its own.
+    Tokens,
+    /// The padding: the server pads.
+    Pads,
+    /// The token tensors' names: the model has none.
+    Inputs,
+}
+
+impl TokenSetting {
+    /// Why the setting does not apply, in words.
+    fn why(self) -> &'static str {
+        match self {
+            TokenSetting::Tokens => "the server tokenizes, with its own vocabulary and windows",
+            TokenSetting::Pads => "the server tokenizes and pads",
+            TokenSetting::Inputs => "it has no token inputs",
+        }
+    }
+}
+
+/// The error of `setting`, which cannot apply to `model`, a model that takes text, and
+/// `why`, in one line.
+pub(crate) fn does_not_apply(setting: &str, model: &str, why: &str) -> Error {
+    Error::Refused(format!(
+        "{setting} does not apply: model {model:?} takes text ({why})"
+    ))
+}
+
+/// The first setting of `client` that shapes tokens, padding or token tensors, refused
+/// for `model`, which takes text.
+pub(crate) fn refuse_token_settings<M>(client: &ClientBuilder<M>, model: &str) -> Result<()> {
+    match client.token_setting() {
+        Some((setting, shapes)) => Err(does_not_apply(setting, model, shapes.why())),
+        None => Ok(()),
+    }
+}
+
+/// Every question of the data with its context, in file order (a paragraph's context
+/// shared by its questions).
+pub(crate) fn pairs(dataset: &Dataset) -> Vec<(Arc<str>, Arc<str>)> {
+    let contexts: Vec<Arc<str>> = dataset
+        .paragraphs
+        .iter()
+        .map(|p| Arc::from(p.context.as_str()))
+        .collect();
+    dataset
+        .examples
+        .iter()
+        .map(|e| {
+            (
+                Arc::from(e.question_text.as_str()),
+                contexts[e.paragraph_index].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Questions per request: `requested` within the model's max batch size (1 for a
+/// model without a batch dimension), by default the max batch size.
+pub(crate) fn per_request(requested: Option<usize>, model: &Model) -> Result<usize> {
+    questions_per_request(requested, model.max_batch_size(), model.name())
+}
+
+/// [`per_request`] of model `name` of `max_batch_size`.
+fn questions_per_request(
+    requested: Option<usize>,
+    max_batch_size: usize,
+    name: &str,
+) -> Result<usize> {
+    let most = max_batch_size.max(1);
+    let refused = |why: String| Err(Error::Refused(why));
+    match requested {
+        None => Ok(most),
+        Some(0) => refused("`batch_size` must be at least 1".into()),
+        Some(n) if n > most && max_batch_size == 0 => refused(format!(
+            "`batch_size` {n}: model {name:?} takes one question per request (max batch \
+             size 0, inputs [1])"
+        )),
+        Some(n) if n > most => refused(format!(
+            "`batch_size` {n} exceeds model {name:?}'s max batch size {most}"
+        )),
+        Some(n) => Ok(n),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +212,62 @@ mod tests {
         (0..n)
             .map(|i| (format!("q{i}").into(), context.clone()))
             .collect()
+    }
+
+    #[test]
+    fn settings_that_shape_tokens_are_refused_one_line_each_naming_the_setting() {
+        let refused = |b: ClientBuilder| {
+            refuse_token_settings(&b, "qa-text")
+                .err()
+                .map(|e| e.to_string())
+        };
+        let plain = || crate::Client::builder("u");
+        assert_eq!(refused(plain()), None);
+        assert_eq!(
+            refused(
+                plain()
+                    .shared_memory(crate::SharedMemory::System)
+                    .lower_case(true)
+            ),
+            None
+        );
+        for (given, setting) in [
+            (plain().doc_stride(64), "`doc_stride`"),
+            (plain().max_seq_length(256), "`max_seq_length`"),
+            (plain().fixed_seq_len(true), "`Padding::Fixed`"),
+            (plain().vocab("other.txt"), "`vocab`"),
+            (plain().lower_case(false), "`lower_case = false`"),
+            (
+                plain().binding(crate::BindingOverrides {
+                    input_mask: Some("mask".into()),
+                    ..Default::default()
+                }),
+                "`input_mask`",
+            ),
+        ] {
+            let why = refused(given).unwrap();
+            assert!(
+                why.starts_with(&format!(
+                    "{setting} does not apply: model \"qa-text\" takes text ("
+                )),
+                "{why}"
+            );
+            assert!(!why.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn a_request_holds_one_question_without_a_batch_dimension_else_the_batch_size() {
+        assert_eq!(questions_per_request(None, 0, "qa").unwrap(), 1);
+        assert_eq!(questions_per_request(Some(1), 0, "qa").unwrap(), 1);
+        let e = questions_per_request(Some(4), 0, "qa")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("takes one question per request"), "{e}");
+        assert_eq!(questions_per_request(None, 8, "qa").unwrap(), 8);
+        assert_eq!(questions_per_request(Some(3), 8, "qa").unwrap(), 3);
+        assert!(questions_per_request(Some(9), 8, "qa").is_err());
+        assert!(questions_per_request(Some(0), 8, "qa").is_err());
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod html;
 pub mod report;
 pub mod search;
 pub mod state;
+mod tuning;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -53,6 +54,7 @@ use config::Settings;
 pub use control::Control;
 use report::{Candidate, Report};
 use search::{Space, Step};
+pub use tuning::{restore_from, TuneOptions, Tuning};
 
 /// What each candidate's sweep sends.
 pub enum Workload {

@@ -19,8 +19,6 @@ use super::session::Session;
 use bertqa::report::{Format, Render as _};
 use bertqa::{EvalData, EvalOptions, Evaluation};
 
-pub(crate) use bertqa::report::eval::inputs_line;
-
 /// Evaluate a model on a SQuAD file (EM/F1, throughput, latency).
 #[derive(Debug, clap::Args)]
 #[command(

@@ -1,13 +1,10 @@
 //! `bertqa perf`: the load sweep of `bertqa::perf` with real features from a SQuAD
 //! file; text report on stdout (or `--json`, `schema/perf.schema.json`), progress and
 //! warnings on stderr, `--csv` (perf_analyzer's columns), `--svg` and `--html` files.
-//! A model that takes text is swept with the file's question and context pairs
-//! ([`text`]).
-
-pub(crate) mod text;
+//! The flags become the client's settings and the sweep's options; the sweep, from
+//! connecting to the report, is [`bertqa::perf::run`]'s.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::ValueEnum;
 
@@ -15,11 +12,14 @@ use super::args::{
     BindingArgs, LoadArgs, MeasureArgs, MetricsArgs, OutputArgs, ServerArgs, TextBindingArgs,
     TokenizerArgs, WindowArgs, INPUT, MODEL, OUTPUT, RUN,
 };
-use super::common::{client_config, feature_config, load_data, load_tokenizer, runtime, Outcome};
+use super::common::{data_label, load_data, runtime, Outcome};
+use super::flags::name_flags;
 use super::session::Session;
-use bertqa::perf::export::{self, Exporter};
-use bertqa::perf::{self, Budget, Distribution, Level, Load, PerfConfig, PerfProgress, Range};
-use bertqa::pipeline::{self, Padding};
+use bertqa::metrics::MetricsOptions;
+use bertqa::perf::export::{self, Exporter, Report};
+use bertqa::perf::{
+    self, Budget, Distribution, Level, Load, PerfConfig, PerfOptions, PerfProgress, Range,
+};
 
 /// How sends are spaced in request-rate mode: `constant`, evenly 1/rate apart;
 /// `poisson`, exponential gaps (a Poisson process) seeded by `--seed`.
@@ -182,287 +182,141 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
     })
 }
 
-/// Progress lines on stderr, one per window.
+/// Progress lines on stderr: the library's warnings, and a line per window.
+#[derive(Default)]
 pub(crate) struct Lines {
-    pub quiet: bool,
-    pub batch_size: usize,
-    /// `infer/s`, or `questions/s` for a model that takes text.
-    pub unit: &'static str,
+    quiet: bool,
+    /// Rows per request and their throughput's unit, once the sweep starts.
+    sending: std::sync::OnceLock<(usize, &'static str)>,
 }
 
 impl PerfProgress for Lines {
+    fn warning(&self, text: &str) {
+        eprintln!("warning: {}", name_flags(text));
+    }
+
+    fn sending(&self, rows: usize, unit: &'static str) {
+        let _ = self.sending.set((rows, unit));
+    }
+
     fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
+        let (rows, unit) = self.sending.get().copied().unwrap_or((1, "infer/s"));
         if !self.quiet {
             eprintln!(
-                "{level}: window {trial}: {:.1} {}, avg latency {:.3} ms",
-                requests_per_s * self.batch_size as f64,
-                self.unit,
+                "{level}: window {trial}: {:.1} {unit}, avg latency {:.3} ms",
+                requests_per_s * rows as f64,
                 avg_latency_us / 1000.0
             );
         }
     }
 }
 
+/// The client's settings of the flags that say what is sent: the server, the model,
+/// the tokenizer, the windows, the tensors' names and the batches.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn client_settings(
+    server: &ServerArgs,
+    model: &str,
+    tokenizer: &TokenizerArgs,
+    window: &WindowArgs,
+    postprocess: Option<super::args::Postprocess>,
+    binding: &BindingArgs,
+    text: &TextBindingArgs,
+    batch_size: Option<usize>,
+) -> bertqa::Result<bertqa::ClientBuilder> {
+    let mut b = super::common::server_builder(server)?
+        .model(model)
+        .vocab(&tokenizer.vocab)
+        .lower_case(tokenizer.lower_case())
+        .doc_stride(window.doc_stride)
+        .max_query_length(window.max_query_length)
+        .binding(super::common::binding_overrides(binding))
+        .text_binding(text.overrides(binding));
+    if let Some(path) = &tokenizer.tokenizer {
+        b = b.tokenizer(path);
+    }
+    if let Some(rules) = postprocess {
+        b = b.postprocess(rules.into());
+    }
+    if let Some(n) = window.max_seq_length {
+        b = b.max_seq_length(n);
+    }
+    if let Some(n) = batch_size {
+        b = b.batch_size(n);
+    }
+    Ok(b)
+}
+
+/// The metrics the flags ask for.
+pub(crate) fn metrics_options(args: &MetricsArgs) -> MetricsOptions {
+    MetricsOptions {
+        urls: args.metrics_url.clone(),
+        off: args.no_metrics,
+        interval: std::time::Duration::from_millis(args.metrics_interval_ms),
+    }
+}
+
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
-    let mut config = perf_config(&args)?;
+    let mut sweep = perf_config(&args)?;
     // A host program stops a sweep through its token (the binary ends with the process).
-    config.stop = session.stop();
+    sweep.stop = session.stop();
     super::metrics::check(&args.metrics)?;
     if let Some(path) = &args.html {
         super::common::check_output_dir("--html", path)?;
     }
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
-    let tokenizer = load_tokenizer(&args.tokenizer, args.postprocess);
-    let rt = runtime()?;
-    // Every --url: requests go to each in turn, the servers' statistics are summed; the
-    // model is described by the first.
-    let described = rt.block_on(async {
-        let servers = connect_servers(&args.server).await?;
-        let (metadata, model_config) = bertqa::backend::describe(
-            servers.first().first_client(),
-            &args.model,
-            &args.model_version,
-        )
-        .await?;
-        Ok::<_, bertqa::Error>((servers, metadata, model_config))
-    });
-    // A vocabulary that does not load is the first error, unless the model takes text
-    // (it needs none).
-    let (servers, metadata, model_config) = match described {
-        Ok(d) => d,
-        Err(e) => {
-            tokenizer?;
-            return Err(e.into());
-        }
+    let client = client_settings(
+        &args.server,
+        &args.model,
+        &args.tokenizer,
+        &args.window,
+        args.postprocess,
+        &args.binding,
+        &args.text,
+        args.load.batch_size,
+    )?
+    .model_version(&args.model_version)
+    .fixed_seq_len(args.load.fixed_seq_len)
+    .dynamic_seq_len(args.load.dynamic_seq_len);
+    let options = PerfOptions {
+        sweep,
+        data: data_label(&args.data),
+        requests_log: args.requests_jsonl.clone(),
+        metrics: metrics_options(&args.metrics),
     };
-    let model = bertqa::Model::infer(
-        &metadata,
-        model_config.as_ref(),
-        &args.model_version,
-        &super::common::binding_overrides(&args.binding),
-        &args.text.overrides(&args.binding),
-    )?;
-    if model.takes_text() {
-        return text::run(&args, session, config, &rt, &dataset, servers, model);
-    }
-    let features = token_features(&args.window, tokenizer?, &model, &dataset, &args.data)?;
-    run_tokens(&args, session, config, &rt, servers, model, &features)
-}
-
-/// A client of each `--url` (each address once).
-async fn connect_servers(server: &super::args::ServerArgs) -> bertqa::Result<perf::Servers> {
-    perf::Servers::connect(&server.url, &client_config(server)?).await
-}
-
-/// The windows of `dataset` for `model` (perf and tune send them).
-pub(crate) fn token_features(
-    window: &super::args::WindowArgs,
-    loaded: super::common::LoadedTokenizer,
-    model: &bertqa::Model,
-    dataset: &bertqa::types::Dataset,
-    data: &[PathBuf],
-) -> anyhow::Result<Vec<bertqa::types::Feature>> {
-    let features_config = feature_config(window, loaded.postprocess, model.fixed_len())?;
-    let builder = bertqa::features::FeatureBuilder::for_rules(
-        loaded.tokenizer.as_ref(),
-        loaded.postprocess,
-        features_config,
-        dataset,
-    )?;
-    let (features, _) = bertqa::features::collect(builder, dataset)?;
-    if features.is_empty() {
-        anyhow::bail!(
-            "{}: no features to send (no question has a context with word pieces)",
-            super::common::data_label(data)
-        );
-    }
-    Ok(features)
-}
-
-/// How requests to `model` are padded, and that in words; a fixed-length model
-/// shorter than the windows is refused.
-pub(crate) fn padding(
-    window: &super::args::WindowArgs,
-    model: &bertqa::Model,
-    fixed_seq_len: bool,
-) -> anyhow::Result<(Padding, String)> {
-    let max_seq_length = window.max_seq_length(model.fixed_len());
-    let padding = Padding::of(model, max_seq_length, !fixed_seq_len);
-    let words = match padding {
-        Padding::Fixed(n) => {
-            if n < max_seq_length {
-                anyhow::bail!(
-                    "model {:?} takes sequences of {n} tokens but --max-seq-length is {}; \
-                     pass --max-seq-length {n}",
-                    model.name(),
-                    max_seq_length
-                );
-            }
-            format!("fixed {n}")
-        }
-        Padding::Longest { multiple } => format!("longest feature, multiple of {multiple}"),
-    };
-    Ok((padding, words))
-}
-
-/// The sweep of a model that takes token ids, with the features of the data.
-fn run_tokens(
-    args: &Args,
-    session: &mut Session,
-    mut config: PerfConfig,
-    rt: &tokio::runtime::Runtime,
-    servers: perf::Servers,
-    model: bertqa::Model,
-    features: &[bertqa::types::Feature],
-) -> anyhow::Result<Outcome> {
-    let batch_size = pipeline::effective_batch_size(args.load.batch_size, &model)?;
-    let (padding, padding_words) = padding(&args.window, &model, args.load.fixed_seq_len)?;
-    let batches = perf::make_batches(features, batch_size, padding);
-    if let Some(path) = &args.export_input_data {
-        let bytes = export::input_data::render_model(&model, &batches)?;
-        bertqa::output_file::write_atomic(path, &bytes)?;
-        let rows: usize = batches.iter().map(|b| b.features.len()).sum();
-        let b = if model.declares_batching() {
-            batch_size
-        } else {
-            1
-        };
-        session.print(|| {
-            format!(
-            "wrote {rows} entries ({} features, batches of {batch_size}, padding {padding_words}) \
-             for model {:?} to {}\nreplay: perf_analyzer -m {} -b {b} --input-data {}\n",
-            features.len(),
-            model.name(),
-            path.display(),
-            model.name(),
-            path.display()
-        )
-        })?;
-        return Ok(Outcome::Success);
-    }
     let progress = Lines {
         quiet: args.output.quiet,
-        batch_size,
-        unit: "infer/s",
+        ..Lines::default()
     };
-    let key = bertqa::metrics::ModelKey {
-        name: model.name().to_string(),
-        version: model.version().to_string(),
-    };
-    let metrics = start(args, rt, servers.first(), key, &mut config)?;
-    let swept = perf::Requests::features(&model, batches)
-        .and_then(|requests| rt.block_on(perf::sweep(&servers, &requests, &config, &progress)));
-    let subject = Subject {
-        model: model.name().to_string(),
-        version: model.version().to_string(),
-        platform: model.platform().to_string(),
-        max_batch_size: model.max_batch_size(),
-        batch_declared: model.declares_batching(),
-        text: false,
-        features: features.len(),
-        batch_size,
-        padding: padding_words,
-    };
-    let swept = stop(&config, swept)?;
-    finish(args, session, &config, &servers, metrics, subject, swept)
-}
-
-/// What the report says of the model and its requests: the part of the report that
-/// token and text models fill differently.
-pub(crate) struct Subject {
-    pub model: String,
-    /// Requested version (empty: the server's choice).
-    pub version: String,
-    pub platform: String,
-    pub max_batch_size: usize,
-    /// The server declares the model's batching (else bertqa chose the batch size).
-    pub batch_declared: bool,
-    /// The model takes text (`features` count questions).
-    pub text: bool,
-    /// Distinct features (or questions) cycled during the sweep.
-    pub features: usize,
-    pub batch_size: usize,
-    /// How requests are padded, in words.
-    pub padding: String,
-}
-
-/// Opens `--requests-jsonl` and starts reading the server's metrics for `model`, into
-/// `config`; the metrics setting for the report.
-pub(crate) fn start(
-    args: &Args,
-    rt: &tokio::runtime::Runtime,
-    server: &bertqa::Pool,
-    model: bertqa::metrics::ModelKey,
-    config: &mut PerfConfig,
-) -> anyhow::Result<bertqa::metrics::Choice> {
-    if let Some(path) = &args.requests_jsonl {
-        config.requests_log = Some(Arc::new(perf::RequestLog::create(path)?));
+    let rt = runtime()?;
+    if let Some(path) = &args.export_input_data {
+        let d = rt.block_on(perf::input_data(&client, &dataset, &options, &progress))?;
+        bertqa::output_file::write_atomic(path, &d.bytes)?;
+        let (model, path) = (&d.model, path.display());
+        return session
+            .print(|| {
+                format!(
+                    "wrote {} entries ({} features, batches of {}, padding {}) for model \
+                     {model:?} to {path}\nreplay: perf_analyzer -m {model} -b {} --input-data \
+                     {path}\n",
+                    d.entries, d.features, d.batch_size, d.padding, d.replay_batch_size
+                )
+            })
+            .map(|()| Outcome::Success);
     }
-    let (scraper, metrics) = rt.block_on(super::metrics::start(
-        &args.metrics,
-        &args.server,
-        Some(server.first_client()),
-        model,
-    ))?;
-    config.metrics = scraper;
-    Ok(metrics)
+    let report = rt.block_on(perf::run(&client, &dataset, &options, &progress))?;
+    finish(&args, session, report)
 }
 
-/// Stops what [`start`] started once the sweep is over: its result, once the lines of
-/// `--requests-jsonl` are written (those of a sweep that failed are kept: they show the
-/// request that failed).
-pub(crate) fn stop<T>(config: &PerfConfig, swept: bertqa::Result<T>) -> anyhow::Result<T> {
-    if let Some(scraper) = &config.metrics {
-        scraper.stop();
-    }
-    let finished = config
-        .requests_log
-        .as_ref()
-        .map_or(Ok(()), |log| log.finish());
-    let swept = swept?;
-    finished?;
-    Ok(swept)
-}
-
-/// Builds the report of a finished sweep (token or text model: `subject` is what
-/// differs), then writes its files, its warnings on stderr and the report (on stdout, or
-/// kept for a host program).
-pub(crate) fn finish(
-    args: &Args,
-    session: &mut Session,
-    config: &PerfConfig,
-    servers: &perf::Servers,
-    metrics: bertqa::metrics::Choice,
-    subject: Subject,
-    (levels, shared_memory): (Vec<perf::LevelResult>, pipeline::SharedMemoryReport),
-) -> anyhow::Result<Outcome> {
-    let mut report = export::Report {
-        model: subject.model,
-        version: subject.version,
-        platform: subject.platform,
-        url: servers.urls().join(","),
-        protocol: servers.first().first_client().protocol(),
-        max_batch_size: subject.max_batch_size,
-        batch_declared: subject.batch_declared,
-        batch_size_given: args.load.batch_size.is_some(),
-        data: super::common::data_label(&args.data),
-        text: subject.text,
-        features: subject.features,
-        batch_size: subject.batch_size,
-        padding: subject.padding,
-        inputs: super::eval::inputs_line(&shared_memory),
-        load: config.load.clone(),
-        window: config.window,
-        stability_percent: config.stability_percent,
-        max_trials: config.max_trials,
-        budget: config.budget,
-        metrics,
-        metrics_warnings: export::metrics_warnings(&levels),
-        levels,
-    };
+/// Writes the files of a finished sweep, its warnings on stderr and the report (on
+/// stdout, or kept for a host program).
+fn finish(args: &Args, session: &mut Session, mut report: Report) -> anyhow::Result<Outcome> {
     // The warnings name settings; the reports name the flags.
     for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
-        *w = super::flags::name_flags(w);
+        *w = name_flags(w);
+    }
+    if let bertqa::metrics::Choice::NotRead(why) = &mut report.metrics {
+        *why = name_flags(why);
     }
     // The page and the text name settings (as words; the CSV and SVG name none): the
     // command names its flags.
@@ -475,7 +329,7 @@ pub(crate) fn finish(
         if let Some(path) = path {
             let mut bytes = exporter.serialize(&report);
             if words {
-                bytes = super::flags::name_flags(&String::from_utf8_lossy(&bytes)).into_bytes();
+                bytes = name_flags(&String::from_utf8_lossy(&bytes)).into_bytes();
             }
             bertqa::output_file::write_atomic(path, &bytes)?;
         }
@@ -487,7 +341,7 @@ pub(crate) fn finish(
     session.keep(&report);
     session.print(|| match args.output.json {
         true => String::from_utf8_lossy(&export::JsonExporter.serialize(&report)).into_owned(),
-        false => super::flags::name_flags(&String::from_utf8_lossy(
+        false => name_flags(&String::from_utf8_lossy(
             &export::TextExporter.serialize(&report),
         )),
     })?;
