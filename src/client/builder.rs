@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::compare::{CompareOptions, Compared};
 use super::{load_tokenizer, Client, Engine, LoadedTokenizer};
 use crate::backend::{
     BindingOverrides, ClientConfig, GrpcCall, Header, Model, Pool, PoolConfig, Protocol,
@@ -490,6 +491,37 @@ impl<M> ClientBuilder<M> {
             data,
             options,
         )
+    }
+
+    /// Compares finished runs (`dirs`: eval's output directories, or a deployment's of a
+    /// comparison) without a server; the windows their saved logits are of are cut again
+    /// with these settings' tokenizer and windows (see [`crate::client::CompareOptions`]).
+    pub fn compare_runs(
+        &self,
+        dirs: &[PathBuf],
+        data: &EvalData,
+        options: &CompareOptions,
+    ) -> Result<Compared> {
+        super::compare::compare_runs(dirs, data, options, self.na_prob_thresh, |dataset| {
+            let loaded = load_tokenizer(
+                &self.vocab,
+                self.tokenizer.as_deref(),
+                self.lower_case,
+                self.postprocess,
+            )?;
+            if let (Some(hooks), Some(w)) = (&options.hooks, loaded.casing_warning()) {
+                hooks.note(&format!("warning: {w}"));
+            }
+            let config = self.windows(None, loaded.postprocess)?;
+            let builder = crate::features::FeatureBuilder::for_rules(
+                loaded.tokenizer.as_ref(),
+                loaded.postprocess,
+                config,
+                dataset,
+            )?;
+            let (features, _) = crate::features::collect(builder, dataset)?;
+            Ok(features.into_iter().map(std::sync::Arc::new).collect())
+        })
     }
 
     /// The servers, connections and retries these settings give: what `build`

@@ -48,8 +48,9 @@ pub struct Deployment<'a> {
 /// What a comparison does besides running and comparing.
 #[derive(Clone)]
 pub struct CompareOptions {
-    /// Each deployment's files in `DIR/<model>/`, `compare.json` and `flips.jsonl`.
-    pub output_dir: PathBuf,
+    /// Each deployment's files in `DIR/<model>/`, `compare.json` and `flips.jsonl`
+    /// (required to compare deployments; finished runs: where, when given).
+    pub output_dir: Option<PathBuf>,
     /// Run the deployments at the same time (their timings then interfere).
     pub parallel: bool,
     /// Also save each deployment's windows' logits (`DIR/<model>/logits.bin`).
@@ -70,7 +71,7 @@ impl CompareOptions {
     /// Options writing into `output_dir`, with the default statistics and no gates.
     pub fn new(output_dir: impl Into<PathBuf>) -> CompareOptions {
         CompareOptions {
-            output_dir: output_dir.into(),
+            output_dir: Some(output_dir.into()),
             parallel: false,
             save_logits: false,
             show: 10,
@@ -104,6 +105,10 @@ pub fn compare_deployments(
             deployments.len()
         )));
     }
+    let output_dir = options
+        .output_dir
+        .as_deref()
+        .ok_or_else(|| Error::Config("deployments are compared into an `output_dir`".into()))?;
     let first = deployments[0].client.parts().0;
     let version_2 = first.settings.version_2.unwrap_or(data.looks_like_v2);
     // The windows' default length: the first fixed-length model's.
@@ -152,6 +157,7 @@ pub fn compare_deployments(
         windows: &windows,
         version_2,
         options,
+        output_dir,
     };
     let runs: Vec<ModelRun> = if options.parallel {
         std::thread::scope(|scope| {
@@ -176,11 +182,11 @@ pub fn compare_deployments(
         files.push("metrics.json".into());
         let json =
             crate::report::json::to_string(&ModelRunJson::of(&compared.report, model, files));
-        let path = options.output_dir.join(&run.dir_name).join("metrics.json");
+        let path = output_dir.join(&run.dir_name).join("metrics.json");
         crate::output_file::write_atomic(&path, json.as_bytes())?;
     }
     crate::report::flips::write(
-        Some(&options.output_dir),
+        Some(output_dir),
         options.html.as_deref(),
         &compared.report,
         &compared.flips,
@@ -195,6 +201,7 @@ struct Shared<'a> {
     windows: &'a [Arc<Feature>],
     version_2: bool,
     options: &'a CompareOptions,
+    output_dir: &'a Path,
 }
 
 /// A deployment's run, ready to start.
@@ -324,7 +331,7 @@ fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
     if let (Some(hooks), Some(note)) = (&options.hooks, outcome.infer.padding.note(name)) {
         hooks.note(&note);
     }
-    let dir = options.output_dir.join(&dir_name);
+    let dir = shared.output_dir.join(&dir_name);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     // A model without null odds (an answer-contract model without a no-answer output)
     // is scored as the official v2 script scores without a na-prob file.
@@ -381,7 +388,6 @@ fn report(shared: &Shared<'_>, runs: &[ModelRun]) -> Compared {
             json
         })
         .collect();
-    let s = &options.statistics;
     let report = CompareJson {
         schema: 1,
         data: shared.data.name.clone(),
@@ -390,15 +396,10 @@ fn report(shared: &Shared<'_>, runs: &[ModelRun]) -> Compared {
         features: shared.windows.len(),
         parallel: options.parallel,
         runs: None,
-        statistics: StatisticsJson {
-            bootstrap: s.rounds,
-            seed: s.seed,
-            confidence: s.confidence,
-            p_values_corrected: false,
-        },
+        statistics: statistics_json(&options.statistics),
         models: runs
             .iter()
-            .map(|r| model_json(&options.output_dir, r))
+            .map(|r| model_json(shared.output_dir, r))
             .collect(),
         comparisons,
         gates,
@@ -445,5 +446,177 @@ fn compared<'a>(m: &'a ModelRun, windows: &'a [Arc<Feature>]) -> crate::compare:
             windows
         },
         logits: &m.outcome.logits,
+    }
+}
+
+/// Finished runs compared without a server (a CI job's run against a stored baseline):
+/// each directory (`eval`'s output directory, or a deployment's of a comparison) read
+/// and scored again from its answers and `data` ([`crate::compare::FinishedRun`]). The
+/// divergences need every run's saved logits and the windows they are of, which `cut`
+/// cuts again from the data; without them the report says why. The report is a live
+/// comparison's, with the runs' directories under `runs`; `compare.json` and
+/// `flips.jsonl` go into the output directory when one is given.
+pub(crate) fn compare_runs(
+    dirs: &[PathBuf],
+    data: &EvalData,
+    options: &CompareOptions,
+    na_prob_thresh: f64,
+    cut: impl FnOnce(&crate::types::Dataset) -> Result<Vec<Arc<Feature>>>,
+) -> Result<Compared> {
+    use crate::compare::FinishedRun;
+    if dirs.len() < 2 {
+        return Err(Error::Config(format!(
+            "a comparison needs at least two finished runs (got {})",
+            dirs.len()
+        )));
+    }
+    let dataset = &data.dataset;
+    let mut runs = dirs
+        .iter()
+        .map(|dir| FinishedRun::open(dir, dataset, na_prob_thresh))
+        .collect::<Result<Vec<_>>>()?;
+    let version_2 = runs[0].version_2_with_negative;
+    if let Some(r) = runs.iter().find(|r| r.version_2_with_negative != version_2) {
+        return Err(Error::Refused(format!(
+            "{} was run by SQuAD {} rules and {} by {}: compare runs of one version",
+            runs[0].dir.display(),
+            if version_2 { "2.0" } else { "1.1" },
+            r.dir.display(),
+            if version_2 { "1.1" } else { "2.0" },
+        )));
+    }
+    name_apart(&mut runs);
+    let wording = |s: &str| match &options.hooks {
+        Some(h) => h.wording(s),
+        None => s.to_string(),
+    };
+    let (windows, no_windows) = finished_windows(&runs, dataset, cut, &wording);
+    let first = &runs[0];
+    let (mut gates, mut flips) = (Vec::new(), Vec::new());
+    let comparisons = runs[1..]
+        .iter()
+        .map(|r| {
+            let c = crate::compare::compare_with(
+                &first.run(&windows),
+                &r.run(&windows),
+                &options.statistics,
+            );
+            flips.extend(c.flipped.iter().map(|f| FlipLine {
+                model: r.name.clone(),
+                against: first.name.clone(),
+                flip: f.clone(),
+            }));
+            let mut json = ComparisonJson::new(options.show, &first.name, &r.name, c);
+            if let Some(reason) = &no_windows {
+                json.kl_unavailable = Some(reason.clone());
+            }
+            gates.extend(options.gates.check(&json, dataset.examples.len()));
+            json
+        })
+        .collect();
+    let report = CompareJson {
+        schema: 1,
+        data: data.name.clone(),
+        version_2_with_negative: version_2,
+        questions: dataset.examples.len(),
+        features: windows.len(),
+        parallel: false,
+        runs: Some(dirs.iter().map(|d| d.display().to_string()).collect()),
+        statistics: statistics_json(&options.statistics),
+        models: runs.iter().map(finished_json).collect(),
+        comparisons,
+        gates,
+    };
+    if let Some(dir) = &options.output_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    crate::report::flips::write(
+        options.output_dir.as_deref(),
+        options.html.as_deref(),
+        &report,
+        &flips,
+    )?;
+    Ok(Compared { report, flips })
+}
+
+/// The statistics' settings as the report gives them.
+fn statistics_json(s: &Statistics) -> StatisticsJson {
+    StatisticsJson {
+        bootstrap: s.rounds,
+        seed: s.seed,
+        confidence: s.confidence,
+        p_values_corrected: false,
+    }
+}
+
+/// Runs of one model (today's against a baseline) named apart by their directories.
+fn name_apart(runs: &mut [crate::compare::FinishedRun]) {
+    let names: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    for r in runs.iter_mut() {
+        if names.iter().filter(|n| **n == r.name).count() > 1 {
+            r.name = format!("{} ({})", r.name, r.dir.display());
+        }
+    }
+}
+
+/// The windows the runs' saved logits are of, cut again from the data; none, with the
+/// reason (worded by `wording`), when a run saved no logits or they are not of these
+/// windows.
+fn finished_windows(
+    runs: &[crate::compare::FinishedRun],
+    dataset: &crate::types::Dataset,
+    cut: impl FnOnce(&crate::types::Dataset) -> Result<Vec<Arc<Feature>>>,
+    wording: &dyn Fn(&str) -> String,
+) -> (Vec<Arc<Feature>>, Option<String>) {
+    if let Some(r) = runs.iter().find(|r| r.logits.is_empty()) {
+        let reason = format!(
+            "{} saved no logits (run it with `save_logits`)",
+            r.dir.display()
+        );
+        return (Vec::new(), Some(wording(&reason)));
+    }
+    let windows = match cut(dataset) {
+        Ok(w) => w,
+        Err(e) => {
+            let reason = format!("the windows could not be cut again: {e}");
+            return (Vec::new(), Some(reason));
+        }
+    };
+    for r in runs {
+        if let Err(reason) = r.logits_fit(&windows) {
+            return (Vec::new(), Some(wording(&reason)));
+        }
+    }
+    (windows, None)
+}
+
+/// A finished run as the report lists it: what its metrics.json recorded of the model
+/// and its speed (NaN where it recorded nothing), the scores computed again.
+fn finished_json(r: &crate::compare::FinishedRun) -> ModelJson {
+    use serde_json::Value;
+    let h = &r.report;
+    let number = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    ModelJson {
+        name: r.name.clone(),
+        url: text(&h["model"]["url"]),
+        protocol: match h["model"]["protocol"].as_str() {
+            Some("http") => crate::backend::Protocol::Http,
+            _ => crate::backend::Protocol::Grpc,
+        },
+        platform: text(&h["model"]["platform"]),
+        output_dir: r.dir.display().to_string(),
+        metrics: r.scores.metrics.clone(),
+        wall_s: number(&h["wall_s"]),
+        throughput: Throughput {
+            features_per_s: number(&h["throughput"]["features_per_s"]),
+            questions_per_s: number(&h["throughput"]["questions_per_s"]),
+        },
+        latency_ms: LatencyMs {
+            p50: number(&h["latency_ms"]["p50"]),
+            p95: number(&h["latency_ms"]["p95"]),
+            p99: number(&h["latency_ms"]["p99"]),
+        },
+        padding: serde_json::from_value(h["padding"].clone()).ok(),
     }
 }

@@ -157,20 +157,24 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     let data = bertqa::EvalData::new(dataset, data_label(&args.data), "", Default::default());
     let clients = connect(&args)?;
     let deployments = deployments(&args, &clients)?;
-    let hooks = Arc::new(super::eval::Hooks::new(true));
-    let options = CompareOptions {
-        output_dir: out_dir(&args).to_path_buf(),
+    let options = options(&args, session, Some(out_dir(&args).to_path_buf()));
+    let compared = compare_deployments(&deployments, &data, &options)?;
+    output::report(&args, session, &compared.report)
+}
+
+/// The comparison's options of the flags, its files in `output_dir`.
+fn options(args: &Args, session: &Session, output_dir: Option<PathBuf>) -> CompareOptions {
+    CompareOptions {
+        output_dir,
         parallel: args.parallel,
         save_logits: args.save_logits,
         show: args.show,
         html: args.html.clone(),
         statistics: args.statistics.statistics(),
-        gates: gates(&args),
+        gates: gates(args),
         stop: session.stop(),
-        hooks: Some(hooks),
-    };
-    let compared = compare_deployments(&deployments, &data, &options)?;
-    output::report(&args, session, &compared.report)
+        hooks: Some(Arc::new(super::eval::Hooks::new(true))),
+    }
 }
 
 /// `--output-dir`, which a comparison of models requires (clap checks).

@@ -1,7 +1,7 @@
 //! What every comparison ends with, live or of finished runs: the statistics' and the
 //! gates' flags, and the printed report.
 
-use bertqa::report::compare::{CompareJson, GateJson, Gates, StatisticsJson};
+use bertqa::report::compare::{CompareJson, GateJson, Gates};
 
 use super::super::common::Outcome;
 use super::super::session::Session;
@@ -37,16 +37,6 @@ fn confidence(s: &str) -> Result<f64, String> {
         Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
         Ok(_) => Err("give a fraction between 0 and 1 (0.95 for 95%)".into()),
         Err(e) => Err(e.to_string()),
-    }
-}
-
-/// The statistics' settings as the report gives them.
-pub(crate) fn statistics_json(args: &StatisticsArgs) -> StatisticsJson {
-    StatisticsJson {
-        bootstrap: args.bootstrap as usize,
-        seed: args.seed,
-        confidence: args.confidence,
-        p_values_corrected: false,
     }
 }
 
