@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, LoadArgs, NetArgs, Postprocess, ServerArgs, TokenizerArgs,
-    TransportArg, WindowArgs,
+    BindingArgs, DecodeArgs, LoadArgs, NetArgs, PipelineArgs, Postprocess, ServerArgs,
+    TokenizerArgs, TransportArg, WindowArgs,
 };
 use bertqa::backend::{BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
 use bertqa::data::Format;
@@ -247,6 +247,48 @@ pub(crate) fn client_builder(
         .retry_max_backoff(Duration::from_millis(net.retry_max_backoff_ms.max(1)))
         .retry_model_errors(net.retry_model_errors)
         .wait_ready(Duration::from_secs_f64(net.wait_ready)))
+}
+
+/// The client's settings of a pipeline command's flags (`ask`): the server and network
+/// flags ([`client_builder`]), the model, its binding, the tokenizer, the windows, the
+/// decoding and the request flow.
+pub(crate) fn pipeline_builder(
+    run: &PipelineArgs,
+    text: &super::args::TextBindingArgs,
+    model: &str,
+    version: &str,
+) -> bertqa::Result<bertqa::ClientBuilder> {
+    let (tokenizer, window, decode, load) = (&run.tokenizer, &run.window, &run.decode, &run.load);
+    let mut b = client_builder(&run.server, &run.net)?
+        .model(model)
+        .model_version(version)
+        .binding(binding_overrides(&run.binding))
+        .text_binding(text.overrides(&run.binding))
+        .vocab(&tokenizer.vocab)
+        .lower_case(tokenizer.lower_case())
+        .doc_stride(window.doc_stride)
+        .max_query_length(window.max_query_length)
+        .n_best_size(decode.n_best_size)
+        .max_answer_length(decode.max_answer_length)
+        .version_2_with_negative(decode.version_2_with_negative)
+        .null_score_diff_threshold(decode.null_score_diff_threshold)
+        .concurrency(load.concurrency)
+        .fixed_seq_len(load.fixed_seq_len)
+        .dynamic_seq_len(load.dynamic_seq_len)
+        .shared_memory(load.shared_memory.into());
+    if let Some(t) = &tokenizer.tokenizer {
+        b = b.tokenizer(t);
+    }
+    if let Some(rules) = decode.postprocess {
+        b = b.postprocess(rules.into());
+    }
+    if let Some(n) = window.max_seq_length {
+        b = b.max_seq_length(n);
+    }
+    if let Some(n) = load.batch_size {
+        b = b.batch_size(n);
+    }
+    Ok(b)
 }
 
 /// The pool configuration of the server and network flags.

@@ -50,15 +50,6 @@ impl Session {
         self.stop.clone()
     }
 
-    /// `run`, stopped by the host's token when there is one (the binary's `ask` and
-    /// `compare` end with the process at Ctrl-C).
-    pub(crate) fn stoppable<'a, B: bertqa::Infer>(
-        &self,
-        run: bertqa::Run<'a, B>,
-    ) -> bertqa::Run<'a, B> {
-        stoppable_by(run, self.stop())
-    }
-
     /// The finished report: printed as `--json` (`json`) or text for the binary, its
     /// document kept for a host.
     pub(crate) fn report<R: Render>(&mut self, report: &R, json: bool) -> anyhow::Result<()> {

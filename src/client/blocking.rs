@@ -120,6 +120,29 @@ impl Client {
             .ask(handle, &dataset, options, Default::default())
     }
 
+    /// `bertqa ask`'s report of `questions` about one `context` (see
+    /// [`crate::Client::ask_report`]).
+    pub fn ask_report<Q: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = Q>,
+        context: &str,
+        options: &super::AskOptions,
+        candidates: usize,
+    ) -> Result<crate::report::ask::AskReport> {
+        outside_a_runtime()?;
+        let dataset = super::dataset_of(questions.into_iter().map(|q| (q, context)));
+        super::no_question(&dataset)?;
+        let engine = self.inner.engine();
+        let asked = engine.ask_run(self.runtime.handle(), &dataset, options, Default::default())?;
+        Ok(engine.ask_report(&dataset, asked, candidates))
+    }
+
+    /// What building the client found worth a warning (see
+    /// [`crate::Client::warnings`]).
+    pub fn warnings(&self) -> &[String] {
+        self.inner.warnings()
+    }
+
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
     pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         outside_a_runtime()?;
