@@ -101,6 +101,11 @@ pub enum Error {
     #[error("{0}")]
     Empty(String),
 
+    /// Inputs that do not go together, or a record that contradicts what it came with
+    /// (e.g. the output directories of shards of different evaluations).
+    #[error("{0}")]
+    Inconsistent(String),
+
     /// Stopped on request (an interrupt) before the end.
     #[error("stopped before the end")]
     Stopped,

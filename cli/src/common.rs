@@ -7,14 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::args::{
-    BindingArgs, DecodeArgs, LoadArgs, NetArgs, PipelineArgs, Postprocess, ServerArgs,
-    TokenizerArgs, TransportArg, WindowArgs,
+    BindingArgs, NetArgs, PipelineArgs, Postprocess, ServerArgs, TokenizerArgs, TransportArg,
+    WindowArgs,
 };
-use bertqa::backend::{BindingOverrides, ClientConfig, GrpcCall, Pool, PoolConfig};
+use bertqa::backend::{BindingOverrides, ClientConfig, GrpcCall};
 use bertqa::data::Format;
-use bertqa::decode::DecodeConfig;
 use bertqa::features::FeatureConfig;
-use bertqa::pipeline::RunConfig;
 use bertqa::types::Dataset;
 
 /// Inputs from this size up get transparent huge pages ([`huge_pages_for`]).
@@ -138,28 +136,6 @@ pub(crate) fn load_tokenizer(
     Ok(loaded)
 }
 
-/// The tokenizer a run needs (`needed`: not for a text model of the answer contract),
-/// with the casing and the rules in force (`--postprocess`'s, or the default, without
-/// a tokenizer).
-pub(crate) fn run_tokenizer(
-    args: &TokenizerArgs,
-    decode: &DecodeArgs,
-    needed: bool,
-) -> bertqa::Result<(Option<LoadedTokenizer>, bool, bertqa::decode::Postprocess)> {
-    let loaded = match needed {
-        true => Some(load_tokenizer(args, decode.postprocess)?),
-        false => None,
-    };
-    let lower_case = loaded
-        .as_ref()
-        .map_or(args.lower_case(), |t| t.lower_case(args.lower_case()));
-    let postprocess = loaded.as_ref().map_or(
-        decode.postprocess.map_or(Default::default(), Into::into),
-        |t| t.postprocess,
-    );
-    Ok((loaded, lower_case, postprocess))
-}
-
 /// The validated window geometry (run_qa's rules check theirs when windows are cut);
 /// `model_len`: the model's fixed sequence length, the default window length.
 pub(crate) fn feature_config(
@@ -174,24 +150,6 @@ pub(crate) fn feature_config(
     };
     config.validate_for(postprocess)?;
     Ok(config)
-}
-
-/// The decoding configuration for a dataset's rules, the tokenizer's casing and the
-/// post-processing in force.
-pub(crate) fn decode_config(
-    args: &DecodeArgs,
-    version_2: bool,
-    lower_case: bool,
-    postprocess: bertqa::decode::Postprocess,
-) -> DecodeConfig {
-    DecodeConfig {
-        n_best_size: args.n_best_size,
-        max_answer_length: args.max_answer_length,
-        version_2_with_negative: version_2,
-        null_score_diff_threshold: args.null_score_diff_threshold,
-        postprocess,
-        lower_case,
-    }
 }
 
 /// The client configuration of the server flags (reads `--header-env` variables and
@@ -300,34 +258,6 @@ pub(crate) fn pipeline_builder(
     Ok(b)
 }
 
-/// The pool configuration of the server and network flags.
-pub(crate) fn pool_config(server: &ServerArgs, net: &NetArgs) -> bertqa::Result<PoolConfig> {
-    client_builder(server, net)?.pool_config()
-}
-
-/// Connects a pool to every endpoint (waiting for readiness with `--wait-ready`) and
-/// looks at the model once, on the first: a model that takes text is bound by its contract, one that takes token
-/// ids by its tensors.
-pub(crate) async fn connect_pool_and_look(
-    server: &ServerArgs,
-    net: &NetArgs,
-    model: &str,
-    version: &str,
-    tokens: &BindingArgs,
-    text: &super::args::TextBindingArgs,
-) -> bertqa::Result<(Pool, bertqa::Model)> {
-    let pool = Pool::connect(&pool_config(server, net)?, model, version).await?;
-    let looked = pool
-        .look(
-            model,
-            version,
-            &binding_overrides(tokens),
-            &text.overrides(tokens),
-        )
-        .await?;
-    Ok((pool, looked))
-}
-
 /// The tensor names given with `--input-ids`, `--segment-ids`, `--input-mask`,
 /// `--start-logits` and `--end-logits`.
 pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
@@ -338,18 +268,6 @@ pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
         start_logits: b.start_logits.clone(),
         end_logits: b.end_logits.clone(),
     }
-}
-
-/// The run's configuration of the request-flow flags, the window and decoding settings
-/// and the model's binding ([`RunConfig::resolve`]: `ask`, `compare`, `eval`). The caller
-/// chooses what the run keeps (logits, features).
-pub(crate) fn run_config(
-    load: &LoadArgs,
-    model: &bertqa::backend::Model,
-    features: FeatureConfig,
-    decode: DecodeConfig,
-) -> bertqa::Result<RunConfig> {
-    RunConfig::resolve(model, &load.load(), features, decode)
 }
 
 /// How a command's report is shown: `--json`, or the text (`-v`: verbose).

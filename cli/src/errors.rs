@@ -303,6 +303,7 @@ pub(crate) fn library_reason(e: &bertqa::Error) -> Reason {
         | E::Input { .. }
         | E::Decode { .. }
         | E::Empty(_)
+        | E::Inconsistent(_)
         | E::MissingParagraph { .. } => Reason::Input,
         E::Unavailable { .. } | E::Timeout { .. } | E::PermissionDenied { .. } => {
             Reason::Connection

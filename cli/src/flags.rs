@@ -74,6 +74,8 @@ const FLAGS: &[(&str, &str)] = &[
     ),
     // Settings of one command, not of the library: `command.setting`.
     ("`eval.resume`", "eval --resume"),
+    // A merge's shard was not one: `eval --shard` is the flag that was missing.
+    ("no `eval.shard` I/N", "no --shard I/N"),
     ("`eval.output_dir`", "eval --output-dir"),
     ("`compare.output_dir`", "compare --output-dir"),
     // `data` and `model` name other things too (serde's "missing field `data`"): only

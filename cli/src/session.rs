@@ -50,15 +50,6 @@ impl Session {
         self.stop.clone()
     }
 
-    /// `run`, stopped by the host's token when there is one (the binary's `ask` and
-    /// `compare` end with the process at Ctrl-C).
-    pub(crate) fn stoppable<'a, B: bertqa::Infer>(
-        &self,
-        run: bertqa::Run<'a, B>,
-    ) -> bertqa::Run<'a, B> {
-        stoppable_by(run, self.stop())
-    }
-
     /// The finished report: printed as `--json` (`json`) or text for the binary, its
     /// document kept for a host.
     pub(crate) fn report<R: Render>(&mut self, report: &R, json: bool) -> anyhow::Result<()> {
@@ -102,18 +93,6 @@ impl Session {
     /// What the command kept for its host (empty for the binary).
     pub(crate) fn into_kept(self) -> Kept {
         self.kept.unwrap_or_default()
-    }
-}
-
-/// `run`, stopped by `stop` when given (a thread that holds no session, such as
-/// `compare --parallel`'s, gets the token from the one that does).
-pub(crate) fn stoppable_by<B: bertqa::Infer>(
-    run: bertqa::Run<'_, B>,
-    stop: Option<CancellationToken>,
-) -> bertqa::Run<'_, B> {
-    match stop {
-        Some(stop) => run.stop_on(stop),
-        None => run,
     }
 }
 

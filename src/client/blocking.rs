@@ -125,6 +125,29 @@ impl Client {
             .ask(handle, &dataset, options, Default::default())
     }
 
+    /// `bertqa ask`'s report of `questions` about one `context` (see
+    /// [`crate::Client::ask_report`]).
+    pub fn ask_report<Q: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = Q>,
+        context: &str,
+        options: &super::AskOptions,
+        candidates: usize,
+    ) -> Result<crate::report::ask::AskReport> {
+        outside_a_runtime()?;
+        let dataset = super::dataset_of(questions.into_iter().map(|q| (q, context)));
+        super::no_question(&dataset)?;
+        let engine = self.inner.engine();
+        let asked = engine.ask_run(self.runtime.handle(), &dataset, options, Default::default())?;
+        Ok(engine.ask_report(&dataset, asked, candidates))
+    }
+
+    /// What building the client found worth a warning (see
+    /// [`crate::Client::warnings`]).
+    pub fn warnings(&self) -> &[String] {
+        self.inner.warnings()
+    }
+
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
     pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         outside_a_runtime()?;
@@ -147,12 +170,6 @@ impl Client {
         self.inner
             .engine()
             .evaluate_with(handle, data, options, stop)
-    }
-
-    /// What looks wrong with the tokenizer's casing (see
-    /// [`crate::Client::casing_warning`]).
-    pub fn casing_warning(&self) -> Option<&str> {
-        self.inner.casing_warning()
     }
 
     /// The async client over the same connections. Its calls' futures are driven by

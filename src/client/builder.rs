@@ -418,10 +418,18 @@ impl<M> ClientBuilder<M> {
     /// The engine of a connected client with its tokenizer.
     fn engine(&self, connected: Connected, tokenizer: Option<LoadedTokenizer>) -> Result<Engine> {
         let settings = self.resolve(&connected.model, tokenizer.as_ref())?;
+        let warnings = tokenizer
+            .as_ref()
+            .and_then(LoadedTokenizer::casing_warning)
+            .map(String::from)
+            .into_iter()
+            .collect();
         Ok(Engine {
             pool: connected.pool,
             urls: connected.urls,
             server: connected.server,
+            given_urls: self.urls.join(","),
+            warnings,
             model: connected.model,
             tokenizer,
             settings,

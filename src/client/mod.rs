@@ -56,6 +56,7 @@ use crate::backend::{Model, Pool, SharedMemory, TextReply};
 use crate::error::{Error, Result};
 use crate::evaluation::{EvalData, EvalOptions};
 use crate::pipeline::{Run, RunConfig, RunObserver, RunOutcome};
+use crate::report::ask::AskReport;
 use crate::types::{Dataset, Example};
 
 pub use crate::evaluation::Evaluation;
@@ -91,12 +92,6 @@ impl Client {
         &self.engine.model
     }
 
-    /// What looks wrong with the tokenizer's casing against `lower_case` (a cased
-    /// vocabulary lowercased, or the other way round), when something does.
-    pub fn casing_warning(&self) -> Option<&str> {
-        self.engine.tokenizer.as_ref()?.casing_warning()
-    }
-
     /// The answer to `question` about `context`.
     pub async fn ask(&self, question: &str, context: &str) -> Result<Answer> {
         let mut answers = self.ask_many([(question, context)]).await?;
@@ -125,6 +120,37 @@ impl Client {
         }
         let (engine, options) = (self.engine.clone(), options.clone());
         off_the_executor(move |handle, stop| engine.ask(&handle, &dataset, &options, stop)).await
+    }
+
+    /// `bertqa ask`'s report of `questions` about one `context`: each answer as the
+    /// model's answers are read (decoded spans with their first `candidates` n-best
+    /// entries, or an answer-contract model's own answer as it said it), the windows or
+    /// requests sent, their latency, and notes on the run. At least one question.
+    pub async fn ask_report<Q: AsRef<str>>(
+        &self,
+        questions: impl IntoIterator<Item = Q>,
+        context: &str,
+        options: &AskOptions,
+        candidates: usize,
+    ) -> Result<AskReport> {
+        let dataset = dataset_of(questions.into_iter().map(|q| (q, context)));
+        no_question(&dataset)?;
+        if crate::pipeline::in_turn(&dataset) {
+            let asked = self.engine.ask_run_in_turn(&dataset, options).await?;
+            return Ok(self.engine.ask_report(&dataset, asked, candidates));
+        }
+        let (engine, options) = (self.engine.clone(), options.clone());
+        off_the_executor(move |handle, stop| {
+            let asked = engine.ask_run(&handle, &dataset, &options, stop)?;
+            Ok(engine.ask_report(&dataset, asked, candidates))
+        })
+        .await
+    }
+
+    /// What building the client found worth a warning (a vocabulary whose casing does
+    /// not look like `lower_case`'s), naming settings as messages do.
+    pub fn warnings(&self) -> &[String] {
+        &self.engine.warnings
     }
 
     /// Runs every question of `dataset` and scores the answers as the official scripts
@@ -198,8 +224,12 @@ pub(crate) struct Engine {
     pub(crate) pool: Pool,
     pub(crate) model: Model,
     pub(crate) urls: Vec<String>,
+    /// The servers as they were given, comma-joined: how `ask`'s report names them.
+    pub(crate) given_urls: String,
     /// The server settings (TLS, timeouts) of the first URL, for its other pages.
     pub(crate) server: crate::backend::ClientConfig,
+    /// What building the client warned of ([`Client::warnings`]).
+    pub(crate) warnings: Vec<String>,
     pub(crate) tokenizer: Option<LoadedTokenizer>,
     pub(crate) settings: builder::Resolved,
 }
@@ -258,13 +288,8 @@ impl Engine {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
-        let config = self.ask_config(options)?;
-        let replies = TextAnswers::new(dataset.examples.len());
-        let outcome = self
-            .new_run(handle, dataset, &config, &replies)
-            .stop_on(stop)
-            .run()?;
-        Ok(self.answers(dataset, &outcome, replies.take()))
+        let (outcome, given) = self.ask_run(handle, dataset, options, stop)?;
+        Ok(self.answers(dataset, &outcome, given))
     }
 
     /// [`ask`](Self::ask) of a run [in turn](crate::pipeline::in_turn), as a future of
@@ -273,12 +298,92 @@ impl Engine {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
+        let (outcome, given) = self.ask_run_in_turn(dataset, options).await?;
+        Ok(self.answers(dataset, &outcome, given))
+    }
+
+    /// The run of an `ask` call of `dataset` (at least one question), blocking this
+    /// thread as [`ask`](Self::ask) does.
+    pub(crate) fn ask_run(
+        &self,
+        handle: &tokio::runtime::Handle,
+        dataset: &Dataset,
+        options: &AskOptions,
+        stop: CancellationToken,
+    ) -> Result<Asked> {
+        let config = self.ask_config(options)?;
+        let replies = TextAnswers::new(dataset.examples.len());
+        let outcome = self
+            .new_run(handle, dataset, &config, &replies)
+            .stop_on(stop)
+            .run()?;
+        Ok((outcome, replies.take()))
+    }
+
+    /// [`ask_run`](Self::ask_run) [in turn](crate::pipeline::in_turn), as a future of
+    /// the runtime that awaits it.
+    async fn ask_run_in_turn(&self, dataset: &Dataset, options: &AskOptions) -> Result<Asked> {
         let config = self.ask_config(options)?;
         let replies = TextAnswers::new(dataset.examples.len());
         let handle = tokio::runtime::Handle::current();
         let run = self.new_run(&handle, dataset, &config, &replies);
         let outcome = run.run_in_turn().await.complete(dataset)?;
-        Ok(self.answers(dataset, &outcome, replies.take()))
+        Ok((outcome, replies.take()))
+    }
+
+    /// `ask`'s report of a run of `dataset`'s questions ([`Client::ask_report`]).
+    pub(crate) fn ask_report(
+        &self,
+        dataset: &Dataset,
+        (outcome, replies): Asked,
+        candidates: usize,
+    ) -> AskReport {
+        use crate::report::ask::{Answer as Shown, Decoded, Given, Latency};
+        let latency = &outcome.infer.latency_us;
+        let latency_ms = Latency {
+            max: latency.max() as f64 / 1000.0,
+            mean: latency.mean() / 1000.0,
+        };
+        let questions = dataset.examples.iter().map(|e| e.question_text.as_str());
+        // An answer-contract model's answers are given as it said them.
+        let given = self
+            .model
+            .answers_given()
+            .then(|| self.model.no_answer_probability());
+        let answers: Vec<Shown> = match given {
+            Some(probability) => replies
+                .into_iter()
+                .zip(questions)
+                .map(|(a, q)| Shown::Given(Given::of(q, a.unwrap_or_default(), probability)))
+                .collect(),
+            None => outcome
+                .predictions
+                .iter()
+                .zip(&dataset.examples)
+                .map(|(p, e)| {
+                    let paragraph = &dataset.paragraphs[e.paragraph_index];
+                    let a = Answer::from_prediction(p, paragraph, &outcome);
+                    Shown::Decoded(Decoded::of(&e.question_text, a, candidates))
+                })
+                .collect(),
+        };
+        AskReport {
+            schema: 1,
+            model: self.model.name().to_string(),
+            url: self.given_urls.clone(),
+            protocol: self.pool.first_client().protocol().as_str(),
+            contract: given.map(|_| "answer"),
+            requests: given.map(|_| outcome.infer.requests),
+            features: given.is_none().then_some(outcome.features),
+            latency_ms,
+            answers,
+            notes: outcome
+                .infer
+                .padding
+                .note(self.model.name())
+                .into_iter()
+                .collect(),
+        }
     }
 
     /// The run's configuration of an `ask` call.
@@ -342,6 +447,18 @@ impl Engine {
         stop: CancellationToken,
     ) -> Result<Evaluation> {
         evaluate::evaluate_with(self, handle, data, options, stop)
+    }
+}
+
+/// What an `ask` run gives: its outcome, and what an answer-contract model said of each
+/// question (by question; `None` for another model).
+pub(crate) type Asked = (RunOutcome, Vec<Option<crate::backend::TextAnswer>>);
+
+/// A report of no question is an error (an answer list may be empty, a report not).
+pub(crate) fn no_question(dataset: &Dataset) -> Result<()> {
+    match dataset.examples.is_empty() {
+        true => Err(Error::Empty("no question to ask".into())),
+        false => Ok(()),
     }
 }
 
@@ -411,17 +528,17 @@ pub(crate) fn dataset_of<Q: AsRef<str>, C: AsRef<str>>(
 /// A run's observer that keeps what an answer-contract model said of each question (its
 /// own answer, score, no-answer output and characters, beyond the decoded prediction).
 #[derive(Debug)]
-pub struct TextAnswers(Mutex<Vec<Option<crate::backend::TextAnswer>>>);
+pub(crate) struct TextAnswers(Mutex<Vec<Option<crate::backend::TextAnswer>>>);
 
 impl TextAnswers {
     /// Room for `questions` answers, by question index.
-    pub fn new(questions: usize) -> Self {
+    pub(crate) fn new(questions: usize) -> Self {
         TextAnswers(Mutex::new(vec![None; questions]))
     }
 
     /// The answers kept, by question index (`None`: the model gave none, or is not of
     /// the answer contract).
-    pub fn take(&self) -> Vec<Option<crate::backend::TextAnswer>> {
+    pub(crate) fn take(&self) -> Vec<Option<crate::backend::TextAnswer>> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }

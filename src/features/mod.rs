@@ -16,12 +16,16 @@
 //!   position even when earlier examples had no features (G/N, not H; §4.7).
 //!
 //! [`FeatureBuilder::features`] streams features so inference can start before the
-//! last window is built; [`build`] collects them all.
+//! last window is built; [`build`] collects them all; [`json_lines`] writes them as
+//! `bertqa features` does.
 
 use std::collections::VecDeque;
 
+mod json;
 mod run_qa;
 mod squad;
+
+pub use json::{json_lines, JsonLines};
 
 use crate::decode::Postprocess;
 use crate::error::{Error, Result};

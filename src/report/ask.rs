@@ -26,6 +26,10 @@ pub struct AskReport {
     pub features: Option<u64>,
     pub latency_ms: Latency,
     pub answers: Vec<Answer>,
+    /// Notes on the run for the person asking (padding that would change answers),
+    /// naming settings as messages do; not part of the document.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// Request latency, milliseconds.
@@ -88,6 +92,51 @@ pub struct Given {
     /// The no-answer output when it is a probability.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_answer_probability: Option<Option<f32>>,
+}
+
+impl Decoded {
+    /// `question`'s decoded answer `a`, with its first `candidates` n-best entries.
+    pub(crate) fn of(question: &str, a: crate::Answer, candidates: usize) -> Decoded {
+        Decoded {
+            question: question.to_string(),
+            answer: a.text,
+            no_answer: a.no_answer,
+            score: a.score,
+            probability: a.probability,
+            start_char: a.start_char,
+            end_char: a.end_char,
+            null_odds: a.null_odds,
+            nbest: a
+                .nbest
+                .into_iter()
+                .take(candidates)
+                .map(|c| Candidate {
+                    text: c.text,
+                    probability: c.probability,
+                    start_logit: c.start_logit,
+                    end_logit: c.end_logit,
+                })
+                .collect(),
+            placeholder: a.placeholder,
+        }
+    }
+}
+
+impl Given {
+    /// An answer-contract model's answer `a` to `question`, as the model said it
+    /// (`probability`: its no-answer output is a probability, not a score).
+    pub(crate) fn of(question: &str, a: crate::backend::TextAnswer, probability: bool) -> Given {
+        Given {
+            question: question.to_string(),
+            no_answer: a.text.is_empty(),
+            answer: a.text,
+            score: a.score,
+            start_char: a.start,
+            end_char: a.end,
+            no_answer_score: (!probability).then_some(a.no_answer),
+            no_answer_probability: probability.then_some(a.no_answer),
+        }
+    }
 }
 
 impl Render for AskReport {

@@ -29,6 +29,9 @@ pub struct MergeJson {
     pub run: Fingerprint,
     pub output_dir: String,
     pub files: Vec<String>,
+    /// The data reader's warnings, for the person merging; not part of the document.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// One shard of the merge.
@@ -106,6 +109,7 @@ mod tests {
                 .with("shard", "merged"),
             output_dir: "merged".into(),
             files: vec!["predictions.json".into(), "metrics.json".into()],
+            warnings: Vec::new(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! `bertqa models --json` (`schema/models.schema.json`) and the text `models` prints: the
 //! server, the models it lists, and for `--model M` that model's tensors, configuration
-//! and the binding bertqa infers. The text names settings as messages do (`` `model` ``,
+//! and the binding bertqa infers ([`inspect`] finds it out). The text names settings as messages do (`` `model` ``,
 //! `` `batch_size` ``); the command writes them as its flags.
 
 use std::fmt::Write as _;
@@ -9,13 +9,15 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use super::Render;
-use crate::backend::client::Listing;
+use crate::backend::client::{ready_models, Listing};
 use crate::backend::proto::model_config::SchedulingChoice;
 use crate::backend::proto::model_instance_group::Kind;
 use crate::backend::proto::model_metadata_response::TensorMetadata;
 use crate::backend::proto::repository_index_response::ModelIndex;
 use crate::backend::proto::{ModelConfig, ModelMetadataResponse};
-use crate::backend::{Model, Protocol};
+use crate::backend::text::TextOverrides;
+use crate::backend::{BindingOverrides, ClientConfig, Model, Protocol, TritonClient};
+use crate::error::Error;
 
 #[derive(Debug, Serialize)]
 pub struct ModelsJson {
@@ -170,7 +172,7 @@ impl Tensor {
 impl ModelJson {
     /// A model that answered: its metadata, its configuration (`None`: the server
     /// serves none) and its binding.
-    pub fn new(
+    pub(crate) fn new(
         metadata: &ModelMetadataResponse,
         config: Option<&ModelConfig>,
         ready: bool,
@@ -230,12 +232,169 @@ impl ModelJson {
     }
 
     /// A model the server lists but has not made ready (no metadata to read).
-    pub fn not_ready(name: &str, binding_error: String) -> ModelJson {
+    pub(crate) fn not_ready(name: &str, binding_error: String) -> ModelJson {
         let metadata = ModelMetadataResponse {
             name: name.to_string(),
             ..Default::default()
         };
         ModelJson::new(&metadata, None, false, Err(binding_error))
+    }
+}
+
+/// What `bertqa models` finds out ([`inspect`]).
+#[derive(Debug)]
+pub struct Inspection {
+    /// The report. Its messages (a binding's failure) name settings as messages do
+    /// ([`ModelsJson::map_messages`] rewrites them).
+    pub report: ModelsJson,
+    /// The names of the ready models, when the server lists its models.
+    pub ready: Option<Vec<String>>,
+    /// Models left in a candidate configuration by a `tune` that did not finish (their
+    /// configuration carries its marker): each name, with the marker's value. Looked
+    /// for among the model asked about, or else the ready models the server lists;
+    /// best effort (a configuration that cannot be read is passed over).
+    pub left_by_tune: Vec<(String, String)>,
+}
+
+/// Looks at the server of `server` (its liveness, readiness, metadata and list of
+/// models) and, for `model` (at `version`, `""`: the server's choice), its metadata,
+/// configuration and the binding bertqa infers with `binding` and `text`'s names. An
+/// unreachable server, or a `model` the server does not have, is an error; a model that
+/// is not ready, or that cannot be bound, is in the report.
+pub async fn inspect(
+    server: &ClientConfig,
+    model: Option<&str>,
+    version: &str,
+    binding: &BindingOverrides,
+    text: &TextOverrides,
+) -> crate::Result<Inspection> {
+    let client = TritonClient::connect(server).await?;
+    let live = client.server_live().await?;
+    let ready = client.server_ready().await?;
+    // Kept by the client: the messages of the calls below name the server by it.
+    let meta = client.server_info().await?.clone();
+    let listing = client.list_models().await?;
+    let source = listing.as_ref().map(|l| l.source);
+    let index = listing.map(|l| l.models);
+    let asked = Asked {
+        client: &client,
+        url: &server.url,
+        version,
+        binding,
+        text,
+    };
+    let model_json = match model {
+        None => None,
+        Some(name) => Some(asked.model(name, index.as_deref()).await?),
+    };
+    let ready_names = index.as_deref().map(ready_models);
+    // The model table: the server's list, or without one `model`'s alone.
+    let models = match (index, &model_json) {
+        (Some(index), _) => index.into_iter().map(ModelRow::from).collect(),
+        (None, Some(m)) => vec![ModelRow {
+            name: m.name.clone(),
+            version: String::new(),
+            state: if m.ready { "READY" } else { "UNAVAILABLE" }.into(),
+            reason: String::new(),
+        }],
+        (None, None) => Vec::new(),
+    };
+    let report = ModelsJson {
+        schema: 1,
+        server: ServerJson {
+            url: server.url.clone(),
+            protocol: client.protocol(),
+            name: meta.name,
+            version: meta.version,
+            live,
+            ready,
+            extensions: meta.extensions,
+            lists_models: source.is_some(),
+            listing: source,
+        },
+        models,
+        model: model_json,
+    };
+    let names: Vec<&str> = match model {
+        Some(m) => vec![m],
+        None => report
+            .models
+            .iter()
+            .filter(|m| m.state == "READY")
+            .map(|m| m.name.as_str())
+            .collect(),
+    };
+    let left_by_tune = left_by_tune(&client, &names).await;
+    Ok(Inspection {
+        report,
+        ready: ready_names,
+        left_by_tune,
+    })
+}
+
+/// The model [`inspect`] is asked about, and how.
+struct Asked<'a> {
+    client: &'a TritonClient,
+    url: &'a str,
+    version: &'a str,
+    binding: &'a BindingOverrides,
+    text: &'a TextOverrides,
+}
+
+impl Asked<'_> {
+    /// `name`'s report; when the server lists no models, its metadata says whether it
+    /// exists.
+    async fn model(&self, name: &str, index: Option<&[ModelIndex]>) -> crate::Result<ModelJson> {
+        let (client, version) = (self.client, self.version);
+        if let Some(index) = index {
+            if !index.iter().any(|m| m.name == name) {
+                return Err(Error::ModelNotFound {
+                    url: self.url.to_string(),
+                    model: name.to_string(),
+                    available: Some(ready_models(index)),
+                });
+            }
+        }
+        let model_ready = client.model_ready(name, version).await?;
+        if !model_ready && index.is_some() {
+            // Metadata is unavailable for a model that is not ready: report what the
+            // server's list says.
+            let why = Error::binding(name, "not ready", Vec::new());
+            return Ok(ModelJson::not_ready(name, why.to_string()));
+        }
+        let metadata = client.model_metadata(name, version).await?;
+        let config = client.model_config_if_any(name, version).await?;
+        let binding = Model::infer(&metadata, config.as_ref(), version, self.binding, self.text);
+        Ok(ModelJson::new(
+            &metadata,
+            config.as_ref(),
+            model_ready,
+            binding.map_err(|e| e.to_string()),
+        ))
+    }
+}
+
+/// The models among `names` whose configuration carries `tune`'s marker, with its
+/// value.
+async fn left_by_tune(client: &TritonClient, names: &[&str]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for name in names {
+        if let Ok(Some(c)) = client.model_config_if_any(name, "").await {
+            if let Some(p) = c.parameters.get(crate::tune::config::MARKER) {
+                out.push((name.to_string(), p.string_value.clone()));
+            }
+        }
+    }
+    out
+}
+
+impl ModelsJson {
+    /// Rewrites the messages the report carries (a binding's failure) with `f`: a front
+    /// end names settings its own way (the command line: as its flags).
+    pub fn map_messages(&mut self, f: impl Fn(&str) -> String) {
+        if let Some(BindingOutcome(Err(e))) = self.model.as_mut().map(|m| &mut m.binding) {
+            *e = f(e);
+        }
     }
 }
 

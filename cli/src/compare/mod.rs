@@ -206,7 +206,7 @@ fn connect(args: &Args) -> anyhow::Result<Vec<(String, String, bertqa::blocking:
             .na_prob_thresh(args.scoring.na_prob_thresh)
             .mode::<Blocking>()
             .build()?;
-        if let Some(w) = client.casing_warning() {
+        for w in client.warnings() {
             eprintln!("warning: {}", name_flags(w));
         }
         // The URL as it names the deployment in the reports.

@@ -95,7 +95,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         Some(path) => builder(&args)?.evaluate_saved(path, &data, &options),
         None => {
             let client = builder(&args)?.mode::<bertqa::client::Blocking>().build()?;
-            if let Some(w) = client.casing_warning() {
+            for w in client.warnings() {
                 eprintln!("warning: {}", name_flags(w));
             }
             options.stop = Some(match session.stop() {

@@ -12,6 +12,10 @@ use std::str::FromStr;
 
 use crate::types::Dataset;
 
+mod merge;
+
+pub use merge::merge;
+
 /// One slice of N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shard {
