@@ -6,10 +6,11 @@
 # `Client.ask` against the median call of a persistent `tritonclient.grpc` client with
 # transformers' fast tokenizer (truncation="only_second", stride 128, an argmax over the
 # windows), CALLS calls each (default 60) in three alternating rounds; then
-# `Client.ask_many` of MANY questions (default 150) against that loop over them. The
-# server's own time is in both. Uses the release wheel (scripts/wheel.sh) or $BERTQA_WHEEL;
-# its venv is cached. Prints one JSON line: ask_over_loop (target ≤ 0.4) and
-# ask_many_speedup (target ≥ 5).
+# `Client.ask_many` of MANY questions (default 150) against that loop over them; and the
+# floor: a bare `tritonclient` infer of the same windows, already tokenized. The server's
+# own time is in each. Uses the release wheel (scripts/wheel.sh) or $BERTQA_WHEEL; its
+# venv is cached. Prints one JSON line: ask_over_loop (target ≤ 0.4), ask_many_speedup
+# (target ≥ 5) and ask_over_bare_infer (target ≤ 1.15).
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 CALLS="${1:-60}" MANY="${2:-150}"

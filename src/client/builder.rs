@@ -16,7 +16,6 @@ use crate::decode::{DecodeConfig, Postprocess};
 use crate::error::{Error, Result};
 use crate::evaluation::{EvalData, EvalOptions, Evaluation};
 use crate::features::FeatureConfig;
-use crate::perf::text::TokenSetting;
 use crate::pipeline::Load;
 
 /// The settings of a [`Client`] before it connects: [`Client::builder`]. `M` says which
@@ -605,6 +604,18 @@ impl ClientBuilder<Blocking> {
             runtime,
         ))
     }
+}
+
+/// What a setting that a model that takes text cannot use shapes
+/// ([`ClientBuilder::token_setting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenSetting {
+    /// The windows or the vocabulary: the server tokenizes, with its own.
+    Tokens,
+    /// The padding: the server pads.
+    Pads,
+    /// The token tensors' names: the model has none.
+    Inputs,
 }
 
 /// A client's connections and its model, before the tokenizer is loaded.

@@ -61,6 +61,7 @@ use crate::types::{Dataset, Example};
 
 pub use crate::evaluation::Evaluation;
 pub use answer::{Answer, Candidate};
+pub(crate) use builder::TokenSetting;
 pub use builder::{Async, Blocking, ClientBuilder};
 pub use compare::{compare_deployments, CompareOptions, Compared, Deployment};
 pub use tokenizer::{load_tokenizer, LoadedTokenizer};

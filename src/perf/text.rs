@@ -21,7 +21,7 @@ use super::stats::ServerBreakdown;
 use crate::backend::proto::ModelInferResponse;
 use crate::backend::text::TextBinding;
 use crate::backend::Model;
-use crate::client::ClientBuilder;
+use crate::client::{ClientBuilder, TokenSetting};
 use crate::error::{Error, Result};
 use crate::metrics::ServerCounters;
 use crate::types::Dataset;
@@ -114,26 +114,12 @@ pub struct StepResult {
     pub server: ServerBreakdown,
 }
 
-/// What a setting that a model that takes text cannot use shapes
-/// ([`ClientBuilder::token_setting`](crate::client::ClientBuilder)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TokenSetting {
-    /// The windows or the vocabulary: the server tokenizes, with its own.
-    Tokens,
-    /// The padding: the server pads.
-    Pads,
-    /// The token tensors' names: the model has none.
-    Inputs,
-}
-
-impl TokenSetting {
-    /// Why the setting does not apply, in words.
-    fn why(self) -> &'static str {
-        match self {
-            TokenSetting::Tokens => "the server tokenizes, with its own vocabulary and windows",
-            TokenSetting::Pads => "the server tokenizes and pads",
-            TokenSetting::Inputs => "it has no token inputs",
-        }
+/// Why `setting` does not apply, in words.
+fn why(setting: TokenSetting) -> &'static str {
+    match setting {
+        TokenSetting::Tokens => "the server tokenizes, with its own vocabulary and windows",
+        TokenSetting::Pads => "the server tokenizes and pads",
+        TokenSetting::Inputs => "it has no token inputs",
     }
 }
 
@@ -149,7 +135,7 @@ pub(crate) fn does_not_apply(setting: &str, model: &str, why: &str) -> Error {
 /// for `model`, which takes text.
 pub(crate) fn refuse_token_settings<M>(client: &ClientBuilder<M>, model: &str) -> Result<()> {
     match client.token_setting() {
-        Some((setting, shapes)) => Err(does_not_apply(setting, model, shapes.why())),
+        Some((setting, shapes)) => Err(does_not_apply(setting, model, why(shapes))),
         None => Ok(()),
     }
 }

@@ -19,6 +19,9 @@ use crate::backend::text::TextOverrides;
 use crate::backend::{BindingOverrides, ClientConfig, Model, Protocol, TritonClient};
 use crate::error::Error;
 
+/// The `parameters` key that marks a model `tune` left in a candidate configuration.
+pub const TUNE_MARKER: &str = "bertqa_tune";
+
 #[derive(Debug, Serialize)]
 pub struct ModelsJson {
     /// Always 1.
@@ -380,7 +383,7 @@ async fn left_by_tune(client: &TritonClient, names: &[&str]) -> Vec<(String, Str
     let mut out = Vec::new();
     for name in names {
         if let Ok(Some(c)) = client.model_config_if_any(name, "").await {
-            if let Some(p) = c.parameters.get(crate::tune::config::MARKER) {
+            if let Some(p) = c.parameters.get(TUNE_MARKER) {
                 out.push((name.to_string(), p.string_value.clone()));
             }
         }

@@ -16,8 +16,9 @@
 
 use serde_json::{json, Map, Value};
 
-/// The `parameters` key that marks a model left in a candidate configuration.
-pub const MARKER: &str = "bertqa_tune";
+/// The `parameters` key that marks a model left in a candidate configuration (the
+/// `models` report names such models).
+pub use crate::report::models::TUNE_MARKER as MARKER;
 
 /// The preferred batch sizes of a dynamic-batching candidate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
