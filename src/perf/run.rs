@@ -29,7 +29,7 @@ use crate::client::{ClientBuilder, LoadedTokenizer};
 use crate::error::{Error, Result};
 use crate::features::FeatureConfig;
 use crate::metrics::{MetricsOptions, ModelKey};
-use crate::pipeline::{self, Padding, SharedMemoryReport};
+use crate::pipeline::{self, Padding};
 use crate::types::{Dataset, Feature};
 
 /// A sweep's settings beyond the client's (the servers, model, tokenizer, windows,
@@ -122,7 +122,7 @@ pub async fn run<M>(
         features: subject.features,
         batch_size: subject.batch_size,
         padding: subject.padding,
-        inputs: inputs_words(&shared_memory),
+        inputs: crate::report::eval::inputs_line(&shared_memory),
         load: config.load.clone(),
         window: config.window,
         stability_percent: config.stability_percent,
@@ -404,18 +404,4 @@ fn text_requests<M>(
     };
     let requests = text::make_requests(&pairs, per_request);
     Ok((Requests::questions(model, version, requests), subject, key))
-}
-
-/// How the input tensors reached the server, in words.
-pub(crate) fn inputs_words(m: &SharedMemoryReport) -> String {
-    let used = match m.outputs {
-        true => "through shared memory, outputs too",
-        false => "through shared memory, outputs in each response",
-    };
-    match (m.used, &m.note) {
-        (true, None) => used.into(),
-        (true, Some(note)) => format!("{used} ({note})"),
-        (false, None) => "in each message".into(),
-        (false, Some(note)) => format!("in each message (no shared memory: {note})"),
-    }
 }
