@@ -482,14 +482,17 @@ pub(crate) fn compare<'py>(
         Some(t) => builder.na_prob_thresh(t),
         None => builder,
     };
-    let (dataset, _) = read(py, data)?.dataset(py, strict, limit, &mut Vec::new())?;
+    let read = read(py, data)?;
+    let label = read.label.clone();
+    let (dataset, _) = read.dataset(py, strict, limit, &mut Vec::new())?;
     let _dir = match (&output_dir, runs.is_empty()) {
         (Some(dir), true) => {
             Some(bertqa_cli::embed::claim_output_dir(dir).map_err(|m| raise(py, "usage", &m))?)
         }
         _ => None,
     };
-    let data = EvalData::new(dataset, "", "", Default::default());
+    // The data's digest is a journal's; a comparison keeps none.
+    let data = EvalData::new(dataset, label, "", Default::default());
     options.hooks = Some(bertqa_cli::embed::eval_hooks(true));
     let compared = if !runs.is_empty() {
         if runs.len() < 2 {
