@@ -80,6 +80,73 @@ pub fn reason_of(e: &bertqa::Error) -> Reason {
     errors::library_reason(e)
 }
 
+/// How the command says a library error fails a run: its exit reason and the sentence
+/// after `error: ` (an incomplete evaluation as `eval` says it: the summary, the reason
+/// of its cause).
+pub fn failure(e: bertqa::Error) -> (Reason, String) {
+    let e = match e {
+        bertqa::Error::Incomplete { summary, cause } => errors::Classified::error(
+            cause.as_deref().map(errors::library_reason),
+            super::flags::name_flags(&summary),
+        ),
+        e => anyhow::Error::from(e),
+    };
+    let line = errors::render(&e, false, &[]);
+    let sentence = line.strip_prefix("error: ").unwrap_or(&line).to_string();
+    (errors::reason(&e), sentence)
+}
+
+/// A library message (an error's, a warning's) as the command writes it: each setting
+/// named as the flag that sets it.
+pub fn name_flags(text: &str) -> String {
+    super::flags::name_flags(text)
+}
+
+/// The TLS and headers of the security flags' values (`header`: `KEY:VALUE`,
+/// `header_env`: `KEY=ENVVAR`, `header_file`: `KEY=PATH`), checked as the command checks
+/// them.
+pub fn security(
+    tls: bertqa::backend::TlsConfig,
+    ssl: bool,
+    header: Vec<String>,
+    header_env: Vec<String>,
+    header_file: Vec<std::path::PathBuf>,
+) -> bertqa::Result<bertqa::backend::Security> {
+    super::security::security(&super::security::SecurityArgs {
+        ssl,
+        ssl_root_cert: tls.root_cert,
+        ssl_client_cert: tls.client_cert,
+        ssl_client_key: tls.client_key,
+        ssl_target_name: tls.target_name,
+        headers: header.iter().map(bertqa::backend::Secret::new).collect(),
+        header_env,
+        header_file,
+    })
+}
+
+/// A `--models` entry as compare reads it: (name, URL (`default_url` without one),
+/// authority).
+pub fn split_model(
+    spec: &str,
+    default_url: &str,
+) -> Result<(String, String, Option<String>), String> {
+    super::compare::split_model(spec, default_url).map_err(|e| e.to_string())
+}
+
+/// Holds `dir` (created if missing) for one run, as the command does, until the value
+/// is dropped: a second run into it fails naming the first.
+pub fn claim_output_dir(dir: &std::path::Path) -> Result<Box<dyn std::any::Any + Send>, String> {
+    super::outdir::OutputDir::claim(dir)
+        .map(|d| Box::new(d) as Box<dyn std::any::Any + Send>)
+        .map_err(|e| super::flags::name_flags(&e.to_string()))
+}
+
+/// `eval`'s hooks: the progress bar on stderr (unless `quiet`, or off a terminal), the
+/// library's words with the settings named as flags.
+pub fn eval_hooks(quiet: bool) -> std::sync::Arc<dyn bertqa::EvalHooks> {
+    std::sync::Arc::new(super::eval::Hooks::new(quiet))
+}
+
 /// One flag of a command, as a host names its options (python/bertqa/_api.py).
 #[derive(Debug, Clone)]
 pub struct Flag {

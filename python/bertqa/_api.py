@@ -1,15 +1,16 @@
-"""The module functions: each runs the bertqa command of its name in this process (not
-a subprocess), its options passed as the command's flags, and returns the command's
-report as the library made it (never read back from its printed output). The flags are
-read from the command line's own definition, so names, defaults and checks are the
-command's: ``batch_size=8`` is ``--batch-size 8``, ``resume=True`` is ``--resume``,
-``header=[...]`` repeats ``--header``, and ``None`` (or leaving an option out) keeps the
-flag's default.
+"""The module functions: each hands its options to the library in this process (the
+native ``_native.evaluate``, ``ask``, ``compare``, ``score``: one library call each, no
+command line) and returns the report the library made, the document the command prints
+with ``--json``. Each option is a setting of the library under the flag's name in snake
+case (``batch_size=8`` is ``--batch-size 8``, ``header=[...]`` repeats ``--header``);
+``None`` (or leaving an option out) keeps the library's default, which is the flag's
+(python/tests checks the two agree). Data given as a dict or rows is read in memory.
 """
 
 import json
 import os
 import tempfile
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -155,11 +156,38 @@ class _Inputs:
         return path
 
 
-def _urls(url: Union[None, str, Sequence[str]]) -> List[str]:
+def _data(data: Any) -> Any:
+    """Data as the native functions take it: paths, or one file's bytes read in memory
+    (``(bytes, "squad" | "rows", label)``)."""
+    if isinstance(data, (str, os.PathLike)):
+        return [os.fspath(data)]
+    if isinstance(data, dict):
+        return (json.dumps(data, ensure_ascii=False).encode(), "squad", "<dict>")
+    rows = list(data)
+    if rows and all(isinstance(r, (str, os.PathLike)) for r in rows):
+        return [os.fspath(r) for r in rows]
+    if not all(isinstance(r, dict) for r in rows):
+        raise UsageError("data: give a path, a SQuAD dict, or a list of Hugging Face rows (dicts)")
+    text = "\n".join(json.dumps(r, ensure_ascii=False) for r in rows)
+    return (text.encode(), "rows", "<rows>")
+
+
+def _json(value: Any) -> Any:
+    """A JSON file given as a path, or as a parsed object (its text, as bytes)."""
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _warn(lines: List[str]) -> None:
+    for line in lines:
+        warnings.warn(line, stacklevel=3)
+
+
+def _url_list(url: Union[None, str, Sequence[str]]) -> List[str]:
     if url is None:
         return []
-    urls = [url] if isinstance(url, str) else list(url)
-    return [f"--url={u}" for u in urls]
+    return [url] if isinstance(url, str) else [str(u) for u in url]
 
 
 class _Ran:
@@ -208,19 +236,14 @@ def evaluate(
     ``resume=True``; without ``output_dir`` the temporary folder and its journal go),
     then raises KeyboardInterrupt.
     """
-    with _Inputs() as inputs:
-        out = os.fspath(output_dir) if output_dir is not None else inputs.path("eval")
-        argv = ["eval", *_urls(url), *inputs.data(data), f"--output-dir={out}"]
-        if model is not None:
-            argv.append(f"--model={model}")
-        if not progress:
-            argv.append("--quiet")
-        argv += _EVAL.argv(options)
-        ran = _run(argv)
-    report = ran.report
-    report["predictions"] = ran.predictions
-    if ran.gates:
-        raise GateFailed(ran.gates, report)
+    with tempfile.TemporaryDirectory(prefix="bertqa-") as scratch:
+        out = os.fspath(output_dir) if output_dir is not None else os.path.join(scratch, "eval")
+        report, predictions, gates, lines = _native.evaluate(
+            _url_list(url), model, _data(data), out, progress, options)
+    _warn(lines)
+    report["predictions"] = predictions
+    if gates:
+        raise GateFailed(gates, report)
     return report
 
 
@@ -241,12 +264,7 @@ def ask(
     ``context_file`` instead.
     """
     questions = [question] if isinstance(question, str) else list(question)
-    argv = ["ask", *_urls(url), f"--model={model}"]
-    argv += [f"--question={q}" for q in questions]
-    if context is not None:
-        argv.append(f"--context={context}")
-    argv += _ASK.argv(options)
-    return _run(argv).report["answers"]
+    return _native.ask(_url_list(url), model, questions, context, options)["answers"]
 
 
 def compare(
@@ -280,20 +298,18 @@ def compare(
             return _compare_clients(models, data, output_dir, options)
     if (models is None) == (runs is None):
         raise UsageError("compare(): give models (names or clients) or runs (directories), one of them")
-    with _Inputs() as inputs:
-        if runs is not None:
-            argv = ["compare", *(f"--runs={os.fspath(r)}" for r in runs), *inputs.data(data)]
-            if output_dir is not None:
-                argv.append(f"--output-dir={os.fspath(output_dir)}")
-        else:
-            spec = models if isinstance(models, str) else ",".join(models)
-            out = os.fspath(output_dir) if output_dir is not None else inputs.path("compare")
-            argv = ["compare", f"--models={spec}", *inputs.data(data), f"--output-dir={out}"]
-        argv += _COMPARE.argv(options)
-        ran = _run(argv)
-    if ran.gates:
-        raise GateFailed(ran.gates, ran.report)
-    return ran.report
+    spec = [models] if isinstance(models, str) else list(models or [])
+    spec = [m.strip() for s in spec for m in s.split(",") if m.strip()]
+    dirs = [os.fspath(r) for r in runs or []]
+    with tempfile.TemporaryDirectory(prefix="bertqa-") as scratch:
+        out = os.fspath(output_dir) if output_dir is not None else None
+        if out is None and runs is None:
+            # A comparison of models writes each model's files: here, for the call only.
+            out = os.path.join(scratch, "compare")
+        report, gates = _native.compare(spec, dirs, _data(data), out, options)
+    if gates:
+        raise GateFailed(gates, report)
+    return report
 
 
 # What a comparison of clients takes of compare's options (the rest are the clients' own).
@@ -385,13 +401,10 @@ def score(
     null_odds.json path or a dict. Returns the dict that ``bertqa score --json`` prints
     (the official metrics under ``"metrics"``).
     """
-    with _Inputs() as inputs:
-        argv = ["score", *inputs.data(data)]
-        argv.append(f"--predictions={inputs.json_file('predictions.json', predictions)}")
-        if na_probs is not None:
-            argv.append(f"--na-prob-file={inputs.json_file('na_probs.json', na_probs)}")
-        argv += _SCORE.argv(options)
-        return _run(argv).report
+    report, lines = _native.score(_data(data), _json(predictions),
+                                  None if na_probs is None else _json(na_probs), options)
+    _warn(lines)
+    return report
 
 
 _EVAL = _Command("evaluate", "eval", ["url", "model", "data", "output_dir"])

@@ -217,7 +217,12 @@ class Client:
     def ask_many(self, pairs: Iterable[Tuple[str, str]], **options: Any) -> List[Answer]:
         """The answers to (question, context) pairs, in order: batched and kept in
         flight as ``evaluate`` sends them."""
-        return self._native.ask_many([(str(q), str(c)) for q, c in pairs], **options)
+        checked = []
+        for q, c in pairs:
+            _check_text("question", q)
+            _check_text("context", c)
+            checked.append((q, c))
+        return self._native.ask_many(checked, **options)
 
     async def ask_async(self, question: str, context: str, **options: Any) -> Answer:
         """``ask`` for asyncio: the work runs on the loop's executor, the loop goes on."""

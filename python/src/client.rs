@@ -376,7 +376,7 @@ impl Client {
 /// Drives `work` (a call of `client`'s) to its end on the client's runtime with the GIL
 /// released, letting Python see Ctrl-C in between: a `KeyboardInterrupt` drops the
 /// future (the run stops) and is raised.
-fn drive<T: Send>(
+pub(crate) fn drive<T: Send>(
     py: Python<'_>,
     client: &bertqa::blocking::Client,
     work: impl Future<Output = bertqa::Result<T>> + Send,

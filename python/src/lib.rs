@@ -1,20 +1,19 @@
 //! `bertqa._native`: the extension module of the Python package (python/bertqa). The
 //! client (`bertqa.Client`, [`client`]) holds the library's blocking client. The
 //! `bertqa` command of the wheel is [`cli_main`]; the module functions
-//! (`bertqa.evaluate`, ...) turn their options into the same flags and call [`run`],
-//! which runs the command's code in this process and hands back its report as a value,
-//! so that names, defaults, checks, files and numbers are the command's own.
+//! (`bertqa.evaluate`, ...) are [`api`]'s: each reads its options into the library's
+//! values ([`settings`]) and makes one library call, whose report comes back as a value.
 
 use std::ffi::OsString;
-use std::sync::mpsc;
 use std::time::Duration;
 
+mod api;
 mod client;
 mod compare;
+mod settings;
 
 use bertqa_cli::embed;
 use pyo3::prelude::*;
-use tokio_util::sync::CancellationToken;
 
 /// The binary's allocator (cli/src/main.rs): the pipeline allocates and frees many small
 /// buffers on several threads. Python's own objects keep Python's allocator.
@@ -23,7 +22,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How often a waiting call looks for Ctrl-C (Python reads signals only while it holds
 /// the GIL, on the main thread).
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// Runs the `bertqa` command line over `argv` (the program's name first) as the binary
 /// does: prints, exits with its status (returned). The caller leaves SIGINT to the
@@ -50,14 +49,15 @@ type Ran<'py> = (
     Vec<String>,
 );
 
-/// Runs a command for the Python API, on a thread of its own, the GIL released.
+/// Runs a command for `Client.perf` and `Client.tune` (the last callers of the command
+/// line from Python), on a thread of its own, the GIL released.
 /// Returns [`Ran`]. Ctrl-C (a
 /// KeyboardInterrupt) stops the run as the binary's first Ctrl-C does; the call returns
 /// once the run has written what it had (a second Ctrl-C stops waiting), and raises it.
 #[pyfunction]
 fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Ran<'_>> {
-    let stop = CancellationToken::new();
-    let (tx, rx) = mpsc::channel();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (tx, rx) = std::sync::mpsc::channel();
     let token = stop.clone();
     std::thread::Builder::new()
         .name("bertqa".into())
@@ -74,12 +74,12 @@ fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Ran<'_>> {
         rx = back;
         match received {
             Ok(done) => break done,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(
                     "bertqa: the run's thread ended without a result",
                 ))
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
                     if interrupted.is_some() {
                         // The second interrupt: the run goes on in the background.
@@ -154,6 +154,11 @@ fn no_transparent_huge_pages() {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(api::evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(api::ask, m)?)?;
+    m.add_function(wrap_pyfunction!(api::score, m)?)?;
+    m.add_function(wrap_pyfunction!(api::compare, m)?)?;
+    m.add_function(wrap_pyfunction!(api::option_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(flags, m)?)?;
     m.add_function(wrap_pyfunction!(compare::compare_evaluations, m)?)?;
     m.add_class::<client::Client>()?;

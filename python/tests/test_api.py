@@ -280,3 +280,33 @@ def test_module_functions_run_from_several_threads_at_once(grpc_url):
         # Counts stay integers and scores floats, as the command's JSON has them.
         assert isinstance(report["metrics"]["total"], int)
         assert isinstance(report["metrics"]["exact"], float)
+
+
+def _flag_default(flag):
+    """A flag's default as the value a Python caller gives."""
+    if not flag.takes_value:
+        return flag.long in _api._NEGATIONS
+    if flag.default in (None, ""):
+        return flag.default
+    for kind in (int, float):
+        try:
+            return kind(flag.default)
+        except ValueError:
+            pass
+    return flag.default
+
+
+def test_every_option_is_a_setting_of_the_library_with_its_default():
+    from bertqa import _native
+
+    for function, command in (("evaluate", _api._EVAL), ("ask", _api._ASK),
+                              ("compare", _api._COMPARE), ("score", _api._SCORE)):
+        library = dict(_native.settings(function))
+        assert sorted(command.flags) == sorted(library), function
+        for name, flag in command.flags.items():
+            documented, default = _flag_default(flag), library[name]
+            if flag.takes_value and documented in (None, ""):
+                # The library chooses (from the model, the data), or "" is its default.
+                assert default in (None, ""), (function, name, default)
+                continue
+            assert documented == default, (function, name, documented, default)

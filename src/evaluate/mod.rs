@@ -32,7 +32,10 @@ use rustc_hash::FxBuildHasher as WordHash;
 
 pub use normalize::{exact, f1_v1, f1_v2, normalize_answer};
 use normalize::{f1_v1_normalized, f1_v2_normalized, Normalized};
-pub use read::{read_na_probs, read_predictions, IdMap, NaProbs, Predictions};
+pub use read::{
+    na_probs_from_bytes, predictions_from_bytes, read_na_probs, read_predictions, IdMap, NaProbs,
+    Predictions,
+};
 
 /// Scoring options.
 #[derive(Debug, Clone, PartialEq)]

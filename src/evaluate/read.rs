@@ -176,9 +176,23 @@ pub fn read_predictions(path: &Path) -> Result<Predictions> {
     read_map(path, "a JSON object of question id → answer text")
 }
 
+/// Predictions held in memory as the JSON text of a predictions file; `label` names
+/// them in messages (as a file's path would).
+pub fn predictions_from_bytes(bytes: &[u8], label: &Path) -> Result<Predictions> {
+    map_of_bytes(bytes, label, "a JSON object of question id → answer text")
+}
+
 /// Reads a na-prob file: a JSON object of question id → finite number.
 pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
-    let m: NaProbs = read_map(path, "a JSON object of question id → number")?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    na_probs_from_bytes(&bytes, path)
+}
+
+/// Na-probs held in memory as the JSON text of a na-prob file; `label` names them in
+/// messages.
+pub fn na_probs_from_bytes(bytes: &[u8], label: &Path) -> Result<NaProbs> {
+    let path = label;
+    let m: NaProbs = map_of_bytes(bytes, path, "a JSON object of question id → number")?;
     if let Some((id, v)) = m.iter().find(|(_, v)| !v.is_finite()) {
         return Err(Error::input(
             m.location(id),
@@ -190,7 +204,15 @@ pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
 
 fn read_map<V: DeserializeOwned>(path: &Path, what: &'static str) -> Result<IdMap<V>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let mut de = serde_json::Deserializer::from_slice(crate::squad::strip_bom(&bytes));
+    map_of_bytes(&bytes, path, what)
+}
+
+fn map_of_bytes<V: DeserializeOwned>(
+    bytes: &[u8],
+    path: &Path,
+    what: &'static str,
+) -> Result<IdMap<V>> {
+    let mut de = serde_json::Deserializer::from_slice(crate::squad::strip_bom(bytes));
     let parsed = de
         .deserialize_map(MapVisitor::<V> {
             what,

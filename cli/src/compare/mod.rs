@@ -125,7 +125,10 @@ fn servers_of(targets: &[(String, String)], name: &str) -> usize {
 /// A `--models` entry: `NAME`, `NAME@URL` or `NAME@URL?authority=HOST` (two
 /// deployments behind one ingress differ only by the host they are routed by) as the
 /// model's name, URL (`default_url` without one) and authority.
-fn split_model(spec: &str, default_url: &str) -> anyhow::Result<(String, String, Option<String>)> {
+pub(crate) fn split_model(
+    spec: &str,
+    default_url: &str,
+) -> anyhow::Result<(String, String, Option<String>)> {
     let (name, at) = match spec.split_once('@') {
         Some((m, u)) => (m.trim(), u.trim()),
         None => (spec.trim(), default_url),
