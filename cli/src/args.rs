@@ -451,6 +451,29 @@ impl MeasureArgs {
     }
 }
 
+impl Default for MeasureArgs {
+    /// The flags' defaults.
+    fn default() -> Self {
+        MeasureArgs {
+            measurement_interval_ms: None,
+            measurement_request_count: None,
+            stability_percentage: 10.0,
+            max_trials: 10,
+        }
+    }
+}
+
+impl Default for MetricsArgs {
+    /// The flags' defaults.
+    fn default() -> Self {
+        MetricsArgs {
+            metrics_url: Vec::new(),
+            no_metrics: false,
+            metrics_interval_ms: 1000,
+        }
+    }
+}
+
 /// Checks `--percentile`.
 pub(crate) fn check_percentile(p: f64) -> anyhow::Result<()> {
     if !(p > 0.0 && p <= 100.0) {

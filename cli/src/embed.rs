@@ -56,13 +56,9 @@ pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
             Ok(Outcome::Success) => (0, None, Vec::new()),
             Ok(Outcome::GateFailed(gates)) => (1, Some(Reason::GateFailed), gates),
             Err(e) => {
-                let line = errors::render(&e, false, &[]);
-                let sentence = line.strip_prefix("error: ").unwrap_or(&line).to_string();
-                (
-                    errors::exit_code(&e),
-                    Some(errors::reason(&e)),
-                    vec![sentence],
-                )
+                let code = errors::exit_code(&e);
+                let (reason, sentence) = classify(e);
+                (code, Some(reason), vec![sentence])
             }
         },
     };
@@ -145,6 +141,73 @@ pub fn claim_output_dir(dir: &std::path::Path) -> Result<Box<dyn std::any::Any +
 /// library's words with the settings named as flags.
 pub fn eval_hooks(quiet: bool) -> std::sync::Arc<dyn bertqa::EvalHooks> {
     std::sync::Arc::new(super::eval::Hooks::new(quiet))
+}
+
+pub use super::args::{MeasureArgs, MetricsArgs};
+pub use super::perf::PerfSettings;
+pub use super::tune::{Checked as TuneChecked, TuneSettings};
+
+/// How the command says an error fails a run: its exit reason and the sentence after
+/// `error: `.
+fn classify(e: anyhow::Error) -> (Reason, String) {
+    let line = errors::render(&e, false, &[]);
+    let sentence = line.strip_prefix("error: ").unwrap_or(&line).to_string();
+    (errors::reason(&e), sentence)
+}
+
+/// `perf`'s checks of its settings (before the data is read): the sweep.
+pub fn perf_check(settings: &PerfSettings) -> Result<bertqa::perf::PerfConfig, (Reason, String)> {
+    settings.check().map_err(classify)
+}
+
+/// `perf`'s sweep `sweep` ([`perf_check`]'s) of `client` over `dataset` (named `data`),
+/// as the command runs it (its files, its lines on stderr unless `settings.quiet`): the
+/// document `perf --json` prints. Cancelling `stop` stops it as the binary's first
+/// Ctrl-C does.
+pub fn perf(
+    settings: &PerfSettings,
+    sweep: bertqa::perf::PerfConfig,
+    client: &bertqa::ClientBuilder,
+    dataset: &bertqa::types::Dataset,
+    data: String,
+    stop: CancellationToken,
+) -> Result<serde_json::Value, (Reason, String)> {
+    let report = settings
+        .sweep(sweep, client, dataset, data, Some(stop))
+        .map_err(classify)?;
+    Ok(bertqa::report::json::to_value(
+        &bertqa::report::Render::json(&report),
+    ))
+}
+
+/// `tune`'s checks of its settings (before the data is read); makes the output
+/// directory.
+pub fn tune_check(settings: &TuneSettings) -> Result<TuneChecked, (Reason, String)> {
+    settings.check().map_err(classify)
+}
+
+/// `tune`'s search of `checked` ([`tune_check`]'s) for `client`'s model over `dataset`
+/// (named `data`), as the command runs it (tune.json and its files, its lines on stderr
+/// unless `settings.quiet`): tune.json's document. Cancelling `stop` stops it as the
+/// binary's first Ctrl-C does.
+pub fn tune(
+    settings: &TuneSettings,
+    checked: TuneChecked,
+    client: bertqa::ClientBuilder,
+    dataset: &bertqa::types::Dataset,
+    data: String,
+    stop: CancellationToken,
+) -> Result<serde_json::Value, (Reason, String)> {
+    let mut document = None;
+    settings
+        .tune(checked, client, dataset, data, Some(stop), |report| {
+            document = Some(bertqa::report::json::to_value(
+                &bertqa::tune::report::render_json(report),
+            ));
+            Ok(())
+        })
+        .map_err(classify)?;
+    Ok(document.expect("the report is shown before tune returns"))
 }
 
 /// One flag of a command, as a host names its options (python/bertqa/_api.py).

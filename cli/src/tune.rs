@@ -137,8 +137,231 @@ fn list<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
     Ok(out)
 }
 
-/// The search space of the flags.
-fn space(args: &Args) -> anyhow::Result<Space> {
+/// What tune's flags ask of a search, besides the client's settings and the data: the
+/// command's flags and `bertqa.Client.tune`'s options read into one value, checked and
+/// run by the same code ([`TuneSettings::check`], [`TuneSettings::tune`]). `Default`
+/// is the flags' defaults, with no output directory.
+#[derive(Debug, Clone)]
+pub struct TuneSettings {
+    /// `--step`.
+    pub step: Option<String>,
+    /// `--control-url`.
+    pub control_url: Option<String>,
+    /// `--max-batch-sizes`.
+    pub max_batch_sizes: String,
+    /// `--queue-delays-us`.
+    pub queue_delays_us: String,
+    /// `--instances`.
+    pub instances: String,
+    /// `--preferred-batch-sizes`.
+    pub preferred_batch_sizes: String,
+    /// `--exhaustive`.
+    pub exhaustive: bool,
+    /// `--remeasure`.
+    pub remeasure: usize,
+    /// `--keep-best`.
+    pub keep_best: bool,
+    /// `--batch-size`.
+    pub batch_size: usize,
+    /// `--concurrency`.
+    pub concurrency: Option<usize>,
+    /// `--concurrency-range`.
+    pub concurrency_range: String,
+    /// `--warmup`.
+    pub warmup: usize,
+    /// `--latency-threshold`.
+    pub latency_threshold: Option<f64>,
+    /// `--percentile`.
+    pub percentile: f64,
+    /// The measurement flags.
+    pub measure: MeasureArgs,
+    /// The metrics flags.
+    pub metrics: MetricsArgs,
+    /// `--output-dir`.
+    pub output_dir: PathBuf,
+    /// `--write-config`.
+    pub write_config: Option<PathBuf>,
+    /// `--html`.
+    pub html: Option<PathBuf>,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
+}
+
+impl Default for TuneSettings {
+    fn default() -> Self {
+        TuneSettings {
+            step: None,
+            control_url: None,
+            max_batch_sizes: "8,16,32,64".into(),
+            queue_delays_us: "0,100,500,2000".into(),
+            instances: "1,2,4".into(),
+            preferred_batch_sizes: "auto".into(),
+            exhaustive: false,
+            remeasure: 3,
+            keep_best: false,
+            batch_size: 1,
+            concurrency: None,
+            concurrency_range: "1:64".into(),
+            warmup: 8,
+            latency_threshold: None,
+            percentile: 99.0,
+            measure: MeasureArgs::default(),
+            metrics: MetricsArgs::default(),
+            output_dir: PathBuf::new(),
+            write_config: None,
+            html: None,
+            quiet: false,
+        }
+    }
+}
+
+impl Args {
+    /// The search's settings of the flags.
+    fn settings(&self) -> TuneSettings {
+        TuneSettings {
+            step: self.step.clone(),
+            control_url: self.control_url.clone(),
+            max_batch_sizes: self.max_batch_sizes.clone(),
+            queue_delays_us: self.queue_delays_us.clone(),
+            instances: self.instances.clone(),
+            preferred_batch_sizes: self.preferred_batch_sizes.clone(),
+            exhaustive: self.exhaustive,
+            remeasure: self.remeasure,
+            keep_best: self.keep_best,
+            batch_size: self.batch_size,
+            concurrency: self.concurrency,
+            concurrency_range: self.concurrency_range.clone(),
+            warmup: self.warmup,
+            latency_threshold: self.latency_threshold,
+            percentile: self.percentile,
+            measure: self.measure.clone(),
+            metrics: self.metrics.clone(),
+            output_dir: self.output_dir.clone(),
+            write_config: self.write_config.clone(),
+            html: self.html.clone(),
+            quiet: self.output.quiet,
+        }
+    }
+}
+
+/// A search's settings once checked ([`TuneSettings::check`]).
+pub struct Checked {
+    perf: PerfConfig,
+    space: Space,
+}
+
+impl TuneSettings {
+    /// Checks the settings (before any data is read or server contacted), and makes the
+    /// output directory.
+    pub(crate) fn check(&self) -> anyhow::Result<Checked> {
+        let perf = perf_config(self)?;
+        let space = space(self)?;
+        std::fs::create_dir_all(&self.output_dir)
+            .map_err(|e| bertqa::Error::io(&self.output_dir, e))?;
+        for (flag, path) in [
+            ("--html", &self.html),
+            ("--write-config", &self.write_config),
+        ] {
+            if let Some(path) = path {
+                super::common::check_output_dir(flag, path)?;
+            }
+        }
+        Ok(Checked { perf, space })
+    }
+
+    /// Runs the search of `checked` ([`TuneSettings::check`]'s) for `client`'s model
+    /// (its batch size set to [`TuneSettings::batch_size`]) over `dataset` (named
+    /// `data`); `shown` gets the report first (a file that cannot be written must not
+    /// hide it), then tune.json and the other files are written. `stop` stops it as the
+    /// binary's first Ctrl-C does (`None`: the binary's signal handlers).
+    pub(crate) fn tune(
+        &self,
+        checked: Checked,
+        client: bertqa::ClientBuilder,
+        dataset: &bertqa::types::Dataset,
+        data: String,
+        stop: Option<tokio_util::sync::CancellationToken>,
+        shown: impl FnOnce(&report::Report) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let rt = runtime()?;
+        let client = client.batch_size(self.batch_size);
+        let options = TuneOptions {
+            step: self.step.clone(),
+            control_url: self.control_url.clone(),
+            perf: checked.perf,
+            space: checked.space,
+            exhaustive: self.exhaustive,
+            remeasure: self.remeasure,
+            keep_best: self.keep_best,
+            output_dir: self.output_dir.clone(),
+            data,
+            metrics: super::perf::metrics_options(&self.metrics),
+        };
+        let progress = Lines { quiet: self.quiet };
+        let tuning = Tuning::prepare(&rt, &client, dataset, options, &progress)?;
+        let dir = self.output_dir.clone();
+        let stop = match stop {
+            Some(stop) => stop,
+            None => super::resume::stop_on_signals(move || {
+                eprintln!(
+                    "quitting at once; the model may be left in a candidate configuration: put \
+                     the original back with `{}`",
+                    restore_command(&dir)
+                );
+            })?,
+        };
+        let mut tuned_run = tuning.run(&rt, stop, &progress, &restore_command)?;
+        // The warnings and the text name settings; the reports name the flags.
+        for w in &mut tuned_run.report.warnings {
+            *w = name_flags(w);
+        }
+        let report = &tuned_run.report;
+        shown(report)?;
+        let written = self.write_files(&tuned_run);
+        let back = match (report.restored, report.kept_best) {
+            (true, _) => "the original configuration is back".to_string(),
+            (false, true) => "the best configuration is loaded (--keep-best)".to_string(),
+            (false, false) => format!(
+                "the original configuration is NOT back: run `{}`",
+                restore_command(&self.output_dir)
+            ),
+        };
+        match tuned_run.error {
+            Some(bertqa::Error::Stopped) => anyhow::bail!(
+                "stopped by an interrupt after {} candidates; {back}",
+                report.candidates.len()
+            ),
+            Some(e) if !report.restored => Err(anyhow::Error::from(e)
+                .context(format!("tune of {:?} failed; {back}", report.model))),
+            Some(e) => Err(e.into()),
+            None => written,
+        }
+    }
+
+    /// tune.json in the output directory, `--write-config`, `--html`.
+    fn write_files(&self, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
+        let report = &t.report;
+        let mut json = serde_json::to_vec_pretty(&report::render_json(report))?;
+        json.push(b'\n');
+        bertqa::output_file::write_atomic(&self.output_dir.join("tune.json"), &json)?;
+        if let Some(path) = &self.html {
+            bertqa::output_file::write_atomic(path, &bertqa::tune::html::render(report))?;
+        }
+        if let Some(path) = &self.write_config {
+            match t.best_config() {
+                Some(text) => bertqa::output_file::write_atomic(path, text.as_bytes())?,
+                None => eprintln!(
+                    "warning: no candidate kept the budget: {} not written",
+                    path.display()
+                ),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The search space of the settings.
+fn space(args: &TuneSettings) -> anyhow::Result<Space> {
     let max_batch_sizes = list("--max-batch-sizes", &args.max_batch_sizes, 1usize)?;
     if let Some(&small) = max_batch_sizes.iter().find(|&&b| b < args.batch_size) {
         anyhow::bail!(
@@ -165,7 +388,7 @@ fn space(args: &Args) -> anyhow::Result<Space> {
 }
 
 /// Each candidate's sweep.
-fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
+fn perf_config(args: &TuneSettings) -> anyhow::Result<PerfConfig> {
     let load = match args.concurrency {
         Some(0) => anyhow::bail!("--concurrency must be at least 1"),
         Some(n) => Load::Concurrency(vec![n]),
@@ -278,25 +501,15 @@ impl TuneProgress for Lines {
 }
 
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
-    let rt = runtime()?;
     if args.restore {
+        let rt = runtime()?;
         let client = super::common::server_builder(&args.server)?;
         let said = bertqa::tune::restore_from(&rt, &client, &args.output_dir)?;
         session.print(|| format!("{said}\n"))?;
         return Ok(Outcome::Success);
     }
-    let perf = perf_config(&args)?;
-    let space = space(&args)?;
-    std::fs::create_dir_all(&args.output_dir)
-        .map_err(|e| bertqa::Error::io(&args.output_dir, e))?;
-    for (flag, path) in [
-        ("--html", &args.html),
-        ("--write-config", &args.write_config),
-    ] {
-        if let Some(path) = path {
-            super::common::check_output_dir(flag, path)?;
-        }
-    }
+    let settings = args.settings();
+    let checked = settings.check()?;
     let model = args.model.clone().expect("required by clap");
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let client = super::perf::client_settings(
@@ -307,98 +520,33 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         args.postprocess,
         &args.binding,
         &args.text,
-        Some(args.batch_size),
+        None,
     )?;
-    let options = TuneOptions {
-        step: args.step.clone(),
-        control_url: args.control_url.clone(),
-        perf,
-        space,
-        exhaustive: args.exhaustive,
-        remeasure: args.remeasure,
-        keep_best: args.keep_best,
-        output_dir: args.output_dir.clone(),
-        data: data_label(&args.data),
-        metrics: super::perf::metrics_options(&args.metrics),
-    };
-    let progress = Lines {
-        quiet: args.output.quiet,
-    };
-    let tuning = Tuning::prepare(&rt, &client, &dataset, options, &progress)?;
-    let dir = args.output_dir.clone();
-    let stop = match session.stop() {
-        Some(stop) => stop,
-        None => super::resume::stop_on_signals(move || {
-            eprintln!(
-                "quitting at once; the model may be left in a candidate configuration: put \
-                 the original back with `{}`",
-                restore_command(&dir)
-            );
-        })?,
-    };
-    let mut tuned_run = tuning.run(&rt, stop, &progress, &restore_command)?;
-    // The warnings and the text name settings; the reports name the flags.
-    for w in &mut tuned_run.report.warnings {
-        *w = name_flags(w);
-    }
-    let report = &tuned_run.report;
-    session.keep_document(&report::render_json(report));
-    // The report first: a file that cannot be written must not hide it.
-    session.print(|| {
-        if args.output.json {
-            bertqa::report::json::to_string(&report::render_json(report))
-        } else {
-            name_flags(&report::render_text(report))
-        }
-    })?;
-    let written = write_files(&args, &tuned_run);
-    let back = match (report.restored, report.kept_best) {
-        (true, _) => "the original configuration is back".to_string(),
-        (false, true) => "the best configuration is loaded (--keep-best)".to_string(),
-        (false, false) => format!(
-            "the original configuration is NOT back: run `{}`",
-            restore_command(&args.output_dir)
-        ),
-    };
-    match tuned_run.error {
-        Some(bertqa::Error::Stopped) => anyhow::bail!(
-            "stopped by an interrupt after {} candidates; {back}",
-            report.candidates.len()
-        ),
-        Some(e) if !report.restored => {
-            Err(anyhow::Error::from(e)
-                .context(format!("tune of {:?} failed; {back}", report.model)))
-        }
-        Some(e) => Err(e.into()),
-        None => written.map(|()| Outcome::Success),
-    }
+    let stop = session.stop();
+    settings.tune(
+        checked,
+        client,
+        &dataset,
+        data_label(&args.data),
+        stop,
+        |report| {
+            session.keep_document(&report::render_json(report));
+            session.print(|| {
+                if args.output.json {
+                    bertqa::report::json::to_string(&report::render_json(report))
+                } else {
+                    name_flags(&report::render_text(report))
+                }
+            })
+        },
+    )?;
+    Ok(Outcome::Success)
 }
 
 /// How a user puts the original back from `dir`: the command line of `--restore` (the
 /// marker on the server and the messages quote it).
 fn restore_command(dir: &Path) -> String {
     format!("bertqa tune --restore --output-dir {}", dir.display())
-}
-
-/// tune.json in the output directory, `--write-config`, `--html`.
-fn write_files(args: &Args, t: &bertqa::tune::Tuned) -> anyhow::Result<()> {
-    let report = &t.report;
-    let mut json = serde_json::to_vec_pretty(&report::render_json(report))?;
-    json.push(b'\n');
-    bertqa::output_file::write_atomic(&args.output_dir.join("tune.json"), &json)?;
-    if let Some(path) = &args.html {
-        bertqa::output_file::write_atomic(path, &bertqa::tune::html::render(report))?;
-    }
-    if let Some(path) = &args.write_config {
-        match t.best_config() {
-            Some(text) => bertqa::output_file::write_atomic(path, text.as_bytes())?,
-            None => eprintln!(
-                "warning: no candidate kept the budget: {} not written",
-                path.display()
-            ),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

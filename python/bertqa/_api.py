@@ -14,7 +14,7 @@ import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._errors import GateFailed, UsageError, from_reason
+from ._errors import GateFailed, UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -27,30 +27,6 @@ class _Flag:
 
     def __init__(self, row: Tuple[str, bool, bool, Optional[str], List[str], str, bool]):
         self.long, self.takes_value, self.repeated, self.default, self.choices, self.help, self.hidden = row
-
-    def args(self, function: str, name: str, value: Any) -> List[str]:
-        """The command-line words for ``name=value``."""
-        if value is None:
-            return []
-        if not self.takes_value:
-            if not isinstance(value, bool):
-                raise UsageError(f"{function}(): {name} is a switch: give True or False, not {value!r}")
-            if value:
-                return [f"--{self.long}"]
-            negation = _NEGATIONS.get(self.long)
-            return [f"--{negation}"] if negation else []
-        values = value if isinstance(value, (list, tuple)) else [value]
-        if len(values) > 1 and not self.repeated:
-            raise UsageError(f"{function}(): {name} takes one value, not {value!r}")
-        return [f"--{self.long}={_text(function, name, v)}" for v in values]
-
-
-def _text(function: str, name: str, value: Any) -> str:
-    if isinstance(value, bool):
-        raise UsageError(f"{function}(): {name} takes a value, not {value!r}")
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return str(value)
 
 
 class _Command:
@@ -70,17 +46,6 @@ class _Command:
                 self.shown[name] = flag
                 if name not in fixed:
                     self.flags[name] = flag
-
-    def argv(self, options: Dict[str, Any]) -> List[str]:
-        out: List[str] = []
-        for name, value in options.items():
-            flag = self.flags.get(name)
-            if flag is None:
-                raise UsageError(
-                    f"{self.function}() has no option {name!r} (see help(bertqa.{self.function}))"
-                )
-            out += flag.args(self.function, name, value)
-        return out
 
     def document(self, function: Any) -> None:
         """Appends every option, its default and its help line to the docstring."""
@@ -104,56 +69,6 @@ class _Command:
         # Indented as the docstring's own lines, which inspect.cleandoc dedents.
         text = "\n".join(f"    {line}" if line else "" for line in lines)
         function.__doc__ = (function.__doc__ or "").rstrip() + "\n" + text + "\n"
-
-
-class _Inputs:
-    """A temporary folder for what is given as Python objects (a dataset, predictions)
-    and for outputs nobody asked to keep, removed when the call ends."""
-
-    def __init__(self) -> None:
-        self._dir: Optional[tempfile.TemporaryDirectory] = None
-
-    def __enter__(self) -> "_Inputs":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._dir is not None:
-            self._dir.cleanup()
-
-    def path(self, name: str) -> str:
-        if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="bertqa-")
-        return os.path.join(self._dir.name, name)
-
-    def data(self, data: Any) -> List[str]:
-        """``--data`` words: a path, several paths, a parsed SQuAD dict, or rows."""
-        if isinstance(data, (str, os.PathLike)):
-            return [f"--data={os.fspath(data)}"]
-        if isinstance(data, dict):
-            path = self.path("data.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False)
-            return [f"--data={path}"]
-        rows = list(data)
-        if rows and all(isinstance(r, (str, os.PathLike)) for r in rows):
-            return [f"--data={os.fspath(r)}" for r in rows]
-        if not all(isinstance(r, dict) for r in rows):
-            raise UsageError("data: give a path, a SQuAD dict, or a list of Hugging Face rows (dicts)")
-        path = self.path("data.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False))
-                f.write("\n")
-        return [f"--data={path}"]
-
-    def json_file(self, name: str, value: Any) -> str:
-        """A path for a file given as a path or as a parsed JSON object."""
-        if isinstance(value, (str, os.PathLike)):
-            return os.fspath(value)
-        path = self.path(name)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(value, f, ensure_ascii=False)
-        return path
 
 
 def _data(data: Any) -> Any:
@@ -188,22 +103,6 @@ def _url_list(url: Union[None, str, Sequence[str]]) -> List[str]:
     if url is None:
         return []
     return [url] if isinstance(url, str) else [str(u) for u in url]
-
-
-class _Ran:
-    """A command's run: its report (the ``--json`` document), eval's answers (question
-    id to text), and the gates that failed."""
-
-    def __init__(self, report: Any, predictions: Any, gates: List[str]) -> None:
-        self.report, self.predictions, self.gates = report, predictions, gates
-
-
-def _run(argv: List[str]) -> _Ran:
-    """Runs the command; raises the exception of any failure but a failed gate."""
-    _code, report, predictions, reason, lines = _native.run(["bertqa", *argv])
-    if reason is not None and reason != "gate_failed":
-        raise from_reason(reason, lines)
-    return _Ran(report, predictions, lines if reason == "gate_failed" else [])
 
 
 def evaluate(
@@ -362,32 +261,6 @@ def _gate_words(g: Dict[str, Any]) -> str:
     return f"{g['flag']} {g['threshold']}: model {g['model']} measured {g['value']}"
 
 
-def on_client(client: Any, command: _Command, data: Any, options: Dict[str, Any], *,
-              output_dir: Optional[PathLike] = None, progress: bool = False) -> Dict[str, Any]:
-    """``Client.perf`` and ``Client.tune``: the command run with the client's settings
-    as its flags (those the command takes) and ``options``; its report."""
-    settings = client._settings
-    version = settings.get("model_version")
-    if version and "model_version" not in command.shown:
-        raise UsageError(f"{command.function}(): {command.command} measures the model's loaded "
-                         f"version; this client asks for version {version!r}")
-    with _Inputs() as inputs:
-        argv = [command.command, *inputs.data(data)]
-        for name, value in settings.items():
-            flag = command.shown.get(name)
-            if flag is not None:
-                # A switch that is True by default goes as it is (no flag).
-                if flag.long in _NEGATIONS and value is True:
-                    continue
-                argv += flag.args(command.function, name, value)
-        if output_dir is not None:
-            argv.append(f"--output-dir={os.fspath(output_dir)}")
-        if not progress:
-            argv.append("--quiet")
-        argv += command.argv(options)
-        return _run(argv).report
-
-
 def score(
     data: Any,
     predictions: Any,
@@ -414,15 +287,8 @@ _SCORE = _Command("score", "score", ["data", "predictions", "na_prob_file"])
 for _command, _function in ((_EVAL, evaluate), (_ASK, ask), (_COMPARE, compare), (_SCORE, score)):
     _command.document(_function)
 
-# What a client sets of perf's and tune's flags (`Client._settings`), and their data.
-_CLIENT_SETTINGS = [
-    "url", "model", "model_version", "vocab", "tokenizer", "protocol", "do_lower_case",
-    "no_lower_case", "postprocess", "max_seq_length", "doc_stride", "max_query_length",
-    "batch_size", "shared_memory", "timeout_ms", "connect_timeout_ms", "header", "authority",
-    "ssl", "ssl_root_cert", "ssl_client_cert", "ssl_client_key", "ssl_target_name",
-    "fixed_seq_len", "input_ids", "segment_ids", "input_mask", "start_logits", "end_logits",
-    "question_input", "context_input", "answer_output", "offsets_output", "data", "output_dir",
-]
+# What a client sets of perf's and tune's flags (the library's list), and their data.
+_FIXED_BY_CLIENT = _native.client_settings() + ["data", "output_dir"]
 # `export_input_data` writes perf_analyzer's input file instead of a sweep: the command's.
-_PERF = _Command("Client.perf", "perf", _CLIENT_SETTINGS + ["export_input_data"])
-_TUNE = _Command("Client.tune", "tune", _CLIENT_SETTINGS + ["restore"])
+_PERF = _Command("Client.perf", "perf", _FIXED_BY_CLIENT + ["export_input_data"])
+_TUNE = _Command("Client.tune", "tune", _FIXED_BY_CLIENT + ["restore"])

@@ -136,8 +136,8 @@ class Client:
     ) -> None:
         urls = [url] if isinstance(url, str) else [str(u) for u in url]
         path = lambda p: None if p is None else os.fspath(p)  # noqa: E731
-        # What perf and tune take of the settings, as their flags (`_api.on_client`);
-        # files as they are now, wherever the working directory goes later.
+        # What perf and tune take of the settings (`_native.client_settings()`); files
+        # as they are now, wherever the working directory goes later.
         file = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
         self._settings: Dict[str, Any] = dict(
             url=urls, model=model, model_version=model_version or None, vocab=file(vocab),
@@ -300,7 +300,11 @@ class Client:
         own flags in snake case (``concurrency_range="1:8"``, ``latency_threshold=50``,
         ``csv=path``, ...; see ``help(bertqa.Client.perf)``); ``progress=True``: a line per
         level on stderr. Returns the document that ``bertqa perf --json`` prints."""
-        return _api.on_client(self, _api._PERF, data, options, progress=progress)
+        settings = dict(self._settings)
+        urls, model = settings.pop("url"), settings.pop("model")
+        report, lines = _native.perf(urls, model, settings, _api._data(data), progress, options)
+        _api._warn(lines)
+        return report
 
     def tune(self, data: Any, *, output_dir: PathLike, progress: bool = False, **options: Any) -> Dict[str, Any]:
         """Searches the configuration of this client's model (Triton, explicit
@@ -312,7 +316,15 @@ class Client:
         tune's own flags in snake case (``latency_threshold=100``, ``max_batch_sizes="8,32"``,
         ``control_url=...``; see ``help(bertqa.Client.tune)``); ``progress=True``: a line
         per candidate on stderr. Returns tune.json's document."""
-        return _api.on_client(self, _api._TUNE, data, options, output_dir=output_dir, progress=progress)
+        settings = dict(self._settings)
+        urls, model, version = settings.pop("url"), settings.pop("model"), settings.get("model_version")
+        if version:
+            raise UsageError(f"Client.tune(): tune measures the model's loaded version; this client "
+                             f"asks for version {version!r}")
+        report, lines = _native.tune(urls, model, settings, _api._data(data), os.fspath(output_dir),
+                                     progress, options)
+        _api._warn(lines)
+        return report
 
     # -- the rest -------------------------------------------------------------------
 

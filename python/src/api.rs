@@ -27,13 +27,13 @@ pub(crate) enum Data {
 }
 
 /// The data read, its label, digest and format, and the reader's warnings.
-struct Read {
+pub(crate) struct Read {
     loaded: bertqa::squad::Loaded,
-    label: String,
+    pub(crate) label: String,
     format: Format,
 }
 
-fn read(py: Python<'_>, data: Data) -> PyResult<Read> {
+pub(crate) fn read(py: Python<'_>, data: Data) -> PyResult<Read> {
     match data {
         Data::Paths(paths) => {
             let label = paths
@@ -78,7 +78,7 @@ fn read(py: Python<'_>, data: Data) -> PyResult<Read> {
 impl Read {
     /// The dataset (`strict`: a reader's warning fails), the first `limit` questions;
     /// the reader's warnings go into `warnings`.
-    fn dataset(
+    pub(crate) fn dataset(
         mut self,
         py: Python<'_>,
         strict: bool,
@@ -109,7 +109,7 @@ pub(crate) fn failure(py: Python<'_>, e: bertqa::Error) -> PyErr {
 /// looking for Ctrl-C: the first cancels `work`'s token (the run stops as the
 /// command's first Ctrl-C stops it, and writes what it had), and is raised once `work`
 /// returns; a second stops waiting.
-fn on_thread<T: Send + 'static>(
+pub(crate) fn on_thread<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce(CancellationToken) -> T + Send + 'static,
 ) -> PyResult<T> {

@@ -2,7 +2,8 @@
 //! client (`bertqa.Client`, [`client`]) holds the library's blocking client. The
 //! `bertqa` command of the wheel is [`cli_main`]; the module functions
 //! (`bertqa.evaluate`, ...) are [`api`]'s: each reads its options into the library's
-//! values ([`settings`]) and makes one library call, whose report comes back as a value.
+//! values ([`settings`]) and makes one library call, whose report comes back as a value;
+//! `Client.perf` and `Client.tune` are [`measure`]'s.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 mod api;
 mod client;
 mod compare;
+mod measure;
 mod settings;
 
 use bertqa_cli::embed;
@@ -37,75 +39,6 @@ fn cli_main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
         let _ = std::io::Write::flush(&mut std::io::stdout());
         code
     })
-}
-
-/// What [`run`] returns: (exit status, the report's document or None, eval's answers
-/// (question id to text) or None, reason or None, message lines).
-type Ran<'py> = (
-    u8,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Option<String>,
-    Vec<String>,
-);
-
-/// Runs a command for `Client.perf` and `Client.tune` (the last callers of the command
-/// line from Python), on a thread of its own, the GIL released.
-/// Returns [`Ran`]. Ctrl-C (a
-/// KeyboardInterrupt) stops the run as the binary's first Ctrl-C does; the call returns
-/// once the run has written what it had (a second Ctrl-C stops waiting), and raises it.
-#[pyfunction]
-fn run(py: Python<'_>, argv: Vec<OsString>) -> PyResult<Ran<'_>> {
-    let stop = tokio_util::sync::CancellationToken::new();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let token = stop.clone();
-    std::thread::Builder::new()
-        .name("bertqa".into())
-        // The binary runs a command on its main thread's 8 MiB stack.
-        .stack_size(8 << 20)
-        .spawn(move || {
-            let _ = tx.send(embed::run(argv, token));
-        })?;
-    let mut interrupted: Option<PyErr> = None;
-    // Moved into each wait and back: a receiver cannot be shared with it.
-    let mut rx = rx;
-    let done = loop {
-        let (received, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
-        rx = back;
-        match received {
-            Ok(done) => break done,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "bertqa: the run's thread ended without a result",
-                ))
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    if interrupted.is_some() {
-                        // The second interrupt: the run goes on in the background.
-                        return Err(e);
-                    }
-                    stop.cancel();
-                    interrupted = Some(e);
-                }
-            }
-        }
-    };
-    if let Some(e) = interrupted {
-        return Err(e);
-    }
-    let kept = done.kept;
-    let value = |v: Option<serde_json::Value>| match v {
-        Some(v) => client::from_json(py, &v),
-        None => Ok(py.None().into_bound(py)),
-    };
-    Ok((
-        done.code,
-        value(kept.report)?,
-        value(kept.predictions.map(serde_json::Value::Object))?,
-        done.reason.map(|r| r.name().to_string()),
-        done.message,
-    ))
 }
 
 /// The flags of a command: (long name, takes a value, repeatable, default, choices,
@@ -153,7 +86,9 @@ fn no_transparent_huge_pages() {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
-    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(measure::perf, m)?)?;
+    m.add_function(wrap_pyfunction!(measure::tune, m)?)?;
+    m.add_function(wrap_pyfunction!(measure::client_settings, m)?)?;
     m.add_function(wrap_pyfunction!(api::evaluate, m)?)?;
     m.add_function(wrap_pyfunction!(api::ask, m)?)?;
     m.add_function(wrap_pyfunction!(api::score, m)?)?;

@@ -180,6 +180,68 @@ pub(crate) fn table(function: &str) -> Vec<(&'static str, Default)> {
                 ("confidence", Default::Float(compare.statistics.confidence)),
             ]);
         }
+        "Client.perf" => {
+            use bertqa_cli::embed::PerfSettings;
+            let perf = PerfSettings::default();
+            let distribution = match perf.request_distribution {
+                bertqa::perf::Distribution::Constant => "constant",
+                bertqa::perf::Distribution::Poisson => "poisson",
+            };
+            out.extend(data_settings());
+            out.extend([
+                ("concurrency", int(perf.concurrency)),
+                ("warmup", int(perf.warmup)),
+                ("concurrency_range", Default::None),
+                ("request_rate_range", Default::None),
+                ("request_distribution", Default::Str(distribution.into())),
+                ("seed", int(perf.seed)),
+                ("max_inflight", int(perf.max_inflight)),
+                ("latency_threshold", Default::None),
+                ("percentile", Default::Float(perf.percentile)),
+                ("binary_search", Default::Bool(perf.binary_search)),
+                ("csv", Default::None),
+                ("requests_jsonl", Default::None),
+                ("svg", Default::None),
+                ("html", Default::None),
+            ]);
+            out.extend(measure_settings(&perf.measure, &perf.metrics));
+        }
+        "Client.tune" => {
+            use bertqa_cli::embed::TuneSettings;
+            let tune = TuneSettings::default();
+            out.extend(data_settings());
+            out.extend([
+                ("step", Default::None),
+                ("control_url", Default::None),
+                (
+                    "max_batch_sizes",
+                    Default::Str(tune.max_batch_sizes.clone()),
+                ),
+                (
+                    "queue_delays_us",
+                    Default::Str(tune.queue_delays_us.clone()),
+                ),
+                ("instances", Default::Str(tune.instances.clone())),
+                (
+                    "preferred_batch_sizes",
+                    Default::Str(tune.preferred_batch_sizes.clone()),
+                ),
+                ("exhaustive", Default::Bool(tune.exhaustive)),
+                ("remeasure", int(tune.remeasure)),
+                ("keep_best", Default::Bool(tune.keep_best)),
+                ("concurrency", Default::None),
+                (
+                    "concurrency_range",
+                    Default::Str(tune.concurrency_range.clone()),
+                ),
+                ("warmup", int(tune.warmup)),
+                ("latency_threshold", Default::None),
+                ("percentile", Default::Float(tune.percentile)),
+                ("write_config", Default::None),
+                ("html", Default::None),
+            ]);
+            out.extend(measure_settings(&tune.measure, &tune.metrics));
+        }
         "score" => out.extend([
             ("version_2_with_negative", Default::Bool(false)),
             na_prob_thresh,
@@ -187,6 +249,75 @@ pub(crate) fn table(function: &str) -> Vec<(&'static str, Default)> {
         _ => {}
     }
     out
+}
+
+/// What `Client.perf` and `Client.tune` take of the client's settings (python/bertqa's
+/// `Client._settings`, with `url`, `model` and `model_version`): never options of the
+/// call. The call's own options are [`table`]'s.
+pub(crate) const CLIENT_SETTINGS: &[&str] = &[
+    "url",
+    "model",
+    "model_version",
+    "vocab",
+    "tokenizer",
+    "protocol",
+    "do_lower_case",
+    "no_lower_case",
+    "postprocess",
+    "max_seq_length",
+    "doc_stride",
+    "max_query_length",
+    "batch_size",
+    "shared_memory",
+    "timeout_ms",
+    "connect_timeout_ms",
+    "header",
+    "authority",
+    "ssl",
+    "ssl_root_cert",
+    "ssl_client_cert",
+    "ssl_client_key",
+    "ssl_target_name",
+    "fixed_seq_len",
+    "input_ids",
+    "segment_ids",
+    "input_mask",
+    "start_logits",
+    "end_logits",
+    "question_input",
+    "context_input",
+    "answer_output",
+    "offsets_output",
+];
+
+/// The data's and the headers' options of `Client.perf` and `Client.tune` (the
+/// client's headers come with it; these add to them).
+fn data_settings() -> Vec<(&'static str, Default)> {
+    vec![
+        ("limit", Default::None),
+        ("strict", Default::Bool(false)),
+        ("header_env", Default::None),
+        ("header_file", Default::None),
+    ]
+}
+
+/// The measurement's and the metrics' options of `Client.perf` and `Client.tune`.
+fn measure_settings(
+    measure: &bertqa_cli::embed::MeasureArgs,
+    metrics: &bertqa_cli::embed::MetricsArgs,
+) -> Vec<(&'static str, Default)> {
+    vec![
+        ("measurement_interval_ms", Default::None),
+        ("measurement_request_count", Default::None),
+        (
+            "stability_percentage",
+            Default::Float(measure.stability_percentage),
+        ),
+        ("max_trials", int(measure.max_trials)),
+        ("metrics_url", Default::None),
+        ("no_metrics", Default::Bool(metrics.no_metrics)),
+        ("metrics_interval_ms", int(metrics.metrics_interval_ms)),
+    ]
 }
 
 /// The keywords a function was given, taken one by one as its settings; what is left
@@ -261,6 +392,50 @@ impl<'py> Options<'py> {
             Some(v) => Ok(Some(v)),
             None => Err(self.wrong(name, want, &value)),
         }
+    }
+
+    /// A value as the flag takes it: `T`, or its text (`"4"` for 4), as the command
+    /// line reads it.
+    pub(crate) fn parsed<T>(&mut self, name: &str, want: &str) -> PyResult<Option<T>>
+    where
+        T: std::str::FromStr + for<'a> FromPyObject<'a, 'py>,
+    {
+        let text = match self.given.get(name) {
+            Some(v) if v.is_instance_of::<pyo3::types::PyString>() => v.extract::<String>()?,
+            _ => return self.get(name, want),
+        };
+        let value = self.given.remove(name).expect("looked at above");
+        match text.trim().parse::<T>() {
+            Ok(v) => Ok(Some(v)),
+            Err(_) => Err(self.wrong(name, want, &value)),
+        }
+    }
+
+    /// Text as the flag takes it: a string, or a number written as one.
+    pub(crate) fn words(&mut self, name: &str) -> PyResult<Option<String>> {
+        let Some(value) = self.given.get(name) else {
+            return Ok(None);
+        };
+        if value.is_instance_of::<pyo3::types::PyBool>()
+            || !(value.is_instance_of::<pyo3::types::PyString>()
+                || value.is_instance_of::<pyo3::types::PyInt>()
+                || value.is_instance_of::<pyo3::types::PyFloat>())
+        {
+            let value = value.clone();
+            return Err(self.wrong(name, "a string", &value));
+        }
+        let value = self.given.remove(name).expect("looked at above");
+        Ok(Some(value.str()?.to_string()))
+    }
+
+    /// Whether option `name` was given (not None).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.given.contains_key(name)
+    }
+
+    /// Leaves option `name` unread (a setting the call does not take).
+    pub(crate) fn drop(&mut self, name: &str) {
+        self.given.remove(name);
     }
 
     /// A number of things (`usize`).
@@ -358,7 +533,7 @@ const RULES: &[(&str, bertqa::decode::Postprocess)] = &[
     ("hf", bertqa::decode::Postprocess::Hf),
     ("run-qa", bertqa::decode::Postprocess::RunQa),
 ];
-const SHARED_MEMORY: &[(&str, bertqa::SharedMemory)] = &[
+pub(crate) const SHARED_MEMORY: &[(&str, bertqa::SharedMemory)] = &[
     ("none", bertqa::SharedMemory::None),
     ("system", bertqa::SharedMemory::System),
     ("auto", bertqa::SharedMemory::Auto),

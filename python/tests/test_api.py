@@ -300,7 +300,8 @@ def test_every_option_is_a_setting_of_the_library_with_its_default():
     from bertqa import _native
 
     for function, command in (("evaluate", _api._EVAL), ("ask", _api._ASK),
-                              ("compare", _api._COMPARE), ("score", _api._SCORE)):
+                              ("compare", _api._COMPARE), ("score", _api._SCORE),
+                              ("Client.perf", _api._PERF), ("Client.tune", _api._TUNE)):
         library = dict(_native.settings(function))
         assert sorted(command.flags) == sorted(library), function
         for name, flag in command.flags.items():

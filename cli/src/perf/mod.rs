@@ -131,16 +131,189 @@ pub struct Args {
     pub html: Option<PathBuf>,
 }
 
-/// Validates the sweep flags (before any data is read or server contacted).
-fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
-    let load = match (&args.request_rate_range, &args.concurrency_range) {
-        (Some(text), _) => Load::RequestRate {
-            rates: Range::parse("--request-rate-range", text, false)?.values(),
-            distribution: match args.request_distribution {
+/// What perf's flags ask of a sweep, besides the client's settings and the data: the
+/// command's flags and `bertqa.Client.perf`'s options read into one value, checked
+/// and run by the same code ([`PerfSettings::check`], [`PerfSettings::sweep`]).
+/// `Default` is the flags' defaults.
+#[derive(Debug, Clone)]
+pub struct PerfSettings {
+    /// `--concurrency` (without a range).
+    pub concurrency: usize,
+    /// `--warmup`.
+    pub warmup: usize,
+    /// `--shared-memory`.
+    pub shared_memory: bertqa::SharedMemory,
+    /// `--concurrency-range`.
+    pub concurrency_range: Option<String>,
+    /// `--request-rate-range`.
+    pub request_rate_range: Option<String>,
+    /// `--request-distribution`.
+    pub request_distribution: Distribution,
+    /// `--seed`.
+    pub seed: u64,
+    /// The measurement flags.
+    pub measure: MeasureArgs,
+    /// `--max-inflight`.
+    pub max_inflight: usize,
+    /// `--latency-threshold`.
+    pub latency_threshold: Option<f64>,
+    /// `--percentile`.
+    pub percentile: f64,
+    /// `--binary-search`.
+    pub binary_search: bool,
+    /// The metrics flags.
+    pub metrics: MetricsArgs,
+    /// `--requests-jsonl`.
+    pub requests_jsonl: Option<PathBuf>,
+    /// `--csv`.
+    pub csv: Option<PathBuf>,
+    /// `--svg`.
+    pub svg: Option<PathBuf>,
+    /// `--html`.
+    pub html: Option<PathBuf>,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
+}
+
+impl Default for PerfSettings {
+    fn default() -> Self {
+        PerfSettings {
+            concurrency: 4,
+            warmup: 0,
+            shared_memory: bertqa::SharedMemory::Auto,
+            concurrency_range: None,
+            request_rate_range: None,
+            request_distribution: Distribution::Constant,
+            seed: 0,
+            measure: MeasureArgs::default(),
+            max_inflight: 4096,
+            latency_threshold: None,
+            percentile: 99.0,
+            binary_search: false,
+            metrics: MetricsArgs::default(),
+            requests_jsonl: None,
+            csv: None,
+            svg: None,
+            html: None,
+            quiet: false,
+        }
+    }
+}
+
+impl Args {
+    /// The sweep's settings of the flags.
+    fn settings(&self) -> PerfSettings {
+        PerfSettings {
+            concurrency: self.load.concurrency,
+            warmup: self.load.warmup,
+            shared_memory: self.load.shared_memory.into(),
+            concurrency_range: self.concurrency_range.clone(),
+            request_rate_range: self.request_rate_range.clone(),
+            request_distribution: match self.request_distribution {
                 DistributionArg::Constant => Distribution::Constant,
                 DistributionArg::Poisson => Distribution::Poisson,
             },
-            seed: args.seed,
+            seed: self.seed,
+            measure: self.measure.clone(),
+            max_inflight: self.max_inflight,
+            latency_threshold: self.latency_threshold,
+            percentile: self.percentile,
+            binary_search: self.binary_search,
+            metrics: self.metrics.clone(),
+            requests_jsonl: self.requests_jsonl.clone(),
+            csv: self.csv.clone(),
+            svg: self.svg.clone(),
+            html: self.html.clone(),
+            quiet: self.output.quiet,
+        }
+    }
+}
+
+impl PerfSettings {
+    /// Checks the settings (before any data is read or server contacted): the sweep.
+    pub(crate) fn check(&self) -> anyhow::Result<PerfConfig> {
+        let sweep = perf_config(self)?;
+        super::metrics::check(&self.metrics)?;
+        if let Some(path) = &self.html {
+            super::common::check_output_dir("--html", path)?;
+        }
+        Ok(sweep)
+    }
+
+    /// The sweep's options: `sweep` ([`PerfSettings::check`]'s) over `data`.
+    fn options(&self, sweep: PerfConfig, data: String) -> PerfOptions {
+        PerfOptions {
+            sweep,
+            data,
+            requests_log: self.requests_jsonl.clone(),
+            metrics: metrics_options(&self.metrics),
+        }
+    }
+
+    /// Runs the sweep `sweep` ([`PerfSettings::check`]'s) of `client` over `dataset`
+    /// (named `data`), writes its files and its warnings on stderr; its report, with the
+    /// settings named as flags. `stop` stops it as the binary's first Ctrl-C does.
+    pub(crate) fn sweep(
+        &self,
+        mut sweep: PerfConfig,
+        client: &bertqa::ClientBuilder,
+        dataset: &bertqa::types::Dataset,
+        data: String,
+        stop: Option<tokio_util::sync::CancellationToken>,
+    ) -> anyhow::Result<Report> {
+        sweep.stop = stop;
+        let options = self.options(sweep, data);
+        let progress = Lines {
+            quiet: self.quiet,
+            ..Lines::default()
+        };
+        let rt = runtime()?;
+        let report = rt.block_on(perf::run(client, dataset, &options, &progress))?;
+        self.finish(report)
+    }
+
+    /// Names the flags in a finished sweep's words, writes its files and its warnings.
+    fn finish(&self, mut report: Report) -> anyhow::Result<Report> {
+        // The warnings name settings; the reports name the flags.
+        for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
+            *w = name_flags(w);
+        }
+        if let bertqa::metrics::Choice::NotRead(why) = &mut report.metrics {
+            *why = name_flags(why);
+        }
+        // The page and the text name settings (as words; the CSV and SVG name none): the
+        // command names its flags.
+        let files: [(&Option<PathBuf>, &dyn Exporter, bool); 3] = [
+            (&self.csv, &export::CsvExporter, false),
+            (&self.svg, &export::SvgExporter, false),
+            (&self.html, &export::HtmlExporter, true),
+        ];
+        for (path, exporter, words) in files {
+            if let Some(path) = path {
+                let mut bytes = exporter.serialize(&report);
+                if words {
+                    bytes = name_flags(&String::from_utf8_lossy(&bytes)).into_bytes();
+                }
+                bertqa::output_file::write_atomic(path, &bytes)?;
+            }
+        }
+        for w in report.warnings() {
+            eprintln!("warning: {w}");
+        }
+        Ok(report)
+    }
+}
+
+/// Validates the sweep's settings.
+fn perf_config(s: &PerfSettings) -> anyhow::Result<PerfConfig> {
+    let load = match (&s.request_rate_range, &s.concurrency_range) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "--concurrency-range and --request-rate-range are two kinds of load: give one"
+        ),
+        (Some(text), None) => Load::RequestRate {
+            rates: Range::parse("--request-rate-range", text, false)?.values(),
+            distribution: s.request_distribution,
+            seed: s.seed,
         },
         (None, Some(text)) => Load::Concurrency(
             Range::parse("--concurrency-range", text, true)?
@@ -150,22 +323,22 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
                 .collect(),
         ),
         (None, None) => {
-            if args.load.concurrency == 0 {
+            if s.concurrency == 0 {
                 anyhow::bail!("--concurrency must be at least 1");
             }
-            Load::Concurrency(vec![args.load.concurrency])
+            Load::Concurrency(vec![s.concurrency])
         }
     };
-    let window = args.measure.window()?;
-    super::args::check_percentile(args.percentile)?;
-    let budget = match args.latency_threshold {
+    let window = s.measure.window()?;
+    super::args::check_percentile(s.percentile)?;
+    let budget = match s.latency_threshold {
         Some(ms) if !(ms > 0.0 && ms.is_finite()) => {
             anyhow::bail!("--latency-threshold {ms} must be above 0 (milliseconds)")
         }
         Some(ms) => Some(Budget {
             threshold_us: ms * 1000.0,
-            percentile: args.percentile,
-            binary_search: args.binary_search,
+            percentile: s.percentile,
+            binary_search: s.binary_search,
         }),
         None => None,
     };
@@ -173,11 +346,11 @@ fn perf_config(args: &Args) -> anyhow::Result<PerfConfig> {
         load,
         budget,
         window,
-        stability_percent: args.measure.stability_percentage,
-        max_trials: args.measure.max_trials,
-        warmup: args.load.warmup,
-        max_inflight: args.max_inflight.max(1),
-        shared_memory: args.load.shared_memory.into(),
+        stability_percent: s.measure.stability_percentage,
+        max_trials: s.measure.max_trials,
+        warmup: s.warmup,
+        max_inflight: s.max_inflight.max(1),
+        shared_memory: s.shared_memory,
         ..PerfConfig::default()
     })
 }
@@ -257,13 +430,8 @@ pub(crate) fn metrics_options(args: &MetricsArgs) -> MetricsOptions {
 }
 
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
-    let mut sweep = perf_config(&args)?;
-    // A host program stops a sweep through its token (the binary ends with the process).
-    sweep.stop = session.stop();
-    super::metrics::check(&args.metrics)?;
-    if let Some(path) = &args.html {
-        super::common::check_output_dir("--html", path)?;
-    }
+    let settings = args.settings();
+    let sweep = settings.check()?;
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;
     let client = client_settings(
         &args.server,
@@ -278,18 +446,13 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     .model_version(&args.model_version)
     .fixed_seq_len(args.load.fixed_seq_len)
     .dynamic_seq_len(args.load.dynamic_seq_len);
-    let options = PerfOptions {
-        sweep,
-        data: data_label(&args.data),
-        requests_log: args.requests_jsonl.clone(),
-        metrics: metrics_options(&args.metrics),
-    };
-    let progress = Lines {
-        quiet: args.output.quiet,
-        ..Lines::default()
-    };
-    let rt = runtime()?;
     if let Some(path) = &args.export_input_data {
+        let options = settings.options(sweep, data_label(&args.data));
+        let progress = Lines {
+            quiet: args.output.quiet,
+            ..Lines::default()
+        };
+        let rt = runtime()?;
         let d = rt.block_on(perf::input_data(&client, &dataset, &options, &progress))?;
         bertqa::output_file::write_atomic(path, &d.bytes)?;
         let (model, path) = (&d.model, path.display());
@@ -304,39 +467,14 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             })
             .map(|()| Outcome::Success);
     }
-    let report = rt.block_on(perf::run(&client, &dataset, &options, &progress))?;
-    finish(&args, session, report)
-}
-
-/// Writes the files of a finished sweep, its warnings on stderr and the report (on
-/// stdout, or kept for a host program).
-fn finish(args: &Args, session: &mut Session, mut report: Report) -> anyhow::Result<Outcome> {
-    // The warnings name settings; the reports name the flags.
-    for w in report.levels.iter_mut().flat_map(|l| &mut l.warnings) {
-        *w = name_flags(w);
-    }
-    if let bertqa::metrics::Choice::NotRead(why) = &mut report.metrics {
-        *why = name_flags(why);
-    }
-    // The page and the text name settings (as words; the CSV and SVG name none): the
-    // command names its flags.
-    let files: [(&Option<PathBuf>, &dyn Exporter, bool); 3] = [
-        (&args.csv, &export::CsvExporter, false),
-        (&args.svg, &export::SvgExporter, false),
-        (&args.html, &export::HtmlExporter, true),
-    ];
-    for (path, exporter, words) in files {
-        if let Some(path) = path {
-            let mut bytes = exporter.serialize(&report);
-            if words {
-                bytes = name_flags(&String::from_utf8_lossy(&bytes)).into_bytes();
-            }
-            bertqa::output_file::write_atomic(path, &bytes)?;
-        }
-    }
-    for w in report.warnings() {
-        eprintln!("warning: {w}");
-    }
+    // A host program stops a sweep through its token (the binary ends with the process).
+    let report = settings.sweep(
+        sweep,
+        &client,
+        &dataset,
+        data_label(&args.data),
+        session.stop(),
+    )?;
     // The text has no `-v` lines.
     session.keep(&report);
     session.print(|| match args.output.json {
