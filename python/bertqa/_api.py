@@ -36,16 +36,13 @@ class _Command:
         self.function = function
         self.command = command
         fixed = set(fixed) | {"json", "quiet"}
-        # Every flag the help shows, and those of them that are the function's options.
-        self.shown: Dict[str, _Flag] = {}
+        # The flags the help shows that are the function's options.
         self.flags: Dict[str, _Flag] = {}
         for row in _native.flags(command):
             flag = _Flag(row)
             name = flag.long.replace("-", "_")
-            if not flag.hidden:
-                self.shown[name] = flag
-                if name not in fixed:
-                    self.flags[name] = flag
+            if not flag.hidden and name not in fixed:
+                self.flags[name] = flag
 
     def document(self, function: Any) -> None:
         """Appends every option, its default and its help line to the docstring."""
