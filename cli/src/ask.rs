@@ -80,27 +80,11 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         eprintln!("warning: {}", name_flags(w));
     }
     let options = AskOptions::default();
-    let asked = client.ask_report(&args.question, &context, &options, args.n_best);
-    // The binary ends with the process at Ctrl-C; a host's token drops the call, which
-    // stops its run.
-    let stop = session.stop();
-    let report = rt.block_on(async {
-        tokio::select! {
-            report = asked => report,
-            () = stopped(stop) => Err(bertqa::Error::Stopped),
-        }
-    })?;
+    // Ctrl-C ends the process, and the call with it.
+    let report = rt.block_on(client.ask_report(&args.question, &context, &options, args.n_best))?;
     for note in &report.notes {
         eprintln!("{}", name_flags(note));
     }
     session.report(&report, args.run.output.json)?;
     Ok(Outcome::Success)
-}
-
-/// Resolves when the host's token is cancelled (never without one).
-async fn stopped(stop: Option<tokio_util::sync::CancellationToken>) {
-    match stop {
-        Some(stop) => stop.cancelled().await,
-        None => std::future::pending().await,
-    }
 }

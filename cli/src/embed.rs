@@ -1,75 +1,14 @@
-//! The command line run inside another program (the Python package, python/): the same
-//! flags, code and files as the binary, with three differences that a host process
-//! needs. A command's report comes back as its JSON document (a value, never printed
-//! and read back), with `eval`'s answers; Ctrl-C and SIGTERM are the host's (no signal
-//! handler is installed: the host cancels the run through a token, as the binary's
-//! first interrupt does); and a failure comes back as its [`Reason`] and sentence, not
-//! as a line on stderr. The run's state is a [`Session`] handed to the command.
-//! `features` prints its lines as the binary does.
+//! What the Python package (python/) takes of the command line besides the library:
+//! the exit reason and sentence the command gives an error ([`Reason`]), the command's
+//! checks of perf's and tune's settings and their runs (one copy for both), the flags'
+//! names and help (the functions' docstrings), and small pieces of the command's
+//! wording. Ctrl-C is the host's: it cancels a run through a token, as the binary's
+//! first interrupt does.
 
-use std::ffi::OsString;
-
-use clap::Parser as _;
 use tokio_util::sync::CancellationToken;
 
-use super::common::Outcome;
 pub use super::errors::Reason;
-pub use super::session::Kept;
-use super::session::Session;
-use super::{errors, execute, Cli};
-
-/// How an embedded command ended.
-#[derive(Debug)]
-pub struct Embedded {
-    /// The binary's exit status for the same run.
-    pub code: u8,
-    /// The report and answers the command handed back.
-    pub kept: Kept,
-    /// The text of `--help` or `--version`, when asked for.
-    pub help: Option<String>,
-    /// Why it failed (`None` on success).
-    pub reason: Option<Reason>,
-    /// The sentence the binary writes on stderr after `error: ` (one per failed gate,
-    /// as `gate failed: ` lines, for [`Reason::GateFailed`]).
-    pub message: Vec<String>,
-}
-
-/// Runs the command line `args` (the program's name first) on this thread for a host
-/// program: see the module's documentation. Cancelling `stop` stops a run as the
-/// binary's first Ctrl-C does.
-pub fn run(args: Vec<OsString>, stop: CancellationToken) -> Embedded {
-    let mut session = Session::host(stop);
-    let mut help = None;
-    let (code, reason, message) = match Cli::try_parse_from(args) {
-        Err(e) if e.use_stderr() => {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or_default();
-            let sentence = first.strip_prefix("error: ").unwrap_or(first).to_string();
-            (2, Some(Reason::Usage), vec![sentence])
-        }
-        Err(e) => {
-            // --help or --version: the binary prints it on stdout and exits 0.
-            help = Some(e.render().to_string());
-            (0, None, Vec::new())
-        }
-        Ok(cli) => match execute(cli, &mut session) {
-            Ok(Outcome::Success) => (0, None, Vec::new()),
-            Ok(Outcome::GateFailed(gates)) => (1, Some(Reason::GateFailed), gates),
-            Err(e) => {
-                let code = errors::exit_code(&e);
-                let (reason, sentence) = classify(e);
-                (code, Some(reason), vec![sentence])
-            }
-        },
-    };
-    Embedded {
-        code,
-        kept: session.into_kept(),
-        help,
-        reason,
-        message,
-    }
-}
+use super::{errors, Cli};
 
 /// The exit reason the command line gives a library error: what a host raises for it.
 pub fn reason_of(e: &bertqa::Error) -> Reason {
@@ -272,44 +211,6 @@ pub fn flags(command: &str) -> Vec<Flag> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reports_are_kept_and_usage_errors_come_back_as_sentences() {
-        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
-        let done = run(args(&["bertqa", "--version"]), CancellationToken::new());
-        assert_eq!((done.code, done.reason), (0, None));
-        let help = done.help.unwrap_or_default();
-        assert!(help.starts_with("bertqa "), "{help}");
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data.json");
-        let predictions = dir.path().join("predictions.json");
-        std::fs::write(
-            &data,
-            r#"{"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "a b c",
-               "qas": [{"id": "q1", "question": "a?", "answers": [{"text": "b", "answer_start": 2}]}]}]}]}"#,
-        )
-        .unwrap();
-        std::fs::write(&predictions, r#"{"q1": "b"}"#).unwrap();
-        let (d, p) = (data.to_str().unwrap(), predictions.to_str().unwrap());
-        let scored = run(
-            args(&["bertqa", "score", "--data", d, "--predictions", p]),
-            CancellationToken::new(),
-        );
-        assert_eq!(
-            (scored.code, scored.reason),
-            (0, None),
-            "{:?}",
-            scored.message
-        );
-        let report = scored.kept.report.expect("score's report is kept");
-        assert_eq!(report["metrics"]["exact_match"], 100.0, "{report}");
-        let bad = run(
-            args(&["bertqa", "score", "--nope"]),
-            CancellationToken::new(),
-        );
-        assert_eq!((bad.code, bad.reason), (2, Some(Reason::Usage)));
-        assert!(bad.message[0].contains("--nope"), "{:?}", bad.message);
-    }
 
     #[test]
     fn the_flags_are_the_commands() {

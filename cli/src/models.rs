@@ -51,7 +51,6 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     } = runtime()?.block_on(asked)?;
     // The report names settings; the command names its flags.
     report.map_messages(name_flags);
-    session.keep(&report);
     let format = super::common::report_format(args.output.json);
     session.print(|| match format {
         Format::Json => report.render(format),

@@ -522,15 +522,13 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         &args.text,
         None,
     )?;
-    let stop = session.stop();
     settings.tune(
         checked,
         client,
         &dataset,
         data_label(&args.data),
-        stop,
+        None,
         |report| {
-            session.keep_document(&report::render_json(report));
             session.print(|| {
                 if args.output.json {
                     bertqa::report::json::to_string(&report::render_json(report))

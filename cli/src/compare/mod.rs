@@ -160,13 +160,13 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     let data = bertqa::EvalData::new(dataset, data_label(&args.data), "", Default::default());
     let clients = connect(&args)?;
     let deployments = deployments(&args, &clients)?;
-    let options = options(&args, session, Some(out_dir(&args).to_path_buf()));
+    let options = options(&args, Some(out_dir(&args).to_path_buf()));
     let compared = compare_deployments(&deployments, &data, &options)?;
     output::report(&args, session, &compared.report)
 }
 
 /// The comparison's options of the flags, its files in `output_dir`.
-fn options(args: &Args, session: &Session, output_dir: Option<PathBuf>) -> CompareOptions {
+fn options(args: &Args, output_dir: Option<PathBuf>) -> CompareOptions {
     CompareOptions {
         output_dir,
         parallel: args.parallel,
@@ -175,7 +175,7 @@ fn options(args: &Args, session: &Session, output_dir: Option<PathBuf>) -> Compa
         html: args.html.clone(),
         statistics: args.statistics.statistics(),
         gates: gates(args),
-        stop: session.stop(),
+        stop: None,
         hooks: Some(Arc::new(super::eval::Hooks::new(true))),
     }
 }

@@ -19,7 +19,7 @@ pub(super) fn run(args: &Args, session: &mut Session) -> anyhow::Result<Outcome>
     }
     let dataset = load_data(&args.data, args.run.window.strict, args.limit)?;
     let data = bertqa::EvalData::new(dataset, data_label(&args.data), "", Default::default());
-    let options = options(args, session, args.output_dir.clone());
+    let options = options(args, args.output_dir.clone());
     let compared = pipeline_builder(&args.run, "", "", &args.text)?
         .na_prob_thresh(args.scoring.na_prob_thresh)
         .compare_runs(&args.runs, &data, &options)?;

@@ -98,10 +98,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             for w in client.warnings() {
                 eprintln!("warning: {}", name_flags(w));
             }
-            options.stop = Some(match session.stop() {
-                Some(stop) => stop,
-                None => progress::stop_on_signals(hooks)?,
-            });
+            options.stop = Some(progress::stop_on_signals(hooks)?);
             client.evaluate_with(&data, &options)
         }
     };
@@ -208,9 +205,6 @@ fn report(
         );
     }
     let json = report.render(Format::Json);
-    // A host gets the document metrics.json holds, and the answers.
-    session.keep(&report);
-    session.predictions(&evaluation.outcome.predictions);
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.
     report.files.push("metrics.json".into());

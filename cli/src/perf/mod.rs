@@ -467,16 +467,9 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
             })
             .map(|()| Outcome::Success);
     }
-    // A host program stops a sweep through its token (the binary ends with the process).
-    let report = settings.sweep(
-        sweep,
-        &client,
-        &dataset,
-        data_label(&args.data),
-        session.stop(),
-    )?;
+    // Ctrl-C ends the process, and the sweep with it.
+    let report = settings.sweep(sweep, &client, &dataset, data_label(&args.data), None)?;
     // The text has no `-v` lines.
-    session.keep(&report);
     session.print(|| match args.output.json {
         true => String::from_utf8_lossy(&export::JsonExporter.serialize(&report)).into_owned(),
         false => name_flags(&String::from_utf8_lossy(
