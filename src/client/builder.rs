@@ -533,7 +533,7 @@ impl<M> ClientBuilder<M> {
 
     /// The servers, connections and retries these settings give: what `build`
     /// connects with (the command's flags become a pool configuration here too).
-    pub fn pool_config(&self) -> Result<PoolConfig> {
+    pub(crate) fn pool_config(&self) -> Result<PoolConfig> {
         let urls = crate::backend::distinct_urls(&self.urls);
         if urls.is_empty() {
             return Err(Error::Config("no server URL given".into()));

@@ -206,7 +206,10 @@ pub struct Evaluation {
     /// The official scores with every question's.
     pub scores: Scores,
     /// The run: decoded predictions with their n-best, latency, throughput, phases.
+    #[cfg(feature = "internals")]
     pub outcome: RunOutcome,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) outcome: RunOutcome,
     /// The files written into the output directory, in order, `metrics.json` (written
     /// last, holding [`report`](Self::report)'s document) not among them.
     pub files: Vec<String>,
