@@ -529,7 +529,7 @@ impl Error {
     }
 
     /// The error with the answering server named, when it is not Triton (`server`
-    /// as [`crate::ServerInfo::label`] gives it); other errors are unchanged.
+    /// as [`crate::backend::ServerInfo::label`] gives it); other errors are unchanged.
     pub(crate) fn answered_by(mut self, name: Option<String>) -> Self {
         if let Error::Server { server, .. } | Error::InvalidAnswer { server, .. } = &mut self {
             *server = name;

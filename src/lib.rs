@@ -1,16 +1,18 @@
 //! bertqa: BERT extractive question answering (SQuAD) against NVIDIA Triton Inference
 //! Server.
 //!
-//! The pipeline, one stage per module, data flowing one way:
+//! A program holds a [`Client`] (or a [`blocking::Client`]): built once from a server's
+//! URL and a model's settings, it answers questions ([`Client::ask`]) and evaluates
+//! datasets ([`Client::evaluate`], [`Client::evaluate_with`]) as `bertqa ask` and
+//! `bertqa eval` do. Under it, one stage a step, data flowing one way:
 //!
 //! ```text
 //! squad (read) → tokenize → features (windows) → backend (gRPC or HTTP)
 //!       → decode (spans, final text) → evaluate (EM/F1) → report
 //! ```
 //!
-//! Every stage but the backend is plain synchronous Rust over the types of [`types`].
 //! The library never parses flags, prints or exits; the `bertqa` command (the package
-//! `bertqa-cli`, over this library's public API) does that. Messages, and the reports'
+//! `bertqa-cli`) does that. Messages, and the reports'
 //! text, name a setting as its configuration does, in backticks (`` `doc_stride` ``,
 //! `` `root_cert` ``; a setting of one command only as `` `eval.resume` ``), never as a
 //! command-line flag; the command writes them as its flags. The one table of flags in
@@ -53,113 +55,191 @@
 //! (one of the logits contract is decoded with the vocabulary). `examples/client_*.rs`
 //! show each.
 //!
-//! # The stages
+//! # Evaluating with the command's files
 //!
-//! A program may also drive the stages itself: read a dataset ([`squad`]), load the
-//! vocabulary ([`BertTokenizer`], run_squad's rules) or another family's fast tokenizer
-//! ([`PretrainedTokenizer`], run_qa's rules: [`decode::Postprocess::RunQa`]), connect
-//! ([`TritonClient`], or a [`Pool`] of endpoints with retries), bind the model's tensors
-//! ([`bind`], or [`look`] for any model), run ([`Run`]), score ([`evaluate::score`]), or
-//! a whole evaluation with the command's files ([`Client::evaluate_with`]). The topic
-//! modules ([`squad`], [`tokenize`], [`features`], [`decode`], [`evaluate`], [`types`],
-//! [`logits_io`], [`journal`], [`error`]) hold the rest; [`perf`], [`tune`], [`report`],
-//! [`metrics`] and [`shard`] are the other commands' engines and reports.
-//!
-//! Asking one question:
+//! [`Client::evaluate_with`] (and [`blocking::Client::evaluate_with`]) runs an evaluation
+//! as `bertqa eval` does, with what [`EvalOptions`] asks for: the output directory and its
+//! files, resuming from the journal there, saved logits, the HTML page, gates and the
+//! server's metrics. [`EvalData`] names the questions (and their shard, [`shard`]);
+//! [`data`] reads every format the command reads.
 //!
 //! ```no_run
-//! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
-//!
 //! # fn main() -> bertqa::Result<()> {
-//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-//! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
-//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
-//! let client = runtime.block_on(TritonClient::connect(&config))?;
-//! let model = bertqa::Model::from(runtime.block_on(bind(&client, "bert", "", &BindingOverrides::default()))?);
-//! let dataset = bertqa::squad::questions_about(
-//!     "The lighthouse at Varne Point was designed by Ada Byron in 1851.",
-//!     &["Who designed the lighthouse?".to_string()],
-//! );
-//! let run = RunConfig::for_model(&model);
-//! let outcome = Run::new(&runtime, &client, model, &dataset, &run).tokenizer(&tokenizer).run()?;
-//! println!("{}", outcome.predictions[0].answer);
+//! # let client = bertqa::blocking::Client::builder("localhost:8001").model("bert").build()?;
+//! let dataset = bertqa::Dataset::open("dev-v2.0.json")?;
+//! let data = bertqa::EvalData::new(dataset, "dev-v2.0.json", "", bertqa::data::Format::Squad);
+//! let mut options = bertqa::EvalOptions::new("out");
+//! options.resume = true;
+//! options.min_f1 = Some(80.0);
+//! let evaluation = client.evaluate_with(&data, &options)?;
+//! for gate in &evaluation.gates {
+//!     println!("{}", gate.describe());
+//! }
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! Evaluating a SQuAD file (a [`Pool`] of endpoints with retries serves as well as one
-//! client):
+//! # Comparing, measuring, tuning
 //!
-//! ```no_run
-//! use bertqa::evaluate::{self, Predictions, ScoreConfig};
-//! use bertqa::{bind, BertTokenizer, BindingOverrides, ClientConfig, Run, RunConfig, TritonClient};
+//! - [`compare()`] sets two evaluations side by side (agreement, flips, a paired
+//!   bootstrap); [`client::compare_deployments`] evaluates the same questions on several
+//!   clients and compares them, [`ClientBuilder::compare_runs`] compares finished runs'
+//!   directories.
+//! - [`perf::run`] sweeps a client's model over concurrency levels (`bertqa perf`);
+//!   [`tune::Tuning`] searches the model's configuration on a server in explicit
+//!   model-control mode (`bertqa tune`).
+//! - [`evaluate`] scores predictions against a dataset (`bertqa score`); [`shard::merge`]
+//!   merges the directories of a sharded evaluation.
 //!
-//! # fn main() -> bertqa::Result<()> {
-//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-//! let dataset = bertqa::squad::read("dev-v2.0.json".as_ref())?;
-//! let tokenizer = BertTokenizer::from_vocab_file("vocab/vocab.txt".as_ref(), true)?;
-//! let config = ClientConfig { url: "localhost:8001".into(), ..ClientConfig::default() };
-//! let client = runtime.block_on(TritonClient::connect(&config))?;
-//! // Any model: one that takes token ids, or text (a server-side tokenizer).
-//! let model = runtime.block_on(bertqa::look(
-//!     &client, "bert", "", &BindingOverrides::default(), &Default::default(),
-//! ))?;
-//! let run = RunConfig::for_model(&model);
-//! let outcome = Run::new(&runtime, &client, model, &dataset, &run).tokenizer(&tokenizer).run()?;
-//! let predictions = Predictions::from_decoded(&outcome.predictions);
-//! let scores = evaluate::score(&dataset, &predictions, None, &ScoreConfig::default())?;
-//! println!("{:?}", scores.metrics);
-//! # Ok(())
-//! # }
-//! ```
+//! Each of these gives a report value; the [`report`] module renders them
+//! ([`report::Render`]: the command's text or its JSON document).
+//!
+//! # Errors
+//!
+//! Every call returns [`Result`]: an [`Error`] says what failed and, where a server
+//! answered, with which code ([`error`]).
+//!
+//! # What is not public
+//!
+//! The stages the client drives (the backend's connections and pool, the pipeline's run,
+//! the tokenizers, the decoder, the generated protocol types) are the crate's own. The
+//! command line, its tests, the fuzz targets and the benchmarks reach them through the
+//! cargo feature `internals`, which is not a program's surface and may change with any
+//! release.
+#![cfg_attr(
+    not(feature = "internals"),
+    doc = r#"
+Without the feature, none of them can be named:
 
+```compile_fail
+use bertqa::Pool;
+```
+
+```compile_fail
+use bertqa::Run;
+```
+
+```compile_fail
+use bertqa::RunConfig;
+```
+
+```compile_fail
+use bertqa::TritonClient;
+```
+
+```compile_fail
+use bertqa::InferRequest;
+```
+
+```compile_fail
+use bertqa::backend::proto::ModelInferRequest;
+```
+
+```compile_fail
+use bertqa::proto::ModelInferRequest;
+```
+"#
+)]
 #![warn(unreachable_pub)]
 
 // The library's own examples and doc tests name it `bertqa::`, as any user's code does.
 extern crate self as bertqa;
 
-pub mod backend;
+/// An item public with the `internals` feature and the crate's own without it: a stage
+/// that the command line, its tests or the benchmarks drive directly.
+macro_rules! internal {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        #[cfg(feature = "internals")]
+        $(#[$attr])*
+        pub $($item)*
+        #[cfg(not(feature = "internals"))]
+        $(#[$attr])*
+        #[allow(
+            unreachable_pub,
+            dead_code,
+            reason = "public with the `internals` feature; without it, what only the command line uses is unused"
+        )]
+        pub(crate) $($item)*
+    };
+}
+
+// The surface a program holds.
 pub mod client;
 pub mod compare;
 pub mod data;
-pub mod decode;
 pub mod error;
 pub mod evaluate;
 pub mod evaluation;
-pub mod features;
-pub mod journal;
-mod latency;
-pub mod logits_io;
-pub mod metrics;
-pub mod output_file;
 pub mod perf;
-pub mod pipeline;
 pub mod report;
-pub mod sha256;
 pub mod shard;
-pub mod squad;
-pub mod tokenize;
 pub mod tune;
-pub mod types;
 
-pub use backend::binding::{
-    Batching, FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
-};
-pub use backend::tensor::decode_response;
-pub use backend::{
-    bind, look, prepare_request, proto, Binding, BindingOverrides, ClientConfig, Contract,
-    GrpcCall, Header, Infer, InferRequest, Model, NoAnswer, Pool, PoolConfig, Protocol,
-    RetryPolicy, RetryStats, Secret, Security, SeqLen, ServerInfo, ServerWindows, SharedMemory,
-    TextAnswer, TextBinding, TextOverrides, TextPair, TextReply, TlsConfig, TritonClient,
-};
+// The stages: public only with the `internals` feature (the command line, its tests, the
+// fuzz targets and the benchmarks); without it, the crate's own.
+macro_rules! internals {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(
+            unreachable_pub,
+            dead_code,
+            unused_imports,
+            reason = "public with the `internals` feature; without it, what only the command line uses is unused"
+        )]
+        mod $name;
+    )*};
+}
+
+internals! {
+    backend;
+    decode;
+    features;
+    journal;
+    logits_io;
+    metrics;
+    output_file;
+    pipeline;
+    sha256;
+    squad;
+    tokenize;
+    types;
+}
+mod latency;
+
 pub use client::{blocking, Answer, AskOptions, Candidate, Client, ClientBuilder, Evaluation};
 pub use compare::compare;
 pub use error::{Error, Result};
 pub use evaluation::{EvalData, EvalHooks, EvalOptions};
+pub use types::Dataset;
+
+// The settings of a client and its calls.
+pub use backend::{
+    BindingOverrides, GrpcCall, Header, Protocol, Secret, Security, SharedMemory, TextOverrides,
+    TlsConfig,
+};
+pub use decode::Postprocess;
+pub use metrics::MetricsOptions;
+
+#[cfg(feature = "internals")]
+pub use backend::binding::{
+    Batching, FloatType, InputBinding, InputRole, IntType, OutputBinding, Outputs,
+};
+#[cfg(feature = "internals")]
+pub use backend::tensor::decode_response;
+#[cfg(feature = "internals")]
+pub use backend::{
+    bind, look, prepare_request, proto, Binding, ClientConfig, Contract, Infer, InferRequest,
+    Model, NoAnswer, Pool, PoolConfig, RetryPolicy, RetryStats, SeqLen, ServerInfo, ServerWindows,
+    TextAnswer, TextBinding, TextPair, TextReply, TritonClient,
+};
+#[cfg(feature = "internals")]
 pub use pipeline::{
     effective_batch_size, infer_all, AnswerNeeds, InferConfig, InferReport, NoProgress, Padding,
     PaddingGuard, PaddingReport, PartialOutcome, Phases, Run, RunConfig, RunObserver, RunOutcome,
     SharedMemoryReport,
 };
+#[cfg(feature = "internals")]
 pub use tokenize::{BertTokenizer, PretrainedTokenizer, Tokenizer, TokenizerRef};
-pub use types::Dataset;

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::failure;
 use crate::client::{from_json, raise};
 use crate::settings::{self, Options};
 
@@ -97,12 +98,6 @@ impl Read {
         }
         Ok((dataset, digest))
     }
-}
-
-/// The exception the command's exit reason gives a library error.
-pub(crate) fn failure(py: Python<'_>, e: bertqa::Error) -> PyErr {
-    let (reason, sentence) = bertqa_cli::embed::failure(e);
-    raise(py, reason.name(), &sentence)
 }
 
 /// Runs `work` on a thread of its own while this one waits with the GIL released,

@@ -605,3 +605,9 @@ pub(crate) fn raise(py: Python<'_>, reason: &str, message: &str) -> PyErr {
         Err(e) => e,
     }
 }
+
+/// The exception the command's exit reason gives a library error.
+pub(crate) fn failure(py: Python<'_>, e: bertqa::Error) -> PyErr {
+    let (reason, sentence) = bertqa_cli::embed::failure(e);
+    raise(py, reason.name(), &sentence)
+}

@@ -582,7 +582,6 @@ pub(crate) fn pipeline(
     server: &Server,
     model: &str,
 ) -> PyResult<bertqa::ClientBuilder> {
-    let py = o.py;
     let mut b = bertqa::Client::builder(server.urls[0].clone());
     for url in &server.urls[1..] {
         b = b.url(url.clone());
@@ -591,61 +590,7 @@ pub(crate) fn pipeline(
     if let Some(a) = &server.authority {
         b = b.authority(a.clone());
     }
-    if let Some(ms) = o.get::<u64>("timeout_ms", "milliseconds")? {
-        b = b.timeout(Duration::from_millis(ms));
-    }
-    if let Some(ms) = o.get::<u64>("connect_timeout_ms", "milliseconds")? {
-        b = b.connect_timeout(Duration::from_millis(ms));
-    }
-    let tls = TlsConfig {
-        root_cert: o.path("ssl_root_cert")?,
-        client_cert: o.path("ssl_client_cert")?,
-        client_key: o.path("ssl_client_key")?,
-        target_name: o.text("ssl_target_name")?,
-    };
-    if tls.client_cert.is_some() != tls.client_key.is_some() {
-        return Err(o.usage(format!(
-            "{}(): ssl_client_cert and ssl_client_key go together: give both",
-            o.function
-        )));
-    }
-    let ssl = o.switch("ssl")?;
-    let security = bertqa_cli::embed::security(
-        tls,
-        ssl,
-        o.list("header")?,
-        o.list("header_env")?,
-        o.list("header_file")?,
-    )
-    .map_err(|e| crate::api::failure(py, e))?;
-    if let Some(tls) = security.tls {
-        b = b.tls(tls);
-    }
-    b = b.headers(security.headers);
-    if let Some(n) = o.get::<u32>("retries", "a whole number, 0 or more")? {
-        b = b.retries(n);
-    }
-    if let Some(ms) = o.get::<u64>("retry_max_backoff_ms", "milliseconds")? {
-        b = b.retry_max_backoff(Duration::from_millis(ms.max(1)));
-    }
-    b = b.retry_model_errors(o.switch("retry_model_errors")?);
-    if let Some(s) = o.number("wait_ready")? {
-        if !(s.is_finite() && s >= 0.0) {
-            return Err(o.usage(format!(
-                "--wait-ready {s} must be a number of seconds, 0 or more"
-            )));
-        }
-        b = b.wait_ready(Duration::from_secs_f64(s));
-    }
-    if let Some(n) = o.count("connections")? {
-        if !(1..=64).contains(&n) {
-            return Err(o.usage(format!("--connections {n}: give 1 to 64")));
-        }
-        b = b.connections(n);
-    }
-    if let Some(t) = o.choice("transport", TRANSPORTS)? {
-        b = b.transport(t);
-    }
+    b = network(o, b)?;
     // The tokenizer.
     let vocab = o.path("vocab")?;
     let tokenizer = o.path("tokenizer")?;
@@ -731,5 +676,67 @@ pub(crate) fn pipeline(
             start_logits,
             end_logits,
         });
+    Ok(b)
+}
+
+/// The network options (timeouts, TLS, headers, retries, readiness, connections,
+/// transport) on `b`.
+fn network(o: &mut Options<'_>, mut b: bertqa::ClientBuilder) -> PyResult<bertqa::ClientBuilder> {
+    let py = o.py;
+    if let Some(ms) = o.get::<u64>("timeout_ms", "milliseconds")? {
+        b = b.timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = o.get::<u64>("connect_timeout_ms", "milliseconds")? {
+        b = b.connect_timeout(Duration::from_millis(ms));
+    }
+    let tls = TlsConfig {
+        root_cert: o.path("ssl_root_cert")?,
+        client_cert: o.path("ssl_client_cert")?,
+        client_key: o.path("ssl_client_key")?,
+        target_name: o.text("ssl_target_name")?,
+    };
+    if tls.client_cert.is_some() != tls.client_key.is_some() {
+        return Err(o.usage(format!(
+            "{}(): ssl_client_cert and ssl_client_key go together: give both",
+            o.function
+        )));
+    }
+    let ssl = o.switch("ssl")?;
+    let security = bertqa_cli::embed::security(
+        tls,
+        ssl,
+        o.list("header")?,
+        o.list("header_env")?,
+        o.list("header_file")?,
+    )
+    .map_err(|e| crate::client::failure(py, e))?;
+    if let Some(tls) = security.tls {
+        b = b.tls(tls);
+    }
+    b = b.headers(security.headers);
+    if let Some(n) = o.get::<u32>("retries", "a whole number, 0 or more")? {
+        b = b.retries(n);
+    }
+    if let Some(ms) = o.get::<u64>("retry_max_backoff_ms", "milliseconds")? {
+        b = b.retry_max_backoff(Duration::from_millis(ms.max(1)));
+    }
+    b = b.retry_model_errors(o.switch("retry_model_errors")?);
+    if let Some(s) = o.number("wait_ready")? {
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(o.usage(format!(
+                "--wait-ready {s} must be a number of seconds, 0 or more"
+            )));
+        }
+        b = b.wait_ready(Duration::from_secs_f64(s));
+    }
+    if let Some(n) = o.count("connections")? {
+        if !(1..=64).contains(&n) {
+            return Err(o.usage(format!("--connections {n}: give 1 to 64")));
+        }
+        b = b.connections(n);
+    }
+    if let Some(t) = o.choice("transport", TRANSPORTS)? {
+        b = b.transport(t);
+    }
     Ok(b)
 }

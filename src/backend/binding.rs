@@ -277,44 +277,46 @@ impl Binding {
 }
 
 impl Binding {
-    /// Infers the binding of `metadata` (+ `config`, when the server gave one).
-    pub fn infer(
-        metadata: &ModelMetadataResponse,
-        config: Option<&ModelConfig>,
-        version: &str,
-        overrides: &BindingOverrides,
-    ) -> Result<Binding> {
-        let (max_batch_size, batching) = batching(metadata, config);
-        let model = Inference {
-            metadata,
-            batched: max_batch_size > 0 || batching == Batching::Undeclared,
-        };
-        let inputs = model.inputs(overrides)?;
-        let seq_len = model.seq_len(&inputs)?;
-        let outputs = model.outputs(overrides)?;
-        match &outputs {
-            Outputs::Split { start, end } => {
-                model.check_seq(start, false, seq_len)?;
-                model.check_seq(end, false, seq_len)?;
+    internal! {
+        /// Infers the binding of `metadata` (+ `config`, when the server gave one).
+        pub fn infer(
+            metadata: &ModelMetadataResponse,
+            config: Option<&ModelConfig>,
+            version: &str,
+            overrides: &BindingOverrides,
+        ) -> Result<Binding> {
+            let (max_batch_size, batching) = batching(metadata, config);
+            let model = Inference {
+                metadata,
+                batched: max_batch_size > 0 || batching == Batching::Undeclared,
+            };
+            let inputs = model.inputs(overrides)?;
+            let seq_len = model.seq_len(&inputs)?;
+            let outputs = model.outputs(overrides)?;
+            match &outputs {
+                Outputs::Split { start, end } => {
+                    model.check_seq(start, false, seq_len)?;
+                    model.check_seq(end, false, seq_len)?;
+                }
+                Outputs::Stacked { logits } => model.check_seq(logits, true, seq_len)?,
             }
-            Outputs::Stacked { logits } => model.check_seq(logits, true, seq_len)?,
+            Ok(Binding {
+                model: metadata.name.clone(),
+                version: version.to_string(),
+                platform: platform(metadata, config),
+                inputs,
+                outputs,
+                max_batch_size,
+                seq_len,
+                dynamic_batching: config.is_some_and(|c| {
+                    matches!(
+                        c.scheduling_choice,
+                        Some(crate::backend::proto::model_config::SchedulingChoice::DynamicBatching(_))
+                    )
+                }),
+                batching,
+            })
         }
-        Ok(Binding {
-            model: metadata.name.clone(),
-            version: version.to_string(),
-            platform: platform(metadata, config),
-            inputs,
-            outputs,
-            max_batch_size,
-            seq_len,
-            dynamic_batching: config.is_some_and(|c| {
-                matches!(
-                    c.scheduling_choice,
-                    Some(crate::backend::proto::model_config::SchedulingChoice::DynamicBatching(_))
-                )
-            }),
-            batching,
-        })
     }
 
     /// Whether each tensor's first dimension is the batch.

@@ -75,7 +75,7 @@ pub async fn describe(
 
 /// Looks at `model` and binds it as it takes its inputs: a model that takes text by its
 /// contract ([`TextBinding`], named by `text`), one that takes token ids by its tensors
-/// ([`Binding`], named by `tokens`). What a [`Run`](crate::Run) of any model starts from.
+/// ([`Binding`], named by `tokens`). What a [`Run`](crate::pipeline::Run) of any model starts from.
 pub async fn look(
     client: &TritonClient,
     model: &str,

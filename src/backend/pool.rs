@@ -82,6 +82,17 @@ pub struct PoolConfig {
 }
 
 impl EndpointReport {
+    /// How many latencies were recorded (one a successful request).
+    pub fn latency_count(&self) -> u64 {
+        self.latency_us.len()
+    }
+
+    /// The latency at `percentile` (0 to 100) of the recorded ones, microseconds (0 when
+    /// none was recorded).
+    pub fn latency_percentile_us(&self, percentile: f64) -> u64 {
+        self.latency_us.value_at_quantile(percentile / 100.0)
+    }
+
     /// What the endpoint did after `before` (an earlier reading of the same endpoint):
     /// its requests, features, errors, take-outs and latencies since then.
     pub fn since(&self, before: &EndpointReport) -> EndpointReport {
@@ -118,7 +129,7 @@ pub struct EndpointReport {
     /// Whether it was in the pool at the end.
     pub healthy: bool,
     /// Latency of its successful requests, microseconds.
-    pub latency_us: Histogram<u64>,
+    pub(crate) latency_us: Histogram<u64>,
 }
 
 #[derive(Debug)]

@@ -86,9 +86,11 @@ impl Contract {
     }
 }
 
-/// Whether a model takes text: it has BYTES inputs.
-pub fn takes_text(metadata: &ModelMetadataResponse) -> bool {
-    metadata.inputs.iter().any(|t| t.datatype == "BYTES")
+internal! {
+    /// Whether a model takes text: it has BYTES inputs.
+    pub fn takes_text(metadata: &ModelMetadataResponse) -> bool {
+        metadata.inputs.iter().any(|t| t.datatype == "BYTES")
+    }
 }
 
 const QUESTION: &[&str] = &["question", "questions", "query", "question_text"];
@@ -104,76 +106,78 @@ const START_LOGITS: &[&str] = &["start_logits", "start_logit", "output__0"];
 const END_LOGITS: &[&str] = &["end_logits", "end_logit", "output__1"];
 
 impl TextBinding {
-    /// The text binding of a model (see the module's contract).
-    pub fn infer(
-        metadata: &ModelMetadataResponse,
-        config: Option<&ModelConfig>,
-        version: &str,
-        overrides: &TextOverrides,
-    ) -> Result<TextBinding> {
-        let inputs = &metadata.inputs;
-        let question = find(
-            metadata,
-            inputs,
-            &overrides.question_input,
-            QUESTION,
-            "`question_input`",
-            "input",
-        )?;
-        let context = find(
-            metadata,
-            inputs,
-            &overrides.context_input,
-            CONTEXT,
-            "`context_input`",
-            "input",
-        )?;
-        let (Some(question), Some(context)) = (question, context) else {
-            return Err(fail(
+    internal! {
+        /// The text binding of a model (see the module's contract).
+        pub fn infer(
+            metadata: &ModelMetadataResponse,
+            config: Option<&ModelConfig>,
+            version: &str,
+            overrides: &TextOverrides,
+        ) -> Result<TextBinding> {
+            let inputs = &metadata.inputs;
+            let question = find(
                 metadata,
-                format!(
-                    "cannot tell which of its text inputs ({}) take the question and the \
-                 context; map them with `question_input` and `context_input`",
-                    names(inputs, &|t| t.datatype == "BYTES")
-                ),
-            ));
-        };
-        for name in [&question, &context] {
-            let t = inputs
-                .iter()
-                .find(|t| &t.name == name)
-                .expect("found above");
-            if t.datatype != "BYTES" {
-                return Err(Error::TensorMismatch {
-                    model: metadata.name.clone(),
-                    tensor: t.name.clone(),
-                    expected: "BYTES".into(),
-                    actual: t.datatype.clone(),
-                });
+                inputs,
+                &overrides.question_input,
+                QUESTION,
+                "`question_input`",
+                "input",
+            )?;
+            let context = find(
+                metadata,
+                inputs,
+                &overrides.context_input,
+                CONTEXT,
+                "`context_input`",
+                "input",
+            )?;
+            let (Some(question), Some(context)) = (question, context) else {
+                return Err(fail(
+                    metadata,
+                    format!(
+                        "cannot tell which of its text inputs ({}) take the question and the \
+                     context; map them with `question_input` and `context_input`",
+                        names(inputs, &|t| t.datatype == "BYTES")
+                    ),
+                ));
+            };
+            for name in [&question, &context] {
+                let t = inputs
+                    .iter()
+                    .find(|t| &t.name == name)
+                    .expect("found above");
+                if t.datatype != "BYTES" {
+                    return Err(Error::TensorMismatch {
+                        model: metadata.name.clone(),
+                        tensor: t.name.clone(),
+                        expected: "BYTES".into(),
+                        actual: t.datatype.clone(),
+                    });
+                }
             }
+            let contract = contract(metadata, overrides)?;
+            let (max_batch_size, batching) = batching(metadata, config);
+            let max_batch_size = match batching {
+                Batching::Declared => max_batch_size,
+                Batching::Undeclared => 0,
+            };
+            let steps = match config.and_then(|c| c.scheduling_choice.as_ref()) {
+                Some(SchedulingChoice::EnsembleScheduling(e)) => {
+                    e.step.iter().map(|s| s.model_name.clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            Ok(TextBinding {
+                model: metadata.name.clone(),
+                version: version.to_string(),
+                platform: platform(metadata, config),
+                question,
+                context,
+                max_batch_size,
+                contract,
+                steps,
+            })
         }
-        let contract = contract(metadata, overrides)?;
-        let (max_batch_size, batching) = batching(metadata, config);
-        let max_batch_size = match batching {
-            Batching::Declared => max_batch_size,
-            Batching::Undeclared => 0,
-        };
-        let steps = match config.and_then(|c| c.scheduling_choice.as_ref()) {
-            Some(SchedulingChoice::EnsembleScheduling(e)) => {
-                e.step.iter().map(|s| s.model_name.clone()).collect()
-            }
-            _ => Vec::new(),
-        };
-        Ok(TextBinding {
-            model: metadata.name.clone(),
-            version: version.to_string(),
-            platform: platform(metadata, config),
-            question,
-            context,
-            max_batch_size,
-            contract,
-            steps,
-        })
     }
 }
 

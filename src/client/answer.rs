@@ -63,7 +63,11 @@ impl Answer {
     /// The answer of a decoded prediction; the character span found through the window
     /// it came from (`outcome` must have kept its features) in `paragraph`, the
     /// question's context.
-    pub fn from_prediction(p: &Prediction, paragraph: &Paragraph, outcome: &RunOutcome) -> Answer {
+    pub(crate) fn from_prediction(
+        p: &Prediction,
+        paragraph: &Paragraph,
+        outcome: &RunOutcome,
+    ) -> Answer {
         let best = p.nbest.iter().find(|e| e.text == p.answer);
         let words = WordStarts::of(paragraph);
         let span = best.and_then(|e| entry_span(e, &words, outcome));

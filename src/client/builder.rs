@@ -531,46 +531,48 @@ impl<M> ClientBuilder<M> {
         })
     }
 
-    /// The servers, connections and retries these settings give: what `build`
-    /// connects with (the command's flags become a pool configuration here too).
-    pub fn pool_config(&self) -> Result<PoolConfig> {
-        let urls = crate::backend::distinct_urls(&self.urls);
-        if urls.is_empty() {
-            return Err(Error::Config("no server URL given".into()));
-        }
-        if self.protocol == Protocol::Http && self.transport == Some(GrpcCall::Stream) {
-            return Err(Error::Config(
-                "`transport = GrpcCall::Stream` is gRPC's ModelStreamInfer; with \
-                 `Protocol::Http` every request is one POST (leave `transport` out)"
-                    .into(),
-            ));
-        }
-        let mut headers = self.checked_headers.clone();
-        for (name, value) in &self.headers {
-            headers.push(Header::new(name, value)?);
-        }
-        let transport = self.transport.unwrap_or(match self.protocol {
-            Protocol::Grpc => GrpcCall::Stream,
-            Protocol::Http => GrpcCall::Unary,
-        });
-        Ok(PoolConfig {
-            client: ClientConfig {
-                url: urls[0].clone(),
-                connect_timeout: self.connect_timeout,
-                request_timeout: self.timeout,
-                security: Security {
-                    tls: self.tls.clone(),
-                    headers,
+    internal! {
+        /// The servers, connections and retries these settings give: what `build`
+        /// connects with (the command's flags become a pool configuration here too).
+        pub fn pool_config(&self) -> Result<PoolConfig> {
+            let urls = crate::backend::distinct_urls(&self.urls);
+            if urls.is_empty() {
+                return Err(Error::Config("no server URL given".into()));
+            }
+            if self.protocol == Protocol::Http && self.transport == Some(GrpcCall::Stream) {
+                return Err(Error::Config(
+                    "`transport = GrpcCall::Stream` is gRPC's ModelStreamInfer; with \
+                     `Protocol::Http` every request is one POST (leave `transport` out)"
+                        .into(),
+                ));
+            }
+            let mut headers = self.checked_headers.clone();
+            for (name, value) in &self.headers {
+                headers.push(Header::new(name, value)?);
+            }
+            let transport = self.transport.unwrap_or(match self.protocol {
+                Protocol::Grpc => GrpcCall::Stream,
+                Protocol::Http => GrpcCall::Unary,
+            });
+            Ok(PoolConfig {
+                client: ClientConfig {
+                    url: urls[0].clone(),
+                    connect_timeout: self.connect_timeout,
+                    request_timeout: self.timeout,
+                    security: Security {
+                        tls: self.tls.clone(),
+                        headers,
+                    },
+                    transport,
+                    protocol: self.protocol,
+                    authority: self.authority.clone(),
                 },
-                transport,
-                protocol: self.protocol,
-                authority: self.authority.clone(),
-            },
-            urls,
-            connections: self.connections.max(1),
-            retry: self.retry.clone(),
-            wait_ready: self.wait_ready,
-        })
+                urls,
+                connections: self.connections.max(1),
+                retry: self.retry.clone(),
+                wait_ready: self.wait_ready,
+            })
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Evaluation data as users hold it → [`Dataset`]: SQuAD JSON (v1.1 / v2.0, the
-//! [`crate::squad`] reader), Hugging Face rows (the `squad` / `squad_v2` datasets and
+//! `crate::squad` reader), Hugging Face rows (the `squad` / `squad_v2` datasets and
 //! those made in their image) as JSON Lines or Parquet, and MRQA JSON Lines; any of
 //! them gzip-compressed, `-` for standard input, and several files read as one.
 //!
@@ -13,7 +13,7 @@
 //!   JSON: consecutive rows with one context share a paragraph, rows keep their order.
 //! - A row or line that cannot be read is named by its line (Parquet: row group and
 //!   row) and field.
-//! - [`Loaded::sha256`] is the digest of the content (the decompressed bytes, file
+//! - `Loaded::sha256` is the digest of the content (the decompressed bytes, file
 //!   after file), so a journal's fingerprint does not depend on the compression.
 
 mod mrqa;
@@ -70,7 +70,7 @@ impl crate::types::Dataset {
 }
 
 /// Reads `paths` (one or more, `-` for standard input) as one dataset, with
-/// [`Loaded::sha256`] when `digest`. Several files must be of one scoring family (MRQA
+/// `Loaded::sha256` when `digest`. Several files must be of one scoring family (MRQA
 /// or not); their questions follow one another in the order given, and an id may
 /// appear once in all.
 pub fn load(paths: &[PathBuf], digest: bool) -> Result<(Loaded, Format)> {

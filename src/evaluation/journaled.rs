@@ -189,7 +189,7 @@ pub(crate) fn base_fingerprint(
 /// of its own.
 pub(crate) fn model_fingerprint(
     base: Fingerprint,
-    model: &crate::Model,
+    model: &crate::backend::Model,
     padding: Option<(Padding, bool)>,
 ) -> Fingerprint {
     let f = base

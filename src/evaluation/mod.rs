@@ -51,6 +51,8 @@ pub struct EvalData {
     /// The whole data looks like SQuAD 2.0 (decided before sharding, so that every
     /// shard applies the same rules).
     pub looks_like_v2: bool,
+    /// What the data's readers warned of (a question without answers, ...).
+    pub warnings: Vec<String>,
     pub(crate) limit: Option<usize>,
     pub(crate) shard: Option<Shard>,
 }
@@ -69,9 +71,31 @@ impl EvalData {
             name: name.into(),
             sha256: sha256.into(),
             format,
+            warnings: Vec::new(),
             limit: None,
             shard: None,
         }
+    }
+
+    /// Reads `paths` (every format [`crate::types::Dataset::open`] reads; several files
+    /// read as one), named by their paths, with the digest of their bytes. What the
+    /// readers warn of is in [`warnings`](Self::warnings).
+    pub fn open(paths: &[impl AsRef<Path>]) -> Result<EvalData> {
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        let (loaded, format) = crate::data::load(&paths, true)?;
+        let name = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut data = EvalData::new(
+            loaded.dataset,
+            name,
+            loaded.sha256.unwrap_or_default(),
+            format,
+        );
+        data.warnings = loaded.warnings.iter().map(ToString::to_string).collect();
+        Ok(data)
     }
 
     /// The first `n` questions only (kept in the run's fingerprint).
@@ -206,7 +230,10 @@ pub struct Evaluation {
     /// The official scores with every question's.
     pub scores: Scores,
     /// The run: decoded predictions with their n-best, latency, throughput, phases.
+    #[cfg(feature = "internals")]
     pub outcome: RunOutcome,
+    #[cfg(not(feature = "internals"))]
+    pub(crate) outcome: RunOutcome,
     /// The files written into the output directory, in order, `metrics.json` (written
     /// last, holding [`report`](Self::report)'s document) not among them.
     pub files: Vec<String>,

@@ -1,7 +1,7 @@
 //! `bertqa perf`: a perf_analyzer-class load sweep with real BERT-QA features.
 //!
 //! Contract:
-//! - Requests carry real features (built from a SQuAD file by [`crate::features`]),
+//! - Requests carry real features (built from a SQuAD file by `crate::features`),
 //!   grouped into full batches of `batch_size` and cycled for as long as a level runs;
 //!   those of a model that takes text carry question and context pairs ([`text`]), its
 //!   ensemble's steps reported one by one.
@@ -174,7 +174,7 @@ pub struct Batch {
 
 /// Groups features into full batches of `batch_size` in file order, wrapping around to
 /// the first features to fill the last batch, so every request has the same size; each
-/// padded as the pipeline pads ([`Padding::length`]).
+/// padded as the pipeline pads (`Padding::length`).
 pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -> Vec<Batch> {
     let n = features.len();
     if n == 0 || batch_size == 0 {

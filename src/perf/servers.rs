@@ -31,7 +31,7 @@ impl Servers {
     }
 
     /// The servers of `pools` (at least one), each of one endpoint.
-    pub fn new(pools: Vec<Pool>) -> Result<Servers> {
+    pub(crate) fn new(pools: Vec<Pool>) -> Result<Servers> {
         if pools.is_empty() {
             return Err(Error::Config("no server URL given".into()));
         }
@@ -43,7 +43,7 @@ impl Servers {
     }
 
     /// One server.
-    pub fn one(pool: Pool) -> Servers {
+    pub(crate) fn one(pool: Pool) -> Servers {
         Servers {
             urls: vec![pool.first_client().url().to_string()],
             pools: vec![pool],
@@ -51,7 +51,7 @@ impl Servers {
     }
 
     /// The first server: the one a single-server setting (shared memory) talks to.
-    pub fn first(&self) -> &Pool {
+    pub(crate) fn first(&self) -> &Pool {
         &self.pools[0]
     }
 

@@ -1,5 +1,5 @@
 //! `perf` of a model that takes text (a question and a context as BYTES, tokenized on
-//! the server; [`crate::backend::text`]): its requests, built from a data file's
+//! the server; `crate::backend::text`): its requests, built from a data file's
 //! question and context pairs, the reading of its answers, and the server breakdown per
 //! step of an ensemble.
 //!
@@ -10,7 +10,7 @@
 //! - A response is read as `ask` would need it: the answer contract through
 //!   `TextBinding::answers`; the logits contract's start and end logits and token
 //!   offsets decoded and checked for agreeing sizes (a named error otherwise).
-//! - An ensemble's composing models ([`TextBinding::steps`]) have their
+//! - An ensemble's composing models (`TextBinding::steps`) have their
 //!   `ModelStatistics` read at the same points as the ensemble's (latest version), so
 //!   each step's deltas cover the same windows; a step is averaged per request of its
 //!   own, with its request, inference and execution counts.
@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(
             refused(
                 plain()
-                    .shared_memory(crate::SharedMemory::System)
+                    .shared_memory(crate::backend::SharedMemory::System)
                     .lower_case(true)
             ),
             None
@@ -224,7 +224,7 @@ mod tests {
             (plain().vocab("other.txt"), "`vocab`"),
             (plain().lower_case(false), "`lower_case = false`"),
             (
-                plain().binding(crate::BindingOverrides {
+                plain().binding(crate::backend::BindingOverrides {
                     input_mask: Some("mask".into()),
                     ..Default::default()
                 }),

@@ -14,7 +14,7 @@ pub struct InferReport {
     pub requests: u64,
     pub features: u64,
     /// Per-request latency, microseconds.
-    pub latency_us: Histogram<u64>,
+    pub(crate) latency_us: Histogram<u64>,
     /// From the first send to the last response.
     pub wall: Duration,
     /// Time with at least one request in flight.
@@ -35,6 +35,17 @@ pub struct InferReport {
 }
 
 impl InferReport {
+    /// How many latencies were recorded (one a successful request).
+    pub fn latency_count(&self) -> u64 {
+        self.latency_us.len()
+    }
+
+    /// The latency at `percentile` (0 to 100) of the recorded ones, microseconds (0 when
+    /// none was recorded).
+    pub fn latency_percentile_us(&self, percentile: f64) -> u64 {
+        self.latency_us.value_at_quantile(percentile / 100.0)
+    }
+
     /// A report of no requests.
     pub fn empty() -> Self {
         InferReport {

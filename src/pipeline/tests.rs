@@ -133,7 +133,7 @@ fn run_echo_events(config: &InferConfig, features: &[Arc<Feature>]) -> (Echoed, 
             }
             (got, decisions)
         });
-        let model = crate::Model::from(echo_binding());
+        let model = crate::backend::Model::from(echo_binding());
         let report = infer_events(&echo, &model, config, None, 0, frx, etx)
             .await
             .unwrap();

@@ -11,7 +11,7 @@
 //!
 //! The two formats each have a file: [`json`] (the writer, and how the library's own
 //! types appear in the documents) and [`text`] (what the text reports share). The HTML
-//! pages (`--html`) are in [`html`]. The gates of eval and compare, and the flags their
+//! pages (`--html`) are in `html`. The gates of eval and compare, and the flags their
 //! documents name them by (the library's only flag text), are in [`gates`].
 
 pub mod ask;
@@ -19,7 +19,7 @@ pub mod compare;
 pub mod eval;
 pub mod flips;
 pub mod gates;
-pub mod html;
+internal! { pub mod html; }
 pub mod json;
 pub mod merge;
 pub mod models;
@@ -64,7 +64,7 @@ pub trait Render {
 
 /// How a report names the batch size: `batch 8`; for a model whose batching the server
 /// does not declare, also who chose it (`` `batch_size` `` or bertqa's default).
-pub fn batch_words(batch_size: usize, model: &crate::Model, given: bool) -> String {
+pub fn batch_words(batch_size: usize, model: &crate::backend::Model, given: bool) -> String {
     if model.declares_batching() {
         return format!("batch {batch_size}");
     }

@@ -63,8 +63,9 @@ pub struct ModelRow {
     pub reason: String,
 }
 
-impl From<ModelIndex> for ModelRow {
-    fn from(m: ModelIndex) -> Self {
+impl ModelRow {
+    /// The row of one entry of Triton's repository index.
+    fn from_index(m: ModelIndex) -> Self {
         ModelRow {
             name: m.name,
             version: m.version,
@@ -293,7 +294,7 @@ pub async fn inspect(
     let ready_names = index.as_deref().map(ready_models);
     // The model table: the server's list, or without one `model`'s alone.
     let models = match (index, &model_json) {
-        (Some(index), _) => index.into_iter().map(ModelRow::from).collect(),
+        (Some(index), _) => index.into_iter().map(ModelRow::from_index).collect(),
         (None, Some(m)) => vec![ModelRow {
             name: m.name.clone(),
             version: String::new(),

@@ -92,7 +92,7 @@ impl Tokenizer {
     }
 }
 
-/// The tokenizer a run builds its windows with ([`crate::Run::tokenizer`]).
+/// The tokenizer a run builds its windows with ([`crate::pipeline::Run::tokenizer`]).
 #[derive(Debug, Clone, Copy)]
 pub enum TokenizerRef<'a> {
     /// BERT's WordPiece tokenizer: run_squad's windows (`--postprocess nvidia` or `hf`).

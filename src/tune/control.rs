@@ -1,3 +1,11 @@
+#![cfg_attr(
+    not(feature = "internals"),
+    allow(
+        unreachable_pub,
+        dead_code,
+        reason = "public with the `internals` feature"
+    )
+)]
 //! The model's configuration on the live server: read, loaded with an override,
 //! confirmed, put back. Over Triton's HTTP repository API, where the configuration is
 //! JSON with every field (`tune` must load back exactly what it read).

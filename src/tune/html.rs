@@ -1,5 +1,5 @@
 //! `tune --html`: one self-contained page (the frame and tables of
-//! [`crate::report::html`]): the setting, a chart of every measured candidate
+//! `crate::report::html`): the setting, a chart of every measured candidate
 //! (throughput against client latency at the budget's percentile, the budget as a
 //! line, the Pareto front joined, the best ringed), the candidate table and the warnings.
 

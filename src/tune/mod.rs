@@ -51,7 +51,7 @@ use crate::backend::{Binding, BindingOverrides, Pool};
 use crate::error::{Error, Result};
 use crate::perf::{self, Batch, PerfConfig, PerfProgress};
 use config::Settings;
-pub use control::Control;
+internal! { pub use control::Control; }
 use report::{Candidate, Report};
 use search::{Space, Step};
 pub use tuning::{restore_from, TuneOptions, Tuning};
@@ -98,6 +98,7 @@ pub trait TuneProgress: PerfProgress {
     fn putting_back(&self) {}
 }
 
+internal! {
 /// A tune run's settings.
 pub struct Tune<'a> {
     /// The tuned model (an ensemble's step for a text workload).
@@ -117,6 +118,7 @@ pub struct Tune<'a> {
     pub output_dir: &'a Path,
     pub stop: CancellationToken,
 }
+}
 
 /// A finished run: its report, and the error that ended it early, if any (the report
 /// then holds the candidates measured before it).
@@ -131,11 +133,19 @@ pub struct Tuned {
 /// how quote it for the run's directory. The command's words are its command line.
 pub type RestoreWords<'a> = &'a dyn Fn(&Path) -> String;
 
-/// A program's words: the call of [`restore`] on the directory.
+/// A program's words: the call of `restore` on the directory.
 pub fn restore_call(dir: &Path) -> String {
-    format!("bertqa::tune::restore(runtime, control, {dir:?})")
+    format!("bertqa::tune::restore_from(runtime, client, {dir:?})")
 }
 
+#[cfg_attr(
+    not(feature = "internals"),
+    allow(
+        unreachable_pub,
+        dead_code,
+        reason = "public with the `internals` feature"
+    )
+)]
 impl Tune<'_> {
     /// Runs the search and puts the configuration back (see the module's contract);
     /// the way back is named by [`restore_call`].
@@ -680,6 +690,7 @@ fn best_so_far(candidates: &[Candidate]) -> Option<(usize, f64)> {
     best
 }
 
+internal! {
 /// `tune --restore`: puts back the original recorded in `dir` through `control`
 /// (which must be the recorded server's), reads it back, and records it. Refused when
 /// the model's configuration changed since the run (it carries no marker of the run, is
@@ -715,6 +726,7 @@ pub fn restore(rt: &tokio::runtime::Runtime, control: &Control, dir: &Path) -> R
         "the original configuration of model {:?} {said} on {} (read back and equal)",
         record.model, record.control_url
     ))
+}
 }
 
 /// The index of the measured candidate that `s` would serve as, for requests of `rows`:

@@ -159,7 +159,7 @@ impl Tuning {
         })
     }
 
-    /// Searches (see [`Tune`]'s contract) until done or `stop` is cancelled, and puts
+    /// Searches (see `Tune`'s contract) until done or `stop` is cancelled, and puts
     /// the configuration back; the way back is named by `restore`
     /// ([`super::restore_call`] for a program).
     pub fn run(
@@ -254,7 +254,7 @@ fn control_server(rt: &Runtime, config: &ClientConfig, options: &TuneOptions) ->
     rt.block_on(Pool::single(&config))
 }
 
-/// Puts back the original recorded in `dir` ([`super::restore`]) on the server recorded
+/// Puts back the original recorded in `dir` (`super::restore`) on the server recorded
 /// there, reached with `client`'s connection settings over HTTP; what was done, in words.
 pub fn restore_from<M>(rt: &Runtime, client: &ClientBuilder<M>, dir: &Path) -> Result<String> {
     let (state, _) = super::state::read(dir)?;

@@ -112,10 +112,7 @@ fn ask_command(url: &str, model: &str) -> Value {
 /// Evaluates `model` through `blocking::Client::evaluate_with`, its files into `dir`.
 fn evaluate_with_options(url: &str, model: &str, dir: &Path) -> Model {
     let root = root();
-    let path = root.join(DATA);
-    let dataset = bertqa::Dataset::open(&path).unwrap();
-    let sha256 = bertqa::sha256::of_file(&path).unwrap();
-    let data = bertqa::EvalData::new(dataset, DATA, sha256, bertqa::data::Format::Squad);
+    let data = bertqa::EvalData::open(&[root.join(DATA)]).unwrap();
     let mut builder = bertqa::blocking::Client::builder(url)
         .model(model)
         .vocab(root.join("vocab/vocab.txt"));

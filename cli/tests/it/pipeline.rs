@@ -146,7 +146,7 @@ fn results_do_not_depend_on_concurrency_or_arrival_order() {
         },
     );
     assert_eq!(rf.requests, 15);
-    assert_eq!(rf.latency_us.len(), 15);
+    assert_eq!(rf.latency_count(), 15);
     for (id, (s, e)) in &fixed {
         let (ds, de) = &dynamic[id];
         for i in 0..s.len() {

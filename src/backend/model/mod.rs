@@ -133,21 +133,23 @@ pub(crate) trait ModelKind: std::fmt::Debug + Send + Sync {
 }
 
 impl Model {
-    /// The model as its metadata (and configuration, when the server has one) says: one
-    /// that takes text bound by its contract (`text`'s names), else by its token inputs
-    /// (`tokens`' names).
-    pub fn infer(
-        metadata: &ModelMetadataResponse,
-        config: Option<&ModelConfig>,
-        version: &str,
-        tokens: &BindingOverrides,
-        text: &TextOverrides,
-    ) -> Result<Model> {
-        Ok(if super::text::takes_text(metadata) {
-            TextBinding::infer(metadata, config, version, text)?.into()
-        } else {
-            Binding::infer(metadata, config, version, tokens)?.into()
-        })
+    internal! {
+        /// The model as its metadata (and configuration, when the server has one) says: one
+        /// that takes text bound by its contract (`text`'s names), else by its token inputs
+        /// (`tokens`' names).
+        pub fn infer(
+            metadata: &ModelMetadataResponse,
+            config: Option<&ModelConfig>,
+            version: &str,
+            tokens: &BindingOverrides,
+            text: &TextOverrides,
+        ) -> Result<Model> {
+            Ok(if super::text::takes_text(metadata) {
+                TextBinding::infer(metadata, config, version, text)?.into()
+            } else {
+                Binding::infer(metadata, config, version, tokens)?.into()
+            })
+        }
     }
 
     /// The model's name.

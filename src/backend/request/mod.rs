@@ -147,12 +147,6 @@ impl InferRequest {
         self
     }
 
-    /// Adds a request-level parameter (e.g. `priority`, `timeout`; docs/design.md, protocol item 3).
-    pub fn with_parameter(mut self, key: impl Into<String>, value: InferParameter) -> Self {
-        self.parameters.push((key.into(), value));
-        self
-    }
-
     /// Sends the input tensors through shared memory: the message names the region and
     /// carries no tensor bytes; the caller writes [`write_contents`](Self::write_contents)
     /// at `at.offset` of the region before sending.
@@ -283,7 +277,7 @@ impl InferRequest {
     }
 
     /// The request-level parameters, in the order they were added.
-    pub fn parameters(&self) -> &[(String, InferParameter)] {
+    pub(crate) fn parameters(&self) -> &[(String, InferParameter)] {
         &self.parameters
     }
 

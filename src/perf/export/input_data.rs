@@ -13,7 +13,7 @@
 //!   written in the model's dims (`max_batch_size: 0`; replay with `-b 1`).
 //! - Each row is padded as perf pads its batch, so `-b B` with perf's batch size sends
 //!   the tensors bertqa sends. The values are cut from the very bytes
-//!   [`crate::backend::prepare_request`] builds for the request.
+//!   `crate::backend::prepare_request` builds for the request.
 
 use std::sync::Arc;
 

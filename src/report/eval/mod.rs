@@ -179,7 +179,7 @@ pub struct Model {
     pub protocol: Protocol,
     pub platform: String,
     pub max_batch_size: usize,
-    /// The tensor binding as [`crate::backend::Binding`] serializes it.
+    /// The tensor binding as `crate::backend::Binding` serializes it.
     pub binding: Value,
 }
 

@@ -23,7 +23,7 @@ pub struct EvalRun {
     /// Its format (MRQA's scoring rules for MRQA files).
     pub format: crate::data::Format,
     pub url: Option<String>,
-    pub binding: Option<crate::Model>,
+    pub binding: Option<crate::backend::Model>,
     pub version_2: bool,
     pub postprocess: &'static str,
     pub batch_size: usize,

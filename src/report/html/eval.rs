@@ -41,7 +41,7 @@ pub struct EvalPage<'a> {
     pub features_per_s: f64,
     pub questions_per_s: f64,
     /// Per-request latencies, microseconds (`None` or empty: no requests were sent).
-    pub latency_us: Option<&'a Histogram<u64>>,
+    pub(crate) latency_us: Option<&'a Histogram<u64>>,
     /// Every question, in the data's order.
     pub questions: Vec<QuestionRow>,
 }
