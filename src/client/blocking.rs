@@ -32,18 +32,34 @@ pub struct Client {
 /// The blocking client's runtime: one worker thread that keeps the connections and the
 /// requests in flight. Shut down without waiting when the last clone goes (a runtime
 /// cannot be dropped where blocking is not allowed, as in an async caller's task).
+/// Without a thread of its own (`io_thread(false)`): a current-thread runtime that the
+/// calling thread drives while a call runs.
 #[derive(Debug)]
-pub(crate) struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+pub(crate) struct OwnedRuntime(Option<tokio::runtime::Runtime>, bool);
 
 impl OwnedRuntime {
-    pub(crate) fn start() -> Result<OwnedRuntime> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("bertqa-client")
+    pub(crate) fn start(io_thread: bool) -> Result<OwnedRuntime> {
+        let mut builder = match io_thread {
+            true => tokio::runtime::Builder::new_multi_thread(),
+            false => tokio::runtime::Builder::new_current_thread(),
+        };
+        if io_thread {
+            builder.worker_threads(1).thread_name("bertqa-client");
+        }
+        builder
             .enable_all()
             .build()
-            .map(|r| OwnedRuntime(Some(r)))
+            .map(|r| OwnedRuntime(Some(r), io_thread))
             .map_err(|e| crate::Error::system("the client's runtime", e))
+    }
+
+    /// What drives a call's connections: the calling thread itself without a thread of
+    /// the runtime's own.
+    pub(crate) fn driving(&self) -> super::Driving<'_> {
+        match self.1 {
+            true => super::Driving::Handle(self.handle()),
+            false => super::Driving::Runtime(self.runtime()),
+        }
     }
 
     pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
@@ -80,8 +96,8 @@ impl Client {
     }
 
     /// The engine of the client, and the handle of the runtime its connections live on.
-    pub(crate) fn parts(&self) -> (&super::Engine, &tokio::runtime::Handle) {
-        (self.inner.engine(), self.runtime.handle())
+    pub(crate) fn parts(&self) -> (&super::Engine, super::Driving<'_>) {
+        (self.inner.engine(), self.runtime.driving())
     }
 
     pub(crate) fn new(inner: super::Client, runtime: OwnedRuntime) -> Client {
@@ -119,10 +135,12 @@ impl Client {
     ) -> Result<Vec<Answer>> {
         outside_a_runtime()?;
         let dataset = super::dataset_of(questions);
-        let handle = self.runtime.handle();
-        self.inner
-            .engine()
-            .ask(handle, &dataset, options, Default::default())
+        self.inner.engine().ask(
+            self.runtime.driving(),
+            &dataset,
+            options,
+            Default::default(),
+        )
     }
 
     /// `bertqa ask`'s report of `questions` about one `context` (see
@@ -138,7 +156,12 @@ impl Client {
         let dataset = super::dataset_of(questions.into_iter().map(|q| (q, context)));
         super::no_question(&dataset)?;
         let engine = self.inner.engine();
-        let asked = engine.ask_run(self.runtime.handle(), &dataset, options, Default::default())?;
+        let asked = engine.ask_run(
+            self.runtime.driving(),
+            &dataset,
+            options,
+            Default::default(),
+        )?;
         Ok(engine.ask_report(&dataset, asked, candidates))
     }
 
@@ -151,10 +174,9 @@ impl Client {
     /// Runs and scores every question of `dataset` (see [`crate::Client::evaluate`]).
     pub fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         outside_a_runtime()?;
-        let handle = self.runtime.handle();
         self.inner
             .engine()
-            .evaluate(handle, dataset, Default::default())
+            .evaluate(self.runtime.driving(), dataset, Default::default())
     }
 
     /// Evaluates `data` with what `options` asks for besides (see
@@ -165,11 +187,10 @@ impl Client {
         options: &crate::evaluation::EvalOptions,
     ) -> Result<Evaluation> {
         outside_a_runtime()?;
-        let handle = self.runtime.handle();
         let stop = options.stop.clone().unwrap_or_default();
         self.inner
             .engine()
-            .evaluate_with(handle, data, options, stop)
+            .evaluate_with(self.runtime.driving(), data, options, stop)
     }
 
     /// The async client over the same connections. Its calls' futures are driven by
@@ -184,7 +205,7 @@ impl Client {
     /// (a timeout around the call, to look for its own interrupts in between) and drops
     /// the call to stop it.
     pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
-        self.runtime.handle().block_on(future)
+        self.runtime.driving().block_on(future)
     }
 }
 

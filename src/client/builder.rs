@@ -53,6 +53,7 @@ pub struct ClientBuilder<M = Async> {
     wait_ready: Duration,
     binding: BindingOverrides,
     text: TextOverrides,
+    io_thread: bool,
 }
 
 /// [`ClientBuilder::build`] gives the async [`Client`].
@@ -110,6 +111,7 @@ impl<M> ClientBuilder<M> {
             wait_ready: Duration::ZERO,
             binding: BindingOverrides::default(),
             text: TextOverrides::default(),
+            io_thread: true,
         }
     }
 
@@ -147,6 +149,7 @@ impl<M> ClientBuilder<M> {
             wait_ready: self.wait_ready,
             binding: self.binding,
             text: self.text,
+            io_thread: self.io_thread,
         }
     }
 
@@ -592,12 +595,22 @@ impl ClientBuilder<Async> {
 }
 
 impl ClientBuilder<Blocking> {
+    /// Whether the client keeps a thread of its own for its connections (default yes).
+    /// Without one, the thread that makes a call drives the connections while the call
+    /// runs: fewer switches between threads per request, for a program that makes one
+    /// call at a time (the command line). Calls from several threads then take turns,
+    /// and between calls nothing answers the server's keep-alive pings.
+    pub fn io_thread(mut self, yes: bool) -> Self {
+        self.io_thread = yes;
+        self
+    }
+
     /// Connects, looks at the model and loads the tokenizer. The client owns a runtime
     /// (one thread, `bertqa-client`) that keeps its connections and requests going.
     /// Inside an async runtime this is an error: hold the async [`Client`] there.
     pub fn build(self) -> Result<crate::blocking::Client> {
         crate::client::blocking::outside_a_runtime()?;
-        let runtime = crate::client::blocking::OwnedRuntime::start()?;
+        let runtime = crate::client::blocking::OwnedRuntime::start(self.io_thread)?;
         let connected = runtime.block_on(self.connect())?;
         let tokenizer = self.tokenizer_for(&connected.model)?;
         let engine = self.engine(connected, tokenizer)?;

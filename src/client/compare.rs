@@ -208,7 +208,7 @@ struct Shared<'a> {
 struct Job<'a> {
     deployment: &'a Deployment<'a>,
     engine: &'a Engine,
-    handle: &'a tokio::runtime::Handle,
+    drive: super::Driving<'a>,
     /// Its directory under the output directory.
     dir_name: String,
     config: RunConfig,
@@ -276,7 +276,7 @@ fn job<'a>(
     version_2: bool,
     padding: Padding,
 ) -> Result<Job<'a>> {
-    let (engine, handle) = d.client.parts();
+    let (engine, drive) = d.client.parts();
     let mut decode = engine.settings.decode.clone();
     decode.version_2_with_negative = version_2;
     let model = &engine.model;
@@ -296,7 +296,7 @@ fn job<'a>(
     Ok(Job {
         deployment: d,
         engine,
-        handle,
+        drive,
         dir_name,
         config,
         own_windows: text || d.own_windows,
@@ -308,7 +308,7 @@ fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
     let Job {
         deployment,
         engine,
-        handle,
+        drive,
         dir_name,
         config,
         own_windows,
@@ -317,7 +317,7 @@ fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
     let options = shared.options;
     let dataset = &shared.data.dataset;
     let observer = crate::pipeline::NoProgress;
-    let mut run = engine.new_run(handle, dataset, &config, &observer);
+    let mut run = engine.new_run(drive, dataset, &config, &observer);
     if let Some(stop) = &options.stop {
         run = run.stop_on(stop.clone());
     }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, LoadedTokenizer};
+use super::{Driving, Engine, LoadedTokenizer};
 use crate::backend::pool::EndpointReport;
 use crate::backend::text::TextReply;
 use crate::backend::{Pool, RetryStats};
@@ -33,7 +33,7 @@ use crate::report::gates::Gate;
 /// [`crate::Client::evaluate`]: every question of `dataset`, scored; nothing written.
 pub(crate) fn evaluate(
     engine: &Engine,
-    handle: &tokio::runtime::Handle,
+    drive: Driving<'_>,
     dataset: &crate::types::Dataset,
     stop: CancellationToken,
 ) -> Result<Evaluation> {
@@ -44,7 +44,7 @@ pub(crate) fn evaluate(
     let config = engine.config(version_2)?;
     let before = Counters::of(&engine.pool);
     let outcome = engine
-        .new_run(handle, dataset, &config, &crate::pipeline::NoProgress)
+        .new_run(drive, dataset, &config, &crate::pipeline::NoProgress)
         .stop_on(stop)
         .run()?;
     let facts = engine_facts(engine, &config, before, String::new(), Default::default());
@@ -106,7 +106,7 @@ fn engine_facts(
 /// `options`' files, journal, gates and metrics.
 pub(crate) fn evaluate_with(
     engine: &Engine,
-    handle: &tokio::runtime::Handle,
+    drive: Driving<'_>,
     data: &EvalData,
     options: &EvalOptions,
     stop: CancellationToken,
@@ -183,16 +183,16 @@ pub(crate) fn evaluate_with(
         answer_scores: options.html.as_ref().map(|_| Mutex::new(HashMap::new())),
     };
     let before = Counters::of(&engine.pool);
-    let scraper = Scraping::start(engine, handle, options)?;
+    let scraper = Scraping::start(engine, drive, options)?;
     let mut run = engine
-        .new_run(handle, dataset, &config, &observer)
+        .new_run(drive, dataset, &config, &observer)
         .stop_on(stop);
     run = match builder {
         Some(builder) => run.windows(builder).known(contents.logits),
         None => run.known_replies(contents.text),
     };
     let outcome = run.run_partial();
-    let server_metrics = scraper.map(|s| s.finish(handle));
+    let server_metrics = scraper.map(|s| s.finish(drive));
     hooks.run_ended();
     let mut facts = engine_facts(engine, &config, before, data.name.clone(), data.format);
     facts.output_dir = dir.clone();
@@ -420,7 +420,7 @@ impl Scraping {
     /// Starts reading `options.metrics_urls` (none: `None`).
     fn start(
         engine: &Engine,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'_>,
         options: &EvalOptions,
     ) -> Result<Option<Scraping>> {
         use crate::backend::page::PageClient;
@@ -439,12 +439,12 @@ impl Scraping {
             name: engine.model.name().to_string(),
             version: engine.model.version().to_string(),
         };
-        let scraper = handle.block_on(async { Scraper::start(endpoints, key, interval) });
+        let scraper = drive.block_on(async { Scraper::start(endpoints, key, interval) });
         let choice = Choice::Read {
             urls: scraper.urls(),
             interval_ms: interval.as_millis() as u64,
         };
-        let opened = handle.block_on(scraper.now());
+        let opened = drive.block_on(scraper.now());
         Ok(Some(Scraping {
             scraper,
             opened,
@@ -453,8 +453,8 @@ impl Scraping {
     }
 
     /// The metrics from the start to now; stops reading.
-    fn finish(self, handle: &tokio::runtime::Handle) -> (Choice, SpanMetrics) {
-        let close = handle.block_on(self.scraper.now());
+    fn finish(self, drive: Driving<'_>) -> (Choice, SpanMetrics) {
+        let close = drive.block_on(self.scraper.now());
         self.scraper.stop();
         let span = self
             .scraper

@@ -120,7 +120,10 @@ impl Client {
             return self.engine.ask_in_turn(&dataset, options).await;
         }
         let (engine, options) = (self.engine.clone(), options.clone());
-        off_the_executor(move |handle, stop| engine.ask(&handle, &dataset, &options, stop)).await
+        off_the_executor(move |handle, stop| {
+            engine.ask(Driving::Handle(&handle), &dataset, &options, stop)
+        })
+        .await
     }
 
     /// `bertqa ask`'s report of `questions` about one `context`: each answer as the
@@ -142,7 +145,7 @@ impl Client {
         }
         let (engine, options) = (self.engine.clone(), options.clone());
         off_the_executor(move |handle, stop| {
-            let asked = engine.ask_run(&handle, &dataset, &options, stop)?;
+            let asked = engine.ask_run(Driving::Handle(&handle), &dataset, &options, stop)?;
             Ok(engine.ask_report(&dataset, asked, candidates))
         })
         .await
@@ -159,7 +162,10 @@ impl Client {
     pub async fn evaluate(&self, dataset: &Dataset) -> Result<Evaluation> {
         let dataset = dataset.clone();
         let engine = self.engine.clone();
-        off_the_executor(move |handle, stop| engine.evaluate(&handle, &dataset, stop)).await
+        off_the_executor(move |handle, stop| {
+            engine.evaluate(Driving::Handle(&handle), &dataset, stop)
+        })
+        .await
     }
 
     /// Evaluates `data` as `bertqa eval` does, with what `options` asks for besides: the
@@ -176,7 +182,7 @@ impl Client {
         let engine = self.engine.clone();
         let stop = options.stop.clone();
         off_the_executor_under(stop, move |handle, stop| {
-            engine.evaluate_with(&handle, &data, &options, stop)
+            engine.evaluate_with(Driving::Handle(&handle), &data, &options, stop)
         })
         .await
     }
@@ -264,13 +270,17 @@ impl Engine {
     /// A run of `dataset` with the client's connections, model and tokenizer.
     pub(crate) fn new_run<'r>(
         &'r self,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'r>,
         dataset: &'r Dataset,
         config: &'r RunConfig,
         observer: &'r dyn RunObserver,
     ) -> Run<'r, Pool> {
-        let mut run = Run::on_handle(handle, &self.pool, self.model.clone(), dataset, config)
-            .observer(observer);
+        let model = self.model.clone();
+        let run = match drive {
+            Driving::Runtime(r) => Run::new(r, &self.pool, model, dataset, config),
+            Driving::Handle(h) => Run::on_handle(h, &self.pool, model, dataset, config),
+        };
+        let mut run = run.observer(observer);
         if let Some(t) = &self.tokenizer {
             run = run.tokenizer(&t.tokenizer);
         }
@@ -281,7 +291,7 @@ impl Engine {
     /// the requests are kept in flight through `handle`); `stop` cancels the run.
     pub(crate) fn ask(
         &self,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'_>,
         dataset: &Dataset,
         options: &AskOptions,
         stop: CancellationToken,
@@ -289,7 +299,7 @@ impl Engine {
         if dataset.examples.is_empty() {
             return Ok(Vec::new());
         }
-        let (outcome, given) = self.ask_run(handle, dataset, options, stop)?;
+        let (outcome, given) = self.ask_run(drive, dataset, options, stop)?;
         Ok(self.answers(dataset, &outcome, given))
     }
 
@@ -307,7 +317,7 @@ impl Engine {
     /// thread as [`ask`](Self::ask) does.
     pub(crate) fn ask_run(
         &self,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'_>,
         dataset: &Dataset,
         options: &AskOptions,
         stop: CancellationToken,
@@ -315,7 +325,7 @@ impl Engine {
         let config = self.ask_config(options)?;
         let replies = TextAnswers::new(dataset.examples.len());
         let outcome = self
-            .new_run(handle, dataset, &config, &replies)
+            .new_run(drive, dataset, &config, &replies)
             .stop_on(stop)
             .run()?;
         Ok((outcome, replies.take()))
@@ -327,7 +337,7 @@ impl Engine {
         let config = self.ask_config(options)?;
         let replies = TextAnswers::new(dataset.examples.len());
         let handle = tokio::runtime::Handle::current();
-        let run = self.new_run(&handle, dataset, &config, &replies);
+        let run = self.new_run(Driving::Handle(&handle), dataset, &config, &replies);
         let outcome = run.run_in_turn().await.complete(dataset)?;
         Ok((outcome, replies.take()))
     }
@@ -432,22 +442,22 @@ impl Engine {
     /// Evaluates `dataset`; `stop` cancels the run.
     pub(crate) fn evaluate(
         &self,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'_>,
         dataset: &Dataset,
         stop: CancellationToken,
     ) -> Result<Evaluation> {
-        evaluate::evaluate(self, handle, dataset, stop)
+        evaluate::evaluate(self, drive, dataset, stop)
     }
 
     /// Evaluates `data` with `options`; `stop` cancels the run (as does the options').
     pub(crate) fn evaluate_with(
         &self,
-        handle: &tokio::runtime::Handle,
+        drive: Driving<'_>,
         data: &EvalData,
         options: &EvalOptions,
         stop: CancellationToken,
     ) -> Result<Evaluation> {
-        evaluate::evaluate_with(self, handle, data, options, stop)
+        evaluate::evaluate_with(self, drive, data, options, stop)
     }
 }
 
@@ -486,6 +496,24 @@ async fn off_the_executor_under<T: Send + 'static>(
     tokio::task::spawn_blocking(move || work(handle, stop))
         .await
         .map_err(|e| task_failed("a run", e))?
+}
+
+/// What drives a call's connections: a current-thread runtime, driven by the calling
+/// thread in its `block_on`, or the handle of a runtime another thread drives.
+#[derive(Clone, Copy)]
+pub(crate) enum Driving<'a> {
+    Runtime(&'a tokio::runtime::Runtime),
+    Handle(&'a tokio::runtime::Handle),
+}
+
+impl Driving<'_> {
+    /// Runs `future` to its end on this thread, the connections driven meanwhile.
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        match self {
+            Driving::Runtime(r) => r.block_on(future),
+            Driving::Handle(h) => h.block_on(future),
+        }
+    }
 }
 
 /// The error of a task of the client's that did not finish.

@@ -94,7 +94,10 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     let evaluated = match &args.from_logits {
         Some(path) => builder(&args)?.evaluate_saved(path, &data, &options),
         None => {
-            let client = builder(&args)?.mode::<bertqa::client::Blocking>().build()?;
+            let client = builder(&args)?
+                .mode::<bertqa::client::Blocking>()
+                .io_thread(false)
+                .build()?;
             for w in client.warnings() {
                 eprintln!("warning: {}", name_flags(w));
             }
