@@ -254,7 +254,7 @@ fn shared_padding(deployments: &[Deployment<'_>], max_seq_length: usize) -> Resu
     for d in deployments {
         if let Some(n) = d.client.model().fixed_len() {
             if n != max_seq_length {
-                return Err(Error::Config(format!(
+                return Err(Error::Refused(format!(
                     "model {:?} takes {n} tokens but `max_seq_length` is {max_seq_length}",
                     d.name
                 )));

@@ -121,7 +121,7 @@ pub(crate) fn evaluate_with(
     let dataset = &data.dataset;
     let text = model.takes_text();
     if text && options.save_logits {
-        return Err(Error::Config(format!(
+        return Err(Error::Refused(format!(
             "`save_logits`: model {:?} takes text (tokenized on the server); its answers \
              are kept in the journal for `resume`, not saved as logits",
             model.name()
@@ -400,7 +400,7 @@ fn base_fingerprint(
 fn check_padding(padding: Padding, max_seq_length: usize, model: &str) -> Result<()> {
     if let Padding::Fixed(n) = padding {
         if n < max_seq_length {
-            return Err(Error::Config(format!(
+            return Err(Error::Refused(format!(
                 "model {model:?} takes sequences of {n} tokens but `max_seq_length` is \
                  {max_seq_length}; pass `max_seq_length` {n}"
             )));

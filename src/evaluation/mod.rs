@@ -111,7 +111,7 @@ impl EvalData {
     pub fn shard(mut self, shard: Shard) -> Result<EvalData> {
         shard.apply(&mut self.dataset);
         if self.dataset.examples.is_empty() {
-            return Err(crate::Error::Config(format!(
+            return Err(crate::Error::Refused(format!(
                 "`shard` {shard}: {} has too few questions for {} shards",
                 self.name, shard.count
             )));
