@@ -23,10 +23,6 @@ pub(crate) const HUGE_PAGES_FROM_BYTES: u64 = 1 << 20;
 /// whole 2 MiB pages it barely uses. A run over a large file fills tens of MB, where
 /// 4 KiB pages cost a page fault each and the word caches' random lookups miss the TLB.
 pub(crate) fn huge_pages_for(path: &Path) {
-    // A host program's (the Python package's) memory settings are its own.
-    if !super::command_process() {
-        return;
-    }
     #[cfg(target_os = "linux")]
     if std::fs::metadata(path).is_ok_and(|m| m.len() >= HUGE_PAGES_FROM_BYTES) {
         // SAFETY: prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) only clears a flag of this
@@ -270,17 +266,6 @@ pub(crate) fn binding_overrides(b: &BindingArgs) -> BindingOverrides {
     }
 }
 
-/// How a command's report is shown: `--json`, or the text (`-v`: verbose).
-pub(crate) fn report_format(json: bool) -> bertqa::report::Format {
-    if json {
-        bertqa::report::Format::Json
-    } else {
-        bertqa::report::Format::Text {
-            verbose: super::verbose(),
-        }
-    }
-}
-
 /// How a command that ran to completion ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -361,16 +346,10 @@ mod tests {
         // SAFETY: sets a flag of this process (as the binary does before main).
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
         assert!(huge_pages_off());
-        let command = &super::super::COMMAND_PROCESS;
-        let was = command.swap(false, std::sync::atomic::Ordering::Relaxed);
-        huge_pages_for(&large);
-        assert!(huge_pages_off(), "a host program's settings are its own");
-        command.store(true, std::sync::atomic::Ordering::Relaxed);
         huge_pages_for(&small);
         huge_pages_for(&dir.path().join("missing.json"));
         assert!(huge_pages_off(), "small or missing inputs change nothing");
         huge_pages_for(&large);
         assert!(!huge_pages_off());
-        command.store(was, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -27,8 +27,6 @@ mod security;
 mod session;
 mod tune;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use clap::{Parser, Subcommand};
 
 use common::Outcome;
@@ -69,25 +67,6 @@ pub enum Command {
     Tune(Box<tune::Args>),
 }
 
-/// `-v` was given (set once, before the command runs).
-static VERBOSE: AtomicBool = AtomicBool::new(false);
-
-/// This process is the command line itself (the binary, or the Python package's
-/// `bertqa` command): its memory settings are the command's to change
-/// ([`common::huge_pages_for`]). Never set by a run inside a host program (`embed`).
-static COMMAND_PROCESS: AtomicBool = AtomicBool::new(false);
-
-/// Whether this process is the command line itself.
-pub(crate) fn command_process() -> bool {
-    COMMAND_PROCESS.load(Ordering::Relaxed)
-}
-
-/// Whether `-v` was given: reports add the lines that describe bertqa's own workings,
-/// errors their causes and context.
-pub(crate) fn verbose() -> bool {
-    VERBOSE.load(Ordering::Relaxed)
-}
-
 /// Entry point of the `bertqa` binary: the process's exit status.
 pub fn main() -> u8 {
     main_with_args(std::env::args_os())
@@ -114,8 +93,7 @@ where
     } else {
         Vec::new()
     };
-    COMMAND_PROCESS.store(true, Ordering::Relaxed);
-    match execute(cli, &mut session::Session::binary()) {
+    match execute(cli, &mut session::Session::binary(verbose)) {
         Ok(Outcome::Success) => 0,
         Ok(Outcome::GateFailed(gates)) => {
             for g in gates {
@@ -135,7 +113,6 @@ where
 
 /// Runs the parsed command in `session`.
 fn execute(cli: Cli, session: &mut session::Session) -> anyhow::Result<Outcome> {
-    VERBOSE.store(cli.verbose, Ordering::Relaxed);
     match cli.command {
         Command::Models(a) => models::run(*a, session),
         Command::Ask(a) => ask::run(*a, session),

@@ -51,7 +51,7 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
     } = runtime()?.block_on(asked)?;
     // The report names settings; the command names its flags.
     report.map_messages(name_flags);
-    let format = super::common::report_format(args.output.json);
+    let format = session.format(args.output.json);
     session.print(|| match format {
         Format::Json => report.render(format),
         Format::Text { .. } => name_flags(&report.render(format)),

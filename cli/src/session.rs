@@ -1,24 +1,45 @@
 //! Where a command's report goes, handed to it explicitly: the `bertqa` binary prints
 //! it on stdout. (A host program calls the library, or `embed`'s values, instead.)
+//! The run's `-v` travels here too: nothing about a run is process-wide.
 
 use std::io::Write as _;
 
 use bertqa::report::Render;
 
-use super::common::report_format;
+use bertqa::report::Format;
 
 /// A command's run in the binary: see the module's documentation.
-pub(crate) struct Session;
+pub(crate) struct Session {
+    verbose: bool,
+}
 
 impl Session {
-    /// The binary's run: reports printed, its own signal handler.
-    pub(crate) fn binary() -> Self {
-        Session
+    /// The binary's run: reports printed, its own signal handler; `verbose`: `-v`.
+    pub(crate) fn binary(verbose: bool) -> Self {
+        Session { verbose }
+    }
+
+    /// Whether `-v` was given: reports add the lines that describe bertqa's own
+    /// workings, errors their causes and context.
+    pub(crate) fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    /// How a report is shown: `--json` (`json`), or the text (`-v`: verbose).
+    pub(crate) fn format(&self, json: bool) -> Format {
+        if json {
+            Format::Json
+        } else {
+            Format::Text {
+                verbose: self.verbose,
+            }
+        }
     }
 
     /// The finished report, printed as `--json` (`json`) or text.
     pub(crate) fn report<R: Render>(&mut self, report: &R, json: bool) -> anyhow::Result<()> {
-        self.print(|| report.render(report_format(json)))
+        let format = self.format(json);
+        self.print(|| report.render(format))
     }
 
     /// Prints `text()` on stdout.

@@ -185,6 +185,8 @@ pub struct TuneSettings {
     pub html: Option<PathBuf>,
     /// `--quiet`: no progress lines.
     pub quiet: bool,
+    /// `-v`: each measurement window's line too.
+    pub verbose: bool,
 }
 
 impl Default for TuneSettings {
@@ -211,6 +213,7 @@ impl Default for TuneSettings {
             write_config: None,
             html: None,
             quiet: false,
+            verbose: false,
         }
     }
 }
@@ -240,6 +243,7 @@ impl Args {
             write_config: self.write_config.clone(),
             html: self.html.clone(),
             quiet: self.output.quiet,
+            verbose: false,
         }
     }
 }
@@ -297,7 +301,10 @@ impl TuneSettings {
             data,
             metrics: super::perf::metrics_options(&self.metrics),
         };
-        let progress = Lines { quiet: self.quiet };
+        let progress = Lines {
+            quiet: self.quiet,
+            verbose: self.verbose,
+        };
         let tuning = Tuning::prepare(&rt, &client, dataset, options, &progress)?;
         let dir = self.output_dir.clone();
         let stop = match stop {
@@ -431,6 +438,7 @@ const TUNE_WINDOW_MS: u64 = 1000;
 /// Progress lines on stderr.
 struct Lines {
     quiet: bool,
+    verbose: bool,
 }
 
 impl PerfProgress for Lines {
@@ -439,7 +447,7 @@ impl PerfProgress for Lines {
     }
 
     fn window(&self, level: Level, trial: usize, requests_per_s: f64, avg_latency_us: f64) {
-        if !self.quiet && super::verbose() {
+        if !self.quiet && self.verbose {
             eprintln!(
                 "  {level}: window {trial}: {requests_per_s:.1} requests/s, avg latency {:.3} ms",
                 avg_latency_us / 1000.0
@@ -508,7 +516,8 @@ pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> 
         session.print(|| format!("{said}\n"))?;
         return Ok(Outcome::Success);
     }
-    let settings = args.settings();
+    let mut settings = args.settings();
+    settings.verbose = session.verbose();
     let checked = settings.check()?;
     let model = args.model.clone().expect("required by clap");
     let dataset = load_data(&args.data, args.window.strict, args.limit)?;

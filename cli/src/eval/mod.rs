@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::args::{PipelineArgs, DECODING, GATES, INPUT, MODEL, OUTPUT, RUN};
-use super::common::{data_label, load_data_digest, report_format, Outcome};
+use super::common::{data_label, load_data_digest, Outcome};
 use super::errors::{library_reason, Classified};
 use super::flags::name_flags;
 use super::session::Session;
@@ -211,7 +211,8 @@ fn report(
     // The text lists metrics.json among the outputs; the document lists the files
     // written before it.
     report.files.push("metrics.json".into());
-    session.print(|| match report_format(args.run.output.json) {
+    let format = session.format(args.run.output.json);
+    session.print(|| match format {
         Format::Json => json,
         text => name_flags(&report.render(text)),
     })?;
