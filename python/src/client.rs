@@ -83,7 +83,7 @@ impl Client {
         max_seq_length=None, doc_stride=128, max_query_length=64, n_best_size=20,
         max_answer_length=30, null_score_diff_threshold=0.0, na_prob_thresh=1.0,
         batch_size=None, concurrency=4, shared_memory="auto", timeout_ms=60_000,
-        connect_timeout_ms=5_000, header=Vec::new(), authority=None, ssl=false,
+        connect_timeout_ms=5_000, header=None, authority=None, ssl=false,
         ssl_root_cert=None, ssl_client_cert=None, ssl_client_key=None,
         ssl_target_name=None, retries=3, retry_max_backoff_ms=2_000, retry_model_errors=false,
         connections=1, wait_ready=0.0, fixed_seq_len=false, dynamic_seq_len=false,
@@ -116,7 +116,7 @@ impl Client {
         shared_memory: &str,
         timeout_ms: u64,
         connect_timeout_ms: u64,
-        header: Vec<(String, String)>,
+        header: Option<Vec<(String, String)>>,
         authority: Option<String>,
         ssl: bool,
         ssl_root_cert: Option<PathBuf>,
@@ -172,7 +172,7 @@ impl Client {
             b = b.batch_size(n);
         }
         b = b.shared_memory(choice(py, "shared_memory", shared_memory, SHARED_MEMORY)?);
-        for (name, value) in header {
+        for (name, value) in header.into_iter().flatten() {
             b = b.header(name, value);
         }
         if let Some(a) = authority {

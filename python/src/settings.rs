@@ -127,17 +127,35 @@ const TEXT_BINDING: &[&str] = &[
     "offsets_output",
 ];
 
-/// The options of each function (`evaluate`, `ask`, `compare`, `score`) and their
-/// defaults: the library's.
+/// The options of each function (`evaluate`, `ask`, `compare`, `score`, `Client.perf`,
+/// `Client.tune`) and of `Client()` itself, with their defaults: the library's.
 pub(crate) fn table(function: &str) -> Vec<(&'static str, Default)> {
     let eval = bertqa::EvalOptions::new("");
     let compare = bertqa::client::CompareOptions::new("");
     let na_prob_thresh = ("na_prob_thresh", Default::Float(1.0));
     let mut out = match function {
-        "evaluate" | "ask" | "compare" => pipeline_settings(),
+        "evaluate" | "ask" | "compare" | "Client" => pipeline_settings(),
         _ => Vec::new(),
     };
     match function {
+        "Client" => {
+            // A client is built once: no data to read strictly, no warm-up of a run, and
+            // headers given as values (not from the environment or a file).
+            out.retain(|(n, _)| {
+                !matches!(
+                    *n,
+                    "no_lower_case" | "strict" | "warmup" | "header_env" | "header_file"
+                )
+            });
+            for (name, default) in &mut out {
+                // Left out, the builder chooses: `vocab/vocab.txt`, the protocol's call,
+                // and SQuAD v2's rules when the data has unanswerable questions.
+                if matches!(*name, "vocab" | "transport" | "version_2_with_negative") {
+                    *default = Default::None;
+                }
+            }
+            out.push(na_prob_thresh);
+        }
         "evaluate" => out.extend([
             ("limit", Default::None),
             ("from_logits", Default::None),

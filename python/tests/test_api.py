@@ -311,3 +311,17 @@ def test_every_option_is_a_setting_of_the_library_with_its_default():
                 assert default in (None, ""), (function, name, default)
                 continue
             assert documented == default, (function, name, documented, default)
+
+
+def test_every_option_of_client_is_a_setting_of_the_library_with_its_default():
+    from bertqa import _native
+
+    library = dict(_native.settings("Client"))
+    # The class a program builds and the native one it wraps declare the same options.
+    for cls in (bertqa.Client, _native.Client):
+        options = {p.name: p.default for p in inspect.signature(cls).parameters.values()
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert sorted(options) == sorted(library), cls
+        for name, default in options.items():
+            assert default == library[name], (cls, name, default, library[name])
+            assert type(default) is type(library[name]), (cls, name, default)
