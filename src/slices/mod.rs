@@ -1,0 +1,117 @@
+//! Slices: every question belongs to one slice per dimension (its question word, whether
+//! it has an answer, how many windows its context needs, where its answer lies in them,
+//! how long the answer is, how sure the reference run was), so that a run's errors, or
+//! the changes between two runs, can be seen to gather in one kind of question.
+//! docs/algorithm.md ("Slices") states each rule; this module applies them.
+
+pub(crate) mod stats;
+
+#[cfg(test)]
+mod tests;
+
+/// The dimensions, in the order the reports list them.
+pub(crate) const DIMENSIONS: [&str; 7] = [
+    "question_type",
+    "answerable",
+    "context_windows",
+    "answer_windows",
+    "answer_length",
+    "margin",
+    "null_margin",
+];
+
+/// The question word: the first of `what`, `which`, `who` (`whom`, `whose`), `when`,
+/// `where`, `why`, `how` among the lowercased question's words (runs of letters and
+/// digits), `how many` and `how much` told apart; `other` when there is none.
+pub(crate) fn question_type(question: &str) -> &'static str {
+    let lower = question.to_lowercase();
+    let mut words = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty());
+    while let Some(word) = words.next() {
+        return match word {
+            "what" => "what",
+            "which" => "which",
+            "who" | "whom" | "whose" => "who",
+            "when" => "when",
+            "where" => "where",
+            "why" => "why",
+            "how" => match words.next() {
+                Some("many") => "how_many",
+                Some("much") => "how_much",
+                _ => "how",
+            },
+            _ => continue,
+        };
+    }
+    "other"
+}
+
+/// `has_answer` or `no_answer` (SQuAD 2.0 data only).
+pub(crate) fn answerable(has_answer: bool) -> &'static str {
+    match has_answer {
+        true => "has_answer",
+        false => "no_answer",
+    }
+}
+
+/// The windows the question's context was cut into: `1` (also a question with none),
+/// `2`, `3+`.
+pub(crate) fn context_windows(windows: usize) -> &'static str {
+    match windows {
+        0 | 1 => "1",
+        2 => "2",
+        _ => "3+",
+    }
+}
+
+/// Where the first gold answer lies among the windows (`spans`: each window's first
+/// context token and its count of context tokens; `answer`: the answer's first and last
+/// context token, `None` when it cannot be placed in the context): `single` (one
+/// window in all), `one` (inside exactly one of several), `overlap` (inside two or
+/// more), `cut` (no window holds it whole).
+pub(crate) fn answer_windows(
+    spans: &[(usize, usize)],
+    answer: Option<(usize, usize)>,
+) -> &'static str {
+    if spans.len() <= 1 {
+        return "single";
+    }
+    let Some((first, last)) = answer else {
+        return "cut";
+    };
+    let holding = spans
+        .iter()
+        .filter(|&&(start, len)| start <= first && last < start + len)
+        .count();
+    match holding {
+        0 => "cut",
+        1 => "one",
+        _ => "overlap",
+    }
+}
+
+/// The words (runs of non-whitespace) of the first gold answer: `1` (also none), `2-3`,
+/// `4-7`, `8+`.
+pub(crate) fn answer_length(answer: &str) -> &'static str {
+    match answer.split_whitespace().count() {
+        0 | 1 => "1",
+        2 | 3 => "2-3",
+        4..=7 => "4-7",
+        _ => "8+",
+    }
+}
+
+/// The quartile of each value among `values` (`q1` the smallest): ordered by value,
+/// ties by position, the value at rank r (from 0) of n is in quartile ⌊4r/n⌋ + 1.
+pub(crate) fn quartiles(values: &[f64]) -> Vec<&'static str> {
+    const NAMES: [&str; 4] = ["q1", "q2", "q3", "q4"];
+    let n = values.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| values[i].total_cmp(&values[j]).then(i.cmp(&j)));
+    let mut out = vec![NAMES[0]; n];
+    for (rank, &i) in order.iter().enumerate() {
+        out[i] = NAMES[4 * rank / n];
+    }
+    out
+}
