@@ -15,9 +15,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// serde_json) or a question id for semantic problems.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Location {
+    /// The input file, as it was given.
     pub path: PathBuf,
+    /// The 1-based line of a syntax or type error; `None` for a problem not tied to a
+    /// position in the text.
     pub line: Option<usize>,
+    /// The 1-based column on `line`; `None` when `line` is.
     pub column: Option<usize>,
+    /// The id of the question the problem is about; `None` when it is not about one.
     pub qas_id: Option<String>,
 }
 
@@ -73,19 +78,31 @@ pub enum Error {
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or directory the operation was on.
         path: PathBuf,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
 
     /// An input file (SQuAD data, predictions, na-prob, vocab) is malformed.
     #[error("{location}: {message}")]
-    Input { location: Location, message: String },
+    Input {
+        /// The file, and the line/column or question where the problem is.
+        location: Location,
+        /// What is wrong there.
+        message: String,
+    },
 
     /// Logits and features that do not fit together while decoding (a feature without
     /// logits, logits shorter than the feature, a word index outside the paragraph).
     #[error("feature {unique_id}: {message}")]
-    Decode { unique_id: u64, message: String },
+    Decode {
+        /// The unique id of the feature (window) concerned.
+        unique_id: u64,
+        /// What does not fit.
+        message: String,
+    },
 
     /// Options that cannot work together (e.g. a question longer than the window).
     #[error("invalid configuration: {0}")]
@@ -116,13 +133,21 @@ pub enum Error {
     /// request, or answers that could not be scored).
     #[error("{summary}")]
     Incomplete {
+        /// The whole sentence the user reads (the error's display).
         summary: String,
+        /// The error that ended the run; `None` for a stop on request or answers that
+        /// could not be scored.
         cause: Option<Box<Error>>,
     },
 
     /// One deployment of a comparison failed: `name` as the comparison names it.
     #[error("model {name:?}: {error}")]
-    Deployment { name: String, error: Box<Error> },
+    Deployment {
+        /// The deployment's name in the comparison.
+        name: String,
+        /// What went wrong with it.
+        error: Box<Error>,
+    },
 
     /// A fault of bertqa itself (a worker task that panicked): a bug to report.
     #[error("internal error: {0}")]
@@ -133,19 +158,30 @@ pub enum Error {
     /// reads (the transport's or the server's words, with bertqa's hints).
     #[error("cannot reach Triton at {url}: {message}")]
     Unavailable {
+        /// The server's address, as the user gave it.
         url: String,
+        /// Why it could not be reached; decisions (retry, fail over) read this.
         cause: Unreachable,
+        /// The transport's or the server's words, with bertqa's hints (TLS, the other
+        /// protocol's port); never a header's value.
         message: String,
     },
 
     /// The request ran past its deadline.
     #[error("request to {url} timed out after {timeout_ms} ms")]
-    Timeout { url: String, timeout_ms: u64 },
+    Timeout {
+        /// The server's address, as the user gave it.
+        url: String,
+        /// The deadline of each request (`request_timeout`), in milliseconds.
+        timeout_ms: u64,
+    },
 
     /// The model is not in the repository.
     #[error("model {model:?} not found on {url}; {}", ready_there(available.as_deref()))]
     ModelNotFound {
+        /// The server's address, as the user gave it.
         url: String,
+        /// The model asked for.
         model: String,
         /// The ready models, or `None` when the server does not list its models.
         available: Option<Vec<String>>,
@@ -157,18 +193,27 @@ pub enum Error {
         list_or_none(ready)
     )]
     ModelNotReady {
+        /// The server's address, as the user gave it.
         url: String,
+        /// The model asked for.
         model: String,
+        /// Its state in the repository index, with the server's reason when it gives
+        /// one (`UNAVAILABLE: …`), or `not loaded`.
         state: String,
+        /// The models of the repository that are ready (may be empty).
         ready: Vec<String>,
     },
 
     /// A tensor did not have the shape or dtype bertqa expected.
     #[error("model {model:?}, tensor {tensor:?}: expected {expected}, got {actual}")]
     TensorMismatch {
+        /// The model.
         model: String,
+        /// The tensor's name.
         tensor: String,
+        /// What bertqa takes there (a datatype, per-row dims, an element count), as words.
         expected: String,
+        /// What the model declares or the answer holds, as words.
         actual: String,
     },
 
@@ -177,14 +222,24 @@ pub enum Error {
     /// for `-v`.
     #[error("model {model:?}: {message}")]
     Binding {
+        /// The model.
         model: String,
+        /// What could not be placed, and the settings that place it.
         message: String,
+        /// Each of the model's tensors as `name datatype shape` (after `input `/`output`
+        /// for a text model); empty when there is nothing to list.
         tensors: Vec<String>,
     },
 
     /// The server refused the credentials (the header name is given, never its value).
     #[error("permission denied by {url}: {message}")]
-    PermissionDenied { url: String, message: String },
+    PermissionDenied {
+        /// The server's address, as the user gave it.
+        url: String,
+        /// The server's words (over HTTP after `HTTP 401: ` or `HTTP 403: `), then the
+        /// names of the headers bertqa sent; never their values.
+        message: String,
+    },
 
     /// Any other error status from the server: its code (over HTTP, the code of the
     /// same meaning as the HTTP status, which is kept too), for a model-specific call
@@ -198,11 +253,15 @@ pub enum Error {
     Server {
         /// The server's name and version when it is not Triton (`mlserver 1.7.1`).
         server: Option<String>,
+        /// The server's address, as the user gave it.
         url: String,
+        /// The status, as gRPC's code.
         code: Code,
         /// The HTTP status, when the server was spoken to over HTTP.
         http: Option<u16>,
+        /// The model of a model-specific call; `None` for a call about the server.
         model: Option<String>,
+        /// The server's message (over HTTP, the text of the error body).
         message: String,
     },
 
@@ -217,14 +276,18 @@ pub enum Error {
         http_suffix(*http)
     )]
     NoServer {
+        /// The address, as the user gave it.
         url: String,
         /// What the calls were routed by when not the URL's host (`Host NAME`,
         /// `:authority NAME`).
         routed_by: Option<String>,
         /// The call, as `GET /v2/health/ready` or `ServerReady`.
         call: String,
+        /// The status it was answered with, as gRPC's code (`Unimplemented`, `NotFound`).
         code: Code,
+        /// The HTTP status, when the server was spoken to over HTTP.
         http: Option<u16>,
+        /// The answer's words.
         message: String,
     },
 
@@ -235,8 +298,11 @@ pub enum Error {
     InvalidAnswer {
         /// As [`Error::Server`]'s.
         server: Option<String>,
+        /// The server's address, as the user gave it.
         url: String,
+        /// The call the answer was to.
         answer: AnswerTo,
+        /// Why the answer cannot be read.
         message: String,
     },
 
@@ -246,25 +312,34 @@ pub enum Error {
         summarize_codes(codes)
     )]
     RetriesExhausted {
+        /// How many times the request was sent (the first try and its retries).
         attempts: u32,
+        /// The retry budget (`retries`) that was spent.
         retries: u32,
         /// The failed attempts' codes (as the retry policy names them, e.g.
         /// `UNAVAILABLE`) with counts.
         codes: BTreeMap<&'static str, u32>,
+        /// The last attempt's error.
         last: Box<Error>,
     },
 
     /// A run ended without decoding this question: some of its windows were never
     /// answered.
     #[error("question {qas_id:?} was not decoded (its windows were not all answered)")]
-    NotDecoded { qas_id: String },
+    NotDecoded {
+        /// The question's id.
+        qas_id: String,
+    },
 
     /// A dataset whose question names a paragraph it does not have (a dataset built by
     /// hand: the reader never makes one).
     #[error("question {qas_id:?} refers to paragraph {paragraph} of {paragraphs}")]
     MissingParagraph {
+        /// The question's id.
         qas_id: String,
+        /// The 0-based index of the paragraph it names.
         paragraph: usize,
+        /// How many paragraphs the dataset has.
         paragraphs: usize,
     },
 
@@ -273,7 +348,9 @@ pub enum Error {
     /// little memory).
     #[error("cannot start {what}: {source}")]
     System {
+        /// What could not be started (`the client's runtime`, `a run's decoding thread`).
         what: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
@@ -282,8 +359,11 @@ pub enum Error {
     /// to report) or was cancelled (its runtime shut down). `message` is the runtime's.
     #[error("internal error: {task} failed: {message}")]
     TaskFailed {
+        /// The task, as words (`inference task`).
         task: String,
+        /// It panicked (a bug); `false`: it was cancelled.
         panicked: bool,
+        /// The runtime's words for the failure.
         message: String,
     },
 }
@@ -295,21 +375,41 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Code {
+    /// The call was cancelled (gRPC `CANCELLED`).
     Cancelled,
+    /// An error of no other code, and any HTTP status without a mapping (gRPC `UNKNOWN`).
     Unknown,
+    /// The request is malformed or names something wrongly (gRPC `INVALID_ARGUMENT`;
+    /// HTTP 400).
     InvalidArgument,
+    /// The deadline passed before the answer (gRPC `DEADLINE_EXCEEDED`).
     DeadlineExceeded,
+    /// Something the call named (a model, a shared memory region) does not exist (gRPC
+    /// `NOT_FOUND`; HTTP 404 in the protocol's error form).
     NotFound,
+    /// What the call would create exists already (gRPC `ALREADY_EXISTS`; HTTP 409).
     AlreadyExists,
+    /// The caller may not make the call (gRPC `PERMISSION_DENIED`).
     PermissionDenied,
+    /// The server is out of a resource: memory, queue room, a rate limit (gRPC
+    /// `RESOURCE_EXHAUSTED`; HTTP 429).
     ResourceExhausted,
+    /// The server is not in a state to do the call (gRPC `FAILED_PRECONDITION`).
     FailedPrecondition,
+    /// The call was aborted, often by a conflict (gRPC `ABORTED`).
     Aborted,
+    /// A value is outside its valid range (gRPC `OUT_OF_RANGE`).
     OutOfRange,
+    /// The server does not have the call (gRPC `UNIMPLEMENTED`; HTTP 501, and a 404 not
+    /// in the protocol's error form: a route the server does not have).
     Unimplemented,
+    /// The server failed (gRPC `INTERNAL`; HTTP 500).
     Internal,
+    /// The server cannot take the call now (gRPC `UNAVAILABLE`).
     Unavailable,
+    /// Data was lost or corrupted (gRPC `DATA_LOSS`).
     DataLoss,
+    /// The call carried no valid credentials (gRPC `UNAUTHENTICATED`).
     Unauthenticated,
 }
 
@@ -369,9 +469,15 @@ pub enum Unreachable {
 #[non_exhaustive]
 pub enum AnswerTo {
     /// A call other than inference, by its HTTP path.
-    Call { path: String },
+    Call {
+        /// The call's HTTP path (`/v2/models/NAME`).
+        path: String,
+    },
     /// An inference request for the model.
-    Inference { model: String },
+    Inference {
+        /// The model asked.
+        model: String,
+    },
 }
 
 impl AnswerTo {

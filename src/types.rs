@@ -210,7 +210,9 @@ pub struct Example {
 pub struct Dataset {
     /// The file's `version` string (`"1.1"`, `"v2.0"`, ...), empty when absent.
     pub version: String,
+    /// The contexts, in file order; a question names its own by `paragraph_index`.
     pub paragraphs: Vec<Paragraph>,
+    /// The questions, in file order (each one's `example_index` is its position here).
     pub examples: Vec<Example>,
 }
 

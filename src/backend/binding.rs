@@ -191,10 +191,16 @@ pub(crate) const UNDECLARED_BATCH_SIZE: usize = 8;
 /// Explicit tensor names that override inference (the binding flags).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BindingOverrides {
+    /// The input that takes the token ids (`None`: found by name).
     pub input_ids: Option<String>,
+    /// The input that takes the segment (token type) ids (`None`: found by name).
     pub segment_ids: Option<String>,
+    /// The input that takes the attention mask (`None`: found by name).
     pub input_mask: Option<String>,
+    /// The output holding the start logits, or, alone, the one `[batch, seq, 2]` output
+    /// holding both (`None`: found by name or shape).
     pub start_logits: Option<String>,
+    /// The output holding the end logits (`None`: found by name or shape).
     pub end_logits: Option<String>,
 }
 

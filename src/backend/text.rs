@@ -26,11 +26,18 @@ use crate::error::{Error, Result};
 /// Names of the tensors of a text model, given by the user (`None`: found by name).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TextOverrides {
+    /// The BYTES input that takes the question.
     pub question_input: Option<String>,
+    /// The BYTES input that takes the context.
     pub context_input: Option<String>,
+    /// The BYTES output holding the answer text (the answer contract).
     pub answer_output: Option<String>,
+    /// The integer output `[windows, seq, 2]` mapping each token to its character span
+    /// in the context (the logits contract).
     pub offsets_output: Option<String>,
+    /// The output holding each window's start logits (the logits contract).
     pub start_logits: Option<String>,
+    /// The output holding each window's end logits (the logits contract).
     pub end_logits: Option<String>,
 }
 

@@ -51,11 +51,13 @@ pub struct Candidate {
     /// Where it stands in the context, in characters, `[start_char, end_char)`; `None`
     /// when it is not a span of it (as [`Answer::start_char`]).
     pub start_char: Option<usize>,
+    /// Where it ends, exclusive, in characters; `None` as `start_char`.
     pub end_char: Option<usize>,
     /// Its probability among the n-best.
     pub probability: f64,
-    /// The start and end logits of its span.
+    /// The start logit of its span.
     pub start_logit: f64,
+    /// The end logit of its span.
     pub end_logit: f64,
 }
 

@@ -39,6 +39,7 @@ pub struct Deployment<'a> {
     pub name: String,
     /// Its server, as the report names it.
     pub url: String,
+    /// The client that evaluates the data there (its server, model and settings).
     pub client: &'a crate::blocking::Client,
     /// It cuts its own windows with its client's tokenizer (a model of another family),
     /// instead of taking the windows cut once for all.
@@ -59,7 +60,10 @@ pub struct CompareOptions {
     pub show: usize,
     /// Write an HTML page here.
     pub html: Option<PathBuf>,
+    /// How the intervals and p-values of each comparison are drawn.
     pub statistics: Statistics,
+    /// Thresholds each comparison is checked against; the outcomes are the report's
+    /// `gates` (a failed gate is not an error here).
     pub gates: Gates,
     /// Cancelled: the runs stop (a run stopped is an error).
     pub stop: Option<CancellationToken>,
@@ -88,7 +92,9 @@ impl CompareOptions {
 /// questions that flipped (`flips.jsonl`).
 #[derive(Debug)]
 pub struct Compared {
+    /// The report: every deployment's run, each comparison with the first, the gates.
     pub report: CompareJson,
+    /// Every question that flipped, comparison by comparison (`flips.jsonl`'s lines).
     pub flips: Vec<FlipLine>,
 }
 

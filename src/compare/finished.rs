@@ -21,14 +21,17 @@ use crate::types::{Dataset, Feature, Logits};
 /// One finished run, read and scored again.
 #[derive(Debug)]
 pub struct FinishedRun {
+    /// The directory it was read from.
     pub dir: PathBuf,
     /// The model's name as the run's metrics.json gives it (else the directory's name).
     pub name: String,
     /// The run's metrics.json as written (its model, speed and settings).
     pub report: serde_json::Value,
+    /// Whether SQuAD 2.0's rules applied, as metrics.json says; `scores` follow them.
     pub version_2_with_negative: bool,
     /// One per question of the data, in its order.
     pub predictions: Vec<Prediction>,
+    /// Its answers scored again against the data, as the official script scores them.
     pub scores: Scores,
     /// The windows' logits by ascending unique id (empty without `logits.bin`).
     pub logits: Vec<Logits>,

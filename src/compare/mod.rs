@@ -41,7 +41,10 @@ use crate::types::{Feature, Logits};
 /// their logits (empty: none kept, or a model that gives none).
 #[derive(Debug, Clone, Copy)]
 pub struct Run<'a> {
+    /// One prediction per question, in the dataset's order.
     pub predictions: &'a [Prediction],
+    /// The run's official metrics (percentages); their F1s give
+    /// [`Comparison::f1_drop`].
     pub metrics: &'a Metrics,
     /// Each question's (exact, F1) as the official script counts it
     /// ([`Scores::counted`](crate::evaluate::Scores::counted)).
@@ -69,6 +72,7 @@ impl<'a> From<&'a crate::Evaluation> for Run<'a> {
 /// A question the two runs answer differently.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Disagreement {
+    /// The question's id.
     pub id: String,
     /// The first run's answer, then the other's.
     pub answers: [String; 2],
@@ -79,25 +83,31 @@ pub struct Disagreement {
 /// How the answers moved from the first run to the other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Flips {
-    /// Right in the first run (the official per-question exact score), wrong in the other.
+    /// Questions right in the first run (the official per-question exact score), wrong
+    /// in the other.
     pub right_to_wrong: usize,
+    /// Questions wrong in the first run (by the same score), right in the other.
     pub wrong_to_right: usize,
-    /// An answer in the first run, none in the other.
+    /// Questions with an answer in the first run, none (the empty answer) in the other.
     pub to_no_answer: usize,
+    /// Questions with no answer in the first run, an answer in the other.
     pub from_no_answer: usize,
 }
 
 /// A question that flipped one of the ways [`Flips`] counts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flip {
+    /// The question's id.
     pub id: String,
     /// The ways it flipped (`right_to_wrong`, `wrong_to_right`, `to_no_answer`,
     /// `from_no_answer`).
     pub flips: Vec<&'static str>,
     /// The first run's answer, then the other's.
     pub answers: [String; 2],
-    /// Their official per-question exact scores (0 or 1) and F1 (0-1).
+    /// Their official per-question exact scores (0 or 1), the first run's then the
+    /// other's.
     pub exact: [f64; 2],
+    /// Their official per-question F1 (0-1), the first run's then the other's.
     pub f1: [f64; 2],
 }
 
@@ -106,12 +116,16 @@ pub struct Flip {
 pub struct Comparison {
     /// Share of questions with the same final answer text (0-1; 1 with no questions).
     pub agreement: f64,
-    /// Start and end logits over the windows both made (NaN: none compared).
+    /// How far the start logits are apart over the windows both made (NaN: none
+    /// compared).
     pub start_logits: LogitDiff,
+    /// How far the end logits are apart, as `start_logits`.
     pub end_logits: LogitDiff,
-    /// Windows both runs made (compared), of the first's and of the other's.
+    /// Windows both runs made, whose logits were compared.
     pub windows_compared: usize,
+    /// How many windows the first run holds ([`Run::windows`]).
     pub windows_first: usize,
+    /// How many windows the other run holds.
     pub windows_other: usize,
     /// The first run's F1 minus the other's, in points.
     pub f1_drop: f64,
@@ -122,13 +136,16 @@ pub struct Comparison {
     /// Exact match and F1 of the other run minus the first's, with their intervals and
     /// p-values.
     pub exact_diff: Difference,
+    /// F1 of the other run minus the first's, as `exact_diff`.
     pub f1_diff: Difference,
+    /// How many questions flipped each way.
     pub flips: Flips,
     /// Every question that flipped, in file order.
     pub flipped: Vec<Flip>,
     /// KL(first ‖ other) of the start and end distributions over the windows both made
     /// (`None`: no windows compared).
     pub start_kl: Option<Divergence>,
+    /// KL(first ‖ other) of the end distributions, as `start_kl`.
     pub end_kl: Option<Divergence>,
 }
 

@@ -18,6 +18,7 @@ use serde::Serialize;
 pub struct Statistics {
     /// Bootstrap resamples, and rounds of the randomization test (at least 1).
     pub rounds: usize,
+    /// The generator's seed: the same seed gives the same intervals and p-values.
     pub seed: u64,
     /// The interval's coverage, in (0, 1).
     pub confidence: f64,
@@ -193,8 +194,11 @@ fn sign_flip(diffs: &[(f64, f64)], observed: f64, statistics: &Statistics) -> f6
 /// model) of the softmax over each window's positions, over the windows both made.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Divergence {
+    /// The mean of the per-window divergences, in nats (NaN: a logit was not finite).
     pub mean: f64,
+    /// Their 99th percentile, in nats.
     pub p99: f64,
+    /// The largest, in nats.
     pub max: f64,
 }
 

@@ -58,6 +58,7 @@ impl Default for ScoreConfig {
 /// Raw (unthresholded) result of one question, in dataset order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuestionScore {
+    /// The question's id.
     pub qas_id: String,
     /// v2: the question has gold answers; v1: always true.
     pub has_answer: bool,
@@ -72,33 +73,53 @@ pub struct QuestionScore {
 /// `HasAns_*` / `NoAns_*` breakdown (percentages, question count).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Breakdown {
+    /// Exact match of these questions, in percent (0–100), after the no-answer threshold.
     pub exact: f64,
+    /// F1 of these questions, in percent (0–100), after the no-answer threshold.
     pub f1: f64,
+    /// How many questions of this kind the dataset has (at least 1).
     pub total: usize,
 }
 
 /// `best_*` from the threshold search (§8.4).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BestThresholds {
+    /// The best exact match over all questions, in percent (0–100), had the no-answer
+    /// threshold been `best_exact_thresh`.
     pub best_exact: f64,
+    /// The na-prob value giving `best_exact` (in the na-prob file's units; 0.0 when no
+    /// threshold beats answering nothing).
     pub best_exact_thresh: f64,
+    /// The best F1 over all questions, in percent (0–100), had the no-answer threshold
+    /// been `best_f1_thresh`.
     pub best_f1: f64,
+    /// The na-prob value giving `best_f1` (as `best_exact_thresh`).
     pub best_f1_thresh: f64,
 }
 
 /// The official metrics, percentages 0–100.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Metrics {
+    /// SQuAD v1.1's keys (`evaluate-v1.1.py`).
     V1 {
+        /// Exact match over all questions, in percent.
         exact_match: f64,
+        /// F1 over all questions, in percent.
         f1: f64,
     },
+    /// SQuAD v2.0's keys (`evaluate-v2.0.py`).
     V2 {
+        /// Exact match over all questions after the no-answer threshold, in percent.
         exact: f64,
+        /// F1 over all questions after the no-answer threshold, in percent.
         f1: f64,
+        /// How many questions were scored (all of the dataset's).
         total: usize,
+        /// The answerable questions (`HasAns_*`); `None` when the dataset has none.
         has_ans: Option<Breakdown>,
+        /// The unanswerable questions (`NoAns_*`); `None` when the dataset has none.
         no_ans: Option<Breakdown>,
+        /// The threshold search (`best_*`); `None` without na-probs.
         best: Option<BestThresholds>,
     },
 }
@@ -106,7 +127,9 @@ pub enum Metrics {
 /// A metric value as the official scripts print it: a float, or an integer count.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MetricValue {
+    /// A score (a percentage or a threshold).
     Float(f64),
+    /// A number of questions (the `*total` keys).
     Count(usize),
 }
 
@@ -186,6 +209,7 @@ impl Metrics {
 /// Everything a scoring run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scores {
+    /// The official metrics (percentages).
     pub metrics: Metrics,
     /// Raw per-question results, in dataset order.
     pub questions: Vec<QuestionScore>,

@@ -119,10 +119,12 @@ impl<V> IdMap<V> {
         }
     }
 
+    /// The value of question `id`; `None` when the map has no entry for it.
     pub fn get(&self, id: &str) -> Option<&V> {
         self.index().get(id).map(|&i| &self.entries[i].1)
     }
 
+    /// Whether the map has an entry for question `id`.
     pub fn contains(&self, id: &str) -> bool {
         self.index().contains_key(id)
     }
@@ -132,10 +134,12 @@ impl<V> IdMap<V> {
         self.entries.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// How many distinct question ids the map holds.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the map holds no entry.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

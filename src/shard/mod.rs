@@ -19,8 +19,9 @@ pub use merge::merge;
 /// One slice of N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shard {
-    /// 1-based.
+    /// Which slice this is, 1-based (`1 ≤ index ≤ count`).
     pub index: usize,
+    /// How many slices the questions are cut into (at least 1).
     pub count: usize,
 }
 
