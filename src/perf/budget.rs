@@ -17,13 +17,16 @@
 //! - Goodput: the share of a level's requests whose latency met the threshold, and
 //!   their rate per second.
 
-/// `--latency-threshold`, `--percentile`, `--binary-search`.
+/// A latency budget: the client latency allowed at a percentile, and how the levels
+/// are searched.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     /// Client latency allowed at `percentile`, microseconds.
     pub threshold_us: f64,
     /// In (0, 100].
     pub percentile: f64,
+    /// Search the range by halving (see the module's contract) instead of measuring
+    /// its levels in order up to the first over budget.
     pub binary_search: bool,
 }
 
@@ -32,6 +35,8 @@ pub struct Budget {
 pub struct LevelBudget {
     /// Client latency at the budget's percentile, microseconds.
     pub latency_us: f64,
+    /// `latency_us` is at most the threshold, and the level answered at least one
+    /// request.
     pub within: bool,
     /// Requests answered within the threshold.
     pub good: u64,

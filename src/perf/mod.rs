@@ -67,8 +67,12 @@ pub enum Load {
     Concurrency(Vec<usize>),
     /// Open loop: requests sent at these rates (per second), one level per value.
     RequestRate {
+        /// Each level's rate, requests per second, in order.
         rates: Vec<f64>,
+        /// How sends are spaced in time.
         distribution: Distribution,
+        /// Seed of the Poisson gaps: level `i` draws from `seed + i` (wrapping), so a
+        /// sweep sends on the same schedule each time; unused by `Constant`.
         seed: u64,
     },
 }
@@ -103,7 +107,9 @@ pub enum Window {
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
 pub struct PerfConfig {
+    /// The levels, and whether load is closed-loop or open-loop.
     pub load: Load,
+    /// What one measurement window is: a fixed time, or a count of answered requests.
     pub window: Window,
     /// Stability tolerance, percent (perf_analyzer: 10).
     pub stability_percent: f64,
@@ -117,7 +123,7 @@ pub struct PerfConfig {
     pub shared_memory: SharedMemory,
     /// A latency budget: which levels are measured, and each level's goodput.
     pub budget: Option<Budget>,
-    /// `--requests-jsonl`: a line per request, as requests complete.
+    /// Where a JSON line per request is written, as requests complete (`None`: no log).
     pub requests_log: Option<Arc<RequestLog>>,
     /// The server's Prometheus metrics, read through the sweep.
     pub metrics: Option<Arc<Scraper>>,
@@ -142,7 +148,14 @@ pub enum Until {
     /// (a fraction of it); see `perf/decide.rs`. A binary search then also ends at a
     /// level over the budget below `beat`: no load of the range can beat it within the
     /// budget (less load, less throughput; more, more latency).
-    Decided { beat: f64, precision: f64 },
+    Decided {
+        /// Features per second of the best so far: a level that cannot reach it is done.
+        beat: f64,
+        /// The relative half-width (a fraction of the mean, not percent) of the 95%
+        /// interval of the windows' mean throughput at which a level is known well
+        /// enough.
+        precision: f64,
+    },
 }
 
 impl Default for PerfConfig {
@@ -168,7 +181,9 @@ impl Default for PerfConfig {
 /// One request's worth of features, padded to `seq_len`.
 #[derive(Debug, Clone)]
 pub struct Batch {
+    /// The request's features, `batch_size` of them, in file order.
     pub features: Vec<Arc<Feature>>,
+    /// The length in tokens every feature of the batch is padded to.
     pub seq_len: usize,
 }
 
@@ -195,7 +210,9 @@ pub fn make_batches(features: &[Feature], batch_size: usize, padding: Padding) -
 /// Which level a result is for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Level {
+    /// Closed loop: this many requests always in flight.
     Concurrency(usize),
+    /// Open loop: requests sent at this rate, per second.
     RequestRate(f64),
 }
 
@@ -218,14 +235,21 @@ impl std::fmt::Display for Level {
     }
 }
 
-/// Client latency percentiles and mean, microseconds.
+/// Client latency percentiles and mean, microseconds, over the requests answered in the
+/// reported windows (all 0 when none was answered).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Latency {
+    /// Median, µs.
     pub p50_us: f64,
+    /// 90th percentile, µs.
     pub p90_us: f64,
+    /// 95th percentile, µs.
     pub p95_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
+    /// Mean, µs.
     pub avg_us: f64,
+    /// Slowest request, µs.
     pub max_us: f64,
 }
 
@@ -247,6 +271,7 @@ pub struct ClientBreakdown {
 /// What one level measured (the last three windows merged).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelResult {
+    /// The load this result is for.
     pub level: Level,
     /// The level's rule ended it ([`Until`]: three windows agreed, or tune's rule
     /// decided), not the most windows allowed.
@@ -257,11 +282,19 @@ pub struct LevelResult {
     pub window_features_per_s: Vec<f64>,
     /// Length of the reported windows.
     pub window_s: f64,
+    /// Requests answered in the reported windows.
     pub requests: u64,
+    /// Features those requests carried (questions for a model that takes text).
     pub features: u64,
+    /// `requests` per second of the reported windows.
     pub requests_per_s: f64,
+    /// `features` per second of the reported windows (perf_analyzer's
+    /// Inferences/Second; questions per second for a model that takes text).
     pub features_per_s: f64,
+    /// Client latency: from the start of a request's encoding to the end of its
+    /// response's decoding.
     pub latency: Latency,
+    /// The client's parts of that latency, per request.
     pub client: ClientBreakdown,
     /// Zeros when `server_reported` is false.
     pub server: ServerBreakdown,
@@ -270,8 +303,10 @@ pub struct LevelResult {
     /// An ensemble's steps, in order, each from its own statistics (empty: not an
     /// ensemble of a text model, or not reported).
     pub steps: Vec<StepResult>,
-    /// bertqa's CPU time over the reported windows, and as a fraction of all CPUs.
+    /// The process's CPU time (user and system) over the reported windows, seconds.
     pub client_cpu_s: f64,
+    /// `client_cpu_s` per second of the reported windows, over the number of CPUs: a
+    /// fraction, 1 when every CPU was busy.
     pub client_cpu_fraction: f64,
     /// Requests sent per second (in request-rate mode: the rate bertqa kept).
     pub sent_per_s: f64,

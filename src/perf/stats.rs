@@ -12,8 +12,11 @@ use crate::metrics::ServerCounters;
 /// syntax: `start`, `start:end` with step 1, or `start:end:step`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
+    /// The first value.
     pub start: f64,
+    /// The last value, inclusive (`start` when only it was given).
     pub end: f64,
+    /// The gap between successive values (1 when not given).
     pub step: f64,
 }
 
@@ -132,14 +135,22 @@ impl Arrivals {
 /// Server-side time per request over a window, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ServerBreakdown {
+    /// Successful requests the server counted (`inference_stats.success`).
     pub requests: u64,
+    /// Inferences: batch rows, a request of n features counting n.
     pub inferences: u64,
+    /// Model executions: a batched execution of several requests counts once.
     pub executions: u64,
     /// Receipt to response, averaged per request (`inference_stats.success`).
     pub request_us: f64,
+    /// Waiting in the scheduler's queue, averaged per request.
     pub queue_us: f64,
+    /// Preparing the inputs for the model, averaged per request.
     pub compute_input_us: f64,
+    /// Running the model, averaged per request (a batched execution counted once per
+    /// request it serves).
     pub compute_infer_us: f64,
+    /// Extracting the outputs from the model, averaged per request.
     pub compute_output_us: f64,
     /// Request time not in the queue or compute (scheduling, response assembly).
     pub other_us: f64,

@@ -29,17 +29,20 @@ use crate::types::Dataset;
 /// One request's worth of question and context pairs.
 #[derive(Debug, Clone)]
 pub struct TextRequest {
+    /// The (question, context) pairs it carries, `per_request` of them.
     pub pairs: Vec<(Arc<str>, Arc<str>)>,
-    /// Each pair's place in the data (0-based), as `--requests-jsonl` names them.
+    /// Each pair's place in the data (0-based), as the per-request log names them.
     pub questions: Vec<u64>,
 }
 
 /// What a sweep of a text model sends.
 #[derive(Debug, Clone)]
 pub struct TextLoad {
+    /// How the model is spoken to: its text inputs and the contract of its answers.
     pub binding: Arc<TextBinding>,
     /// Requested version (empty: the server's choice).
     pub version: String,
+    /// The requests, sent in turn and cycled.
     pub requests: Vec<TextRequest>,
 }
 
@@ -110,7 +113,10 @@ pub(crate) fn step_results<'a>(windows: impl IntoIterator<Item = &'a Steps>) -> 
 /// One ensemble step over a level: its model and its server-side times per request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepResult {
+    /// The step's model (a composing model of the ensemble).
     pub model: String,
+    /// The step's counts over the reported windows, and its times averaged per request
+    /// of its own.
     pub server: ServerBreakdown,
 }
 

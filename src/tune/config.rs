@@ -27,19 +27,25 @@ pub enum Preferred {
     Server,
     /// Half and all of the candidate's max batch size.
     Half,
+    /// These sizes; those above a candidate's max batch size are dropped, and none left
+    /// means the server's default.
     Sizes(Vec<usize>),
 }
 
 /// Dynamic batching of a candidate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Dynamic {
+    /// `max_queue_delay_microseconds`: how long a request may wait in the queue for
+    /// others to batch with, microseconds.
     pub delay_us: u64,
+    /// `preferred_batch_size`.
     pub preferred: Preferred,
 }
 
 /// What `tune` varies in a configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Settings {
+    /// `max_batch_size` (0: the model has no batch dimension).
     pub max_batch_size: usize,
     /// The count of each instance group.
     pub instances: usize,

@@ -60,7 +60,9 @@ pub use tuning::{restore_from, TuneOptions, Tuning};
 pub enum Workload {
     /// Token ids to the tuned model itself, rebound after each load.
     Tokens {
+        /// The batches sent, one per request, cycled.
         batches: Vec<Batch>,
+        /// Tensor names that override the binding inferred anew after each load.
         overrides: BindingOverrides,
     },
     /// Question and context pairs to a text ensemble whose step is tuned.
@@ -123,8 +125,12 @@ pub struct Tune<'a> {
 /// A finished run: its report, and the error that ended it early, if any (the report
 /// then holds the candidates measured before it).
 pub struct Tuned {
+    /// Every candidate, the best, and whether the original is back.
     pub report: Report,
+    /// The model's configuration as read from the server before any change (its JSON).
     pub original: Value,
+    /// The run's first error: the one that ended the search early ([`Error::Stopped`]
+    /// after a stop), or the failure to put the configuration back; `None`: none.
     pub error: Option<Error>,
 }
 

@@ -87,8 +87,12 @@ impl Candidate {
 /// Everything a tune run reports.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The tuned model (an ensemble's step for a text workload).
     pub model: String,
+    /// Where the measurement requests went (the configuration calls went to the same
+    /// server's HTTP endpoint).
     pub url: String,
+    /// The latency budget every candidate was measured against.
     pub budget: Budget,
     /// Candidate 0 is the configuration found on the server.
     pub candidates: Vec<Candidate>,
@@ -98,6 +102,7 @@ pub struct Report {
     pub restored: bool,
     /// `keep_best`: the best is left loaded.
     pub kept_best: bool,
+    /// Notes on the run, in words that name settings.
     pub warnings: Vec<String>,
     /// The candidates measured again before the best was named, best of the search
     /// first (empty: none were).
@@ -168,97 +173,154 @@ impl Report {
     }
 }
 
-/// `--json` (keys in this order).
+/// The JSON report (`schema/tune.schema.json`), keys in this order; latencies in
+/// milliseconds, rates per second.
 #[derive(Debug, Serialize)]
 pub struct TuneJson<'a> {
+    /// The document's schema version: 1.
     pub schema: u32,
+    /// The tuned model (an ensemble's step for a text workload).
     pub model: &'a str,
+    /// Where the measurement requests went.
     pub url: &'a str,
+    /// The latency budget.
     pub budget: BudgetJson,
+    /// `default` or `exhaustive`.
     pub search: &'static str,
+    /// Candidate 0, the configuration found on the server (`null`: no candidate).
     pub baseline: Option<CandidateJson<'a>>,
+    /// The best candidate within the budget ([`Report::best`]); `null` when none kept
+    /// it.
     pub best: Option<CandidateJson<'a>>,
     /// Index of the best in `candidates` (`null`: none kept the budget).
     pub best_index: Option<usize>,
+    /// Every candidate, in the order the search visited them (0: the configuration
+    /// found).
     pub candidates: Vec<CandidateJson<'a>>,
+    /// Indexes into `candidates` of those no other beats on both throughput and latency
+    /// at the budget's percentile, by increasing latency.
     pub pareto: Vec<usize>,
+    /// The original configuration is back, read back and equal.
     pub restored: bool,
+    /// The best configuration was left loaded (`keep_best`).
     pub kept_best: bool,
+    /// The run's warnings, in words.
     pub warnings: &'a [String],
     /// Indexes of the candidates measured again before the best was named.
     pub remeasured: &'a [usize],
 }
 
+/// The latency budget in the JSON report.
 #[derive(Debug, Serialize)]
 pub struct BudgetJson {
+    /// Client latency allowed at `percentile`, milliseconds.
     pub latency_ms: f64,
+    /// The percentile the budget applies to, in (0, 100].
     pub percentile: f64,
 }
 
+/// One candidate in the JSON report: its configuration and what its reported level
+/// measured (the largest load within the budget, else the first measured; the level's
+/// figures `null` when it was not measured).
 #[derive(Debug, Serialize)]
 pub struct CandidateJson<'a> {
+    /// As the server reported it once loaded (as asked when it was not loaded).
     pub config: ConfigJson,
+    /// What became of it ([`Candidate::status`]).
     pub status: &'static str,
+    /// The server's message or the request's error when not measured, or why it was
+    /// cut or skipped.
     pub error: Option<&'a str>,
+    /// The reported level's requests in flight.
     pub concurrency: Option<usize>,
+    /// The reported level's throughput.
     pub throughput: Option<ThroughputJson>,
+    /// The reported level's requests answered within the budget's threshold.
     pub goodput: Option<GoodputJson>,
+    /// The reported level's client latency percentiles.
     pub latency_ms: Option<LatencyJson>,
     /// Per request: the server's queue and compute times (`null`: not reported).
     pub server_ms: Option<ServerJson>,
+    /// The server's metrics over the reported level, as perf reports them (`null`: not
+    /// read, or not measured).
     pub metrics: Option<MetricsJson<'a>>,
+    /// The reported level kept the budget.
     pub within_budget: bool,
     /// Measured again among the best (`null`: not).
     pub remeasured: Option<RemeasuredJson>,
 }
 
+/// A candidate's re-measurement in the JSON report.
 #[derive(Debug, Serialize)]
 pub struct RemeasuredJson {
     /// The mean of the rounds.
     pub features_per_s: f64,
     /// The lowest and highest window's features per second.
     pub spread: [f64; 2],
+    /// Each round's features per second, in order.
     pub rounds: Vec<f64>,
+    /// Every round kept the budget.
     pub within_budget: bool,
 }
 
+/// The settings tune varies, under the server's configuration keys.
 #[derive(Debug, Serialize)]
 pub struct ConfigJson {
+    /// `max_batch_size` (0: no batch dimension).
     pub max_batch_size: usize,
+    /// The `count` of each instance group.
     pub instance_count: usize,
+    /// The `dynamic_batching` block (`null`: off).
     pub dynamic_batching: Option<DynamicJson>,
 }
 
+/// The searched fields of a `dynamic_batching` block.
 #[derive(Debug, Serialize)]
 pub struct DynamicJson {
+    /// How long a request may wait in the queue for others to batch with, microseconds.
     pub max_queue_delay_microseconds: u64,
     /// `null`: left to the server.
     pub preferred_batch_size: Option<Vec<usize>>,
 }
 
+/// A level's throughput, per second of its reported windows.
 #[derive(Debug, Serialize)]
 pub struct ThroughputJson {
+    /// Features answered per second (questions for a text workload).
     pub features_per_s: f64,
+    /// Requests answered per second.
     pub requests_per_s: f64,
 }
 
+/// A level's requests answered within the budget's threshold.
 #[derive(Debug, Serialize)]
 pub struct GoodputJson {
+    /// Their share of the level's requests, a fraction from 0 to 1.
     pub share: f64,
+    /// Their rate, per second of the reported windows.
     pub per_s: f64,
 }
 
+/// A level's client latency percentiles, milliseconds.
 #[derive(Debug, Serialize)]
 pub struct LatencyJson {
+    /// Median, ms.
     pub p50: f64,
+    /// 90th percentile, ms.
     pub p90: f64,
+    /// 95th percentile, ms.
     pub p95: f64,
+    /// 99th percentile, ms.
     pub p99: f64,
 }
 
+/// A level's server time per request, milliseconds, from the server's statistics.
 #[derive(Debug, Serialize)]
 pub struct ServerJson {
+    /// Waiting in the scheduler's queue, ms per request.
     pub queue: f64,
+    /// Running the model, ms per request (a batched execution counted once per request
+    /// it serves).
     pub compute_infer: f64,
     /// Requests the server ran together per execution of the model.
     pub inferences_per_execution: f64,

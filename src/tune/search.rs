@@ -23,15 +23,23 @@ use super::config::{Dynamic, Preferred, Settings};
 /// The values each setting takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Space {
+    /// Max batch sizes (empty: not varied).
     pub max_batch_sizes: Vec<usize>,
+    /// Queue delays, microseconds, each a dynamic-batching candidate (empty: dynamic
+    /// batching left as found).
     pub delays_us: Vec<u64>,
+    /// Instance counts (empty: not varied).
     pub instances: Vec<usize>,
+    /// Preferred batch sizes of the dynamic-batching candidates (empty: the server's
+    /// default only).
     pub preferred: Vec<Preferred>,
 }
 
 /// What measuring one candidate gave.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Step {
+    /// Its score: features per second within the budget (0 when it failed or kept no
+    /// level within it); higher is better.
     Score(f64),
     /// Measure nothing more.
     Stop,

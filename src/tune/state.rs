@@ -23,6 +23,7 @@ pub(crate) const ORIGINAL_FILE: &str = "original-config.json";
 /// `tune-state.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
+    /// The tuned model's name.
     pub model: String,
     /// The server's HTTP address the configuration is loaded through.
     pub control_url: String,
@@ -30,6 +31,8 @@ pub struct State {
     pub marker: String,
     /// The original configuration is back (or, with `kept_best`, the best is loaded).
     pub restored: bool,
+    /// The best candidate was left loaded instead of the original (`keep_best`); false
+    /// when the key is absent.
     #[serde(default)]
     pub kept_best: bool,
 }

@@ -34,17 +34,22 @@ pub trait Exporter {
 /// Everything a sweep reports: its setting and one result per level.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The swept model's name.
     pub model: String,
     /// Requested version (empty: the server's choice).
     pub version: String,
+    /// The model's platform or backend as the server names it (`onnxruntime_onnx`,
+    /// `ensemble`, ...).
     pub platform: String,
+    /// The servers the requests went to, their URLs joined by commas.
     pub url: String,
     /// The protocol the server was spoken to in.
     pub protocol: crate::backend::Protocol,
+    /// The largest batch the server accepts for the model (0: no batch dimension).
     pub max_batch_size: usize,
     /// The server declares the model's batching (else bertqa chose the batch size).
     pub batch_declared: bool,
-    /// `--batch-size` was given.
+    /// `batch_size` was set by the caller (not bertqa's default).
     pub batch_size_given: bool,
     /// The SQuAD file the features came from.
     pub data: String,
@@ -54,17 +59,23 @@ pub struct Report {
     /// Distinct features built from the file (cycled during the sweep); questions for
     /// a model that takes text.
     pub features: usize,
+    /// Features per request (questions for a model that takes text).
     pub batch_size: usize,
     /// How batches are padded, in words (`fixed 384`, `longest feature, multiple of 8`).
     pub padding: String,
     /// How input tensors reached the server, in words (`through shared memory`,
     /// `in each message`).
     pub inputs: String,
+    /// The load as configured: its mode and levels (`levels` holds those measured).
     pub load: Load,
+    /// What one measurement window was: a time or a count of answered requests.
     pub window: Window,
+    /// The stability tolerance, percent: a level was stable when its last three
+    /// windows' throughput and average latency each lay within it of their mean.
     pub stability_percent: f64,
+    /// The most windows a level was measured for.
     pub max_trials: usize,
-    /// `--latency-threshold` and its search, when given.
+    /// The latency budget and its search (`None`: the sweep had none).
     pub budget: Option<Budget>,
     /// Which metrics endpoints were read, or why none was.
     pub metrics: crate::metrics::Choice,
