@@ -11,9 +11,13 @@ use super::Render;
 /// What `ask` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct AskReport {
+    /// Always 1.
     pub schema: u32,
+    /// The model asked, by its name on the server.
     pub model: String,
+    /// The server endpoints as given, comma-separated.
     pub url: String,
+    /// The protocol the server was spoken to in: `grpc` or `http`.
     pub protocol: &'static str,
     /// An answer-contract text model: `"answer"` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -24,7 +28,9 @@ pub struct AskReport {
     /// Windows answered (a model whose spans bertqa decodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<u64>,
+    /// Request latency, milliseconds.
     pub latency_ms: Latency,
+    /// Each question's answer, in the order asked.
     pub answers: Vec<Answer>,
     /// Notes on the run for the person asking (padding that would change answers),
     /// naming settings as messages do; not part of the document.
@@ -35,7 +41,9 @@ pub struct AskReport {
 /// Request latency, milliseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Latency {
+    /// The slowest request.
     pub max: f64,
+    /// Mean over the requests.
     pub mean: f64,
 }
 
@@ -53,14 +61,27 @@ pub enum Answer {
 /// n-best list.
 #[derive(Debug, Clone, Serialize)]
 pub struct Decoded {
+    /// The question, as asked.
     pub question: String,
+    /// The answer (`""`: no answer; the reference's `"empty"` placeholder when no span
+    /// is valid).
     pub answer: String,
+    /// The model found no answer (SQuAD 2.0 rules).
     pub no_answer: bool,
+    /// The answer's start logit plus its end logit (`None` when the answer is not in
+    /// the n-best list).
     pub score: Option<f64>,
+    /// The answer's probability among the n-best, 0–1 (`None` as `score`).
     pub probability: Option<f64>,
+    /// Where the answer starts in the context, in characters (Unicode code points);
+    /// `None` when it is not a span of the context.
     pub start_char: Option<usize>,
+    /// Where it ends, exclusive (`None` as `start_char`).
     pub end_char: Option<usize>,
+    /// SQuAD 2.0: the null score minus the best span's score (a logit difference;
+    /// above the threshold, no answer); `None` under SQuAD 1.1 rules.
     pub null_odds: Option<f64>,
+    /// The best candidates in order, the answer first (as many as asked for at most).
     pub nbest: Vec<Candidate>,
     /// The answer is the reference's `"empty"` placeholder (no span to answer with):
     /// the text shows no answer, the JSON keeps the reference's text.
@@ -71,20 +92,31 @@ pub struct Decoded {
 /// One n-best candidate.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
+    /// Its text, as the final answer would read.
     pub text: String,
+    /// Its probability among the n-best (softmax of their scores), 0–1.
     pub probability: f64,
+    /// The start logit of its span.
     pub start_logit: f64,
+    /// The end logit of its span.
     pub end_logit: f64,
 }
 
 /// An answer-contract model's answer, with what the model said of it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Given {
+    /// The question, as asked.
     pub question: String,
+    /// The model's answer (`""`: no answer).
     pub answer: String,
+    /// The model gave an empty answer.
     pub no_answer: bool,
+    /// The model's score for its answer (`None`: it gives none).
     pub score: Option<f32>,
+    /// Where the answer starts in the context, in characters (Unicode code points), as
+    /// the model says (`None`: it does not say).
     pub start_char: Option<i64>,
+    /// Where it ends, exclusive, as the model says (`None`: it does not say).
     pub end_char: Option<i64>,
     /// The no-answer output when it is a score.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -14,22 +14,35 @@ use crate::backend::Protocol;
 pub use crate::compare::{Difference, Disagreement, Divergence, Flips};
 use crate::evaluate::Metrics;
 
+/// A comparison's document: `compare`'s JSON report, also its `compare.json`
+/// (`schema/compare.schema.json`).
 #[derive(Debug, Serialize)]
 pub struct CompareJson {
     /// Always 1.
     pub schema: u32,
+    /// The data the models answered, as the report names it.
     pub data: String,
+    /// Whether SQuAD 2.0's rules applied.
     pub version_2_with_negative: bool,
+    /// Questions each model answered.
     pub questions: usize,
+    /// Windows cut once from the data for the models that share them (0 when every
+    /// model cuts its own); for finished runs, the windows cut again for their saved
+    /// logits (0 when they could not be).
     pub features: usize,
+    /// Whether the models ran at the same time rather than one after another (false
+    /// for finished runs).
     pub parallel: bool,
     /// `compare --runs`: the directories of the finished runs compared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs: Option<Vec<String>>,
+    /// How the intervals and p-values were drawn.
     pub statistics: StatisticsJson,
+    /// Each model's run, the first (the reference) first.
     pub models: Vec<ModelJson>,
     /// Each model after the first against the first.
     pub comparisons: Vec<ComparisonJson>,
+    /// The gates asked for, and how each comparison went through them.
     pub gates: Vec<GateJson>,
 }
 
@@ -39,15 +52,24 @@ pub struct CompareJson {
 pub struct ModelRunJson {
     /// Always 1.
     pub schema: u32,
+    /// The data answered, as the comparison names it.
     pub data: String,
+    /// Whether SQuAD 2.0's rules applied.
     pub version_2_with_negative: bool,
+    /// Questions answered.
     pub questions: usize,
+    /// The model that ran.
     pub model: RunModelJson,
+    /// The official scores under the official script's keys, percentages 0–100.
     #[serde(with = "super::json::metrics")]
     pub metrics: Metrics,
+    /// Seconds from the first feature built to the last question decoded.
     pub wall_s: f64,
+    /// Features and questions per second over `wall_s`.
     pub throughput: Throughput,
+    /// Request latency percentiles, milliseconds.
     pub latency_ms: LatencyMs,
+    /// How the model's requests were padded (`None`: a finished run that recorded none).
     pub padding: Option<Padding>,
     /// The run's files in its directory, metrics.json last.
     pub files: Vec<String>,
@@ -56,10 +78,14 @@ pub struct ModelRunJson {
 /// The model of a [`ModelRunJson`].
 #[derive(Debug, Serialize)]
 pub struct RunModelJson {
+    /// The model's name in the comparison.
     pub name: String,
+    /// Its server, as the comparison names it.
     pub url: String,
+    /// The protocol the server was spoken to in: `grpc` or `http`.
     #[serde(with = "super::json::protocol")]
     pub protocol: Protocol,
+    /// The model's platform or backend, as the server names it.
     pub platform: String,
 }
 
@@ -90,8 +116,11 @@ impl ModelRunJson {
 /// How the intervals and p-values were drawn.
 #[derive(Debug, Serialize)]
 pub struct StatisticsJson {
+    /// Bootstrap resamples, also the rounds of the randomization test.
     pub bootstrap: usize,
+    /// The seed of the random generator (wyrand).
     pub seed: u64,
+    /// The intervals' coverage, a fraction in (0, 1).
     pub confidence: f64,
     /// Always false: each model is tested against the first alone.
     pub p_values_corrected: bool,
@@ -100,53 +129,85 @@ pub struct StatisticsJson {
 /// One model's run.
 #[derive(Debug, Serialize)]
 pub struct ModelJson {
+    /// The model's name in the report (made distinct when two are alike).
     pub name: String,
+    /// Its server, as the report names it (a finished run: as its metrics.json has it).
     pub url: String,
     /// `--protocol`: `grpc` or `http`.
     #[serde(with = "super::json::protocol")]
     pub protocol: Protocol,
+    /// The model's platform or backend, as the server names it.
     pub platform: String,
+    /// The directory of its run's files.
     pub output_dir: String,
+    /// The official scores under the official script's keys, percentages 0–100.
     #[serde(with = "super::json::metrics")]
     pub metrics: Metrics,
+    /// Seconds from the first feature built to the last question decoded (NaN: a
+    /// finished run that recorded none).
     pub wall_s: f64,
+    /// Features and questions per second over `wall_s`.
     pub throughput: Throughput,
+    /// Request latency percentiles, milliseconds.
     pub latency_ms: LatencyMs,
     /// `None`: a finished run that recorded none.
     pub padding: Option<Padding>,
 }
 
+/// A model's rates over its run's wall time (NaN: a finished run that recorded none).
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
+    /// Features per second.
     pub features_per_s: f64,
+    /// Questions per second.
     pub questions_per_s: f64,
 }
 
+/// A model's request latency in milliseconds, each request timed from its send to its
+/// response (NaN: a finished run that recorded none).
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyMs {
+    /// Median.
     pub p50: f64,
+    /// 95th percentile.
     pub p95: f64,
+    /// 99th percentile.
     pub p99: f64,
 }
 
 /// One model against the first.
 #[derive(Debug, Serialize)]
 pub struct ComparisonJson {
+    /// The model compared.
     pub model: String,
+    /// The first model, compared against.
     pub against: String,
     /// Share of questions with the same answer (0-1).
     pub agreement: f64,
+    /// The start logits' differences over the windows compared.
     pub start_logits: LogitDiffJson,
+    /// The end logits' differences over the windows compared.
     pub end_logits: LogitDiffJson,
     /// The windows whose logits were compared.
     pub windows: WindowsJson,
+    /// The first model's F1 minus this one's, in points (the opposite sign of
+    /// `f1_diff`'s value).
     pub f1_drop: f64,
+    /// The questions whose answers differ.
     pub disagreements: Disagreements,
+    /// The intervals' coverage, a fraction in (0, 1).
     pub confidence: f64,
+    /// Exact match, this model minus the first, in points, with its interval and
+    /// p-value.
     pub exact_diff: Difference,
+    /// F1, this model minus the first, in points, with its interval and p-value.
     pub f1_diff: Difference,
+    /// How many questions changed correctness or having an answer, each way.
     pub flips: Flips,
+    /// KL(first ‖ model) of the start distributions over the windows compared (`None`:
+    /// none compared; `kl_unavailable` says why).
     pub start_kl: Option<Divergence>,
+    /// KL(first ‖ model) of the end distributions, as `start_kl`.
     pub end_kl: Option<Divergence>,
     /// Why there are no divergences (`None` when there are).
     pub kl_unavailable: Option<String>,
@@ -156,21 +217,29 @@ pub struct ComparisonJson {
 /// the first's and of this model's.
 #[derive(Debug, Serialize)]
 pub struct WindowsJson {
+    /// Windows both made, whose logits were compared.
     pub compared: usize,
+    /// Windows of the first model.
     pub first: usize,
+    /// Windows of this model.
     pub model: usize,
 }
 
 /// Differences of one logit side at the features' real positions.
 #[derive(Debug, Serialize)]
 pub struct LogitDiffJson {
+    /// The largest absolute difference (L∞; NaN: no window compared).
     pub linf: f64,
+    /// The mean absolute difference (NaN: no window compared).
     pub mean_abs: f64,
 }
 
+/// The questions two models answer differently.
 #[derive(Debug, Serialize)]
 pub struct Disagreements {
+    /// How many there are.
     pub count: usize,
+    /// The first of them in the data's order (at most `show` of them).
     pub first: Vec<Disagreement>,
 }
 
@@ -182,9 +251,16 @@ pub struct GateJson {
     /// `fail_on_significant_drop`: the score (`exact` or `f1`) of this gate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<&'static str>,
+    /// The model compared.
     pub model: String,
+    /// The bound asked for, in the value's unit (`fail_on_significant_drop`: 0).
     pub threshold: f64,
+    /// What the comparison measured: the agreement (0–1), the larger L∞ of the start
+    /// and end logits, the F1 drop in points, the flip rate (questions that changed
+    /// correctness over all, 0–1), or for `fail_on_significant_drop` the interval's
+    /// upper bound in points.
     pub value: f64,
+    /// Whether the comparison met the bound.
     pub passed: bool,
 }
 

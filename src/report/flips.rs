@@ -11,9 +11,12 @@ use crate::error::Result;
 /// A line of flips.jsonl: a question that flipped from the first model to `model`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FlipLine {
-    /// The model it flipped in, and the first one.
+    /// The model it flipped in (its name in the comparison).
     pub model: String,
+    /// The first model, the one it is compared against.
     pub against: String,
+    /// The question and how it flipped: its keys (`id`, `flips`, `answers`, `exact`,
+    /// `f1`) are the line's own.
     #[serde(flatten)]
     pub flip: crate::compare::Flip,
 }

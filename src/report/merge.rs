@@ -9,25 +9,36 @@ use super::{CountedIds, Render};
 use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
+/// A merge's document: `merge`'s JSON report, also the merged directory's
+/// `metrics.json` (`schema/merge.schema.json`).
 #[derive(Debug, Serialize)]
 pub struct MergeJson {
     /// Always 1.
     pub schema: u32,
+    /// The data file the shards answered (the one given when it has moved).
     pub data: String,
+    /// Whether SQuAD 2.0's rules applied.
     pub version_2_with_negative: bool,
     /// As the first shard's metrics.json has it.
     pub postprocess: String,
-    /// The official metrics over all questions.
+    /// The official metrics over all questions, scored again from the merged answers
+    /// (never averaged over shards); percentages 0–100.
     #[serde(with = "super::json::metrics")]
     pub metrics: Metrics,
+    /// Questions of the data, all shards together.
     pub questions: usize,
+    /// Features the shards decoded, summed.
     pub features: u64,
+    /// Questions without a prediction (each scores 0).
     pub missing_predictions: CountedIds,
+    /// Each shard merged, in shard order.
     pub shards: Vec<ShardJson>,
     /// The shards' common fingerprint, with `shard` `merged` and every question.
     #[serde(with = "super::json::fingerprint")]
     pub run: Fingerprint,
+    /// The directory the merged files were written to.
     pub output_dir: String,
+    /// The names of the files written in `output_dir`, `metrics.json` last.
     pub files: Vec<String>,
     /// The data reader's warnings, for the person merging; not part of the document.
     #[serde(skip)]
@@ -39,7 +50,9 @@ pub struct MergeJson {
 pub struct ShardJson {
     /// `i/N`.
     pub shard: String,
+    /// The shard's directory.
     pub dir: String,
+    /// The questions of the data that fall to the shard.
     pub questions: usize,
     /// As the shard's metrics.json has it.
     pub wall_s: f64,

@@ -33,9 +33,11 @@ pub use text::protocol_words;
 /// How a report is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// The human text; `verbose` (`-v`) adds the lines on bertqa's own workings where
-    /// the report has any.
-    Text { verbose: bool },
+    /// The human text.
+    Text {
+        /// Adds the lines on bertqa's own workings, where the report has any.
+        verbose: bool,
+    },
     /// The JSON document.
     Json,
 }
@@ -79,7 +81,10 @@ pub fn batch_words(batch_size: usize, model: &crate::backend::Model, given: bool
 /// How many question ids a report lists where it counts them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CountedIds {
+    /// How many questions there are in all (not only those listed).
     pub count: usize,
+    /// The ids of the first of them, in the data's order (at most [`eval::FIRST_IDS`]
+    /// in the reports).
     pub first_ids: Vec<String>,
 }
 

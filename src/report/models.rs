@@ -22,10 +22,12 @@ use crate::error::Error;
 /// The `parameters` key that marks a model `tune` left in a candidate configuration.
 pub const TUNE_MARKER: &str = "bertqa_tune";
 
+/// `models`' document (`schema/models.schema.json`).
 #[derive(Debug, Serialize)]
 pub struct ModelsJson {
     /// Always 1.
     pub schema: u32,
+    /// The server and what it says of itself.
     pub server: ServerJson,
     /// The models the server lists; without a listing, `--model`'s alone (or none).
     pub models: Vec<ModelRow>,
@@ -33,16 +35,23 @@ pub struct ModelsJson {
     pub model: Option<ModelJson>,
 }
 
+/// The server, as its metadata and health calls describe it.
 #[derive(Debug, Serialize)]
 pub struct ServerJson {
     /// As given (`--url`).
     pub url: String,
+    /// The protocol it was spoken to in: `grpc` or `http`.
     #[serde(with = "super::json::protocol")]
     pub protocol: Protocol,
+    /// As the server's metadata names it: `triton`, `mlserver`, `kserve`, ….
     pub name: String,
+    /// The server's version, as its metadata gives it.
     pub version: String,
+    /// Whether the server answered that it is live.
     pub live: bool,
+    /// Whether the server answered that it is ready.
     pub ready: bool,
+    /// The protocol extensions the server's metadata lists.
     pub extensions: Vec<String>,
     /// Whether the server lists its models (`listing` says how).
     pub lists_models: bool,
@@ -55,11 +64,13 @@ pub struct ServerJson {
 /// One row of the model table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelRow {
+    /// The model's name on the server.
     pub name: String,
     /// `""`: not listed (the server's choice).
     pub version: String,
     /// `READY`, `UNAVAILABLE`, … (`""`: listed but not loaded).
     pub state: String,
+    /// Why it is in that state, as the server says (`""`: nothing said).
     pub reason: String,
 }
 
@@ -79,8 +90,11 @@ impl ModelRow {
 /// is not ready has its name, `ready: false` and the binding error alone.
 #[derive(Debug, Serialize)]
 pub struct ModelJson {
+    /// The model's name on the server.
     pub name: String,
+    /// Whether the model (at the version asked for) is ready.
     pub ready: bool,
+    /// The versions its metadata lists (empty for a model that is not ready).
     pub versions: Vec<String>,
     /// The configuration's backend, else the metadata's platform.
     pub platform: String,
@@ -88,43 +102,63 @@ pub struct ModelJson {
     pub configuration: bool,
     /// The configuration's (0 without one).
     pub max_batch_size: i32,
+    /// The configuration's dynamic batcher (`None`: none configured, or no
+    /// configuration).
     pub dynamic_batching: Option<DynamicBatching>,
     /// An ensemble's steps, in order.
     pub ensemble_steps: Option<Vec<EnsembleStep>>,
+    /// The configuration's instance groups (empty without a configuration).
     pub instance_groups: Vec<InstanceGroup>,
+    /// The input tensors its metadata lists.
     pub inputs: Vec<Tensor>,
+    /// The output tensors its metadata lists.
     pub outputs: Vec<Tensor>,
     /// The keys `binding`, `contract` and `binding_error`.
     #[serde(flatten)]
     pub binding: BindingOutcome,
 }
 
+/// A model configuration's dynamic batcher.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DynamicBatching {
+    /// The batch sizes the batcher prefers to form (empty: none preferred).
     pub preferred_batch_size: Vec<i32>,
+    /// How long a request may wait in the queue for a batch to form, microseconds.
     pub max_queue_delay_us: u64,
+    /// Whether responses are returned in the order the requests came.
     pub preserve_ordering: bool,
 }
 
+/// One step of an ensemble.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnsembleStep {
+    /// The model the step runs.
     pub model: String,
+    /// Its version (-1: the latest).
     pub version: i64,
 }
 
+/// One instance group of a model configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstanceGroup {
+    /// The group's name in the configuration.
     pub name: String,
     /// `KIND_CPU`, `KIND_GPU`, … as the configuration names it.
     pub kind: String,
+    /// Instances of the model in the group (per GPU for a GPU group).
     pub count: i32,
+    /// The GPUs the group's instances run on (empty: every GPU the server has).
     pub gpus: Vec<i32>,
 }
 
+/// A tensor as the model's metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tensor {
+    /// The tensor's name, as requests and responses name it.
     pub name: String,
+    /// Its data type, as the protocol names it (`INT64`, `FP32`, `BYTES`, …).
     pub datatype: String,
+    /// Its shape; -1 marks a variable dimension.
     pub shape: Vec<i64>,
 }
 

@@ -11,14 +11,17 @@ use crate::evaluate::{Metrics, Scores};
 /// How many ids of questions without a prediction are named.
 pub(crate) const FIRST_IDS: usize = 5;
 
+/// `score`'s document (`schema/score.schema.json`).
 #[derive(Debug, Serialize)]
 pub struct ScoreJson {
     /// Always 1.
     pub schema: u32,
     /// The official script whose rules scored: `v1.1` or `v2.0`.
     pub version: SquadVersion,
+    /// The official scores under the official script's keys, percentages 0–100.
     #[serde(with = "super::json::metrics")]
     pub metrics: Metrics,
+    /// Questions in the gold data.
     pub questions: usize,
     /// Questions without a prediction (each scores 0).
     pub missing_predictions: CountedIds,
@@ -32,13 +35,16 @@ pub struct ScoreJson {
 /// The official SQuAD evaluator a score follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum SquadVersion {
+    /// SQuAD v1.1's `evaluate-v1.1.py` (`v1.1`): every question has an answer.
     #[serde(rename = "v1.1")]
     V1,
+    /// SQuAD v2.0's `evaluate-v2.0.py` (`v2.0`): questions may have no answer.
     #[serde(rename = "v2.0")]
     V2,
 }
 
 impl SquadVersion {
+    /// The evaluator of data whose `version_2_with_negative` is as given.
     pub fn new(version_2_with_negative: bool) -> SquadVersion {
         if version_2_with_negative {
             SquadVersion::V2
@@ -60,6 +66,7 @@ impl SquadVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rules {
+    /// MRQA gold data, scored by the MRQA evaluator's rules (SQuAD v1.1's).
     Mrqa,
 }
 

@@ -19,37 +19,63 @@ use crate::backend::Protocol;
 use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
 
+/// An evaluation's document: `eval`'s JSON report, also its `metrics.json`
+/// (`schema/eval.schema.json`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct EvalJson {
     /// Always 1.
     pub schema: u32,
+    /// The data evaluated, as the report names it (its files, or a program's name for it).
     pub data: String,
+    /// Whether SQuAD 2.0's rules applied (questions may have no answer).
     pub version_2_with_negative: bool,
+    /// The decoding rules of `postprocess`: `nvidia`, `hf` or `run-qa`.
     pub postprocess: String,
+    /// The official scores under the official script's keys, percentages 0–100.
     #[serde(with = "super::json::metrics")]
     pub metrics: Metrics,
+    /// Questions evaluated.
     pub questions: usize,
+    /// Features (windows of a context with its question) the answers were decoded from.
     pub features: u64,
+    /// Inference requests answered (0 when decoded from saved logits).
     pub requests: u64,
+    /// Features per request at most (0 when decoded from saved logits).
     pub batch_size: usize,
+    /// Requests kept in flight at once at most.
     pub concurrency: usize,
+    /// Seconds from the first feature built to the last question decoded, warm-up
+    /// excluded.
     pub wall_s: f64,
+    /// Features and questions per second over `wall_s`.
     pub throughput: Throughput,
     /// `None` without requests.
     pub latency_ms: Option<LatencyMs>,
+    /// Seconds in each stage.
     pub phases_s: PhasesS,
     /// `None` without a server, as the next two.
     pub client: Option<Client>,
+    /// How requests were padded.
     pub padding: Option<Padding>,
+    /// How tensors travelled (shared memory or the messages).
     pub shared_memory: Option<SharedMemory>,
+    /// Retried attempts and requests that failed for good (all 0 without a server).
     pub retries: Retries,
+    /// NaN or infinite logits the model returned (decoded as −∞).
     pub non_finite_logits: NonFiniteLogits,
+    /// Each server endpoint's figures, in the order given (empty without a server).
     pub endpoints: Vec<Endpoint>,
+    /// Questions without a prediction (each scores 0).
     pub missing_predictions: CountedIds,
+    /// Questions that produced no feature, so no answer could be given.
     pub featureless_questions: CountedIds,
+    /// The model the run used (`None` when decoded from saved logits).
     pub model: Option<Model>,
+    /// The gates asked for, and how the run went through each.
     pub gates: Vec<Gate>,
+    /// The directory the run's files were written to.
     pub output_dir: String,
+    /// The names of the files written in `output_dir`.
     pub files: Vec<String>,
     /// The run's fingerprint: what `merge` checks.
     #[serde(with = "super::json::fingerprint")]
@@ -64,45 +90,72 @@ pub struct EvalJson {
     pub no_null_odds: Option<String>,
 }
 
+/// Rates over the run's wall time (`wall_s`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Throughput {
+    /// Features per second.
     pub features_per_s: f64,
+    /// Questions per second.
     pub questions_per_s: f64,
 }
 
+/// Request latency in milliseconds, each request timed from its send to its response.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LatencyMs {
+    /// Median.
     pub p50: f64,
+    /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile.
     pub p95: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// Slowest request.
     pub max: f64,
+    /// Mean over the requests.
     pub mean: f64,
 }
 
+/// Seconds spent in each stage (they overlap, so they do not add up to `wall_s`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PhasesS {
+    /// Building features (tokenizing, cutting windows).
     pub features: f64,
+    /// With at least one request in flight.
     pub inference: f64,
+    /// Decoding the answers.
     pub decode: f64,
 }
 
 /// Where the client's own time went.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Client {
+    /// Seconds the sender waited for features to be built.
     pub starved_s: f64,
+    /// Seconds decoding went on after the last response.
     pub decode_lag_s: f64,
+    /// `starved_s` plus `decode_lag_s`: seconds bertqa's own CPU held the run back.
     pub limited_s: f64,
+    /// Whether `limited_s` was over a quarter of a wall time of at least half a second
+    /// (bertqa's CPU, not the server, was the limit; a warning then).
     pub cpu_limited: bool,
 }
 
 /// How batches were padded (also in `compare`'s models).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Padding {
+    /// `fixed` (to `seq_len`), `dynamic` (each batch to its longest feature) or
+    /// `fixed_after_probe` (a dynamic-length model padded in full because the probe
+    /// showed shorter padding would change answers).
     pub mode: String,
+    /// The length of fixed-length requests, in tokens (`None` when dynamic).
     pub seq_len: Option<usize>,
+    /// Features of the probe request (0: no probe).
     pub probe_features: u64,
+    /// Probe features whose top n-best would change under shorter padding.
     pub probe_unsafe_features: u64,
+    /// Dynamically padded features whose padding pushed real positions out of the top
+    /// n-best (their answers may differ from full padding).
     pub displaced_features: u64,
 }
 
@@ -118,66 +171,107 @@ impl From<&crate::pipeline::PaddingReport> for Padding {
     }
 }
 
+/// How tensors travelled: in a registered system shared memory region or in the
+/// messages.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SharedMemory {
+    /// Requests carried their inputs in a shared memory region, not in the message.
     pub used: bool,
+    /// The server wrote the outputs there too, instead of returning them in the
+    /// response (false in files written before it existed).
     pub outputs: bool,
+    /// Why shared memory was not used, or that the region could not be unregistered;
+    /// `None` when there is nothing to say.
     pub note: Option<String>,
 }
 
+/// Failed attempts that were retried, and requests that failed for good.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Retries {
+    /// Attempts retried.
     pub total: u64,
+    /// Attempts retried, by status code name (`UNAVAILABLE`, …).
     pub by_code: BTreeMap<String, u64>,
+    /// Requests that failed for good (none in a finished run unless later requests
+    /// replaced them).
     pub failed_requests: u64,
+    /// Requests that failed for good, by status code name.
     pub failures_by_code: BTreeMap<String, u64>,
 }
 
+/// NaN or infinite logits the model returned, decoded as −∞.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct NonFiniteLogits {
+    /// Logit values replaced.
     pub values: u64,
+    /// Features holding any.
     pub features: u64,
 }
 
 /// One server endpoint's figures.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Endpoint {
+    /// The endpoint's address, as given.
     pub url: String,
+    /// Connections opened to it.
     pub connections: usize,
+    /// How its requests travelled (`transport`): `stream` (one `ModelStreamInfer`
+    /// stream per connection) or `unary` (one `ModelInfer` call each).
     pub transport: String,
+    /// Connections whose stream answered a request with an error, so that their later
+    /// requests went unary.
     pub unary_connections: usize,
+    /// Successful requests.
     pub requests: u64,
+    /// Features those requests carried.
     pub features: u64,
+    /// Features per second over the run's wall time.
     pub features_per_s: f64,
+    /// Latency of its successful requests (all 0 without any).
     pub latency_ms: EndpointLatencyMs,
+    /// Its failed attempts.
     pub errors: Errors,
+    /// Times it was taken out of the pool after a failure.
     pub taken_out: u64,
+    /// Whether it was in the pool at the end.
     pub healthy_at_end: bool,
 }
 
+/// An endpoint's request latency in milliseconds.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct EndpointLatencyMs {
+    /// Median.
     pub p50: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// Mean over its successful requests.
     pub mean: f64,
 }
 
+/// An endpoint's failed attempts.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Errors {
+    /// Failed attempts in all.
     pub total: u64,
+    /// Failed attempts by status code name (`UNAVAILABLE`, …).
     pub by_code: BTreeMap<String, u64>,
 }
 
 /// The model the run used.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Model {
+    /// The model's name on the server.
     pub name: String,
+    /// The version asked for (`""`: the server's choice).
     pub version: String,
+    /// The server endpoints, comma-separated (present whenever there is a model).
     pub url: Option<String>,
     /// `--protocol`: `grpc` or `http`.
     #[serde(with = "super::json::protocol")]
     pub protocol: Protocol,
+    /// The model's platform or backend, as the server names it.
     pub platform: String,
+    /// The largest batch the server accepts (0: the model has no batch dimension).
     pub max_batch_size: usize,
     /// The tensor binding as `crate::backend::Binding` serializes it.
     pub binding: Value,
@@ -188,10 +282,14 @@ pub struct Model {
 pub struct Gate {
     /// The gate's flag ([`super::gates::Gate::flag`]).
     pub flag: String,
+    /// The bound asked for, in the value's unit (`null` in the JSON when not finite).
     #[serde(deserialize_with = "super::json::nan_if_null")]
     pub threshold: f64,
+    /// The run's measure: exact match or F1 in percent (0–100), or p99 latency in
+    /// milliseconds (`null` in the JSON when not finite).
     #[serde(deserialize_with = "super::json::nan_if_null")]
     pub value: f64,
+    /// Whether the run met the bound.
     pub passed: bool,
 }
 

@@ -22,25 +22,42 @@ pub struct EvalRun {
     pub data: String,
     /// Its format (MRQA's scoring rules for MRQA files).
     pub format: crate::data::Format,
+    /// The server endpoints, comma-separated (`None` without a server).
     pub url: Option<String>,
+    /// The model and its binding (`None` without a server).
     pub binding: Option<crate::backend::Model>,
+    /// Whether SQuAD 2.0's rules applied.
     pub version_2: bool,
+    /// The decoding rules of `postprocess`: `nvidia`, `hf` or `run-qa`.
     pub postprocess: &'static str,
+    /// Features per request at most (0 when decoded from saved logits).
     pub batch_size: usize,
     /// The batch size was given (else the model's or bertqa's default).
     pub batch_size_given: bool,
+    /// Requests kept in flight at once at most.
     pub concurrency: usize,
     /// The protocol the server was spoken to in (`None` without a server).
     pub protocol: Option<Protocol>,
+    /// Questions evaluated.
     pub questions: usize,
+    /// Features (windows of a context with its question) the answers were decoded from.
     pub features: u64,
+    /// Ids of the questions that produced no feature, in the data's order.
     pub featureless: Vec<String>,
+    /// The official scores, and each question's.
     pub scores: Scores,
+    /// What the requests did: their count, latencies, padding, how tensors travelled
+    /// (`None` without a server).
     pub infer: Option<InferReport>,
+    /// Time spent in each stage.
     pub phases: Phases,
+    /// From the first feature built to the last question decoded, warm-up excluded.
     pub wall: Duration,
+    /// The gates asked for, and how the run went through each.
     pub gates: Vec<GateResult>,
+    /// The directory the run's files were written to.
     pub output_dir: std::path::PathBuf,
+    /// The names of the files written in `output_dir`.
     pub files: Vec<String>,
     /// Retries and failures by code (`None` without a server).
     pub retries: Option<RetryStats>,
@@ -60,9 +77,14 @@ pub struct EvalRun {
 /// One gate and how it went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateResult {
+    /// Which gate.
     pub gate: super::super::gates::Gate,
+    /// The bound asked for: percent (0–100) for exact match and F1, milliseconds for
+    /// p99 latency.
     pub threshold: f64,
+    /// What the run measured, in the bound's unit.
     pub value: f64,
+    /// Whether the measure met the bound.
     pub passed: bool,
 }
 
