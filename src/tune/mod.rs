@@ -105,19 +105,27 @@ internal! {
 pub struct Tune<'a> {
     /// The tuned model (an ensemble's step for a text workload).
     pub model: &'a str,
+    /// The server's model control (load, unload, configuration overrides).
     pub control: &'a Control,
     /// Where the sweeps go (either protocol).
     pub server: &'a Pool,
+    /// What each sweep sends: token windows or text requests.
     pub workload: Workload,
     /// The sweep of each candidate (its budget is the run's).
     pub perf: PerfConfig,
+    /// The configurations that may be tried.
     pub space: Space,
+    /// Every configuration of the space is measured, not only the search's picks.
     pub exhaustive: bool,
     /// How many of the best candidates are measured again before the best is named (0:
     /// none).
     pub remeasure: usize,
+    /// The best configuration stays loaded at the end (otherwise the original is put
+    /// back).
     pub keep_best: bool,
+    /// Where tune.json and the other files are written.
     pub output_dir: &'a Path,
+    /// Cancelled: the search stops and the original configuration is put back.
     pub stop: CancellationToken,
 }
 }

@@ -14,7 +14,9 @@ pub(crate) const FLIPS_SHOWN: usize = 200;
 /// One comparison's flipped questions, as the page lists them.
 #[derive(Debug, Clone, Copy)]
 pub struct FlipsOf<'a> {
+    /// The compared deployment's name.
     pub model: &'a str,
+    /// Its flipped questions against the reference, in the data's order.
     pub flips: &'a [Flip],
 }
 

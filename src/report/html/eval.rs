@@ -16,7 +16,9 @@ pub(crate) const WORST: usize = 20;
 /// One question as the page shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuestionRow {
+    /// The question's id in the data.
     pub id: String,
+    /// The question's text.
     pub question: String,
     /// The answer given (`""`: no answer).
     pub prediction: String,
@@ -36,9 +38,13 @@ pub struct EvalPage<'a> {
     pub title: String,
     /// The setting (`model`, `data`), each a name and its words as the text report's.
     pub setting: Vec<(&'static str, String)>,
+    /// The official scores.
     pub metrics: &'a Metrics,
+    /// The run's wall time, seconds.
     pub wall_s: f64,
+    /// Windows answered per second of wall time.
     pub features_per_s: f64,
+    /// Questions answered per second of wall time.
     pub questions_per_s: f64,
     /// Per-request latencies, microseconds (`None` or empty: no requests were sent).
     pub(crate) latency_us: Option<&'a Histogram<u64>>,
