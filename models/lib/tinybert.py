@@ -97,6 +97,18 @@ def forward(w, input_ids, segment_ids, input_mask):
         raise ValueError(f"sequence length {seq} exceeds {MAX_POSITIONS}")
     if ids.min(initial=0) < 0 or ids.max(initial=0) >= VOCAB:
         raise ValueError("token id outside the vocabulary")
+    # One sequence at a time: the rows are independent, and one row's attention scores
+    # stay in the cache where a batch's do not (the same operations, the same numbers).
+    start = np.empty((batch, seq), np.float32)
+    end = np.empty((batch, seq), np.float32)
+    for i in range(batch):
+        start[i], end[i] = _forward_row(w, ids[i:i + 1], seg[i:i + 1], mask[i:i + 1])
+    return start, end
+
+
+def _forward_row(w, ids, seg, mask):
+    """forward() of one sequence ([1, seq] arrays) with float64 weights `w`."""
+    seq = ids.shape[1]
     x = w["word"][ids] + w["pos"][np.arange(seq)][None, :, :] + w["type"][seg]
     x = _layer_norm(x, w["emb_ln_g"], w["emb_ln_b"])
     bias = ((1.0 - mask) * -10000.0)[:, None, None, :]
@@ -104,20 +116,24 @@ def forward(w, input_ids, segment_ids, input_mask):
     scale = 1.0 / np.sqrt(dh)
     for L in w["layers"]:
         def heads(t):
-            return t.reshape(batch, seq, HEADS, dh).transpose(0, 2, 1, 3)
+            return t.reshape(1, seq, HEADS, dh).transpose(0, 2, 1, 3)
         q = heads(x @ L["wq"] + L["bq"])
         k = heads(x @ L["wk"] + L["bk"])
         v = heads(x @ L["wv"] + L["bv"])
-        scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-        scores = scores - scores.max(-1, keepdims=True)
-        p = np.exp(scores)
-        p = p / p.sum(-1, keepdims=True)
-        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, HIDDEN)
+        # The softmax in place: each step is the same elementwise operation as
+        # `exp(s - max) / sum` written out, without a temporary per step.
+        p = q @ k.transpose(0, 1, 3, 2)
+        p *= scale
+        p += bias
+        p -= p.max(-1, keepdims=True)
+        np.exp(p, out=p)
+        p /= p.sum(-1, keepdims=True)
+        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
         x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"])
         h = _gelu(x @ L["w1"] + L["b1"])
         x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"])
     logits = x @ w["qa_w"] + w["qa_b"]
-    return logits[:, :, 0].astype(np.float32), logits[:, :, 1].astype(np.float32)
+    return logits[0, :, 0].astype(np.float32), logits[0, :, 1].astype(np.float32)
 
 
 if __name__ == "__main__":

@@ -133,42 +133,60 @@ def forward(w, spec, input_ids, attention_mask, token_type_ids=None, positions=N
     batch, seq = ids.shape
     if ids.min(initial=0) < 0 or ids.max(initial=0) >= spec["vocab"]:
         raise ValueError("token id outside the vocabulary")
-    x = f(w["word"])[ids]
+    # Rows gathered, then widened: the values of widening the whole table first.
+    x = f(w["word"][ids])
     pos = position_ids(spec, ids) if positions is None else np.asarray(positions, dtype=np.int64)
     if pos is not None:
         if pos.max(initial=0) >= spec["max_positions"]:
             raise ValueError(f"position id beyond {spec['max_positions'] - 1}")
-        x = x + f(w["pos"])[pos]
+        x = x + f(w["pos"][pos])
     if spec["types"] == "3in":
         seg = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids, dtype=np.int64)
-        x = x + f(w["type"])[seg]
+        x = x + f(w["type"][seg])
     elif spec["types"] == "row0":
         x = x + f(w["type"])[0]
     x = _layer_norm(x, f(w["emb_ln_g"]), f(w["emb_ln_b"]), spec["ln_eps"])
     bias = ((1.0 - mask) * MASK_BIAS)[:, None, None, :]
     if spec["positions"] == "relative":
         bias = bias + relative_bias(w, seq)[None]
+    layers = [{k: f(v) for k, v in L.items()} for L in w["layers"]]
+    head = (f(w["qa_w"]), f(w["qa_b"]))
+    # One sequence at a time: the rows are independent, and one row's attention scores
+    # stay in the cache where a batch's do not (the same operations, the same numbers).
+    start = np.empty((batch, seq), np.float32)
+    end = np.empty((batch, seq), np.float32)
+    for i in range(batch):
+        start[i], end[i] = _encode_row(layers, head, spec, x[i:i + 1], bias[i:i + 1])
+    return start, end
+
+
+def _encode_row(layers, head, spec, x, bias):
+    """The encoder and QA head of forward() on one sequence's embeddings ([1, seq,
+    HIDDEN]), with its attention bias ([1, heads or 1, seq or 1, seq]), float64 weights."""
+    seq = x.shape[1]
     dh = HIDDEN // HEADS
     scale = 1.0 / np.sqrt(dh)
-    for L in w["layers"]:
-        L = {k: f(v) for k, v in L.items()}
-
+    for L in layers:
         def heads(t):
-            return t.reshape(batch, seq, HEADS, dh).transpose(0, 2, 1, 3)
+            return t.reshape(1, seq, HEADS, dh).transpose(0, 2, 1, 3)
         q = heads(x @ L["wq"] + L["bq"])
         k = heads(x @ L["wk"] + L["bk"])
         v = heads(x @ L["wv"] + L["bv"])
-        scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-        scores = scores - scores.max(-1, keepdims=True)
-        p = np.exp(scores)
-        p = p / p.sum(-1, keepdims=True)
-        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, HIDDEN)
+        # The softmax in place: each step is the same elementwise operation as
+        # `exp(s - max) / sum` written out, without a temporary per step.
+        p = q @ k.transpose(0, 1, 3, 2)
+        p *= scale
+        p += bias
+        p -= p.max(-1, keepdims=True)
+        np.exp(p, out=p)
+        p /= p.sum(-1, keepdims=True)
+        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
         x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"], spec["ln_eps"])
         h = x @ L["w1"] + L["b1"]
         h = 0.5 * h * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (h + 0.044715 * h ** 3)))
         x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"], spec["ln_eps"])
-    logits = x @ f(w["qa_w"]) + f(w["qa_b"])
-    return logits[:, :, 0].astype(np.float32), logits[:, :, 1].astype(np.float32)
+    logits = x @ head[0] + head[1]
+    return logits[0, :, 0].astype(np.float32), logits[0, :, 1].astype(np.float32)
 
 
 if __name__ == "__main__":
