@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// A server's error answer about model `m` of `h:1` (for the crate's unit tests).

@@ -1,4 +1,3 @@
-
 use super::config::Dynamic;
 use super::*;
 

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::evaluate::Breakdown;
 use crate::report::Format;

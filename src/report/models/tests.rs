@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::backend::binding::SeqLen;
 use crate::backend::proto::model_config::SchedulingChoice;
@@ -229,5 +228,8 @@ fn a_model_not_ready_or_a_server_without_a_listing_is_said_so() {
         ),
         "{text}"
     );
-    super::super::assert_follows(include_str!("../../../schema/models.schema.json"), &value(&r));
+    super::super::assert_follows(
+        include_str!("../../../schema/models.schema.json"),
+        &value(&r),
+    );
 }
