@@ -243,6 +243,10 @@ trait Windows: std::fmt::Debug + Send {
         example: &Example,
         out: &mut Vec<Feature>,
     );
+    /// Where the windows of `example`, the one [`Windows::push_example`] last made, lie
+    /// in its context, and its first gold answer among them.
+    fn placement(&self, config: &FeatureConfig, dataset: &Dataset, example: &Example)
+        -> Placement;
     /// How many times a paragraph's words were tokenized.
     fn paragraphs_tokenized(&self) -> usize;
     /// What BERT's encoder did (nothing for other tokenizers).
@@ -332,6 +336,14 @@ impl<'t> FeatureBuilder<'t> {
         self.rules.push_example(config, next, dataset, example, out);
     }
 
+    /// Where the windows of `example` lie, and its first gold answer among them (its
+    /// `context_windows` and `answer_windows` slices, docs/algorithm.md §8.8); `example`
+    /// must be the one [`FeatureBuilder::push_example`] was last given.
+    #[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
+    pub(crate) fn placement(&self, dataset: &Dataset, example: &Example) -> Placement {
+        self.rules.placement(&self.config, dataset, example)
+    }
+
     /// Streams the features of every example of `dataset`, in order.
     pub fn features<'d>(self, dataset: &'d Dataset) -> Features<'t, 'd> {
         Features {
@@ -343,6 +355,63 @@ impl<'t> FeatureBuilder<'t> {
             featureless: Vec::new(),
         }
     }
+}
+
+/// Where a question's windows lie in its context (docs/algorithm.md §8.8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
+pub(crate) struct Placement {
+    /// The windows its context was cut into.
+    pub(crate) windows: usize,
+    /// Its first gold answer's slice of `answer_windows` (`single`, `one`, `overlap`,
+    /// `cut`); `None` for a question without one.
+    pub(crate) answer: Option<&'static str>,
+}
+
+#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
+impl Placement {
+    /// `spans` (each window's first context token and its count of them), with the
+    /// first gold answer's first and last context token (`Some(None)`: the answer
+    /// cannot be placed; `None`: the question has none).
+    fn of(spans: &[(usize, usize)], answer: Option<Option<(usize, usize)>>) -> Placement {
+        Placement {
+            windows: spans.len(),
+            answer: answer.map(|tokens| crate::slices::answer_windows(spans, tokens)),
+        }
+    }
+}
+
+/// The first gold answer of `example` as characters of its context: the first and the
+/// last (`None`: a question without an answer, or an empty one).
+#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
+fn first_answer_chars(example: &Example) -> Option<(usize, usize)> {
+    let answer = example.answers.first().filter(|_| !example.is_impossible)?;
+    let chars = answer.text.chars().count();
+    (chars > 0).then(|| (answer.answer_start, answer.answer_start + chars - 1))
+}
+
+/// The words (§2.1) of characters `first` and `last` of `context` (`last` >= `first`);
+/// `None` when `last` lies past its end.
+#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
+fn words_of_chars(context: &str, first: usize, last: usize) -> Option<(u32, u32)> {
+    let (mut words, mut in_word) = (0u32, false);
+    let mut first_word = 0;
+    for (i, c) in context.chars().enumerate() {
+        if crate::types::is_reader_whitespace(c) {
+            in_word = false;
+        } else if !in_word {
+            in_word = true;
+            words += 1;
+        }
+        let word = words.saturating_sub(1);
+        if i == first {
+            first_word = word;
+        }
+        if i == last {
+            return Some((first_word, word));
+        }
+    }
+    None
 }
 
 /// Iterator over a dataset's features (see [`FeatureBuilder::features`]).
@@ -460,6 +529,164 @@ mod tests {
         assert_eq!(owned(0), (0, 249));
         assert_eq!(owned(1), (250, 377));
         assert_eq!(owned(2), (378, 599));
+    }
+
+    /// Questions about `context` whose first gold answers are `answers` (text, first
+    /// character), one question each.
+    fn answered(context: &str, answers: &[(&str, usize)]) -> Dataset {
+        let mut d = Dataset::default();
+        d.paragraphs.push(crate::squad::split_context(context));
+        for (i, &(text, answer_start)) in answers.iter().enumerate() {
+            d.examples.push(Example {
+                example_index: i,
+                qas_id: format!("q{i}"),
+                question_text: "Who sat?".to_string(),
+                paragraph_index: 0,
+                answers: vec![crate::types::Answer {
+                    text: text.to_string(),
+                    answer_start,
+                }],
+                is_impossible: false,
+            });
+        }
+        d
+    }
+
+    #[test]
+    fn placement_counts_the_windows_and_finds_the_answer_in_them() {
+        let tok = tiny_tokenizer();
+        let context = "the cat sat on the mat . the cats sat . ".repeat(6);
+        let chars: Vec<char> = context.chars().collect();
+        // Every word as an answer, and runs of two to six words.
+        let words: Vec<(usize, usize)> = {
+            let mut out = Vec::new();
+            let mut start = None;
+            for (i, c) in chars.iter().enumerate() {
+                match (c.is_whitespace(), start) {
+                    (false, None) => start = Some(i),
+                    (true, Some(s)) => {
+                        out.push((s, i));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            out
+        };
+        let mut answers = Vec::new();
+        for (i, &(s, _)) in words.iter().enumerate() {
+            for n in [1, 2, 6] {
+                if let Some(&(_, e)) = words.get(i + n - 1) {
+                    answers.push((chars[s..e].iter().collect::<String>(), s));
+                }
+            }
+        }
+        let refs: Vec<(&str, usize)> = answers.iter().map(|(t, s)| (t.as_str(), *s)).collect();
+        let d = answered(&context, &refs);
+        let config = FeatureConfig {
+            max_seq_length: 16,
+            doc_stride: 5,
+            max_query_length: 4,
+        };
+        let mut b = FeatureBuilder::new(&tok, config).unwrap();
+        // Each word's pieces in the whole context, counted independently of the windows.
+        let pieces = doc_pieces(&mut tok.encoder(), &d.paragraphs[0]);
+        let word_of = d.paragraphs[0].char_to_word_offset();
+        let mut seen = [0usize; 4];
+        for example in &d.examples {
+            let mut features = Vec::new();
+            b.push_example(&d, example, &mut features);
+            let placed = b.placement(&d, example);
+            assert_eq!(placed.windows, features.len(), "{}", example.qas_id);
+            let a = &example.answers[0];
+            let w0 = word_of[a.answer_start] as u32;
+            let w1 = word_of[a.answer_start + a.text.chars().count() - 1] as u32;
+            let count = |map: &[u32], w: u32| map.iter().filter(|&&x| x == w).count();
+            let holding = features
+                .iter()
+                .filter(|f| (w0..=w1).all(|w| count(&f.token_to_orig, w) == count(&pieces.tok_to_orig, w)))
+                .count();
+            let want = match (features.len(), holding) {
+                (1, _) => "single",
+                (_, 0) => "cut",
+                (_, 1) => "one",
+                _ => "overlap",
+            };
+            assert_eq!(placed.answer, Some(want), "{} {:?}", example.qas_id, a.text);
+            seen[["single", "cut", "one", "overlap"].iter().position(|&x| x == want).unwrap()] += 1;
+        }
+        assert!(seen[1] > 0 && seen[2] > 0 && seen[3] > 0, "{seen:?}");
+        // One window in all, and a question without an answer.
+        let short = answered("the cat sat .", &[("cat", 4)]);
+        let mut b = FeatureBuilder::new(&tok, FeatureConfig::default()).unwrap();
+        b.push_example(&short, &short.examples[0], &mut Vec::new());
+        assert_eq!(
+            b.placement(&short, &short.examples[0]),
+            Placement {
+                windows: 1,
+                answer: Some("single")
+            }
+        );
+        let mut none = short.clone();
+        none.examples[0].answers.clear();
+        b.push_example(&none, &none.examples[0], &mut Vec::new());
+        assert_eq!(b.placement(&none, &none.examples[0]).answer, None);
+    }
+
+    #[test]
+    fn placement_under_run_qa_finds_the_answer_by_the_tokens_offsets() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizers");
+        let tok = PretrainedTokenizer::from_path(&root.join("roberta")).unwrap();
+        let context = "Ada Byron designed the lighthouse at Varne Point in 1851. ".repeat(5);
+        let chars: Vec<char> = context.chars().collect();
+        let mut answers = Vec::new();
+        for (i, c) in chars.iter().enumerate() {
+            let at_word = !c.is_whitespace() && (i == 0 || chars[i - 1].is_whitespace());
+            if at_word {
+                for n in [3usize, 9, 20] {
+                    if i + n <= chars.len() {
+                        answers.push((chars[i..i + n].iter().collect::<String>(), i));
+                    }
+                }
+            }
+        }
+        let refs: Vec<(&str, usize)> = answers.iter().map(|(t, s)| (t.as_str(), *s)).collect();
+        let d = answered(&context, &refs);
+        let config = FeatureConfig {
+            max_seq_length: 24,
+            doc_stride: 6,
+            max_query_length: 64,
+        };
+        let mut b = FeatureBuilder::run_qa(&tok, config, &d).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for example in &d.examples {
+            let mut features = Vec::new();
+            b.push_example(&d, example, &mut features);
+            let placed = b.placement(&d, example);
+            assert_eq!(placed.windows, features.len(), "{}", example.qas_id);
+            // A window holds the answer when every answer character that some context
+            // token covers is covered by one of the window's tokens.
+            let a = &example.answers[0];
+            let answer = a.answer_start..a.answer_start + a.text.chars().count();
+            let covered = |f: &Feature, p: usize| {
+                let offsets = &f.template.as_ref().unwrap().offsets;
+                offsets.iter().any(|&(s, e)| (s as usize..e as usize).contains(&p))
+            };
+            let somewhere = |p: usize| features.iter().any(|f| covered(f, p));
+            let holding = features
+                .iter()
+                .filter(|f| answer.clone().filter(|&p| somewhere(p)).all(|p| covered(f, p)))
+                .count();
+            let want = match (features.len(), holding) {
+                (1, _) => "single",
+                (_, 0) => "cut",
+                (_, 1) => "one",
+                _ => "overlap",
+            };
+            assert_eq!(placed.answer, Some(want), "{} {:?}", example.qas_id, a.text);
+            seen.insert(want);
+        }
+        assert_eq!(seen.len(), 3, "{seen:?}");
     }
 
     fn tiny_tokenizer() -> BertTokenizer {

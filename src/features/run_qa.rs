@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::tokenize::{is_python_whitespace, PretrainedTokenizer};
 use crate::types::{Dataset, Example, Feature, Template};
 
-use super::{FeatureConfig, Windows};
+use super::{first_answer_chars, FeatureConfig, Placement, Windows};
 
 /// A paragraph's context tokens.
 #[derive(Debug, Default)]
@@ -91,6 +91,14 @@ impl<'t> RunQaWindows<'t> {
         })
     }
 
+    /// The `[start, end)` runs of context tokens of the windows of a question of `q`
+    /// tokens about a context of `c`.
+    fn spans(&self, q: usize, c: usize) -> Vec<(usize, usize)> {
+        let added = self.tokenizer.layout().added();
+        let room = self.max_length - added - q.min(self.max_length - added);
+        window_spans(c, room, self.stride, q + c + added <= self.max_length)
+    }
+
     /// The context tokens of `example`'s paragraph (the last one's kept).
     fn context(&mut self, dataset: &Dataset, example: &Example) -> &Context {
         if self.paragraph.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
@@ -131,6 +139,30 @@ impl Windows for RunQaWindows<'_> {
         self.paragraphs_tokenized
     }
 
+    fn placement(&self, _config: &FeatureConfig, _dataset: &Dataset, example: &Example) -> Placement {
+        let Some((_, context)) = self
+            .paragraph
+            .as_ref()
+            .filter(|(i, _)| *i == example.paragraph_index)
+        else {
+            return Placement::default();
+        };
+        let q = self.questions[example.example_index].len();
+        let spans: Vec<(usize, usize)> = self
+            .spans(q, context.ids.len())
+            .into_iter()
+            .map(|(start, end)| (start, end - start))
+            .collect();
+        // The tokens whose characters the answer's first and last fall in, by offsets.
+        let answer = first_answer_chars(example).map(|(first, last)| {
+            let offsets = &context.offsets;
+            let start = offsets.partition_point(|&(_, end)| end as usize <= first);
+            let end = offsets.partition_point(|&(start, _)| start as usize <= last);
+            (end > start).then(|| (start, end - 1))
+        });
+        Placement::of(&spans, answer)
+    }
+
     fn push_example(
         &mut self,
         _config: &FeatureConfig,
@@ -139,15 +171,13 @@ impl Windows for RunQaWindows<'_> {
         example: &Example,
         out: &mut Vec<Feature>,
     ) {
-        let (max_length, stride) = (self.max_length, self.stride);
         let tokenizer = self.tokenizer;
         let layout = tokenizer.layout();
         let pad_id = tokenizer.pad_id();
         let q = std::mem::take(&mut self.questions[example.example_index]);
-        let context = self.context(dataset, example);
-        let c = context.ids.len();
-        let room = max_length - layout.added() - q.len().min(max_length - layout.added());
-        let spans = window_spans(c, room, stride, q.len() + c + layout.added() <= max_length);
+        let c = self.context(dataset, example).ids.len();
+        let spans = self.spans(q.len(), c);
+        let context = &self.paragraph.as_ref().expect("set by context()").1;
         let doc_offset = layout.context_start(q.len());
         for (k, (start, end)) in spans.into_iter().enumerate() {
             let n = end - start;

@@ -3,7 +3,10 @@
 //! windows of `[CLS] q [SEP] doc [SEP]` every `doc_stride` pieces, with each piece's
 //! word and max-context flag.
 
-use super::{doc_pieces_into, doc_spans, max_context_flags, DocPieces, FeatureConfig, Windows};
+use super::{
+    doc_pieces_into, doc_spans, first_answer_chars, max_context_flags, words_of_chars, DocPieces,
+    FeatureConfig, Placement, Windows,
+};
 use crate::tokenize::{BertTokenizer, Encoder, EncoderStats};
 use crate::types::{Dataset, Example, Feature};
 
@@ -104,6 +107,27 @@ impl Windows for SquadWindows<'_> {
             });
             *next_unique_id += 1;
         }
+    }
+
+    fn placement(&self, config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
+        let Some((_, doc)) = self
+            .paragraph
+            .as_ref()
+            .filter(|(i, _)| *i == example.paragraph_index)
+        else {
+            return Placement::default();
+        };
+        let max_tokens_for_doc = config.max_seq_length - self.question.len() - 3;
+        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
+        // The answer's words, then their first and last piece (a word may have none).
+        let answer = first_answer_chars(example).map(|(first, last)| {
+            let context = &dataset.paragraph_of(example).context;
+            let (w0, w1) = words_of_chars(context, first, last)?;
+            let start = doc.tok_to_orig.partition_point(|&w| w < w0);
+            let end = doc.tok_to_orig.partition_point(|&w| w <= w1);
+            (end > start).then(|| (start, end - 1))
+        });
+        Placement::of(&spans, answer)
     }
 
     fn paragraphs_tokenized(&self) -> usize {
