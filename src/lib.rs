@@ -215,6 +215,7 @@ internals! {
 mod latency;
 #[allow(
     dead_code,
+    unused_imports,
     reason = "the rules and tests of slices; eval and compare take them up next (issue 56)"
 )]
 mod slices;

@@ -30,6 +30,7 @@ pub use json::{json_lines, JsonLines};
 use crate::decode::Postprocess;
 use crate::error::{Error, Result};
 use crate::tokenize::{BertTokenizer, Encoder, EncoderStats, PretrainedTokenizer, TokenizerRef};
+use crate::slices::Placement;
 use crate::types::{Dataset, Example, Feature, Paragraph};
 
 /// First `unique_id` (§4.7).
@@ -353,30 +354,6 @@ impl<'t> FeatureBuilder<'t> {
             pending: VecDeque::new(),
             scratch: Vec::new(),
             featureless: Vec::new(),
-        }
-    }
-}
-
-/// Where a question's windows lie in its context (docs/algorithm.md §8.8).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
-pub(crate) struct Placement {
-    /// The windows its context was cut into.
-    pub(crate) windows: usize,
-    /// Its first gold answer's slice of `answer_windows` (`single`, `one`, `overlap`,
-    /// `cut`); `None` for a question without one.
-    pub(crate) answer: Option<&'static str>,
-}
-
-#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
-impl Placement {
-    /// `spans` (each window's first context token and its count of them), with the
-    /// first gold answer's first and last context token (`Some(None)`: the answer
-    /// cannot be placed; `None`: the question has none).
-    fn of(spans: &[(usize, usize)], answer: Option<Option<(usize, usize)>>) -> Placement {
-        Placement {
-            windows: spans.len(),
-            answer: answer.map(|tokens| crate::slices::answer_windows(spans, tokens)),
         }
     }
 }

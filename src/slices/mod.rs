@@ -4,7 +4,12 @@
 //! the changes between two runs, can be seen to gather in one kind of question.
 //! docs/algorithm.md ("Slices") states each rule; this module applies them.
 
+mod assign;
 pub(crate) mod stats;
+mod table;
+
+pub(crate) use assign::{assign, margin, QuestionSlices, RunFacts};
+pub(crate) use table::{standing_out, tested, SliceTest};
 
 #[cfg(test)]
 mod tests;
@@ -19,6 +24,31 @@ pub(crate) const DIMENSIONS: [&str; 7] = [
     "margin",
     "null_margin",
 ];
+
+/// Where a question's windows lie in its context (docs/algorithm.md §8.8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The windows its context was cut into.
+    pub(crate) windows: usize,
+    /// Its first gold answer's slice of `answer_windows` (`single`, `one`, `overlap`,
+    /// `cut`); `None` for a question without one.
+    pub(crate) answer: Option<&'static str>,
+}
+
+impl Placement {
+    /// `spans` (each window's first context token and its count of them), with the
+    /// first gold answer's first and last context token (`Some(None)`: the answer
+    /// cannot be placed; `None`: the question has none).
+    pub(crate) fn of(
+        spans: &[(usize, usize)],
+        answer: Option<Option<(usize, usize)>>,
+    ) -> Placement {
+        Placement {
+            windows: spans.len(),
+            answer: answer.map(|tokens| answer_windows(spans, tokens)),
+        }
+    }
+}
 
 /// The question word: the first of `what`, `which`, `who` (`whom`, `whose`), `when`,
 /// `where`, `why`, `how` among the lowercased question's words (runs of letters and

@@ -150,3 +150,218 @@ fn quartiles_rank_by_value_then_by_order() {
     assert_eq!(quartiles(&[2.0, 1.0, 3.0]), vec!["q2", "q1", "q3"]);
     assert!(quartiles(&[]).is_empty());
 }
+
+/// Questions of `words` (their first words) about one paragraph, each with a gold
+/// answer of `answer` words unless it is `None` (unanswerable).
+fn data(questions: &[(&str, Option<usize>)]) -> crate::types::Dataset {
+    let mut d = crate::types::Dataset::default();
+    d.paragraphs.push(crate::squad::split_context(
+        "one two three four five six seven eight nine",
+    ));
+    for (i, &(q, answer)) in questions.iter().enumerate() {
+        d.examples.push(crate::types::Example {
+            example_index: i,
+            qas_id: format!("q{i}"),
+            question_text: q.to_string(),
+            paragraph_index: 0,
+            answers: answer
+                .map(|w| crate::types::Answer {
+                    text: [
+                        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                    ][..w]
+                        .join(" "),
+                    answer_start: 0,
+                })
+                .into_iter()
+                .collect(),
+            is_impossible: answer.is_none(),
+        });
+    }
+    d
+}
+
+fn prediction(scores: &[(&str, f64)], null_odds: Option<f64>) -> crate::decode::Prediction {
+    crate::decode::Prediction {
+        qas_id: String::new(),
+        answer: String::new(),
+        nbest: scores
+            .iter()
+            .map(|&(text, score)| crate::decode::NbestEntry {
+                text: text.to_string(),
+                probability: 0.0,
+                start_logit: score,
+                end_logit: 0.0,
+                span: None,
+                keys: Default::default(),
+            })
+            .collect(),
+        null_odds,
+    }
+}
+
+#[test]
+fn each_question_gets_one_slice_per_dimension_it_has() {
+    let d = data(&[
+        ("When?", Some(1)),
+        ("Who?", Some(3)),
+        ("How many?", None),
+        ("What?", Some(9)),
+    ]);
+    let placements = [
+        Placement {
+            windows: 1,
+            answer: Some("single"),
+        },
+        Placement {
+            windows: 2,
+            answer: Some("overlap"),
+        },
+        Placement {
+            windows: 3,
+            answer: None,
+        },
+        Placement {
+            windows: 5,
+            answer: Some("cut"),
+        },
+    ];
+    let predictions = [
+        prediction(&[("a", 5.0), ("", 4.0), ("b", 1.0)], Some(-2.0)),
+        prediction(&[("a", 5.0), ("empty", 4.5)], Some(3.0)),
+        prediction(&[("a", 2.0), ("b", 1.5)], Some(0.5)),
+        prediction(&[("a", 9.0), ("b", 8.0)], Some(1.0)),
+    ];
+    let facts = RunFacts {
+        version_2: true,
+        placements: Ok(&placements),
+        predictions: Ok(&predictions),
+        null_threshold: Ok(1.0),
+    };
+    let (slices, not_computed) = assign(&d, &facts);
+    assert!(not_computed.is_empty(), "{not_computed:?}");
+    // Margins 4, inf, 0.5, 1 and null margins 3, 2, 0.5, 0.
+    assert_eq!(
+        slices[0],
+        [
+            Some("when"),
+            Some("has_answer"),
+            Some("1"),
+            Some("single"),
+            Some("1"),
+            Some("q3"),
+            Some("q4")
+        ]
+    );
+    assert_eq!(
+        slices[1],
+        [
+            Some("who"),
+            Some("has_answer"),
+            Some("2"),
+            Some("overlap"),
+            Some("2-3"),
+            Some("q4"),
+            Some("q3")
+        ]
+    );
+    assert_eq!(
+        slices[2],
+        [
+            Some("how_many"),
+            Some("no_answer"),
+            Some("3+"),
+            None,
+            None,
+            Some("q1"),
+            Some("q2")
+        ]
+    );
+    assert_eq!(
+        slices[3],
+        [
+            Some("what"),
+            Some("has_answer"),
+            Some("3+"),
+            Some("cut"),
+            Some("8+"),
+            Some("q2"),
+            Some("q1")
+        ]
+    );
+    // What a run cannot give is named with its reason.
+    let facts = RunFacts {
+        version_2: false,
+        placements: Err("the server cuts the windows".into()),
+        predictions: Err("no n-best".into()),
+        null_threshold: Err("no null odds".into()),
+    };
+    let (slices, not_computed) = assign(&d, &facts);
+    assert_eq!(
+        slices[1],
+        [Some("who"), None, None, None, Some("2-3"), None, None]
+    );
+    assert_eq!(
+        not_computed.keys().copied().collect::<Vec<_>>(),
+        [
+            "answer_windows",
+            "answerable",
+            "context_windows",
+            "margin",
+            "null_margin"
+        ]
+    );
+    assert_eq!(not_computed["margin"], "no n-best");
+}
+
+#[test]
+fn a_slice_whose_errors_stand_out_is_named_and_one_at_random_is_not() {
+    // 400 questions, a quarter "when": every "when" question wrong, the rest wrong one
+    // time in ten.
+    let words = ["when", "what", "who", "where"];
+    let questions: Vec<String> = (0..400).map(|i| format!("{}?", words[i % 4])).collect();
+    let d = data(
+        &questions
+            .iter()
+            .map(|q| (q.as_str(), Some(1)))
+            .collect::<Vec<_>>(),
+    );
+    let facts = RunFacts {
+        version_2: false,
+        placements: Err(String::new()),
+        predictions: Err(String::new()),
+        null_threshold: Err(String::new()),
+    };
+    let (slices, _) = assign(&d, &facts);
+    let flagged: Vec<bool> = (0..400).map(|i| i % 4 == 0 || i % 10 == 3).collect();
+    let tests = tested(&slices, &flagged);
+    let names: Vec<&str> = tests.iter().map(|t| t.slice.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "question_type:what",
+            "question_type:when",
+            "question_type:where",
+            "question_type:who",
+            "answer_length:1"
+        ]
+    );
+    let when = &tests[1];
+    assert_eq!(when.members.len(), 100);
+    assert_eq!(when.rate, 1.0);
+    // 40 of the other 300 are flagged (an i with i % 10 == 3 is odd: never "when").
+    assert!(
+        (when.rest_rate - 40.0 / 300.0).abs() < 1e-12,
+        "{}",
+        when.rest_rate
+    );
+    assert!((when.p_value - fisher_exact(100, 0, 40, 260)).abs() < 1e-15);
+    let adjusted = holm(&tests.iter().map(|t| t.p_value).collect::<Vec<_>>());
+    for (t, a) in tests.iter().zip(adjusted) {
+        assert_eq!(t.p_adjusted, a, "{}", t.slice);
+    }
+    assert_eq!(standing_out(&tests, 0.95), ["question_type:when"]);
+    // Flags at random over the slices: nothing stands out.
+    let mut rng = fastrand::Rng::with_seed(3);
+    let flagged: Vec<bool> = (0..400).map(|_| rng.f64() < 0.2).collect();
+    assert!(standing_out(&tested(&slices, &flagged), 0.95).is_empty());
+}
