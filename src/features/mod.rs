@@ -246,8 +246,12 @@ trait Windows: std::fmt::Debug + Send {
     );
     /// Where the windows of `example`, the one [`Windows::push_example`] last made, lie
     /// in its context, and its first gold answer among them.
-    fn placement(&self, config: &FeatureConfig, dataset: &Dataset, example: &Example)
-        -> Placement;
+    fn placement(
+        &mut self,
+        config: &FeatureConfig,
+        dataset: &Dataset,
+        example: &Example,
+    ) -> Placement;
     /// How many times a paragraph's words were tokenized.
     fn paragraphs_tokenized(&self) -> usize;
     /// What BERT's encoder did (nothing for other tokenizers).
@@ -340,7 +344,7 @@ impl<'t> FeatureBuilder<'t> {
     /// Where the windows of `example` lie, and its first gold answer among them (its
     /// `context_windows` and `answer_windows` slices, docs/algorithm.md §8.8); `example`
     /// must be the one [`FeatureBuilder::push_example`] was last given.
-    pub(crate) fn placement(&self, dataset: &Dataset, example: &Example) -> Placement {
+    pub(crate) fn placement(&mut self, dataset: &Dataset, example: &Example) -> Placement {
         self.rules.placement(&self.config, dataset, example)
     }
 
@@ -363,29 +367,6 @@ fn first_answer_chars(example: &Example) -> Option<(usize, usize)> {
     let answer = example.answers.first().filter(|_| !example.is_impossible)?;
     let chars = answer.text.chars().count();
     (chars > 0).then(|| (answer.answer_start, answer.answer_start + chars - 1))
-}
-
-/// The words (§2.1) of characters `first` and `last` of `context` (`last` >= `first`);
-/// `None` when `last` lies past its end.
-fn words_of_chars(context: &str, first: usize, last: usize) -> Option<(u32, u32)> {
-    let (mut words, mut in_word) = (0u32, false);
-    let mut first_word = 0;
-    for (i, c) in context.chars().enumerate() {
-        if crate::types::is_reader_whitespace(c) {
-            in_word = false;
-        } else if !in_word {
-            in_word = true;
-            words += 1;
-        }
-        let word = words.saturating_sub(1);
-        if i == first {
-            first_word = word;
-        }
-        if i == last {
-            return Some((first_word, word));
-        }
-    }
-    None
 }
 
 /// Iterator over a dataset's features (see [`FeatureBuilder::features`]).

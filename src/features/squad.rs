@@ -4,8 +4,8 @@
 //! word and max-context flag.
 
 use super::{
-    doc_pieces_into, doc_spans, first_answer_chars, max_context_flags, words_of_chars, DocPieces,
-    FeatureConfig, Placement, Windows,
+    doc_pieces_into, doc_spans, first_answer_chars, max_context_flags, DocPieces, FeatureConfig,
+    Placement, Windows,
 };
 use crate::tokenize::{BertTokenizer, Encoder, EncoderStats};
 use crate::types::{Dataset, Example, Feature};
@@ -19,6 +19,8 @@ pub(super) struct SquadWindows<'t> {
     /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
     paragraph: Option<(usize, DocPieces)>,
     paragraphs_tokenized: usize,
+    /// The word of each character of the last paragraph a placement asked about.
+    char_words: Option<(usize, Vec<i32>)>,
     question: Vec<u32>,
     /// Whether the encoder's caches were sized for the dataset (on the first example).
     reserved: bool,
@@ -32,6 +34,7 @@ impl<'t> SquadWindows<'t> {
             sep_id: tokenizer.sep_id(),
             paragraph: None,
             paragraphs_tokenized: 0,
+            char_words: None,
             question: Vec::new(),
             reserved: false,
         }
@@ -109,7 +112,13 @@ impl Windows for SquadWindows<'_> {
         }
     }
 
-    fn placement(&self, config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
+    fn placement(&mut self, config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
+        let answer = first_answer_chars(example);
+        // The paragraph's characters' words, made once for its questions that need them.
+        if answer.is_some() && self.char_words.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
+            let words = dataset.paragraph_of(example).char_to_word_offset();
+            self.char_words = Some((example.paragraph_index, words));
+        }
         let Some((_, doc)) = self
             .paragraph
             .as_ref()
@@ -120,9 +129,10 @@ impl Windows for SquadWindows<'_> {
         let max_tokens_for_doc = config.max_seq_length - self.question.len() - 3;
         let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
         // The answer's words, then their first and last piece (a word may have none).
-        let answer = first_answer_chars(example).map(|(first, last)| {
-            let context = &dataset.paragraph_of(example).context;
-            let (w0, w1) = words_of_chars(context, first, last)?;
+        let answer = answer.map(|(first, last)| {
+            let words = &self.char_words.as_ref()?.1;
+            let word = |c: usize| words.get(c).map(|&w| w.max(0) as u32);
+            let (w0, w1) = (word(first)?, word(last)?);
             let start = doc.tok_to_orig.partition_point(|&w| w < w0);
             let end = doc.tok_to_orig.partition_point(|&w| w <= w1);
             (end > start).then(|| (start, end - 1))
