@@ -578,7 +578,6 @@ pub(crate) fn evaluate_saved(
         predictions,
         features: feats.len() as u64,
         featureless,
-        placements: Vec::new(),
         infer: InferReport {
             non_finite,
             ..InferReport::empty()

@@ -19,7 +19,6 @@ use super::observe::RunObserver;
 use crate::backend::text::TextReply;
 use crate::decode::Scores;
 use crate::features::FeatureBuilder;
-use crate::slices::Placement;
 use crate::types::{Dataset, Feature, Logits};
 
 /// Examples whose feature counts go to the decoder in one message.
@@ -32,9 +31,6 @@ pub(super) struct Produced {
     pub busy: Duration,
     /// Examples that produced no feature.
     pub featureless: Vec<usize>,
-    /// Where each example's windows lie (docs/algorithm.md §8.8), in data order; empty
-    /// when the windows were not built here (prebuilt, or the server's).
-    pub placements: Vec<Placement>,
     /// Features built.
     pub total: u64,
     /// Features whose logits were known (not sent).
@@ -75,7 +71,6 @@ pub(super) fn produce(
             None => {
                 built.clear();
                 builder.push_example(dataset, example, &mut built);
-                out.placements.push(builder.placement(dataset, example));
                 scratch.extend(built.drain(..).map(Arc::new));
             }
             Some(all) => {
