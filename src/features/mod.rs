@@ -509,6 +509,17 @@ mod tests {
         d
     }
 
+    /// `answer_windows`'s slice, by its definition, of a question whose context has
+    /// `windows` windows, `holding` of which hold its answer whole.
+    fn answer_windows_of(windows: usize, holding: usize) -> &'static str {
+        match (windows, holding) {
+            (1, _) => "single",
+            (_, 0) => "cut",
+            (_, 1) => "one",
+            _ => "overlap",
+        }
+    }
+
     #[test]
     fn placement_counts_the_windows_and_finds_the_answer_in_them() {
         let tok = tiny_tokenizer();
@@ -563,12 +574,7 @@ mod tests {
                 .iter()
                 .filter(|f| (w0..=w1).all(|w| count(&f.token_to_orig, w) == count(&pieces.tok_to_orig, w)))
                 .count();
-            let want = match (features.len(), holding) {
-                (1, _) => "single",
-                (_, 0) => "cut",
-                (_, 1) => "one",
-                _ => "overlap",
-            };
+            let want = answer_windows_of(features.len(), holding);
             assert_eq!(placed.answer, Some(want), "{} {:?}", example.qas_id, a.text);
             seen[["single", "cut", "one", "overlap"].iter().position(|&x| x == want).unwrap()] += 1;
         }
@@ -634,12 +640,7 @@ mod tests {
                 .iter()
                 .filter(|f| answer.clone().filter(|&p| somewhere(p)).all(|p| covered(f, p)))
                 .count();
-            let want = match (features.len(), holding) {
-                (1, _) => "single",
-                (_, 0) => "cut",
-                (_, 1) => "one",
-                _ => "overlap",
-            };
+            let want = answer_windows_of(features.len(), holding);
             assert_eq!(placed.answer, Some(want), "{} {:?}", example.qas_id, a.text);
             seen.insert(want);
         }
