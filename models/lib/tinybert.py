@@ -106,6 +106,19 @@ def forward(w, input_ids, segment_ids, input_mask):
     return start, end
 
 
+def attention(q, k, scale, bias):
+    """Attention probabilities of queries `q` over keys `k` ([1, heads, seq, dh]) with
+    the additive `bias`: the softmax computed in place, each step the same elementwise
+    operation as `exp(s - max) / sum` written out, without a temporary per step."""
+    p = q @ k.transpose(0, 1, 3, 2)
+    p *= scale
+    p += bias
+    p -= p.max(-1, keepdims=True)
+    np.exp(p, out=p)
+    p /= p.sum(-1, keepdims=True)
+    return p
+
+
 def _forward_row(w, ids, seg, mask):
     """forward() of one sequence ([1, seq] arrays) with float64 weights `w`."""
     seq = ids.shape[1]
@@ -120,15 +133,7 @@ def _forward_row(w, ids, seg, mask):
         q = heads(x @ L["wq"] + L["bq"])
         k = heads(x @ L["wk"] + L["bk"])
         v = heads(x @ L["wv"] + L["bv"])
-        # The softmax in place: each step is the same elementwise operation as
-        # `exp(s - max) / sum` written out, without a temporary per step.
-        p = q @ k.transpose(0, 1, 3, 2)
-        p *= scale
-        p += bias
-        p -= p.max(-1, keepdims=True)
-        np.exp(p, out=p)
-        p /= p.sum(-1, keepdims=True)
-        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
+        ctx = (attention(q, k, scale, bias) @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
         x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"])
         h = _gelu(x @ L["w1"] + L["b1"])
         x = _layer_norm(x + h @ L["w2"] + L["b2"], L["ln2_g"], L["ln2_b"])

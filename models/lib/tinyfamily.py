@@ -172,15 +172,7 @@ def _encode_row(layers, head, spec, x, bias):
         q = heads(x @ L["wq"] + L["bq"])
         k = heads(x @ L["wk"] + L["bk"])
         v = heads(x @ L["wv"] + L["bv"])
-        # The softmax in place: each step is the same elementwise operation as
-        # `exp(s - max) / sum` written out, without a temporary per step.
-        p = q @ k.transpose(0, 1, 3, 2)
-        p *= scale
-        p += bias
-        p -= p.max(-1, keepdims=True)
-        np.exp(p, out=p)
-        p /= p.sum(-1, keepdims=True)
-        ctx = (p @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
+        ctx = (tinybert.attention(q, k, scale, bias) @ v).transpose(0, 2, 1, 3).reshape(1, seq, HIDDEN)
         x = _layer_norm(x + ctx @ L["wo"] + L["bo"], L["ln1_g"], L["ln1_b"], spec["ln_eps"])
         h = x @ L["w1"] + L["b1"]
         h = 0.5 * h * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (h + 0.044715 * h ** 3)))
