@@ -9,13 +9,22 @@
 log() { printf '[bertqa %4ds] %s\n' "$SECONDS" "$*" >&2; }
 cd "$BERTQA_ROOT"
 command -v cargo >/dev/null || die "cargo not found: install the Rust toolchain (rustup)"
-log "the test bed (vocabulary, Triton, MLServer and KServe, nginx, Chromium, pyarrow)"
-bash scripts/install_vocab.sh
-bash scripts/testbed/setup_triton.sh >/dev/null
-bash scripts/testbed/setup_oip.sh >/dev/null
-bash scripts/testbed/setup_nginx.sh >/dev/null
-bash scripts/testbed/setup_chromium.sh >/dev/null
-bash scripts/testbed/setup_data_tools.sh >/dev/null
+# The test bed installs beside the build (its installs mostly wait on the network and
+# one core; the build takes both): its lines are shown when the tests need it.
+log "the test bed (vocabulary, Triton, MLServer and KServe, nginx, Chromium, pyarrow), beside the build"
+TESTBED_LOG="$(mktemp "${TMPDIR:-/tmp}/bertqa-testbed.XXXXXX")"
+(
+  set -e
+  bash scripts/install_vocab.sh
+  bash scripts/testbed/setup_triton.sh >/dev/null
+  bash scripts/testbed/setup_oip.sh >/dev/null
+  bash scripts/testbed/setup_nginx.sh >/dev/null
+  bash scripts/testbed/setup_chromium.sh >/dev/null
+  bash scripts/testbed/setup_data_tools.sh >/dev/null
+) >"$TESTBED_LOG" 2>&1 &
+TESTBED=$!
+# The build's own failures end the script; the test bed is stopped with it.
+trap 'pkill -P "$TESTBED" 2>/dev/null; kill "$TESTBED" 2>/dev/null; rm -f "$TESTBED_LOG"' EXIT
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo check -p bertqa (the library alone, without the command line)"
@@ -27,6 +36,13 @@ log "cargo test"
 # The examples first, under their own names: the integration tests run them as programs
 # outside the project would (cargo test builds them under hashed names only).
 cargo build --examples --quiet
+cargo test --all-targets --no-run --quiet
+log "waiting for the test bed"
+if ! wait "$TESTBED"; then
+  cat "$TESTBED_LOG" >&2
+  die "the test bed could not be set up (its output is above)"
+fi
+cat "$TESTBED_LOG" >&2
 cargo test --all-targets
 cargo test --doc --quiet
 log "the Python package: wheel, fresh venv, pytest against Triton"
