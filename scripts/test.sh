@@ -24,7 +24,7 @@ TESTBED_LOG="$(mktemp "${TMPDIR:-/tmp}/bertqa-testbed.XXXXXX")"
 ) >"$TESTBED_LOG" 2>&1 &
 TESTBED=$!
 # The build's own failures end the script; the test bed is stopped with it.
-trap 'pkill -P "$TESTBED" 2>/dev/null; kill "$TESTBED" 2>/dev/null; rm -f "$TESTBED_LOG"' EXIT
+trap 'pkill -P "$TESTBED" 2>/dev/null || true; kill "$TESTBED" 2>/dev/null || true; rm -f "$TESTBED_LOG"' EXIT
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo check -p bertqa (the library alone, without the command line)"
