@@ -151,9 +151,9 @@ pub enum Until {
     Decided {
         /// Features per second of the best so far: a level that cannot reach it is done.
         beat: f64,
-        /// The relative half-width (a fraction of the mean, not percent) of the 95%
-        /// interval of the windows' mean throughput at which a level is known well
-        /// enough.
+        /// The relative half-width (a fraction of the mean, not percent) of the
+        /// interval of the windows' mean throughput (Student's t, `perf/decide.rs`) at
+        /// which a level is known well enough.
         precision: f64,
     },
 }
