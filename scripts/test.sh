@@ -2,8 +2,8 @@
 # The whole test suite, on a fresh machine or a warm one: installs what the tests need
 # (vocabulary, a real Triton server, MLServer and KServe's model server in the cache,
 # nginx and Chromium from Debian's packages, pyarrow for test data), then runs format,
-# lint, tests (cargo's, then the Python package's: scripts/test_python.sh) and docs
-# checks. This is what .ci/run calls.
+# lint, tests (cargo's, and beside them the Python package's: scripts/test_python.sh)
+# and docs checks. This is what .ci/run calls.
 . "$(dirname "$0")/common.sh"
 # Each step's line says when it started, in seconds since the suite did.
 log() { printf '[bertqa %4ds] %s\n' "$SECONDS" "$*" >&2; }
@@ -23,8 +23,18 @@ TESTBED_LOG="$(mktemp "${TMPDIR:-/tmp}/bertqa-testbed.XXXXXX")"
   bash scripts/testbed/setup_data_tools.sh >/dev/null
 ) >"$TESTBED_LOG" 2>&1 &
 TESTBED=$!
-# The build's own failures end the script; the test bed is stopped with it.
-trap 'pkill -P "$TESTBED" 2>/dev/null || true; kill "$TESTBED" 2>/dev/null || true; rm -f "$TESTBED_LOG"' EXIT
+# The build's own failures end the script; the test bed (and the Python tests, below)
+# are stopped with it.
+PYTHON_TESTS=""
+PYTHON_LOG="$(mktemp "${TMPDIR:-/tmp}/bertqa-python.XXXXXX")"
+stop_jobs() {
+  for job in "$TESTBED" $PYTHON_TESTS; do
+    pkill -P "$job" 2>/dev/null || true
+    kill "$job" 2>/dev/null || true
+  done
+  rm -f "$TESTBED_LOG" "$PYTHON_LOG"
+}
+trap stop_jobs EXIT
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo check -p bertqa (the library alone, without the command line)"
@@ -37,16 +47,29 @@ log "cargo test"
 # outside the project would (cargo test builds them under hashed names only).
 cargo build --examples --quiet
 cargo test --all-targets --no-run --quiet
+log "the Python package's test wheel"
+WHEEL="$(bash scripts/test_python.sh --wheel-only)"
 log "waiting for the test bed"
 if ! wait "$TESTBED"; then
   cat "$TESTBED_LOG" >&2
   die "the test bed could not be set up (its output is above)"
 fi
 cat "$TESTBED_LOG" >&2
+# The Python package's tests (a fresh venv, a Triton of their own, pytest) run beside
+# cargo's: those wait mostly on their servers. Their output is shown once cargo's end.
+log "cargo test, and beside it the Python package's tests (fresh venv, pytest against Triton)"
+BERTQA_TEST_WHEEL="$WHEEL" BERTQA_CARGO_BIN="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/debug/bertqa" \
+  bash scripts/test_python.sh >"$PYTHON_LOG" 2>&1 &
+PYTHON_TESTS=$!
 cargo test --all-targets
 cargo test --doc --quiet
-log "the Python package: wheel, fresh venv, pytest against Triton"
-bash scripts/test_python.sh
+log "waiting for the Python package's tests"
+if ! wait "$PYTHON_TESTS"; then
+  cat "$PYTHON_LOG" >&2
+  die "the Python package's tests failed (their output is above)"
+fi
+PYTHON_TESTS=""
+cat "$PYTHON_LOG" >&2
 log "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 log "all checks passed"

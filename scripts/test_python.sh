@@ -5,7 +5,11 @@
 # into a fresh venv, starts a real Triton of the test bed with the models the tests
 # use, and runs pytest (python/tests) against it over gRPC and HTTP. The release wheels
 # are scripts/wheel.sh's; BERTQA_TEST_WHEEL=FILE tests one of them instead of the dev
-# build (scripts/wheel.sh --test).
+# build (scripts/wheel.sh --test). `--wheel-only` builds the dev wheel and prints its path
+# (scripts/test.sh builds it before the tests and runs this beside cargo's); with
+# BERTQA_CARGO_BIN set, the command the tests compare against is that binary, not one
+# built here (`cargo build` here would relink the binary cargo's running tests use: its
+# features differ from the test build's).
 . "$(dirname "$0")/common.sh"
 cd "$BERTQA_ROOT"
 TOOLS="$BERTQA_CACHE/maturin-venv"
@@ -21,7 +25,14 @@ else
   "$TOOLS/bin/maturin" build --profile dev --quiet -o "$WHEELS" >/dev/null
   WHEEL="$(ls "$WHEELS"/bertqa-*.whl)"
 fi
-cargo build --quiet --bin bertqa
+if [ "${1:-}" = --wheel-only ]; then
+  echo "$WHEEL"
+  exit 0
+fi
+if [ -z "${BERTQA_CARGO_BIN:-}" ]; then
+  cargo build --quiet --bin bertqa
+  BERTQA_CARGO_BIN="$TARGET/debug/bertqa"
+fi
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/bertqa-pytest.XXXXXX")"
 NAME="pytest-$$"
 cleanup() { bash scripts/triton.sh stop --name "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
@@ -42,5 +53,5 @@ bash scripts/triton.sh start --name "$NAME" --grpc-port "$GRPC" --http-port "$HT
   --model-repository="$BERTQA_ROOT/models/tune" --load-model=tune-fixed-cost >/dev/null
 log "pytest python/tests (the wheel's bertqa against Triton on :$GRPC gRPC, :$HTTP HTTP)"
 BERTQA_TEST_GRPC="127.0.0.1:$GRPC" BERTQA_TEST_HTTP="127.0.0.1:$HTTP" \
-  BERTQA_CARGO_BIN="$TARGET/debug/bertqa" PATH="$WORK/venv/bin:$PATH" \
+  BERTQA_CARGO_BIN="$BERTQA_CARGO_BIN" PATH="$WORK/venv/bin:$PATH" \
   "$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q python/tests "$@"
