@@ -61,7 +61,8 @@ log "cargo test, and beside it the Python package's tests (fresh venv, pytest ag
 BERTQA_TEST_WHEEL="$WHEEL" BERTQA_CARGO_BIN="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/debug/bertqa" \
   bash scripts/test_python.sh >"$PYTHON_LOG" 2>&1 &
 PYTHON_TESTS=$!
-cargo test --all-targets
+# Three tests at a time on two cores: the integration tests wait mostly on their servers.
+cargo test --all-targets -- --test-threads 3
 cargo test --doc --quiet
 log "waiting for the Python package's tests"
 if ! wait "$PYTHON_TESTS"; then

@@ -213,11 +213,6 @@ internals! {
     types;
 }
 mod latency;
-#[allow(
-    dead_code,
-    unused_imports,
-    reason = "the rules and tests of slices; eval and compare take them up next (issue 56)"
-)]
 mod slices;
 
 pub use client::{blocking, Answer, AskOptions, Candidate, Client, ClientBuilder, Evaluation};

@@ -334,23 +334,23 @@ fn split_owned_context(context: String) -> Paragraph {
             let word = i;
             i = ascii_word_end(bytes, i);
             if word < i {
-                doc_tokens.push(&context[word..i]);
+                doc_tokens.push_at(&context[word..i], word);
             }
         }
     } else {
-        // Byte index where the current word started, if inside one.
-        let mut word_start: Option<usize> = None;
-        for (i, c) in context.char_indices() {
+        // Byte and code point where the current word started, if inside one.
+        let mut word_start: Option<(usize, usize)> = None;
+        for (n, (i, c)) in context.char_indices().enumerate() {
             if is_reader_whitespace(c) {
-                if let Some(s) = word_start.take() {
-                    doc_tokens.push(&context[s..i]);
+                if let Some((s, at)) = word_start.take() {
+                    doc_tokens.push_at(&context[s..i], at);
                 }
             } else if word_start.is_none() {
-                word_start = Some(i);
+                word_start = Some((i, n));
             }
         }
-        if let Some(s) = word_start {
-            doc_tokens.push(&context[s..]);
+        if let Some((s, at)) = word_start {
+            doc_tokens.push_at(&context[s..], at);
         }
     }
     Paragraph {
@@ -591,6 +591,10 @@ mod tests {
             let (words, offsets) = split_like_the_reference(&context);
             proptest::prop_assert_eq!(p.doc_tokens.iter().collect::<Vec<_>>(), words.iter().map(String::as_str).collect::<Vec<_>>());
             proptest::prop_assert_eq!(&p.char_to_word_offset(), &offsets);
+            let word_at: Vec<i32> = (0..offsets.len())
+                .map(|c| p.doc_tokens.word_at_char(c).map_or(-1, |w| w as i32))
+                .collect();
+            proptest::prop_assert_eq!(word_at, offsets);
             proptest::prop_assert_eq!(p.context, context);
         }
     }

@@ -34,6 +34,8 @@ pub struct Paragraph {
 pub struct Words {
     text: String,
     ends: Vec<usize>,
+    /// Where each word starts in its context, in code points.
+    char_starts: Vec<usize>,
 }
 
 impl Words {
@@ -42,14 +44,32 @@ impl Words {
         Words {
             text: String::with_capacity(bytes + words),
             ends: Vec::with_capacity(words),
+            char_starts: Vec::with_capacity(words),
         }
     }
 
-    /// Appends a word.
+    /// Appends a word that follows the previous one after one space in its context.
     pub fn push(&mut self, word: &str) {
+        let start = match self.ends.len() {
+            0 => 0,
+            n => self.char_starts[n - 1] + self[n - 1].chars().count() + 1,
+        };
+        self.push_at(word, start);
+    }
+
+    /// Appends a word that starts at code point `char_start` of its context.
+    pub(crate) fn push_at(&mut self, word: &str, char_start: usize) {
         self.text.push_str(word);
         self.ends.push(self.text.len());
         self.text.push(' ');
+        self.char_starts.push(char_start);
+    }
+
+    /// The word code point `c` of the context belongs to, as
+    /// [`Paragraph::char_to_word_offset`] has it (whitespace belongs to the word before
+    /// it), without the whole table: `None` before the first word.
+    pub(crate) fn word_at_char(&self, c: usize) -> Option<usize> {
+        self.char_starts.partition_point(|&s| s <= c).checked_sub(1)
     }
 
     /// Where word `i` (which exists) starts: after the previous word's space.
@@ -396,6 +416,13 @@ mod words_tests {
             assert_eq!(words.get(i), Some(*w));
         }
         assert_eq!(words.get(5), None);
+        // As if joined by single spaces: "Steve  Smith's dog. été", the empty word
+        // starting at the second space.
+        let word_at: Vec<_> = (0..24).map(|c| words.word_at_char(c)).collect();
+        let mut want = vec![Some(0); 6];
+        want.push(Some(1));
+        want.extend([Some(2); 8].iter().chain(&[Some(3); 5]).chain(&[Some(4); 4]));
+        assert_eq!(word_at, want);
         assert_eq!(words.range(2..=3).collect::<Vec<_>>(), ["Smith's", "dog."]);
         assert_eq!(words.range(..1).collect::<Vec<_>>(), ["Steve"]);
         assert_eq!(words.range(5..).count(), 0);

@@ -481,3 +481,36 @@ pub(crate) fn check_percentile(p: f64) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// How the intervals and p-values are drawn (compare's, and eval's slices').
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatisticsArgs {
+    /// Bootstrap resamples of the questions for each interval (in compare, also the
+    /// rounds of F1's randomization test)
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub bootstrap: u64,
+    /// Seed of the resampling (the same seed gives the same intervals on every machine)
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Coverage of the intervals, between 0 and 1
+    #[arg(long, default_value_t = 0.95, value_name = "C", value_parser = confidence)]
+    pub confidence: f64,
+}
+
+impl StatisticsArgs {
+    pub(crate) fn statistics(&self) -> bertqa::compare::Statistics {
+        bertqa::compare::Statistics {
+            rounds: self.bootstrap as usize,
+            seed: self.seed,
+            confidence: self.confidence,
+        }
+    }
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        Ok(_) => Err("give a fraction between 0 and 1 (0.95 for 95%)".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -32,6 +32,11 @@ F1 0, and never empty after SQuAD normalization); which word comes from the same
 A window without such a word peaks on [CLS] (a wrong "no answer" for an answerable
 question; an unanswerable one then stays right).
 
+An oracle wrong on one kind of question (`lose_question_word`, e.g. `when`) loses, the
+same way, exactly the questions whose first question word (the first of what, which,
+who, whom, whose, when, where, why, how among its word pieces, decided from the token
+ids) is that word: a model whose errors gather in one slice (docs/algorithm.md, Slices).
+
 Data: every SQuAD JSON file under the directories/files listed in the `datasets` config
 parameter (paths relative to the project root, `:`-separated), plus those in
 the environment variable BERTQA_ORACLE_DATA (same syntax, absolute or relative to the
@@ -71,12 +76,15 @@ def background(row, seq):
 
 class Oracle:
     def __init__(self, vocab_path, files, lower_case=True, max_query_length=64,
-                 lose_share=0.0, lose_seed=0):
+                 lose_share=0.0, lose_seed=0, lose_question_word=""):
         from transformers import BertTokenizer
         self.tok = BertTokenizer(vocab_path, do_lower_case=lower_case)
         self.max_query_length = max_query_length
         self.lose_share = float(lose_share)
         self.lose_seed = int(lose_seed)
+        self.lose_question_word = lose_question_word
+        words = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
+        self.question_words = {self.tok.vocab[w]: w for w in words if w in self.tok.vocab}
         # question prefix (tuple of ids) -> list of answers (tuple of ids); [] = impossible
         self.answers = {}
         self.impossible = set()
@@ -114,6 +122,9 @@ class Oracle:
 
     def loses(self, key):
         """Whether the question of these key ids is one the lossy oracle answers wrongly."""
+        if self.lose_question_word:
+            first = next((self.question_words[i] for i in key if i in self.question_words), None)
+            return first == self.lose_question_word
         return self.lose_share > 0 and self.loss_hash(key) / 2.0 ** 64 < self.lose_share
 
     def wrong_word(self, row, ctx_lo, ctx_hi, golds, key):

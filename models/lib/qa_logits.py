@@ -7,7 +7,8 @@ Kinds: `null` (all-zero logits), `tiny-bert` (tinybert.py's seeded numpy BERT, p
 model directory; fed the inputs the graph declares), `oracle` (oracle.py: peaks on gold
 answers; parameters `datasets` and `vocab`, relative to the project root, plus
 $BERTQA_ORACLE_DATA and $BERTQA_ORACLE_VOCAB; `lose_share` and `lose_seed` make a lossy
-oracle, wrong on that share of the questions) and `tokenizer-oracle`
+oracle, wrong on that share of the questions; `lose_question_word` one wrong on the
+questions of that question word) and `tokenizer-oracle`
 (tokenizer_oracle.py: the same for windows of any tokenizer.json; parameters `tokenizer`,
 a folder holding one, and `datasets`, relative to the project root, plus
 $BERTQA_ORACLE_DATA).
@@ -50,7 +51,8 @@ class Logits:
             files += oracle.squad_files(os.environ.get("BERTQA_ORACLE_DATA", ""), os.getcwd())
             vocab = os.environ.get("BERTQA_ORACLE_VOCAB") or os.path.join(root, params.get("vocab", "vocab/vocab.txt"))
             self.oracle = oracle.Oracle(vocab, files, lose_share=float(params.get("lose_share", "0")),
-                                        lose_seed=int(params.get("lose_seed", "0")))
+                                        lose_seed=int(params.get("lose_seed", "0")),
+                                        lose_question_word=params.get("lose_question_word", ""))
         elif kind == "tokenizer-oracle":
             import oracle
             import tokenizer_oracle

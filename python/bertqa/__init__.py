@@ -16,7 +16,7 @@ itself. See docs/python.md.
 
 from . import _native
 from ._api import ask, compare, evaluate, score
-from ._client import Answer, Candidate, Client, Evaluation
+from ._client import Answer, Candidate, Client, Evaluation, Table
 from ._errors import (
     ConnectionError,
     Error,
@@ -34,6 +34,7 @@ __all__ = [
     "Answer",
     "Candidate",
     "Evaluation",
+    "Table",
     "ask",
     "compare",
     "evaluate",

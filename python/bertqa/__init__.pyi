@@ -48,8 +48,13 @@ class Answer:
 
 
 
+class Table(list):
+    """The rows of one of a report's tables (each a dict, keys as ``--json`` has them), as a list; ``to_pandas()`` gives them as a DataFrame (pandas is optional)."""
+    def to_pandas(self) -> Any: ...
+
+
 class Evaluation:
-    """An evaluation's results: ``metrics`` (the official keys), ``predictions`` (id → answer text), ``latency_ms``, ``throughput``, ``to_dict()`` and ``write(dir)``."""
+    """An evaluation's results: ``metrics`` (the official keys), ``predictions`` (id → answer text), ``latency_ms``, ``throughput``, the ``slices`` with the ``weak_slices``, ``to_dict()`` and ``write(dir)``."""
     @property
     def metrics(self) -> Dict[str, Any]: ...
     @property
@@ -58,6 +63,12 @@ class Evaluation:
     def latency_ms(self) -> Dict[str, float]: ...
     @property
     def throughput(self) -> Dict[str, float]: ...
+    @property
+    def slices(self) -> Table: ...
+    @property
+    def weak_slices(self) -> List[str]: ...
+    @property
+    def slices_not_computed(self) -> Dict[str, str]: ...
     def to_dict(self) -> Dict[str, Any]: ...
     def write(self, dir: PathLike) -> List[str]: ...
 
@@ -265,6 +276,9 @@ def evaluate(
     min_exact: Optional[Value] = None,
     min_f1: Optional[Value] = None,
     max_p99_ms: Optional[Value] = None,
+    bootstrap: Optional[int] = None,
+    seed: Optional[int] = None,
+    confidence: Optional[float] = None,
     metrics_url: Union[Value, Sequence[Value], None] = None,
 ) -> Dict[str, Any]:
     """See ``help(bertqa.evaluate)`` and docs/python.md."""
@@ -383,6 +397,7 @@ def compare(
     max_f1_drop: Optional[Value] = None,
     fail_on_significant_drop: bool = False,
     max_flip_rate: Optional[Value] = None,
+    fail_if_concentrated: bool = False,
     bootstrap: Optional[int] = None,
     seed: Optional[int] = None,
     confidence: Optional[float] = None,

@@ -183,7 +183,8 @@ def compare(
     compare --json`` prints (for clients, its comparisons with each model's name and
     metrics, and ``"flips"``: the lines of flips.jsonl); with ``output_dir`` its files
     are kept there. A failed gate (``min_agreement``, ``max_logit_diff``,
-    ``max_f1_drop``, ``fail_on_significant_drop``, ``max_flip_rate``) raises
+    ``max_f1_drop``, ``fail_on_significant_drop``, ``max_flip_rate``,
+    ``fail_if_concentrated``) raises
     :class:`bertqa.GateFailed` with the report on it.
     """
     if data is None:
@@ -203,15 +204,24 @@ def compare(
             # A comparison of models writes each model's files: here, for the call only.
             out = os.path.join(scratch, "compare")
         report, gates = _native.compare(spec, dirs, _data(data), out, options)
+    _slice_tables(report)
     if gates:
         raise GateFailed(gates, report)
     return report
 
 
+def _slice_tables(report: Dict[str, Any]) -> None:
+    """Each comparison's ``slices`` as a :class:`bertqa.Table` (``to_pandas()``)."""
+    from ._client import Table
+
+    for c in report.get("comparisons", []):
+        c["slices"] = Table(c.get("slices", []))
+
+
 # What a comparison of clients takes of compare's options (the rest are the clients' own).
 _CLIENT_COMPARE_OPTIONS = {
     "show", "bootstrap", "seed", "confidence", "min_agreement", "max_logit_diff",
-    "max_f1_drop", "fail_on_significant_drop", "max_flip_rate",
+    "max_f1_drop", "fail_on_significant_drop", "max_flip_rate", "fail_if_concentrated",
 }
 
 
@@ -245,6 +255,7 @@ def _compare_clients(clients: List[Any], data: Any, output_dir: Optional[PathLik
         with open(os.path.join(out, "compare.json"), "w", encoding="utf-8") as f:
             json.dump({k: v for k, v in report.items() if k != "flips"}, f, indent=2, ensure_ascii=False)
             f.write("\n")
+    _slice_tables(report)
     failed = [g for g in report["gates"] if not g["passed"]]
     if failed:
         raise GateFailed([_gate_words(g) for g in failed], report)
@@ -253,6 +264,8 @@ def _compare_clients(clients: List[Any], data: Any, output_dir: Optional[PathLik
 
 def _gate_words(g: Dict[str, Any]) -> str:
     """A failed gate as the command names it."""
+    if g.get("slices"):
+        return f"{g['flag']}: model {g['model']}'s changed answers concentrate in {', '.join(g['slices'])}"
     if g.get("score"):
         return f"{g['flag']} ({g['score']}): model {g['model']}'s interval lies below 0 (upper bound {g['value']})"
     return f"{g['flag']} {g['threshold']}: model {g['model']} measured {g['value']}"

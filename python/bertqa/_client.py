@@ -19,9 +19,24 @@ Answer = _native.Answer
 Candidate = _native.Candidate
 
 
+class Table(list):
+    """The rows of one of a report's tables (each a dict, keys as ``--json`` has them),
+    as a list; ``to_pandas()`` gives them as a DataFrame (pandas is optional)."""
+
+    def to_pandas(self) -> Any:
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError(
+                "to_pandas() needs pandas, which bertqa does not install: pip install pandas"
+            ) from None
+        return pandas.DataFrame(list(self))
+
+
 class Evaluation:
     """An evaluation's results: ``metrics`` (the official keys), ``predictions`` (id →
-    answer text), ``latency_ms``, ``throughput``, ``to_dict()`` and ``write(dir)``."""
+    answer text), ``latency_ms``, ``throughput``, the ``slices`` with the
+    ``weak_slices``, ``to_dict()`` and ``write(dir)``."""
 
     def __init__(self, native: Any) -> None:
         self._native = native
@@ -46,6 +61,26 @@ class Evaluation:
     @property
     def throughput(self) -> Dict[str, float]:
         return self._report["throughput"]
+
+    @property
+    def slices(self) -> Table:
+        """Every slice of the questions (``question_type:when``, ``context_windows:3+``,
+        ...; docs/algorithm.md, "Slices"), each a dict as ``eval --json`` has it:
+        ``slice``, ``questions``, ``exact`` and ``f1`` (percent) with their bootstrap
+        intervals ``exact_ci`` and ``f1_ci``, ``error_rate`` against
+        ``rest_error_rate``, ``p_value`` and the Holm-adjusted ``p_adjusted``."""
+        return Table(self._report["slices"])
+
+    @property
+    def weak_slices(self) -> List[str]:
+        """The slices whose errors stand out: adjusted p below 1 − confidence and an
+        error rate above the rest's."""
+        return self._report["weak_slices"]
+
+    @property
+    def slices_not_computed(self) -> Dict[str, str]:
+        """The dimensions the run could not give, each with why."""
+        return self._report["slices_not_computed"]
 
     def to_dict(self) -> Dict[str, Any]:
         """The document ``eval --json`` prints for the same run, with the predictions;

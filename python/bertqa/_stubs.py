@@ -150,7 +150,9 @@ def _class(cls: Any, dunders: Sequence[str]) -> List[str]:
     """A class's stub: its public methods and properties (and ``dunders``), from their
     definitions, under the first paragraph of its docstring."""
     summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split())
-    out = [f"\n\nclass {cls.__name__}:", f'    """{summary}"""']
+    bases = [b.__name__ for b in cls.__bases__ if b is not object]
+    head = f"{cls.__name__}({', '.join(bases)})" if bases else cls.__name__
+    out = [f"\n\nclass {head}:", f'    """{summary}"""']
     for name, member in cls.__dict__.items():
         if name.startswith("_") and name not in dunders:
             continue
@@ -182,6 +184,7 @@ def _client_command(name: str, method: Any, command: "_api._Command") -> str:
 
 def stubs() -> str:
     out: List[str] = [_HEAD, _ANSWERS]
+    out += _class(_client.Table, ())
     out += _class(_client.Evaluation, ())
     out += _class(_client.Client, ("__init__", "__call__", "__enter__", "__exit__"))
     out.append("")

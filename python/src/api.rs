@@ -221,6 +221,7 @@ pub(crate) fn evaluate<'py>(
     if let Some(ms) = o.get::<u64>("metrics_interval_ms", "milliseconds")? {
         eval.metrics_interval = std::time::Duration::from_millis(ms);
     }
+    statistics(&mut o, &mut eval.statistics)?;
     o.finish()?;
     if eval.resume && from_logits.is_some() {
         return Err(raise(
@@ -455,23 +456,8 @@ pub(crate) fn compare<'py>(
     options.gates.max_f1_drop = o.number("max_f1_drop")?;
     options.gates.fail_on_significant_drop = o.switch("fail_on_significant_drop")?;
     options.gates.max_flip_rate = o.number("max_flip_rate")?;
-    if let Some(n) = o.count("bootstrap")? {
-        if n == 0 {
-            return Err(o.usage("--bootstrap 0: give at least 1"));
-        }
-        options.statistics.rounds = n;
-    }
-    if let Some(s) = o.get::<u64>("seed", "a whole number, 0 or more")? {
-        options.statistics.seed = s;
-    }
-    if let Some(c) = o.number("confidence")? {
-        if !(c > 0.0 && c < 1.0) {
-            return Err(o.usage(format!(
-                "--confidence {c}: give a fraction between 0 and 1 (0.95 for 95%)"
-            )));
-        }
-        options.statistics.confidence = c;
-    }
+    options.gates.fail_if_concentrated = o.switch("fail_if_concentrated")?;
+    statistics(&mut o, &mut options.statistics)?;
     o.finish()?;
     let builder = match na_prob_thresh {
         Some(t) => builder.na_prob_thresh(t),
@@ -642,4 +628,27 @@ fn targets(
 #[pyo3(name = "settings")]
 pub(crate) fn option_defaults(function: &str) -> Vec<(&'static str, settings::Default)> {
     settings::table(function)
+}
+
+/// `bootstrap`, `seed` and `confidence`: how intervals are drawn (compare's, and the
+/// slices' of an evaluation).
+fn statistics(o: &mut Options<'_>, statistics: &mut bertqa::compare::Statistics) -> PyResult<()> {
+    if let Some(n) = o.count("bootstrap")? {
+        if n == 0 {
+            return Err(o.usage("--bootstrap 0: give at least 1"));
+        }
+        statistics.rounds = n;
+    }
+    if let Some(s) = o.get::<u64>("seed", "a whole number, 0 or more")? {
+        statistics.seed = s;
+    }
+    if let Some(c) = o.number("confidence")? {
+        if !(c > 0.0 && c < 1.0) {
+            return Err(o.usage(format!(
+                "--confidence {c}: give a fraction between 0 and 1 (0.95 for 95%)"
+            )));
+        }
+        statistics.confidence = c;
+    }
+    Ok(())
 }

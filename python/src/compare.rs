@@ -2,8 +2,9 @@
 //! as `bertqa compare` compares models (the library's `bertqa::compare`, the same
 //! report and gates); `bertqa.compare` calls it when given clients.
 
-use bertqa::compare::{Flip, Statistics};
+use bertqa::compare::Statistics;
 use bertqa::report::compare::{ComparisonJson, Gates, StatisticsJson};
+use bertqa::report::flips::FlipLine;
 use pyo3::prelude::*;
 
 use crate::client::{from_json, raise, Evaluation};
@@ -16,7 +17,7 @@ use crate::client::{from_json, raise, Evaluation};
 #[pyo3(signature = (
     evaluations, names, *, show=10, bootstrap=10_000, seed=0, confidence=0.95,
     min_agreement=None, max_logit_diff=None, max_f1_drop=None,
-    fail_on_significant_drop=false, max_flip_rate=None
+    fail_on_significant_drop=false, max_flip_rate=None, fail_if_concentrated=false
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compare_evaluations<'py>(
@@ -32,6 +33,7 @@ pub(crate) fn compare_evaluations<'py>(
     max_f1_drop: Option<f64>,
     fail_on_significant_drop: bool,
     max_flip_rate: Option<f64>,
+    fail_if_concentrated: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     if evaluations.len() < 2 || names.len() != evaluations.len() {
         let message = format!(
@@ -70,12 +72,17 @@ pub(crate) fn compare_evaluations<'py>(
         max_f1_drop,
         fail_on_significant_drop,
         max_flip_rate,
+        fail_if_concentrated,
     };
     let (mut comparisons, mut gate_results, mut flips) = (Vec::new(), Vec::new(), Vec::new());
     py.detach(|| {
         for (name, e) in names.iter().zip(&inner).skip(1) {
-            let c = bertqa::compare::compare_with(&first.into(), &(*e).into(), &statistics);
-            flips.extend(c.flipped.iter().map(|f| flip_line(name, &names[0], f)));
+            let c = bertqa::compare::compare_evaluations(first, e, &statistics);
+            flips.extend(
+                c.flipped
+                    .iter()
+                    .map(|f| FlipLine::new(name, &names[0], f, first)),
+            );
             let json = ComparisonJson::new(show, &names[0], name, c);
             gate_results.extend(gates.check(&json, questions));
             comparisons.push(json);
@@ -102,15 +109,4 @@ pub(crate) fn compare_evaluations<'py>(
         "flips": flips,
     });
     from_json(py, &report)
-}
-
-/// A line of `flips.jsonl`.
-fn flip_line(model: &str, against: &str, f: &Flip) -> serde_json::Value {
-    let mut line = serde_json::json!({"model": model, "against": against});
-    if let (Some(map), Ok(serde_json::Value::Object(flip))) =
-        (line.as_object_mut(), serde_json::to_value(f))
-    {
-        map.extend(flip);
-    }
-    line
 }

@@ -169,6 +169,9 @@ pub(crate) fn table(function: &str) -> Vec<(&'static str, Default)> {
             ("max_p99_ms", Default::None),
             ("metrics_url", Default::None),
             ("metrics_interval_ms", ms(eval.metrics_interval)),
+            ("bootstrap", int(eval.statistics.rounds)),
+            ("seed", int(eval.statistics.seed)),
+            ("confidence", Default::Float(eval.statistics.confidence)),
         ]),
         "ask" => {
             out.retain(|(n, _)| !matches!(*n, "strict" | "warmup"));
@@ -193,6 +196,10 @@ pub(crate) fn table(function: &str) -> Vec<(&'static str, Default)> {
                     Default::Bool(compare.gates.fail_on_significant_drop),
                 ),
                 ("max_flip_rate", Default::None),
+                (
+                    "fail_if_concentrated",
+                    Default::Bool(compare.gates.fail_if_concentrated),
+                ),
                 ("bootstrap", int(compare.statistics.rounds)),
                 ("seed", int(compare.statistics.seed)),
                 ("confidence", Default::Float(compare.statistics.confidence)),

@@ -201,8 +201,12 @@ def test_compare_takes_clients_as_the_command_takes_model_names(grpc_url, tmp_pa
     assert len(flips) == len(report["flips"]) and json.loads(flips[0])["against"] == "oracle"
     # The command over the same models' names: the same statistics, seed for seed.
     cli = bertqa.compare(["oracle", "oracle-lossy-1"], data, url=grpc_url, seed=3)
-    for key in ("exact_diff", "f1_diff", "flips", "agreement"):
+    for key in ("exact_diff", "f1_diff", "flips", "agreement", "slices", "concentrated_in"):
         assert cli["comparisons"][0][key] == c[key], key
+    # Slice by slice; wrong at random, the changes gather nowhere.
+    assert isinstance(c["slices"], bertqa.Table) and len(c["slices"]) > 10
+    assert c["concentrated_in"] == []
+    assert all(json.loads(line)["slices"]["question_type"] for line in flips)
     # Finished runs: the command's model directories compared without a server.
     bertqa.compare(["oracle", "oracle-lossy-1"], data, url=grpc_url, output_dir=tmp_path / "cmd")
     runs = bertqa.compare(runs=[tmp_path / "cmd" / "oracle", tmp_path / "cmd" / "oracle-lossy-1"],
@@ -210,6 +214,30 @@ def test_compare_takes_clients_as_the_command_takes_model_names(grpc_url, tmp_pa
     assert runs["comparisons"][0]["exact_diff"] == c["exact_diff"]
     with pytest.raises(bertqa.UsageError, match="settings of the clients"):
         bertqa.compare([reference, lossy], data, batch_size=4)
+
+
+def test_an_evaluation_carries_its_slices_as_a_table(grpc_url, monkeypatch):
+    import sys
+    import types
+
+    evaluation = bertqa.Client(grpc_url, "oracle").evaluate(SAMPLE)
+    report = evaluation.to_dict()
+    assert evaluation.slices == report["slices"] and isinstance(evaluation.slices, bertqa.Table)
+    dimensions = {s["slice"].split(":")[0] for s in evaluation.slices}
+    assert {"question_type", "answerable", "context_windows", "margin"} <= dimensions
+    assert sum(s["questions"] for s in evaluation.slices if s["slice"].startswith("question_type:")) \
+        == report["questions"]
+    # The oracle answers every question: no slice is weak.
+    assert evaluation.weak_slices == report["weak_slices"] == []
+    assert evaluation.slices_not_computed == report["slices_not_computed"]
+    # pandas is optional: without it, a clear error; with it, a DataFrame of the rows.
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        evaluation.slices.to_pandas()
+    pandas = types.ModuleType("pandas")
+    pandas.DataFrame = lambda rows: ("frame", rows)
+    monkeypatch.setitem(sys.modules, "pandas", pandas)
+    assert evaluation.slices.to_pandas() == ("frame", list(evaluation.slices))
 
 
 # Short perf windows: a level ends after a few requests.

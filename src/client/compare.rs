@@ -23,6 +23,7 @@ use super::Engine;
 use crate::compare::Statistics;
 use crate::error::{Error, Result};
 use crate::evaluate::Scores;
+use crate::evaluation::slices::RunSide;
 use crate::evaluation::{score_with, write_per_question, write_predictions, EvalData, EvalHooks};
 use crate::features::FeatureConfig;
 use crate::pipeline::{Padding, RunConfig, RunOutcome};
@@ -31,6 +32,7 @@ use crate::report::compare::{
     Throughput,
 };
 use crate::report::flips::FlipLine;
+use crate::slices::{names, Placement, QuestionSlices};
 use crate::types::Feature;
 
 /// A deployment to compare: a client, and how the report names it.
@@ -137,7 +139,7 @@ pub fn compare_deployments(
         max_seq_length,
         ..first.settings.features
     };
-    let windows: Vec<Arc<Feature>> = match shared {
+    let (windows, placements): (Vec<Arc<Feature>>, Vec<Placement>) = match shared {
         Some(engine) => {
             features.validate_for(engine.settings.decode.postprocess)?;
             let tokenizer = engine.tokenizer.as_ref().expect("found with a tokenizer");
@@ -147,10 +149,10 @@ pub fn compare_deployments(
                 features,
                 &data.dataset,
             )?;
-            let (built, _) = crate::features::collect(builder, &data.dataset)?;
-            built.into_iter().map(Arc::new).collect()
+            let (built, _, placements) = crate::features::collect_placed(builder, &data.dataset);
+            (built.into_iter().map(Arc::new).collect(), placements)
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     let padding = shared_padding(deployments, max_seq_length)?;
     let jobs = deployments
@@ -161,6 +163,7 @@ pub fn compare_deployments(
     let shared = Shared {
         data,
         windows: &windows,
+        placements: &placements,
         version_2,
         options,
         output_dir,
@@ -196,6 +199,7 @@ pub fn compare_deployments(
         options.html.as_deref(),
         &compared.report,
         &compared.flips,
+        &data.dataset,
     )?;
     Ok(compared)
 }
@@ -205,6 +209,8 @@ struct Shared<'a> {
     data: &'a EvalData,
     /// The windows cut once.
     windows: &'a [Arc<Feature>],
+    /// Where each question's windows cut once lie.
+    placements: &'a [Placement],
     version_2: bool,
     options: &'a CompareOptions,
     output_dir: &'a Path,
@@ -232,6 +238,9 @@ struct ModelRun {
     outcome: RunOutcome,
     own_windows: bool,
     scores: Scores,
+    /// Each question's slices in this run, and the dimensions it cannot give.
+    slices: Vec<QuestionSlices>,
+    slices_not_computed: std::collections::BTreeMap<&'static str, String>,
     /// The files written in its directory.
     files: Vec<String>,
 }
@@ -354,7 +363,30 @@ fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
         null_odds,
         engine.settings.na_prob_thresh,
     )?;
-    write_per_question(&dir, &outcome.predictions, &scores)?;
+    let margins: Vec<f64> = outcome
+        .predictions
+        .iter()
+        .map(crate::slices::margin)
+        .collect();
+    let text = engine.model.takes_text();
+    let side = RunSide {
+        version_2: shared.version_2,
+        placements: match (text, own_windows) {
+            (true, _) => &[],
+            (false, true) => &outcome.placements,
+            (false, false) => shared.placements,
+        },
+        windowless: format!("model {name:?} cuts its windows on the server"),
+        margins: &margins,
+        predictions: &outcome.predictions,
+        null_threshold: match (shared.version_2, null_odds) {
+            (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
+            (true, false) => Err(format!("model {name:?} gives no null odds")),
+            (true, true) => Ok(config.decode.null_score_diff_threshold),
+        },
+    };
+    let (slices, slices_not_computed) = crate::evaluation::slices::assigned(dataset, &side);
+    write_per_question(&dir, &outcome.predictions, &scores, &slices)?;
     files.push("per_question.jsonl".into());
     Ok(ModelRun {
         name: name.clone(),
@@ -365,6 +397,8 @@ fn run_one(shared: &Shared<'_>, job: Job<'_>) -> Result<ModelRun> {
         outcome,
         own_windows,
         scores,
+        slices,
+        slices_not_computed,
         files,
     })
 }
@@ -379,14 +413,16 @@ fn report(shared: &Shared<'_>, runs: &[ModelRun]) -> Compared {
     let comparisons = runs[1..]
         .iter()
         .map(|r| {
-            let c = crate::compare::compare_with(
+            let c = crate::compare::compare_in_slices(
                 &compared(first, shared.windows),
                 &compared(r, shared.windows),
                 &options.statistics,
+                &first.slices,
             );
             flips.extend(c.flipped.iter().map(|f| FlipLine {
                 model: r.name.clone(),
                 against: first.name.clone(),
+                slices: first.slices.get(f.index).map(names).unwrap_or_default(),
                 flip: f.clone(),
             }));
             let json = ComparisonJson::new(options.show, &first.name, &r.name, c);
@@ -409,6 +445,11 @@ fn report(shared: &Shared<'_>, runs: &[ModelRun]) -> Compared {
             .collect(),
         comparisons,
         gates,
+        slices_not_computed: first
+            .slices_not_computed
+            .iter()
+            .map(|(d, reason)| (d.to_string(), reason.clone()))
+            .collect(),
     };
     Compared { report, flips }
 }
@@ -502,14 +543,16 @@ pub(crate) fn compare_runs(
     let comparisons = runs[1..]
         .iter()
         .map(|r| {
-            let c = crate::compare::compare_with(
+            let c = crate::compare::compare_in_slices(
                 &first.run(&windows),
                 &r.run(&windows),
                 &options.statistics,
+                &first.slices,
             );
             flips.extend(c.flipped.iter().map(|f| FlipLine {
                 model: r.name.clone(),
                 against: first.name.clone(),
+                slices: first.slices.get(f.index).map(names).unwrap_or_default(),
                 flip: f.clone(),
             }));
             let mut json = ComparisonJson::new(options.show, &first.name, &r.name, c);
@@ -532,6 +575,7 @@ pub(crate) fn compare_runs(
         models: runs.iter().map(finished_json).collect(),
         comparisons,
         gates,
+        slices_not_computed: finished_slices_not_computed(first),
     };
     if let Some(dir) = &options.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -541,8 +585,32 @@ pub(crate) fn compare_runs(
         options.html.as_deref(),
         &report,
         &flips,
+        dataset,
     )?;
     Ok(Compared { report, flips })
+}
+
+/// The dimensions a finished run's per_question.jsonl gives no question a slice in,
+/// each with why.
+fn finished_slices_not_computed(
+    run: &crate::compare::FinishedRun,
+) -> std::collections::BTreeMap<String, String> {
+    let file = run.dir.join("per_question.jsonl");
+    crate::slices::DIMENSIONS
+        .iter()
+        .enumerate()
+        .filter(|&(d, _)| run.slices.iter().all(|q| q[d].is_none()))
+        .map(|(_, dimension)| {
+            let reason = match run.slices.is_empty() {
+                true => format!(
+                    "{} has no slices (written by an older bertqa)",
+                    file.display()
+                ),
+                false => format!("{} gives no question one", file.display()),
+            };
+            (dimension.to_string(), reason)
+        })
+        .collect()
 }
 
 /// The statistics' settings as the report gives them.

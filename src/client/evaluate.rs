@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::evaluation::facts::{finished, Facts, ServerFacts};
 use crate::evaluation::journaled::{self, JournalHandle, Recorder};
 use crate::evaluation::partial::{write_partial, Partial};
+use crate::evaluation::slices::{self, RunSide, Slices};
 use crate::evaluation::{
     score_with, write_per_question, write_predictions, EvalData, EvalHooks, EvalOptions, Evaluation,
 };
@@ -56,7 +57,76 @@ pub(crate) fn evaluate(
         null_odds,
         engine.settings.na_prob_thresh,
     )?;
-    Ok(finished(outcome, scores, version_2, null_odds, facts))
+    let margins: Vec<f64> = outcome
+        .predictions
+        .iter()
+        .map(crate::slices::margin)
+        .collect();
+    let side = SliceSide::of(
+        Some(&engine.model),
+        version_2,
+        null_odds,
+        &config.decode,
+        margins,
+    );
+    let slices = side.slices(dataset, &outcome, &scores, &Default::default());
+    Ok(finished(
+        outcome, scores, version_2, null_odds, facts, slices,
+    ))
+}
+
+/// What a finished run gives its slices besides its outcome and scores.
+struct SliceSide {
+    version_2: bool,
+    /// Why the run has no placements (a text model's windows are the server's).
+    windowless: String,
+    margins: Vec<f64>,
+    null_threshold: std::result::Result<f64, String>,
+}
+
+impl SliceSide {
+    /// A run of `model` (`None`: decoded from saved logits) with each question's
+    /// `margins` taken before its n-best list was written away.
+    fn of(
+        model: Option<&crate::backend::Model>,
+        version_2: bool,
+        null_odds: bool,
+        decode: &DecodeConfig,
+        margins: Vec<f64>,
+    ) -> SliceSide {
+        let name = model.map_or("", |m| m.name());
+        SliceSide {
+            version_2,
+            windowless: match model.is_some_and(|m| m.takes_text()) {
+                true => format!("model {name:?} cuts its windows on the server"),
+                false => "the run's windows were not cut here".into(),
+            },
+            margins,
+            null_threshold: match (version_2, null_odds) {
+                (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
+                (true, false) => Err(format!("model {name:?} gives no null odds")),
+                (true, true) => Ok(decode.null_score_diff_threshold),
+            },
+        }
+    }
+
+    fn slices(
+        &self,
+        dataset: &crate::types::Dataset,
+        outcome: &RunOutcome,
+        scores: &crate::evaluate::Scores,
+        statistics: &crate::compare::stats::Statistics,
+    ) -> Slices {
+        let run = RunSide {
+            version_2: self.version_2,
+            placements: &outcome.placements,
+            windowless: self.windowless.clone(),
+            margins: &self.margins,
+            predictions: &outcome.predictions,
+            null_threshold: self.null_threshold.clone(),
+        };
+        slices::of(dataset, &run, scores, statistics)
+    }
 }
 
 /// The pool's counters before a run, so that its report counts the run's only.
@@ -181,6 +251,7 @@ pub(crate) fn evaluate_with(
         replies: text.then_some(&*journal),
         nbest: Mutex::new(decode::NbestStream::create(dir)?),
         answer_scores: options.html.as_ref().map(|_| Mutex::new(HashMap::new())),
+        margins: Mutex::new(vec![f64::INFINITY; dataset.examples.len()]),
     };
     let before = Counters::of(&engine.pool);
     let scraper = Scraping::start(engine, drive, options)?;
@@ -204,6 +275,10 @@ pub(crate) fn evaluate_with(
         .nbest
         .into_inner()
         .unwrap_or_else(|p| p.into_inner());
+    let margins = observer
+        .margins
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
     let done = version_2 && null_odds;
     let outcome = match is_complete(&outcome, dataset) {
         // Every question decoded: completing cannot fail.
@@ -224,6 +299,7 @@ pub(crate) fn evaluate_with(
             return Err(incomplete(&partial, outcome, &engine.pool, nbest));
         }
     };
+    let side = SliceSide::of(Some(model), version_2, null_odds, &config.decode, margins);
     let evaluation = finish(
         outcome,
         data,
@@ -234,6 +310,7 @@ pub(crate) fn evaluate_with(
         engine.settings.na_prob_thresh,
         Some(nbest),
         &answer_scores,
+        &side,
     )?;
     journaled::remove(dir)?;
     Ok(evaluation)
@@ -300,6 +377,7 @@ fn finish(
     na_prob_thresh: f64,
     nbest: Option<decode::NbestStream>,
     answer_scores: &HashMap<String, f64>,
+    side: &SliceSide,
 ) -> Result<Evaluation> {
     let dir = &options.output_dir;
     let with_null_odds = version_2 && null_odds;
@@ -321,9 +399,10 @@ fn finish(
         summary: format!("{e} (the predictions were written to {})", dir.display()),
         cause: None,
     })?;
-    write_per_question(dir, &outcome.predictions, &scores)?;
+    let slices = side.slices(&data.dataset, &outcome, &scores, &options.statistics);
+    write_per_question(dir, &outcome.predictions, &scores, &slices.questions)?;
     files.push("per_question.jsonl".into());
-    let mut evaluation = finished(outcome, scores, version_2, null_odds, facts);
+    let mut evaluation = finished(outcome, scores, version_2, null_odds, facts, slices);
     evaluation.files = files;
     let infer = evaluation
         .facts
@@ -474,6 +553,9 @@ struct Observer<'a> {
     replies: Option<&'a Mutex<Journal>>,
     nbest: Mutex<decode::NbestStream>,
     answer_scores: Option<Mutex<HashMap<String, f64>>>,
+    /// Each question's margin (docs/algorithm.md §8.8), taken before its n-best list is
+    /// written away.
+    margins: Mutex<Vec<f64>>,
 }
 
 impl Observer<'_> {
@@ -519,6 +601,14 @@ impl RunObserver for Observer<'_> {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(prediction.qas_id.clone(), score);
         }
+        if let Some(m) = self
+            .margins
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(example_index)
+        {
+            *m = crate::slices::margin(prediction);
+        }
         self.nbest
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -561,7 +651,7 @@ pub(crate) fn evaluate_saved(
         features,
         dataset,
     )?;
-    let (feats, featureless) = crate::features::collect(builder, dataset)?;
+    let (feats, featureless, placements) = crate::features::collect_placed(builder, dataset);
     let features_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let bert = tokenizer
@@ -578,6 +668,7 @@ pub(crate) fn evaluate_saved(
         predictions,
         features: feats.len() as u64,
         featureless,
+        placements,
         infer: InferReport {
             non_finite,
             ..InferReport::empty()
@@ -608,6 +699,12 @@ pub(crate) fn evaluate_saved(
         server_metrics: None,
     };
     // Logits come from a token model, which gives null odds.
+    let margins = outcome
+        .predictions
+        .iter()
+        .map(crate::slices::margin)
+        .collect();
+    let side = SliceSide::of(None, version_2, true, &decode_config, margins);
     finish(
         outcome,
         data,
@@ -618,5 +715,6 @@ pub(crate) fn evaluate_saved(
         na_prob_thresh,
         None,
         &answer_scores,
+        &side,
     )
 }

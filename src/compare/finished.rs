@@ -35,6 +35,9 @@ pub struct FinishedRun {
     pub scores: Scores,
     /// The windows' logits by ascending unique id (empty without `logits.bin`).
     pub logits: Vec<Logits>,
+    /// Each question's slices as its per_question.jsonl gives them (empty: the file
+    /// has none, written by an older bertqa).
+    pub(crate) slices: Vec<crate::slices::QuestionSlices>,
 }
 
 impl FinishedRun {
@@ -107,6 +110,7 @@ impl FinishedRun {
                 na_prob_thresh,
             },
         )?;
+        let slices = read_slices(&dir.join("per_question.jsonl"), dataset)?;
         let logits_path = dir.join("logits.bin");
         let logits = match logits_path.exists() {
             true => crate::logits_io::load(&logits_path)?,
@@ -117,6 +121,7 @@ impl FinishedRun {
             name,
             report: head,
             version_2_with_negative: version_2,
+            slices,
             predictions,
             scores,
             logits,
@@ -217,4 +222,30 @@ fn read_nbest(path: &Path) -> Result<Option<std::collections::HashMap<String, Ve
             })
             .collect(),
     ))
+}
+
+/// Each question's slices in the per_question.jsonl at `path`, in `dataset`'s order
+/// (by id); empty when the file is absent or any question has none.
+fn read_slices(path: &Path, dataset: &Dataset) -> Result<Vec<crate::slices::QuestionSlices>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    let mut by_id = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+            Error::input(
+                crate::error::Location::at(path, i + 1, e.column()),
+                e.to_string(),
+            )
+        })?;
+        if let (Some(id), Some(slices)) = (v["id"].as_str(), v["slices"].as_object()) {
+            by_id.insert(id.to_string(), crate::slices::parse(slices));
+        }
+    }
+    Ok(dataset
+        .examples
+        .iter()
+        .map(|e| by_id.get(&e.qas_id).copied())
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default())
 }

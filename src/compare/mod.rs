@@ -21,6 +21,7 @@
 //! ```
 
 mod finished;
+mod sliced;
 pub mod stats;
 mod windows;
 
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use finished::FinishedRun;
+pub use sliced::SliceComparison;
 pub use stats::{Difference, Divergence, Statistics};
 pub use windows::LogitDiff;
 
@@ -109,6 +111,9 @@ pub struct Flip {
     pub exact: [f64; 2],
     /// Their official per-question F1 (0-1), the first run's then the other's.
     pub f1: [f64; 2],
+    /// The question's place in the data.
+    #[serde(skip)]
+    pub(crate) index: usize,
 }
 
 /// One run against the first.
@@ -147,6 +152,12 @@ pub struct Comparison {
     pub start_kl: Option<Divergence>,
     /// KL(first ‖ other) of the end distributions, as `start_kl`.
     pub end_kl: Option<Divergence>,
+    /// The comparison in each slice of the first run's questions (docs/algorithm.md,
+    /// "Slices"); empty when the first run's slices are not known.
+    pub slices: Vec<SliceComparison>,
+    /// The slices (`dimension:slice`) where the changed answers concentrate:
+    /// Holm-adjusted p below 1 − confidence and a change rate above the rest's.
+    pub concentrated_in: Vec<String>,
 }
 
 /// `other` against `first`, with the default [`Statistics`].
@@ -211,7 +222,50 @@ pub fn compare_with<'a>(first: &Run<'a>, other: &Run<'a>, statistics: &Statistic
         flipped,
         start_kl,
         end_kl,
+        slices: Vec::new(),
+        concentrated_in: Vec::new(),
     }
+}
+
+/// `other` against `first`, two evaluations of the same data ([`crate::Client::evaluate`]),
+/// the statistics drawn as `statistics` says: [`compare_with`], and the comparison in
+/// each slice of `first`'s questions ([`Comparison::slices`], [`Comparison::concentrated_in`]).
+pub fn compare_evaluations(
+    first: &crate::Evaluation,
+    other: &crate::Evaluation,
+    statistics: &Statistics,
+) -> Comparison {
+    compare_in_slices(
+        &first.into(),
+        &other.into(),
+        statistics,
+        &first.question_slices,
+    )
+}
+
+/// The slices of question `index` of `evaluation`, as flips.jsonl names them.
+pub(crate) fn slice_names(
+    evaluation: &crate::Evaluation,
+    index: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    evaluation
+        .question_slices
+        .get(index)
+        .map(crate::slices::names)
+        .unwrap_or_default()
+}
+
+/// [`compare_with`], and the comparison in each slice of `question_slices` (the first
+/// run's, in question order).
+pub(crate) fn compare_in_slices<'a>(
+    first: &Run<'a>,
+    other: &Run<'a>,
+    statistics: &Statistics,
+    question_slices: &[crate::slices::QuestionSlices],
+) -> Comparison {
+    let mut c = compare_with(first, other, statistics);
+    (c.slices, c.concentrated_in) = sliced::sliced(first, other, question_slices, statistics);
+    c
 }
 
 /// The flips of every question from `first` to `other`, counted and listed.
@@ -249,6 +303,7 @@ fn flips(first: &Run<'_>, other: &Run<'_>) -> (Flips, Vec<Flip>) {
             answers: [a.answer.clone(), b.answer.clone()],
             exact: [sa.0, sb.0],
             f1: [sa.1, sb.1],
+            index: i,
         });
     }
     (counts, flipped)

@@ -13,26 +13,8 @@
 
 use serde::Serialize;
 
-/// How the statistics are drawn.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Statistics {
-    /// Bootstrap resamples, and rounds of the randomization test (at least 1).
-    pub rounds: usize,
-    /// The generator's seed: the same seed gives the same intervals and p-values.
-    pub seed: u64,
-    /// The interval's coverage, in (0, 1).
-    pub confidence: f64,
-}
-
-impl Default for Statistics {
-    fn default() -> Self {
-        Statistics {
-            rounds: 10_000,
-            seed: 0,
-            confidence: 0.95,
-        }
-    }
-}
+pub(crate) use crate::slices::quantile;
+pub use crate::slices::Statistics;
 
 /// A paired difference of one score: the model minus the reference, in points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -125,19 +107,6 @@ fn bootstrap(diffs: &[(f64, f64)], statistics: &Statistics) -> ([f64; 2], [f64; 
         [quantile(&means, tail), quantile(&means, 1.0 - tail)]
     };
     (interval(exact), interval(f1))
-}
-
-/// The `q` quantile of sorted `values` by linear interpolation between the closest
-/// ranks (numpy's default).
-pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        n => {
-            let at = q.clamp(0.0, 1.0) * (n - 1) as f64;
-            let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
-            sorted[lo] + (sorted[hi] - sorted[lo]) * (at - lo as f64)
-        }
-    }
 }
 
 /// McNemar's exact test: the two-sided binomial p-value of `b` changes one way and `c`

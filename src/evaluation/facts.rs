@@ -74,6 +74,10 @@ pub(crate) fn report(e: &Evaluation) -> EvalRun {
         non_finite: o.infer.non_finite,
         fingerprint: f.fingerprint.clone(),
         server_metrics: f.server_metrics.clone(),
+        slices: e.slices.clone(),
+        weak_slices: e.weak_slices.clone(),
+        slices_not_computed: e.slices_not_computed.clone(),
+        statistics: e.slice_statistics,
         no_null_odds: server
             .filter(|_| e.version_2 && !e.null_odds)
             .map(|s| crate::report::eval::no_null_odds_reason(s.model.name())),
@@ -87,6 +91,7 @@ pub(crate) fn finished(
     version_2: bool,
     null_odds: bool,
     facts: Facts,
+    slices: super::slices::Slices,
 ) -> Evaluation {
     Evaluation {
         metrics: scores.metrics.clone(),
@@ -98,5 +103,10 @@ pub(crate) fn finished(
         version_2,
         null_odds,
         facts,
+        slices: slices.slices,
+        weak_slices: slices.weak,
+        slices_not_computed: slices.not_computed,
+        question_slices: slices.questions,
+        slice_statistics: slices.statistics,
     }
 }

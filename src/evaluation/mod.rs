@@ -20,6 +20,7 @@
 pub(crate) mod facts;
 pub(crate) mod journaled;
 pub(crate) mod partial;
+pub(crate) mod slices;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use crate::report::eval::{EvalRun, GateResult};
 use crate::shard::Shard;
 use crate::types::Dataset;
 
+pub use crate::slices::Slice;
 pub use journaled::JournalHandle;
 
 /// The questions of an evaluation with what its report and journal say of them.
@@ -147,6 +149,8 @@ pub struct EvalOptions {
     pub stop: Option<tokio_util::sync::CancellationToken>,
     /// Told what happens as it happens.
     pub hooks: Option<Arc<dyn EvalHooks>>,
+    /// How the slices' intervals are drawn, and the level their tests are read at.
+    pub statistics: crate::compare::stats::Statistics,
 }
 
 impl EvalOptions {
@@ -164,6 +168,7 @@ impl EvalOptions {
             metrics_interval: Duration::from_millis(1000),
             stop: None,
             hooks: None,
+            statistics: Default::default(),
         }
     }
 
@@ -184,6 +189,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("max_p99_ms", &self.max_p99_ms)
             .field("metrics_urls", &self.metrics_urls)
             .field("metrics_interval", &self.metrics_interval)
+            .field("statistics", &self.statistics)
             .finish_non_exhaustive()
     }
 }
@@ -239,6 +245,16 @@ pub struct Evaluation {
     pub files: Vec<String>,
     /// The gates asked for, and how they went.
     pub gates: Vec<GateResult>,
+    /// Every slice of the questions (docs/algorithm.md, "Slices"): by dimension in
+    /// their order, then by the slices' names.
+    pub slices: Vec<Slice>,
+    /// The weak slices (`dimension:slice`): Holm-adjusted p below 1 − confidence and an
+    /// error rate above the rest's.
+    pub weak_slices: Vec<String>,
+    /// The dimensions the run could not give (dimension → why).
+    pub slices_not_computed: std::collections::BTreeMap<String, String>,
+    pub(crate) question_slices: Vec<crate::slices::QuestionSlices>,
+    pub(crate) slice_statistics: crate::compare::Statistics,
     pub(crate) version_2: bool,
     pub(crate) null_odds: bool,
     pub(crate) facts: facts::Facts,
@@ -252,7 +268,12 @@ impl Evaluation {
     pub fn write_files(&self, dir: impl AsRef<Path>) -> Result<Vec<String>> {
         let dir = dir.as_ref();
         let mut files = write_predictions(dir, &self.outcome.predictions, self.null_odds(), None)?;
-        write_per_question(dir, &self.outcome.predictions, &self.scores)?;
+        write_per_question(
+            dir,
+            &self.outcome.predictions,
+            &self.scores,
+            &self.question_slices,
+        )?;
         files.push("per_question.jsonl".into());
         Ok(files)
     }
@@ -341,24 +362,48 @@ pub fn write_predictions(
     Ok(files)
 }
 
-/// Writes per_question.jsonl: id, prediction, exact, f1, has_answer per question.
-pub fn write_per_question(dir: &Path, predictions: &[Prediction], scores: &Scores) -> Result<()> {
-    let lines = render_per_question(predictions, scores);
+/// Writes per_question.jsonl: id, prediction, exact, f1, has_answer and slices per
+/// question.
+pub fn write_per_question(
+    dir: &Path,
+    predictions: &[Prediction],
+    scores: &Scores,
+    slices: &[crate::slices::QuestionSlices],
+) -> Result<()> {
+    let lines = render_per_question(predictions, scores, slices);
     crate::output_file::write_atomic(&dir.join("per_question.jsonl"), &lines)
 }
 
 /// The lines of per_question.jsonl: serde_json's compact rendering of
-/// `{"id", "prediction", "exact", "f1", "has_answer"}` in that order, each value
-/// serialized straight into the buffer (the same serializer a `Value` goes through: an
-/// escaped string, a float as ryu writes it or `null` when not finite, a bool).
-pub(crate) fn render_per_question(predictions: &[Prediction], scores: &Scores) -> Vec<u8> {
-    let mut out = Vec::with_capacity(scores.questions.len() * 96);
-    for (p, q) in predictions.iter().zip(&scores.questions) {
+/// `{"id", "prediction", "exact", "f1", "has_answer", "slices"}` in that order, each
+/// value serialized straight into the buffer (the same serializer a `Value` goes
+/// through: an escaped string, a float as ryu writes it or `null` when not finite, a
+/// bool). `slices` holds the dimensions the question has a slice in, in their order;
+/// without any `slices` (a run's partial files), the key is left out.
+pub(crate) fn render_per_question(
+    predictions: &[Prediction],
+    scores: &Scores,
+    slices: &[crate::slices::QuestionSlices],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(scores.questions.len() * 200);
+    for (i, (p, q)) in predictions.iter().zip(&scores.questions).enumerate() {
         put(&mut out, "{\"id\":", q.qas_id.as_str());
         put(&mut out, ",\"prediction\":", p.answer.as_str());
         put(&mut out, ",\"exact\":", &q.exact);
         put(&mut out, ",\"f1\":", &q.f1);
         put(&mut out, ",\"has_answer\":", &q.has_answer);
+        if let Some(question) = slices.get(i) {
+            out.extend_from_slice(b",\"slices\":{");
+            let named = crate::slices::DIMENSIONS.iter().zip(question);
+            let mut first = true;
+            for (dimension, slice) in named.filter_map(|(d, s)| Some((d, (*s)?))) {
+                // Dimensions and slice names are plain ASCII words: nothing to escape.
+                let comma = if first { "" } else { "," };
+                out.extend_from_slice(format!("{comma}\"{dimension}\":\"{slice}\"").as_bytes());
+                first = false;
+            }
+            out.push(b'}');
+        }
         out.extend_from_slice(b"}\n");
     }
     out
@@ -435,7 +480,24 @@ mod tests {
             want.push_str(&line.to_string());
             want.push('\n');
         }
-        let got = render_per_question(&predictions, &scores);
+        let got = render_per_question(&predictions, &scores, &[]);
         assert_eq!(String::from_utf8(got).unwrap(), want);
+        // With slices: the dimensions a question has, in their order, after the rest.
+        let mut slices = vec![[None; crate::slices::DIMENSIONS.len()]; cases.len()];
+        slices[0][0] = Some("when");
+        slices[0][2] = Some("3+");
+        slices[0][6] = Some("q1");
+        let got = String::from_utf8(render_per_question(&predictions, &scores, &slices)).unwrap();
+        let lines: Vec<&str> = got.lines().collect();
+        let first = want.lines().next().unwrap().trim_end_matches('}');
+        assert_eq!(
+            lines[0],
+            format!(
+                "{first},\"slices\":{{\"question_type\":\"when\",\"context_windows\":\"3+\",\"null_margin\":\"q1\"}}}}"
+            )
+        );
+        assert!(lines[1].ends_with(",\"slices\":{}}"), "{}", lines[1]);
+        let parsed: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(parsed["slices"]["context_windows"], "3+");
     }
 }

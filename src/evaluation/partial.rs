@@ -82,7 +82,7 @@ pub(crate) fn write_partial(
             p.null_odds,
             p.na_prob_thresh,
         )?;
-        write_per_question(p.dir, &answered, &scores)?;
+        write_per_question(p.dir, &answered, &scores, &[])?;
         files.push("per_question.jsonl".into());
         metrics = scores.metrics.to_json();
     }

@@ -344,7 +344,6 @@ impl<'t> FeatureBuilder<'t> {
     /// Where the windows of `example` lie, and its first gold answer among them (its
     /// `context_windows` and `answer_windows` slices, docs/algorithm.md §8.8); `example`
     /// must be the one [`FeatureBuilder::push_example`] was last given.
-    #[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
     pub(crate) fn placement(&mut self, dataset: &Dataset, example: &Example) -> Placement {
         self.rules.placement(&self.config, dataset, example)
     }
@@ -358,13 +357,13 @@ impl<'t> FeatureBuilder<'t> {
             pending: VecDeque::new(),
             scratch: Vec::new(),
             featureless: Vec::new(),
+            placements: Vec::new(),
         }
     }
 }
 
 /// The first gold answer of `example` as characters of its context: the first and the
 /// last (`None`: a question without an answer, or an empty one).
-#[allow(dead_code, reason = "eval and compare take the placements up next (issue 56)")]
 fn first_answer_chars(example: &Example) -> Option<(usize, usize)> {
     let answer = example.answers.first().filter(|_| !example.is_impossible)?;
     let chars = answer.text.chars().count();
@@ -380,6 +379,8 @@ pub struct Features<'t, 'd> {
     pending: VecDeque<Feature>,
     scratch: Vec<Feature>,
     featureless: Vec<usize>,
+    /// Where the windows of each example seen so far lie, in data order.
+    placements: Vec<Placement>,
 }
 
 impl Features<'_, '_> {
@@ -399,6 +400,8 @@ impl Iterator for Features<'_, '_> {
             self.next_example += 1;
             self.builder
                 .push_example(self.dataset, example, &mut self.scratch);
+            self.placements
+                .push(self.builder.placement(self.dataset, example));
             if self.scratch.is_empty() {
                 self.featureless.push(example.example_index);
             }
@@ -422,9 +425,18 @@ pub fn collect(
     builder: FeatureBuilder<'_>,
     dataset: &Dataset,
 ) -> Result<(Vec<Feature>, Vec<usize>)> {
+    let (features, featureless, _) = collect_placed(builder, dataset);
+    Ok((features, featureless))
+}
+
+/// [`collect`], with where each example's windows lie (in data order).
+pub(crate) fn collect_placed(
+    builder: FeatureBuilder<'_>,
+    dataset: &Dataset,
+) -> (Vec<Feature>, Vec<usize>, Vec<Placement>) {
     let mut it = builder.features(dataset);
     let features: Vec<Feature> = it.by_ref().collect();
-    Ok((features, it.featureless().to_vec()))
+    (features, it.featureless, it.placements)
 }
 
 #[cfg(test)]

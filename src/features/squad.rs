@@ -19,8 +19,6 @@ pub(super) struct SquadWindows<'t> {
     /// The pieces of the last paragraph seen (examples of a paragraph are adjacent).
     paragraph: Option<(usize, DocPieces)>,
     paragraphs_tokenized: usize,
-    /// The word of each character of the last paragraph a placement asked about.
-    char_words: Option<(usize, Vec<i32>)>,
     question: Vec<u32>,
     /// Whether the encoder's caches were sized for the dataset (on the first example).
     reserved: bool,
@@ -34,7 +32,6 @@ impl<'t> SquadWindows<'t> {
             sep_id: tokenizer.sep_id(),
             paragraph: None,
             paragraphs_tokenized: 0,
-            char_words: None,
             question: Vec::new(),
             reserved: false,
         }
@@ -114,11 +111,6 @@ impl Windows for SquadWindows<'_> {
 
     fn placement(&mut self, config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
         let answer = first_answer_chars(example);
-        // The paragraph's characters' words, made once for its questions that need them.
-        if answer.is_some() && self.char_words.as_ref().map(|(i, _)| *i) != Some(example.paragraph_index) {
-            let words = dataset.paragraph_of(example).char_to_word_offset();
-            self.char_words = Some((example.paragraph_index, words));
-        }
         let Some((_, doc)) = self
             .paragraph
             .as_ref()
@@ -129,10 +121,10 @@ impl Windows for SquadWindows<'_> {
         let max_tokens_for_doc = config.max_seq_length - self.question.len() - 3;
         let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
         // The answer's words, then their first and last piece (a word may have none).
+        let words = &dataset.paragraph_of(example).doc_tokens;
         let answer = answer.map(|(first, last)| {
-            let words = &self.char_words.as_ref()?.1;
-            let word = |c: usize| words.get(c).map(|&w| w.max(0) as u32);
-            let (w0, w1) = (word(first)?, word(last)?);
+            let word = |c: usize| words.word_at_char(c).unwrap_or(0) as u32;
+            let (w0, w1) = (word(first), word(last));
             let start = doc.tok_to_orig.partition_point(|&w| w < w0);
             let end = doc.tok_to_orig.partition_point(|&w| w <= w1);
             (end > start).then(|| (start, end - 1))

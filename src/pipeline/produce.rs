@@ -19,6 +19,7 @@ use super::observe::RunObserver;
 use crate::backend::text::TextReply;
 use crate::decode::Scores;
 use crate::features::FeatureBuilder;
+use crate::slices::Placement;
 use crate::types::{Dataset, Feature, Logits};
 
 /// Examples whose feature counts go to the decoder in one message.
@@ -31,6 +32,9 @@ pub(super) struct Produced {
     pub busy: Duration,
     /// Examples that produced no feature.
     pub featureless: Vec<usize>,
+    /// Where each example's windows lie (docs/algorithm.md §8.8), in data order; empty
+    /// when the windows were given prebuilt.
+    pub placements: Vec<Placement>,
     /// Features built.
     pub total: u64,
     /// Features whose logits were known (not sent).
@@ -71,6 +75,7 @@ pub(super) fn produce(
             None => {
                 built.clear();
                 builder.push_example(dataset, example, &mut built);
+                out.placements.push(builder.placement(dataset, example));
                 scratch.extend(built.drain(..).map(Arc::new));
             }
             Some(all) => {

@@ -26,6 +26,7 @@ use crate::backend::{Infer, Model};
 use crate::decode::{Postprocess, Prediction};
 use crate::error::{Error, Result};
 use crate::features::FeatureBuilder;
+use crate::slices::Placement;
 use crate::tokenize::TokenizerRef;
 use crate::types::{Dataset, Feature, Logits};
 
@@ -85,6 +86,9 @@ pub struct RunOutcome {
     pub features: u64,
     /// Questions that produced no feature (§10: no answer can be given).
     pub featureless: Vec<usize>,
+    /// Where each question's windows lie, in data order (docs/algorithm.md §8.8); empty
+    /// when this run did not cut them (a text model's, prebuilt, saved logits).
+    pub(crate) placements: Vec<Placement>,
     pub infer: InferReport,
     pub phases: Phases,
     /// From the first feature built to the last question decoded, warm-up excluded.
@@ -174,6 +178,8 @@ pub struct PartialOutcome {
     /// Features taken from [`Run::known`] (not sent).
     pub known: u64,
     pub featureless: Vec<usize>,
+    /// See [`RunOutcome`]'s.
+    pub(crate) placements: Vec<Placement>,
     /// Empty when the run failed.
     pub infer: InferReport,
     pub phases: Phases,
@@ -212,6 +218,7 @@ impl PartialOutcome {
             predictions,
             features: self.features,
             featureless: self.featureless,
+            placements: self.placements,
             infer: self.infer,
             phases: self.phases,
             wall: self.wall,
@@ -229,6 +236,7 @@ impl PartialOutcome {
             answered: 0,
             known: 0,
             featureless: Vec::new(),
+            placements: Vec::new(),
             infer: InferReport::empty(),
             phases: Phases::default(),
             wall: Duration::ZERO,
@@ -683,6 +691,7 @@ impl<'a, B: Infer> Run<'a, B> {
             answered,
             known: produced.reused,
             featureless: produced.featureless,
+            placements: produced.placements,
             phases: Phases {
                 features_s: produced.busy.as_secs_f64(),
                 inference_s: report.busy.as_secs_f64(),

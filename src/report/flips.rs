@@ -19,15 +19,38 @@ pub struct FlipLine {
     /// `f1`) are the line's own.
     #[serde(flatten)]
     pub flip: crate::compare::Flip,
+    /// The question's slice in each dimension of the first model's run
+    /// (`{"question_type": "when", ...}`); left out when not known.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub slices: serde_json::Map<String, serde_json::Value>,
+}
+
+impl FlipLine {
+    /// The line of `flip`, a question that flipped from `against`'s evaluation `first`
+    /// to `model`'s, with its slices in `first`.
+    pub fn new(
+        model: &str,
+        against: &str,
+        flip: &crate::compare::Flip,
+        first: &crate::Evaluation,
+    ) -> FlipLine {
+        FlipLine {
+            model: model.to_string(),
+            against: against.to_string(),
+            flip: flip.clone(),
+            slices: crate::compare::slice_names(first, flip.index),
+        }
+    }
 }
 
 /// Writes `dir`'s compare.json and flips.jsonl (no `dir`: neither) and the HTML page at
-/// `html` (when given) of `doc` with the questions of `flips`.
+/// `html` (when given) of `doc` with the questions of `flips` (of `dataset`).
 pub fn write(
     dir: Option<&Path>,
     html: Option<&Path>,
     doc: &CompareJson,
     flips: &[FlipLine],
+    dataset: &crate::types::Dataset,
 ) -> Result<()> {
     if let Some(dir) = dir {
         let mut out = Vec::new();
@@ -41,29 +64,20 @@ pub fn write(
         crate::output_file::write_atomic(&dir.join("compare.json"), json.as_bytes())?;
     }
     if let Some(path) = html {
-        write_html(path, doc, flips)?;
+        let flips: Vec<super::html::compare::FlipsOf<'_>> = doc
+            .comparisons
+            .iter()
+            .map(|c| super::html::compare::FlipsOf {
+                model: &c.model,
+                lines: flips
+                    .iter()
+                    .filter(|l| l.model == c.model)
+                    .map(|l| (&l.flip, &l.slices))
+                    .collect(),
+            })
+            .collect();
+        let page = super::html::compare::render(doc, &flips, dataset);
+        crate::output_file::write_atomic(path, &page)?;
     }
     Ok(())
-}
-
-/// Writes the HTML page of `doc` with the questions of `lines`.
-fn write_html(path: &Path, doc: &CompareJson, lines: &[FlipLine]) -> Result<()> {
-    let per_model: Vec<(String, Vec<crate::compare::Flip>)> = doc
-        .comparisons
-        .iter()
-        .map(|c| {
-            let flips = lines
-                .iter()
-                .filter(|l| l.model == c.model)
-                .map(|l| l.flip.clone())
-                .collect();
-            (c.model.clone(), flips)
-        })
-        .collect();
-    let flips: Vec<super::html::compare::FlipsOf<'_>> = per_model
-        .iter()
-        .map(|(model, flips)| super::html::compare::FlipsOf { model, flips })
-        .collect();
-    let page = super::html::compare::render(doc, &flips);
-    crate::output_file::write_atomic(path, &page)
 }

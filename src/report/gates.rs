@@ -26,10 +26,12 @@ pub enum Gate {
     FailOnSignificantDrop,
     /// compare: at most this fraction of the questions changed correctness.
     MaxFlipRate,
+    /// compare: the changed answers concentrate in no slice.
+    FailIfConcentrated,
 }
 
 /// Each gate, its setting, and the flag the reports name it by; in [`Gate`]'s order.
-pub const FLAGS: [(Gate, &str, &str); 8] = [
+pub const FLAGS: [(Gate, &str, &str); 9] = [
     (Gate::MinExact, "min_exact", "--min-exact"),
     (Gate::MinF1, "min_f1", "--min-f1"),
     (Gate::MaxP99Ms, "max_p99_ms", "--max-p99-ms"),
@@ -42,6 +44,11 @@ pub const FLAGS: [(Gate, &str, &str); 8] = [
         "--fail-on-significant-drop",
     ),
     (Gate::MaxFlipRate, "max_flip_rate", "--max-flip-rate"),
+    (
+        Gate::FailIfConcentrated,
+        "fail_if_concentrated",
+        "--fail-if-concentrated",
+    ),
 ];
 
 impl Gate {

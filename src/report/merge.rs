@@ -1,6 +1,7 @@
 //! `bertqa merge --json`, also the merged directory's `metrics.json`
 //! (`schema/merge.schema.json`), and the text `merge` prints.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -40,6 +41,15 @@ pub struct MergeJson {
     pub output_dir: String,
     /// The names of the files written in `output_dir`, `metrics.json` last.
     pub files: Vec<String>,
+    /// How the slices' intervals were drawn: the shards' (docs/algorithm.md, "Slices").
+    pub statistics: super::eval::SliceStatistics,
+    /// Every slice of the questions, computed again over all of them (the margins'
+    /// quartiles are the whole data's): a single run's.
+    pub slices: Vec<crate::slices::Slice>,
+    /// The weak slices.
+    pub weak_slices: Vec<String>,
+    /// The dimensions the merged run cannot give, each with why.
+    pub slices_not_computed: BTreeMap<String, String>,
     /// The data reader's warnings, for the person merging; not part of the document.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -122,6 +132,13 @@ mod tests {
                 .with("shard", "merged"),
             output_dir: "merged".into(),
             files: vec!["predictions.json".into(), "metrics.json".into()],
+            statistics: Default::default(),
+            slices: Vec::new(),
+            weak_slices: Vec::new(),
+            slices_not_computed: BTreeMap::from([(
+                "margin".to_string(),
+                "no question's n-best list holds two answers".to_string(),
+            )]),
             warnings: Vec::new(),
         }
     }

@@ -8,7 +8,9 @@
 //! named. The answers are put back in the data file's question order and written as
 //! the reference writes them (Python `json.dumps(indent=4)`), so predictions.json,
 //! nbest_predictions.json and null_odds.json are byte-identical to a single run's; EM/F1
-//! are computed again over all questions from the data (never averaged).
+//! are computed again over all questions from the data (never averaged), and so are the
+//! slices (docs/algorithm.md, "Slices"): the windows' as the shards' per_question.jsonl
+//! give them, the margins' quartiles over the whole data.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,6 +26,7 @@ use crate::journal::Fingerprint;
 use crate::report::eval::EvalJson;
 use crate::report::merge::{MergeJson, ShardJson};
 use crate::report::{CountedIds, Format, Render as _};
+use crate::slices::QuestionSlices;
 use crate::types::Dataset;
 
 /// Merges the shard directories `dirs` (all N of one evaluation, in any order) into
@@ -51,7 +54,24 @@ pub fn merge(
     let version_2 = first.report.version_2_with_negative;
     let owner = owners(&by_index, dataset.examples.len())?;
     let (mut files, merged) = merge_answers(output_dir, &by_index, &dataset, &owner, version_2)?;
-    let scores = score(output_dir, na_prob_thresh, &dataset, &merged, version_2)?;
+    let (questions, not_computed) = merged_slices(&by_index, &dataset, &merged, version_2, first)?;
+    let scores = score(
+        output_dir,
+        na_prob_thresh,
+        &dataset,
+        &merged,
+        version_2,
+        &questions,
+    )?;
+    let st = first.report.statistics;
+    let statistics = crate::slices::Statistics {
+        rounds: st.bootstrap,
+        seed: st.seed,
+        confidence: st.confidence,
+    };
+    let exact: Vec<f64> = scores.questions.iter().map(|q| q.exact).collect();
+    let f1: Vec<f64> = scores.questions.iter().map(|q| q.f1).collect();
+    let (slices, weak_slices) = crate::slices::tabled(&questions, &exact, &f1, &statistics);
     files.push("per_question.jsonl".into());
     files.push("metrics.json".into());
 
@@ -80,6 +100,10 @@ pub fn merge(
         run,
         output_dir: output_dir.display().to_string(),
         files,
+        statistics: st,
+        slices,
+        weak_slices,
+        slices_not_computed: not_computed,
         warnings,
     };
     let json = doc.render(Format::Json);
@@ -333,6 +357,7 @@ struct PerQuestion<'a> {
     exact: f64,
     f1: f64,
     has_answer: bool,
+    slices: Map<String, Value>,
 }
 
 /// Scores the merged answers over all questions (never averaged over shards) and
@@ -343,6 +368,7 @@ fn score(
     dataset: &Dataset,
     merged: &Merged,
     version_2: bool,
+    slices: &[crate::slices::QuestionSlices],
 ) -> Result<Scores> {
     let preds = Predictions::from_pairs(
         merged["predictions.json"]
@@ -365,13 +391,14 @@ fn score(
         },
     )?;
     let mut lines = String::new();
-    for q in &scores.questions {
+    for (i, q) in scores.questions.iter().enumerate() {
         let line = PerQuestion {
             id: &q.qas_id,
             prediction: preds.get(&q.qas_id).map_or("", String::as_str),
             exact: q.exact,
             f1: q.f1,
             has_answer: q.has_answer,
+            slices: slices.get(i).map(crate::slices::names).unwrap_or_default(),
         };
         let json = serde_json::to_string(&line)
             .map_err(|e| Error::Internal(format!("a per-question line: {e}")))?;
@@ -379,6 +406,101 @@ fn score(
     }
     crate::output_file::write_atomic(&out_dir.join("per_question.jsonl"), lines.as_bytes())?;
     Ok(scores)
+}
+
+/// Each question's slices in the merged run, and the dimensions it cannot give with
+/// why: the data's own dimensions, the windows' as the shards' per_question.jsonl give
+/// them (they depend on the question alone), the margins from the merged n-best lists
+/// and null odds, in quartiles of the whole data (as a single run's).
+fn merged_slices(
+    by_index: &BTreeMap<usize, &ShardDir>,
+    dataset: &Dataset,
+    merged: &Merged,
+    version_2: bool,
+    first: &ShardDir,
+) -> Result<(Vec<QuestionSlices>, BTreeMap<String, String>)> {
+    let mut windows: std::collections::HashMap<String, QuestionSlices> = Default::default();
+    for s in by_index.values() {
+        let path = s.dir.join("per_question.jsonl");
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        for (i, line) in text.lines().enumerate() {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| Error::input(Location::at(&path, i + 1, e.column()), e.to_string()))?;
+            if let (Some(id), Some(slices)) = (v["id"].as_str(), v["slices"].as_object()) {
+                windows.insert(id.to_string(), crate::slices::parse(slices));
+            }
+        }
+    }
+    let nbest = merged.get("nbest_predictions.json");
+    let margins: Vec<f64> = dataset
+        .examples
+        .iter()
+        .map(|e| {
+            let entries = nbest
+                .and_then(|n| n.get(&e.qas_id))
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            crate::slices::margin_of(entries.iter().map(|x| {
+                let logit = |k: &str| x[k].as_f64().unwrap_or(f64::NEG_INFINITY);
+                (
+                    x["text"].as_str().unwrap_or_default(),
+                    logit("start_logit") + logit("end_logit"),
+                )
+            }))
+        })
+        .collect();
+    let threshold = first
+        .report
+        .run
+        .get("null_score_diff_threshold")
+        .and_then(|t| t.parse::<f64>().ok());
+    let nulls: std::result::Result<Vec<f64>, String> =
+        match (version_2, merged.get("null_odds.json"), threshold) {
+            (false, ..) => Err("SQuAD 1.1 rules: every question is answered".into()),
+            (true, None, _) => Err("the shards wrote no null_odds.json".into()),
+            (true, _, None) => Err("the shards' runs record no null_score_diff_threshold".into()),
+            (true, Some(odds), Some(t)) => dataset
+                .examples
+                .iter()
+                .map(|e| {
+                    odds.get(&e.qas_id)
+                        .and_then(Value::as_f64)
+                        .map(|o| (o - t).abs())
+                })
+                .collect::<Option<Vec<f64>>>()
+                .ok_or_else(|| "a question without null odds".to_string()),
+        };
+    let windowless = "the shards' per_question.jsonl have no slices (written by an older bertqa)";
+    let facts = crate::slices::RunFacts {
+        version_2,
+        placements: Err(windowless.to_string()),
+        margins: match margins.iter().any(|m| m.is_finite()) {
+            true => Ok(&margins),
+            false => Err("no question's n-best list holds two answers".into()),
+        },
+        null_margins: nulls.as_deref().map_err(Clone::clone),
+    };
+    let (mut questions, not_computed) = crate::slices::assign(dataset, &facts);
+    let mut not_computed: BTreeMap<String, String> = not_computed
+        .into_iter()
+        .map(|(d, reason)| (d.to_string(), reason))
+        .collect();
+    let placed: Option<Vec<&QuestionSlices>> = dataset
+        .examples
+        .iter()
+        .map(|e| windows.get(&e.qas_id))
+        .collect();
+    if let Some(placed) = placed {
+        for (q, shard) in questions.iter_mut().zip(placed) {
+            q[2] = shard[2];
+            q[3] = shard[3];
+        }
+        for d in ["context_windows", "answer_windows"] {
+            not_computed.remove(d);
+        }
+    }
+    Ok((questions, not_computed))
 }
 
 #[cfg(test)]

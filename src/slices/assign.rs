@@ -20,11 +20,10 @@ pub(crate) struct RunFacts<'a> {
     pub(crate) version_2: bool,
     /// Each question's windows and answer among them, in data order.
     pub(crate) placements: Result<&'a [Placement], String>,
-    /// The reference run's predictions with their n-best, in data order.
-    pub(crate) predictions: Result<&'a [Prediction], String>,
-    /// The no-answer threshold the null odds are compared with (SQuAD 2.0, a model
-    /// that gives null odds).
-    pub(crate) null_threshold: Result<f64, String>,
+    /// Each question's [`margin`] in the reference run, in data order.
+    pub(crate) margins: Result<&'a [f64], String>,
+    /// Each question's [`null_margins`] in the reference run, in data order.
+    pub(crate) null_margins: Result<&'a [f64], String>,
 }
 
 /// Every question's slices, and the dimensions not computed with their reasons.
@@ -63,33 +62,16 @@ pub(crate) fn assign(
             not_computed.insert(DIMENSIONS[3], reason.clone());
         }
     }
-    match facts.predictions {
-        Ok(predictions) => {
-            let margins: Vec<f64> = predictions.iter().map(margin).collect();
-            for (slices, q) in out.iter_mut().zip(quartiles(&margins)) {
-                slices[5] = Some(q);
+    for (d, values) in [(5, &facts.margins), (6, &facts.null_margins)] {
+        match values {
+            Ok(values) => {
+                for (slices, q) in out.iter_mut().zip(quartiles(values)) {
+                    slices[d] = Some(q);
+                }
             }
-        }
-        Err(ref reason) => {
-            not_computed.insert(DIMENSIONS[5], reason.clone());
-        }
-    }
-    let null_odds = match (&facts.predictions, &facts.null_threshold) {
-        (_, Err(reason)) | (Err(reason), _) => Err(reason.clone()),
-        (Ok(predictions), Ok(threshold)) => predictions
-            .iter()
-            .map(|p| p.null_odds.map(|odds| (odds - threshold).abs()))
-            .collect::<Option<Vec<f64>>>()
-            .ok_or_else(|| "a prediction without null odds".to_string()),
-    };
-    match null_odds {
-        Ok(values) => {
-            for (slices, q) in out.iter_mut().zip(quartiles(&values)) {
-                slices[6] = Some(q);
+            Err(reason) => {
+                not_computed.insert(DIMENSIONS[d], reason.clone());
             }
-        }
-        Err(reason) => {
-            not_computed.insert(DIMENSIONS[6], reason);
         }
     }
     (out, not_computed)
@@ -99,13 +81,31 @@ pub(crate) fn assign(
 /// end logit) minus the second's, over the n-best without its `""` and `"empty"`
 /// entries; infinite with fewer than two.
 pub(crate) fn margin(prediction: &Prediction) -> f64 {
-    let mut scores = prediction
-        .nbest
-        .iter()
-        .filter(|e| !e.text.is_empty() && e.text != "empty")
-        .map(|e| e.start_logit + e.end_logit);
+    margin_of(
+        prediction
+            .nbest
+            .iter()
+            .map(|e| (e.text.as_str(), e.start_logit + e.end_logit)),
+    )
+}
+
+/// [`margin`] of an n-best list given as each entry's text and score, in order.
+pub(crate) fn margin_of<'a>(entries: impl Iterator<Item = (&'a str, f64)>) -> f64 {
+    let mut scores = entries
+        .filter(|(text, _)| !text.is_empty() && *text != "empty")
+        .map(|(_, score)| score);
     match (scores.next(), scores.next()) {
         (Some(best), Some(second)) => best - second,
         _ => f64::INFINITY,
     }
+}
+
+/// How near each question's null odds are to the no-answer threshold: |null odds −
+/// `threshold`|; the reason when a prediction has none.
+pub(crate) fn null_margins(predictions: &[Prediction], threshold: f64) -> Result<Vec<f64>, String> {
+    predictions
+        .iter()
+        .map(|p| p.null_odds.map(|odds| (odds - threshold).abs()))
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(|| "a prediction without null odds".to_string())
 }

@@ -5,11 +5,17 @@
 //! docs/algorithm.md ("Slices") states each rule; this module applies them.
 
 mod assign;
+mod resample;
+mod scored;
 pub(crate) mod stats;
 mod table;
 
-pub(crate) use assign::{assign, margin, QuestionSlices, RunFacts};
-pub(crate) use table::{standing_out, tested, SliceTest};
+pub(crate) use assign::{assign, margin, margin_of, null_margins, QuestionSlices, RunFacts};
+pub use resample::Statistics;
+pub(crate) use resample::{quantile, RunValues};
+pub(crate) use scored::tabled;
+pub use scored::Slice;
+pub(crate) use table::{standing_out, tested};
 
 #[cfg(test)]
 mod tests;
@@ -142,6 +148,40 @@ pub(crate) fn quartiles(values: &[f64]) -> Vec<&'static str> {
     let mut out = vec![NAMES[0]; n];
     for (rank, &i) in order.iter().enumerate() {
         out[i] = NAMES[4 * rank / n];
+    }
+    out
+}
+
+/// A question's slices as a JSON object, `{"dimension": "slice", ...}`, for the
+/// dimensions it has, in their order (flips.jsonl's `slices`).
+pub(crate) fn names(question: &QuestionSlices) -> serde_json::Map<String, serde_json::Value> {
+    DIMENSIONS
+        .iter()
+        .zip(question)
+        .filter_map(|(d, s)| Some((d.to_string(), serde_json::Value::from((*s)?))))
+        .collect()
+}
+
+/// Every slice name of each dimension of [`DIMENSIONS`].
+const NAMES: [&[&str]; DIMENSIONS.len()] = [
+    &[
+        "what", "which", "who", "when", "where", "why", "how", "how_many", "how_much", "other",
+    ],
+    &["has_answer", "no_answer"],
+    &["1", "2", "3+"],
+    &["single", "one", "overlap", "cut"],
+    &["1", "2-3", "4-7", "8+"],
+    &["q1", "q2", "q3", "q4"],
+    &["q1", "q2", "q3", "q4"],
+];
+
+/// A question's slices read back from a JSON object [`names`] wrote; what is not a
+/// slice of its dimension is left out.
+pub(crate) fn parse(object: &serde_json::Map<String, serde_json::Value>) -> QuestionSlices {
+    let mut out = [None; DIMENSIONS.len()];
+    for (d, dimension) in DIMENSIONS.iter().enumerate() {
+        let name = object.get(*dimension).and_then(|v| v.as_str());
+        out[d] = name.and_then(|n| NAMES[d].iter().copied().find(|&k| k == n));
     }
     out
 }

@@ -231,11 +231,13 @@ fn each_question_gets_one_slice_per_dimension_it_has() {
         prediction(&[("a", 2.0), ("b", 1.5)], Some(0.5)),
         prediction(&[("a", 9.0), ("b", 8.0)], Some(1.0)),
     ];
+    let margins: Vec<f64> = predictions.iter().map(margin).collect();
+    let nulls = null_margins(&predictions, 1.0).unwrap();
     let facts = RunFacts {
         version_2: true,
         placements: Ok(&placements),
-        predictions: Ok(&predictions),
-        null_threshold: Ok(1.0),
+        margins: Ok(&margins),
+        null_margins: Ok(&nulls),
     };
     let (slices, not_computed) = assign(&d, &facts);
     assert!(not_computed.is_empty(), "{not_computed:?}");
@@ -292,8 +294,8 @@ fn each_question_gets_one_slice_per_dimension_it_has() {
     let facts = RunFacts {
         version_2: false,
         placements: Err("the server cuts the windows".into()),
-        predictions: Err("no n-best".into()),
-        null_threshold: Err("no null odds".into()),
+        margins: Err("no n-best".into()),
+        null_margins: Err("no null odds".into()),
     };
     let (slices, not_computed) = assign(&d, &facts);
     assert_eq!(
@@ -311,6 +313,12 @@ fn each_question_gets_one_slice_per_dimension_it_has() {
         ]
     );
     assert_eq!(not_computed["margin"], "no n-best");
+    // A prediction without null odds leaves null_margin out.
+    let without = [
+        prediction(&[("a", 1.0)], Some(0.0)),
+        prediction(&[("a", 1.0)], None),
+    ];
+    assert!(null_margins(&without, 0.0).is_err());
 }
 
 #[test]
@@ -328,8 +336,8 @@ fn a_slice_whose_errors_stand_out_is_named_and_one_at_random_is_not() {
     let facts = RunFacts {
         version_2: false,
         placements: Err(String::new()),
-        predictions: Err(String::new()),
-        null_threshold: Err(String::new()),
+        margins: Err(String::new()),
+        null_margins: Err(String::new()),
     };
     let (slices, _) = assign(&d, &facts);
     let flagged: Vec<bool> = (0..400).map(|i| i % 4 == 0 || i % 10 == 3).collect();

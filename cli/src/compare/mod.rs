@@ -23,7 +23,6 @@ use super::flags::name_flags;
 use super::session::Session;
 use bertqa::client::{compare_deployments, Blocking, CompareOptions, Deployment};
 use output::gates;
-pub(crate) use output::StatisticsArgs;
 
 /// Compare several deployments of a model on one SQuAD file.
 #[derive(Debug, clap::Args)]
@@ -106,8 +105,12 @@ pub struct Args {
     /// ((right to wrong + wrong to right) / questions)
     #[arg(long, value_name = "X", help_heading = args::GATES)]
     pub max_flip_rate: Option<f64>,
+    /// Exit 1 when a model's changed answers concentrate in a slice of the questions
+    /// (Fisher's exact test against the rest, Holm-adjusted; each slice named)
+    #[arg(long, help_heading = args::GATES)]
+    pub fail_if_concentrated: bool,
     #[command(flatten, next_help_heading = args::STATISTICS)]
-    pub statistics: StatisticsArgs,
+    pub statistics: args::StatisticsArgs,
 }
 
 /// How many servers of `targets` (name, URL) serve a model named `name`.

@@ -78,6 +78,8 @@ pub struct Args {
     /// Exit 1 when the p99 request latency is above X milliseconds
     #[arg(long, value_name = "X", help_heading = GATES)]
     pub max_p99_ms: Option<f64>,
+    #[command(flatten, next_help_heading = super::args::STATISTICS)]
+    pub statistics: super::args::StatisticsArgs,
 }
 
 pub(crate) fn run(args: Args, session: &mut Session) -> anyhow::Result<Outcome> {
@@ -167,6 +169,7 @@ fn options(args: &Args, hooks: Arc<progress::Hooks>) -> EvalOptions {
     options.metrics_urls = args.metrics.metrics_url.clone();
     options.metrics_interval = std::time::Duration::from_millis(args.metrics.metrics_interval_ms);
     options.hooks = Some(hooks);
+    options.statistics = args.statistics.statistics();
     options
 }
 

@@ -238,7 +238,7 @@ fn a_clearly_worse_model_is_significant_and_a_near_tie_is_not_as_computed_indepe
     // The page: four intervals (two scores of two models) and a table of flips each.
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(page.matches("class=\"ci\"").count(), 4, "{page}");
-    assert_eq!(page.matches("<table class=\"sortable flips\">").count(), 2);
+    assert_eq!(page.matches("<table class=\"sortable flips\"").count(), 2);
     assert!(page.contains("not corrected for several models"));
 
     // Two seeds of the lossy oracle: a near tie with flips both ways.

@@ -27,9 +27,10 @@ fn unescape(s: &str) -> String {
 
 /// The rows `<tr class="CLASS">` of `dom`, cell by cell.
 fn rows(dom: &str, class: &str) -> Vec<Vec<Cell>> {
-    let open = format!("<tr class=\"{class}\">");
+    let open = format!("<tr class=\"{class}\"");
     dom.split(&open)
         .skip(1)
+        .filter(|row| row.starts_with('>') || row.starts_with(' '))
         .map(|row| {
             let row = &row[..row.find("</tr>").expect("closed row")];
             row.split("<td ")
@@ -235,6 +236,18 @@ fn eval_html_renders_with_scores_histogram_and_the_worst_questions() {
         let want = metrics["metrics"][key].as_f64().unwrap();
         assert!((scores[key] - want).abs() < 1e-9, "{key}: {scores:?}");
     }
+    // The slices, a row each as metrics.json has them (tiny-bert gets nothing right:
+    // no slice stands out).
+    let slices = metrics["slices"].as_array().unwrap();
+    let table = rows(&dom, "slice");
+    assert!(!slices.is_empty());
+    assert_eq!(table.len(), slices.len(), "{dom}");
+    for (row, x) in table.iter().zip(slices) {
+        assert_eq!(row[0].text, x["slice"].as_str().unwrap());
+        assert_eq!(row[1].sort, x["questions"].as_f64());
+        // metrics.json rounds to 6 decimals.
+        assert!((row[4].sort.unwrap() - x["f1"].as_f64().unwrap()).abs() < 1e-5);
+    }
     // The latency: the percentiles of metrics.json, and a histogram of every request.
     let latency = rows(&dom, "latency");
     assert_eq!(latency[0][0].sort, metrics["requests"].as_f64());
@@ -403,5 +416,56 @@ fn compare_html_renders_each_interval_against_zero_and_the_flips() {
     let table = rows(&dom, "flip");
     assert_eq!(table.len(), flips.lines().count().min(200));
     assert_eq!(table[0][0].text, first["id"].as_str().unwrap());
-    assert_eq!(table[0][2].text, first["answers"][0].as_str().unwrap());
+    assert_eq!(table[0][3].text, first["answers"][0].as_str().unwrap());
+    // Each flipped question's text beside its id.
+    let file: Value = serde_json::from_str(&read(&data)).unwrap();
+    let question = file["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["paragraphs"].as_array().unwrap())
+        .flat_map(|p| p["qas"].as_array().unwrap())
+        .find(|q| q["id"] == first["id"])
+        .unwrap();
+    assert_eq!(table[0][1].text, question["question"].as_str().unwrap());
+    // The slices: a row each, as the report has them, and a chart of their intervals.
+    let slices = c["slices"].as_array().unwrap();
+    let table = rows(&dom, "slice");
+    assert_eq!(table.len(), slices.len(), "{dom}");
+    for (row, s) in table.iter().zip(slices) {
+        assert_eq!(row[0].text, s["slice"].as_str().unwrap());
+        assert_eq!(row[1].sort, s["questions"].as_f64());
+        assert_eq!(row[6].sort, s["changed"].as_f64());
+    }
+    assert_eq!(
+        dom.matches("<line class=\"slice-ci\"").count(),
+        slices.len()
+    );
+    // Filtered by a slice (the address chooses it): only that slice's flips are shown.
+    let chosen = "question_type:what";
+    let filtered = crate::common::browser::load_at(&html, &format!("#slice={chosen}"));
+    filtered.assert_clean("compare.html#slice");
+    let shown: Vec<&str> = filtered
+        .dom
+        .split("<tr class=\"flip\"")
+        .skip(1)
+        .filter(|row| !row[..row.find('>').unwrap()].contains("hidden"))
+        .collect();
+    let expected = flips
+        .lines()
+        .take(200)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["slices"]["question_type"] == "what")
+        .count();
+    assert!(
+        expected > 0 && expected < table_len(&dom, "flip"),
+        "{expected}"
+    );
+    assert_eq!(shown.len(), expected);
+    assert!(shown.iter().all(|row| row.contains(chosen)));
+}
+
+/// The rows of class `class` in `dom`.
+fn table_len(dom: &str, class: &str) -> usize {
+    rows(dom, class).len()
 }

@@ -31,6 +31,7 @@ mod resume;
 mod score;
 mod security;
 mod shared_memory;
+mod slices;
 mod testbed;
 mod text_models;
 mod tune;

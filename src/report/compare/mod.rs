@@ -44,6 +44,8 @@ pub struct CompareJson {
     pub comparisons: Vec<ComparisonJson>,
     /// The gates asked for, and how each comparison went through them.
     pub gates: Vec<GateJson>,
+    /// The dimensions of slices the first model's run cannot give, each with why.
+    pub slices_not_computed: std::collections::BTreeMap<String, String>,
 }
 
 /// `DIR/<model>/metrics.json` of `compare`: the model's run, complete, under the keys
@@ -211,6 +213,11 @@ pub struct ComparisonJson {
     pub end_kl: Option<Divergence>,
     /// Why there are no divergences (`None` when there are).
     pub kl_unavailable: Option<String>,
+    /// The comparison in each slice of the first model's questions (docs/algorithm.md,
+    /// "Slices"), by dimension then name; empty when they are not known.
+    pub slices: Vec<crate::compare::SliceComparison>,
+    /// The slices where the changed answers concentrate.
+    pub concentrated_in: Vec<String>,
 }
 
 /// Windows compared: those both models made (the same tokens at the same places), of
@@ -262,6 +269,10 @@ pub struct GateJson {
     pub value: f64,
     /// Whether the comparison met the bound.
     pub passed: bool,
+    /// `fail_if_concentrated`: the slices where the changes concentrate (`value`
+    /// counts them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<String>,
 }
 
 /// The gates a comparison is held to (`None`/false: not checked); their flags are
@@ -278,6 +289,8 @@ pub struct Gates {
     pub fail_on_significant_drop: bool,
     /// At most this fraction of the questions changed correctness.
     pub max_flip_rate: Option<f64>,
+    /// The changed answers concentrate in no slice (`concentrated_in` is empty).
+    pub fail_if_concentrated: bool,
 }
 
 impl Gates {
@@ -301,6 +314,7 @@ impl Gates {
             threshold,
             value,
             passed,
+            slices: Vec::new(),
         };
         let mut gates: Vec<GateJson> = checks
             .into_iter()
@@ -326,6 +340,17 @@ impl Gates {
                 ));
             }
         }
+        if self.fail_if_concentrated {
+            let mut g = gate(
+                Gate::FailIfConcentrated,
+                None,
+                0.0,
+                c.concentrated_in.len() as f64,
+                c.concentrated_in.is_empty(),
+            );
+            g.slices = c.concentrated_in.clone();
+            gates.push(g);
+        }
         gates
     }
 }
@@ -334,6 +359,14 @@ impl GateJson {
     /// The gate as a failure names it: `--min-agreement 0.99: model m measured 0.5`
     /// (numbers as the JSON has them).
     pub fn describe(&self) -> String {
+        if !self.slices.is_empty() {
+            return format!(
+                "{}: model {}'s changed answers concentrate in {}",
+                self.flag,
+                self.model,
+                self.slices.join(", ")
+            );
+        }
         match self.score {
             Some(score) => format!(
                 "{} ({score}): model {}'s interval lies below 0 (upper bound {})",
@@ -377,7 +410,18 @@ impl Render for CompareJson {
         }
         for g in &self.gates {
             let verdict = if g.passed { "passed" } else { "FAILED" };
+            let concentrated = g.flag == Gate::FailIfConcentrated.flag();
             let _ = match g.score {
+                None if concentrated => writeln!(
+                    s,
+                    "gate {} for {}: changes concentrate in {} {verdict}",
+                    g.flag,
+                    g.model,
+                    match g.slices.is_empty() {
+                        true => "no slice".to_string(),
+                        false => g.slices.join(", "),
+                    },
+                ),
                 Some(score) => writeln!(
                     s,
                     "gate {} ({score}) for {}: interval's upper bound {} {verdict}",
@@ -540,6 +584,8 @@ impl ComparisonJson {
             start_kl: c.start_kl,
             end_kl: c.end_kl,
             kl_unavailable,
+            slices: c.slices,
+            concentrated_in: c.concentrated_in,
         }
     }
 
@@ -577,6 +623,22 @@ impl ComparisonJson {
         };
         if let (Some(a), Some(b)) = (&self.start_kl, &self.end_kl) {
             let _ = writeln!(s, "  KL start {}; end {}", kl(a), kl(b));
+        }
+        for name in &self.concentrated_in {
+            let Some(x) = self.slices.iter().find(|x| &x.slice == name) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "  changes concentrate in {name}: {} of {} answers changed ({:.1}% against \
+                 {:.1}% elsewhere, Holm-adjusted p={}); {}",
+                x.changed,
+                x.questions,
+                100.0 * x.change_rate,
+                100.0 * x.rest_change_rate,
+                p_value(x.p_adjusted),
+                diff("F1", &x.f1_diff),
+            );
         }
     }
 

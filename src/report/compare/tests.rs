@@ -44,6 +44,10 @@ fn model(name: &str, f1: f64) -> ModelJson {
 
 fn doc() -> CompareJson {
     CompareJson {
+        slices_not_computed: std::collections::BTreeMap::from([(
+            "answer_windows".to_string(),
+            "model \"b\" cuts its windows on the server".to_string(),
+        )]),
         schema: 1,
         data: "dev.json".into(),
         version_2_with_negative: true,
@@ -112,6 +116,30 @@ fn doc() -> CompareJson {
                 max: 0.0,
             }),
             kl_unavailable: None,
+            slices: vec![crate::compare::SliceComparison {
+                slice: "context_windows:3+".into(),
+                questions: 2,
+                exact_diff: Difference {
+                    value: -50.0,
+                    ci: [-100.0, 0.0],
+                    p_value: 1.0,
+                },
+                f1_diff: Difference {
+                    value: -40.0,
+                    ci: [-80.0, 0.0],
+                    p_value: 0.5,
+                },
+                flips: Flips {
+                    right_to_wrong: 1,
+                    ..Flips::default()
+                },
+                changed: 1,
+                change_rate: 0.5,
+                rest_change_rate: 0.0,
+                p_value: 1.0,
+                p_adjusted: 1.0,
+            }],
+            concentrated_in: vec![],
         }],
         gates: vec![
             GateJson {
@@ -121,6 +149,7 @@ fn doc() -> CompareJson {
                 threshold: 0.9,
                 value: 0.5,
                 passed: false,
+                slices: vec![],
             },
             GateJson {
                 flag: Gate::MaxLogitDiff.flag().into(),
@@ -129,6 +158,16 @@ fn doc() -> CompareJson {
                 threshold: 1e-7,
                 value: f64::INFINITY,
                 passed: false,
+                slices: vec![],
+            },
+            GateJson {
+                flag: Gate::FailIfConcentrated.flag().into(),
+                score: None,
+                model: "b".into(),
+                threshold: 0.0,
+                value: 1.0,
+                passed: false,
+                slices: vec!["context_windows:3+".into()],
             },
         ],
     }
@@ -182,6 +221,7 @@ b vs a: mean |Δ| start 1.000e-1, end 1.000e-5; F1 drop 1.000; 1 questions disag
   q1: \"x\" (3.500) vs \"y \\\"z\\\"\" (NaN)
 gate --min-agreement 0.9 for b: measured 0.5 FAILED
 gate --max-logit-diff 1e-7 for b: measured null FAILED
+gate --fail-if-concentrated for b: changes concentrate in context_windows:3+ FAILED
 ";
     assert_eq!(doc().render(Format::Text { verbose: false }), want);
     assert_eq!(

@@ -18,6 +18,7 @@ use super::CountedIds;
 use crate::backend::Protocol;
 use crate::evaluate::Metrics;
 use crate::journal::Fingerprint;
+pub use crate::slices::Slice;
 
 /// An evaluation's document: `eval`'s JSON report, also its `metrics.json`
 /// (`schema/eval.schema.json`).
@@ -88,6 +89,43 @@ pub struct EvalJson {
     /// null_odds.json, every na-prob 0, no best thresholds; absent when it has them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_null_odds: Option<String>,
+    /// How the slices' intervals were drawn (`--bootstrap`, `--seed`, `--confidence`);
+    /// their tests are read at 1 − confidence.
+    #[serde(default)]
+    pub statistics: SliceStatistics,
+    /// Every slice of the questions, by dimension then name (docs/algorithm.md,
+    /// "Slices").
+    #[serde(default)]
+    pub slices: Vec<Slice>,
+    /// The weak slices: Holm-adjusted p below 1 − confidence and an error rate above
+    /// the rest's.
+    #[serde(default)]
+    pub weak_slices: Vec<String>,
+    /// The dimensions the run could not give, each with why.
+    #[serde(default)]
+    pub slices_not_computed: BTreeMap<String, String>,
+}
+
+/// How a run's slices' intervals were drawn: `statistics` of eval's report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SliceStatistics {
+    /// Bootstrap resamples of each interval.
+    pub bootstrap: usize,
+    /// The generator's seed.
+    pub seed: u64,
+    /// The intervals' coverage, in (0, 1).
+    pub confidence: f64,
+}
+
+impl Default for SliceStatistics {
+    fn default() -> Self {
+        let s = crate::compare::Statistics::default();
+        SliceStatistics {
+            bootstrap: s.rounds,
+            seed: s.seed,
+            confidence: s.confidence,
+        }
+    }
 }
 
 /// Rates over the run's wall time (`wall_s`).
@@ -356,6 +394,28 @@ mod tests {
             run,
             server_metrics: None,
             no_null_odds: None,
+            statistics: SliceStatistics {
+                bootstrap: 10_000,
+                seed: 0,
+                confidence: 0.95,
+            },
+            slices: vec![Slice {
+                slice: "context_windows:3+".into(),
+                questions: 2,
+                exact: 50.0,
+                f1: 60.0,
+                exact_ci: [0.0, 100.0],
+                f1_ci: [20.0, 100.0],
+                error_rate: 0.5,
+                rest_error_rate: 0.0,
+                p_value: 1.0,
+                p_adjusted: 1.0,
+            }],
+            weak_slices: vec![],
+            slices_not_computed: BTreeMap::from([(
+                "answerable".to_string(),
+                "SQuAD 1.1 data: every question has an answer".to_string(),
+            )]),
         };
         let schema = include_str!("../../../schema/eval.schema.json");
         super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());

@@ -72,6 +72,14 @@ pub struct EvalRun {
     pub server_metrics: Option<(crate::metrics::Choice, crate::metrics::SpanMetrics)>,
     /// Why a SQuAD 2.0 run has no null odds.
     pub no_null_odds: Option<String>,
+    /// Every slice of the questions (docs/algorithm.md, "Slices").
+    pub slices: Vec<crate::slices::Slice>,
+    /// The weak slices (`dimension:slice`).
+    pub weak_slices: Vec<String>,
+    /// The dimensions not computed, each with why.
+    pub slices_not_computed: BTreeMap<String, String>,
+    /// How the slices' intervals were drawn; their tests are read at 1 − confidence.
+    pub statistics: crate::compare::Statistics,
 }
 
 /// One gate and how it went.
@@ -228,7 +236,29 @@ impl EvalRun {
             run: r.fingerprint.clone(),
             server_metrics: r.server_metrics.as_ref().map(server_metrics),
             no_null_odds: r.no_null_odds.clone(),
+            statistics: SliceStatistics {
+                bootstrap: r.statistics.rounds,
+                seed: r.statistics.seed,
+                confidence: r.statistics.confidence,
+            },
+            slices: r.slices.iter().map(slice_json).collect(),
+            weak_slices: r.weak_slices.clone(),
+            slices_not_computed: r.slices_not_computed.clone(),
         }
+    }
+}
+
+/// A slice as the report writes it: rates and p-values as computed, scores rounded as
+/// the official metrics are not (6 decimals, as every figure of the report).
+fn slice_json(s: &crate::slices::Slice) -> crate::slices::Slice {
+    crate::slices::Slice {
+        exact: r6(s.exact),
+        f1: r6(s.f1),
+        exact_ci: s.exact_ci.map(r6),
+        f1_ci: s.f1_ci.map(r6),
+        error_rate: r6(s.error_rate),
+        rest_error_rate: r6(s.rest_error_rate),
+        ..s.clone()
     }
 }
 

@@ -100,6 +100,46 @@ fn text_run_and_scores(s: &mut String, r: &EvalRun) {
     let _ = writeln!(s);
     s.push_str(&crate::report::text::metric_lines(&r.scores.metrics, ""));
     let _ = writeln!(s);
+    if slice_lines(s, r) {
+        let _ = writeln!(s);
+    }
+}
+
+/// The weak slices, one line each with its figures, or one line saying there are none;
+/// nothing without slices. Whether it wrote.
+fn slice_lines(s: &mut String, r: &EvalRun) -> bool {
+    if r.slices.is_empty() {
+        return false;
+    }
+    let level = format!("{}%", 100.0 * r.statistics.confidence);
+    if r.weak_slices.is_empty() {
+        let _ = writeln!(
+            s,
+            "weak slices  none: no slice's errors stand out at {level} ({} slices tested)",
+            r.slices.len()
+        );
+        return true;
+    }
+    for (i, name) in r.weak_slices.iter().enumerate() {
+        let Some(w) = r.slices.iter().find(|x| &x.slice == name) else {
+            continue;
+        };
+        let head = if i == 0 { "weak slices" } else { "" };
+        let _ = writeln!(
+            s,
+            "{head:<12} {name}: {} questions, EM {:.2} [{:.2}, {:.2}], F1 {:.2}; wrong {:.1}% \
+             against {:.1}% elsewhere (Holm-adjusted p {:.2e})",
+            w.questions,
+            w.exact,
+            w.exact_ci[0],
+            w.exact_ci[1],
+            w.f1,
+            100.0 * w.error_rate,
+            100.0 * w.rest_error_rate,
+            w.p_adjusted,
+        );
+    }
+    true
 }
 
 /// The run's setting: `model` and `data`, each with its words (the text report's first

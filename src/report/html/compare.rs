@@ -1,27 +1,30 @@
 //! `compare --html`: the models side by side (scores, speed, agreement), each model's
 //! differences from the first drawn as a point and its interval against the zero line,
-//! with their p-values, the flips, and the table of the questions that flipped.
+//! with their p-values, the flips, each comparison's slices (docs/algorithm.md,
+//! "Slices": each slice's F1 difference against the zero line, where the changes
+//! concentrate), and the table of the questions that flipped, filtered by slice.
 
 use std::fmt::Write as _;
 
-use super::{escape, note, section, setting_list, table, Cell};
-use crate::compare::{Difference, Flip};
+use super::{escape, note, section, setting_list, table, table_with_data, Cell};
+use crate::compare::Difference;
 use crate::report::compare::{CompareJson, ComparisonJson};
 
 /// How many flipped questions the table lists per comparison at most.
 pub(crate) const FLIPS_SHOWN: usize = 200;
 
 /// One comparison's flipped questions, as the page lists them.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct FlipsOf<'a> {
     /// The compared deployment's name.
     pub model: &'a str,
-    /// Its flipped questions against the reference, in the data's order.
-    pub flips: &'a [Flip],
+    /// Its flipped questions against the reference, in the data's order, each with
+    /// its slices in the reference's run (as flips.jsonl's lines have them).
+    pub lines: Vec<(&'a crate::compare::Flip, &'a serde_json::Map<String, serde_json::Value>)>,
 }
 
-/// The page's bytes.
-pub fn render(doc: &CompareJson, flips: &[FlipsOf<'_>]) -> Vec<u8> {
+/// The page's bytes; the questions' texts are `dataset`'s.
+pub fn render(doc: &CompareJson, flips: &[FlipsOf<'_>], dataset: &crate::types::Dataset) -> Vec<u8> {
     let mut s = String::new();
     let title = format!("bertqa compare: {}", doc.data);
     let _ = writeln!(s, "<h1>{}</h1>", escape(&title));
@@ -103,10 +106,97 @@ pub fn render(doc: &CompareJson, flips: &[FlipsOf<'_>]) -> Vec<u8> {
         ],
         &rows,
     );
+    for c in &doc.comparisons {
+        slices(&mut s, c);
+    }
     for f in flips {
-        flipped(&mut s, f);
+        flipped(&mut s, f, dataset);
     }
     super::page(&title, &s).into_bytes()
+}
+
+/// One comparison's slices: each slice's F1 difference as a point with its interval
+/// against the zero line, then the table (differences, changed answers against the
+/// rest's, the concentration ratio, the adjusted p-value).
+fn slices(s: &mut String, c: &ComparisonJson) {
+    if c.slices.is_empty() {
+        return;
+    }
+    section(
+        s,
+        &format!("slices-{}", c.model),
+        &format!("Slices: {} against {}", c.model, c.against),
+    );
+    let named = match c.concentrated_in.is_empty() {
+        true => "The changed answers concentrate in no slice.".to_string(),
+        false => format!(
+            "The changed answers concentrate in {}.",
+            c.concentrated_in.join(", ")
+        ),
+    };
+    note(
+        s,
+        &format!(
+            "{named} A slice's changed answers (answer text differs from the reference's) \
+             are tested against the rest's by Fisher's exact test, the p-values adjusted by \
+             Holm's method over the comparison's slices; ratio: the slice's change rate over \
+             the rest's. The chart: each slice's F1 difference, in points, with its \
+             interval."
+        ),
+    );
+    let rows: Vec<(String, &Difference)> = c
+        .slices
+        .iter()
+        .map(|x| (format!("{} F1", x.slice), &x.f1_diff))
+        .collect();
+    s.push_str(&difference_svg(&rows, "slice-"));
+    let rows: Vec<(String, Vec<Cell>)> = c
+        .slices
+        .iter()
+        .map(|x| {
+            let ratio = match x.rest_change_rate > 0.0 {
+                true => Cell::num(x.change_rate / x.rest_change_rate, 2),
+                false => Cell::Text("-".into()),
+            };
+            let concentrated = c.concentrated_in.contains(&x.slice);
+            (
+                if concentrated { "slice concentrated" } else { "slice" }.to_string(),
+                vec![
+                    Cell::Text(x.slice.clone()),
+                    Cell::num(x.questions as f64, 0),
+                    Cell::num(x.exact_diff.value, 2),
+                    Cell::Text(interval(&x.exact_diff)),
+                    Cell::num(x.f1_diff.value, 2),
+                    Cell::Text(interval(&x.f1_diff)),
+                    Cell::num(x.changed as f64, 0),
+                    Cell::num(100.0 * x.change_rate, 1),
+                    Cell::num(100.0 * x.rest_change_rate, 1),
+                    ratio,
+                    Cell::Text(p_value(x.p_adjusted)),
+                    Cell::Text(if concentrated { "yes" } else { "" }.into()),
+                ],
+            )
+        })
+        .collect();
+    table(
+        s,
+        "sortable slices",
+        &[
+            "slice",
+            "questions",
+            "EM diff",
+            "interval",
+            "F1 diff",
+            "interval",
+            "changed",
+            "changed %",
+            "rest %",
+            "ratio",
+            "adjusted p",
+            "concentrated",
+        ],
+        &rows,
+    );
 }
 
 /// The models' scores, speed and agreement with the reference.
@@ -177,6 +267,12 @@ fn intervals_svg(comparisons: &[ComparisonJson]) -> String {
             ]
         })
         .collect();
+    difference_svg(&rows, "")
+}
+
+/// Differences, each labelled, as points with their intervals on one axis in points,
+/// the zero line marked; `kind` prefixes the chart's, bars' and points' classes.
+fn difference_svg(rows: &[(String, &Difference)], kind: &str) -> String {
     let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
     let reach = rows
         .iter()
@@ -190,7 +286,7 @@ fn intervals_svg(comparisons: &[ComparisonJson]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg class="intervals" xmlns="http://www.w3.org/2000/svg" width="{0:.0}" height="{height:.0}" viewBox="0 0 {0:.0} {height:.0}" font-size="12" font-family="sans-serif">"#,
+        r#"<svg class="{kind}intervals" xmlns="http://www.w3.org/2000/svg" width="{0:.0}" height="{height:.0}" viewBox="0 0 {0:.0} {height:.0}" font-size="12" font-family="sans-serif">"#,
         left + width + 30.0
     );
     let bottom = top + row_h * rows.len() as f64;
@@ -222,7 +318,7 @@ fn intervals_svg(comparisons: &[ComparisonJson]) -> String {
         };
         let _ = writeln!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><line class="ci" x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4"/><circle class="point" cx="{:.1}" cy="{y:.1}" r="5" fill="{colour}"><title>{} {:+.3} {}</title></circle>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><line class="{kind}ci" x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4"/><circle class="{kind}point" cx="{:.1}" cy="{y:.1}" r="5" fill="{colour}"><title>{} {:+.3} {}</title></circle>"##,
             left - 10.0,
             y + 4.0,
             escape(label),
@@ -238,38 +334,69 @@ fn intervals_svg(comparisons: &[ComparisonJson]) -> String {
     s
 }
 
-/// The table of one comparison's flipped questions.
-fn flipped(s: &mut String, f: &FlipsOf<'_>) {
+/// The table of one comparison's flipped questions (each with its question's text),
+/// and a choice of slice that shows only that slice's.
+fn flipped(s: &mut String, f: &FlipsOf<'_>, dataset: &crate::types::Dataset) {
     section(
         s,
         &format!("flips-{}", f.model),
         &format!("Questions that flipped: {}", f.model),
     );
-    if f.flips.is_empty() {
+    if f.lines.is_empty() {
         note(
             s,
             "None: every answer kept its correctness and its having an answer.",
         );
         return;
     }
-    if f.flips.len() > FLIPS_SHOWN {
+    if f.lines.len() > FLIPS_SHOWN {
         note(
             s,
             &format!(
                 "The first {FLIPS_SHOWN} of {} in the data's order (all are in flips.jsonl).",
-                f.flips.len()
+                f.lines.len()
             ),
         );
     }
-    let rows: Vec<(String, Vec<Cell>)> = f
-        .flips
+    let shown = &f.lines[..f.lines.len().min(FLIPS_SHOWN)];
+    let of = |slices: &serde_json::Map<String, serde_json::Value>| -> Vec<String> {
+        slices
+            .iter()
+            .filter_map(|(d, v)| Some(format!("{d}:{}", v.as_str()?)))
+            .collect()
+    };
+    let mut names: Vec<String> = shown.iter().flat_map(|(_, slices)| of(slices)).collect();
+    names.sort_by_key(|n| {
+        let d = n.split(':').next().unwrap_or_default();
+        crate::slices::DIMENSIONS.iter().position(|x| *x == d)
+    });
+    names.dedup();
+    let table_id = format!("flips-table-{}", f.model);
+    if !names.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"filter\">slice <select class=\"slice-filter\" data-table=\"{}\"><option value=\"\">all</option>",
+            escape(&table_id)
+        );
+        for n in &names {
+            let _ = write!(s, "<option>{}</option>", escape(n));
+        }
+        s.push_str("</select></p>\n");
+    }
+    let data: Vec<String> = shown.iter().map(|(_, slices)| of(slices).join(" ")).collect();
+    let rows: Vec<(String, Vec<Cell>)> = shown
         .iter()
-        .take(FLIPS_SHOWN)
-        .map(|q| {
+        .map(|&(q, _)| {
+            let question = dataset
+                .examples
+                .get(q.index)
+                .map(|e| e.question_text.clone())
+                .unwrap_or_default();
             (
                 "flip".to_string(),
                 vec![
                     Cell::Text(q.id.clone()),
+                    Cell::Text(question),
                     Cell::Text(q.flips.join(", ").replace('_', " ")),
                     Cell::Text(q.answers[0].clone()),
                     Cell::Text(q.answers[1].clone()),
@@ -279,11 +406,13 @@ fn flipped(s: &mut String, f: &FlipsOf<'_>) {
             )
         })
         .collect();
-    table(
+    table_with_data(
         s,
         "sortable flips",
+        Some(&table_id),
         &[
             "id",
+            "question",
             "flip",
             "reference's answer",
             "model's answer",
@@ -291,6 +420,7 @@ fn flipped(s: &mut String, f: &FlipsOf<'_>) {
             "F1 model",
         ],
         &rows,
+        &data,
     );
 }
 
@@ -334,6 +464,8 @@ mod tests {
             start_kl: None,
             end_kl: None,
             kl_unavailable: Some("none shared".into()),
+            slices: Vec::new(),
+            concentrated_in: Vec::new(),
         };
         let svg = intervals_svg(std::slice::from_ref(&c));
         assert_eq!(svg.matches("class=\"ci\"").count(), 2);
@@ -349,23 +481,46 @@ mod tests {
             "{svg}"
         );
         let mut s = String::new();
-        let flips = [Flip {
+        let mut slices = serde_json::Map::new();
+        slices.insert("question_type".into(), "when".into());
+        slices.insert("context_windows".into(), "3+".into());
+        let flip = crate::compare::Flip {
             id: "q<1>".into(),
             flips: vec!["right_to_wrong"],
             answers: ["a".into(), "<b>".into()],
             exact: [1.0, 0.0],
             f1: [1.0, 0.0],
-        }];
+            index: 0,
+        };
+        let dataset = crate::types::Dataset {
+            examples: vec![crate::types::Example {
+                example_index: 0,
+                qas_id: "q<1>".into(),
+                question_text: "When <then>?".into(),
+                paragraph_index: 0,
+                answers: Vec::new(),
+                is_impossible: false,
+            }],
+            ..Default::default()
+        };
         flipped(
             &mut s,
             &FlipsOf {
                 model: "m",
-                flips: &flips,
+                lines: vec![(&flip, &slices)],
             },
+            &dataset,
         );
         assert!(
             s.contains("right to wrong") && s.contains("&lt;b&gt;"),
             "{s}"
         );
+        // The question beside its id; the row names its slices for the filter.
+        assert!(s.contains("When &lt;then&gt;?"), "{s}");
+        assert!(
+            s.contains(r#"data-slices="question_type:when context_windows:3+""#),
+            "{s}"
+        );
+        assert!(s.contains("<option>question_type:when</option>"), "{s}");
     }
 }

@@ -1,6 +1,7 @@
-//! `eval --html`: the run's setting, the official scores, the speed (throughput and
-//! latency percentiles), a histogram of the per-request latencies, and the worst
-//! questions: the `WORST` with the lowest F1 below 1, ties broken by the highest
+//! `eval --html`: the run's setting, the official scores, the slices (each slice's
+//! scores with their intervals, its error rate against the rest's, the weak ones
+//! marked), the speed (throughput and latency percentiles), a histogram of the
+//! per-request latencies, and the worst questions: the `WORST` with the lowest F1 below 1, ties broken by the highest
 //! answer score (the most confident wrong answers first).
 
 use std::fmt::Write as _;
@@ -50,6 +51,10 @@ pub struct EvalPage<'a> {
     pub(crate) latency_us: Option<&'a Histogram<u64>>,
     /// Every question, in the data's order.
     pub questions: Vec<QuestionRow>,
+    /// Every slice of the questions (docs/algorithm.md, "Slices").
+    pub slices: &'a [crate::slices::Slice],
+    /// The weak ones.
+    pub weak_slices: &'a [String],
 }
 
 /// The questions the worst-questions table lists: F1 below 1, lowest F1 first; at
@@ -69,6 +74,7 @@ pub fn render(p: &EvalPage<'_>) -> Vec<u8> {
     let _ = writeln!(s, "<h1>bertqa eval: {}</h1>", escape(&p.title));
     setting_list(&mut s, &p.setting);
     scores(&mut s, p.metrics);
+    slices(&mut s, p.slices, p.weak_slices);
     speed(&mut s, p);
     worst_questions(&mut s, &p.questions);
     super::page(&format!("bertqa eval: {}", p.title), &s).into_bytes()
@@ -239,6 +245,73 @@ pub(crate) fn histogram_svg(h: &Histogram<u64>) -> String {
     s
 }
 
+/// The slices' table (sortable): scores with their intervals, errors against the
+/// rest's, the ratio of the two, the adjusted p-value, the weak ones marked.
+fn slices(s: &mut String, slices: &[crate::slices::Slice], weak: &[String]) {
+    if slices.is_empty() {
+        return;
+    }
+    section(s, "slices", "Slices");
+    let named = match weak.is_empty() {
+        true => "No slice is weak.".to_string(),
+        false => format!("Weak: {}.", weak.join(", ")),
+    };
+    note(
+        s,
+        &format!(
+            "{named} A question is an error when its exact score is 0; a slice's errors are \
+             tested against the rest's by Fisher's exact test, the p-values adjusted by \
+             Holm's method over every slice; ratio: the slice's error rate over the rest's. \
+             Intervals: a bootstrap over the slice's questions."
+        ),
+    );
+    let rows: Vec<(String, Vec<Cell>)> = slices
+        .iter()
+        .map(|x| {
+            let is_weak = weak.contains(&x.slice);
+            let ratio = match x.rest_error_rate > 0.0 {
+                true => Cell::num(x.error_rate / x.rest_error_rate, 2),
+                false => Cell::Text("-".into()),
+            };
+            let interval = |ci: [f64; 2]| format!("[{:.2}, {:.2}]", ci[0], ci[1]);
+            (
+                if is_weak { "slice weak" } else { "slice" }.to_string(),
+                vec![
+                    Cell::Text(x.slice.clone()),
+                    Cell::num(x.questions as f64, 0),
+                    Cell::num(x.exact, 2),
+                    Cell::Text(interval(x.exact_ci)),
+                    Cell::num(x.f1, 2),
+                    Cell::Text(interval(x.f1_ci)),
+                    Cell::num(100.0 * x.error_rate, 1),
+                    Cell::num(100.0 * x.rest_error_rate, 1),
+                    ratio,
+                    Cell::Text(format!("{:.2e}", x.p_adjusted)),
+                    Cell::Text(if is_weak { "yes" } else { "" }.into()),
+                ],
+            )
+        })
+        .collect();
+    table(
+        s,
+        "sortable slices",
+        &[
+            "slice",
+            "questions",
+            "EM",
+            "interval",
+            "F1",
+            "interval",
+            "errors %",
+            "rest %",
+            "ratio",
+            "adjusted p",
+            "weak",
+        ],
+        &rows,
+    );
+}
+
 /// The worst-questions table (sortable), or a sentence when every answer scored F1 1.
 fn worst_questions(s: &mut String, questions: &[QuestionRow]) {
     section(s, "worst", "Worst questions");
@@ -374,6 +447,8 @@ pub(crate) fn page(
         questions_per_s: crate::report::eval::rate(r.questions as f64, r.wall),
         latency_us: r.infer.as_ref().map(|i| &i.latency_us),
         questions,
+        slices: &r.slices,
+        weak_slices: &r.weak_slices,
     })
 }
 
@@ -442,8 +517,50 @@ mod tests {
             questions_per_s: 5.0,
             latency_us: h,
             questions,
+            slices: &[],
+            weak_slices: &[],
         };
         String::from_utf8(render(&p)).unwrap()
+    }
+
+    #[test]
+    fn the_slices_table_marks_the_weak_ones() {
+        let metrics = Metrics::V1 {
+            exact_match: 50.0,
+            f1: 60.0,
+        };
+        let slice = |name: &str, error_rate: f64| crate::slices::Slice {
+            slice: name.into(),
+            questions: 10,
+            exact: 100.0 * (1.0 - error_rate),
+            f1: 100.0 * (1.0 - error_rate),
+            exact_ci: [10.0, 90.0],
+            f1_ci: [12.5, 90.0],
+            error_rate,
+            rest_error_rate: 0.1,
+            p_value: 0.001,
+            p_adjusted: 0.002,
+        };
+        let slices = [slice("question_type:when", 1.0), slice("question_type:what", 0.1)];
+        let weak = ["question_type:when".to_string()];
+        let p = EvalPage {
+            title: "m".into(),
+            setting: vec![],
+            metrics: &metrics,
+            wall_s: 1.0,
+            features_per_s: 10.0,
+            questions_per_s: 5.0,
+            latency_us: None,
+            questions: vec![],
+            slices: &slices,
+            weak_slices: &weak,
+        };
+        let html = String::from_utf8(render(&p)).unwrap();
+        assert!(html.contains("Weak: question_type:when."), "{html}");
+        assert_eq!(html.matches("<tr class=\"slice weak\">").count(), 1, "{html}");
+        assert_eq!(html.matches("<tr class=\"slice\">").count(), 1, "{html}");
+        // The ratio of the error rates, and the interval.
+        assert!(html.contains(">10.00</td>") && html.contains("[12.50, 90.00]"), "{html}");
     }
 
     #[test]

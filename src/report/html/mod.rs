@@ -45,7 +45,10 @@ svg{max-width:100%;height:auto}
 ";
 
 /// Sorts a `sortable` table by the clicked column (again: the other way): cells sort
-/// by their `data-sort` number when they have one, else by their text.
+/// by their `data-sort` number when they have one, else by their text. A
+/// `slice-filter` choice shows only the rows of its table whose `data-slices` name the
+/// chosen slice (all rows for the empty choice); `#slice=NAME` in the page's address
+/// chooses NAME where it is a choice.
 const SCRIPT: &str = "\
 document.querySelectorAll('table.sortable').forEach(function(table){
   table.querySelectorAll('th').forEach(function(th, col){
@@ -65,6 +68,21 @@ document.querySelectorAll('table.sortable').forEach(function(table){
       }).forEach(function(row){ body.appendChild(row); });
     });
   });
+});
+function filterRows(select){
+  var table = document.getElementById(select.dataset.table);
+  Array.from(table.tBodies[0].rows).forEach(function(row){
+    var slices = (row.dataset.slices || '').split(' ');
+    row.hidden = select.value !== '' && slices.indexOf(select.value) < 0;
+  });
+}
+var chosen = decodeURIComponent((location.hash.match(/^#slice=(.*)$/) || ['', ''])[1]);
+document.querySelectorAll('select.slice-filter').forEach(function(select){
+  select.addEventListener('change', function(){ filterRows(select); });
+  if (chosen && Array.from(select.options).some(function(o){ return o.value === chosen; })) {
+    select.value = chosen;
+    filterRows(select);
+  }
 });
 ";
 
@@ -110,14 +128,46 @@ impl Cell {
 /// A table: `class` names it (and `sortable` in it makes it sortable), `head` the
 /// columns; each row is its `class` and cells.
 pub(crate) fn table(s: &mut String, class: &str, head: &[&str], rows: &[(String, Vec<Cell>)]) {
-    let _ = writeln!(s, "<table class=\"{}\">", escape(class));
+    table_with_data(s, class, None, head, rows, &[]);
+}
+
+/// [`table`] with an `id`, and each row's slices (`dimension:slice` separated by
+/// spaces, in `data`, row by row) in its `data-slices` for a `slice-filter` choice.
+pub(crate) fn table_with_data(
+    s: &mut String,
+    class: &str,
+    id: Option<&str>,
+    head: &[&str],
+    rows: &[(String, Vec<Cell>)],
+    data: &[String],
+) {
+    match id {
+        Some(id) => {
+            let _ = writeln!(s, "<table class=\"{}\" id=\"{}\">", escape(class), escape(id));
+        }
+        None => {
+            let _ = writeln!(s, "<table class=\"{}\">", escape(class));
+        }
+    }
     s.push_str("<thead><tr>");
     for h in head {
         let _ = write!(s, "<th>{}</th>", escape(h));
     }
     s.push_str("</tr></thead>\n<tbody>\n");
-    for (class, cells) in rows {
-        let _ = write!(s, "<tr class=\"{}\">", escape(class));
+    for (i, (class, cells)) in rows.iter().enumerate() {
+        match data.get(i) {
+            Some(slices) => {
+                let _ = write!(
+                    s,
+                    "<tr class=\"{}\" data-slices=\"{}\">",
+                    escape(class),
+                    escape(slices)
+                );
+            }
+            None => {
+                let _ = write!(s, "<tr class=\"{}\">", escape(class));
+            }
+        }
         for c in cells {
             match c {
                 Cell::Text(t) => {

@@ -77,6 +77,11 @@ pub fn console_messages(log: &str) -> Vec<String> {
 
 /// Runs headless Chromium on `page` with `extra` flags; returns its stdout and log.
 fn run(page: &Path, extra: &[String]) -> (String, String) {
+    run_at(page, "", extra)
+}
+
+/// [`run`] on `page`'s address followed by `fragment` (`#...`).
+fn run_at(page: &Path, fragment: &str, extra: &[String]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     let out_path = profile.path().join("stdout");
     let log_path = profile.path().join("stderr");
@@ -98,7 +103,7 @@ fn run(page: &Path, extra: &[String]) -> (String, String) {
         profile.path().join("profile").display()
     ))
     .args(extra)
-    .arg(format!("file://{}", page.display()))
+    .arg(format!("file://{}{fragment}", page.display()))
     .stdin(Stdio::null())
     .stdout(std::fs::File::create(&out_path).unwrap())
     .stderr(std::fs::File::create(&log_path).unwrap())
@@ -134,7 +139,12 @@ fn run(page: &Path, extra: &[String]) -> (String, String) {
 
 /// Loads `page` (a file) and returns its DOM after its scripts ran, and its console.
 pub fn load(page: &Path) -> Loaded {
-    let (dom, log) = run(page, &["--dump-dom".to_string()]);
+    load_at(page, "")
+}
+
+/// [`load`] of `page` at `fragment` (`#...`), which its script reads.
+pub fn load_at(page: &Path, fragment: &str) -> Loaded {
+    let (dom, log) = run_at(page, fragment, &["--dump-dom".to_string()]);
     assert!(
         dom.contains("</html>"),
         "chromium dumped no DOM for {}; its log:\n{log}",
