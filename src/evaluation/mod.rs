@@ -398,8 +398,12 @@ pub(crate) fn render_per_question(
             let mut first = true;
             for (dimension, slice) in named.filter_map(|(d, s)| Some((d, (*s)?))) {
                 // Dimensions and slice names are plain ASCII words: nothing to escape.
-                let comma = if first { "" } else { "," };
-                out.extend_from_slice(format!("{comma}\"{dimension}\":\"{slice}\"").as_bytes());
+                if !first {
+                    out.push(b',');
+                }
+                for part in ["\"", dimension, "\":\"", slice, "\""] {
+                    out.extend_from_slice(part.as_bytes());
+                }
                 first = false;
             }
             out.push(b'}');

@@ -20,6 +20,8 @@ pub(super) struct SquadWindows<'t> {
     paragraph: Option<(usize, DocPieces)>,
     paragraphs_tokenized: usize,
     question: Vec<u32>,
+    /// The windows of the last example (each one's first context piece and count).
+    spans: Vec<(usize, usize)>,
     /// Whether the encoder's caches were sized for the dataset (on the first example).
     reserved: bool,
 }
@@ -33,6 +35,7 @@ impl<'t> SquadWindows<'t> {
             paragraph: None,
             paragraphs_tokenized: 0,
             question: Vec::new(),
+            spans: Vec::new(),
             reserved: false,
         }
     }
@@ -66,6 +69,7 @@ impl Windows for SquadWindows<'_> {
         if !self.reserved {
             self.reserve_for(dataset);
         }
+        self.spans.clear();
         self.question.clear();
         self.encoder
             .encode(&example.question_text, &mut self.question);
@@ -107,9 +111,10 @@ impl Windows for SquadWindows<'_> {
             });
             *next_unique_id += 1;
         }
+        self.spans = spans;
     }
 
-    fn placement(&mut self, config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
+    fn placement(&mut self, _config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
         let answer = first_answer_chars(example);
         let Some((_, doc)) = self
             .paragraph
@@ -118,8 +123,6 @@ impl Windows for SquadWindows<'_> {
         else {
             return Placement::default();
         };
-        let max_tokens_for_doc = config.max_seq_length - self.question.len() - 3;
-        let spans = doc_spans(doc.ids.len(), max_tokens_for_doc, config.doc_stride);
         // The answer's words, then their first and last piece (a word may have none).
         let words = &dataset.paragraph_of(example).doc_tokens;
         let answer = answer.map(|(first, last)| {
@@ -129,7 +132,7 @@ impl Windows for SquadWindows<'_> {
             let end = doc.tok_to_orig.partition_point(|&w| w <= w1);
             (end > start).then(|| (start, end - 1))
         });
-        Placement::of(&spans, answer)
+        Placement::of(&self.spans, answer)
     }
 
     fn paragraphs_tokenized(&self) -> usize {

@@ -75,6 +75,11 @@ fn three_shards_merged_equal_one_run_and_bad_shard_sets_are_refused() {
         assert_schema("merge", &doc);
         let one = read_json(single.join("metrics.json"));
         assert_eq!(doc["metrics"], one["metrics"], "{name}");
+        // The slices computed again over every question: a single run's.
+        for key in ["slices", "weak_slices", "slices_not_computed", "statistics"] {
+            assert_eq!(doc[key], one[key], "{name}: {key}");
+        }
+        assert!(!doc["slices"].as_array().unwrap().is_empty());
         assert_eq!(doc["features"], one["features"]);
         assert_eq!(read_json(merged.join("metrics.json")), doc);
     }
