@@ -2,7 +2,9 @@
 # The Python package's tests (scripts/test.sh runs them after cargo's): builds the wheel
 # (a dev-profile maturin build in cargo's target directory, so the bertqa crate that
 # `cargo test` compiled is reused and only pyo3 and the bindings compile), installs it
-# into a fresh venv, starts a real Triton of the test bed with the models the tests
+# into the tests' venv (kept in the cache with pytest and the engines bertqa.spark and
+# bertqa.ray run on: pyspark and Ray are hundreds of MB; the wheel is installed afresh
+# each run), starts a real Triton of the test bed with the models the tests
 # use, and runs pytest (python/tests) against it over gRPC and HTTP. The release wheels
 # are scripts/wheel.sh's; BERTQA_TEST_WHEEL=FILE tests one of them instead of the dev
 # build (scripts/wheel.sh --test). `--wheel-only` builds the dev wheel and prints its path
@@ -33,13 +35,14 @@ if [ -z "${BERTQA_CARGO_BIN:-}" ]; then
   cargo build --quiet --bin bertqa
   BERTQA_CARGO_BIN="$TARGET/debug/bertqa"
 fi
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/bertqa-pytest.XXXXXX")"
 NAME="pytest-$$"
-cleanup() { bash scripts/triton.sh stop --name "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+cleanup() { bash scripts/triton.sh stop --name "$NAME" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-log "installing $(basename "$WHEEL") into a fresh venv"
-"$BERTQA_PYTHON" -m venv "$WORK/venv"
-"$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "$WHEEL" pytest==8.3.4
+VENV="$BERTQA_CACHE/python-tests-venv"
+ensure_venv "$VENV" pytest==8.3.4 "pyspark[sql]==4.0.1" "ray[data]==2.49.2" pandas==3.1.1 \
+  pyarrow==26.0.1
+log "installing $(basename "$WHEEL") into $VENV"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 # Three free ports for the server.
 read -r GRPC HTTP METRICS < <("$BERTQA_PYTHON" -c '
 import socket
@@ -53,5 +56,5 @@ bash scripts/triton.sh start --name "$NAME" --grpc-port "$GRPC" --http-port "$HT
   --model-repository="$BERTQA_ROOT/models/tune" --load-model=tune-fixed-cost >/dev/null
 log "pytest python/tests (the wheel's bertqa against Triton on :$GRPC gRPC, :$HTTP HTTP)"
 BERTQA_TEST_GRPC="127.0.0.1:$GRPC" BERTQA_TEST_HTTP="127.0.0.1:$HTTP" \
-  BERTQA_CARGO_BIN="$BERTQA_CARGO_BIN" PATH="$WORK/venv/bin:$PATH" \
-  "$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q python/tests "$@"
+  BERTQA_CARGO_BIN="$BERTQA_CARGO_BIN" PATH="$VENV/bin:$PATH" \
+  "$VENV/bin/python" -m pytest -p no:cacheprovider -q python/tests "$@"

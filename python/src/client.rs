@@ -502,6 +502,32 @@ impl From<bertqa::Answer> for Answer {
     }
 }
 
+/// An evaluation of answers computed elsewhere (the workers of a Spark or Ray job):
+/// `answers` maps each question id of `data` (Hugging Face rows as JSON Lines, named
+/// `label`) to its answer text and null odds, scored here once.
+#[pyfunction]
+#[pyo3(signature = (data, label, answers, version_2_with_negative=None, na_prob_thresh=1.0))]
+pub(crate) fn evaluation_of_answers(
+    py: Python<'_>,
+    data: Vec<u8>,
+    label: PathBuf,
+    answers: std::collections::HashMap<String, (String, Option<f64>)>,
+    version_2_with_negative: Option<bool>,
+    na_prob_thresh: f64,
+) -> PyResult<Evaluation> {
+    let scored = py.detach(|| {
+        let (loaded, _) = bertqa::data::from_bytes(data, Some(Format::HfJsonl), &label)?;
+        let name = label.display().to_string();
+        let data = bertqa::EvalData::new(loaded.dataset, name, "", Format::HfJsonl);
+        bertqa::Evaluation::of_answers(&data, &answers, version_2_with_negative, na_prob_thresh)
+    });
+    Ok(Evaluation {
+        inner: scored.map_err(|e| error(py, &e))?,
+        data: label.display().to_string(),
+        format: Format::HfJsonl,
+    })
+}
+
 /// An evaluation's results.
 #[pyclass(module = "bertqa._native", name = "Evaluation", frozen)]
 pub(crate) struct Evaluation {

@@ -96,6 +96,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(api::option_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(flags, m)?)?;
     m.add_function(wrap_pyfunction!(compare::compare_evaluations, m)?)?;
+    m.add_function(wrap_pyfunction!(client::evaluation_of_answers, m)?)?;
     m.add_class::<client::Client>()?;
     m.add_class::<client::Answer>()?;
     m.add_class::<client::Candidate>()?;

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::evaluation::facts::{finished, Facts, ServerFacts};
 use crate::evaluation::journaled::{self, JournalHandle, Recorder};
 use crate::evaluation::partial::{write_partial, Partial};
-use crate::evaluation::slices::{self, RunSide, Slices};
+use crate::evaluation::slices::SliceSide;
 use crate::evaluation::{
     score_with, write_per_question, write_predictions, EvalData, EvalHooks, EvalOptions, Evaluation,
 };
@@ -73,60 +73,6 @@ pub(crate) fn evaluate(
     Ok(finished(
         outcome, scores, version_2, null_odds, facts, slices,
     ))
-}
-
-/// What a finished run gives its slices besides its outcome and scores.
-struct SliceSide {
-    version_2: bool,
-    /// Why the run has no placements (a text model's windows are the server's).
-    windowless: String,
-    margins: Vec<f64>,
-    null_threshold: std::result::Result<f64, String>,
-}
-
-impl SliceSide {
-    /// A run of `model` (`None`: decoded from saved logits) with each question's
-    /// `margins` taken before its n-best list was written away.
-    fn of(
-        model: Option<&crate::backend::Model>,
-        version_2: bool,
-        null_odds: bool,
-        decode: &DecodeConfig,
-        margins: Vec<f64>,
-    ) -> SliceSide {
-        let name = model.map_or("", |m| m.name());
-        SliceSide {
-            version_2,
-            windowless: match model.is_some_and(|m| m.takes_text()) {
-                true => format!("model {name:?} cuts its windows on the server"),
-                false => "the run's windows were not cut here".into(),
-            },
-            margins,
-            null_threshold: match (version_2, null_odds) {
-                (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
-                (true, false) => Err(format!("model {name:?} gives no null odds")),
-                (true, true) => Ok(decode.null_score_diff_threshold),
-            },
-        }
-    }
-
-    fn slices(
-        &self,
-        dataset: &crate::types::Dataset,
-        outcome: &RunOutcome,
-        scores: &crate::evaluate::Scores,
-        statistics: &crate::compare::stats::Statistics,
-    ) -> Slices {
-        let run = RunSide {
-            version_2: self.version_2,
-            placements: &outcome.placements,
-            windowless: self.windowless.clone(),
-            margins: &self.margins,
-            predictions: &outcome.predictions,
-            null_threshold: self.null_threshold.clone(),
-        };
-        slices::of(dataset, &run, scores, statistics)
-    }
 }
 
 /// The pool's counters before a run, so that its report counts the run's only.

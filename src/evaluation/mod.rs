@@ -17,6 +17,7 @@
 //!   the gold answers cannot be scored; a run that stops or fails writes the answers it
 //!   has and keeps its journal ([`Error::Incomplete`](crate::Error::Incomplete)).
 
+mod answers;
 pub(crate) mod facts;
 pub(crate) mod journaled;
 pub(crate) mod partial;
@@ -276,6 +277,28 @@ impl Evaluation {
         )?;
         files.push("per_question.jsonl".into());
         Ok(files)
+    }
+
+    /// An evaluation of answers computed elsewhere (say by a Spark or Ray job's workers,
+    /// each with its own client): `answers` maps every question id of `data` to its
+    /// answer text (`""`: no answer) and null odds, scored once here as the official
+    /// scripts score them (SQuAD 2.0's rules when `version_2` says so, else when the data
+    /// looks like it; the null odds as the na-prob file when every answer has them). No
+    /// run: no latency, windows or n-best lists, so the slices of the windows and of the
+    /// margins are not computed. An error names a question without an answer.
+    pub fn of_answers(
+        data: &EvalData,
+        answers: &std::collections::HashMap<String, (String, Option<f64>)>,
+        version_2: Option<bool>,
+        na_prob_thresh: f64,
+    ) -> Result<Evaluation> {
+        answers::of_answers(
+            data,
+            answers,
+            version_2,
+            na_prob_thresh,
+            &Default::default(),
+        )
     }
 
     /// Whether SQuAD 2.0's rules were applied.

@@ -86,3 +86,57 @@ pub(crate) fn assigned(
     };
     slices::assign(dataset, &facts)
 }
+
+/// What a finished run gives its slices besides its outcome and scores.
+pub(crate) struct SliceSide {
+    pub(crate) version_2: bool,
+    /// Why the run has no placements (a text model's windows are the server's).
+    pub(crate) windowless: String,
+    pub(crate) margins: Vec<f64>,
+    pub(crate) null_threshold: std::result::Result<f64, String>,
+}
+
+impl SliceSide {
+    /// A run of `model` (`None`: decoded from saved logits) with each question's
+    /// `margins` taken before its n-best list was written away.
+    pub(crate) fn of(
+        model: Option<&crate::backend::Model>,
+        version_2: bool,
+        null_odds: bool,
+        decode: &crate::decode::DecodeConfig,
+        margins: Vec<f64>,
+    ) -> SliceSide {
+        let name = model.map_or("", |m| m.name());
+        SliceSide {
+            version_2,
+            windowless: match model.is_some_and(|m| m.takes_text()) {
+                true => format!("model {name:?} cuts its windows on the server"),
+                false => "the run's windows were not cut here".into(),
+            },
+            margins,
+            null_threshold: match (version_2, null_odds) {
+                (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
+                (true, false) => Err(format!("model {name:?} gives no null odds")),
+                (true, true) => Ok(decode.null_score_diff_threshold),
+            },
+        }
+    }
+
+    pub(crate) fn slices(
+        &self,
+        dataset: &crate::types::Dataset,
+        outcome: &crate::pipeline::RunOutcome,
+        scores: &crate::evaluate::Scores,
+        statistics: &crate::compare::stats::Statistics,
+    ) -> Slices {
+        let run = RunSide {
+            version_2: self.version_2,
+            placements: &outcome.placements,
+            windowless: self.windowless.clone(),
+            margins: &self.margins,
+            predictions: &outcome.predictions,
+            null_threshold: self.null_threshold.clone(),
+        };
+        of(dataset, &run, scores, statistics)
+    }
+}

@@ -1,0 +1,98 @@
+"""What ``bertqa.spark`` and ``bertqa.ray`` share: one client per worker process,
+answers as the engines' columns, and the evaluation of answers computed by the workers
+(scored once, on the caller's side)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ._errors import UsageError
+
+# One client per worker process and settings, reused by every batch and task the
+# process runs (a client per batch would connect and load the tokenizer each time).
+_CLIENTS: Dict[str, Any] = {}
+
+
+def client(url: Any, model: str, options: Dict[str, Any]) -> Any:
+    """This process's client of ``url`` and ``model`` with ``options``, built once."""
+    key = json.dumps([url, model, options], sort_keys=True, default=str)
+    built = _CLIENTS.get(key)
+    if built is None:
+        from ._client import Client
+
+        built = _CLIENTS[key] = Client(url, model, **options)
+    return built
+
+
+def missing(value: Any) -> bool:
+    """A null cell: None, or a float NaN (how pandas and numpy hold a missing string)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def answer_batch(client_: Any, questions: Sequence[Any], contexts: Sequence[Any],
+                 rows_per_call: int) -> List[Optional[Any]]:
+    """Each row's answer (``None`` for a row whose question or context is null), asked
+    ``rows_per_call`` rows at a time."""
+    out: List[Optional[Any]] = [None] * len(questions)
+    asked = [i for i in range(len(questions)) if not (missing(questions[i]) or missing(contexts[i]))]
+    for start in range(0, len(asked), rows_per_call):
+        chunk = asked[start:start + rows_per_call]
+        answers = client_.ask_many([(str(questions[i]), str(contexts[i])) for i in chunk])
+        for i, a in zip(chunk, answers):
+            out[i] = a
+    return out
+
+
+# The answer's fields as the engines' columns (Spark's struct fields, Ray's columns).
+FIELDS = ("text", "start", "end", "score", "probability", "no_answer", "null_odds")
+
+
+def fields(answer: Optional[Any]) -> Tuple[Any, ...]:
+    """An answer's fields in FIELDS' order (all None for no answer)."""
+    if answer is None:
+        return (None,) * len(FIELDS)
+    return (answer.text, answer.start_char, answer.end_char, answer.score, answer.probability,
+            answer.no_answer, answer.null_odds)
+
+
+def check_row(row: Dict[str, Any]) -> None:
+    """A row of Hugging Face's SQuAD shape, or a UsageError naming it by its id."""
+    rid = row.get("id")
+    if missing(rid):
+        raise UsageError(f"evaluate(): a row has no id: {_short(row)}")
+    for key in ("question", "context"):
+        if missing(row.get(key)):
+            raise UsageError(f"evaluate(): row {rid!r} has no {key}")
+    answers = row.get("answers")
+    if not isinstance(answers, dict) or "text" not in answers or "answer_start" not in answers:
+        raise UsageError(f"evaluate(): row {rid!r} has no answers "
+                         "(a dict of lists `text` and `answer_start`, empty for no answer)")
+
+
+def _short(row: Dict[str, Any]) -> str:
+    text = repr({k: row[k] for k in list(row)[:3]})
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+def evaluation(rows: Iterable[Dict[str, Any]], answers: Dict[str, Tuple[str, Optional[float]]],
+               label: str, version_2_with_negative: Optional[bool], na_prob_thresh: float) -> Any:
+    """A :class:`bertqa.Evaluation` of ``answers`` (id → text, null odds) to ``rows``,
+    scored once as the official scripts score them."""
+    from . import _native
+    from ._client import Evaluation
+
+    lines = []
+    for row in rows:
+        gold = row["answers"]
+        lines.append(json.dumps({
+            "id": str(row["id"]),
+            "question": str(row["question"]),
+            "context": str(row["context"]),
+            "answers": {"text": [str(t) for t in gold["text"]],
+                        "answer_start": [int(s) for s in gold["answer_start"]]},
+        }))
+    native = _native.evaluation_of_answers("\n".join(lines).encode(), label, answers,
+                                           version_2_with_negative, na_prob_thresh)
+    return Evaluation(native)

@@ -1,0 +1,229 @@
+"""bertqa.spark and bertqa.ray on the real engines: pyspark in local mode (`local[2]`)
+and Ray's own local cluster, against the test Triton. Their answers equal
+`Client.ask_many`'s field for field, their evaluations `Client.evaluate`'s metrics, each
+worker holds one client however many batches it answers, and a dead server fails the
+job with bertqa's message."""
+
+import importlib
+import json
+import os
+import re
+import sys
+
+import pytest
+
+import bertqa
+from conftest import ROOT, SAMPLE
+
+VOCAB = str(ROOT / "vocab" / "vocab.txt")
+FIELDS = ("text", "start", "end", "score", "probability", "no_answer", "null_odds")
+
+
+def rows_of(path, copies=1):
+    """A SQuAD file's questions as Hugging Face's rows; `copies` > 1 repeats them under
+    other ids."""
+    data = json.loads(path.read_text())
+    rows = []
+    for k in range(copies):
+        for article in data["data"]:
+            for p in article["paragraphs"]:
+                for q in p["qas"]:
+                    rows.append({
+                        "id": q["id"] if k == 0 else f"{q['id']}#{k}",
+                        "question": q["question"],
+                        "context": p["context"],
+                        "answers": {"text": [a["text"] for a in q["answers"]],
+                                    "answer_start": [a["answer_start"] for a in q["answers"]]},
+                    })
+    return rows
+
+
+SAMPLE_ROWS = rows_of(SAMPLE)
+# A few thousand questions, several windows for some.
+MANY_ROWS = rows_of(ROOT / "tests" / "compare-data" / "compare-1200.json", copies=2)
+
+
+def expected(grpc_url, rows):
+    """`Client.ask_many`'s answers to the rows, by id, as the engines' fields."""
+    client = bertqa.Client(grpc_url, "oracle", vocab=VOCAB)
+    answers = client.ask_many([(r["question"], r["context"]) for r in rows])
+    return {r["id"]: (a.text, a.start_char, a.end_char, a.score, a.probability, a.no_answer,
+                      a.null_odds) for r, a in zip(rows, answers)}
+
+
+def dead_url_message():
+    """What bertqa.ConnectionError says of a dead server."""
+    with pytest.raises(bertqa.ConnectionError) as e:
+        bertqa.Client("127.0.0.1:1", "oracle", vocab=VOCAB, retries=0)
+    return str(e.value)
+
+
+# -- Spark ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark():
+    import pyspark.sql as pyspark_sql
+    # The executors' Python is this one, where the wheel is installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (pyspark_sql.SparkSession.builder.master("local[2]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               # Small Arrow batches: many batches per worker.
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def spark_rows(spark, rows, partitions=4):
+    return spark.createDataFrame(rows).repartition(partitions)
+
+
+def test_spark_answers_equal_ask_many_field_for_field(spark, grpc_url):
+    import bertqa.spark
+    from pyspark.sql import functions as F
+
+    udf = bertqa.spark.answer_udf(grpc_url, "oracle", rows_per_call=24, vocab=VOCAB)
+    for rows in (SAMPLE_ROWS, MANY_ROWS):
+        got = spark_rows(spark, rows).select("id", udf("question", "context").alias("a")).collect()
+        want = expected(grpc_url, rows)
+        assert len(got) == len(rows)
+        for r in got:
+            assert tuple(r["a"][f] for f in FIELDS) == want[r["id"]], r["id"]
+    # A null question or context gives a null answer.
+    df = spark.createDataFrame([("q?", None), (None, "c"), ("Who?", "Ann met Bob.")],
+                               "question string, context string")
+    answers = [r["a"] for r in df.select(udf(F.col("question"), "context").alias("a")).collect()]
+    assert answers[0] is None and answers[1] is None and answers[2]["text"]
+
+
+def test_spark_keeps_one_client_per_worker(spark, grpc_url):
+    import bertqa.spark
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    udf = bertqa.spark.answer_udf(grpc_url, "oracle", vocab=VOCAB)
+    df = spark_rows(spark, MANY_ROWS, partitions=8)
+    batches = len(MANY_ROWS) // 16
+    assert df.select(udf("question", "context").alias("a")).filter("a is not null").count() == len(MANY_ROWS)
+
+    @F.pandas_udf("string")
+    def clients(ids: pd.Series) -> pd.Series:
+        from bertqa import _engines
+        return pd.Series([f"{os.getpid()}:{len(_engines._CLIENTS)}"] * len(ids))
+
+    seen = {r["w"] for r in df.select(clients("id").alias("w")).distinct().collect()}
+    pids = {s.split(":")[0] for s in seen}
+    # Two Python workers (local[2]) answered every batch; each built one client.
+    assert 1 <= len(pids) <= 2 < batches, seen
+    assert all(s.endswith(":1") for s in seen), seen
+
+
+def test_spark_evaluate_equals_client_evaluate(spark, grpc_url):
+    import bertqa.spark
+
+    client = bertqa.Client(grpc_url, "oracle", vocab=VOCAB)
+    for rows in (SAMPLE_ROWS, MANY_ROWS[:600]):
+        evaluation = bertqa.spark.evaluate(spark_rows(spark, rows), grpc_url, "oracle", vocab=VOCAB)
+        assert isinstance(evaluation, bertqa.Evaluation)
+        assert evaluation.metrics == client.evaluate(rows).metrics
+        assert evaluation.predictions == client.evaluate(rows).predictions
+    # A row without its context is named by its id.
+    broken = [dict(SAMPLE_ROWS[0]), dict(SAMPLE_ROWS[1], context=None)]
+    df = spark.createDataFrame(broken, "id string, question string, context string, "
+                               "answers struct<text: array<string>, answer_start: array<int>>")
+    with pytest.raises(bertqa.UsageError, match=f"row '{SAMPLE_ROWS[1]['id']}' has no context"):
+        bertqa.spark.evaluate(df, grpc_url, "oracle", vocab=VOCAB)
+
+
+def test_spark_job_fails_with_bertqas_message_on_a_dead_server(spark):
+    import bertqa.spark
+
+    udf = bertqa.spark.answer_udf("127.0.0.1:1", "oracle", vocab=VOCAB, retries=0)
+    df = spark.createDataFrame(SAMPLE_ROWS[:4])
+    with pytest.raises(Exception) as failed:
+        df.select(udf("question", "context")).collect()
+    assert dead_url_message() in str(failed.value)
+
+
+# -- Ray --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_data():
+    import ray
+    import ray.data
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+
+
+def ray_rows(rows):
+    """The rows as a Dataset of an explicit schema (empty answer lists typed)."""
+    import pyarrow as pa
+    import ray.data
+
+    schema = pa.schema([("id", pa.string()), ("question", pa.string()), ("context", pa.string()),
+                        ("answers", pa.struct([("text", pa.list_(pa.string())),
+                                               ("answer_start", pa.list_(pa.int64()))]))])
+    return ray.data.from_arrow(pa.Table.from_pylist(rows, schema=schema))
+
+
+RAY_COLUMNS = ("answer", "answer_start", "answer_end", "score", "probability", "no_answer", "null_odds")
+
+
+def test_ray_answers_equal_ask_many_and_each_actor_keeps_one_client(ray_data, grpc_url):
+    import bertqa.ray
+
+    class Traced(bertqa.ray.Answerer):
+        """The Answerer, also naming the actor's process and client."""
+
+        def __call__(self, batch):
+            out = super().__call__(batch)
+            out["worker"] = [f"{os.getpid()}:{id(self.client)}"] * len(batch["id"])
+            return out
+
+    for rows in (SAMPLE_ROWS, MANY_ROWS):
+        got = ray_rows(rows).map_batches(
+            Traced, fn_constructor_kwargs=dict(url=grpc_url, model="oracle", vocab=VOCAB),
+            concurrency=2, batch_size=16).take_all()
+        want = expected(grpc_url, rows)
+        assert len(got) == len(rows)
+        for r in got:
+            assert tuple(r[c] for c in RAY_COLUMNS) == want[r["id"]], r["id"]
+        workers = {r["worker"] for r in got}
+        # At most two actors answered every batch (150 of them for the many rows), each
+        # with the one client it built.
+        assert 1 <= len(workers) <= 2, workers
+
+
+def test_ray_evaluate_equals_client_evaluate(ray_data, grpc_url):
+    import bertqa.ray
+
+    client = bertqa.Client(grpc_url, "oracle", vocab=VOCAB)
+    for rows in (SAMPLE_ROWS, MANY_ROWS[:600]):
+        evaluation = bertqa.ray.evaluate(ray_rows(rows), grpc_url, "oracle", vocab=VOCAB)
+        assert evaluation.metrics == client.evaluate(rows).metrics
+        assert evaluation.predictions == client.evaluate(rows).predictions
+
+
+def test_ray_job_fails_with_bertqas_message_on_a_dead_server(ray_data):
+    import bertqa.ray
+
+    with pytest.raises(Exception) as failed:
+        ray_rows(SAMPLE_ROWS[:4]).map_batches(
+            bertqa.ray.Answerer,
+            fn_constructor_kwargs=dict(url="127.0.0.1:1", model="oracle", vocab=VOCAB, retries=0),
+            concurrency=1, batch_size=4).take_all()
+    assert dead_url_message() in str(failed.value)
+
+
+def test_the_engines_modules_say_what_to_install(monkeypatch):
+    for module, missing, extra in (("bertqa.spark", "pyspark.sql", "bertqa[spark]"),
+                                   ("bertqa.ray", "ray.data", "bertqa[ray]")):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+        monkeypatch.setitem(sys.modules, missing, None)
+        with pytest.raises(ImportError, match=re.escape(f"pip install '{extra}'")):
+            importlib.import_module(module)

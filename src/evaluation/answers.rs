@@ -1,0 +1,80 @@
+//! An evaluation of answers computed elsewhere ([`crate::Evaluation::of_answers`]).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::facts::{finished, Facts};
+use super::slices::SliceSide;
+use super::{score_with, EvalData, Evaluation};
+use crate::decode::Prediction;
+use crate::error::{Error, Result};
+use crate::journal::Fingerprint;
+use crate::pipeline::{InferReport, Phases, RunOutcome};
+
+/// [`Evaluation::of_answers`](crate::Evaluation::of_answers): `answers` (question id →
+/// answer text and null odds) to the questions of `data`, scored as the official
+/// scripts score them; no run: no latency, windows or n-best lists.
+pub(crate) fn of_answers(
+    data: &EvalData,
+    answers: &HashMap<String, (String, Option<f64>)>,
+    version_2: Option<bool>,
+    na_prob_thresh: f64,
+    statistics: &crate::compare::Statistics,
+) -> Result<Evaluation> {
+    let dataset = &data.dataset;
+    let version_2 = version_2.unwrap_or(data.looks_like_v2);
+    let mut predictions = Vec::with_capacity(dataset.examples.len());
+    for e in &dataset.examples {
+        let Some((answer, null_odds)) = answers.get(&e.qas_id) else {
+            return Err(Error::Refused(format!(
+                "no answer to question {:?} of {}",
+                e.qas_id, data.name
+            )));
+        };
+        predictions.push(Prediction {
+            qas_id: e.qas_id.clone(),
+            answer: answer.clone(),
+            nbest: Vec::new(),
+            null_odds: *null_odds,
+        });
+    }
+    let null_odds = version_2 && predictions.iter().all(|p| p.null_odds.is_some());
+    let scores = score_with(dataset, &predictions, version_2, null_odds, na_prob_thresh)?;
+    let outcome = RunOutcome {
+        predictions,
+        features: 0,
+        featureless: Vec::new(),
+        placements: Vec::new(),
+        infer: InferReport::empty(),
+        phases: Phases::default(),
+        wall: std::time::Duration::ZERO,
+        logits: Vec::new(),
+        kept_features: Vec::new(),
+    };
+    let facts = Facts {
+        data: data.name.clone(),
+        format: data.format,
+        server: None,
+        postprocess: "",
+        batch_size: 0,
+        batch_size_given: false,
+        concurrency: 0,
+        output_dir: PathBuf::new(),
+        fingerprint: Fingerprint::default(),
+        server_metrics: None,
+    };
+    let side = SliceSide {
+        version_2,
+        windowless: "the answers were given without their windows".into(),
+        margins: Vec::new(),
+        null_threshold: match (version_2, null_odds) {
+            (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
+            (true, false) => Err("the answers came without null odds".into()),
+            (true, true) => Ok(0.0),
+        },
+    };
+    let slices = side.slices(dataset, &outcome, &scores, statistics);
+    Ok(finished(
+        outcome, scores, version_2, null_odds, facts, slices,
+    ))
+}
