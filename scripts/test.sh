@@ -57,7 +57,7 @@ fi
 cat "$TESTBED_LOG" >&2
 # The Python package's tests (a fresh venv, a Triton of their own, pytest) run beside
 # cargo's: those wait mostly on their servers. Their output is shown once cargo's end.
-log "cargo test, and beside it the Python package's tests (fresh venv, pytest against Triton)"
+log "cargo test, and beside it the Python package's tests (the wheel, pytest against Triton)"
 BERTQA_TEST_WHEEL="$WHEEL" BERTQA_CARGO_BIN="${CARGO_TARGET_DIR:-$BERTQA_ROOT/target}/debug/bertqa" \
   bash scripts/test_python.sh >"$PYTHON_LOG" 2>&1 &
 PYTHON_TESTS=$!

@@ -4,7 +4,8 @@
 # bertqa.spark and bertqa.ray against one Client.ask_many: the same QUESTIONS (default
 # 10,000, of scripts/bench/gen_squad.py's dev-sized file) answered by the `null` model on
 # one local Triton, in one run: through Spark `local[2]` (answer_udf), through Ray with
-# two actors (Answerer), and through one client's ask_many. Each engine first answers a
+# two actors (Answerer, batches of 1024), both asking 1024 rows a call (`rows_per_call`),
+# and through one client's ask_many. Each engine first answers a
 # 64-question job (its start-up: JVM and Python workers, actors and clients), timed
 # apart and left out of its throughput. Uses the Python tests' venv
 # (scripts/test_python.sh keeps it in the cache) with the dev wheel. Prints one JSON line:
@@ -71,7 +72,8 @@ def ray_rows(rows):
     return ray.data.from_arrow([table.slice(i, step) for i in range(0, len(rows), step)]).materialize()
 def ray_job(ds):
     ds.map_batches(
-        bertqa.ray.Answerer, fn_constructor_kwargs=dict(url=url, model="null", vocab=vocab),
+        bertqa.ray.Answerer,
+        fn_constructor_kwargs=dict(url=url, model="null", rows_per_call=1024, vocab=vocab),
         concurrency=2, batch_size=1024).materialize()
 few, many = ray_rows(start), ray_rows(pairs)
 ray_start_s = timed(lambda: ray_job(few))

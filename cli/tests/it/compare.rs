@@ -4,34 +4,10 @@
 
 use serde_json::Value;
 
-use crate::common::{bertqa, root, server, show};
+use crate::common::{bertqa, compare_on, root, server, show};
 
 fn compare(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
     compare_on("tests/fixtures/squad/v2-long.json", models, out, extra)
-}
-
-/// `compare --json` of `models` on the data file `data` (under the project's root).
-fn compare_on(
-    data: &str,
-    models: &str,
-    out: &std::path::Path,
-    extra: &[&str],
-) -> std::process::Output {
-    let data = root().join(data);
-    let mut args = vec![
-        "compare",
-        "--models",
-        models,
-        "--data",
-        data.to_str().unwrap(),
-        "--url",
-        &server().url,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    bertqa(&args)
 }
 
 fn comparison(v: &Value, i: usize) -> (f64, f64, f64) {

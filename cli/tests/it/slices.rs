@@ -94,6 +94,56 @@ fn slices_of(lines: &[Value]) -> Vec<(String, Vec<usize>)> {
     out
 }
 
+/// A report's `slices` (`ours`) against per_question.jsonl's `lines` and each question's
+/// flag (an error, or a changed answer): the same slices in the same order, each with
+/// as many questions, its p-value and Holm-adjusted p-value those computed here (Fisher's
+/// test of the slice's flagged questions against the rest's) to 1e-9. The slices with
+/// their questions, and the adjusted p-values.
+fn assert_tested(
+    lines: &[Value],
+    flagged: &[bool],
+    ours: &[Value],
+) -> (Vec<(String, Vec<usize>)>, Vec<f64>) {
+    let expected = slices_of(lines);
+    assert_eq!(
+        ours.iter()
+            .map(|s| s["slice"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        expected.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>()
+    );
+    let lf = ln_factorials(flagged.len());
+    let total = flagged.iter().filter(|&&f| f).count();
+    let p: Vec<f64> = expected
+        .iter()
+        .map(|(_, m)| {
+            let hits = m.iter().filter(|&&i| flagged[i]).count();
+            let rest = flagged.len() - m.len();
+            fisher(
+                hits,
+                m.len() - hits,
+                total - hits,
+                rest - (total - hits),
+                &lf,
+            )
+        })
+        .collect();
+    let adjusted = holm(&p);
+    for (k, ((name, m), s)) in expected.iter().zip(ours).enumerate() {
+        assert_eq!(s["questions"], m.len(), "{name}");
+        let (got, got_adjusted) = (
+            s["p_value"].as_f64().unwrap(),
+            s["p_adjusted"].as_f64().unwrap(),
+        );
+        assert!((got - p[k]).abs() < 1e-9, "{name}: p {got} vs {}", p[k]);
+        assert!(
+            (got_adjusted - adjusted[k]).abs() < 1e-9,
+            "{name}: adjusted {got_adjusted} vs {}",
+            adjusted[k]
+        );
+    }
+    (expected, adjusted)
+}
+
 #[test]
 fn eval_names_the_slice_a_model_is_wrong_on_as_computed_independently() {
     let tmp = tempfile::tempdir().unwrap();
@@ -131,44 +181,11 @@ fn eval_names_the_slice_a_model_is_wrong_on_as_computed_independently() {
         let when = line["slices"]["question_type"] == "when";
         assert!(!when || wrong, "{line}");
     }
-    let expected = slices_of(&lines);
     let ours = report["slices"].as_array().unwrap();
-    assert_eq!(
-        ours.iter()
-            .map(|s| s["slice"].as_str().unwrap())
-            .collect::<Vec<_>>(),
-        expected.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>()
-    );
-    let lf = ln_factorials(lines.len());
+    let (expected, adjusted) = assert_tested(&lines, &errors, ours);
     let total_errors = errors.iter().filter(|&&e| e).count();
-    let p: Vec<f64> = expected
-        .iter()
-        .map(|(_, members)| {
-            let hits = members.iter().filter(|&&i| errors[i]).count();
-            let rest = lines.len() - members.len();
-            fisher(
-                hits,
-                members.len() - hits,
-                total_errors - hits,
-                rest - (total_errors - hits),
-                &lf,
-            )
-        })
-        .collect();
-    let adjusted = holm(&p);
     let mut named = Vec::new();
     for (k, ((name, members), s)) in expected.iter().zip(ours).enumerate() {
-        assert_eq!(s["questions"], members.len(), "{name}");
-        let (got, got_adjusted) = (
-            s["p_value"].as_f64().unwrap(),
-            s["p_adjusted"].as_f64().unwrap(),
-        );
-        assert!((got - p[k]).abs() < 1e-9, "{name}: p {got} vs {}", p[k]);
-        assert!(
-            (got_adjusted - adjusted[k]).abs() < 1e-9,
-            "{name}: adjusted {got_adjusted} vs {}",
-            adjusted[k]
-        );
         let mean = |key: &str| {
             100.0
                 * members
@@ -379,23 +396,9 @@ fn the_windows_slices_are_the_windows_features_cuts() {
 
 /// `compare --json` of `models` on compare-1200.json into `out`, with `extra` flags.
 fn compare_1200(models: &str, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let data = root().join("tests/compare-data/compare-1200.json");
-    let mut args = vec![
-        "compare",
-        "--models",
-        models,
-        "--data",
-        data.to_str().unwrap(),
-        "--url",
-        &server().url,
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--bootstrap",
-        "1000",
-        "--json",
-    ];
+    let mut args = vec!["--bootstrap", "1000"];
     args.extend_from_slice(extra);
-    bertqa(&args)
+    crate::common::compare_on("tests/compare-data/compare-1200.json", models, out, &args)
 }
 
 /// Question id → answer text of a run's predictions.json.
@@ -463,48 +466,13 @@ fn compare_names_where_the_changes_concentrate_as_computed_independently() {
             ours[id] != theirs[id]
         })
         .collect();
-    let expected = slices_of(&reference);
     let slices = when["slices"].as_array().unwrap();
-    assert_eq!(
-        slices
-            .iter()
-            .map(|s| s["slice"].as_str().unwrap())
-            .collect::<Vec<_>>(),
-        expected.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>()
-    );
-    let lf = ln_factorials(changed.len());
-    let total = changed.iter().filter(|&&c| c).count();
-    let p: Vec<f64> = expected
-        .iter()
-        .map(|(_, m)| {
-            let hits = m.iter().filter(|&&i| changed[i]).count();
-            let rest = changed.len() - m.len();
-            fisher(
-                hits,
-                m.len() - hits,
-                total - hits,
-                rest - (total - hits),
-                &lf,
-            )
-        })
-        .collect();
-    let adjusted = holm(&p);
-    for (k, ((name, m), s)) in expected.iter().zip(slices).enumerate() {
-        assert_eq!(s["questions"], m.len(), "{name}");
+    let (expected, _) = assert_tested(&reference, &changed, slices);
+    for ((name, m), s) in expected.iter().zip(slices) {
         assert_eq!(
             s["changed"],
             m.iter().filter(|&&i| changed[i]).count(),
             "{name}"
-        );
-        assert!(
-            (s["p_value"].as_f64().unwrap() - p[k]).abs() < 1e-9,
-            "{name}: {s} vs {}",
-            p[k]
-        );
-        assert!(
-            (s["p_adjusted"].as_f64().unwrap() - adjusted[k]).abs() < 1e-9,
-            "{name}: {s} vs {}",
-            adjusted[k]
         );
         let value = s["exact_diff"]["value"].as_f64().unwrap();
         let ci = &s["exact_diff"]["ci"];

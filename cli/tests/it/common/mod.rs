@@ -318,3 +318,27 @@ pub fn client(rt: &tokio::runtime::Runtime, protocol: Protocol, url: String) -> 
     rt.block_on(TritonClient::connect(&config))
         .expect("connect")
 }
+
+/// `compare --json` of `models` on the data file `data` (under the project's root).
+pub fn compare_on(
+    data: &str,
+    models: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let data = root().join(data);
+    let mut args = vec![
+        "compare",
+        "--models",
+        models,
+        "--data",
+        data.to_str().unwrap(),
+        "--url",
+        &server().url,
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    bertqa(&args)
+}
