@@ -14,15 +14,22 @@ from ._errors import UsageError
 # One client per worker process and settings, reused by every batch and task the
 # process runs (a client per batch would connect and load the tokenizer each time).
 _CLIENTS: Dict[str, Any] = {}
+# How many clients of each key this process has built (one, unless building failed).
+BUILT: Dict[str, int] = {}
+
+
+def key_of(url: Any, model: str, options: Dict[str, Any]) -> str:
+    return json.dumps([url, model, options], sort_keys=True, default=str)
 
 
 def client(url: Any, model: str, options: Dict[str, Any]) -> Any:
     """This process's client of ``url`` and ``model`` with ``options``, built once."""
-    key = json.dumps([url, model, options], sort_keys=True, default=str)
+    key = key_of(url, model, options)
     built = _CLIENTS.get(key)
     if built is None:
         from ._client import Client
 
+        BUILT[key] = BUILT.get(key, 0) + 1
         built = _CLIENTS[key] = Client(url, model, **options)
     return built
 

@@ -43,9 +43,18 @@ SAMPLE_ROWS = rows_of(SAMPLE)
 MANY_ROWS = rows_of(ROOT / "tests" / "compare-data" / "compare-1200.json", copies=2)
 
 
-def expected(grpc_url, rows):
+# Every kind of model: a token model, a family model by its tokenizer.json (run_qa's
+# rules), a text model of each contract; each with its client options.
+KINDS = [
+    ("oracle-bpe", {"tokenizer": str(ROOT / "tests" / "fixtures" / "tokenizers" / "roberta")}),
+    ("oracle-text-logits", {}),
+    ("oracle-text-answer", {}),
+]
+
+
+def expected(grpc_url, rows, model="oracle", **options):
     """`Client.ask_many`'s answers to the rows, by id, as the engines' fields."""
-    client = bertqa.Client(grpc_url, "oracle", vocab=VOCAB)
+    client = bertqa.Client(grpc_url, model, **(options or {"vocab": VOCAB}))
     answers = client.ask_many([(r["question"], r["context"]) for r in rows])
     return {r["id"]: (a.text, a.start_char, a.end_char, a.score, a.probability, a.no_answer,
                       a.null_odds) for r, a in zip(rows, answers)}
@@ -98,6 +107,23 @@ def test_spark_answers_equal_ask_many_field_for_field(spark, grpc_url):
     assert answers[0] is None and answers[1] is None and answers[2]["text"]
 
 
+def test_spark_and_ray_answer_as_ask_many_for_every_kind_of_model(spark, ray_data, grpc_url):
+    import bertqa.ray
+    import bertqa.spark
+
+    for model, options in KINDS:
+        want = expected(grpc_url, SAMPLE_ROWS, model, **options)
+        udf = bertqa.spark.answer_udf(grpc_url, model, **options)
+        got = spark_rows(spark, SAMPLE_ROWS).select("id", udf("question", "context").alias("a"))
+        for r in got.collect():
+            assert tuple(r["a"][f] for f in FIELDS) == want[r["id"]], (model, r["id"])
+        got = ray_rows(SAMPLE_ROWS).map_batches(
+            bertqa.ray.Answerer, fn_constructor_kwargs=dict(url=grpc_url, model=model, **options),
+            concurrency=1, batch_size=8).take_all()
+        for r in got:
+            assert tuple(r[c] for c in RAY_COLUMNS) == want[r["id"]], (model, r["id"])
+
+
 def test_spark_keeps_one_client_per_worker(spark, grpc_url):
     import bertqa.spark
     import pandas as pd
@@ -109,13 +135,14 @@ def test_spark_keeps_one_client_per_worker(spark, grpc_url):
     assert df.select(udf("question", "context").alias("a")).filter("a is not null").count() == len(MANY_ROWS)
 
     @F.pandas_udf("string")
-    def clients(ids: pd.Series) -> pd.Series:
+    def built(ids: pd.Series) -> pd.Series:
         from bertqa import _engines
-        return pd.Series([f"{os.getpid()}:{len(_engines._CLIENTS)}"] * len(ids))
+        count = _engines.BUILT.get(_engines.key_of(grpc_url, "oracle", {"vocab": VOCAB}), 0)
+        return pd.Series([f"{os.getpid()}:{count}"] * len(ids))
 
-    seen = {r["w"] for r in df.select(clients("id").alias("w")).distinct().collect()}
+    seen = {r["w"] for r in df.select(built("id").alias("w")).distinct().collect()}
     pids = {s.split(":")[0] for s in seen}
-    # Two Python workers (local[2]) answered every batch; each built one client.
+    # Two Python workers (local[2]) answered every batch; each built the client once.
     assert 1 <= len(pids) <= 2 < batches, seen
     assert all(s.endswith(":1") for s in seen), seen
 
