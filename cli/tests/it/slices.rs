@@ -144,27 +144,30 @@ fn assert_tested(
     (expected, adjusted)
 }
 
+/// The arguments of `eval` of `oracle-wrong-when` on compare-1200.json into `out`, then
+/// `extra`.
+fn eval_wrong_when(out: &std::path::Path, extra: &[&str]) -> Vec<String> {
+    let data = root().join("tests/compare-data/compare-1200.json");
+    let mut args: Vec<String> = vec![
+        "eval".into(),
+        "--url".into(),
+        server().url.clone(),
+        "--model".into(),
+        "oracle-wrong-when".into(),
+        "--data".into(),
+        data.display().to_string(),
+        "--output-dir".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
 #[test]
 fn eval_names_the_slice_a_model_is_wrong_on_as_computed_independently() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = root().join("tests/compare-data/compare-1200.json");
-    let report = json_following(
-        "eval",
-        &[
-            "eval",
-            "--url",
-            &server().url,
-            "--model",
-            "oracle-wrong-when",
-            "--data",
-            data.to_str().unwrap(),
-            "--output-dir",
-            tmp.path().to_str().unwrap(),
-            "--bootstrap",
-            "1000",
-            "--json",
-        ],
-    );
+    let args = eval_wrong_when(tmp.path(), &["--bootstrap", "1000", "--json"]);
+    let report = json_following("eval", &args.iter().map(String::as_str).collect::<Vec<_>>());
     let weak: Vec<&str> = report["weak_slices"]
         .as_array()
         .unwrap()
@@ -213,19 +216,10 @@ fn eval_names_the_slice_a_model_is_wrong_on_as_computed_independently() {
     }
     assert_eq!(weak, named);
     // The text report names the weak slice with its figures.
-    let text = bertqa(&[
-        "eval",
-        "--url",
-        &server().url,
-        "--model",
-        "oracle-wrong-when",
-        "--data",
-        data.to_str().unwrap(),
-        "--output-dir",
-        tmp.path().join("text").to_str().unwrap(),
-        "--bootstrap",
-        "200",
-    ]);
+    let text = bertqa(&eval_wrong_when(
+        &tmp.path().join("text"),
+        &["--bootstrap", "200"],
+    ));
     assert!(text.status.success(), "{}", show(&text));
     let stdout = String::from_utf8_lossy(&text.stdout);
     let line = stdout
