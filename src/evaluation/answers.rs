@@ -78,3 +78,52 @@ pub(crate) fn of_answers(
         outcome, scores, version_2, null_odds, facts, slices,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Format;
+
+    fn data() -> EvalData {
+        let rows = [
+            r#"{"id": "a", "question": "Who?", "context": "Ann met Bob.", "answers": {"text": ["Ann"], "answer_start": [0]}}"#,
+            r#"{"id": "b", "question": "Whom?", "context": "Ann met Bob.", "answers": {"text": ["Bob"], "answer_start": [8]}}"#,
+            r#"{"id": "c", "question": "Why?", "context": "Ann met Bob.", "answers": {"text": [], "answer_start": []}}"#,
+        ];
+        let (loaded, _) = crate::data::from_bytes(
+            rows.join("\n").into_bytes(),
+            Some(Format::HfJsonl),
+            std::path::Path::new("<rows>"),
+        )
+        .unwrap();
+        EvalData::new(loaded.dataset, "<rows>", "", Format::HfJsonl)
+    }
+
+    /// Answers given elsewhere are scored as the official v2 script scores them, with
+    /// their null odds as the na-prob file; a question without one is named.
+    #[test]
+    fn answers_given_elsewhere_are_scored_and_a_missing_one_is_named() {
+        let data = data();
+        assert!(data.looks_like_v2);
+        let answers: HashMap<String, (String, Option<f64>)> = [
+            ("a", ("Ann", Some(-3.0))),
+            ("b", ("met Bob", Some(-1.0))),
+            ("c", ("", Some(2.0))),
+        ]
+        .into_iter()
+        .map(|(id, (text, odds))| (id.to_string(), (text.to_string(), odds)))
+        .collect();
+        let e = Evaluation::of_answers(&data, &answers, None, 1.0).unwrap();
+        assert!(e.version_2_with_negative());
+        // a right, b half right (F1 2/3), c right (no answer).
+        assert!((e.metrics.exact() - 200.0 / 3.0).abs() < 1e-9);
+        assert!((e.metrics.f1() - 100.0 * (1.0 + 2.0 / 3.0 + 1.0) / 3.0).abs() < 1e-9);
+        assert_eq!(e.predictions.get("b").map(String::as_str), Some("met Bob"));
+        assert!(e.slices_not_computed.contains_key("context_windows"));
+        assert!(e.slices.iter().any(|s| s.slice == "question_type:who"));
+        let mut missing = answers.clone();
+        missing.remove("b");
+        let err = Evaluation::of_answers(&data, &missing, None, 1.0).unwrap_err();
+        assert!(err.to_string().contains("\"b\""), "{err}");
+    }
+}
