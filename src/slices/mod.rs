@@ -60,25 +60,60 @@ impl Placement {
 /// `where`, `why`, `how` among the lowercased question's words (runs of letters and
 /// digits), `how many` and `how much` told apart; `other` when there is none.
 pub(crate) fn question_type(question: &str) -> &'static str {
+    if question.is_ascii() {
+        // The same words without lowercasing a copy: for ASCII text `to_lowercase` and
+        // `is_alphanumeric` are their ASCII versions.
+        let words = question
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(Word::Ascii);
+        return first_question_word(words);
+    }
     let lower = question.to_lowercase();
-    let mut words = lower
+    let words = lower
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty());
+        .filter(|w| !w.is_empty())
+        .map(Word::Lower);
+    first_question_word(words)
+}
+
+/// A word of a question: lowercased, or ASCII compared without regard to case.
+enum Word<'a> {
+    Lower(&'a str),
+    Ascii(&'a str),
+}
+
+impl Word<'_> {
+    fn is(&self, lower: &str) -> bool {
+        match self {
+            Word::Lower(w) => *w == lower,
+            Word::Ascii(w) => w.eq_ignore_ascii_case(lower),
+        }
+    }
+}
+
+fn first_question_word<'a>(mut words: impl Iterator<Item = Word<'a>>) -> &'static str {
+    const SIMPLE: [(&str, &str); 8] = [
+        ("what", "what"),
+        ("which", "which"),
+        ("who", "who"),
+        ("whom", "who"),
+        ("whose", "who"),
+        ("when", "when"),
+        ("where", "where"),
+        ("why", "why"),
+    ];
     while let Some(word) = words.next() {
-        return match word {
-            "what" => "what",
-            "which" => "which",
-            "who" | "whom" | "whose" => "who",
-            "when" => "when",
-            "where" => "where",
-            "why" => "why",
-            "how" => match words.next() {
-                Some("many") => "how_many",
-                Some("much") => "how_much",
+        if let Some(&(_, slice)) = SIMPLE.iter().find(|(w, _)| word.is(w)) {
+            return slice;
+        }
+        if word.is("how") {
+            return match words.next() {
+                Some(w) if w.is("many") => "how_many",
+                Some(w) if w.is("much") => "how_much",
                 _ => "how",
-            },
-            _ => continue,
-        };
+            };
+        }
     }
     "other"
 }

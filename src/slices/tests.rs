@@ -106,7 +106,11 @@ fn question_types_follow_the_first_wh_word() {
     ];
     for (question, want) in cases {
         assert_eq!(question_type(question), want, "{question:?}");
+        // The same words after a non-ASCII one take the lowercasing path: same answer.
+        let widened = format!("{question} \u{e9}t\u{e9}");
+        assert_eq!(question_type(&widened), want, "{widened:?}");
     }
+    assert_eq!(question_type("WHÖ? WHOSE \u{c9}T\u{c9}"), "who");
 }
 
 #[test]
