@@ -336,17 +336,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A run without a server (from saved logits) and one with a server and an
-    /// endpoint: both documents follow the schema.
-    #[test]
-    fn follows_the_schema() {
+    const SCHEMA: &str = include_str!("../../../schema/eval.schema.json");
+
+    /// A run without a server (from saved logits).
+    fn serverless() -> EvalJson {
         let none = BTreeMap::new();
-        let by_code = BTreeMap::from([("UNAVAILABLE".to_string(), 2u64)]);
         let ids = ["q1".to_string()];
         let run = Fingerprint::default()
             .with("data_sha256", "ab")
             .with("model", "null");
-        let mut doc = EvalJson {
+        EvalJson {
             schema: 1,
             data: "dev.json".into(),
             version_2_with_negative: false,
@@ -416,11 +415,22 @@ mod tests {
                 "answerable".to_string(),
                 "SQuAD 1.1 data: every question has an answer".to_string(),
             )]),
-        };
-        let schema = include_str!("../../../schema/eval.schema.json");
-        super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());
-        writes_as_a_value_and_reads_back(&doc);
+        }
+    }
 
+    /// A run without a server follows the schema.
+    #[test]
+    fn a_serverless_run_follows_the_schema() {
+        let doc = serverless();
+        super::super::assert_follows(SCHEMA, &serde_json::to_value(&doc).unwrap());
+        writes_as_a_value_and_reads_back(&doc);
+    }
+
+    /// A run with a server, an endpoint, a model and a gate follows the schema.
+    #[test]
+    fn a_run_with_a_server_follows_the_schema() {
+        let mut doc = serverless();
+        let by_code = BTreeMap::from([("UNAVAILABLE".to_string(), 2u64)]);
         doc.requests = 1;
         doc.latency_ms = Some(LatencyMs {
             p50: 1.0,
@@ -482,10 +492,14 @@ mod tests {
             value: 60.0,
             passed: true,
         }];
-        super::super::assert_follows(schema, &serde_json::to_value(&doc).unwrap());
+        super::super::assert_follows(SCHEMA, &serde_json::to_value(&doc).unwrap());
         writes_as_a_value_and_reads_back(&doc);
+    }
 
-        // Floats that are not finite (`null`) and ones of many digits.
+    /// Floats that are not finite (`null`) and ones of many digits.
+    #[test]
+    fn floats_of_every_kind_write_and_read_back() {
+        let mut doc = serverless();
         doc.metrics = Metrics::V2 {
             exact: 50.0,
             f1: f64::NAN,
@@ -495,7 +509,12 @@ mod tests {
             best: None,
         };
         doc.wall_s = 1.0 / 3.0;
-        doc.gates[0].threshold = f64::INFINITY;
+        doc.gates = vec![Gate {
+            flag: crate::report::gates::Gate::MinF1.flag().into(),
+            threshold: f64::INFINITY,
+            value: 60.0,
+            passed: true,
+        }];
         writes_as_a_value_and_reads_back(&doc);
     }
 
