@@ -69,10 +69,10 @@ def evaluate(ds: Any, url: Any, model: str, *, concurrency: int = 2, batch_size:
     answers = {}
     gold = []
     for row in answered.iter_rows():
-        row = dict(row)
-        _engines.check_row(_plain(row))
-        answers[str(row["id"])] = (row["answer"], row["null_odds"])
-        gold.append(_plain(row))
+        plain = _plain(row)
+        _engines.check_row(plain)
+        answers[str(plain["id"])] = (row["answer"], row["null_odds"])
+        gold.append(plain)
     return _engines.evaluation(gold, answers, "<ray Dataset>", version_2_with_negative,
                                na_prob_thresh)
 
