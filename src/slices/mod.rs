@@ -84,6 +84,16 @@ enum Word<'a> {
 }
 
 impl Word<'_> {
+    /// Whether the word can be a question word: each is three to five bytes long and
+    /// starts with `w` or `h`. Most words are not, and are passed over without being
+    /// compared to each.
+    fn may_be_asked(&self) -> bool {
+        let w = match self {
+            Word::Lower(w) | Word::Ascii(w) => w.as_bytes(),
+        };
+        (3..=5).contains(&w.len()) && matches!(w[0].to_ascii_lowercase(), b'w' | b'h')
+    }
+
     fn is(&self, lower: &str) -> bool {
         match self {
             Word::Lower(w) => *w == lower,
@@ -104,6 +114,9 @@ fn first_question_word<'a>(mut words: impl Iterator<Item = Word<'a>>) -> &'stati
         ("why", "why"),
     ];
     while let Some(word) = words.next() {
+        if !word.may_be_asked() {
+            continue;
+        }
         if let Some(&(_, slice)) = SIMPLE.iter().find(|(w, _)| word.is(w)) {
             return slice;
         }
