@@ -142,6 +142,8 @@ pub struct BertTokenizer {
     sep_id: u32,
     /// Set when the vocabulary looks wrong for the casing (algorithm §10.15).
     casing_warning: Option<String>,
+    /// The caches of encoders that have finished, for the next ones.
+    warm: WarmCaches,
 }
 
 impl BertTokenizer {
@@ -263,6 +265,7 @@ impl BertTokenizer {
             cls_id,
             sep_id,
             casing_warning,
+            warm: WarmCaches::default(),
         })
     }
 
@@ -304,13 +307,15 @@ impl BertTokenizer {
         out
     }
 
-    /// An encoder with its own scratch space and word cache.
+    /// An encoder with its own scratch space and word caches: those an earlier encoder
+    /// of this tokenizer left (see [`WarmCaches`]), else empty ones.
     pub fn encoder(&self) -> Encoder<'_> {
+        let (cache, segments) = self.warm.take();
         Encoder {
             tokenizer: self,
             scratch: basic::Scratch::default(),
-            cache: IdCache::default(),
-            segments: IdCache::default(),
+            cache,
+            segments,
             stats: EncoderStats::default(),
         }
     }
@@ -378,6 +383,51 @@ pub struct Encoder<'t> {
     /// Whole segment given to [`Encoder::encode_segment`] → its ids.
     segments: IdCache,
     stats: EncoderStats,
+}
+
+impl Drop for Encoder<'_> {
+    fn drop(&mut self) {
+        let caches = (std::mem::take(&mut self.cache), std::mem::take(&mut self.segments));
+        self.tokenizer.warm.put(caches);
+    }
+}
+
+/// The word caches of a tokenizer's finished encoders, each handed to a later encoder
+/// whole: a client's runs that follow one another (an engine's calls of a few dozen rows
+/// each) start with the words the earlier ones tokenized instead of empty tables. The
+/// caches only memoize, so the ids are the same either way; each stays bounded by
+/// `MAX_CACHED_WORDS`. A clone of the tokenizer starts with none.
+#[derive(Default)]
+struct WarmCaches(std::sync::Mutex<Vec<(IdCache, IdCache)>>);
+
+/// Caches kept at most: one for each of a client's runs in flight at once.
+const WARM_CACHES: usize = 4;
+
+impl WarmCaches {
+    fn take(&self) -> (IdCache, IdCache) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.pop().unwrap_or_default()
+    }
+
+    fn put(&self, caches: (IdCache, IdCache)) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < WARM_CACHES && caches.0.len() + caches.1.len() > 0 {
+            kept.push(caches);
+        }
+    }
+}
+
+impl Clone for WarmCaches {
+    fn clone(&self) -> Self {
+        WarmCaches::default()
+    }
+}
+
+impl std::fmt::Debug for WarmCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map_or(0, |k| k.len());
+        write!(f, "WarmCaches({kept} kept)")
+    }
 }
 
 /// What an [`Encoder`] did: how many segments and basic tokens it was asked for, and how
@@ -577,6 +627,36 @@ mod tests {
         assert_eq!(a, t.tokenize("running unaffable running"));
     }
 
+    #[test]
+    fn a_later_encoder_starts_with_the_words_an_earlier_one_left() {
+        let t = tok(true);
+        let text = "running unaffable running";
+        let mut first = Vec::new();
+        let mut enc = t.encoder();
+        enc.encode_segment(text, &mut first);
+        assert_eq!(enc.stats().words_tokenized, 2);
+        drop(enc);
+        let mut enc = t.encoder();
+        let mut again = Vec::new();
+        enc.encode(text, &mut again);
+        enc.encode_segment(text, &mut again);
+        // Every word, and the segment, from the caches the first encoder left.
+        assert_eq!((enc.stats().words_tokenized, enc.stats().segments_tokenized), (0, 0));
+        assert_eq!(again, [first.clone(), first.clone()].concat());
+        drop(enc);
+        // Two encoders at once: the second starts empty, and both caches are kept.
+        let (mut a, mut b) = (t.encoder(), t.encoder());
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        a.encode(text, &mut x);
+        b.encode(text, &mut y);
+        assert_eq!((a.stats().words_tokenized, b.stats().words_tokenized), (0, 2));
+        assert_eq!(x, y);
+        // A clone of the tokenizer starts without them.
+        let cloned = t.clone();
+        let mut c = cloned.encoder();
+        c.encode(text, &mut Vec::new());
+        assert_eq!(c.stats().words_tokenized, 2);
+    }
     #[test]
     fn casing_warnings() {
         assert!(tok(true).casing_warning().is_none());
