@@ -44,14 +44,22 @@ def missing(value: Any) -> bool:
 CALLS_IN_FLIGHT = 4
 
 
+def check_rows_per_call(caller: str, rows_per_call: Optional[int]) -> None:
+    """``rows_per_call`` is a positive count, or ``None`` (the engine's whole batch)."""
+    if rows_per_call is not None and rows_per_call < 1:
+        raise UsageError(f"{caller}: rows_per_call {rows_per_call}: give at least 1, "
+                         "or None for one call per batch")
+
+
 def answer_batch(client_: Any, questions: Sequence[Any], contexts: Sequence[Any],
-                 rows_per_call: int) -> List[Optional[Any]]:
+                 rows_per_call: Optional[int]) -> List[Optional[Any]]:
     """Each row's answer (``None`` for a row whose question or context is null), asked
-    ``rows_per_call`` rows a call, up to CALLS_IN_FLIGHT calls at once (the client is
-    shared by threads)."""
+    ``rows_per_call`` rows a call (``None``: the whole batch in one call), up to
+    CALLS_IN_FLIGHT calls at once (the client is shared by threads)."""
     out: List[Optional[Any]] = [None] * len(questions)
     asked = [i for i in range(len(questions)) if not (missing(questions[i]) or missing(contexts[i]))]
-    chunks = [asked[s:s + rows_per_call] for s in range(0, len(asked), rows_per_call)]
+    step = rows_per_call or max(1, len(asked))
+    chunks = [asked[s:s + step] for s in range(0, len(asked), step)]
 
     def call(chunk: List[int]) -> List[Any]:
         return client_.ask_many([(str(questions[i]), str(contexts[i])) for i in chunk])

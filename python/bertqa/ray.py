@@ -28,12 +28,14 @@ class Answerer:
     ``context`` columns answered, adding ``answer``, ``answer_start``, ``answer_end``
     (character offsets), ``score``, ``probability``, ``no_answer`` and ``null_odds`` (a
     null question or context: null answer columns). The other keyword arguments are
-    :class:`bertqa.Client`'s; ``rows_per_call`` rows are asked at a time."""
+    :class:`bertqa.Client`'s; ``rows_per_call`` rows are asked at a time (``None``:
+    the whole batch in one call, for throughput). The client is shared by threads, so
+    ``map_batches(..., max_concurrency=2)`` lets an actor answer its next batch while
+    the last requests of one are in flight."""
 
-    def __init__(self, url: Any, model: str, *, rows_per_call: int = 64,
+    def __init__(self, url: Any, model: str, *, rows_per_call: Optional[int] = 64,
                  **client_options: Any) -> None:
-        if rows_per_call < 1:
-            raise UsageError(f"Answerer(): rows_per_call {rows_per_call}: give at least 1")
+        _engines.check_rows_per_call("Answerer()", rows_per_call)
         self.rows_per_call = rows_per_call
         self.client = _engines.client(url, model, client_options)
 
@@ -50,22 +52,25 @@ class Answerer:
         return out
 
 
-def evaluate(ds: Any, url: Any, model: str, *, concurrency: int = 2, batch_size: int = 64,
-             version_2_with_negative: Optional[bool] = None, na_prob_thresh: float = 1.0,
-             **client_options: Any) -> Any:
+def evaluate(ds: Any, url: Any, model: str, *, concurrency: int = 2, batch_size: int = 1024,
+             rows_per_call: Optional[int] = None, version_2_with_negative: Optional[bool] = None,
+             na_prob_thresh: float = 1.0, **client_options: Any) -> Any:
     """Evaluates ``model`` on a Dataset of Hugging Face's SQuAD rows: the answers computed
-    by ``concurrency`` actors (``Answerer``), scored once here as the official scripts
-    score them, into a :class:`bertqa.Evaluation` (the metrics of ``Client.evaluate`` of
-    the same rows). A row without a question, context or answers is an error naming its
-    id."""
+    by ``concurrency`` actors (``Answerer``; batches of ``batch_size`` rows, each asked
+    in one call unless ``rows_per_call`` is given, two batches at once per actor), scored
+    once here as the official scripts score them, into a :class:`bertqa.Evaluation` (the
+    metrics of ``Client.evaluate`` of the same rows). A row without a question, context
+    or answers is an error naming its id."""
     if version_2_with_negative is None:
         # SQuAD 2.0's rules when a question has no answer, as Client.evaluate decides.
         unanswerable = ds.filter(lambda r: len(r["answers"]["text"]) == 0).limit(1).count()
         version_2_with_negative = unanswerable > 0
     client_options = dict(client_options, version_2_with_negative=version_2_with_negative)
     answered = ds.map_batches(
-        Answerer, fn_constructor_kwargs=dict(url=url, model=model, **client_options),
-        concurrency=concurrency, batch_size=batch_size)
+        Answerer,
+        fn_constructor_kwargs=dict(url=url, model=model, rows_per_call=rows_per_call,
+                                   **client_options),
+        concurrency=concurrency, batch_size=batch_size, max_concurrency=2)
     answers = {}
     gold = []
     for row in answered.iter_rows():

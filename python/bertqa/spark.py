@@ -33,19 +33,18 @@ ANSWER = T.StructType([
 ])
 
 
-def answer_udf(url: Any, model: str, *, rows_per_call: int = 64,
+def answer_udf(url: Any, model: str, *, rows_per_call: Optional[int] = 64,
                **client_options: Any) -> Callable[[Any, Any], Column]:
     """A function of two string columns (question, context) giving the answer struct
     (``text``, ``start``, ``end``, ``score``, ``probability``, ``no_answer``,
     ``null_odds``): ``df.withColumn("answer", answer_udf(url, model)("question",
     "context"))``. A null question or context gives a null answer. Spark hands the
     function batches of rows (``spark.sql.execution.arrow.maxRecordsPerBatch``); each
-    is asked ``rows_per_call`` rows at a time, in requests of the client's own
-    ``batch_size``. ``client_options``: :class:`bertqa.Client`'s (TLS, headers, several
-    URLs, retries, tokenizer, ...). A failing server fails the job with bertqa's
-    message."""
-    if rows_per_call < 1:
-        raise UsageError(f"answer_udf(): rows_per_call {rows_per_call}: give at least 1")
+    is asked ``rows_per_call`` rows at a time (``None``: the whole batch in one call,
+    for throughput), in requests of the client's own ``batch_size``.
+    ``client_options``: :class:`bertqa.Client`'s (TLS, headers, several URLs, retries,
+    tokenizer, ...). A failing server fails the job with bertqa's message."""
+    _engines.check_rows_per_call("answer_udf()", rows_per_call)
 
     @F.pandas_udf(ANSWER)  # type: ignore[call-overload]
     def answers(questions: pd.Series, contexts: pd.Series) -> pd.DataFrame:
@@ -64,12 +63,13 @@ def _column(c: Any) -> Column:
     return F.col(c) if isinstance(c, str) else c
 
 
-def evaluate(df: DataFrame, url: Any, model: str, *, rows_per_call: int = 64,
+def evaluate(df: DataFrame, url: Any, model: str, *, rows_per_call: Optional[int] = None,
              version_2_with_negative: Optional[bool] = None, na_prob_thresh: float = 1.0,
              **client_options: Any) -> Any:
     """Evaluates ``model`` on a DataFrame of Hugging Face's SQuAD rows (``id``,
     ``question``, ``context``, ``answers``): the answers computed on the executors
-    (``answer_udf``), scored once on the driver as the official scripts score them, into
+    (``answer_udf``, each of Spark's batches in one call unless ``rows_per_call`` is
+    given), scored once on the driver as the official scripts score them, into
     a :class:`bertqa.Evaluation` (the metrics of ``Client.evaluate`` of the same rows;
     no latency, windows or n-best lists). A row without a question, context or answers
     is an error naming its id."""

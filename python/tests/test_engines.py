@@ -93,13 +93,17 @@ def test_spark_answers_equal_ask_many_field_for_field(spark, grpc_url):
     import bertqa.spark
     from pyspark.sql import functions as F
 
-    udf = bertqa.spark.answer_udf(grpc_url, "oracle", rows_per_call=24, vocab=VOCAB)
-    for rows in (SAMPLE_ROWS, MANY_ROWS):
-        got = spark_rows(spark, rows).select("id", udf("question", "context").alias("a")).collect()
-        want = expected(grpc_url, rows)
-        assert len(got) == len(rows)
-        for r in got:
-            assert tuple(r["a"][f] for f in FIELDS) == want[r["id"]], r["id"]
+    # Calls of 24 rows, and one call per batch.
+    for rows_per_call in (24, None):
+        udf = bertqa.spark.answer_udf(grpc_url, "oracle", rows_per_call=rows_per_call, vocab=VOCAB)
+        for rows in (SAMPLE_ROWS, MANY_ROWS):
+            got = spark_rows(spark, rows).select("id", udf("question", "context").alias("a")).collect()
+            want = expected(grpc_url, rows)
+            assert len(got) == len(rows)
+            for r in got:
+                assert tuple(r["a"][f] for f in FIELDS) == want[r["id"]], (rows_per_call, r["id"])
+    with pytest.raises(bertqa.UsageError, match="rows_per_call 0: give at least 1, or None"):
+        bertqa.spark.answer_udf(grpc_url, "oracle", rows_per_call=0)
     # A null question or context gives a null answer.
     df = spark.createDataFrame([("q?", None), (None, "c"), ("Who?", "Ann met Bob.")],
                                "question string, context string")
@@ -215,10 +219,14 @@ def test_ray_answers_equal_ask_many_and_each_actor_keeps_one_client(ray_data, gr
             out["worker"] = [f"{os.getpid()}:{id(self.client)}"] * len(batch["id"])
             return out
 
-    for rows in (SAMPLE_ROWS, MANY_ROWS):
+    # Calls of 64 rows; then one call per batch, two batches at once in each actor.
+    for rows, options in ((SAMPLE_ROWS, {}), (MANY_ROWS, {}),
+                          (MANY_ROWS, {"rows_per_call": None, "max_concurrency": 2})):
+        rows_per_call = options.pop("rows_per_call", 64)
         got = ray_rows(rows).map_batches(
-            Traced, fn_constructor_kwargs=dict(url=grpc_url, model="oracle", vocab=VOCAB),
-            concurrency=2, batch_size=16).take_all()
+            Traced, fn_constructor_kwargs=dict(url=grpc_url, model="oracle", vocab=VOCAB,
+                                               rows_per_call=rows_per_call),
+            concurrency=2, batch_size=16, **options).take_all()
         want = expected(grpc_url, rows)
         assert len(got) == len(rows)
         for r in got:
