@@ -7,8 +7,8 @@
 # two actors (Answerer, Ray's batches of 1024, two at once per actor: max_concurrency=2),
 # both asking ROWS_PER_CALL rows a call (default `batch`: one call per engine batch, as
 # docs/scale.md advises for throughput; answer_udf's and Answerer's own default is 64),
-# and through one client's ask_many. One engine runs at a time (as on a node of
-# either), its start-up (JVM, Python workers, actors, clients) paid before timing; then
+# and through one client's ask_many. One engine runs at a time, in a process of its own
+# (as on a node of either), its start-up (JVM, Python workers, actors, clients) paid before timing; then
 # ROUNDS (default 5) alternating rounds time ask_many, the engine's 64-question job
 # (what any job costs it: scheduling, serialization, actors) and its QUESTIONS job. An
 # engine's throughput leaves its 64-question job out: (QUESTIONS - 64) / (median
@@ -36,8 +36,8 @@ trap 'bash scripts/triton.sh stop --name engines-bench >/dev/null 2>&1 || true; 
 "$BERTQA_PYTHON" scripts/bench/gen_squad.py "$WORK/dev.json" --vocab vocab/vocab.txt
 URL="$(bash scripts/triton.sh start --name engines-bench --grpc-port 18541 --http-port 18540 \
   --metrics-port 18542 -- --model-control-mode=explicit --load-model=null)"
-PYSPARK_PYTHON="$VENV/bin/python" "$VENV/bin/python" - "$WORK/dev.json" "$URL" "$N" \
-  "$BERTQA_ROOT/vocab/vocab.txt" "${2:-5}" "${3:-batch}" <<'PY'
+cat > "$WORK/engine.py" <<'PY'
+# engine.py DATA URL QUESTIONS VOCAB ROUNDS ROWS_PER_CALL ENGINE: one engine's figures.
 import json, statistics, sys, time
 import pyarrow as pa
 import bertqa
@@ -45,6 +45,7 @@ import bertqa
 data, url, n, vocab = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 rounds = int(sys.argv[5])
 rows_per_call = None if sys.argv[6] == "batch" else int(sys.argv[6])
+name = sys.argv[7]
 pairs = [(q["question"], p["context"]) for a in json.load(open(data))["data"]
          for p in a["paragraphs"] for q in p["qas"]][:n]
 few = pairs[:64]
@@ -91,26 +92,36 @@ def ray_engine():
             concurrency=2, batch_size=1024, max_concurrency=2).materialize()
     return job, rows(few), rows(pairs), ray.shutdown
 
-out = {"questions": len(pairs), "rounds": rounds, "rows_per_call": rows_per_call or "batch"}
-first_job = {}
-# One engine at a time (a node runs one of them), each side by side with ask_many.
-for name, engine in (("spark", spark_engine), ("ray", ray_engine)):
-    job, small, big, stop = engine()
-    first_job[name] = round(timed(lambda: job(small)), 2)
-    times = {"ask_many": [], "64": [], "all": []}
-    for _ in range(rounds):
-        times["ask_many"].append(timed(lambda: client.ask_many(pairs)))
-        times["64"].append(timed(lambda: job(small)))
-        times["all"].append(timed(lambda: job(big)))
-    stop()
-    med = {k: statistics.median(v) for k, v in times.items()}
-    ask_many = len(pairs) / med["ask_many"]
-    rate = (len(pairs) - len(few)) / (med["all"] - med["64"])
-    out[name] = {"ask_many_per_s": round(ask_many, 1), "per_s": round(rate, 1),
-                 "ratio": round(rate / ask_many, 3),
-                 "whole_job_ratio": round(len(pairs) / med["all"] / ask_many, 3),
-                 "job_64_s": round(med["64"], 3)}
+job, small, big, stop = {"spark": spark_engine, "ray": ray_engine}[name]()
+first_job = timed(lambda: job(small))
+times = {"ask_many": [], "64": [], "all": []}
+for _ in range(rounds):
+    times["ask_many"].append(timed(lambda: client.ask_many(pairs)))
+    times["64"].append(timed(lambda: job(small)))
+    times["all"].append(timed(lambda: job(big)))
+stop()
+med = {k: statistics.median(v) for k, v in times.items()}
+ask_many = len(pairs) / med["ask_many"]
+rate = (len(pairs) - len(few)) / (med["all"] - med["64"])
+print(json.dumps({"ask_many_per_s": round(ask_many, 1), "per_s": round(rate, 1),
+                  "ratio": round(rate / ask_many, 3),
+                  "whole_job_ratio": round(len(pairs) / med["all"] / ask_many, 3),
+                  "job_64_s": round(med["64"], 3), "first_job_s": round(first_job, 2)}))
+PY
+# One engine per process, one after the other: what one leaves running (Spark's JVM,
+# Ray's daemons) would slow the next.
+for engine in spark ray; do
+  PYSPARK_PYTHON="$VENV/bin/python" "$VENV/bin/python" "$WORK/engine.py" "$WORK/dev.json" \
+    "$URL" "$N" "$BERTQA_ROOT/vocab/vocab.txt" "${2:-5}" "${3:-batch}" "$engine" \
+    2>"$WORK/$engine.log" | tail -1 > "$WORK/$engine.json" \
+    || { tail -20 "$WORK/$engine.log" >&2; die "the $engine job failed"; }
+done
+"$BERTQA_PYTHON" - "$WORK" "$N" "${2:-5}" "${3:-batch}" <<'PY'
+import json, sys
+work, n, rounds, rows_per_call = sys.argv[1:]
+out = {"questions": int(n), "rounds": int(rounds), "rows_per_call": rows_per_call}
+for engine in ("spark", "ray"):
+    out[engine] = json.load(open(f"{work}/{engine}.json"))
 out["target_ratio"] = 0.8
-out["first_job_s"] = first_job
 print(json.dumps(out))
 PY
