@@ -1,8 +1,9 @@
 """bertqa.spark and bertqa.ray on the real engines: pyspark in local mode (`local[2]`)
 and Ray's own local cluster, against the test Triton. Their answers equal
 `Client.ask_many`'s field for field, their evaluations `Client.evaluate`'s metrics, each
-worker holds one client however many batches it answers, and a dead server fails the
-job with bertqa's message."""
+worker holds one client however many batches it answers, the client's options reach the
+workers' clients (a header a gateway requires), and a dead server fails the job with
+bertqa's message."""
 
 import importlib
 import json
@@ -65,6 +66,77 @@ def dead_url_message():
     with pytest.raises(bertqa.ConnectionError) as e:
         bertqa.Client("127.0.0.1:1", "oracle", vocab=VOCAB, retries=0)
     return str(e.value)
+
+
+KEY = ("x-api-key", "engines-key")
+
+
+@pytest.fixture(scope="module")
+def keyed_http(http_url):
+    """A gateway in front of the test Triton's HTTP port that forwards only the requests
+    carrying KEY's header and answers the rest 401: its host:port."""
+    import http.client
+    import http.server
+    import threading
+
+    host, port = http_url.rsplit(":", 1)
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.headers.get(KEY[0]) != KEY[1]:
+                self.send_response(401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            upstream = http.client.HTTPConnection(host, int(port), timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != KEY[0]}
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            got = upstream.getresponse()
+            data = got.read()
+            self.send_response(got.status)
+            for k, v in got.getheaders():
+                if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            upstream.close()
+
+        do_GET = do_POST = forward
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_the_client_options_reach_the_workers_client(spark, ray_data, keyed_http, grpc_url):
+    """A header the gateway requires, given as a client option, is sent by the workers'
+    clients (answers as ask_many's); without it the gateway's refusal fails the job."""
+    import bertqa.ray
+    import bertqa.spark
+
+    keyed = dict(protocol="http", header={KEY[0]: KEY[1]}, vocab=VOCAB, retries=0)
+    want = expected(grpc_url, SAMPLE_ROWS)
+    udf = bertqa.spark.answer_udf(keyed_http, "oracle", **keyed)
+    got = spark_rows(spark, SAMPLE_ROWS).select("id", udf("question", "context").alias("a"))
+    for r in got.collect():
+        assert tuple(r["a"][f] for f in FIELDS) == want[r["id"]], r["id"]
+    got = ray_rows(SAMPLE_ROWS).map_batches(
+        bertqa.ray.Answerer, fn_constructor_kwargs=dict(url=keyed_http, model="oracle", **keyed),
+        concurrency=1, batch_size=8).take_all()
+    for r in got:
+        assert tuple(r[c] for c in RAY_COLUMNS) == want[r["id"]], r["id"]
+    unkeyed = dict(keyed, header=None)
+    udf = bertqa.spark.answer_udf(keyed_http, "oracle", **unkeyed)
+    with pytest.raises(Exception, match="401"):
+        spark_rows(spark, SAMPLE_ROWS[:4]).select(udf("question", "context")).collect()
 
 
 # -- Spark ------------------------------------------------------------------------------
