@@ -308,7 +308,7 @@ impl BertTokenizer {
     }
 
     /// An encoder with its own scratch space and word caches: those an earlier encoder
-    /// of this tokenizer left (see [`WarmCaches`]), else empty ones.
+    /// of this tokenizer left (the tokenizer keeps a few), else empty ones.
     pub fn encoder(&self) -> Encoder<'_> {
         let (cache, segments) = self.warm.take();
         Encoder {
