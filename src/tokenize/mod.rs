@@ -395,13 +395,18 @@ impl Drop for Encoder<'_> {
 /// The word caches of a tokenizer's finished encoders, each handed to a later encoder
 /// whole: a client's runs that follow one another (an engine's calls of a few dozen rows
 /// each) start with the words the earlier ones tokenized instead of empty tables. The
-/// caches only memoize, so the ids are the same either way; each stays bounded by
-/// `MAX_CACHED_WORDS`. A clone of the tokenizer starts with none.
+/// caches only memoize, so the ids are the same either way. What a long-lived client
+/// holds between runs is bounded by `WARM_CACHES` × `KEPT_ENTRIES`: a run that grew
+/// its caches past that (a large, varied evaluation) leaves them to be freed. A clone
+/// of the tokenizer starts with none.
 #[derive(Default)]
 struct WarmCaches(std::sync::Mutex<Vec<(IdCache, IdCache)>>);
 
 /// Caches kept at most: one for each of a client's runs in flight at once.
 const WARM_CACHES: usize = 4;
+
+/// Entries (words and segments) of a pair of caches that is kept: a few megabytes.
+const KEPT_ENTRIES: usize = 1 << 18;
 
 impl WarmCaches {
     fn take(&self) -> (IdCache, IdCache) {
@@ -411,7 +416,8 @@ impl WarmCaches {
 
     fn put(&self, caches: (IdCache, IdCache)) {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() < WARM_CACHES && caches.0.len() + caches.1.len() > 0 {
+        let entries = caches.0.len() + caches.1.len();
+        if kept.len() < WARM_CACHES && (1..=KEPT_ENTRIES).contains(&entries) {
             kept.push(caches);
         }
     }
@@ -657,6 +663,21 @@ mod tests {
         c.encode(text, &mut Vec::new());
         assert_eq!(c.stats().words_tokenized, 2);
     }
+    #[test]
+    fn caches_past_the_kept_size_are_left_to_be_freed() {
+        let t = tok(true);
+        let mut big = IdCache::default();
+        for i in 0..=KEPT_ENTRIES {
+            big.insert(&i.to_string(), &[1]);
+        }
+        t.warm.put((big, IdCache::default()));
+        assert_eq!(t.warm.take().0.len(), 0);
+        let mut small = IdCache::default();
+        small.insert("a", &[1]);
+        t.warm.put((small, IdCache::default()));
+        assert_eq!(t.warm.take().0.len(), 1);
+    }
+
     #[test]
     fn casing_warnings() {
         assert!(tok(true).casing_warning().is_none());
