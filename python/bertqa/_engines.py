@@ -106,22 +106,27 @@ def _short(row: Dict[str, Any]) -> str:
     return text if len(text) < 120 else text[:117] + "..."
 
 
-def evaluation(rows: Iterable[Dict[str, Any]], answers: Dict[str, Tuple[str, Optional[float]]],
+def gold(row: Dict[str, Any]) -> Dict[str, Any]:
+    """What scoring keeps of a checked row: its id, question and answers' texts. Not its
+    context or offsets: the official scoring reads the texts alone, and a driver holding
+    every context of a large job would hold the whole data."""
+    return {"id": str(row["id"]), "question": str(row["question"]),
+            "answers": [str(t) for t in row["answers"]["text"]]}
+
+
+def evaluation(golds: Iterable[Dict[str, Any]], answers: Dict[str, Tuple[str, Optional[float]]],
                label: str, version_2_with_negative: Optional[bool], na_prob_thresh: float) -> Any:
-    """A :class:`bertqa.Evaluation` of ``answers`` (id → text, null odds) to ``rows``,
-    scored once as the official scripts score them."""
+    """A :class:`bertqa.Evaluation` of ``answers`` (id → text, null odds) to ``golds``
+    (each row's :func:`gold`), scored once as the official scripts score them."""
     from . import _native
     from ._client import Evaluation
 
     lines = []
-    for row in rows:
-        gold = row["answers"]
+    for row in golds:
+        # Hugging Face's row shape, its context left empty and its offsets unknown.
         lines.append(json.dumps({
-            "id": str(row["id"]),
-            "question": str(row["question"]),
-            "context": str(row["context"]),
-            "answers": {"text": [str(t) for t in gold["text"]],
-                        "answer_start": [int(s) for s in gold["answer_start"]]},
+            "id": row["id"], "question": row["question"], "context": "",
+            "answers": {"text": row["answers"], "answer_start": [None] * len(row["answers"])},
         }))
     native = _native.evaluation_of_answers("\n".join(lines).encode(), label, answers,
                                            version_2_with_negative, na_prob_thresh)

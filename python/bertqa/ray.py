@@ -72,13 +72,13 @@ def evaluate(ds: Any, url: Any, model: str, *, concurrency: int = 2, batch_size:
                                    **client_options),
         concurrency=concurrency, batch_size=batch_size, max_concurrency=2)
     answers = {}
-    gold = []
+    golds = []
     for row in answered.iter_rows():
         plain = _plain(row)
         _engines.check_row(plain)
         answers[str(plain["id"])] = (row["answer"], row["null_odds"])
-        gold.append(plain)
-    return _engines.evaluation(gold, answers, "<ray Dataset>", version_2_with_negative,
+        golds.append(_engines.gold(plain))
+    return _engines.evaluation(golds, answers, "<ray Dataset>", version_2_with_negative,
                                na_prob_thresh)
 
 

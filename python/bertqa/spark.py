@@ -83,14 +83,17 @@ def evaluate(df: DataFrame, url: Any, model: str, *, rows_per_call: Optional[int
         version_2_with_negative = unanswerable > 0
     client_options = dict(client_options, version_2_with_negative=version_2_with_negative)
     udf = answer_udf(url, model, rows_per_call=rows_per_call, **client_options)
-    rows = df.select(*needed, udf("question", "context").alias("_answer")).collect()
+    # Not the contexts: only whether each row has one (the driver would hold the data).
+    rows = df.select("id", "question", "answers", F.col("context").isNull().alias("_no_context"),
+                     udf("question", "context").alias("_answer")).collect()
     answers = {}
-    gold = []
+    golds = []
     for r in rows:
         row = r.asDict(recursive=True)
+        row["context"] = None if row.pop("_no_context") else ""
         _engines.check_row(row)
         a = row.pop("_answer")
         answers[str(row["id"])] = (a["text"], a["null_odds"])
-        gold.append(row)
-    return _engines.evaluation(gold, answers, "<spark DataFrame>", version_2_with_negative,
+        golds.append(_engines.gold(row))
+    return _engines.evaluation(golds, answers, "<spark DataFrame>", version_2_with_negative,
                                na_prob_thresh)

@@ -24,7 +24,9 @@ struct Row {
 #[derive(Deserialize)]
 struct Answers {
     text: Vec<String>,
-    answer_start: Vec<i64>,
+    /// `null`: the offset is unknown, as the SQuAD reader takes it (scoring reads texts
+    /// only).
+    answer_start: Vec<Option<i64>>,
 }
 
 /// Rows into articles (consecutive rows of one title) and paragraphs (consecutive
@@ -52,19 +54,20 @@ impl Builder {
         }
         let mut answers = Vec::with_capacity(text.len());
         for (text, start) in text.into_iter().zip(answer_start) {
-            let answer_start = usize::try_from(start).map_err(|_| {
-                Error::input(
-                    Location::file(path),
-                    format!(
-                        "{}: field `answers.answer_start`: {start} is negative",
-                        place()
-                    ),
-                )
-            })?;
-            answers.push(RawAnswer {
-                text,
-                answer_start: Some(answer_start),
-            });
+            let answer_start = start
+                .map(|start| {
+                    usize::try_from(start).map_err(|_| {
+                        Error::input(
+                            Location::file(path),
+                            format!(
+                                "{}: field `answers.answer_start`: {start} is negative",
+                                place()
+                            ),
+                        )
+                    })
+                })
+                .transpose()?;
+            answers.push(RawAnswer { text, answer_start });
         }
         let qa = RawQa {
             id: row.id,
@@ -247,8 +250,9 @@ fn parquet_row(row: &parquet::record::Row) -> std::result::Result<Row, String> {
     let answer_start = list("answer_start")?
         .into_iter()
         .map(|f| match f {
-            Field::Int(i) => Ok(i64::from(i)),
-            Field::Long(i) => Ok(i),
+            Field::Int(i) => Ok(Some(i64::from(i))),
+            Field::Long(i) => Ok(Some(i)),
+            Field::Null => Ok(None),
             other => Err(format!(
                 "field `answers.answer_start`: expected integers, found {other}"
             )),

@@ -123,6 +123,25 @@ fn broken_rows_name_the_line_and_the_field() {
 }
 
 #[test]
+fn a_row_may_leave_an_answers_offset_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = r#"{"id": "a", "context": "Ann B met C.", "question": "Who?", "answers": {"text": ["Ann", "Ann B"], "answer_start": [null, 0]}}"#;
+    let p = write(dir.path(), "unknown.jsonl", rows.as_bytes());
+    let (l, _) = load(&[p], false).unwrap();
+    let texts: Vec<&str> = l.dataset.examples[0]
+        .answers
+        .iter()
+        .map(|a| a.text.as_str())
+        .collect();
+    assert_eq!(texts, ["Ann", "Ann B"]);
+    assert_eq!(l.answers_without_start, 1);
+    let negative = rows.replace("[null, 0]", "[null, -1]");
+    let p = write(dir.path(), "negative.jsonl", negative.as_bytes());
+    let e = load(&[p], false).unwrap_err().to_string();
+    assert!(e.contains("answer_start`: -1 is negative"), "{e}");
+}
+
+#[test]
 fn several_files_read_as_one() {
     let dir = tempfile::tempdir().unwrap();
     let (one, _) = load(&[write(dir.path(), "all.jsonl", HF.as_bytes())], false).unwrap();
