@@ -8,15 +8,17 @@
 # both asking ROWS_PER_CALL rows a call (default `batch`: one call per engine batch, as
 # docs/scale.md advises for throughput; answer_udf's and Answerer's own default is 64),
 # and through one client's ask_many. One engine runs at a time, in a process of its own
-# (as on a node of either), its start-up (JVM, Python workers, actors, clients) paid before timing; then
-# ROUNDS (default 5) alternating rounds time ask_many, the engine's 64-question job
-# (what any job costs it: scheduling, serialization, actors) and its QUESTIONS job. An
-# engine's throughput leaves its 64-question job out: (QUESTIONS - 64) / (median
-# QUESTIONS job - median 64-question job), against ask_many's in the same rounds; its
-# whole-job figure is printed too. Uses the Python tests' venv
-# (scripts/test_python.sh keeps it in the cache) with a release wheel for this machine
-# (maturin --release; $BERTQA_WHEEL names another), as users install. Prints one JSON
-# line: questions/s of each and each engine's ratio to ask_many's (target >= 0.8).
+# (as on a node of either), its start-up (JVM, Python workers, actors, clients) paid
+# before timing; then ROUNDS (default 5) alternating rounds time ask_many, the engine's
+# 64-question job (what any job costs it: scheduling, serialization, actors) and its
+# QUESTIONS job. An engine's throughput leaves its 64-question job out: (QUESTIONS - 64)
+# / (median QUESTIONS job - median 64-question job), against ask_many's in the same
+# rounds (target >= 0.8). Printed too: the whole job's figure, and for information the
+# QUESTIONS job against the same job answering nothing (a UDF or callable returning
+# constants: over_nothing_ratio, what bertqa adds inside the engine). Uses the Python
+# tests' venv (scripts/test_python.sh keeps it in the cache) with a release wheel for
+# this machine (maturin --release; $BERTQA_WHEEL names another), as users install.
+# Prints one JSON line.
 . "$(dirname "$0")/../common.sh"
 cd "$BERTQA_ROOT"
 N="${1:-10000}"
@@ -39,6 +41,7 @@ URL="$(bash scripts/triton.sh start --name engines-bench --grpc-port 18541 --htt
 cat > "$WORK/engine.py" <<'PY'
 # engine.py DATA URL QUESTIONS VOCAB ROUNDS ROWS_PER_CALL ENGINE: one engine's figures.
 import json, statistics, sys, time
+import numpy as np
 import pyarrow as pa
 import bertqa
 
@@ -71,9 +74,18 @@ def spark_engine():
         df = spark.createDataFrame(rs, "question string, context string").repartition(2).cache()
         df.count()
         return df
-    def job(df):
-        df.select(udf("question", "context").alias("a")).write.format("noop").mode("overwrite").save()
-    return job, rows(few), rows(pairs), spark.stop
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    @F.pandas_udf(bertqa.spark.ANSWER)
+    def nothing(q: pd.Series, c: pd.Series) -> pd.DataFrame:
+        n = len(q)
+        return pd.DataFrame({"text": ["x"] * n, "start": [0] * n, "end": [1] * n,
+                             "score": [0.0] * n, "probability": [0.0] * n,
+                             "no_answer": [False] * n, "null_odds": [0.0] * n})
+    def job(df, f=udf):
+        df.select(f("question", "context").alias("a")).write.format("noop").mode("overwrite").save()
+    return job, lambda df: job(df, nothing), rows(few), rows(pairs), spark.stop
 
 def ray_engine():
     """Ray's local cluster with the rows materialized in it, in blocks for both actors."""
@@ -85,16 +97,24 @@ def ray_engine():
         table = pa.table({"question": [q for q, _ in rs], "context": [c for _, c in rs]})
         step = max(1, len(rs) // 8)
         return ray.data.from_arrow([table.slice(i, step) for i in range(0, len(rs), step)]).materialize()
-    def job(ds):
+    class Nothing:
+        """Answerer's columns, constant, without a client."""
+        def __init__(self, **_):
+            pass
+        def __call__(self, batch):
+            n = len(batch["question"])
+            return dict(batch, **{c: np.array([0] * n, dtype=object) for c in bertqa.ray.COLUMNS})
+    def job(ds, cls=bertqa.ray.Answerer):
         ds.map_batches(
-            bertqa.ray.Answerer,
+            cls,
             fn_constructor_kwargs=dict(url=url, model="null", rows_per_call=rows_per_call, vocab=vocab),
             concurrency=2, batch_size=1024, max_concurrency=2).materialize()
-    return job, rows(few), rows(pairs), ray.shutdown
+    return job, lambda ds: job(ds, Nothing), rows(few), rows(pairs), ray.shutdown
 
-job, small, big, stop = {"spark": spark_engine, "ray": ray_engine}[name]()
+job, nothing, small, big, stop = {"spark": spark_engine, "ray": ray_engine}[name]()
 first_job = timed(lambda: job(small))
-times = {"ask_many": [], "64": [], "all": []}
+nothing(small)
+times = {"ask_many": [], "64": [], "all": [], "nothing": []}
 for _ in range(rounds):
     # A client of its own each round, built before the clock starts: like a job's
     # clients, it has not tokenized these words before (Ray's actors are new each job).
@@ -102,6 +122,7 @@ for _ in range(rounds):
     times["ask_many"].append(timed(lambda: fresh.ask_many(pairs)))
     times["64"].append(timed(lambda: job(small)))
     times["all"].append(timed(lambda: job(big)))
+    times["nothing"].append(timed(lambda: nothing(big)))
 stop()
 med = {k: statistics.median(v) for k, v in times.items()}
 ask_many = len(pairs) / med["ask_many"]
@@ -109,7 +130,10 @@ rate = (len(pairs) - len(few)) / (med["all"] - med["64"])
 print(json.dumps({"ask_many_per_s": round(ask_many, 1), "per_s": round(rate, 1),
                   "ratio": round(rate / ask_many, 3),
                   "whole_job_ratio": round(len(pairs) / med["all"] / ask_many, 3),
-                  "job_64_s": round(med["64"], 3), "first_job_s": round(first_job, 2)}))
+                  "job_64_s": round(med["64"], 3), "first_job_s": round(first_job, 2),
+                  # Information: what answering adds to the same job that does nothing.
+                  "over_nothing_ratio": round(len(pairs) / (med["all"] - med["nothing"]) / ask_many, 3),
+                  "nothing_job_s": round(med["nothing"], 3)}))
 PY
 # One engine per process, one after the other: what one leaves running (Spark's JVM,
 # Ray's daemons) would slow the next.
