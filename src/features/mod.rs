@@ -246,12 +246,7 @@ trait Windows: std::fmt::Debug + Send {
     );
     /// Where the windows of `example`, the one [`Windows::push_example`] last made, lie
     /// in its context, and its first gold answer among them.
-    fn placement(
-        &mut self,
-        config: &FeatureConfig,
-        dataset: &Dataset,
-        example: &Example,
-    ) -> Placement;
+    fn placement(&mut self, dataset: &Dataset, example: &Example) -> Placement;
     /// How many times a paragraph's words were tokenized.
     fn paragraphs_tokenized(&self) -> usize;
     /// What BERT's encoder did (nothing for other tokenizers).
@@ -345,7 +340,7 @@ impl<'t> FeatureBuilder<'t> {
     /// `context_windows` and `answer_windows` slices, docs/algorithm.md §8.8); `example`
     /// must be the one [`FeatureBuilder::push_example`] was last given.
     pub(crate) fn placement(&mut self, dataset: &Dataset, example: &Example) -> Placement {
-        self.rules.placement(&self.config, dataset, example)
+        self.rules.placement(dataset, example)
     }
 
     /// Streams the features of every example of `dataset`, in order.

@@ -139,7 +139,7 @@ impl Windows for RunQaWindows<'_> {
         self.paragraphs_tokenized
     }
 
-    fn placement(&mut self, _config: &FeatureConfig, _dataset: &Dataset, example: &Example) -> Placement {
+    fn placement(&mut self, _dataset: &Dataset, example: &Example) -> Placement {
         let Some((_, context)) = self
             .paragraph
             .as_ref()

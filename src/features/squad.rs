@@ -114,7 +114,7 @@ impl Windows for SquadWindows<'_> {
         self.spans = spans;
     }
 
-    fn placement(&mut self, _config: &FeatureConfig, dataset: &Dataset, example: &Example) -> Placement {
+    fn placement(&mut self, dataset: &Dataset, example: &Example) -> Placement {
         let answer = first_answer_chars(example);
         let Some((_, doc)) = self
             .paragraph
