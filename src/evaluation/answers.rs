@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::facts::{finished, Facts};
-use super::slices::SliceSide;
+use super::slices::{null_threshold, SliceSide};
 use super::{score_with, EvalData, Evaluation};
 use crate::decode::Prediction;
 use crate::error::{Error, Result};
@@ -67,11 +67,9 @@ pub(crate) fn of_answers(
         version_2,
         windowless: "the answers were given without their windows".into(),
         margins: Vec::new(),
-        null_threshold: match (version_2, null_odds) {
-            (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
-            (true, false) => Err("the answers came without null odds".into()),
-            (true, true) => Ok(0.0),
-        },
+        null_threshold: null_threshold(version_2, null_odds, 0.0, || {
+            "the answers came without null odds".into()
+        }),
     };
     let slices = side.slices(dataset, &outcome, &scores, statistics);
     Ok(finished(

@@ -114,11 +114,12 @@ impl SliceSide {
                 false => "the run's windows were not cut here".into(),
             },
             margins,
-            null_threshold: match (version_2, null_odds) {
-                (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
-                (true, false) => Err(format!("model {name:?} gives no null odds")),
-                (true, true) => Ok(decode.null_score_diff_threshold),
-            },
+            null_threshold: null_threshold(
+                version_2,
+                null_odds,
+                decode.null_score_diff_threshold,
+                || format!("model {name:?} gives no null odds"),
+            ),
         }
     }
 
@@ -138,5 +139,20 @@ impl SliceSide {
             null_threshold: self.null_threshold.clone(),
         };
         of(dataset, &run, scores, statistics)
+    }
+}
+
+/// The threshold a run's null odds are measured from for `null_margin`, or why the
+/// dimension is not computed (`no_odds`: what to say when the answers have none).
+pub(crate) fn null_threshold(
+    version_2: bool,
+    null_odds: bool,
+    threshold: f64,
+    no_odds: impl FnOnce() -> String,
+) -> std::result::Result<f64, String> {
+    match (version_2, null_odds) {
+        (false, _) => Err("SQuAD 1.1 rules: every question is answered".into()),
+        (true, false) => Err(no_odds()),
+        (true, true) => Ok(threshold),
     }
 }
