@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::common::{bertqa, json_following, root, server, show};
+use crate::common::{bertqa, json_following, root, server, show, strings};
 
 /// The dimensions in the order the reports list them.
 const DIMENSIONS: [&str; 7] = [
@@ -168,12 +168,7 @@ fn eval_names_the_slice_a_model_is_wrong_on_as_computed_independently() {
     let tmp = tempfile::tempdir().unwrap();
     let args = eval_wrong_when(tmp.path(), &["--bootstrap", "1000", "--json"]);
     let report = json_following("eval", &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let weak: Vec<&str> = report["weak_slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
+    let weak = strings(&report["weak_slices"]);
     assert!(weak.contains(&"question_type:when"), "{weak:?}");
     assert!(!weak.contains(&"question_type:what"), "{weak:?}");
 
@@ -417,12 +412,7 @@ fn compare_names_where_the_changes_concentrate_as_computed_independently() {
     crate::common::assert_schema("compare", &v);
     let when = &v["comparisons"][0];
     assert_eq!(when["model"], "oracle-wrong-when");
-    let named: Vec<&str> = when["concentrated_in"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
+    let named = strings(&when["concentrated_in"]);
     assert!(named.contains(&"question_type:when"), "{named:?}");
     assert!(!named.contains(&"question_type:what"), "{named:?}");
     // Wrong at random: the changes gather nowhere.

@@ -183,6 +183,12 @@ pub fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
 }
 
+/// A JSON array of strings (a report's list of slice names, say).
+pub fn strings(v: &Value) -> Vec<&str> {
+    let items = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    items.iter().map(|s| s.as_str().unwrap()).collect()
+}
+
 /// Exit 2, nothing on stdout, and one `error: ` line on stderr holding every piece of
 /// `want`.
 pub fn assert_fails_with(o: &Output, want: &[&str]) {
